@@ -1,0 +1,56 @@
+// Command agent is Plumbline's host agent: it discovers the geometry of the
+// host's database volumes, judges their alignment and runs low-impact I/O
+// probes shaped like database traffic.
+//
+//	agent inspect [--config FILE] [--path.sysfs DIR] [--path.procfs DIR] [--format table|json]
+//	agent probe   --dir DIR --kind random-read|random-write|log-write [flags]
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+const usage = `usage: agent <command> [flags]
+
+commands:
+  inspect   discover volume geometry and print alignment verdicts
+  probe     run one low-impact I/O probe against a probe file
+  version   print the agent version
+
+Run 'agent <command> -h' for the flags of a command.
+`
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	switch args[0] {
+	case "inspect":
+		return runInspect(ctx, args[1:], stdout, stderr)
+	case "probe":
+		return runProbe(ctx, args[1:], stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "plumbline agent", version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "agent: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+}

@@ -1,0 +1,67 @@
+package bytesize
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		in   string
+		want Size
+	}{
+		{"0", 0},
+		{"4096", 4096},
+		{"512B", 512},
+		{"8KiB", 8 << 10},
+		{"64K", 64 << 10},
+		{"256MiB", 256 << 20},
+		{"1GiB", 1 << 30},
+		{" 2 TiB ", 2 << 40},
+	}
+	for _, tt := range tests {
+		got, err := Parse(tt.in)
+		if err != nil || got != tt.want {
+			t.Errorf("Parse(%q) = %d, %v; want %d, nil", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, in := range []string{"", "KiB", "8kB", "1.5GiB", "-1", "8 KB", "99999999999TiB", "1Ki"} {
+		if got, err := Parse(in); !errors.Is(err, ErrSyntax) {
+			t.Errorf("Parse(%q) = %d, %v; want ErrSyntax", in, got, err)
+		}
+	}
+}
+
+func TestStringRoundTrip(t *testing.T) {
+	for _, s := range []Size{0, 1, 512, 4096, 32256, 65536, 1 << 20, 5 << 30, 3 << 40} {
+		got, err := Parse(s.String())
+		if err != nil || got != s {
+			t.Errorf("Parse(%q) = %d, %v; want %d", s.String(), got, err, s)
+		}
+	}
+	if got := Size(32256).String(); got != "32256B" {
+		t.Errorf("Size(32256).String() = %q, want 32256B", got)
+	}
+	if got := (64 * KiB).String(); got != "64KiB" {
+		t.Errorf("(64KiB).String() = %q", got)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"8KiB", "1GiB", "0", "x", "18446744073709551615"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := Parse(s)
+		if err != nil {
+			return
+		}
+		back, err := Parse(n.String())
+		if err != nil || back != n {
+			t.Fatalf("Parse(%q)=%d; round trip via %q = %d, %v", s, n, n.String(), back, err)
+		}
+	})
+}
