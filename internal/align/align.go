@@ -1,0 +1,211 @@
+// Package align holds Plumbline's alignment rules: pure functions from a
+// volume's layer chain to a verdict, findings with concrete remediations and
+// the predicted split-I/O fractions. The agent evaluates them locally and the
+// server re-evaluates every geometry it receives, so a rule fix reaches the
+// fleet without agent upgrades.
+package align
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
+)
+
+// Verdicts.
+const (
+	Aligned    = "aligned"
+	Misaligned = "misaligned"
+	Unknown    = "unknown"
+)
+
+// Severities.
+const (
+	Critical = "critical"
+	Warning  = "warning"
+	Info     = "info"
+)
+
+// Rule ids. They are stable: alerts, dashboards and scripts match on them.
+const (
+	RulePartitionOffsetStripeUnit      = "partition-offset-stripe-unit"
+	RuleLVMDataOffsetStripeUnit        = "lvm-data-offset-stripe-unit"
+	RuleDataOffsetStripeUnit           = "data-offset-stripe-unit"
+	RuleOffsetPhysicalSector           = "offset-physical-sector"
+	RuleStripeUnitAllocationUnit       = "stripe-unit-allocation-unit"
+	RuleFSStripeHintsMismatch          = "fs-stripe-hints-mismatch"
+	RuleFSStripeHintsMissing           = "fs-stripe-hints-missing"
+	RuleStripeUnitUnknown              = "stripe-unit-unknown"
+	RuleOffsetUnknown                  = "offset-unknown"
+	RuleAllocationUnitBelowRecommended = "allocation-unit-below-recommendation"
+)
+
+// IOSizes are the I/O sizes every verdict carries a split fraction for: a
+// database page and a read-ahead extent.
+func IOSizes() []uint32 { return []uint32{8 << 10, 64 << 10} }
+
+// recommendedStart is where a re-created partition should start: 1 MiB, the
+// Windows Server 2008+ and parted default, which every common stripe unit divides.
+const recommendedStart = 1 << 20
+
+// Evaluate judges one volume. It reads v.Layers (top, the file system, to
+// bottom, the disks) and v.Filesystem and never modifies v.
+func Evaluate(v *plumblinev1.Volume) *plumblinev1.Alignment {
+	st := newStack(v)
+	a := &plumblinev1.Alignment{
+		SplitFraction:       map[uint32]float64{},
+		SectorSplitFraction: map[uint32]float64{},
+	}
+	fs := v.GetFilesystem()
+	a.AllocationUnitBytes = fs.GetBlockSizeBytes()
+
+	stripe := st.findStripe()
+	known := stripe.unit != 0
+	if known {
+		a.StripeUnitBytes = stripe.unit
+		a.StripeUnitSource = stripe.source
+		a.StripedDevice = stripe.device
+	}
+
+	var f findings
+	offsetKnown := true
+
+	// Rule: the data offset on the striped device is a multiple of the stripe unit.
+	if known {
+		off, ok := st.offsetAbove(st.primary, stripe.index)
+		if !ok {
+			offsetKnown = false
+			f.add(RuleOffsetUnknown, Warning,
+				fmt.Sprintf("the offset of the file system's data on %s cannot be read: %s", stripe.device, st.unknownOffsetReason(st.primary, stripe.index)),
+				"check that the agent can read sysfs and the LVM metadata backups (/etc/lvm/backup); for device-mapper targets other than LVM the offset is not visible in sysfs")
+		} else {
+			a.DataOffsetBytes = &off
+			if off%stripe.unit != 0 {
+				st.blameStripeOffset(&f, v, stripe, off)
+			}
+		}
+	}
+
+	// Rule: the offset on the disk is a multiple of the physical sector.
+	disk, diskOff, diskOK := st.diskOffset()
+	if disk != nil {
+		a.PhysicalSectorBytes = disk.GetPhysicalSectorBytes()
+	}
+	switch {
+	case disk == nil:
+	case !diskOK:
+		if offsetKnown {
+			// Without a stripe rule this is what decides the verdict.
+			offsetKnown = false
+			f.add(RuleOffsetUnknown, Warning,
+				fmt.Sprintf("the offset of the file system's data on disk %s cannot be read: %s", disk.GetDevice(), st.unknownOffsetReason(st.primary, len(st.primary)-1)),
+				"check that the agent can read sysfs and the LVM metadata backups (/etc/lvm/backup)")
+		}
+	default:
+		a.DiskOffsetBytes = &diskOff
+		if ps := uint64(disk.GetPhysicalSectorBytes()); ps != 0 && diskOff%ps != 0 {
+			f.add(RuleOffsetPhysicalSector, Critical,
+				fmt.Sprintf("data starts at byte %d of disk %s (%s), not a multiple of its %d-byte physical sector: every write smaller than %d bytes becomes a read-modify-write inside the drive",
+					diskOff, disk.GetDevice(), human(diskOff), ps, ps),
+				st.repartitionRemedy(v, disk.GetDevice(), lcm(ps, recommendedStart), uint64(disk.GetLogicalSectorBytes())))
+		}
+	}
+
+	// Split fractions: against the stripe unit and the physical sector.
+	for _, size := range IOSizes() {
+		grid := gridFor(uint64(size), fs)
+		if known && a.DataOffsetBytes != nil {
+			a.SplitFraction[uint32(size)] = SplitFraction(*a.DataOffsetBytes, uint64(size), grid, stripe.unit)
+		}
+		if a.DiskOffsetBytes != nil && a.PhysicalSectorBytes != 0 {
+			a.SectorSplitFraction[uint32(size)] = SplitFraction(*a.DiskOffsetBytes, uint64(size), grid, uint64(a.PhysicalSectorBytes))
+		}
+	}
+
+	if !known {
+		f.add(RuleStripeUnitUnknown, Info,
+			"no RAID layer or stripe hint is known for this volume, so only the physical-sector rule was checked",
+			fmt.Sprintf("if %s sits on hardware RAID, declare it in the agent config: declared_devices: [{device: /dev/%s, raid: {level: raid10, stripe_unit: 64KiB, disks: 4}}]",
+				deviceOr(disk, "the disk"), deviceOr(disk, "sdX")))
+	} else {
+		unitVsAllocation(&f, v, stripe)
+		stripeHints(&f, v, stripe)
+	}
+	allocationUnit(&f, v)
+
+	a.Findings = f.list
+	switch {
+	case f.has(Critical):
+		a.Verdict = Misaligned
+	case !offsetKnown || disk == nil && !known:
+		a.Verdict = Unknown
+	default:
+		a.Verdict = Aligned
+	}
+	if len(a.SplitFraction) == 0 {
+		a.SplitFraction = nil
+	}
+	if len(a.SectorSplitFraction) == 0 {
+		a.SectorSplitFraction = nil
+	}
+	return a
+}
+
+// gridFor is the placement grid of I/Os of size s: min(s, allocation
+// granularity). The allocation granularity is the file system's block
+// (cluster) size, or its stripe unit when stripe hints are set, since the
+// allocator then aligns extents to it. Unknown: assume I/Os are placed on
+// multiples of their own size.
+func gridFor(s uint64, fs *plumblinev1.Filesystem) uint64 {
+	alloc := uint64(fs.GetBlockSizeBytes())
+	if su := fs.GetStripeUnitBytes(); su > alloc {
+		alloc = su
+	}
+	if alloc == 0 || alloc > s {
+		return s
+	}
+	return alloc
+}
+
+func deviceOr(l *plumblinev1.Layer, def string) string {
+	if l == nil || l.GetDevice() == "" {
+		return def
+	}
+	return l.GetDevice()
+}
+
+// findings collects findings in rule order.
+type findings struct{ list []*plumblinev1.Finding }
+
+func (f *findings) add(rule, severity, message, remediation string) {
+	f.list = append(f.list, &plumblinev1.Finding{Rule: rule, Severity: severity, Message: message, Remediation: remediation})
+}
+
+func (f *findings) has(severity string) bool {
+	return slices.ContainsFunc(f.list, func(x *plumblinev1.Finding) bool { return x.Severity == severity })
+}
+
+// human writes a byte count the way the domain talks about it: 32256 bytes
+// is "31.5 KiB", 1048576 is "1 MiB".
+func human(n uint64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<20:
+		return trimFloat(float64(n)/(1<<20)) + " MiB"
+	case n >= 1<<10:
+		return trimFloat(float64(n)/(1<<10)) + " KiB"
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func trimFloat(x float64) string {
+	s := fmt.Sprintf("%.2f", x)
+	s = strings.TrimRight(s, "0")
+	return strings.TrimSuffix(s, ".")
+}
+
+func pct(x float64) string { return trimFloat(x*100) + "%" }

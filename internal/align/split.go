@@ -1,0 +1,62 @@
+package align
+
+// SplitFraction is the split-I/O model of DESIGN.md §1: the predicted share
+// of I/Os of size ioSize that straddle a boundary of unit bytes, when the
+// volume starts at absolute byte offset and its I/Os are placed on a grid of
+// grid bytes inside the volume (grid = min(I/O size, allocation unit)).
+//
+// The I/O starts are offset + k·grid for k = 0, 1, 2, ...; modulo unit they
+// take every residue r ≡ offset (mod d), d = gcd(grid, unit), equally often.
+// An I/O of size S < unit starting at residue r splits iff r+S > unit; one of
+// size S == unit splits unless r == 0; a larger one always splits. Counting
+// residues gives the share in closed form, with no loop over the period.
+//
+// It returns 0 when unit or ioSize is 0 (nothing to split against) and uses
+// grid = ioSize when grid is 0.
+func SplitFraction(offset, ioSize, grid, unit uint64) float64 {
+	if unit == 0 || ioSize == 0 {
+		return 0
+	}
+	if grid == 0 {
+		grid = ioSize
+	}
+	switch {
+	case ioSize > unit:
+		return 1
+	case ioSize == unit:
+		d := gcd(grid, unit)
+		if offset%d != 0 {
+			return 1 // no start ever lands on a boundary
+		}
+		// Starts land on a boundary once per unit/d positions.
+		n := unit / d
+		return float64(n-1) / float64(n)
+	}
+	d := gcd(grid, unit)
+	n := unit / d // residues per period
+	c := offset % d
+	// Residues are c + j·d, j in [0, n). Split iff c + j·d > unit - ioSize.
+	limit := unit - ioSize
+	if c > limit {
+		return 1
+	}
+	fit := (limit-c)/d + 1 // residues with c + j·d <= limit
+	if fit > n {
+		fit = n
+	}
+	return float64(n-fit) / float64(n)
+}
+
+func gcd(a, b uint64) uint64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+func lcm(a, b uint64) uint64 {
+	if a == 0 || b == 0 {
+		return 0
+	}
+	return a / gcd(a, b) * b
+}
