@@ -285,14 +285,14 @@ func TestEvaluate(t *testing.T) {
 			findings: []string{"warning:offset-unknown", "info:fs-stripe-hints-missing"},
 		},
 		{
-			name: "NTFS with 4 KiB clusters on an aligned array",
-			vol:  sqlVolume("raid10", 64*kib, 4, 2, mib, 4*kib),
+			name:    "NTFS with 4 KiB clusters on an aligned array",
+			vol:     sqlVolume("raid10", 64*kib, 4, 2, mib, 4*kib),
 			verdict: Aligned, dataOff: u64(mib), unit: 64 * kib, unitSrc: "declared",
 			findings: []string{"info:allocation-unit-below-recommendation"},
 		},
 		{
-			name: "stripe unit not a multiple of the cluster",
-			vol:  sqlVolume("raid5", 48*kib, 4, 3, 3*mib, 32*kib),
+			name:    "stripe unit not a multiple of the cluster",
+			vol:     sqlVolume("raid5", 48*kib, 4, 3, 3*mib, 32*kib),
 			verdict: Aligned, dataOff: u64(3 * mib), unit: 48 * kib, unitSrc: "declared",
 			findings: []string{"warning:stripe-unit-allocation-unit", "info:allocation-unit-below-recommendation"},
 		},
