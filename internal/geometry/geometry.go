@@ -6,8 +6,21 @@
 package geometry
 
 import (
+	"context"
+	"errors"
+
 	"github.com/plumbline/plumbline/internal/bytesize"
+	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
+
+// ErrRoot is wrapped by the error Discover returns when a root cannot be
+// read at all (sysfs root missing, mountinfo unreadable). Everything short
+// of that is recorded in a layer's unknown list instead.
+var ErrRoot = errors.New("unreadable root")
+
+// ErrUnsupported is wrapped by Discover on operating systems whose
+// discovery is not written yet.
+var ErrUnsupported = errors.New("geometry discovery is not supported on this OS yet")
 
 // Sources of values (Layer.source / Layer.sources).
 const (
@@ -37,12 +50,19 @@ type Options struct {
 	SysfsRoot  string // default /sys
 	ProcfsRoot string // default /proc
 	DevRoot    string // default /dev; resolves declared /dev/disk/by-id links and holds superblocks
+	// EtcRoot holds machine-id (default /etc). Empty: Host.machine_id is
+	// left empty (a captured tree's machine-id is not this host's).
+	EtcRoot string
 	// LVMBackupDir holds LVM's text metadata backups (default /etc/lvm/backup),
 	// the source of pe_start and LV segment offsets.
 	LVMBackupDir string
 	// ReadSuperblocks allows one read-only 4 KiB read of each mounted file
 	// system's superblock (ext4 stride/stripe_width, XFS sunit/swidth).
 	ReadSuperblocks bool
+	// StatMounts allows statfs(2) on each mount point for the file-system
+	// block size. Only for the live host: a captured tree's mount points do
+	// not belong to this machine.
+	StatMounts bool
 
 	Declared []DeclaredDevice
 
@@ -65,6 +85,34 @@ type DeclaredRAID struct {
 	Level      string        // raid0|raid1|raid5|raid6|raid10|raid50|raid60
 	StripeUnit bytesize.Size // chunk size
 	Disks      uint32        // member disks
+	// Spans is the number of raid5/raid6 spans of a raid50/raid60 array;
+	// without it raid_data_disks of such an array is unknown.
+	Spans uint32
+}
+
+// Result is what InspectVolumes finds: the volumes, and warnings the caller
+// should print (a declared device that matches no block device, ...).
+type Result struct {
+	Volumes  []*plumblinev1.Volume
+	Warnings []string
+}
+
+// Discover returns every mounted, block-backed file system selected by
+// opts with its layers, top to bottom. It does not fill Volume.alignment.
+// The error wraps ErrRoot when a root is unreadable; a missing or odd
+// value is recorded in the layer's unknown list instead. Warnings (such
+// as a declared device that matches nothing) need InspectVolumes.
+func Discover(ctx context.Context, opts Options) ([]*plumblinev1.Volume, error) {
+	r, err := InspectVolumes(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return r.Volumes, nil
+}
+
+// InspectVolumes is Discover plus the warnings the caller should print.
+func InspectVolumes(ctx context.Context, opts Options) (Result, error) {
+	return discover(ctx, opts, nil)
 }
 
 // DefaultOptions reads the running host.
@@ -73,7 +121,9 @@ func DefaultOptions() Options {
 		SysfsRoot:       "/sys",
 		ProcfsRoot:      "/proc",
 		DevRoot:         "/dev",
+		EtcRoot:         "/etc",
 		LVMBackupDir:    "/etc/lvm/backup",
 		ReadSuperblocks: true,
+		StatMounts:      true,
 	}
 }

@@ -1,0 +1,41 @@
+package geometry
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
+)
+
+// DiscoverHost identifies the host the roots describe: hostname and kernel
+// from <procfs>/sys/kernel (falling back to os.Hostname for the name),
+// machine id from <EtcRoot>/machine-id when EtcRoot is set. Unreadable
+// values are left empty. agent_version and collected_at are the caller's.
+func DiscoverHost(opts Options) *plumblinev1.Host {
+	h := &plumblinev1.Host{Os: runtime.GOOS}
+	if opts.ProcfsRoot != "" {
+		h.Hostname = readTrimmed(filepath.Join(opts.ProcfsRoot, "sys", "kernel", "hostname"))
+		h.Kernel = readTrimmed(filepath.Join(opts.ProcfsRoot, "sys", "kernel", "osrelease"))
+	}
+	if h.Hostname == "" {
+		h.Hostname, _ = os.Hostname()
+	}
+	if opts.EtcRoot != "" {
+		h.MachineId = readTrimmed(filepath.Join(opts.EtcRoot, "machine-id"))
+	}
+	return h
+}
+
+func readTrimmed(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	s, err := parseSysfsString(b)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(s)
+}

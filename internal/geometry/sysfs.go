@@ -1,0 +1,77 @@
+package geometry
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// errEmpty is returned for a sysfs file that holds nothing.
+var errEmpty = errors.New("empty value")
+
+// maxSysfsValue bounds the single-value sysfs files parsed here: they hold
+// one number or one short word.
+const maxSysfsValue = 4096
+
+// parseSysfsUint parses a sysfs file holding one unsigned decimal number
+// (queue/logical_block_size, start, size, md/chunk_size, ...).
+func parseSysfsUint(b []byte) (uint64, error) {
+	s, err := parseSysfsString(b)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("parse %q: %w", s, err)
+	}
+	return n, nil
+}
+
+// parseSysfsInt parses a sysfs file holding one signed decimal number
+// (alignment_offset, which is -1 when the device cannot be aligned).
+func parseSysfsInt(b []byte) (int64, error) {
+	s, err := parseSysfsString(b)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("parse %q: %w", s, err)
+	}
+	return n, nil
+}
+
+// parseSysfsString returns the value of a one-line sysfs file without the
+// trailing newline and surrounding blanks.
+func parseSysfsString(b []byte) (string, error) {
+	if len(b) > maxSysfsValue {
+		return "", fmt.Errorf("value of %d bytes is longer than %d", len(b), maxSysfsValue)
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "", errEmpty
+	}
+	if strings.ContainsAny(s, "\n\x00") {
+		return "", fmt.Errorf("value %q spans more than one line", s)
+	}
+	return s, nil
+}
+
+// parseDevNumber parses a "MAJ:MIN" device number (sysfs dev files,
+// mountinfo field 3).
+func parseDevNumber(s string) (major, minor uint32, err error) {
+	a, b, ok := strings.Cut(strings.TrimSpace(s), ":")
+	if !ok {
+		return 0, 0, fmt.Errorf("device number %q: want MAJ:MIN", s)
+	}
+	ma, err := strconv.ParseUint(a, 10, 32)
+	if err != nil {
+		return 0, 0, fmt.Errorf("device number %q: %w", s, err)
+	}
+	mi, err := strconv.ParseUint(b, 10, 32)
+	if err != nil {
+		return 0, 0, fmt.Errorf("device number %q: %w", s, err)
+	}
+	return uint32(ma), uint32(mi), nil
+}
