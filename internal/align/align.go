@@ -55,7 +55,7 @@ func Evaluate(v *plumblinev1.Volume) *plumblinev1.Alignment {
 	st := newStack(v)
 	a := &plumblinev1.Alignment{
 		SplitFraction:       map[uint32]float64{},
-		SectorSplitFraction: map[uint32]float64{},
+		SectorRmwFraction: map[uint32]float64{},
 	}
 	fs := v.GetFilesystem()
 	a.AllocationUnitBytes = fs.GetBlockSizeBytes()
@@ -119,7 +119,7 @@ func Evaluate(v *plumblinev1.Volume) *plumblinev1.Alignment {
 			a.SplitFraction[uint32(size)] = SplitFraction(*a.DataOffsetBytes, uint64(size), grid, stripe.unit)
 		}
 		if a.DiskOffsetBytes != nil && a.PhysicalSectorBytes != 0 {
-			a.SectorSplitFraction[uint32(size)] = SplitFraction(*a.DiskOffsetBytes, uint64(size), grid, uint64(a.PhysicalSectorBytes))
+			a.SectorRmwFraction[uint32(size)] = RMWFraction(*a.DiskOffsetBytes, uint64(size), grid, uint64(a.PhysicalSectorBytes))
 		}
 	}
 
@@ -146,8 +146,8 @@ func Evaluate(v *plumblinev1.Volume) *plumblinev1.Alignment {
 	if len(a.SplitFraction) == 0 {
 		a.SplitFraction = nil
 	}
-	if len(a.SectorSplitFraction) == 0 {
-		a.SectorSplitFraction = nil
+	if len(a.SectorRmwFraction) == 0 {
+		a.SectorRmwFraction = nil
 	}
 	return a
 }

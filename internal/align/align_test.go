@@ -36,10 +36,6 @@ func TestSplitFraction(t *testing.T) {
 		{"aligned, 64K I/O on 4K grid", mib, 64 * kib, 4 * kib, 64 * kib, 15.0 / 16},
 		{"I/O larger than the unit always splits", 0, 128 * kib, 128 * kib, 64 * kib, 1},
 		{"64K offset on 128K stripe, 8K I/O", 64 * kib, 8 * kib, 8 * kib, 128 * kib, 0},
-		// 512e: the same arithmetic against the 4 KiB physical sector.
-		{"31.5K offset, 8K I/O, 4K sector", legacyOffset, 8 * kib, 8 * kib, 4 * kib, 1},
-		{"31.5K offset, 512B I/O, 4K sector", legacyOffset, 512, 512, 4 * kib, 0},
-		{"1M offset, 8K I/O, 4K sector", mib, 8 * kib, 8 * kib, 4 * kib, 1}, // 8K > 4K: spans two sectors, no RMW but "split"
 		{"no unit", legacyOffset, 8 * kib, 8 * kib, 0, 0},
 		{"grid 0 means I/O size", legacyOffset, 8 * kib, 0, 64 * kib, 0.125},
 		{"non power of two stripe", 0, 8 * kib, 8 * kib, 96 * kib, 0},
@@ -78,6 +74,27 @@ func bruteSplit(offset, size, grid, unit uint64) float64 {
 		}
 	}
 	return float64(split) / float64(n)
+}
+
+func TestRMWFraction(t *testing.T) {
+	tests := []struct {
+		name                       string
+		offset, size, grid, sector uint64
+		want                       float64
+	}{
+		{"31.5K offset, 8K writes, 4K sector", legacyOffset, 8 * kib, 8 * kib, 4 * kib, 1},
+		{"1M offset, 8K writes, 4K sector", mib, 8 * kib, 8 * kib, 4 * kib, 0},
+		{"1M offset, 64K writes on 4K grid", mib, 64 * kib, 4 * kib, 4 * kib, 0},
+		{"512B log writes on 512e always RMW", mib, 512, 512, 4 * kib, 1},
+		{"512n disk never RMW when aligned to 512", legacyOffset, 8 * kib, 8 * kib, 512, 0},
+		{"4K writes on a 2K grid", 0, 4 * kib, 2 * kib, 4 * kib, 0.5},
+		{"unknown sector", mib, 8 * kib, 8 * kib, 0, 0},
+	}
+	for _, tt := range tests {
+		if got := RMWFraction(tt.offset, tt.size, tt.grid, tt.sector); got != tt.want {
+			t.Errorf("%s: RMWFraction(%d, %d, %d, %d) = %v, want %v", tt.name, tt.offset, tt.size, tt.grid, tt.sector, got, tt.want)
+		}
+	}
 }
 
 func FuzzSplitFraction(f *testing.F) {
@@ -223,7 +240,7 @@ func TestEvaluate(t *testing.T) {
 		unit      uint64
 		unitSrc   string
 		findings  []string
-		sectorFor uint32 // check sector_split_fraction[8192] against sectorWant
+		sectorFor uint32 // check sector_rmw_fraction[sectorFor] against sectorW
 		sectorW   float64
 	}{
 		{
@@ -323,8 +340,8 @@ func TestEvaluate(t *testing.T) {
 				t.Errorf("Evaluate() stripe unit = %d from %q, want %d from %q", a.GetStripeUnitBytes(), a.GetStripeUnitSource(), tt.unit, tt.unitSrc)
 			}
 			if tt.sectorFor != 0 {
-				if got := a.GetSectorSplitFraction()[tt.sectorFor]; got != tt.sectorW {
-					t.Errorf("Evaluate().sector_split_fraction[%d] = %v, want %v", tt.sectorFor, got, tt.sectorW)
+				if got := a.GetSectorRmwFraction()[tt.sectorFor]; got != tt.sectorW {
+					t.Errorf("Evaluate().sector_rmw_fraction[%d] = %v, want %v", tt.sectorFor, got, tt.sectorW)
 				}
 			}
 			for _, f := range a.GetFindings() {

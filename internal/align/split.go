@@ -60,3 +60,26 @@ func lcm(a, b uint64) uint64 {
 	}
 	return a / gcd(a, b) * b
 }
+
+// RMWFraction is the share of writes of size ioSize, placed as in
+// SplitFraction, that start or end inside a physical sector of sector
+// bytes: a 512e drive must read the whole sector, merge and write it back.
+// A write that is not a whole number of sectors always does; one that is
+// does so iff it starts off a sector boundary.
+func RMWFraction(offset, ioSize, grid, sector uint64) float64 {
+	if sector == 0 || ioSize == 0 {
+		return 0
+	}
+	if ioSize%sector != 0 {
+		return 1
+	}
+	if grid == 0 {
+		grid = ioSize
+	}
+	d := gcd(grid, sector)
+	if offset%d != 0 {
+		return 1
+	}
+	n := sector / d // starts land on a sector boundary once per n positions
+	return float64(n-1) / float64(n)
+}

@@ -51,12 +51,9 @@ func Parse(s string) (Size, error) {
 			break
 		}
 	}
-	if strings.HasSuffix(num, "k") || strings.HasSuffix(num, "i") {
-		return 0, fmt.Errorf("%w %q: use IEC suffixes (KiB, MiB, GiB, TiB)", ErrSyntax, s)
-	}
 	n, err := strconv.ParseUint(num, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%w %q: use a whole number with an optional KiB, MiB, GiB or TiB suffix", ErrSyntax, s)
+		return 0, fmt.Errorf("%w %q: want a whole number with an optional IEC suffix (KiB, MiB, GiB, TiB)", ErrSyntax, s)
 	}
 	if n != 0 && uint64(mult) > ^uint64(0)/n {
 		return 0, fmt.Errorf("%w %q: too large", ErrSyntax, s)

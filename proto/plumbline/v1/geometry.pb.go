@@ -747,12 +747,12 @@ type Alignment struct {
 	// Predicted share of I/Os of each size (bytes) that straddle a stripe-unit
 	// boundary (the split-I/O model, DESIGN.md §1). Empty when no stripe unit is known.
 	SplitFraction map[uint32]float64 `protobuf:"bytes,9,rep,name=split_fraction,json=splitFraction,proto3" json:"split_fraction,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"`
-	// Predicted share of I/Os of each size that straddle a physical-sector
-	// boundary (read-modify-write inside a 512e drive).
-	SectorSplitFraction map[uint32]float64 `protobuf:"bytes,10,rep,name=sector_split_fraction,json=sectorSplitFraction,proto3" json:"sector_split_fraction,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"`
-	Findings            []*Finding         `protobuf:"bytes,11,rep,name=findings,proto3" json:"findings,omitempty"` // Next tag: 12
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// Predicted share of writes of each size that start or end inside a
+	// physical sector: each one is a read-modify-write inside a 512e drive.
+	SectorRmwFraction map[uint32]float64 `protobuf:"bytes,10,rep,name=sector_rmw_fraction,json=sectorRmwFraction,proto3" json:"sector_rmw_fraction,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"`
+	Findings          []*Finding         `protobuf:"bytes,11,rep,name=findings,proto3" json:"findings,omitempty"` // Next tag: 12
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Alignment) Reset() {
@@ -848,9 +848,9 @@ func (x *Alignment) GetSplitFraction() map[uint32]float64 {
 	return nil
 }
 
-func (x *Alignment) GetSectorSplitFraction() map[uint32]float64 {
+func (x *Alignment) GetSectorRmwFraction() map[uint32]float64 {
 	if x != nil {
-		return x.SectorSplitFraction
+		return x.SectorRmwFraction
 	}
 	return nil
 }
@@ -1022,7 +1022,7 @@ const file_plumbline_v1_geometry_proto_rawDesc = "" +
 	"\v_rotational\"7\n" +
 	"\aUnknown\x12\x14\n" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x92\x06\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x8a\x06\n" +
 	"\tAlignment\x12\x18\n" +
 	"\averdict\x18\x01 \x01(\tR\averdict\x12/\n" +
 	"\x11data_offset_bytes\x18\x02 \x01(\x04H\x00R\x0fdataOffsetBytes\x88\x01\x01\x12*\n" +
@@ -1032,14 +1032,14 @@ const file_plumbline_v1_geometry_proto_rawDesc = "" +
 	"\x11disk_offset_bytes\x18\x06 \x01(\x04H\x01R\x0fdiskOffsetBytes\x88\x01\x01\x122\n" +
 	"\x15physical_sector_bytes\x18\a \x01(\rR\x13physicalSectorBytes\x122\n" +
 	"\x15allocation_unit_bytes\x18\b \x01(\rR\x13allocationUnitBytes\x12Q\n" +
-	"\x0esplit_fraction\x18\t \x03(\v2*.plumbline.v1.Alignment.SplitFractionEntryR\rsplitFraction\x12d\n" +
-	"\x15sector_split_fraction\x18\n" +
-	" \x03(\v20.plumbline.v1.Alignment.SectorSplitFractionEntryR\x13sectorSplitFraction\x121\n" +
+	"\x0esplit_fraction\x18\t \x03(\v2*.plumbline.v1.Alignment.SplitFractionEntryR\rsplitFraction\x12^\n" +
+	"\x13sector_rmw_fraction\x18\n" +
+	" \x03(\v2..plumbline.v1.Alignment.SectorRmwFractionEntryR\x11sectorRmwFraction\x121\n" +
 	"\bfindings\x18\v \x03(\v2\x15.plumbline.v1.FindingR\bfindings\x1a@\n" +
 	"\x12SplitFractionEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\rR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\x1aF\n" +
-	"\x18SectorSplitFractionEntry\x12\x10\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\x1aD\n" +
+	"\x16SectorRmwFractionEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\rR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01B\x14\n" +
 	"\x12_data_offset_bytesB\x14\n" +
@@ -1075,7 +1075,7 @@ var file_plumbline_v1_geometry_proto_goTypes = []any{
 	nil,                           // 8: plumbline.v1.Filesystem.SourcesEntry
 	nil,                           // 9: plumbline.v1.Layer.SourcesEntry
 	nil,                           // 10: plumbline.v1.Alignment.SplitFractionEntry
-	nil,                           // 11: plumbline.v1.Alignment.SectorSplitFractionEntry
+	nil,                           // 11: plumbline.v1.Alignment.SectorRmwFractionEntry
 	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
 }
 var file_plumbline_v1_geometry_proto_depIdxs = []int32{
@@ -1090,7 +1090,7 @@ var file_plumbline_v1_geometry_proto_depIdxs = []int32{
 	9,  // 8: plumbline.v1.Layer.sources:type_name -> plumbline.v1.Layer.SourcesEntry
 	5,  // 9: plumbline.v1.Layer.unknown:type_name -> plumbline.v1.Unknown
 	10, // 10: plumbline.v1.Alignment.split_fraction:type_name -> plumbline.v1.Alignment.SplitFractionEntry
-	11, // 11: plumbline.v1.Alignment.sector_split_fraction:type_name -> plumbline.v1.Alignment.SectorSplitFractionEntry
+	11, // 11: plumbline.v1.Alignment.sector_rmw_fraction:type_name -> plumbline.v1.Alignment.SectorRmwFractionEntry
 	7,  // 12: plumbline.v1.Alignment.findings:type_name -> plumbline.v1.Finding
 	13, // [13:13] is the sub-list for method output_type
 	13, // [13:13] is the sub-list for method input_type

@@ -1,0 +1,182 @@
+// Package config loads and validates the agent's YAML configuration file.
+// Unknown keys are errors, defaults are filled in at load, and every value
+// is validated before the agent acts on it.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math/bits"
+	"os"
+	"path"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/plumbline/plumbline/internal/bytesize"
+	"github.com/plumbline/plumbline/internal/geometry"
+)
+
+// Agent is the agent's configuration file.
+type Agent struct {
+	// DeclaredDevices describe hardware RAID the OS cannot see.
+	DeclaredDevices []DeclaredDevice `yaml:"declared_devices"`
+	// Include and Exclude select the volumes to inspect. By default every
+	// mounted file system backed by a block device is inspected.
+	Include Selector `yaml:"include"`
+	Exclude Selector `yaml:"exclude"`
+	// ReadSuperblocks allows one read-only 4 KiB read of each mounted file
+	// system's superblock, for ext4 stride/stripe_width and XFS sunit/swidth.
+	ReadSuperblocks bool `yaml:"read_superblocks"`
+	// LVMBackupDir holds LVM's metadata backups, the source of pe_start.
+	LVMBackupDir string `yaml:"lvm_backup_dir"`
+}
+
+// DeclaredDevice is one hardware array, declared by the operator.
+type DeclaredDevice struct {
+	Device string       `yaml:"device"`
+	RAID   DeclaredRAID `yaml:"raid"`
+}
+
+// DeclaredRAID is a declared array's geometry.
+type DeclaredRAID struct {
+	Level      string        `yaml:"level"`
+	StripeUnit bytesize.Size `yaml:"stripe_unit"`
+	Disks      uint32        `yaml:"disks"`
+	// Spans is the number of RAID 5/6 spans of a raid50/raid60 array
+	// (default 2); it sets the number of data disks.
+	Spans uint32 `yaml:"spans"`
+}
+
+// Selector matches volumes by mount point glob (path.Match syntax) and by
+// file-system type.
+type Selector struct {
+	MountPoints []string `yaml:"mount_points"`
+	FSTypes     []string `yaml:"fs_types"`
+}
+
+// Default is the configuration used when no file is given.
+func Default() Agent {
+	d := geometry.DefaultOptions()
+	return Agent{ReadSuperblocks: d.ReadSuperblocks, LVMBackupDir: d.LVMBackupDir}
+}
+
+// ErrInvalid wraps every validation error.
+var ErrInvalid = errors.New("invalid configuration")
+
+// Load reads and validates a configuration file.
+func Load(file string) (Agent, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return Agent{}, fmt.Errorf("read config: %w", err)
+	}
+	a, err := Parse(b)
+	if err != nil {
+		return Agent{}, fmt.Errorf("%s: %w", file, err)
+	}
+	return a, nil
+}
+
+// Parse decodes and validates configuration bytes.
+func Parse(b []byte) (Agent, error) {
+	// Decoding into the defaults keeps them for omitted keys. (A custom
+	// UnmarshalYAML would lose KnownFields: yaml.v3 does not pass it on.)
+	a := Default()
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&a); err != nil && !errors.Is(err, io.EOF) {
+		return Agent{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if err := a.Validate(); err != nil {
+		return Agent{}, err
+	}
+	return a, nil
+}
+
+// minDisks is the smallest member count each RAID level can have.
+var minDisks = map[string]uint32{
+	"raid0": 2, "raid1": 2, "raid5": 3, "raid6": 4, "raid10": 4, "raid50": 6, "raid60": 8,
+}
+
+// Validate checks every value and says which one is wrong.
+func (a Agent) Validate() error {
+	var errs []error
+	seen := map[string]bool{}
+	for i, d := range a.DeclaredDevices {
+		where := fmt.Sprintf("declared_devices[%d]", i)
+		if !strings.HasPrefix(d.Device, "/dev/") || path.Clean(d.Device) != d.Device || strings.Contains(d.Device, "..") {
+			errs = append(errs, fmt.Errorf("%s.device %q: want a clean block device path under /dev/ (a /dev/disk/by-id link works too)", where, d.Device))
+		}
+		if seen[d.Device] {
+			errs = append(errs, fmt.Errorf("%s.device %q is declared twice", where, d.Device))
+		}
+		seen[d.Device] = true
+		min, ok := minDisks[d.RAID.Level]
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s.raid.level %q: want one of raid0, raid1, raid5, raid6, raid10, raid50, raid60", where, d.RAID.Level))
+			continue
+		}
+		if d.RAID.Disks < min {
+			errs = append(errs, fmt.Errorf("%s.raid.disks %d: %s needs at least %d disks", where, d.RAID.Disks, d.RAID.Level, min))
+		}
+		if d.RAID.Level == "raid10" && d.RAID.Disks%2 != 0 {
+			errs = append(errs, fmt.Errorf("%s.raid.disks %d: raid10 needs an even number of disks", where, d.RAID.Disks))
+		}
+		if d.RAID.Spans != 0 && (d.RAID.Level != "raid50" && d.RAID.Level != "raid60" || d.RAID.Spans < 2 || d.RAID.Disks%d.RAID.Spans != 0) {
+			errs = append(errs, fmt.Errorf("%s.raid.spans %d: only for raid50/raid60, at least 2, and dividing disks (%d)", where, d.RAID.Spans, d.RAID.Disks))
+		}
+		su := uint64(d.RAID.StripeUnit)
+		switch {
+		case su == 0 && d.RAID.Level != "raid1":
+			errs = append(errs, fmt.Errorf("%s.raid.stripe_unit: required for %s (e.g. 64KiB)", where, d.RAID.Level))
+		case su != 0 && (su < 512 || su > 1<<30 || bits.OnesCount64(su) != 1):
+			errs = append(errs, fmt.Errorf("%s.raid.stripe_unit %s: want a power of two from 512B to 1GiB", where, d.RAID.StripeUnit))
+		}
+	}
+	for _, s := range []struct {
+		name string
+		sel  Selector
+	}{{"include", a.Include}, {"exclude", a.Exclude}} {
+		for i, g := range s.sel.MountPoints {
+			if _, err := path.Match(g, "/"); err != nil || !strings.HasPrefix(g, "/") {
+				errs = append(errs, fmt.Errorf("%s.mount_points[%d] %q: want an absolute path or glob (path.Match syntax)", s.name, i, g))
+			}
+		}
+		for i, t := range s.sel.FSTypes {
+			if t == "" || strings.ContainsAny(t, " \t/") {
+				errs = append(errs, fmt.Errorf("%s.fs_types[%d] %q: want a file-system type such as xfs or ext4", s.name, i, t))
+			}
+		}
+	}
+	if a.LVMBackupDir != "" && !path.IsAbs(a.LVMBackupDir) {
+		errs = append(errs, fmt.Errorf("lvm_backup_dir %q: want an absolute path", a.LVMBackupDir))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrInvalid, errors.Join(errs...))
+	}
+	return nil
+}
+
+// GeometryOptions applies the configuration to discovery options whose
+// roots the caller has already set.
+func (a Agent) GeometryOptions(base geometry.Options) geometry.Options {
+	o := base
+	o.ReadSuperblocks = a.ReadSuperblocks
+	if a.LVMBackupDir != "" {
+		o.LVMBackupDir = a.LVMBackupDir
+	}
+	o.IncludeMountPoints = a.Include.MountPoints
+	o.IncludeFSTypes = a.Include.FSTypes
+	o.ExcludeMountPoints = a.Exclude.MountPoints
+	o.ExcludeFSTypes = a.Exclude.FSTypes
+	o.Declared = nil
+	for _, d := range a.DeclaredDevices {
+		o.Declared = append(o.Declared, geometry.DeclaredDevice{
+			Device: d.Device,
+			RAID:   geometry.DeclaredRAID{Level: d.RAID.Level, StripeUnit: d.RAID.StripeUnit, Disks: d.RAID.Disks, Spans: d.RAID.Spans},
+		})
+	}
+	return o
+}

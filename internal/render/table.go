@@ -1,0 +1,147 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
+)
+
+// Table writes an inventory the way an SRE reads it at a glance: one line
+// per volume, then every finding with its fix.
+func Table(w io.Writer, inv *plumblinev1.Inventory) error {
+	h := inv.GetHost()
+	fmt.Fprintf(w, "host %s (%s %s)\n\n", orDash(h.GetHostname()), orDash(h.GetOs()), orDash(h.GetKernel()))
+	if len(inv.GetVolumes()) == 0 {
+		_, err := fmt.Fprintln(w, "no block-backed file systems found")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "MOUNT\tFS\tCLUSTER\tOFFSET\tSTRIPE\tRAID\tVERDICT\tSPLIT 8K/64K\tWORST FINDING")
+	for _, v := range inv.GetVolumes() {
+		a := v.GetAlignment()
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			v.GetMountPoint(),
+			orDash(v.GetFilesystem().GetType()),
+			size(uint64(v.GetFilesystem().GetBlockSizeBytes())),
+			offset(a.DataOffsetBytes, a.DiskOffsetBytes),
+			stripeCell(a),
+			raidCell(v),
+			orDash(a.GetVerdict()),
+			splitCell(a),
+			worst(a))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, v := range inv.GetVolumes() {
+		fs := v.GetAlignment().GetFindings()
+		if len(fs) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s (%s):\n", v.GetMountPoint(), v.GetDevice())
+		for _, f := range fs {
+			fmt.Fprintf(w, "  %-8s %s: %s\n", f.GetSeverity(), f.GetRule(), f.GetMessage())
+			if f.GetRemediation() != "" {
+				fmt.Fprintf(w, "           fix: %s\n", f.GetRemediation())
+			}
+		}
+	}
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// size writes a byte count with the largest exact binary unit: 4KiB,
+// 1MiB, 31.5KiB; "-" when unknown.
+func size(n uint64) string {
+	if n == 0 {
+		return "-"
+	}
+	for _, u := range []struct {
+		name string
+		v    uint64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.v {
+			if n%u.v == 0 {
+				return fmt.Sprintf("%d%s", n/u.v, u.name)
+			}
+			if (n*2)%u.v == 0 {
+				return fmt.Sprintf("%.1f%s", float64(n)/float64(u.v), u.name)
+			}
+		}
+	}
+	return fmt.Sprintf("%dB", n)
+}
+
+func offset(data, disk *uint64) string {
+	switch {
+	case data != nil:
+		if *data == 0 {
+			return "0"
+		}
+		return size(*data)
+	case disk != nil:
+		if *disk == 0 {
+			return "0"
+		}
+		return size(*disk)
+	}
+	return "?"
+}
+
+func stripeCell(a *plumblinev1.Alignment) string {
+	if a.GetStripeUnitBytes() == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s (%s)", size(a.GetStripeUnitBytes()), a.GetStripeUnitSource())
+}
+
+func raidCell(v *plumblinev1.Volume) string {
+	for _, l := range v.GetLayers() {
+		if l.GetRaidLevel() == "" {
+			continue
+		}
+		s := l.GetRaidLevel()
+		if l.GetRaidDisks() > 0 {
+			s += fmt.Sprintf("x%d", l.GetRaidDisks())
+		}
+		return s
+	}
+	return "-"
+}
+
+func splitCell(a *plumblinev1.Alignment) string {
+	sf := a.GetSplitFraction()
+	if len(sf) == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s/%s", percent(sf[8192]), percent(sf[65536]))
+}
+
+func percent(x float64) string {
+	s := strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.1f", x*100), "0"), ".")
+	return s + "%"
+}
+
+var severityRank = map[string]int{"critical": 3, "warning": 2, "info": 1}
+
+func worst(a *plumblinev1.Alignment) string {
+	var best *plumblinev1.Finding
+	for _, f := range a.GetFindings() {
+		if best == nil || severityRank[f.GetSeverity()] > severityRank[best.GetSeverity()] {
+			best = f
+		}
+	}
+	if best == nil {
+		return "-"
+	}
+	return best.GetSeverity() + " " + best.GetRule()
+}
