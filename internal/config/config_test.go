@@ -60,7 +60,7 @@ func TestLoadBad(t *testing.T) {
 	want := map[string]string{
 		"bad-level.yml":          `raid.level "raid7"`,
 		"bad-stripe-unit.yml":    "power of two",
-		"bad-size-syntax.yml":    "IEC suffixes",
+		"bad-size-syntax.yml":    "IEC suffix",
 		"bad-disks.yml":          "raid5 needs at least 3 disks",
 		"bad-raid10-odd.yml":     "even number",
 		"bad-device.yml":         "under /dev/",
