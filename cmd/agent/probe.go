@@ -2,12 +2,207 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/plumbline/plumbline/internal/bytesize"
+	"github.com/plumbline/plumbline/internal/probe"
 )
 
-// runProbe is being built in the probe-engine issue.
+const probeUsage = `usage: agent probe --dir DIR [--kind random-read|random-write|log-write] [flags]
+       agent probe --cleanup --dir DIR
+
+Runs one bounded, low-impact I/O probe against Plumbline's own probe file
+(DIR/` + probe.DefaultFileName + `), creating and filling it on first use. A skipped or
+stopped run is a result (stopped_reason), not an error.
+
+flags:
+`
+
+// runProbe is `agent probe`: flags → probe.Options → probe.Run → output.
+// Exit status: 0 for a result (also a skipped or stopped one), 1 for a
+// refusal or failure, 2 for bad usage.
 func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "agent probe: not built yet")
-	return 1
+	o := probe.DefaultOptions()
+	fs := flag.NewFlagSet("probe", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, probeUsage)
+		fs.PrintDefaults()
+	}
+	var (
+		kind      = string(o.Kind)
+		syncMode  = string(o.Sync)
+		blockSize = bytesize.Size(o.BlockSize)
+		fileSize  = bytesize.Size(o.FileSize)
+		fillRate  = bytesize.Size(o.FillRate)
+		minFree   = bytesize.Size(o.MinFreeBytes)
+		format    = "table"
+		cleanup   bool
+		seed      uint64
+		kindNames []string
+	)
+	for _, k := range probe.Kinds {
+		kindNames = append(kindNames, string(k))
+	}
+	fs.StringVar(&o.Dir, "dir", "", "directory on the volume to probe; holds the probe file (required)")
+	fs.StringVar(&kind, "kind", kind, "probe kind: "+strings.Join(kindNames, ", "))
+	fs.Var(&blockSize, "block-size", "I/O size, a power of two from 512B to 1MiB (log-write: up to 64KiB)")
+	fs.Var(&fileSize, "file-size", "probe file size, a multiple of 1MiB (written once in full)")
+	fs.IntVar(&o.QueueDepth, "qd", o.QueueDepth, "queue depth (parallel workers) for the random kinds")
+	fs.StringVar(&syncMode, "sync", syncMode, "log-write durability: dsync (O_DSYNC) or fdatasync")
+	fs.IntVar(&o.Ops, "ops", o.Ops, "op budget of the run")
+	fs.DurationVar(&o.MaxDuration, "max-duration", o.MaxDuration, "wall-clock cap of the run")
+	fs.Float64Var(&o.IOPS, "iops", o.IOPS, "IOPS cap (token bucket); 0 = unlimited, for calibration only")
+	fs.DurationVar(&o.Jitter, "jitter", 0, "random start delay in [0, jitter)")
+	fs.Var(&fillRate, "fill-rate", "bytes per second for the one-time fill of a new probe file; 0 = unlimited")
+	fs.Float64Var(&o.MinFreePercent, "min-free-percent", o.MinFreePercent, "refuse to create or grow the probe file below this % free")
+	fs.Var(&minFree, "min-free", "refuse to create or grow the probe file below this many bytes free")
+	fs.Float64Var(&o.BusyThreshold, "busy-threshold", o.BusyThreshold, "skip or stop when the device is busier than this % (others' io_ticks); 0 = off")
+	fs.DurationVar(&o.BusyWindow, "busy-window", o.BusyWindow, "how long to sample the device before the run")
+	fs.DurationVar(&o.BusyInterval, "busy-interval", o.BusyInterval, "how often to re-check the device during the run")
+	fs.DurationVar(&o.LatencyCeiling, "latency-ceiling", o.LatencyCeiling, "stop when the median of the last --latency-window ops exceeds this; 0 = off")
+	fs.IntVar(&o.LatencyWindow, "latency-window", o.LatencyWindow, "ops in the latency guard's window")
+	fs.BoolVar(&o.AllowCached, "allow-cached", false, "run through the page cache where O_DIRECT is refused (tmpfs); results say cache_bypass=false")
+	fs.StringVar(&o.ProcRoot, "path.procfs", o.ProcRoot, "procfs mount point")
+	fs.StringVar(&o.SysRoot, "path.sysfs", o.SysRoot, "sysfs mount point")
+	fs.Uint64Var(&seed, "seed", 0, "seed of the random offsets; 0 = from the clock")
+	fs.BoolVar(&cleanup, "cleanup", false, "remove the probe file from --dir (only a file Plumbline created) and exit")
+	fs.StringVar(&format, "format", format, "output: table or json")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "agent probe: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	if format != "table" && format != "json" {
+		fmt.Fprintf(stderr, "agent probe: --format %q: want table or json\n", format)
+		return 2
+	}
+	if o.Dir == "" {
+		fmt.Fprintln(stderr, "agent probe: --dir is required")
+		fs.Usage()
+		return 2
+	}
+	if cleanup {
+		removed, err := probe.Cleanup(o.Dir, probe.DefaultFileName)
+		if err != nil {
+			fmt.Fprintf(stderr, "agent probe --cleanup: %v\n", err)
+			return 1
+		}
+		if removed {
+			fmt.Fprintf(stdout, "removed the probe file from %s\n", o.Dir)
+		} else {
+			fmt.Fprintf(stdout, "no probe file in %s\n", o.Dir)
+		}
+		return 0
+	}
+	o.Kind = probe.Kind(kind)
+	o.Sync = probe.SyncMode(syncMode)
+	o.BlockSize = int(blockSize)
+	o.FileSize = int64(fileSize)
+	o.FillRate = int64(fillRate)
+	o.MinFreeBytes = int64(minFree)
+	o.Seed = seed
+
+	res, err := probe.Run(ctx, o)
+	if err != nil {
+		fmt.Fprintf(stderr, "agent probe: %v\n", err)
+		if errors.Is(err, probe.ErrInvalid) {
+			return 2
+		}
+		return 1
+	}
+	if format == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			fmt.Fprintf(stderr, "agent probe: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	printProbeTable(stdout, res)
+	return 0
+}
+
+func printProbeTable(w io.Writer, r probe.Result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	mode := fmt.Sprintf("%s, %s, qd %d", r.Kind, bytesize.Size(r.BlockSize), r.QueueDepth)
+	if r.Sync != "" {
+		mode += ", sync " + string(r.Sync)
+	}
+	if !r.CacheBypass {
+		mode += ", CACHED (no O_DIRECT)"
+	}
+	fmt.Fprintf(tw, "probe\t%s\n", mode)
+	fmt.Fprintf(tw, "file\t%s (%s)\n", r.File, bytesize.Size(r.FileSize))
+	status := "completed"
+	if r.StoppedReason != "" {
+		status = "stopped: " + r.StoppedReason
+		if r.Skipped {
+			status = "skipped: " + r.StoppedReason
+		}
+	}
+	fmt.Fprintf(tw, "result\t%s\n", status)
+	fmt.Fprintf(tw, "ops\t%d of %d (errors %d)\n", r.Ops, r.OpsBudget, r.Errors)
+	if r.FirstError != "" {
+		fmt.Fprintf(tw, "first error\t%s\n", r.FirstError)
+	}
+	fmt.Fprintf(tw, "duration\t%s\n", secs(r.Duration))
+	fmt.Fprintf(tw, "iops\t%.1f (cap %s)\n", r.IOPS, capString(r.IOPSCap))
+	fmt.Fprintf(tw, "throughput\t%s/s\n", humanBytes(r.Throughput))
+	if r.Ops > 0 {
+		l := r.Latency
+		fmt.Fprintf(tw, "latency\tmin %s  mean %s  p50 %s  p90 %s  p99 %s  p99.9 %s  max %s\n",
+			secs(l.Min), secs(l.Mean), secs(l.P50), secs(l.P90), secs(l.P99), secs(l.P999), secs(l.Max))
+	}
+	busy := r.BusyGuard
+	if r.Device != "" {
+		busy += fmt.Sprintf(" (%s, others %.1f%% busy)", r.Device, r.BusyPercent)
+	}
+	fmt.Fprintf(tw, "busy guard\t%s\n", busy)
+	if r.FillSeconds > 0 {
+		fmt.Fprintf(tw, "fill\twrote the probe file in %s\n", secs(r.FillSeconds))
+	}
+	tw.Flush()
+}
+
+func secs(s float64) string {
+	d := time.Duration(s * float64(time.Second))
+	switch {
+	case d >= time.Second:
+		return d.Round(time.Millisecond).String()
+	case d >= time.Millisecond:
+		return d.Round(time.Microsecond).String()
+	default:
+		return d.String()
+	}
+}
+
+func capString(iops float64) string {
+	if iops == 0 {
+		return "unlimited"
+	}
+	return fmt.Sprintf("%g", iops)
+}
+
+func humanBytes(b float64) string {
+	units := []string{"B", "KiB", "MiB", "GiB"}
+	i := 0
+	for b >= 1024 && i < len(units)-1 {
+		b /= 1024
+		i++
+	}
+	return fmt.Sprintf("%.1f %s", b, units[i])
 }

@@ -1,0 +1,309 @@
+// Package probe is Plumbline's low-impact I/O probe engine. A probe runs a
+// bounded number of database-shaped I/Os (8 KiB random reads and writes,
+// synchronous log writes) against the agent's own probe file and reports
+// counts and the latency distribution.
+//
+// Safety comes first: a probe only ever touches one file, a fixed name
+// inside an operator-chosen directory, which it created itself (O_EXCL) and
+// marked with a header; it refuses symlinks, foreign files and file systems
+// that cannot bypass the page cache; it fills the file once, rate-limited,
+// and never lets the file system drop below a free-space floor; every run
+// is bounded in ops, time and rate, skips when the device is already busy
+// and stops when latency spikes. Skips and early stops are Results with a
+// StoppedReason, not errors.
+//
+// The package imports neither gRPC nor Prometheus: the CLI (`agent probe`)
+// and the agent's scheduler call Run and turn the Result into output.
+package probe
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/plumbline/plumbline/internal/histogram"
+)
+
+// Kind is the I/O shape of a probe.
+type Kind string
+
+// The probe kinds.
+const (
+	RandomRead  Kind = "random-read"  // random reads of BlockSize, aligned to BlockSize
+	RandomWrite Kind = "random-write" // random writes of BlockSize, aligned to BlockSize
+	LogWrite    Kind = "log-write"    // sequential writes, each synced before the next, wrapping
+)
+
+// Kinds lists every kind, for flag help and validation.
+var Kinds = []Kind{RandomRead, RandomWrite, LogWrite}
+
+// SyncMode is how a log-write makes each write durable.
+type SyncMode string
+
+// The sync modes.
+const (
+	SyncDsync     SyncMode = "dsync"     // the file is opened O_DSYNC
+	SyncFdatasync SyncMode = "fdatasync" // fdatasync(2) after every write
+)
+
+// DefaultFileName is the one name a probe file has inside its directory.
+const DefaultFileName = ".plumbline-probe"
+
+// HeaderSize is the size of the header region at the start of the probe
+// file. Probe I/O only touches the data region after it; 1 MiB keeps every
+// data offset aligned to any block size up to MaxBlockSize.
+const HeaderSize = 1 << 20
+
+// Block size limits.
+const (
+	MinBlockSize    = 512
+	MaxBlockSize    = 1 << 20
+	MaxLogBlockSize = 64 << 10
+)
+
+// MaxOps bounds Options.Ops: a run keeps one 8-byte latency sample per op.
+const MaxOps = 10_000_000
+
+// Stop reasons reported in Result.StoppedReason. The empty string means the
+// run did all its ops.
+const (
+	StopMaxDuration    = "max-duration"    // --max-duration reached before --ops
+	StopBusy           = "busy"            // device busy before the first op: run skipped
+	StopBusyDuring     = "busy-during"     // device became busy during the run
+	StopLatencyCeiling = "latency-ceiling" // recent probe latency above the ceiling
+	StopInterrupted    = "interrupted"     // the caller's context was cancelled (SIGINT/SIGTERM)
+	StopIOErrors       = "io-errors"       // too many I/O errors
+)
+
+// Errors a caller may want to tell apart (wrapped; use errors.Is).
+var (
+	ErrNotSupported  = errors.New("probes are not supported on this operating system yet")
+	ErrUnsafePath    = errors.New("unsafe probe path")
+	ErrForeignFile   = errors.New("not a Plumbline probe file")
+	ErrNoCacheBypass = errors.New("file system cannot bypass the page cache (O_DIRECT)")
+	ErrFreeSpace     = errors.New("not enough free space")
+	ErrInvalid       = errors.New("invalid probe options")
+)
+
+// Options describe one probe run. DefaultOptions returns the CLI defaults;
+// zero values of the guards mean "off" (IOPS, FillRate: unlimited).
+type Options struct {
+	Dir      string // directory holding the probe file (required)
+	FileName string // default DefaultFileName; a single path element
+	FileSize int64  // total probe file size including the header; multiple of 1 MiB
+
+	Kind       Kind
+	BlockSize  int      // bytes; power of two, 512 B–1 MiB (log-write: ≤ 64 KiB)
+	QueueDepth int      // parallel workers for the random kinds; log-write is always 1
+	Sync       SyncMode // log-write only
+
+	Ops         int           // op budget (≥ 1)
+	MaxDuration time.Duration // wall-clock cap of the measured phase
+	IOPS        float64       // token-bucket rate cap; 0 = unlimited
+	Jitter      time.Duration // random delay in [0, Jitter) before the run
+
+	FillRate int64 // bytes per second for the one-time fill; 0 = unlimited
+
+	MinFreePercent float64 // free-space floor, % of the file system
+	MinFreeBytes   int64   // free-space floor, bytes; the larger floor wins
+
+	BusyThreshold  float64       // percent utilisation of the backing device; 0 = guard off
+	BusyWindow     time.Duration // sampling window before the run
+	BusyInterval   time.Duration // re-check interval during the run
+	LatencyCeiling time.Duration // stop when the median of the last LatencyWindow ops exceeds it; 0 = off
+	LatencyWindow  int           // ops in the latency guard's window
+	MaxErrors      int           // stop after this many I/O errors
+
+	AllowCached bool // run without O_DIRECT where the file system refuses it
+
+	ProcRoot string // procfs mount point, for /proc/diskstats
+	SysRoot  string // sysfs mount point (procfs library wants one)
+
+	Seed uint64 // random offsets seed; 0 = from the clock
+}
+
+// DefaultOptions returns the defaults of `agent probe`.
+func DefaultOptions() Options {
+	return Options{
+		FileName:       DefaultFileName,
+		FileSize:       1 << 30,
+		Kind:           RandomRead,
+		BlockSize:      8 << 10,
+		QueueDepth:     1,
+		Sync:           SyncDsync,
+		Ops:            1000,
+		MaxDuration:    60 * time.Second,
+		IOPS:           100,
+		FillRate:       64 << 20,
+		MinFreePercent: 10,
+		MinFreeBytes:   5 << 30,
+		BusyThreshold:  70,
+		BusyWindow:     time.Second,
+		BusyInterval:   time.Second,
+		LatencyCeiling: 500 * time.Millisecond,
+		LatencyWindow:  16,
+		MaxErrors:      10,
+		ProcRoot:       "/proc",
+		SysRoot:        "/sys",
+	}
+}
+
+// validate checks o and fills the few defaults that have no "off" meaning.
+func (o *Options) validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+	}
+	if o.Dir == "" {
+		return bad("--dir is required")
+	}
+	if o.FileName == "" {
+		o.FileName = DefaultFileName
+	}
+	if err := checkFileName(o.FileName); err != nil {
+		return err
+	}
+	switch o.Kind {
+	case RandomRead, RandomWrite, LogWrite:
+	default:
+		return bad("kind %q: want one of %s", o.Kind, kindList())
+	}
+	bs := o.BlockSize
+	if bs < MinBlockSize || bs > MaxBlockSize || bs&(bs-1) != 0 {
+		return bad("block size %d: want a power of two from 512B to 1MiB", bs)
+	}
+	if o.Kind == LogWrite {
+		if bs > MaxLogBlockSize {
+			return bad("log-write block size %d: want 512B to 64KiB", bs)
+		}
+		switch o.Sync {
+		case SyncDsync, SyncFdatasync:
+		case "":
+			o.Sync = SyncDsync
+		default:
+			return bad("sync mode %q: want dsync or fdatasync", o.Sync)
+		}
+		if o.QueueDepth > 1 {
+			return bad("log-write is single-threaded: queue depth must be 1")
+		}
+		o.QueueDepth = 1
+	} else {
+		o.Sync = ""
+	}
+	if o.QueueDepth < 1 || o.QueueDepth > 256 {
+		return bad("queue depth %d: want 1 to 256", o.QueueDepth)
+	}
+	if o.FileSize%HeaderSize != 0 || o.FileSize < HeaderSize+int64(max(bs, HeaderSize)) {
+		return bad("file size %d: want a multiple of 1MiB, at least 2MiB", o.FileSize)
+	}
+	if o.Ops < 1 || o.Ops > MaxOps {
+		return bad("ops %d: want 1 to %d", o.Ops, MaxOps)
+	}
+	if o.MaxDuration <= 0 {
+		return bad("max duration must be positive")
+	}
+	if o.IOPS < 0 || o.FillRate < 0 || o.Jitter < 0 || o.MinFreeBytes < 0 || o.LatencyCeiling < 0 {
+		return bad("rates, sizes and durations must not be negative")
+	}
+	if o.MinFreePercent < 0 || o.MinFreePercent >= 100 {
+		return bad("free-space floor %v%%: want 0 to <100", o.MinFreePercent)
+	}
+	if o.BusyThreshold < 0 || o.BusyThreshold > 100 {
+		return bad("busy threshold %v%%: want 0 to 100", o.BusyThreshold)
+	}
+	if o.BusyWindow <= 0 {
+		o.BusyWindow = time.Second
+	}
+	if o.BusyInterval <= 0 {
+		o.BusyInterval = time.Second
+	}
+	if o.LatencyWindow <= 0 {
+		o.LatencyWindow = 16
+	}
+	if o.MaxErrors <= 0 {
+		o.MaxErrors = 10
+	}
+	if o.ProcRoot == "" {
+		o.ProcRoot = "/proc"
+	}
+	if o.SysRoot == "" {
+		o.SysRoot = "/sys"
+	}
+	return nil
+}
+
+// checkFileName refuses anything but a single, plain path element: the
+// probe file can never be outside --dir.
+func checkFileName(name string) error {
+	if name == "." || name == ".." || strings.ContainsAny(name, `/\`) || name != filepath.Base(name) || strings.ContainsRune(name, 0) {
+		return fmt.Errorf("%w: file name %q must be a single name inside --dir", ErrUnsafePath, name)
+	}
+	return nil
+}
+
+func kindList() string {
+	s := make([]string, len(Kinds))
+	for i, k := range Kinds {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ", ")
+}
+
+// Latency summarises the run's latencies in seconds. The percentiles are
+// exact (nearest rank over every sample of the run).
+type Latency struct {
+	Min  float64 `json:"min"`
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+	P999 float64 `json:"p999"`
+	Max  float64 `json:"max"`
+}
+
+// Result is the outcome of one run, skipped and stopped runs included.
+type Result struct {
+	Kind          Kind      `json:"kind"`
+	File          string    `json:"file"`
+	BlockSize     int       `json:"block_size_bytes"`
+	QueueDepth    int       `json:"queue_depth"`
+	Sync          SyncMode  `json:"sync,omitempty"`
+	Ops           int       `json:"ops"`    // completed ops
+	Errors        int       `json:"errors"` // failed ops
+	Bytes         int64     `json:"bytes"`
+	Duration      float64   `json:"duration_seconds"` // measured phase: first op start to last op end
+	IOPS          float64   `json:"iops"`
+	Throughput    float64   `json:"throughput_bytes_per_second"`
+	CacheBypass   bool      `json:"cache_bypass"`
+	StoppedReason string    `json:"stopped_reason"`
+	Skipped       bool      `json:"skipped"` // no op ran (busy before start, or interrupted before)
+	Latency       Latency   `json:"latency_seconds"`
+	StartedAt     time.Time `json:"started_at"`
+	FileSize      int64     `json:"file_size_bytes"`
+	FillSeconds   float64   `json:"fill_seconds"` // 0 unless this run (re)wrote the file
+	OpsBudget     int       `json:"ops_budget"`
+	IOPSCap       float64   `json:"iops_cap"`
+	Device        string    `json:"device,omitempty"`      // diskstats name of the backing device
+	BusyGuard     string    `json:"busy_guard"`            // "on", "off", or "unavailable: why"
+	BusyPercent   float64   `json:"busy_percent"`          // others' utilisation seen last (before or during)
+	FirstError    string    `json:"first_error,omitempty"` // the first I/O error, if any
+
+	// Histogram is the mergeable latency distribution (seconds); it is
+	// serialised as "latency_histogram".
+	Histogram *histogram.Histogram `json:"-"`
+}
+
+// MarshalJSON adds the histogram snapshot to the plain fields.
+func (r Result) MarshalJSON() ([]byte, error) {
+	type plain Result
+	h := r.Histogram
+	if h == nil {
+		h = &histogram.Histogram{}
+	}
+	return json.Marshal(struct {
+		plain
+		Histogram histogram.Snapshot `json:"latency_histogram"`
+	}{plain(r), h.Snapshot()})
+}

@@ -1,0 +1,135 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Run runs one probe: validate, wait the start jitter, skip when the device
+// is busy, open (create and fill when needed) the probe file, measure. A
+// skipped, stopped or interrupted run is a Result with StoppedReason set and
+// a nil error; errors are refusals (unsafe path, foreign file, no cache
+// bypass, free-space floor, bad options) and failures to open the file.
+func Run(ctx context.Context, o Options) (Result, error) {
+	if err := o.validate(); err != nil {
+		return Result{}, err
+	}
+	res := Result{
+		Kind:       o.Kind,
+		File:       joinPath(o.Dir, o.FileName),
+		BlockSize:  o.BlockSize,
+		QueueDepth: o.QueueDepth,
+		Sync:       o.Sync,
+		FileSize:   o.FileSize,
+		OpsBudget:  o.Ops,
+		IOPSCap:    o.IOPS,
+		StartedAt:  time.Now().UTC(),
+		BusyGuard:  "off",
+	}
+	seed := o.Seed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	interrupted := func() (Result, error) {
+		res.StoppedReason, res.Skipped = StopInterrupted, true
+		return res, nil
+	}
+
+	if o.Jitter > 0 {
+		d := time.Duration(rand.New(rand.NewPCG(seed, 1)).Int64N(int64(o.Jitter)))
+		if sleepCtx(ctx, d) != nil {
+			return interrupted()
+		}
+	}
+
+	// The busy guard needs the device under --dir. Stat only: nothing is
+	// opened for writing before the checks in openProbeFile.
+	var dst unix.Stat_t
+	if err := unix.Stat(o.Dir, &dst); err != nil {
+		return res, fmt.Errorf("stat --dir %s: %w", o.Dir, err)
+	}
+	var util utilSampler
+	if o.BusyThreshold > 0 {
+		s, status := newDiskstatsSampler(o.ProcRoot, o.SysRoot, dst.Dev)
+		res.BusyGuard = status
+		if s != nil {
+			util, res.Device = s, s.name
+			u, err := sampleUtil(ctx, s, o.BusyWindow)
+			if err != nil {
+				if ctx.Err() != nil {
+					return interrupted()
+				}
+				res.BusyGuard = fmt.Sprintf("unavailable: %v", err)
+				util = nil
+			}
+			res.BusyPercent = u
+			if u > o.BusyThreshold {
+				res.StoppedReason, res.Skipped = StopBusy, true
+				return res, nil
+			}
+		}
+	}
+
+	fillStart := time.Now()
+	f, err := openProbeFile(ctx, o)
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return interrupted()
+		}
+		return res, err
+	}
+	defer f.close()
+	if f.created || f.hdr.State != stateReady {
+		res.FillSeconds = time.Since(fillStart).Seconds()
+	}
+	res.CacheBypass = f.cacheBypass
+
+	st := unix.Stat_t{}
+	if err := unix.Fstat(f.fd, &st); err != nil {
+		return res, fmt.Errorf("stat %s: %w", res.File, err)
+	}
+	p := plan{
+		kind:          o.Kind,
+		blockSize:     o.BlockSize,
+		qd:            o.QueueDepth,
+		syncEach:      o.Kind != RandomRead && o.Sync == SyncFdatasync,
+		ops:           o.Ops,
+		maxDur:        o.MaxDuration,
+		iops:          o.IOPS,
+		dataOff:       HeaderSize,
+		dataBlocks:    (o.FileSize - HeaderSize) / int64(o.BlockSize),
+		align:         f.memAlign,
+		busyThreshold: o.BusyThreshold,
+		busyInterval:  o.BusyInterval,
+		latCeiling:    o.LatencyCeiling,
+		latWindow:     o.LatencyWindow,
+		maxErrors:     o.MaxErrors,
+		seed:          seed,
+	}
+	out := measure(ctx, p, f, util)
+	fillResult(&res, out, o.BlockSize)
+	return res, nil
+}
+
+// sampleUtil measures the device's utilisation over window (no probe I/O
+// is running yet).
+func sampleUtil(ctx context.Context, s utilSampler, window time.Duration) (float64, error) {
+	t0, err := s.ioTicks()
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	if err := sleepCtx(ctx, window); err != nil {
+		return 0, err
+	}
+	t1, err := s.ioTicks()
+	if err != nil {
+		return 0, err
+	}
+	return othersUtil(t1-t0, 0, time.Since(start)), nil
+}

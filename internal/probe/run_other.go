@@ -1,0 +1,23 @@
+//go:build !linux
+
+package probe
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+)
+
+// Run is not implemented on this operating system yet (Windows probes,
+// with FILE_FLAG_NO_BUFFERING | FILE_FLAG_WRITE_THROUGH, come later).
+func Run(ctx context.Context, o Options) (Result, error) {
+	if err := o.validate(); err != nil {
+		return Result{}, err
+	}
+	return Result{}, fmt.Errorf("%w (%s)", ErrNotSupported, runtime.GOOS)
+}
+
+// Cleanup is not implemented on this operating system yet.
+func Cleanup(dir, name string) (bool, error) {
+	return false, fmt.Errorf("%w (%s)", ErrNotSupported, runtime.GOOS)
+}
