@@ -53,6 +53,7 @@ type discoverer struct {
 	lvm       map[string]lvmMatch // by dm name
 	lvmVGErr  map[string]string   // VG name -> why its backup could not be used
 
+	blockDevs    map[string]string         // kernel name -> sysfs dir, for declared devices
 	declared     map[string]DeclaredDevice // by kernel name of a whole disk
 	declaredUsed map[string]bool
 	warnings     []string
@@ -134,7 +135,7 @@ func discover(ctx context.Context, opts Options, rec recorder) (Result, error) {
 	}
 	for _, decl := range opts.Declared {
 		name := d.declaredName(decl)
-		if name != "" && !d.declaredUsed[name] {
+		if _, ok := d.declared[name]; ok && !d.declaredUsed[name] {
 			d.warnings = append(d.warnings, fmt.Sprintf("declared device %s (%s) is beneath no discovered volume", decl.Device, name))
 		}
 	}
@@ -335,7 +336,7 @@ func (d *discoverer) readSuperblock(l *plumblinev1.Layer, m mountInfo, kname str
 	devPath := filepath.Join(d.opts.DevRoot, kname)
 	buf, err := readDeviceHead(devPath, m.Major, m.Minor, superblockReadBytes)
 	if err != nil {
-		addUnknown(l, "uuid", err.Error())
+		addUnknown(l, "uuid", "superblock: "+err.Error())
 		return
 	}
 	if d.rec != nil {
@@ -791,13 +792,25 @@ func (d *discoverer) applyDeclared(l *plumblinev1.Layer, decl DeclaredDevice) {
 // resolveDeclared maps each declared device to the kernel name of a whole
 // disk, warning about those that match nothing.
 func (d *discoverer) resolveDeclared() {
+	if len(d.opts.Declared) == 0 {
+		return
+	}
+	d.blockDevs = map[string]string{}
+	blockDir := filepath.Join(d.sys, "dev", "block")
+	if ents, err := os.ReadDir(blockDir); err == nil {
+		for _, e := range ents {
+			if dir, err := d.resolveLink(filepath.Join(blockDir, e.Name())); err == nil {
+				d.blockDevs[filepath.Base(dir)] = dir
+			}
+		}
+	}
 	for _, decl := range d.opts.Declared {
 		name := d.declaredName(decl)
 		if name == "" {
-			d.warnings = append(d.warnings, fmt.Sprintf("declared device %s matches no block device under %s", decl.Device, d.sys))
+			d.warnings = append(d.warnings, fmt.Sprintf("declared device %s matches no block device in %s", decl.Device, filepath.Join(d.sys, "dev", "block")))
 			continue
 		}
-		if !d.exists(filepath.Join(d.sys, "block", name)) {
+		if d.exists(filepath.Join(d.blockDevs[name], "partition")) {
 			d.warnings = append(d.warnings, fmt.Sprintf("declared device %s (%s) is not a whole disk; declare the disk the array presents", decl.Device, name))
 			continue
 		}
@@ -806,10 +819,12 @@ func (d *discoverer) resolveDeclared() {
 }
 
 // declaredName is the kernel name of a declared device: /dev/sdb, a
-// /dev/disk/by-id link resolved under DevRoot, or a bare kernel name.
+// /dev/disk/by-id link resolved under DevRoot, or a bare kernel name; ""
+// when it names no block device.
 func (d *discoverer) declaredName(decl DeclaredDevice) string {
 	known := func(n string) bool {
-		return n != "" && n != "." && n != "/" && d.exists(filepath.Join(d.sys, "class", "block", n))
+		_, ok := d.blockDevs[n]
+		return ok
 	}
 	p := decl.Device
 	if strings.HasPrefix(p, "/dev/") && d.opts.DevRoot != "" {
