@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,17 +112,18 @@ func detach(t testing.TB, path string) {
 func Partition(t testing.TB, d Device, label string, startSector, sizeSectors int64) string {
 	t.Helper()
 	Run(t, "parted", "-s", d.Path, "mklabel", label)
-	end := "100%"
+	var end string
 	if sizeSectors > 0 {
 		end = fmt.Sprintf("%ds", startSector+sizeSectors-1)
 	} else {
-		// parted's "100%" may round; ask for the last usable sector instead.
+		// The last usable sector; GPT keeps its backup table in the last 33.
 		end = "-1s"
 		if label == "gpt" {
 			end = "-34s"
 		}
 	}
-	Run(t, "parted", "-s", d.Path, "unit", "s", "mkpart", "primary", fmt.Sprintf("%ds", startSector), end)
+	// "--" lets parted read a negative end ("-1s": the last sector).
+	Run(t, "parted", "-s", d.Path, "--", "unit", "s", "mkpart", "primary", fmt.Sprintf("%ds", startSector), end)
 	exec.Command("partx", "-d", d.Path).Run()
 	Run(t, "partx", "-a", d.Path)
 	part := d.Path + "p1"
@@ -144,6 +146,11 @@ func Mkfs(t testing.TB, dev, fstype string, args ...string) {
 		full = append([]string{"-q", "-F"}, args...)
 	case "xfs":
 		full = append([]string{"-q", "-f"}, args...)
+		if !slices.Contains(args, "-l") {
+			// Recent xfsprogs refuse logs under 64 MiB; small test
+			// devices would otherwise get one.
+			full = append(full, "-l", "size=64m")
+		}
 	default:
 		full = args
 	}
