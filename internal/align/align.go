@@ -54,7 +54,7 @@ const recommendedStart = 1 << 20
 func Evaluate(v *plumblinev1.Volume) *plumblinev1.Alignment {
 	st := newStack(v)
 	a := &plumblinev1.Alignment{
-		SplitFraction:       map[uint32]float64{},
+		SplitFraction:     map[uint32]float64{},
 		SectorRmwFraction: map[uint32]float64{},
 	}
 	fs := v.GetFilesystem()
