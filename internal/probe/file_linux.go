@@ -22,7 +22,8 @@ type probeFile struct {
 	memAlign    int // O_DIRECT buffer alignment
 	dev         uint64
 	hdr         header
-	created     bool
+	created     bool // this run created the file
+	filled      bool // this run wrote the file in full
 }
 
 func (f *probeFile) ReadAt(p []byte, off int64) (int, error)  { return unix.Pread(f.fd, p, off) }
@@ -368,6 +369,7 @@ func (f *probeFile) fill(ctx context.Context, o Options) error {
 		return fmt.Errorf("sync %s: %w", f.path, err)
 	}
 	f.hdr.State = stateReady
+	f.filled = true
 	f.hdr.marshalInto(hb)
 	if _, err := unix.Pwrite(f.fd, hb, 0); err != nil {
 		return fmt.Errorf("write header of %s: %w", f.path, err)

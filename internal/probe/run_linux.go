@@ -84,7 +84,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return res, err
 	}
 	defer f.close()
-	if f.created || f.hdr.State != stateReady {
+	if f.filled {
 		res.FillSeconds = time.Since(fillStart).Seconds()
 	}
 	res.CacheBypass = f.cacheBypass
