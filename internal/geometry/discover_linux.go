@@ -64,8 +64,8 @@ type lvmMatch struct {
 	lv lvmLV
 }
 
-func discover(ctx context.Context, opts Options, rec recorder) (Result, error) {
-	d := &discoverer{
+func newDiscoverer(opts Options, rec recorder) *discoverer {
+	return &discoverer{
 		opts:         opts,
 		sys:          filepath.Clean(opts.SysfsRoot),
 		rec:          rec,
@@ -73,6 +73,10 @@ func discover(ctx context.Context, opts Options, rec recorder) (Result, error) {
 		declared:     map[string]DeclaredDevice{},
 		declaredUsed: map[string]bool{},
 	}
+}
+
+func discover(ctx context.Context, opts Options, rec recorder) (Result, error) {
+	d := newDiscoverer(opts, rec)
 	if opts.SysfsRoot == "" {
 		return Result{}, fmt.Errorf("sysfs root not set: %w", ErrRoot)
 	}

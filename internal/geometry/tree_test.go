@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/base64"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -152,4 +151,3 @@ func loadTree(t testing.TB, name string) string {
 	return root
 }
 
-var _ = fmt.Sprint
