@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerate proto/**/*.pb.go. With --check, regenerate into a temporary
+# Regenerate proto/**/*.pb.go (messages, and gRPC stubs as *_grpc.pb.go). With --check, regenerate into a temporary
 # directory and fail if the committed files differ (stale generated code).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,10 +16,13 @@ if [[ "${1:-}" == "--check" ]]; then
 fi
 
 plugin_go=$(go tool -n protoc-gen-go)
+plugin_grpc=$(go tool -n protoc-gen-go-grpc)
 protos=$(find proto -name '*.proto' | sort)
 protoc -I proto -I /usr/include \
   --plugin=protoc-gen-go="$plugin_go" \
+  --plugin=protoc-gen-go-grpc="$plugin_grpc" \
   --go_out="$out" --go_opt=module=github.com/plumbline/plumbline \
+  --go-grpc_out="$out" --go-grpc_opt=module=github.com/plumbline/plumbline \
   $protos
 
 if [[ "${1:-}" == "--check" ]]; then
