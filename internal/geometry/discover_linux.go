@@ -629,21 +629,6 @@ func (d *discoverer) readDM(l *plumblinev1.Layer, dir string) {
 	}
 }
 
-// splitDMName splits an LVM dm name "<vg>-<lv>" at the single dash.
-func splitDMName(name string) (vg, lv string, ok bool) {
-	for i := 0; i < len(name); i++ {
-		if name[i] != '-' {
-			continue
-		}
-		if i+1 < len(name) && name[i+1] == '-' {
-			i++
-			continue
-		}
-		return strings.ReplaceAll(name[:i], "--", "-"), strings.ReplaceAll(name[i+1:], "--", "-"), true
-	}
-	return strings.ReplaceAll(name, "--", "-"), "", false
-}
-
 // loadLVM reads every metadata backup once per discovery.
 func (d *discoverer) loadLVM() {
 	if d.lvmLoaded {

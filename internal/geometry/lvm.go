@@ -182,6 +182,21 @@ func lvmDMName(vg, lv string) string {
 	return strings.ReplaceAll(vg, "-", "--") + "-" + strings.ReplaceAll(lv, "-", "--")
 }
 
+// splitDMName splits an LVM dm name "<vg>-<lv>" at the single dash.
+func splitDMName(name string) (vg, lv string, ok bool) {
+	for i := 0; i < len(name); i++ {
+		if name[i] != '-' {
+			continue
+		}
+		if i+1 < len(name) && name[i+1] == '-' {
+			i++
+			continue
+		}
+		return strings.ReplaceAll(name[:i], "--", "-"), strings.ReplaceAll(name[i+1:], "--", "-"), true
+	}
+	return strings.ReplaceAll(name, "--", "-"), "", false
+}
+
 // lvmDataOffset is where the LV's first extent starts on its first PV, in
 // bytes: pe_start plus the segment's starting extent on that PV.
 func (vg lvmVG) lvmDataOffset(lv lvmLV) (uint64, error) {

@@ -150,4 +150,3 @@ func loadTree(t testing.TB, name string) string {
 	buildTree(t, spec, root)
 	return root
 }
-
