@@ -226,7 +226,7 @@ func (d *discoverer) volume(m mountInfo, dir string, linkErr error) *plumblinev1
 			v.Filesystem.Sources[name] = s
 		}
 	}
-	v.Filesystem.Sources["mount_options"] = SourceMountOptions
+	v.Filesystem.Sources["mount_options"] = SourceMountTable
 	for _, u := range fsl.Unknown {
 		if u.Field == "below" || u.Field == "offset_bytes" {
 			continue
@@ -236,14 +236,18 @@ func (d *discoverer) volume(m mountInfo, dir string, linkErr error) *plumblinev1
 	return v
 }
 
+// joinOptions joins the per-mount and super options, each option once
+// ("rw" is in both).
 func joinOptions(a, b string) string {
-	switch {
-	case a == "":
-		return b
-	case b == "":
-		return a
+	var out []string
+	seen := map[string]bool{}
+	for _, o := range strings.Split(a+","+b, ",") {
+		if o != "" && !seen[o] {
+			seen[o] = true
+			out = append(out, o)
+		}
 	}
-	return a + "," + b
+	return strings.Join(out, ",")
 }
 
 // filesystemLayer reads what the mount table, statfs and the superblock say
@@ -254,12 +258,12 @@ func (d *discoverer) filesystemLayer(m mountInfo, dir string) *plumblinev1.Layer
 		Device:      m.Source,
 		FsType:      m.FSType,
 		OffsetBytes: proto.Uint64(0),
-		Source:      SourceMountOptions,
+		Source:      SourceMountTable,
 		Sources: map[string]string{
 			// The mount table places the file system at the start of
 			// its device.
-			"offset_bytes": SourceMountOptions,
-			"fs_type":      SourceMountOptions,
+			"offset_bytes": SourceMountTable,
+			"fs_type":      SourceMountTable,
 		},
 	}
 	if d.opts.StatMounts {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/plumbline/plumbline/internal/bytesize"
+	"github.com/plumbline/plumbline/internal/render"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/testing/protocmp"
@@ -369,13 +370,15 @@ func layerNames(v *plumblinev1.Volume) []string {
 func checkGolden(t *testing.T, path, root string, vols []*plumblinev1.Volume) {
 	t.Helper()
 	inv := &plumblinev1.Inventory{Volumes: vols}
-	b, err := protojson.MarshalOptions{Multiline: true, UseProtoNames: true}.Marshal(inv)
+	// render.JSON is deterministic (protojson's Multiline is not, on
+	// purpose), so -update rewrites only what changed.
+	b, err := render.JSON(inv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := strings.ReplaceAll(string(b), root, "$ROOT")
 	if *update {
-		if err := os.WriteFile(path, []byte(text+"\n"), 0o644); err != nil {
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return

@@ -27,11 +27,14 @@ const (
 	SourceSysfs        = "sysfs"
 	SourceSuperblock   = "superblock"
 	SourceMountOptions = "mount-options"
-	SourceDeclared     = "declared"
-	SourceKernelHint   = "kernel-hint"
-	SourceLVMMetadata  = "lvm-metadata"
-	SourceStatfs       = "statfs"
-	SourceIoctl        = "ioctl"
+	// SourceMountTable is the mount table itself (mountinfo): file-system
+	// type, mount source, options.
+	SourceMountTable  = "mountinfo"
+	SourceDeclared    = "declared"
+	SourceKernelHint  = "kernel-hint"
+	SourceLVMMetadata = "lvm-metadata"
+	SourceStatfs      = "statfs"
+	SourceIoctl       = "ioctl"
 )
 
 // Layer kinds (Layer.kind).
