@@ -69,6 +69,7 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.DurationVar(&o.BusyInterval, "busy-interval", o.BusyInterval, "how often to re-check the device during the run")
 	fs.DurationVar(&o.LatencyCeiling, "latency-ceiling", o.LatencyCeiling, "stop when the median of the last --latency-window ops exceeds this; 0 = off")
 	fs.IntVar(&o.LatencyWindow, "latency-window", o.LatencyWindow, "ops in the latency guard's window")
+	fs.BoolVar(&o.RawIO, "raw-io", true, "issue probe I/O as raw syscalls (less CPU per op; fine for this one-shot command)")
 	fs.BoolVar(&o.AllowCached, "allow-cached", false, "run through the page cache where O_DIRECT is refused (tmpfs); results say cache_bypass=false")
 	fs.StringVar(&o.ProcRoot, "path.procfs", o.ProcRoot, "procfs mount point")
 	fs.StringVar(&o.SysRoot, "path.sysfs", o.SysRoot, "sysfs mount point")

@@ -22,13 +22,31 @@ type probeFile struct {
 	memAlign    int // O_DIRECT buffer alignment
 	dev         uint64
 	hdr         header
+	rawIO       bool // see Options.RawIO
 	created     bool // this run created the file
 	filled      bool // this run wrote the file in full
 }
 
-func (f *probeFile) ReadAt(p []byte, off int64) (int, error)  { return unix.Pread(f.fd, p, off) }
-func (f *probeFile) WriteAt(p []byte, off int64) (int, error) { return unix.Pwrite(f.fd, p, off) }
-func (f *probeFile) Datasync() error                          { return unix.Fdatasync(f.fd) }
+func (f *probeFile) ReadAt(p []byte, off int64) (int, error) {
+	if f.rawIO && rawIOSupported {
+		return rawPread(f.fd, p, off)
+	}
+	return unix.Pread(f.fd, p, off)
+}
+
+func (f *probeFile) WriteAt(p []byte, off int64) (int, error) {
+	if f.rawIO && rawIOSupported {
+		return rawPwrite(f.fd, p, off)
+	}
+	return unix.Pwrite(f.fd, p, off)
+}
+
+func (f *probeFile) Datasync() error {
+	if f.rawIO && rawIOSupported {
+		return rawFdatasync(f.fd)
+	}
+	return unix.Fdatasync(f.fd)
+}
 
 func (f *probeFile) close() {
 	if f.fd >= 0 {

@@ -84,6 +84,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return res, err
 	}
 	defer f.close()
+	f.rawIO = o.RawIO
 	if f.filled {
 		res.FillSeconds = time.Since(fillStart).Seconds()
 	}

@@ -83,14 +83,17 @@ func checkRun(t *testing.T, dir string) {
 		kind Kind
 		qd   int
 		sync SyncMode
+		raw  bool
 	}{
-		{RandomRead, 1, ""}, {RandomRead, 4, ""}, {RandomWrite, 1, ""}, {RandomWrite, 3, ""},
-		{LogWrite, 1, SyncDsync}, {LogWrite, 1, SyncFdatasync},
+		{RandomRead, 1, "", false}, {RandomRead, 4, "", false}, {RandomWrite, 1, "", false}, {RandomWrite, 3, "", false},
+		{LogWrite, 1, SyncDsync, false}, {LogWrite, 1, SyncFdatasync, false},
+		{RandomRead, 2, "", true}, {RandomWrite, 1, "", true}, {LogWrite, 1, SyncFdatasync, true},
 	} {
-		t.Run(fmt.Sprintf("%s/qd%d%s", tc.kind, tc.qd, tc.sync), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/qd%d%s/raw=%v", tc.kind, tc.qd, tc.sync, tc.raw), func(t *testing.T) {
 			o := testOptions(dir, tc.kind)
 			o.QueueDepth = tc.qd
 			o.Sync = tc.sync
+			o.RawIO = tc.raw
 			res, err := Run(t.Context(), o)
 			if err != nil {
 				t.Fatalf("Run: %v", err)
