@@ -1,0 +1,547 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Agent is a registered agent and the facts it reported about its host.
+type Agent struct {
+	ID           string
+	Hostname     string
+	OS           string
+	Kernel       string
+	MachineID    string
+	AgentVersion string
+	// FirstSeen is set by the store on the first UpsertAgent; LastSeen is
+	// the time UpsertAgent is given (the store's clock when zero).
+	FirstSeen time.Time
+	LastSeen  time.Time
+	// HighWater is the dedup high-water mark (read only; see HighWater).
+	HighWater uint64
+}
+
+// RecordKind says what a record carries.
+type RecordKind string
+
+const (
+	KindGeometry RecordKind = "geometry"
+	KindProbe    RecordKind = "probe"
+	// KindRejected is a record the server refused; it is kept (payload and
+	// reason) so that a replay is recognised and the high-water mark moves on.
+	KindRejected RecordKind = "rejected"
+)
+
+// Record is one record as the server received it, with the columns the
+// store keeps for queries.
+type Record struct {
+	Sequence   uint64
+	Kind       RecordKind
+	ProducedAt time.Time
+	// Payload is the plumbline.v1.Record as received.
+	Payload []byte
+	// Reason says why a KindRejected record was refused.
+	Reason string
+	// Volumes (KindGeometry) are every volume of the snapshot, with the
+	// server's verdict. A volume of this agent missing from them is marked
+	// gone (unless a newer snapshot is already stored).
+	Volumes []Volume
+	// Probe (KindProbe) is the probe result.
+	Probe *ProbeResult
+}
+
+// Volume is the latest geometry of one volume.
+type Volume struct {
+	// AgentID and Hostname are filled by ListVolumes; AppendBatch takes
+	// them from the batch's agent.
+	AgentID    string
+	Hostname   string
+	MountPoint string
+	Device     string
+	FSType     string
+	// Geometry is the plumbline.v1.Volume (with the server's Alignment).
+	Geometry []byte
+	// Verdict is aligned, misaligned or unknown.
+	Verdict         string
+	DataOffsetBytes *uint64 // nil when unknown
+	StripeUnitBytes uint64
+	// Predicted split fractions of 8 KiB and 64 KiB I/Os; nil when no
+	// stripe unit is known.
+	SplitFraction8K  *float64
+	SplitFraction64K *float64
+	// Sequence and ObservedAt are those of the record that set the row
+	// (filled by ListVolumes).
+	Sequence   uint64
+	ObservedAt time.Time
+}
+
+// ProbeResult is one probe run.
+type ProbeResult struct {
+	MountPoint     string
+	Device         string
+	Kind           string // random-read, random-write, log-write
+	BlockSizeBytes uint32
+	QueueDepth     uint32
+	StartedAt      time.Time
+	Duration       time.Duration
+	Ops            uint64
+	Errors         uint64
+	Bytes          uint64
+	Skipped        bool
+	StoppedReason  string
+	// Histogram is the plumbline.v1.Histogram of the latency.
+	Histogram []byte
+}
+
+// AppendResult says what AppendBatch did with each record.
+type AppendResult struct {
+	// Stored are the sequences stored by this call, ascending.
+	Stored []uint64
+	// Duplicates are the sequences that were already stored (replays), ascending.
+	Duplicates []uint64
+	// HighWater is the agent's dedup high-water mark after the batch.
+	HighWater uint64
+}
+
+// rowsPerInsert bounds one multi-row INSERT: 100 rows × at most 16
+// columns stays far below both engines' placeholder limits.
+const rowsPerInsert = 100
+
+// UpsertAgent registers an agent or updates its host facts and last-seen
+// time. FirstSeen is kept from the first registration.
+func (s *Store) UpsertAgent(ctx context.Context, a Agent) error {
+	if a.ID == "" {
+		return fmt.Errorf("upsert agent: %w: empty agent id", ErrInvalid)
+	}
+	seen := a.LastSeen
+	if seen.IsZero() {
+		seen = s.now()
+	}
+	_, err := s.db.ExecContext(ctx, s.q(`
+INSERT INTO agents (agent_id, hostname, os, kernel, machine_id, agent_version, first_seen_ns, last_seen_ns)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (agent_id) DO UPDATE SET
+    hostname = excluded.hostname, os = excluded.os, kernel = excluded.kernel,
+    machine_id = excluded.machine_id, agent_version = excluded.agent_version,
+    last_seen_ns = excluded.last_seen_ns`),
+		a.ID, a.Hostname, a.OS, a.Kernel, a.MachineID, a.AgentVersion, unixNano(seen), unixNano(seen))
+	if err != nil {
+		return fmt.Errorf("upsert agent %q: %w", a.ID, err)
+	}
+	return nil
+}
+
+// HighWater returns the agent's dedup high-water mark: the highest
+// sequence s such that every sequence 1..s is settled (stored, rejected or
+// declared dropped with SettleBelow). 0 when none is.
+func (s *Store) HighWater(ctx context.Context, agentID string) (uint64, error) {
+	var hw int64
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT high_water FROM agents WHERE agent_id = ?`), agentID).Scan(&hw)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("high water of %q: %w", agentID, ErrUnknownAgent)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("high water of %q: %w", agentID, err)
+	}
+	return uint64(hw), nil
+}
+
+// SettleBelow records that the agent will never send a sequence below
+// first (it dropped them: spool size cap), so they no longer hold the
+// high-water mark back. It returns the new high-water mark.
+func (s *Store) SettleBelow(ctx context.Context, agentID string, first uint64) (uint64, error) {
+	if first > math.MaxInt64 {
+		return 0, fmt.Errorf("settle below %d for %q: %w: sequence above 2^63-1", first, agentID, ErrInvalid)
+	}
+	var hw uint64
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		cur, err := s.lockAgent(ctx, tx, agentID)
+		if err != nil {
+			return err
+		}
+		start := cur
+		if first > 0 && first-1 > start {
+			start = first - 1
+		}
+		hw, err = s.advanceHighWater(ctx, tx, agentID, cur, start)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("settle below %d for %q: %w", first, agentID, err)
+	}
+	return hw, nil
+}
+
+// AppendBatch stores a batch of records of one agent in one transaction:
+// either every new record (with its volumes and probe result) is stored,
+// or — on any error — nothing is. Records already stored (same agent and
+// sequence) are recognised as duplicates and left as they are. Concurrent
+// batches of one agent, also from several server replicas, are serialised
+// on the agent's row, so each record is stored exactly once.
+//
+// The agent must be registered (ErrUnknownAgent otherwise).
+func (s *Store) AppendBatch(ctx context.Context, agentID string, records []Record) (AppendResult, error) {
+	recs, err := sortedBatch(records)
+	if err != nil {
+		return AppendResult{}, fmt.Errorf("append batch for %q: %w", agentID, err)
+	}
+	var res AppendResult
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		res = AppendResult{}
+		hw, err := s.lockAgent(ctx, tx, agentID)
+		if err != nil {
+			return err
+		}
+		if len(recs) == 0 {
+			res.HighWater = hw
+			return nil
+		}
+		stored, err := s.insertRecords(ctx, tx, agentID, recs)
+		if err != nil {
+			return err
+		}
+		var probes []*Record
+		for _, r := range recs {
+			if !stored[r.Sequence] {
+				res.Duplicates = append(res.Duplicates, r.Sequence)
+				continue
+			}
+			res.Stored = append(res.Stored, r.Sequence)
+			switch r.Kind {
+			case KindProbe:
+				probes = append(probes, r)
+			case KindGeometry:
+				// In sequence order, so the newest snapshot wins within the batch too.
+				if err := s.putGeometry(ctx, tx, agentID, r); err != nil {
+					return err
+				}
+			}
+		}
+		if err := s.insertProbes(ctx, tx, agentID, probes); err != nil {
+			return err
+		}
+		res.HighWater, err = s.advanceHighWater(ctx, tx, agentID, hw, hw)
+		return err
+	})
+	if err != nil {
+		return AppendResult{}, fmt.Errorf("append batch for %q: %w", agentID, err)
+	}
+	return res, nil
+}
+
+// sortedBatch validates a batch and returns it in ascending sequence order.
+func sortedBatch(records []Record) ([]*Record, error) {
+	recs := make([]*Record, len(records))
+	for i := range records {
+		r := &records[i]
+		if r.Sequence == 0 || r.Sequence > math.MaxInt64 {
+			return nil, fmt.Errorf("%w: sequence %d: want 1 to 2^63-1", ErrInvalid, r.Sequence)
+		}
+		switch r.Kind {
+		case KindGeometry, KindProbe, KindRejected:
+		default:
+			return nil, fmt.Errorf("%w: sequence %d: record kind %q", ErrInvalid, r.Sequence, r.Kind)
+		}
+		if (r.Kind == KindProbe) != (r.Probe != nil) {
+			return nil, fmt.Errorf("%w: sequence %d: a probe result goes with kind %q and only with it", ErrInvalid, r.Sequence, KindProbe)
+		}
+		if r.Kind != KindGeometry && len(r.Volumes) > 0 {
+			return nil, fmt.Errorf("%w: sequence %d: volumes go with kind %q only", ErrInvalid, r.Sequence, KindGeometry)
+		}
+		if p := r.Probe; p != nil && (p.Ops > math.MaxInt64 || p.Errors > math.MaxInt64 || p.Bytes > math.MaxInt64) {
+			return nil, fmt.Errorf("%w: sequence %d: probe counters above 2^63-1", ErrInvalid, r.Sequence)
+		}
+		for _, v := range r.Volumes {
+			if v.StripeUnitBytes > math.MaxInt64 || (v.DataOffsetBytes != nil && *v.DataOffsetBytes > math.MaxInt64) {
+				return nil, fmt.Errorf("%w: sequence %d: volume %q: sizes above 2^63-1", ErrInvalid, r.Sequence, v.MountPoint)
+			}
+		}
+		recs[i] = r
+	}
+	slices.SortFunc(recs, func(a, b *Record) int { return cmpUint64(a.Sequence, b.Sequence) })
+	for i := 1; i < len(recs); i++ {
+		if recs[i].Sequence == recs[i-1].Sequence {
+			return nil, fmt.Errorf("%w: sequence %d twice in one batch", ErrInvalid, recs[i].Sequence)
+		}
+	}
+	return recs, nil
+}
+
+func cmpUint64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// inTx runs fn in a transaction and commits it, or rolls it back when fn
+// or the commit fails.
+func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// lockAgent takes the agent's row lock for the rest of the transaction (an
+// UPDATE locks the row in PostgreSQL; SQLite transactions hold the write
+// lock from BEGIN) and returns its high-water mark.
+func (s *Store) lockAgent(ctx context.Context, tx *sql.Tx, agentID string) (uint64, error) {
+	var hw int64
+	err := tx.QueryRowContext(ctx, s.q(`UPDATE agents SET high_water = high_water WHERE agent_id = ? RETURNING high_water`), agentID).Scan(&hw)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, ErrUnknownAgent
+	}
+	if err != nil {
+		return 0, fmt.Errorf("lock agent: %w", err)
+	}
+	return uint64(hw), nil
+}
+
+// advanceHighWater moves the mark from start over every contiguous stored
+// sequence above it and saves it when it moved past cur.
+func (s *Store) advanceHighWater(ctx context.Context, tx *sql.Tx, agentID string, cur, start uint64) (uint64, error) {
+	hw := start
+	const page = 1000
+	for {
+		rows, err := tx.QueryContext(ctx, s.q(`SELECT sequence FROM records WHERE agent_id = ? AND sequence > ? ORDER BY sequence LIMIT `+fmt.Sprint(page)), agentID, int64(hw))
+		if err != nil {
+			return 0, fmt.Errorf("high water: %w", err)
+		}
+		n, gap := 0, false
+		for rows.Next() {
+			var seq int64
+			if err := rows.Scan(&seq); err != nil {
+				rows.Close()
+				return 0, fmt.Errorf("high water: %w", err)
+			}
+			n++
+			if uint64(seq) != hw+1 {
+				gap = true
+				break
+			}
+			hw++
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return 0, fmt.Errorf("high water: %w", err)
+		}
+		if gap || n < page {
+			break
+		}
+	}
+	if hw != cur {
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE agents SET high_water = ? WHERE agent_id = ?`), int64(hw), agentID); err != nil {
+			return 0, fmt.Errorf("high water: %w", err)
+		}
+	}
+	return hw, nil
+}
+
+// insertRecords inserts the records that are not stored yet, in multi-row
+// INSERTs, and returns the set of sequences this call stored.
+func (s *Store) insertRecords(ctx context.Context, tx *sql.Tx, agentID string, recs []*Record) (map[uint64]bool, error) {
+	stored := make(map[uint64]bool, len(recs))
+	received := unixNano(s.now())
+	for chunk := range slices.Chunk(recs, rowsPerInsert) {
+		var b strings.Builder
+		b.WriteString(`INSERT INTO records (agent_id, sequence, kind, produced_ns, received_ns, payload, reason) VALUES `)
+		args := make([]any, 0, len(chunk)*7)
+		for i, r := range chunk {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("(?, ?, ?, ?, ?, ?, ?)")
+			payload := r.Payload
+			if payload == nil {
+				payload = []byte{}
+			}
+			args = append(args, agentID, int64(r.Sequence), string(r.Kind), unixNano(r.ProducedAt), received, payload, r.Reason)
+		}
+		b.WriteString(` ON CONFLICT (agent_id, sequence) DO NOTHING RETURNING sequence`)
+		rows, err := tx.QueryContext(ctx, s.q(b.String()), args...)
+		if err != nil {
+			return nil, fmt.Errorf("insert records: %w", err)
+		}
+		for rows.Next() {
+			var seq int64
+			if err := rows.Scan(&seq); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("insert records: %w", err)
+			}
+			stored[uint64(seq)] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("insert records: %w", err)
+		}
+	}
+	return stored, nil
+}
+
+func (s *Store) insertProbes(ctx context.Context, tx *sql.Tx, agentID string, probes []*Record) error {
+	for chunk := range slices.Chunk(probes, rowsPerInsert) {
+		var b strings.Builder
+		b.WriteString(`INSERT INTO probe_results (agent_id, sequence, mount_point, device, kind, block_size_bytes, queue_depth,
+    started_ns, duration_ns, ops, errors, bytes, skipped, stopped_reason, latency_histogram) VALUES `)
+		args := make([]any, 0, len(chunk)*15)
+		for i, r := range chunk {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			p := r.Probe
+			hist := p.Histogram
+			if hist == nil {
+				hist = []byte{}
+			}
+			args = append(args, agentID, int64(r.Sequence), p.MountPoint, p.Device, p.Kind,
+				int64(p.BlockSizeBytes), int64(p.QueueDepth), unixNano(p.StartedAt), int64(p.Duration),
+				int64(p.Ops), int64(p.Errors), int64(p.Bytes), p.Skipped, p.StoppedReason, hist)
+		}
+		if _, err := tx.ExecContext(ctx, s.q(b.String()), args...); err != nil {
+			return fmt.Errorf("insert probe results: %w", err)
+		}
+	}
+	return nil
+}
+
+// putGeometry applies one full snapshot: its volumes replace older rows,
+// and this agent's volumes that only older snapshots listed are marked gone.
+func (s *Store) putGeometry(ctx context.Context, tx *sql.Tx, agentID string, r *Record) error {
+	// A snapshot older than one already stored (a late replay) is kept as a
+	// record but describes the past: it changes no volume.
+	var newer int
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM (SELECT 1 FROM records
+WHERE agent_id = ? AND sequence > ? AND kind = 'geometry' LIMIT 1) AS newer`), agentID, int64(r.Sequence)).Scan(&newer); err != nil {
+		return fmt.Errorf("volumes of snapshot %d: %w", r.Sequence, err)
+	}
+	if newer > 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`UPDATE volumes SET present = FALSE WHERE agent_id = ? AND sequence < ?`),
+		agentID, int64(r.Sequence)); err != nil {
+		return fmt.Errorf("volumes of snapshot %d: %w", r.Sequence, err)
+	}
+	vols := slices.Clone(r.Volumes)
+	slices.SortFunc(vols, func(a, b Volume) int { return strings.Compare(a.MountPoint, b.MountPoint) })
+	observed := unixNano(r.ProducedAt)
+	for _, v := range vols {
+		var offset any
+		if v.DataOffsetBytes != nil {
+			offset = int64(*v.DataOffsetBytes)
+		}
+		geom := v.Geometry
+		if geom == nil {
+			geom = []byte{}
+		}
+		_, err := tx.ExecContext(ctx, s.q(`
+INSERT INTO volumes (agent_id, mount_point, device, fs_type, sequence, observed_ns, present, geometry,
+    verdict, data_offset_bytes, stripe_unit_bytes, split_fraction_8k, split_fraction_64k)
+VALUES (?, ?, ?, ?, ?, ?, TRUE, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (agent_id, mount_point) DO UPDATE SET
+    device = excluded.device, fs_type = excluded.fs_type, sequence = excluded.sequence,
+    observed_ns = excluded.observed_ns, present = TRUE, geometry = excluded.geometry,
+    verdict = excluded.verdict, data_offset_bytes = excluded.data_offset_bytes,
+    stripe_unit_bytes = excluded.stripe_unit_bytes, split_fraction_8k = excluded.split_fraction_8k,
+    split_fraction_64k = excluded.split_fraction_64k
+WHERE volumes.sequence < excluded.sequence`),
+			agentID, v.MountPoint, v.Device, v.FSType, int64(r.Sequence), observed, geom,
+			v.Verdict, offset, int64(v.StripeUnitBytes), floatOrNil(v.SplitFraction8K), floatOrNil(v.SplitFraction64K))
+		if err != nil {
+			return fmt.Errorf("volume %q of snapshot %d: %w", v.MountPoint, r.Sequence, err)
+		}
+	}
+	return nil
+}
+
+func floatOrNil(f *float64) any {
+	if f == nil {
+		return nil
+	}
+	return *f
+}
+
+// ListHosts returns every registered agent, by hostname.
+func (s *Store) ListHosts(ctx context.Context) ([]Agent, error) {
+	rows, err := s.db.QueryContext(ctx, `
+SELECT agent_id, hostname, os, kernel, machine_id, agent_version, first_seen_ns, last_seen_ns, high_water
+FROM agents ORDER BY hostname, agent_id`)
+	if err != nil {
+		return nil, fmt.Errorf("list hosts: %w", err)
+	}
+	defer rows.Close()
+	var out []Agent
+	for rows.Next() {
+		var a Agent
+		var first, last, hw int64
+		if err := rows.Scan(&a.ID, &a.Hostname, &a.OS, &a.Kernel, &a.MachineID, &a.AgentVersion, &first, &last, &hw); err != nil {
+			return nil, fmt.Errorf("list hosts: %w", err)
+		}
+		a.FirstSeen, a.LastSeen, a.HighWater = fromUnixNano(first), fromUnixNano(last), uint64(hw)
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list hosts: %w", err)
+	}
+	return out, nil
+}
+
+// ListVolumes returns the volumes the latest snapshot of each host lists,
+// by hostname and mount point.
+func (s *Store) ListVolumes(ctx context.Context) ([]Volume, error) {
+	rows, err := s.db.QueryContext(ctx, `
+SELECT v.agent_id, a.hostname, v.mount_point, v.device, v.fs_type, v.sequence, v.observed_ns, v.geometry,
+    v.verdict, v.data_offset_bytes, v.stripe_unit_bytes, v.split_fraction_8k, v.split_fraction_64k
+FROM volumes v JOIN agents a ON a.agent_id = v.agent_id
+WHERE v.present
+ORDER BY a.hostname, v.agent_id, v.mount_point`)
+	if err != nil {
+		return nil, fmt.Errorf("list volumes: %w", err)
+	}
+	defer rows.Close()
+	var out []Volume
+	for rows.Next() {
+		var v Volume
+		var seq, observed, stripe int64
+		var offset sql.NullInt64
+		var s8, s64 sql.NullFloat64
+		if err := rows.Scan(&v.AgentID, &v.Hostname, &v.MountPoint, &v.Device, &v.FSType, &seq, &observed, &v.Geometry,
+			&v.Verdict, &offset, &stripe, &s8, &s64); err != nil {
+			return nil, fmt.Errorf("list volumes: %w", err)
+		}
+		v.Sequence, v.ObservedAt, v.StripeUnitBytes = uint64(seq), fromUnixNano(observed), uint64(stripe)
+		if offset.Valid {
+			o := uint64(offset.Int64)
+			v.DataOffsetBytes = &o
+		}
+		if s8.Valid {
+			v.SplitFraction8K = &s8.Float64
+		}
+		if s64.Valid {
+			v.SplitFraction64K = &s64.Float64
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list volumes: %w", err)
+	}
+	return out, nil
+}

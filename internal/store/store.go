@@ -1,0 +1,229 @@
+// Package store is the server's persistence: agents, the records they
+// sent, the latest geometry of every volume and every probe result. It
+// runs on two engines behind one SQL text — SQLite (modernc.org/sqlite,
+// pure Go, the embedded default) and PostgreSQL (pgx) — with the schema
+// managed by embedded goose migrations.
+//
+// Dedup is the database's job: records are keyed by (agent, sequence), so a
+// replayed record is recognised and never stored twice, also when several
+// server replicas share one PostgreSQL.
+//
+// The store does not know the wire format: payloads arrive as serialised
+// protobuf bytes, and what queries need (verdicts, counts, times) as
+// columns the caller extracted.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+	_ "modernc.org/sqlite"             // database/sql driver "sqlite"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Engine names the database engine behind a Store.
+type Engine string
+
+const (
+	SQLite   Engine = "sqlite"
+	Postgres Engine = "postgres"
+)
+
+// Sentinel errors, checked with errors.Is.
+var (
+	// ErrUnknownAgent: the agent has not been registered with UpsertAgent.
+	ErrUnknownAgent = errors.New("unknown agent")
+	// ErrInvalid: the caller passed something the store cannot hold
+	// (a sequence of 0 or above 2^63-1, a sequence twice in one batch, ...).
+	ErrInvalid = errors.New("invalid input")
+	// ErrDSN: the DSN names no supported engine or is malformed.
+	ErrDSN = errors.New("bad store DSN")
+)
+
+// sqliteBusyTimeout is how long an SQLite writer waits for another
+// connection's write transaction before giving up.
+const sqliteBusyTimeout = 10 * time.Second
+
+// Store is an open database. It is safe for concurrent use.
+type Store struct {
+	db     *sql.DB
+	engine Engine
+	now    func() time.Time
+}
+
+// Open opens the database a DSN names and brings its schema up to date:
+//
+//	sqlite:///var/lib/plumbline/plumbline.db   (a file path after "sqlite://")
+//	postgres://user:pass@host:5432/db?sslmode=verify-full   (also postgresql://)
+//
+// SQLite files are opened in WAL mode with a busy timeout, foreign keys on
+// and synchronous=FULL (a committed batch survives power loss), and every
+// transaction takes the write lock at BEGIN, so concurrent writers queue
+// instead of failing.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	engine, driver, source, err := parseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	shown := redact(dsn)
+	db, err := sql.Open(driver, source)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", shown, err)
+	}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", shown, err)
+	}
+	s := &Store{db: db, engine: engine, now: time.Now}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", shown, err)
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Engine reports which engine the store runs on.
+func (s *Store) Engine() Engine { return s.engine }
+
+func parseDSN(dsn string) (engine Engine, driver, source string, err error) {
+	scheme, rest, ok := strings.Cut(dsn, "://")
+	if !ok {
+		return "", "", "", fmt.Errorf("%w %q: want sqlite:///path/to/file.db or postgres://...", ErrDSN, redact(dsn))
+	}
+	switch scheme {
+	case "sqlite":
+		path := rest
+		if path == "" {
+			return "", "", "", fmt.Errorf("%w %q: no file path after sqlite://", ErrDSN, dsn)
+		}
+		if strings.ContainsAny(path, "?#") || strings.HasPrefix(path, "file:") || path == ":memory:" {
+			return "", "", "", fmt.Errorf("%w %q: want a plain file path after sqlite:// (no query, no :memory:)", ErrDSN, dsn)
+		}
+		q := url.Values{}
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "busy_timeout("+strconv.FormatInt(sqliteBusyTimeout.Milliseconds(), 10)+")")
+		q.Add("_pragma", "foreign_keys(1)")
+		q.Add("_pragma", "synchronous(FULL)")
+		q.Set("_txlock", "immediate")
+		return SQLite, "sqlite", path + "?" + q.Encode(), nil
+	case "postgres", "postgresql":
+		if _, err := url.Parse(dsn); err != nil {
+			return "", "", "", fmt.Errorf("%w %q: %w", ErrDSN, redact(dsn), err)
+		}
+		return Postgres, "pgx", dsn, nil
+	default:
+		return "", "", "", fmt.Errorf("%w %q: engine %q is not supported (want sqlite or postgres)", ErrDSN, redact(dsn), scheme)
+	}
+}
+
+// redact hides a password in a DSN for error messages.
+func redact(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.User == nil {
+		if err != nil && strings.Contains(dsn, "@") {
+			return "(unparsable DSN)"
+		}
+		return dsn
+	}
+	return u.Redacted()
+}
+
+// provider is goose over the embedded migrations, for this engine.
+func (s *Store) provider() (*goose.Provider, error) {
+	dialect := goose.DialectSQLite3
+	var opts []goose.ProviderOption
+	if s.engine == Postgres {
+		dialect = goose.DialectPostgres
+		// Several server replicas may start at once against one database:
+		// a session advisory lock makes them migrate one after another.
+		locker, err := lock.NewPostgresSessionLocker()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, goose.WithSessionLocker(locker))
+	}
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	return goose.NewProvider(dialect, s.db, sub, opts...)
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	p, err := s.provider()
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	return nil
+}
+
+// SchemaVersion returns the version of the last migration applied.
+func (s *Store) SchemaVersion(ctx context.Context) (int64, error) {
+	p, err := s.provider()
+	if err != nil {
+		return 0, fmt.Errorf("schema version: %w", err)
+	}
+	v, err := p.GetDBVersion(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("schema version: %w", err)
+	}
+	return v, nil
+}
+
+// q rewrites the one SQL text for the engine: "?" placeholders become
+// "$1", "$2", ... for PostgreSQL. The store's SQL has no "?" inside string
+// literals, so a plain scan is enough.
+func (s *Store) q(query string) string {
+	if s.engine != Postgres {
+		return query
+	}
+	var b strings.Builder
+	b.Grow(len(query) + 16)
+	n := 0
+	for i := 0; i < len(query); i++ {
+		if query[i] == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteByte(query[i])
+	}
+	return b.String()
+}
+
+// unixNano is t in Unix nanoseconds, 0 for the zero time.
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// fromUnixNano is the inverse of unixNano (UTC).
+func fromUnixNano(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
+}
