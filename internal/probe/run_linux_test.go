@@ -513,10 +513,14 @@ func TestBusyGuardUnavailable(t *testing.T) {
 }
 
 // Busy guard against real load: the test drives O_DIRECT reads on a
-// loop-mounted file system at QD4; the probe on the same device skips.
+// loop-mounted file system at QD8; the probe on the same device skips.
 func TestBusyGuardRealLoad(t *testing.T) {
 	loopdev.Require(t, "mkfs.ext4")
 	d := loopdev.New(t, loopdev.Options{SizeBytes: 128 << 20})
+	// Direct I/O to the backing file: the loop device's requests then wait
+	// for the real disk, not the page cache, so the load keeps it busy even
+	// on a slow, shared CPU.
+	loopdev.Run(t, "losetup", "--direct-io=on", d.Path)
 	loopdev.Mkfs(t, d.Path, "ext4")
 	mnt := loopdev.Mount(t, d.Path)
 	// Make the load file with the probe engine itself, in a sibling dir.
@@ -533,7 +537,7 @@ func TestBusyGuardRealLoad(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
-	for w := range 4 {
+	for w := range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -555,7 +559,7 @@ func TestBusyGuardRealLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !res.Skipped || res.StoppedReason != StopBusy || res.Device != d.Name {
-		t.Errorf("probe beside QD4 load on %s: skipped %v reason %q device %q busy %.1f%%; want skipped as busy",
+		t.Errorf("probe beside QD8 load on %s: skipped %v reason %q device %q busy %.1f%%; want skipped as busy",
 			d.Name, res.Skipped, res.StoppedReason, res.Device, res.BusyPercent)
 	}
 	if _, err := os.Lstat(filepath.Join(probeDir, DefaultFileName)); !errors.Is(err, fs.ErrNotExist) {
