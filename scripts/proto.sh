@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Regenerate proto/**/*.pb.go (messages, and gRPC stubs as *_grpc.pb.go). With --check, regenerate into a temporary
-# directory and fail if the committed files differ (stale generated code).
+# Regenerate proto/**/*.pb.go (messages, and gRPC stubs as *_grpc.pb.go).
+# With --check, regenerate into a temporary directory and fail if the
+# committed files differ (stale generated code), and run `buf lint` (buf is
+# pinned in tools/go.mod, apart from the main module; the first run builds it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,6 +29,10 @@ protoc -I proto -I /usr/include \
 
 if [[ "${1:-}" == "--check" ]]; then
   stale=0
+  if ! go -C tools tool buf lint ..; then
+    echo "proto.sh: buf lint failed (configuration: buf.yaml)" >&2
+    stale=1
+  fi
   for f in $(cd "$out" && find . -name '*.pb.go' | sort); do
     if ! cmp -s "$out/$f" "$f"; then
       echo "proto.sh: $f is stale; run 'make proto' and commit the result" >&2
