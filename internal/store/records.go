@@ -19,8 +19,9 @@ type Agent struct {
 	Kernel       string
 	MachineID    string
 	AgentVersion string
-	// FirstSeen is set by the store on the first UpsertAgent; LastSeen is
-	// the time UpsertAgent is given (the store's clock when zero).
+	// FirstSeen is set by the store on the first UpsertAgent. LastSeen is
+	// the time UpsertAgent was given (the store's clock when zero), moved
+	// forward by every AppendBatch and SettleBelow.
 	FirstSeen time.Time
 	LastSeen  time.Time
 	// HighWater is the dedup high-water mark (read only; see HighWater).
@@ -302,10 +303,13 @@ func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 
 // lockAgent takes the agent's row lock for the rest of the transaction (an
 // UPDATE locks the row in PostgreSQL; SQLite transactions hold the write
-// lock from BEGIN) and returns its high-water mark.
+// lock from BEGIN), moves its last-seen time forward to now, and returns
+// its high-water mark.
 func (s *Store) lockAgent(ctx context.Context, tx *sql.Tx, agentID string) (uint64, error) {
 	var hw int64
-	err := tx.QueryRowContext(ctx, s.q(`UPDATE agents SET high_water = high_water WHERE agent_id = ? RETURNING high_water`), agentID).Scan(&hw)
+	now := unixNano(s.now())
+	err := tx.QueryRowContext(ctx, s.q(`UPDATE agents SET last_seen_ns = CASE WHEN last_seen_ns < ? THEN ? ELSE last_seen_ns END
+WHERE agent_id = ? RETURNING high_water`), now, now, agentID).Scan(&hw)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, ErrUnknownAgent
 	}

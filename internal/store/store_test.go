@@ -189,6 +189,15 @@ func TestAppendBatchDedup(t *testing.T) {
 		if n := count(t, s, "probe_results"); n != 7 {
 			t.Errorf("probe_results = %d, want 7", n)
 		}
+		// Appending counts as being seen.
+		later := time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
+		s.now = func() time.Time { return later }
+		if _, err := s.AppendBatch(ctx, "a1", batch); err != nil {
+			t.Fatal(err)
+		}
+		if hosts, err := s.ListHosts(ctx); err != nil || len(hosts) != 1 || !hosts[0].LastSeen.Equal(later) {
+			t.Errorf("ListHosts() = %+v, %v; want a1 last seen at %v", hosts, err, later)
+		}
 		// The same sequences of another agent are other records.
 		register(t, s, "a2")
 		if got, err := s.AppendBatch(ctx, "a2", batch); err != nil || len(got.Stored) != 5 {
