@@ -96,7 +96,7 @@ func measure(ctx context.Context, p plan, tgt target, util utilSampler) outcome 
 			defer wg.Done()
 			res := &workers[w]
 			res.hist = &histogram.Histogram{}
-			res.samples = make([]time.Duration, 0, p.ops/p.qd+1)
+			res.samples = make([]time.Duration, 0, min(p.ops/p.qd+1, 1<<16))
 			buf := alignedBuffer(p.blockSize, p.align)
 			rng := rand.New(rand.NewPCG(p.seed, uint64(w)))
 			if p.kind != RandomRead {
