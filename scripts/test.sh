@@ -17,13 +17,18 @@ missing=()
 declare -A pkg_for=(
   [parted]=parted [partx]=util-linux [losetup]=util-linux [lsblk]=util-linux
   [mkfs.ext4]=e2fsprogs [mkfs.xfs]=xfsprogs [fio]=fio
-  [protoc]=protobuf-compiler [xz]=xz-utils
+  [protoc]=protobuf-compiler [xz]=xz-utils [runuser]=util-linux
 )
 need=()
 for cmd in "${!pkg_for[@]}"; do
   command -v "$cmd" >/dev/null 2>&1 || need+=("${pkg_for[$cmd]}")
 done
 [[ -f /usr/include/google/protobuf/timestamp.proto ]] || need+=(libprotobuf-dev)
+# The store tests start a throwaway PostgreSQL from Debian's server binaries
+# (or use PLUMBLINE_TEST_POSTGRES_DSN when set).
+if [[ -z ${PLUMBLINE_TEST_POSTGRES_DSN:-} ]] && ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then
+  need+=(postgresql)
+fi
 if ((${#need[@]})); then
   mapfile -t need < <(printf '%s\n' "${need[@]}" | sort -u)
   if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
