@@ -1,0 +1,212 @@
+package baseline
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// The serialised Detector (MarshalBinary), little-endian:
+//
+//	"PLB" 0x01                  magic and format version
+//	status, reference           one byte each (codes below)
+//	flags                       one byte: which of the three times follow
+//	since, time, streak since   varint Unix nanoseconds, each if flagged
+//	ratio, latency              float64 bits
+//	streak                      uvarint
+//	history                     uvarint n, then n float64s, oldest first
+//	held                        uvarint n, then n float64s
+//
+// The configuration is not part of it: UnmarshalBinary keeps the
+// Detector's own, and trims a longer history to its window. A state with
+// a 48-run window takes at most 4+3+30+16+1+1+384+1+8×3 ≈ 460 bytes.
+var magic = [4]byte{'P', 'L', 'B', 1}
+
+var (
+	statusCodes = []Status{"", Learning, OK, Degraded}
+	refCodes    = []Reference{NoReference, History, Cohort, Prior}
+)
+
+const (
+	flagSince = 1 << iota
+	flagTime
+	flagStreakSince
+)
+
+// maxHeld bounds the held runs (Config.Sustain is at most 64).
+const maxHeld = 64
+
+// ErrCorruptState wraps every UnmarshalBinary error.
+var ErrCorruptState = errors.New("corrupt baseline state")
+
+// MarshalBinary serialises the history and the state machine. The last
+// state's comparisons are not kept.
+func (d *Detector) MarshalBinary() ([]byte, error) {
+	b := make([]byte, 0, 64+8*(len(d.ring)+len(d.held)))
+	b = append(b, magic[:]...)
+	b = append(b, byte(index(statusCodes, d.last.Status)), byte(index(refCodes, d.last.Reference)))
+	var flags byte
+	times := []time.Time{d.last.Since, d.last.Time, d.streakSince}
+	for i, t := range times {
+		if !t.IsZero() {
+			flags |= 1 << i
+		}
+	}
+	b = append(b, flags)
+	for _, t := range times {
+		if !t.IsZero() {
+			b = binary.AppendVarint(b, t.UnixNano())
+		}
+	}
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(d.last.Ratio))
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(d.last.Latency))
+	b = binary.AppendUvarint(b, uint64(d.last.Streak))
+	b = binary.AppendUvarint(b, uint64(len(d.ring)))
+	for i := range d.ring {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(d.ring[(d.head+i)%len(d.ring)]))
+	}
+	b = binary.AppendUvarint(b, uint64(len(d.held)))
+	for _, x := range d.held {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
+	}
+	return b, nil
+}
+
+func index[T comparable](list []T, v T) int {
+	for i, x := range list {
+		if x == v {
+			return i
+		}
+	}
+	return 0
+}
+
+// UnmarshalBinary restores a state written by MarshalBinary into d,
+// keeping d's configuration. On error d is unchanged.
+func (d *Detector) UnmarshalBinary(b []byte) error {
+	r := reader{b: b}
+	if len(b) < len(magic) || [4]byte(b[:4]) != magic {
+		return fmt.Errorf("%w: bad magic or version", ErrCorruptState)
+	}
+	r.b = b[4:]
+	var st State
+	sc, rc, flags := r.byte(), r.byte(), r.byte()
+	if int(sc) >= len(statusCodes) || int(rc) >= len(refCodes) || flags&^(flagSince|flagTime|flagStreakSince) != 0 {
+		r.fail("status %d, reference %d, flags %#x", sc, rc, flags)
+	} else {
+		st.Status, st.Reference = statusCodes[sc], refCodes[rc]
+	}
+	var streakSince time.Time
+	for i, t := range []*time.Time{&st.Since, &st.Time, &streakSince} {
+		if flags&(1<<i) != 0 {
+			*t = time.Unix(0, r.varint()).UTC()
+		}
+	}
+	st.Ratio, st.Latency = r.float(), r.float()
+	if !(st.Ratio >= 0) || math.IsInf(st.Ratio, 1) || !(st.Latency >= 0) || math.IsInf(st.Latency, 1) {
+		r.fail("ratio %v, latency %v", st.Ratio, st.Latency)
+	}
+	streak := r.uvarint()
+	if streak > maxHeld {
+		r.fail("streak %d", streak)
+	}
+	st.Streak = int(streak)
+	hist := r.values(maxWindow)
+	held := r.values(maxHeld)
+	if r.err == nil && len(r.b) != 0 {
+		r.fail("%d trailing bytes", len(r.b))
+	}
+	if r.err != nil {
+		return r.err
+	}
+	if len(hist) > d.cfg.Window {
+		hist = hist[len(hist)-d.cfg.Window:]
+	}
+	d.ring = append(make([]float64, 0, d.cfg.Window), hist...)
+	d.head = 0
+	d.held = held
+	d.last = st
+	d.streakSince = streakSince
+	return nil
+}
+
+// reader decodes with a sticky error.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) fail(format string, args ...any) {
+	if r.err == nil {
+		r.err = fmt.Errorf("%w: %s", ErrCorruptState, fmt.Sprintf(format, args...))
+	}
+}
+
+func (r *reader) byte() byte {
+	if r.err != nil || len(r.b) < 1 {
+		r.fail("truncated")
+		return 0
+	}
+	v := r.b[0]
+	r.b = r.b[1:]
+	return v
+}
+
+func (r *reader) float() float64 {
+	if r.err != nil || len(r.b) < 8 {
+		r.fail("truncated")
+		return 0
+	}
+	v := math.Float64frombits(binary.LittleEndian.Uint64(r.b))
+	r.b = r.b[8:]
+	return v
+}
+
+func (r *reader) varint() int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.fail("bad varint")
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.fail("bad uvarint")
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+// values reads a count (at most max) and that many positive finite floats.
+func (r *reader) values(max int) []float64 {
+	n := r.uvarint()
+	if r.err != nil {
+		return nil
+	}
+	if n > uint64(max) || n*8 > uint64(len(r.b)) {
+		r.fail("%d values: want at most %d and the bytes to hold them", n, max)
+		return nil
+	}
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = r.float()
+		if !valid(out[i]) {
+			r.fail("value %v: want a positive finite latency", out[i])
+			return nil
+		}
+	}
+	return out
+}
