@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/plumbline/plumbline/internal/histogram"
 )
 
 // Run runs one probe: validate, wait the start jitter, skip when the device
@@ -30,6 +32,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		IOPSCap:    o.IOPS,
 		StartedAt:  time.Now().UTC(),
 		BusyGuard:  "off",
+		Histogram:  &histogram.Histogram{},
 	}
 	seed := o.Seed
 	if seed == 0 {
@@ -40,18 +43,24 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return res, nil
 	}
 
+	// Refuse a bad --dir at once, before any waiting. The busy guard needs
+	// the device under it; openProbeFile opens it again for the real work.
+	dirFd, err := openDir(o.Dir)
+	if err != nil {
+		return res, err
+	}
+	var dst unix.Stat_t
+	err = unix.Fstat(dirFd, &dst)
+	unix.Close(dirFd)
+	if err != nil {
+		return res, fmt.Errorf("stat --dir %s: %w", o.Dir, err)
+	}
+
 	if o.Jitter > 0 {
 		d := time.Duration(rand.New(rand.NewPCG(seed, 1)).Int64N(int64(o.Jitter)))
 		if sleepCtx(ctx, d) != nil {
 			return interrupted()
 		}
-	}
-
-	// The busy guard needs the device under --dir. Stat only: nothing is
-	// opened for writing before the checks in openProbeFile.
-	var dst unix.Stat_t
-	if err := unix.Stat(o.Dir, &dst); err != nil {
-		return res, fmt.Errorf("stat --dir %s: %w", o.Dir, err)
 	}
 	var util utilSampler
 	if o.BusyThreshold > 0 {
