@@ -32,6 +32,17 @@ type Agent struct {
 	ReadSuperblocks bool `yaml:"read_superblocks"`
 	// LVMBackupDir holds LVM's metadata backups, the source of pe_start.
 	LVMBackupDir string `yaml:"lvm_backup_dir"`
+
+	// The keys below are for `agent run` (run.go); `agent inspect` ignores them.
+
+	// AgentID is the identity the agent reports as; empty: the client
+	// certificate's common name.
+	AgentID   string          `yaml:"agent_id"`
+	Server    Server          `yaml:"server"`
+	Spool     Spool           `yaml:"spool"`
+	Intervals Intervals       `yaml:"intervals"`
+	Probes    []ProbeSchedule `yaml:"probes"`
+	Web       Web             `yaml:"web"`
 }
 
 // DeclaredDevice is one hardware array, declared by the operator.
@@ -60,7 +71,12 @@ type Selector struct {
 // Default is the configuration used when no file is given.
 func Default() Agent {
 	d := geometry.DefaultOptions()
-	return Agent{ReadSuperblocks: d.ReadSuperblocks, LVMBackupDir: d.LVMBackupDir}
+	return Agent{
+		ReadSuperblocks: d.ReadSuperblocks,
+		LVMBackupDir:    d.LVMBackupDir,
+		Spool:           Spool{MaxBytes: DefaultSpoolMaxBytes},
+		Intervals:       Intervals{GeometryRefresh: DefaultGeometryRefresh, Report: DefaultReportInterval},
+	}
 }
 
 // ErrInvalid wraps every validation error.
@@ -89,6 +105,7 @@ func Parse(b []byte) (Agent, error) {
 	if err := dec.Decode(&a); err != nil && !errors.Is(err, io.EOF) {
 		return Agent{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
+	a.applyDefaults()
 	if err := a.Validate(); err != nil {
 		return Agent{}, err
 	}
@@ -153,6 +170,7 @@ func (a Agent) Validate() error {
 	if a.LVMBackupDir != "" && !path.IsAbs(a.LVMBackupDir) {
 		errs = append(errs, fmt.Errorf("lvm_backup_dir %q: want an absolute path", a.LVMBackupDir))
 	}
+	errs = append(errs, a.validateRun()...)
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %w", ErrInvalid, errors.Join(errs...))
 	}

@@ -72,6 +72,27 @@ func TestLoadBad(t *testing.T) {
 		"bad-shape.yml":          "cannot unmarshal",
 		"bad-missing-stripe.yml": "stripe_unit: required",
 		"bad-spans.yml":          "spans 3",
+
+		"bad-server-address.yml":     `server.address "localhost"`,
+		"bad-spool-max.yml":          "spool.max_bytes 100KiB",
+		"bad-report-interval.yml":    "intervals.report 1ms",
+		"bad-interval-syntax.yml":    "time.Duration",
+		"bad-web-public.yml":         "not a loopback address",
+		"bad-web-all-interfaces.yml": "not a loopback address",
+		"bad-probe-kind.yml":         `probes[0].kinds[0] "seq-read"`,
+		"bad-probe-dir.yml":          "probes[0].dir",
+		"bad-probe-mount-glob.yml":   "probes[0].mount_point",
+		"bad-probe-block-size.yml":   "probes[0].block_size 3KiB",
+		"bad-probe-log-block.yml":    "log-write wants 512B to 64KiB",
+		"bad-probe-file-size.yml":    "probes[0].file_size",
+		"bad-probe-ops.yml":          "probes[0].ops -1",
+		"bad-probe-max-duration.yml": "probes[0].max_duration 2m0s",
+		"bad-probe-busy.yml":         "probes[0].busy_threshold 120",
+		"bad-probe-sync.yml":         `probes[0].sync "osync"`,
+		"bad-probe-qd.yml":           "probes[0].queue_depth 1000",
+		"bad-probe-twice.yml":        "scheduled twice",
+		"bad-probe-unknown-key.yml":  "field iodepth not found",
+		"bad-agent-id.yml":           `agent_id "db 1"`,
 	}
 	files, _ := filepath.Glob("testdata/bad-*.yml")
 	if len(files) != len(want) {

@@ -1,0 +1,286 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"net"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/plumbline/plumbline/internal/bytesize"
+	"github.com/plumbline/plumbline/internal/probe"
+)
+
+// Defaults of the `agent run` keys.
+//
+// Spool size: the default traffic of one host is one ProbeResult per
+// (volume, kind) per `every` and a full GeometrySnapshot when geometry
+// changes. A ProbeResult record is about 0.5 KiB on disk (fields, a latency
+// histogram of ~40 populated buckets, the 20-byte frame). A host with 8
+// probed volumes × 3 kinds, hourly: 24 records/h × 168 h = 4,032 records ≈
+// 2 MiB a week. Geometry snapshots are ~1.5 KiB per volume: for 16 volumes
+// ~24 KiB each; even with one snapshot every geometry_refresh (15 min) all
+// week, 96 × 7 × 24 KiB ≈ 16 MiB. 2 + 16 = 18 MiB < 64 MiB: the default
+// cap holds more than 7 days of default traffic with a 3× margin.
+const (
+	DefaultSpoolMaxBytes   = 64 * bytesize.MiB
+	DefaultGeometryRefresh = 15 * time.Minute
+	DefaultReportInterval  = 10 * time.Second
+	DefaultProbeEvery      = time.Hour
+	MinSpoolMaxBytes       = 1 * bytesize.MiB
+)
+
+// Server is where the agent reports.
+type Server struct {
+	// Address is host:port of the server's gRPC listener.
+	Address string    `yaml:"address"`
+	TLS     ClientTLS `yaml:"tls"`
+	// Insecure sends in plaintext, without TLS: tests and dev only.
+	Insecure bool `yaml:"insecure"`
+}
+
+// ClientTLS are the agent's mutual-TLS files (PEM).
+type ClientTLS struct {
+	CAFile   string `yaml:"ca_file"`   // the CA that signed the server's certificate
+	CertFile string `yaml:"cert_file"` // the agent's client certificate; its CN is the default agent_id
+	KeyFile  string `yaml:"key_file"`
+	// ServerName overrides the name checked in the server's certificate
+	// (default: the host of server.address).
+	ServerName string `yaml:"server_name"`
+}
+
+// Spool is the agent's durable outbox.
+type Spool struct {
+	Dir      string        `yaml:"dir"`
+	MaxBytes bytesize.Size `yaml:"max_bytes"` // default 64MiB
+}
+
+// Intervals are the agent's periods; the server's Hello answer overrides
+// them when it states its own.
+type Intervals struct {
+	GeometryRefresh time.Duration `yaml:"geometry_refresh"` // default 15m; also on mount-table change
+	Report          time.Duration `yaml:"report"`           // default 10s
+}
+
+// ProbeSchedule runs probes on every volume whose mount point matches.
+// The budget keys are the `agent probe` flags.
+type ProbeSchedule struct {
+	MountPoint    string         `yaml:"mount_point"` // path.Match glob of the volume's mount point
+	Dir           string         `yaml:"dir"`         // probe directory on that volume
+	Kinds         []probe.Kind   `yaml:"kinds"`       // default all three
+	Every         time.Duration  `yaml:"every"`       // default 1h
+	Ops           int            `yaml:"ops"`
+	IOPS          *float64       `yaml:"iops"` // 0: uncapped
+	MaxDuration   time.Duration  `yaml:"max_duration"`
+	FileSize      bytesize.Size  `yaml:"file_size"`
+	BlockSize     bytesize.Size  `yaml:"block_size"`
+	QueueDepth    int            `yaml:"queue_depth"`
+	Sync          probe.SyncMode `yaml:"sync"`
+	BusyThreshold *float64       `yaml:"busy_threshold"` // 0: guard off
+	Jitter        time.Duration  `yaml:"jitter"`         // random extra delay in [0, jitter) before each run
+	AllowCached   bool           `yaml:"allow_cached"`
+}
+
+// Web is the agent's own /healthz and /metrics endpoint.
+type Web struct {
+	// ListenAddress is host:port; empty: off. It must be a loopback address
+	// unless AllowNonLoopback is set.
+	ListenAddress    string `yaml:"listen_address"`
+	AllowNonLoopback bool   `yaml:"allow_non_loopback"`
+}
+
+// applyDefaults fills omitted keys of list entries (top-level defaults come
+// from Default()).
+func (a *Agent) applyDefaults() {
+	d := probe.DefaultOptions()
+	for i := range a.Probes {
+		p := &a.Probes[i]
+		if len(p.Kinds) == 0 {
+			p.Kinds = slices.Clone(probe.Kinds)
+		}
+		if p.Every == 0 {
+			p.Every = DefaultProbeEvery
+		}
+		if p.Ops == 0 {
+			p.Ops = d.Ops
+		}
+		if p.IOPS == nil {
+			p.IOPS = &d.IOPS
+		}
+		if p.MaxDuration == 0 {
+			p.MaxDuration = d.MaxDuration
+		}
+		if p.FileSize == 0 {
+			p.FileSize = bytesize.Size(d.FileSize)
+		}
+		if p.BlockSize == 0 {
+			p.BlockSize = bytesize.Size(d.BlockSize)
+		}
+		if p.QueueDepth == 0 {
+			p.QueueDepth = d.QueueDepth
+		}
+		if p.Sync == "" {
+			p.Sync = d.Sync
+		}
+		if p.BusyThreshold == nil {
+			p.BusyThreshold = &d.BusyThreshold
+		}
+	}
+}
+
+// validateRun checks the `agent run` keys that are set.
+func (a Agent) validateRun() []error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if a.AgentID != "" && (len(a.AgentID) > 128 || strings.ContainsAny(a.AgentID, " \t\n/")) {
+		add("agent_id %q: want up to 128 characters without spaces or slashes", a.AgentID)
+	}
+	if s := a.Server.Address; s != "" {
+		if host, port, err := net.SplitHostPort(s); err != nil || host == "" || port == "" {
+			add("server.address %q: want host:port", s)
+		}
+	}
+	if a.Spool.MaxBytes < MinSpoolMaxBytes {
+		add("spool.max_bytes %s: want at least %s", a.Spool.MaxBytes, MinSpoolMaxBytes)
+	}
+	if a.Intervals.GeometryRefresh < time.Second {
+		add("intervals.geometry_refresh %s: want at least 1s", a.Intervals.GeometryRefresh)
+	}
+	if a.Intervals.Report < 100*time.Millisecond {
+		add("intervals.report %s: want at least 100ms", a.Intervals.Report)
+	}
+	if s := a.Web.ListenAddress; s != "" {
+		host, _, err := net.SplitHostPort(s)
+		switch {
+		case err != nil:
+			add("web.listen_address %q: want host:port", s)
+		case !a.Web.AllowNonLoopback && !isLoopback(host):
+			add("web.listen_address %q: not a loopback address (use 127.0.0.1, ::1 or localhost, or set web.allow_non_loopback)", s)
+		}
+	}
+	seen := map[string]bool{}
+	for i, p := range a.Probes {
+		w := fmt.Sprintf("probes[%d]", i)
+		if _, err := path.Match(p.MountPoint, "/"); err != nil || !strings.HasPrefix(p.MountPoint, "/") {
+			add("%s.mount_point %q: want an absolute path or glob (path.Match syntax)", w, p.MountPoint)
+		}
+		if !path.IsAbs(p.Dir) && !isWindowsAbs(p.Dir) {
+			add("%s.dir %q: want an absolute path", w, p.Dir)
+		}
+		for j, k := range p.Kinds {
+			if !slices.Contains(probe.Kinds, k) {
+				add("%s.kinds[%d] %q: want random-read, random-write or log-write", w, j, k)
+			}
+			key := p.MountPoint + "\x00" + string(k)
+			if seen[key] {
+				add("%s.kinds[%d] %q: scheduled twice for mount_point %q", w, j, k, p.MountPoint)
+			}
+			seen[key] = true
+		}
+		if p.Every < time.Second {
+			add("%s.every %s: want at least 1s", w, p.Every)
+		}
+		if p.Ops < 1 || p.Ops > probe.MaxOps {
+			add("%s.ops %d: want 1 to %d", w, p.Ops, probe.MaxOps)
+		}
+		if p.IOPS != nil && *p.IOPS < 0 {
+			add("%s.iops %g: want 0 (uncapped) or more", w, *p.IOPS)
+		}
+		if p.MaxDuration <= 0 || p.MaxDuration > p.Every {
+			add("%s.max_duration %s: want more than 0 and at most every (%s)", w, p.MaxDuration, p.Every)
+		}
+		if bs := uint64(p.BlockSize); bs < probe.MinBlockSize || bs > probe.MaxBlockSize || bits.OnesCount64(bs) != 1 {
+			add("%s.block_size %s: want a power of two from 512B to 1MiB", w, p.BlockSize)
+		} else if bs > probe.MaxLogBlockSize && slices.Contains(p.Kinds, probe.LogWrite) {
+			add("%s.block_size %s: log-write wants 512B to 64KiB", w, p.BlockSize)
+		}
+		if fs := uint64(p.FileSize); fs%probe.HeaderSize != 0 || fs < 2*probe.HeaderSize || fs < probe.HeaderSize+uint64(p.BlockSize) {
+			add("%s.file_size %s: want a multiple of 1MiB, at least 2MiB", w, p.FileSize)
+		}
+		if p.QueueDepth < 1 || p.QueueDepth > 256 {
+			add("%s.queue_depth %d: want 1 to 256 (log-write always runs at 1)", w, p.QueueDepth)
+		}
+		if p.Sync != probe.SyncDsync && p.Sync != probe.SyncFdatasync {
+			add("%s.sync %q: want dsync or fdatasync", w, p.Sync)
+		}
+		if p.BusyThreshold != nil && (*p.BusyThreshold < 0 || *p.BusyThreshold > 100) {
+			add("%s.busy_threshold %g: want 0 (off) to 100 percent", w, *p.BusyThreshold)
+		}
+		if p.Jitter < 0 || p.Jitter > p.Every {
+			add("%s.jitter %s: want 0 to every (%s)", w, p.Jitter, p.Every)
+		}
+	}
+	return errs
+}
+
+// ValidateRun checks what `agent run` needs on top of Validate: a server to
+// report to, its TLS files (unless server.insecure) and a spool directory.
+func (a Agent) ValidateRun() error {
+	var errs []error
+	if err := a.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	var missing []error
+	if a.Server.Address == "" {
+		missing = append(missing, errors.New("server.address: required"))
+	}
+	if !a.Server.Insecure {
+		t := a.Server.TLS
+		for _, f := range []struct{ key, v string }{{"ca_file", t.CAFile}, {"cert_file", t.CertFile}, {"key_file", t.KeyFile}} {
+			if f.v == "" {
+				missing = append(missing, fmt.Errorf("server.tls.%s: required (or server.insecure: true, for tests only)", f.key))
+			}
+		}
+	}
+	if a.Spool.Dir == "" {
+		missing = append(missing, errors.New("spool.dir: required"))
+	}
+	if len(missing) > 0 {
+		errs = append(errs, fmt.Errorf("%w: %w", ErrInvalid, errors.Join(missing...)))
+	}
+	return errors.Join(errs...)
+}
+
+// ProbeOptions returns the probe engine's options for one kind of a
+// schedule. Dir is the schedule's; the start jitter is the scheduler's
+// business (it is not passed on, so that waiting holds no device lock).
+func (p ProbeSchedule) ProbeOptions(kind probe.Kind) probe.Options {
+	o := probe.DefaultOptions()
+	o.Dir = p.Dir
+	o.Kind = kind
+	o.Ops = p.Ops
+	if p.IOPS != nil {
+		o.IOPS = *p.IOPS
+	}
+	o.MaxDuration = p.MaxDuration
+	o.FileSize = int64(p.FileSize)
+	o.BlockSize = int(p.BlockSize)
+	o.QueueDepth = p.QueueDepth
+	o.Sync = p.Sync
+	if kind == probe.LogWrite {
+		o.QueueDepth = 1
+	}
+	if p.BusyThreshold != nil {
+		o.BusyThreshold = *p.BusyThreshold
+	}
+	o.AllowCached = p.AllowCached
+	o.Jitter = 0
+	return o
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// isWindowsAbs accepts C:\dir and C:/dir, so a Windows agent's config
+// validates on any OS.
+func isWindowsAbs(p string) bool {
+	return len(p) >= 3 && (p[0]|0x20 >= 'a' && p[0]|0x20 <= 'z') && p[1] == ':' && (p[2] == '\\' || p[2] == '/')
+}
