@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/plumbline/plumbline/internal/bytesize"
+	"github.com/plumbline/plumbline/internal/ingest"
+)
+
+// Config is the server's configuration file (deploy/examples/server.yaml
+// documents every key). Flags override it.
+type Config struct {
+	// DataDir holds the SQLite database (when store.dsn is empty) and, in
+	// dev mode, the dev CA, certificates and the agent config.
+	DataDir string      `yaml:"data_dir"`
+	GRPC    GRPCConfig  `yaml:"grpc"`
+	Web     WebConfig   `yaml:"web"`
+	Store   StoreConfig `yaml:"store"`
+	Agents  AgentConfig `yaml:"agents"`
+	Log     LogConfig   `yaml:"log"`
+	// ShutdownTimeout bounds the graceful stop on SIGINT/SIGTERM.
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+
+	// Dev is set by --dev only.
+	Dev bool `yaml:"-"`
+}
+
+// GRPCConfig is the agent-facing gRPC listener.
+type GRPCConfig struct {
+	ListenAddress string        `yaml:"listen_address"`
+	TLS           TLSConfig     `yaml:"tls"`
+	Insecure      bool          `yaml:"insecure"`
+	MaxRecvSize   bytesize.Size `yaml:"max_recv_msg_size"`
+	MaxBatch      int           `yaml:"max_batch_records"`
+	RateLimit     RateConfig    `yaml:"rate_limit"`
+}
+
+// TLSConfig names the server's certificate and the CA that signs agent
+// certificates.
+type TLSConfig struct {
+	CertFile     string `yaml:"cert_file"`
+	KeyFile      string `yaml:"key_file"`
+	ClientCAFile string `yaml:"client_ca_file"`
+}
+
+// RateConfig is the per-agent token bucket.
+type RateConfig struct {
+	CallsPerSecond float64 `yaml:"calls_per_second"`
+	Burst          int     `yaml:"burst"`
+}
+
+// WebConfig is the HTTP listener (inventory API, health).
+type WebConfig struct {
+	ListenAddress   string `yaml:"listen_address"`
+	BearerTokenFile string `yaml:"bearer_token_file"`
+}
+
+// StoreConfig names the database.
+type StoreConfig struct {
+	DSN string `yaml:"dsn"`
+}
+
+// AgentConfig is what the server tells agents in HelloResponse.
+type AgentConfig struct {
+	GeometryRefreshInterval time.Duration `yaml:"geometry_refresh_interval"`
+	ReportInterval          time.Duration `yaml:"report_interval"`
+}
+
+// LogConfig chooses the log level and format.
+type LogConfig struct {
+	Level  string `yaml:"level"`
+	Format string `yaml:"format"`
+}
+
+// Defaults.
+const (
+	defaultGRPCAddress    = ":7443"
+	defaultWebAddress     = ":9464"
+	devGRPCAddress        = "127.0.0.1:7443"
+	devWebAddress         = "127.0.0.1:9464"
+	defaultDataDir        = "/var/lib/plumbline"
+	defaultShutdownTimout = 15 * time.Second
+)
+
+// DefaultConfig is the configuration without a file or flags.
+func DefaultConfig() Config {
+	return Config{
+		DataDir: defaultDataDir,
+		GRPC: GRPCConfig{
+			ListenAddress: defaultGRPCAddress,
+			MaxRecvSize:   ingest.DefaultMaxRecvMsgSize,
+			MaxBatch:      ingest.DefaultLimits().MaxBatchRecords,
+			RateLimit:     RateConfig{CallsPerSecond: 20, Burst: 40},
+		},
+		Web:             WebConfig{ListenAddress: defaultWebAddress},
+		Agents:          AgentConfig{GeometryRefreshInterval: 15 * time.Minute, ReportInterval: 10 * time.Second},
+		Log:             LogConfig{Level: "info", Format: "text"},
+		ShutdownTimeout: defaultShutdownTimout,
+	}
+}
+
+// LoadConfig reads a YAML file over the defaults. Unknown keys are errors.
+func LoadConfig(path string) (Config, error) {
+	cfg := DefaultConfig()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return cfg, fmt.Errorf("config: %w", err)
+	}
+	if err := decodeConfig(bytes.NewReader(b), &cfg); err != nil {
+		return cfg, fmt.Errorf("config %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+func decodeConfig(r io.Reader, cfg *Config) error {
+	dec := yaml.NewDecoder(r)
+	dec.KnownFields(true)
+	if err := dec.Decode(cfg); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil // an empty file: the defaults
+		}
+		return err
+	}
+	var extra any
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return errors.New("more than one YAML document")
+	}
+	return nil
+}
+
+// StoreDSN is the configured DSN, or SQLite under the data directory.
+func (c Config) StoreDSN() string {
+	if c.Store.DSN != "" {
+		return c.Store.DSN
+	}
+	return "sqlite://" + filepath.Join(c.DataDir, "plumbline.db")
+}
+
+// Validate checks the configuration as a whole (files are read later).
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.DataDir == "" {
+		bad("data_dir is empty")
+	}
+	for name, addr := range map[string]string{"grpc.listen_address": c.GRPC.ListenAddress, "web.listen_address": c.Web.ListenAddress} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			bad("%s %q: want host:port (%v)", name, addr, err)
+		}
+	}
+	if c.GRPC.ListenAddress == c.Web.ListenAddress && !strings.HasSuffix(c.GRPC.ListenAddress, ":0") {
+		bad("grpc.listen_address and web.listen_address are both %q", c.GRPC.ListenAddress)
+	}
+	if !c.Dev && !c.GRPC.Insecure {
+		t := c.GRPC.TLS
+		if t.CertFile == "" || t.KeyFile == "" || t.ClientCAFile == "" {
+			bad("grpc.tls.cert_file, key_file and client_ca_file are required (mutual TLS is the default; --insecure serves plaintext, --dev makes a local CA)")
+		}
+	}
+	if s := c.GRPC.MaxRecvSize; s < 64<<10 || s > 256<<20 {
+		bad("grpc.max_recv_msg_size %s: want 64KiB to 256MiB", s)
+	}
+	if c.GRPC.MaxBatch < 1 || c.GRPC.MaxBatch > 100_000 {
+		bad("grpc.max_batch_records %d: want 1 to 100000", c.GRPC.MaxBatch)
+	}
+	if c.GRPC.RateLimit.CallsPerSecond < 0 {
+		bad("grpc.rate_limit.calls_per_second %v: want 0 (off) or more", c.GRPC.RateLimit.CallsPerSecond)
+	}
+	if c.GRPC.RateLimit.CallsPerSecond > 0 && c.GRPC.RateLimit.Burst < 1 {
+		bad("grpc.rate_limit.burst %d: want at least 1", c.GRPC.RateLimit.Burst)
+	}
+	if c.Agents.GeometryRefreshInterval < time.Minute {
+		bad("agents.geometry_refresh_interval %s: want at least 1m", c.Agents.GeometryRefreshInterval)
+	}
+	if c.Agents.ReportInterval < time.Second {
+		bad("agents.report_interval %s: want at least 1s", c.Agents.ReportInterval)
+	}
+	if c.ShutdownTimeout <= 0 {
+		bad("shutdown_timeout %s: want more than 0", c.ShutdownTimeout)
+	}
+	switch strings.ToLower(c.Log.Level) {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log.level %q: want debug, info, warn or error", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		bad("log.format %q: want text or json", c.Log.Format)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,339 @@
+// Command server is Plumbline's central server: it ingests agent reports
+// over gRPC with mutual TLS, keeps the fleet's inventory in a store
+// (SQLite by default, PostgreSQL at scale) and serves it over HTTP.
+//
+//	server --config FILE [flags]
+//	server --dev --data-dir DIR      a local CA, certificates and a ready agent config under DIR
+//
+// Flags override the configuration file (deploy/examples/server.yaml
+// documents every key):
+//
+//	--config FILE                 YAML configuration; unknown keys are errors
+//	--config.check                validate the configuration (and TLS files) and exit
+//	--data-dir DIR                data directory (default /var/lib/plumbline)
+//	--store.dsn DSN               sqlite:///path/file.db or postgres://... (default sqlite under --data-dir)
+//	--grpc.listen-address ADDR    agent gRPC listener (default :7443; --dev: 127.0.0.1:7443)
+//	--grpc.tls.cert-file FILE     server certificate
+//	--grpc.tls.key-file FILE      server key
+//	--grpc.tls.client-ca-file F   CA that signs agent certificates
+//	--web.listen-address ADDR     HTTP API and health (default :9464; --dev: 127.0.0.1:9464)
+//	--insecure                    plaintext gRPC, agent ids taken on trust (logs a warning)
+//	--dev                         development mode (see above)
+//	--log.level LEVEL, --log.format text|json
+//
+// Identity: an agent is who its client certificate says — the URI SAN
+// plumbline://agent/<id> when present, else the subject CN — and may report
+// only for itself (ingest.AgentIdentity).
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/plumbline/plumbline/internal/ingest"
+	"github.com/plumbline/plumbline/internal/inventory"
+	"github.com/plumbline/plumbline/internal/store"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runContext(ctx, args, stdout, stderr, nil)
+}
+
+// listening is told the bound addresses once the server serves (tests).
+type listening func(grpcAddr, webAddr string)
+
+// runContext is run with the caller's context: the server stops when it
+// is cancelled.
+func runContext(ctx context.Context, args []string, stdout, stderr io.Writer, ready listening) int {
+	cfg, check, err := parseFlags(args, stdout, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if errors.Is(err, errVersion) {
+		fmt.Fprintln(stdout, "plumbline server", version)
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "server: %v\n", err)
+		return 2
+	}
+	logger := newLogger(stderr, cfg.Log)
+	if check {
+		if err := checkConfig(cfg); err != nil {
+			fmt.Fprintf(stderr, "server: %v\n", err)
+			return 1
+		}
+		fmt.Fprintln(stdout, "configuration OK")
+		return 0
+	}
+	if err := serve(ctx, cfg, stdout, logger, ready); err != nil {
+		logger.Error("server stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+var errVersion = errors.New("version")
+
+// parseFlags builds the configuration: defaults, the --config file, then
+// the flags given on the command line.
+func parseFlags(args []string, stdout, stderr io.Writer) (Config, bool, error) {
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		configFile = fs.String("config", "", "YAML configuration `file` (unknown keys are errors)")
+		check      = fs.Bool("config.check", false, "validate the configuration and its TLS files, then exit")
+		dev        = fs.Bool("dev", false, "development mode: SQLite, a local CA and certificates and a ready agent config (DIR/dev/agent.yaml) under --data-dir; loopback listeners")
+		showVer    = fs.Bool("version", false, "print the version and exit")
+		d          = DefaultConfig()
+		dataDir    = fs.String("data-dir", d.DataDir, "data `directory`: the SQLite database, and in --dev mode the CA, certificates and agent config")
+		dsn        = fs.String("store.dsn", "", "store `DSN`: sqlite:///path/file.db or postgres://user@host/db (default: sqlite under --data-dir)")
+		grpcAddr   = fs.String("grpc.listen-address", d.GRPC.ListenAddress, "agent gRPC listen `address` (--dev default: "+devGRPCAddress+")")
+		certFile   = fs.String("grpc.tls.cert-file", "", "server certificate `file` (PEM)")
+		keyFile    = fs.String("grpc.tls.key-file", "", "server key `file` (PEM)")
+		clientCA   = fs.String("grpc.tls.client-ca-file", "", "`file` of the CA(s) that sign agent certificates (PEM)")
+		webAddr    = fs.String("web.listen-address", d.Web.ListenAddress, "HTTP API listen `address` (--dev default: "+devWebAddress+")")
+		insecure   = fs.Bool("insecure", false, "serve gRPC in plaintext and trust each request's agent_id (testing only)")
+		logLevel   = fs.String("log.level", d.Log.Level, "log `level`: debug, info, warn, error")
+		logFormat  = fs.String("log.format", d.Log.Format, "log `format`: text or json")
+	)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "usage: server --config FILE [flags]\n       server --dev --data-dir DIR\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return Config{}, false, err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, false, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *showVer {
+		return Config{}, false, errVersion
+	}
+	cfg := DefaultConfig()
+	if *configFile != "" {
+		var err error
+		if cfg, err = LoadConfig(*configFile); err != nil {
+			return Config{}, false, err
+		}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	cfg.Dev = *dev
+	if cfg.Dev {
+		// Loopback unless told otherwise.
+		if !set["grpc.listen-address"] && cfg.GRPC.ListenAddress == defaultGRPCAddress {
+			cfg.GRPC.ListenAddress = devGRPCAddress
+		}
+		if !set["web.listen-address"] && cfg.Web.ListenAddress == defaultWebAddress {
+			cfg.Web.ListenAddress = devWebAddress
+		}
+		if !set["data-dir"] && cfg.DataDir == defaultDataDir {
+			return Config{}, false, errors.New("--dev needs --data-dir DIR (where the database, the dev CA and DIR/dev/agent.yaml go)")
+		}
+	}
+	for name, apply := range map[string]func(){
+		"data-dir":                func() { cfg.DataDir = *dataDir },
+		"store.dsn":               func() { cfg.Store.DSN = *dsn },
+		"grpc.listen-address":     func() { cfg.GRPC.ListenAddress = *grpcAddr },
+		"grpc.tls.cert-file":      func() { cfg.GRPC.TLS.CertFile = *certFile },
+		"grpc.tls.key-file":       func() { cfg.GRPC.TLS.KeyFile = *keyFile },
+		"grpc.tls.client-ca-file": func() { cfg.GRPC.TLS.ClientCAFile = *clientCA },
+		"web.listen-address":      func() { cfg.Web.ListenAddress = *webAddr },
+		"insecure":                func() { cfg.GRPC.Insecure = *insecure },
+		"log.level":               func() { cfg.Log.Level = *logLevel },
+		"log.format":              func() { cfg.Log.Format = *logFormat },
+	} {
+		if set[name] {
+			apply()
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, false, fmt.Errorf("configuration: %w", err)
+	}
+	return cfg, *check, nil
+}
+
+func newLogger(w io.Writer, c LogConfig) *slog.Logger {
+	var level slog.Level
+	level.UnmarshalText([]byte(c.Level)) // validated
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// checkConfig is --config.check: what Validate checks, plus the TLS files
+// and the bearer token file are readable and well-formed.
+func checkConfig(cfg Config) error {
+	if !cfg.Dev && !cfg.GRPC.Insecure {
+		if _, err := ingest.ServerTLSConfig(cfg.GRPC.TLS.CertFile, cfg.GRPC.TLS.KeyFile, cfg.GRPC.TLS.ClientCAFile); err != nil {
+			return err
+		}
+	}
+	if _, err := bearerToken(cfg); err != nil {
+		return err
+	}
+	return nil
+}
+
+func bearerToken(cfg Config) (string, error) {
+	if cfg.Dev || cfg.Web.BearerTokenFile == "" {
+		return "", nil // dev: loopback, no token
+	}
+	b, err := os.ReadFile(cfg.Web.BearerTokenFile)
+	if err != nil {
+		return "", fmt.Errorf("web.bearer_token_file: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("web.bearer_token_file %s is empty", cfg.Web.BearerTokenFile)
+	}
+	return tok, nil
+}
+
+// serve runs the server until ctx is cancelled, then stops it gracefully.
+func serve(ctx context.Context, cfg Config, stdout io.Writer, logger *slog.Logger, ready listening) error {
+	var dev devLayout
+	if cfg.Dev {
+		var err error
+		if dev, err = prepareDev(&cfg); err != nil {
+			return err
+		}
+	} else if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil && cfg.Store.DSN == "" {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	token, err := bearerToken(cfg)
+	if err != nil {
+		return err
+	}
+
+	svcOpts := ingest.Options{
+		Limits:                  ingest.Limits{MaxBatchRecords: cfg.GRPC.MaxBatch},
+		MaxRecvMsgSize:          int(cfg.GRPC.MaxRecvSize),
+		GeometryRefreshInterval: cfg.Agents.GeometryRefreshInterval,
+		ReportInterval:          cfg.Agents.ReportInterval,
+		RatePerSecond:           cfg.GRPC.RateLimit.CallsPerSecond,
+		RateBurst:               cfg.GRPC.RateLimit.Burst,
+		Insecure:                cfg.GRPC.Insecure,
+		Logger:                  logger,
+	}
+	if svcOpts.RatePerSecond == 0 {
+		svcOpts.RatePerSecond = -1 // 0 in the config: off
+	}
+	var tlsConf *tls.Config
+	if !cfg.GRPC.Insecure {
+		c, err := ingest.ServerTLSConfig(cfg.GRPC.TLS.CertFile, cfg.GRPC.TLS.KeyFile, cfg.GRPC.TLS.ClientCAFile)
+		if err != nil {
+			return err
+		}
+		tlsConf = c
+	} else {
+		logger.Warn("INSECURE: gRPC is served in PLAINTEXT without client certificates; any client can report as any agent. Never use --insecure outside a test.")
+	}
+
+	dsn := cfg.StoreDSN()
+	openCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	st, err := store.Open(openCtx, dsn)
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	logger.Info("store open", "engine", st.Engine())
+
+	svc := ingest.New(st, svcOpts)
+	gs, hs, err := ingest.NewGRPCServer(svc, tlsConf)
+	if err != nil {
+		return err
+	}
+	gl, err := net.Listen("tcp", cfg.GRPC.ListenAddress)
+	if err != nil {
+		return fmt.Errorf("grpc listener: %w", err)
+	}
+	wl, err := net.Listen("tcp", cfg.Web.ListenAddress)
+	if err != nil {
+		gl.Close()
+		return fmt.Errorf("web listener: %w", err)
+	}
+	api := inventory.New(st, inventory.Options{BearerToken: token, Logger: logger})
+	hsrv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+
+	errc := make(chan error, 2)
+	go func() { errc <- gs.Serve(gl) }()
+	go func() {
+		if err := hsrv.Serve(wl); !errors.Is(err, http.ErrServerClosed) {
+			errc <- err
+			return
+		}
+		errc <- nil
+	}()
+	grpcAddr, webAddr := gl.Addr().String(), wl.Addr().String()
+	logger.Info("serving", "grpc", grpcAddr, "http", webAddr, "tls", !cfg.GRPC.Insecure, "version", version)
+	if cfg.Dev {
+		agentAddr := agentAddress(gl.Addr())
+		if err := writeDevAgentConfig(dev, agentAddr, cfg.GRPC.Insecure); err != nil {
+			gs.Stop()
+			hsrv.Close()
+			return fmt.Errorf("dev agent config: %w", err)
+		}
+		fmt.Fprintf(stdout, `plumbline server (dev mode)
+  gRPC:          %s (agents dial %s)
+  HTTP:          http://%s/api/v1/volumes
+  data dir:      %s
+  agent config:  %s
+  run an agent:  agent run --config %s
+  dev CA:        %s (certificate and key; agents trust %s)
+`, grpcAddr, agentAddr, webAddr, dev.dir, dev.agentYAML, dev.agentYAML, dev.caDir, dev.agentCA)
+	} else {
+		fmt.Fprintf(stdout, "plumbline server: gRPC %s, HTTP %s\n", grpcAddr, webAddr)
+	}
+	if ready != nil {
+		ready(grpcAddr, webAddr)
+	}
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		logger.Info("stopping")
+	case serveErr = <-errc:
+		logger.Error("listener failed", "err", serveErr)
+	}
+	hs.Shutdown() // health: NOT_SERVING, so balancers move agents away
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	stopped := make(chan struct{})
+	go func() { gs.GracefulStop(); close(stopped) }()
+	if err := hsrv.Shutdown(shutdownCtx); err != nil {
+		hsrv.Close()
+	}
+	select {
+	case <-stopped:
+	case <-shutdownCtx.Done():
+		logger.Warn("graceful stop timed out; closing connections", "timeout", cfg.ShutdownTimeout)
+		gs.Stop()
+		<-stopped
+	}
+	logger.Info("stopped")
+	return serveErr
+}

@@ -1,0 +1,366 @@
+// Package devca is a small certificate authority for development and tests:
+// `server --dev`, the fleet simulator and the gRPC tests mint the server's
+// and the agents' certificates with it, so that every one of them runs real
+// mutual TLS without an operator-provided PKI.
+//
+// Keys are ECDSA P-256. A CA directory holds two PEM files:
+//
+//	DIR/ca.crt   the CA certificate (give it to agents as server.tls.ca_file
+//	             and to the server as grpc.tls.client_ca_file)
+//	DIR/ca.key   the CA private key (mode 0600)
+//
+// Agent certificates carry the agent's identity twice, as the server reads
+// it (see ingest.AgentIdentity): the subject common name and a URI SAN
+// plumbline://agent/<id>.
+//
+// It is not a production CA: no revocation, no key protection beyond file
+// modes.
+package devca
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// File names inside a CA directory.
+const (
+	CertFile = "ca.crt"
+	KeyFile  = "ca.key"
+)
+
+// Validity periods.
+const (
+	caValidity   = 10 * 365 * 24 * time.Hour
+	leafValidity = 2 * 365 * 24 * time.Hour
+	// backdate covers clock skew between the minting and the verifying host.
+	backdate = time.Hour
+)
+
+// AgentURIScheme and AgentURIHost form the URI SAN of an agent
+// certificate: plumbline://agent/<id>.
+const (
+	AgentURIScheme = "plumbline"
+	AgentURIHost   = "agent"
+)
+
+// ErrNoCA is returned by Load when the directory holds no CA.
+var ErrNoCA = errors.New("no CA")
+
+// CA is a loaded certificate authority.
+type CA struct {
+	Cert    *x509.Certificate
+	CertPEM []byte
+	key     crypto.Signer
+	dir     string
+}
+
+// Leaf is a certificate the CA issued, with its private key.
+type Leaf struct {
+	Cert    *x509.Certificate
+	CertPEM []byte
+	KeyPEM  []byte
+	key     crypto.Signer
+}
+
+// Create makes a new CA in dir (created with mode 0700 if missing) and
+// writes DIR/ca.crt and DIR/ca.key. It refuses to overwrite an existing CA.
+func Create(dir string) (*CA, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create CA: %w", err)
+	}
+	certPath, keyPath := filepath.Join(dir, CertFile), filepath.Join(dir, KeyFile)
+	for _, p := range []string{certPath, keyPath} {
+		if _, err := os.Lstat(p); err == nil {
+			return nil, fmt.Errorf("create CA: %s already exists", p)
+		}
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("create CA: %w", err)
+	}
+	host, _ := os.Hostname()
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{CommonName: "Plumbline dev CA " + host, Organization: []string{"Plumbline dev"}},
+		NotBefore:             now.Add(-backdate),
+		NotAfter:              now.Add(caValidity),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		MaxPathLenZero:        true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		return nil, fmt.Errorf("create CA: %w", err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, fmt.Errorf("create CA: %w", err)
+	}
+	keyPEM, err := encodeKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("create CA: %w", err)
+	}
+	ca := &CA{Cert: cert, CertPEM: encodeCert(der), key: key, dir: dir}
+	if err := writeFile(keyPath, keyPEM, 0o600); err != nil {
+		return nil, fmt.Errorf("create CA: %w", err)
+	}
+	if err := writeFile(certPath, ca.CertPEM, 0o644); err != nil {
+		return nil, fmt.Errorf("create CA: %w", err)
+	}
+	return ca, nil
+}
+
+// Load reads the CA in dir. It wraps ErrNoCA when dir holds none.
+func Load(dir string) (*CA, error) {
+	certPEM, err := os.ReadFile(filepath.Join(dir, CertFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("load CA from %s: %w", dir, ErrNoCA)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load CA: %w", err)
+	}
+	keyPEM, err := os.ReadFile(filepath.Join(dir, KeyFile))
+	if err != nil {
+		return nil, fmt.Errorf("load CA: %w", err)
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("load CA from %s: %w", dir, err)
+	}
+	cert := pair.Leaf
+	if cert == nil {
+		if cert, err = x509.ParseCertificate(pair.Certificate[0]); err != nil {
+			return nil, fmt.Errorf("load CA from %s: %w", dir, err)
+		}
+	}
+	if !cert.IsCA {
+		return nil, fmt.Errorf("load CA from %s: %s is not a CA certificate", dir, CertFile)
+	}
+	signer, ok := pair.PrivateKey.(crypto.Signer)
+	if !ok {
+		return nil, fmt.Errorf("load CA from %s: key cannot sign", dir)
+	}
+	return &CA{Cert: cert, CertPEM: certPEM, key: signer, dir: dir}, nil
+}
+
+// LoadOrCreate loads the CA in dir, or creates one when there is none.
+// created reports which happened.
+func LoadOrCreate(dir string) (ca *CA, created bool, err error) {
+	ca, err = Load(dir)
+	if err == nil {
+		return ca, false, nil
+	}
+	if !errors.Is(err, ErrNoCA) {
+		return nil, false, err
+	}
+	ca, err = Create(dir)
+	return ca, err == nil, err
+}
+
+// Dir is the directory the CA was created in or loaded from.
+func (ca *CA) Dir() string { return ca.dir }
+
+// CertPath is the path of the CA certificate file.
+func (ca *CA) CertPath() string { return filepath.Join(ca.dir, CertFile) }
+
+// Pool is a certificate pool holding only this CA.
+func (ca *CA) Pool() *x509.CertPool {
+	p := x509.NewCertPool()
+	p.AddCert(ca.Cert)
+	return p
+}
+
+// IssueServer issues a server certificate for the given host names and IP
+// addresses (the first one is also the subject common name).
+func (ca *CA) IssueServer(hosts ...string) (*Leaf, error) {
+	if len(hosts) == 0 {
+		return nil, errors.New("issue server certificate: no host names")
+	}
+	tmpl := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: hosts[0], Organization: []string{"Plumbline dev"}},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else if h != "" {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
+	}
+	leaf, err := ca.issue(tmpl)
+	if err != nil {
+		return nil, fmt.Errorf("issue server certificate: %w", err)
+	}
+	return leaf, nil
+}
+
+// IssueAgent issues a client certificate for an agent: subject CN = id and
+// URI SAN plumbline://agent/<id>.
+func (ca *CA) IssueAgent(id string) (*Leaf, error) {
+	if id == "" {
+		return nil, errors.New("issue agent certificate: empty agent id")
+	}
+	tmpl := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: id, Organization: []string{"Plumbline agents"}},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		URIs:        []*url.URL{AgentURI(id)},
+	}
+	leaf, err := ca.issue(tmpl)
+	if err != nil {
+		return nil, fmt.Errorf("issue agent certificate for %q: %w", id, err)
+	}
+	return leaf, nil
+}
+
+// AgentURI is the URI SAN that names an agent: plumbline://agent/<id>.
+func AgentURI(id string) *url.URL {
+	return &url.URL{Scheme: AgentURIScheme, Host: AgentURIHost, Path: "/" + id}
+}
+
+func (ca *CA) issue(tmpl *x509.Certificate) (*Leaf, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	tmpl.SerialNumber = serial()
+	tmpl.NotBefore = now.Add(-backdate)
+	tmpl.NotAfter = now.Add(leafValidity)
+	if tmpl.NotAfter.After(ca.Cert.NotAfter) {
+		tmpl.NotAfter = ca.Cert.NotAfter
+	}
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	tmpl.BasicConstraintsValid = true
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, key.Public(), ca.key)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	keyPEM, err := encodeKey(key)
+	if err != nil {
+		return nil, err
+	}
+	return &Leaf{Cert: cert, CertPEM: encodeCert(der), KeyPEM: keyPEM, key: key}, nil
+}
+
+// TLSCertificate is the leaf as a tls.Certificate (leaf parsed), for
+// tls.Config.Certificates.
+func (l *Leaf) TLSCertificate() tls.Certificate {
+	return tls.Certificate{Certificate: [][]byte{l.Cert.Raw}, PrivateKey: l.key, Leaf: l.Cert}
+}
+
+// WriteFiles writes the certificate (mode 0644) and the key (mode 0600),
+// each atomically (a temporary file renamed into place).
+func (l *Leaf) WriteFiles(certPath, keyPath string) error {
+	if err := writeFile(keyPath, l.KeyPEM, 0o600); err != nil {
+		return err
+	}
+	return writeFile(certPath, l.CertPEM, 0o644)
+}
+
+// LoadLeaf reads a certificate and key pair written by WriteFiles (or any
+// PEM pair) and checks that this CA issued it and that it is valid for at
+// least another week, so callers can reuse it or issue a fresh one.
+func (ca *CA) LoadLeaf(certPath, keyPath string, usage x509.ExtKeyUsage) (*Leaf, error) {
+	certPEM, err := os.ReadFile(certPath)
+	if err != nil {
+		return nil, err
+	}
+	keyPEM, err := os.ReadFile(keyPath)
+	if err != nil {
+		return nil, err
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", certPath, err)
+	}
+	cert, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", certPath, err)
+	}
+	_, err = cert.Verify(x509.VerifyOptions{
+		Roots:       ca.Pool(),
+		CurrentTime: time.Now().Add(7 * 24 * time.Hour),
+		KeyUsages:   []x509.ExtKeyUsage{usage},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", certPath, err)
+	}
+	signer, ok := pair.PrivateKey.(crypto.Signer)
+	if !ok {
+		return nil, fmt.Errorf("%s: key cannot sign", keyPath)
+	}
+	return &Leaf{Cert: cert, CertPEM: certPEM, KeyPEM: keyPEM, key: signer}, nil
+}
+
+func serial() *big.Int {
+	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		panic(fmt.Sprintf("devca: crypto/rand failed: %v", err)) // crypto/rand never fails on supported platforms
+	}
+	return n.Add(n, big.NewInt(1))
+}
+
+func encodeCert(der []byte) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+func encodeKey(key *ecdsa.PrivateKey) ([]byte, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
+}
+
+// writeFile writes data to path atomically with the given mode.
+func writeFile(path string, data []byte, mode os.FileMode) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // no-op after the rename
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,350 @@
+// Package ingest is the server side of the agent service
+// (plumbline.v1.AgentService): who is calling (the client certificate),
+// whether they may (their own identity only, a per-agent rate limit), what
+// they sent (validation of every record) and storing it exactly once
+// (internal/store's dedup by agent and sequence).
+//
+// Identity: with mutual TLS (the default) an agent's identity is read from
+// its verified client certificate by AgentIdentity — the URI SAN
+// plumbline://agent/<id> when present, else the subject common name. A
+// Hello or Report whose agent_id differs is refused with PermissionDenied.
+// Only with Options.Insecure (plaintext, `server --insecure`) is the
+// agent_id of the request taken on trust.
+package ingest
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/plumbline/plumbline/internal/store"
+	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
+)
+
+// DefaultMaxRecvMsgSize is the default limit on one incoming message.
+const DefaultMaxRecvMsgSize = 4 << 20
+
+// Options configure a Service. Zero values mean the defaults.
+type Options struct {
+	Limits Limits
+	// MaxRecvMsgSize bounds one incoming gRPC message (default 4 MiB); a
+	// bigger one is refused with ResourceExhausted before it is decoded.
+	MaxRecvMsgSize int
+	// GeometryRefreshInterval and ReportInterval are announced to agents
+	// in HelloResponse (defaults 15m and 10s).
+	GeometryRefreshInterval time.Duration
+	ReportInterval          time.Duration
+	// RatePerSecond and RateBurst are each agent's token bucket of calls
+	// (Hello and Report); a call beyond it is refused with
+	// ResourceExhausted. RatePerSecond < 0 turns the limit off; 0 means
+	// the default (20 calls/s, burst 40).
+	RatePerSecond float64
+	RateBurst     int
+	// Insecure: no TLS, the agent_id of each request is trusted.
+	Insecure bool
+	Logger   *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+func (o Options) withDefaults() Options {
+	o.Limits = o.Limits.withDefaults()
+	if o.MaxRecvMsgSize <= 0 {
+		o.MaxRecvMsgSize = DefaultMaxRecvMsgSize
+	}
+	if o.GeometryRefreshInterval <= 0 {
+		o.GeometryRefreshInterval = 15 * time.Minute
+	}
+	if o.ReportInterval <= 0 {
+		o.ReportInterval = 10 * time.Second
+	}
+	if o.RatePerSecond == 0 {
+		o.RatePerSecond = 20
+	}
+	if o.RateBurst <= 0 {
+		o.RateBurst = 40
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// Service implements plumbline.v1.AgentService over a store.
+type Service struct {
+	plumblinev1.UnimplementedAgentServiceServer
+
+	store *store.Store
+	opts  Options
+	lim   *limiters
+}
+
+// New returns a Service storing into st.
+func New(st *store.Store, opts Options) *Service {
+	opts = opts.withDefaults()
+	s := &Service{store: st, opts: opts}
+	if opts.RatePerSecond > 0 {
+		s.lim = newLimiters(rate.Limit(opts.RatePerSecond), opts.RateBurst, opts.Now)
+	}
+	return s
+}
+
+// Options returns the service's options with defaults applied.
+func (s *Service) Options() Options { return s.opts }
+
+// NewGRPCServer returns a gRPC server with the agent service and the
+// standard health service registered, the message size limit, keepalive
+// policy, and the identity, rate-limit and panic-recovery interceptor.
+// tlsConfig nil means plaintext and requires Options.Insecure.
+func NewGRPCServer(svc *Service, tlsConfig *tls.Config) (*grpc.Server, *health.Server, error) {
+	if tlsConfig == nil && !svc.opts.Insecure {
+		return nil, nil, errors.New("no TLS configuration and not insecure: refusing to serve plaintext")
+	}
+	opts := []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(svc.opts.MaxRecvMsgSize),
+		grpc.ChainUnaryInterceptor(svc.unaryInterceptor),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 2 * time.Minute, Timeout: 20 * time.Second}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 20 * time.Second, PermitWithoutStream: true}),
+	}
+	if tlsConfig != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsConfig)))
+	}
+	gs := grpc.NewServer(opts...)
+	plumblinev1.RegisterAgentServiceServer(gs, svc)
+	hs := health.NewServer()
+	healthpb.RegisterHealthServer(gs, hs)
+	hs.SetServingStatus(plumblinev1.AgentService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	return gs, hs, nil
+}
+
+type identityKey struct{}
+
+// identityFrom returns the identity the interceptor found ("" when
+// insecure).
+func identityFrom(ctx context.Context) (string, bool) {
+	id, ok := ctx.Value(identityKey{}).(string)
+	return id, ok
+}
+
+// agentServicePrefix is the full method prefix of AgentService.
+var agentServicePrefix = "/" + plumblinev1.AgentService_ServiceDesc.ServiceName + "/"
+
+type agentIDGetter interface{ GetAgentId() string }
+
+func (s *Service) unaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.opts.Logger.Error("panic in gRPC handler", "method", info.FullMethod, "panic", p, "stack", string(debug.Stack()))
+			resp, err = nil, status.Error(codes.Internal, "internal error")
+		}
+	}()
+	if !strings.HasPrefix(info.FullMethod, agentServicePrefix) {
+		return handler(ctx, req)
+	}
+	id := ""
+	if !s.opts.Insecure {
+		id, err = peerIdentity(ctx)
+		if err != nil {
+			return nil, status.Error(codes.Unauthenticated, err.Error())
+		}
+	}
+	key := id
+	if key == "" {
+		if g, ok := req.(agentIDGetter); ok {
+			key = g.GetAgentId()
+		}
+	}
+	if s.lim != nil && !s.lim.allow(key) {
+		return nil, status.Errorf(codes.ResourceExhausted, "agent %q: rate limit of %g calls/s (burst %d) exceeded; retry later", key, s.opts.RatePerSecond, s.opts.RateBurst)
+	}
+	return handler(context.WithValue(ctx, identityKey{}, id), req)
+}
+
+// peerIdentity reads the agent identity from the verified client
+// certificate of the call's connection.
+func peerIdentity(ctx context.Context) (string, error) {
+	p, ok := peer.FromContext(ctx)
+	if !ok {
+		return "", errors.New("no peer")
+	}
+	ti, ok := p.AuthInfo.(credentials.TLSInfo)
+	if !ok {
+		return "", errors.New("not a TLS connection")
+	}
+	if len(ti.State.VerifiedChains) == 0 || len(ti.State.VerifiedChains[0]) == 0 {
+		return "", errors.New("no verified client certificate")
+	}
+	return AgentIdentity(ti.State.VerifiedChains[0][0])
+}
+
+// checkCaller compares the request's agent_id with the connection's identity.
+func (s *Service) checkCaller(ctx context.Context, agentID string) error {
+	if err := CheckAgentID(agentID); err != nil {
+		return status.Error(codes.InvalidArgument, "agent_id: "+err.Error())
+	}
+	id, ok := identityFrom(ctx)
+	if !ok {
+		// Called without the interceptor (not through NewGRPCServer).
+		if s.opts.Insecure {
+			return nil
+		}
+		return status.Error(codes.Unauthenticated, "no identity: serve through NewGRPCServer")
+	}
+	if id != "" && id != agentID {
+		return status.Errorf(codes.PermissionDenied, "agent_id %q: this connection's certificate identifies agent %q, which may report only for itself", agentID, id)
+	}
+	return nil
+}
+
+// Hello registers the agent and answers with the intervals and its
+// high-water mark.
+func (s *Service) Hello(ctx context.Context, req *plumblinev1.HelloRequest) (*plumblinev1.HelloResponse, error) {
+	if err := s.checkCaller(ctx, req.GetAgentId()); err != nil {
+		return nil, err
+	}
+	h := req.GetHost()
+	for name, v := range map[string]string{
+		"host.hostname": h.GetHostname(), "host.os": h.GetOs(), "host.kernel": h.GetKernel(),
+		"host.machine_id": h.GetMachineId(), "agent_version": req.GetAgentVersion(),
+	} {
+		if len(v) > 256 {
+			return nil, status.Errorf(codes.InvalidArgument, "%s: %d bytes: want at most 256", name, len(v))
+		}
+	}
+	hostname := h.GetHostname()
+	if hostname == "" {
+		hostname = req.GetAgentId()
+	}
+	now := s.opts.Now()
+	err := s.store.UpsertAgent(ctx, store.Agent{
+		ID: req.GetAgentId(), Hostname: hostname, OS: h.GetOs(), Kernel: h.GetKernel(),
+		MachineID: h.GetMachineId(), AgentVersion: req.GetAgentVersion(), LastSeen: now,
+	})
+	if err != nil {
+		return nil, s.storeError(ctx, "hello", req.GetAgentId(), err)
+	}
+	hw, err := s.store.HighWater(ctx, req.GetAgentId())
+	if err != nil {
+		return nil, s.storeError(ctx, "hello", req.GetAgentId(), err)
+	}
+	s.opts.Logger.Debug("hello", "agent", req.GetAgentId(), "version", req.GetAgentVersion(), "high_water", hw)
+	return &plumblinev1.HelloResponse{
+		GeometryRefreshInterval: durationpb.New(s.opts.GeometryRefreshInterval),
+		ReportInterval:          durationpb.New(s.opts.ReportInterval),
+		HighWaterSequence:       hw,
+		MaxBatchRecords:         uint32(s.opts.Limits.MaxBatchRecords),
+		ServerTime:              timestamppb.New(now),
+	}, nil
+}
+
+// Report validates a batch, stores it atomically and acknowledges it.
+func (s *Service) Report(ctx context.Context, req *plumblinev1.ReportRequest) (*plumblinev1.ReportResponse, error) {
+	if err := s.checkCaller(ctx, req.GetAgentId()); err != nil {
+		return nil, err
+	}
+	agent := req.GetAgentId()
+	b, err := ValidateReport(req, s.opts.Limits, s.opts.Now())
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	if b.FirstSequence > 0 {
+		if _, err := s.store.SettleBelow(ctx, agent, b.FirstSequence); err != nil {
+			return nil, s.storeError(ctx, "report", agent, err)
+		}
+	}
+	res, err := s.store.AppendBatch(ctx, agent, b.Records)
+	if err != nil {
+		return nil, s.storeError(ctx, "report", agent, err)
+	}
+	resp := &plumblinev1.ReportResponse{HighWaterSequence: res.HighWater, Rejections: b.Rejections}
+	for _, r := range b.Records { // ascending
+		if r.Sequence > res.HighWater {
+			resp.AckedSequences = append(resp.AckedSequences, r.Sequence)
+		}
+	}
+	for _, rj := range b.Rejections {
+		s.opts.Logger.Warn("record rejected", "agent", agent, "sequence", rj.GetSequence(), "reason", rj.GetReason())
+	}
+	s.opts.Logger.Debug("report", "agent", agent, "records", len(b.Records), "stored", len(res.Stored),
+		"duplicates", len(res.Duplicates), "rejected", len(b.Rejections), "high_water", res.HighWater)
+	return resp, nil
+}
+
+// storeError maps a store error to a status: an unregistered agent must
+// say Hello first; anything else is the server's trouble and retryable.
+func (s *Service) storeError(ctx context.Context, op, agent string, err error) error {
+	switch {
+	case errors.Is(err, store.ErrUnknownAgent):
+		return status.Errorf(codes.FailedPrecondition, "agent %q is not registered: call Hello first", agent)
+	case errors.Is(err, store.ErrInvalid):
+		return status.Error(codes.InvalidArgument, err.Error())
+	case ctx.Err() != nil:
+		return status.FromContextError(ctx.Err()).Err()
+	}
+	s.opts.Logger.Error("store", "op", op, "agent", agent, "err", err)
+	return status.Error(codes.Unavailable, fmt.Sprintf("%s: store unavailable; retry later", op))
+}
+
+// limiters is a token bucket per agent identity. Buckets idle for
+// limiterIdle are dropped (a full bucket is the same as a new one).
+type limiters struct {
+	mu        sync.Mutex
+	m         map[string]*limiterEntry
+	r         rate.Limit
+	burst     int
+	now       func() time.Time
+	lastSweep time.Time
+}
+
+type limiterEntry struct {
+	lim  *rate.Limiter
+	last time.Time
+}
+
+const limiterIdle = 10 * time.Minute
+
+func newLimiters(r rate.Limit, burst int, now func() time.Time) *limiters {
+	return &limiters{m: map[string]*limiterEntry{}, r: r, burst: burst, now: now, lastSweep: now()}
+}
+
+func (l *limiters) allow(key string) bool {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.lastSweep) > time.Minute {
+		for k, e := range l.m {
+			if now.Sub(e.last) > limiterIdle {
+				delete(l.m, k)
+			}
+		}
+		l.lastSweep = now
+	}
+	e := l.m[key]
+	if e == nil {
+		e = &limiterEntry{lim: rate.NewLimiter(l.r, l.burst)}
+		l.m[key] = e
+	}
+	e.last = now
+	return e.lim.AllowN(now, 1)
+}
