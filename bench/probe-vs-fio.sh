@@ -64,7 +64,13 @@ median() { sort -g | awk '{a[NR]=$1} END{if(NR==0){print "nan"; exit} if(NR%2){p
 minmax() { sort -g | awk 'NR==1{mn=$1} {mx=$1} END{printf "%.6g..%.6g", mn, mx}'; }
 # minmax_us: the same for values in seconds, shown in µs.
 minmax_us() { awk '{printf "%.1f\n", $1*1e6}' | minmax; }
+# paired A_CMD B_CMD: the median and range of the per-round ratios a_i/b_i
+# (rounds are interleaved, so pairing cancels slow drift in the machine).
+paired() { paste -d' ' <(eval "$1") <(eval "$2") | awk '$2 > 0 {printf "%.4f\n", $1/$2}' | { v=$(cat); printf '%s [%s]' "$(echo "$v" | median)" "$(echo "$v" | minmax)"; }; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b == 0) print "nan"; else printf "%.3f", a/b }'; }
+# paired A_CMD B_CMD: the median and range of the per-round ratios a_i/b_i
+# (rounds are interleaved, so pairing cancels slow drift in the machine).
+paired() { paste -d' ' <(eval "$1") <(eval "$2") | awk '$2 > 0 {printf "%.4f\n", $1/$2}' | { v=$(cat); printf '%s [%s]' "$(echo "$v" | median)" "$(echo "$v" | minmax)"; }; }
 us() { awk -v s="$1" 'BEGIN{printf "%.1f", s*1e6}'; }
 
 # run_agent NAME ARGS...: one agent run under rusage; appends the JSON to
@@ -154,18 +160,18 @@ echo "load average before: $load_before, after: $load_after"
 echo
 echo "## Fidelity (medians over $ROUNDS rounds; [min..max])"
 echo
-echo "| measure | agent probe | fio | ratio agent/fio | target |"
-echo "|---|---|---|---|---|"
+echo "| measure | agent probe | fio | ratio of medians | median per-round ratio [range] | target |"
+echo "|---|---|---|---|---|---|"
 a=$(agent_field latency_seconds.p50 paced | median); f=$(fio_pct read 50.000000 paced | median)
-echo "| paced 8KiB randread ${PACED_IOPS} IOPS p50 (µs) | $(us "$a") [$(agent_field latency_seconds.p50 paced | minmax_us)] | $(us "$f") [$(fio_pct read 50.000000 paced | minmax_us)] | $(ratio "$a" "$f") | 0.90–1.10 |"
+echo "| paced 8KiB randread ${PACED_IOPS} IOPS p50 (µs) | $(us "$a") [$(agent_field latency_seconds.p50 paced | minmax_us)] | $(us "$f") [$(fio_pct read 50.000000 paced | minmax_us)] | $(ratio "$a" "$f") | $(paired "agent_field latency_seconds.p50 paced" "fio_pct read 50.000000 paced") | 0.90–1.10 |"
 a=$(agent_field latency_seconds.p99 paced | median); f=$(fio_pct read 99.000000 paced | median)
-echo "| paced 8KiB randread ${PACED_IOPS} IOPS p99 (µs) | $(us "$a") [$(agent_field latency_seconds.p99 paced | minmax_us)] | $(us "$f") [$(fio_pct read 99.000000 paced | minmax_us)] | $(ratio "$a" "$f") | 0.75–1.25 |"
+echo "| paced 8KiB randread ${PACED_IOPS} IOPS p99 (µs) | $(us "$a") [$(agent_field latency_seconds.p99 paced | minmax_us)] | $(us "$f") [$(fio_pct read 99.000000 paced | minmax_us)] | $(ratio "$a" "$f") | $(paired "agent_field latency_seconds.p99 paced" "fio_pct read 99.000000 paced") | 0.75–1.25 |"
 a=$(agent_field iops paced | median); f=$(jq -r '.jobs[0].read.iops' "$work/paced.fio" | median)
-echo "| paced achieved IOPS | $(printf %.1f "$a") | $(printf %.1f "$f") | $(ratio "$a" "$f") | |"
+echo "| paced achieved IOPS | $(printf %.1f "$a") | $(printf %.1f "$f") | $(ratio "$a" "$f") | | |"
 a=$(agent_field iops sat | median); f=$(jq -r '.jobs[0].read.iops' "$work/sat.fio" | median)
-echo "| saturated QD1 O_DIRECT randread IOPS | $(printf %.0f "$a") [$(agent_field iops sat | minmax)] | $(printf %.0f "$f") [$(jq -r '.jobs[0].read.iops' "$work/sat.fio" | minmax)] | $(ratio "$a" "$f") | ≥ 0.95 |"
+echo "| saturated QD1 O_DIRECT randread IOPS | $(printf %.0f "$a") [$(agent_field iops sat | minmax)] | $(printf %.0f "$f") [$(jq -r '.jobs[0].read.iops' "$work/sat.fio" | minmax)] | $(ratio "$a" "$f") | $(paired "agent_field iops sat" "jq -r '.jobs[0].read.iops' $work/sat.fio") | ≥ 0.95 |"
 a=$(agent_field latency_seconds.p50 sat | median); f=$(fio_pct read 50.000000 sat | median)
-echo "| saturated p50 (µs) | $(us "$a") | $(us "$f") | $(ratio "$a" "$f") | |"
+echo "| saturated p50 (µs) | $(us "$a") | $(us "$f") | $(ratio "$a" "$f") | $(paired "agent_field latency_seconds.p50 sat" "fio_pct read 50.000000 sat") | |"
 for mode in fdatasync dsync; do
 	a=$(agent_field latency_seconds.p50 $mode | median)
 	if [[ $mode == fdatasync ]]; then
@@ -173,13 +179,15 @@ for mode in fdatasync dsync; do
 		f=$(jq -r '(.jobs[0].write.clat_ns.percentile["50.000000"] + .jobs[0].sync.lat_ns.percentile["50.000000"]) / 1e9' "$work/$mode.fio" | median)
 		fr=$(jq -r '(.jobs[0].write.clat_ns.percentile["50.000000"] + .jobs[0].sync.lat_ns.percentile["50.000000"]) / 1e9' "$work/$mode.fio" | minmax_us)
 		note="fio: write clat p50 + sync p50"
+		fcmd="jq -r '(.jobs[0].write.clat_ns.percentile[\"50.000000\"] + .jobs[0].sync.lat_ns.percentile[\"50.000000\"]) / 1e9' $work/$mode.fio"
 	else
 		f=$(fio_pct write 50.000000 $mode | median); fr=$(fio_pct write 50.000000 $mode | minmax_us)
 		note="fio --sync=dsync write clat p50"
+		fcmd="fio_pct write 50.000000 $mode"
 	fi
-	echo "| 8KiB log-write $mode p50 (µs) | $(us "$a") [$(agent_field latency_seconds.p50 $mode | minmax_us)] | $(us "$f") [$fr] | $(ratio "$a" "$f") | report ($note) |"
+	echo "| 8KiB log-write $mode p50 (µs) | $(us "$a") [$(agent_field latency_seconds.p50 $mode | minmax_us)] | $(us "$f") [$fr] | $(ratio "$a" "$f") | $(paired "agent_field latency_seconds.p50 $mode" "$fcmd") | report ($note) |"
 	a=$(agent_field iops $mode | median); f=$(jq -r '.jobs[0].write.iops' "$work/$mode.fio" | median)
-	echo "| 8KiB log-write $mode IOPS | $(printf %.0f "$a") [$(agent_field iops $mode | minmax)] | $(printf %.0f "$f") [$(jq -r '.jobs[0].write.iops' "$work/$mode.fio" | minmax)] | $(ratio "$a" "$f") | |"
+	echo "| 8KiB log-write $mode IOPS | $(printf %.0f "$a") [$(agent_field iops $mode | minmax)] | $(printf %.0f "$f") [$(jq -r '.jobs[0].write.iops' "$work/$mode.fio" | minmax)] | $(ratio "$a" "$f") | $(paired "agent_field iops $mode" "jq -r '.jobs[0].write.iops' $work/$mode.fio") | |"
 done
 echo
 echo "## Cost of agent probe (wait4 rusage: user+sys CPU of the whole process incl. start-up and the JSON output; peak RSS)"
@@ -198,10 +206,10 @@ echo
 ai=$(jq -r '.jobs[0].read.iops' "$work/fg-alone.fio" | median); bi=$(jq -r '.jobs[0].read.iops' "$work/fg-beside.fio" | median)
 ap=$(jq -r '.jobs[0].read.clat_ns.percentile["99.000000"]/1e9' "$work/fg-alone.fio" | median)
 bp=$(jq -r '.jobs[0].read.clat_ns.percentile["99.000000"]/1e9' "$work/fg-beside.fio" | median)
-echo "| foreground | alone | beside probe | change |"
-echo "|---|---|---|---|"
-echo "| IOPS median [min..max] | $(printf %.0f "$ai") [$(jq -r '.jobs[0].read.iops' "$work/fg-alone.fio" | minmax)] | $(printf %.0f "$bi") [$(jq -r '.jobs[0].read.iops' "$work/fg-beside.fio" | minmax)] | $(awk -v a="$ai" -v b="$bi" 'BEGIN{printf "%+.2f%%", (b-a)/a*100}') |"
-echo "| p99 µs median [min..max] | $(us "$ap") [$(jq -r '.jobs[0].read.clat_ns.percentile["99.000000"]/1e3' "$work/fg-alone.fio" | minmax)] | $(us "$bp") [$(jq -r '.jobs[0].read.clat_ns.percentile["99.000000"]/1e3' "$work/fg-beside.fio" | minmax)] | $(awk -v a="$ap" -v b="$bp" 'BEGIN{printf "%+.2f%%", (b-a)/a*100}') |"
+echo "| foreground | alone | beside probe | change of medians | median per-round beside/alone [range] |"
+echo "|---|---|---|---|---|"
+echo "| IOPS median [min..max] | $(printf %.0f "$ai") [$(jq -r '.jobs[0].read.iops' "$work/fg-alone.fio" | minmax)] | $(printf %.0f "$bi") [$(jq -r '.jobs[0].read.iops' "$work/fg-beside.fio" | minmax)] | $(awk -v a="$ai" -v b="$bi" 'BEGIN{printf "%+.2f%%", (b-a)/a*100}') | $(paired "jq -r '.jobs[0].read.iops' $work/fg-beside.fio" "jq -r '.jobs[0].read.iops' $work/fg-alone.fio") |"
+echo "| p99 µs median [min..max] | $(us "$ap") [$(jq -r '.jobs[0].read.clat_ns.percentile["99.000000"]/1e3' "$work/fg-alone.fio" | minmax)] | $(us "$bp") [$(jq -r '.jobs[0].read.clat_ns.percentile["99.000000"]/1e3' "$work/fg-beside.fio" | minmax)] | $(awk -v a="$ap" -v b="$bp" 'BEGIN{printf "%+.2f%%", (b-a)/a*100}') | $(paired "jq -r '.jobs[0].read.clat_ns.percentile[\"99.000000\"]' $work/fg-beside.fio" "jq -r '.jobs[0].read.clat_ns.percentile[\"99.000000\"]' $work/fg-alone.fio") |"
 echo
 echo "probe beside the foreground: ops $(jq -r .ops "$work/beside.agent" | tr '\n' ' '), p50 µs $(jq -r '.latency_seconds.p50*1e6|floor' "$work/beside.agent" | tr '\n' ' ')"
 echo "default (guarded) probe beside a running foreground: $guarded"
