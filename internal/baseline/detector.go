@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -132,11 +133,17 @@ const (
 
 // Comparison is one run against one reference. Baseline 0 means the
 // reference was not available for this run.
+//
+// The history judges the run's latency; the cohort and the prior judge the
+// volume's level (State.Level, the median of its window and this run),
+// because the cohort is made of such medians and a prior band is a median
+// expectation: a volume whose runs alternate between two modes is then
+// judged by where it sits, not by which mode the last run hit.
 type Comparison struct {
 	Baseline float64 // seconds: history or cohort median, prior's typical
-	Sigma    float64 // seconds: robust spread (1.4826 MAD, floored); prior: (high−typical)/DegradeZ
-	Ratio    float64 // latency / Baseline
-	Z        float64 // (latency − Baseline) / Sigma
+	Sigma    float64 // seconds: Stats.Sigma floored at MinRelativeSpread × Baseline; prior: (high−typical)/DegradeZ
+	Ratio    float64 // latency (history) or level (cohort, prior) / Baseline
+	Z        float64 // (value − Baseline) / Sigma
 }
 
 // Available reports whether the reference was there to compare with.
@@ -161,8 +168,11 @@ type State struct {
 
 	// This run, and how it compares with each reference. The prior is
 	// compared only while the cohort is too small.
-	Time                   time.Time
-	Latency                float64 // seconds
+	Time    time.Time
+	Latency float64 // seconds
+	// Level is the median of the history window and this run: what the
+	// cohort and the prior judge.
+	Level                  float64
 	History, Cohort, Prior Comparison
 }
 
@@ -229,6 +239,15 @@ func (d *Detector) History() Stats {
 	return summarizeInPlace(buf[:n])
 }
 
+// level is the median of the window and x.
+func (d *Detector) level(x float64) float64 {
+	var buf [maxWindow + 1]float64
+	n := copy(buf[:], d.ring)
+	buf[n] = x
+	slices.Sort(buf[:n+1])
+	return sortedMedian(buf[:n+1])
+}
+
 // Trusted reports whether the history has enough runs to be a reference.
 func (d *Detector) Trusted() bool { return len(d.ring) >= d.cfg.MinHistory }
 
@@ -290,10 +309,11 @@ func (d *Detector) Observe(t time.Time, latency float64, refs Refs) State {
 		h := d.History()
 		s.History = d.compare(latency, h.Median, h.Sigma())
 	}
+	s.Level = d.level(latency)
 	if refs.Cohort.N >= d.cfg.MinCohort {
-		s.Cohort = d.compare(latency, refs.Cohort.Median, refs.Cohort.Sigma())
+		s.Cohort = d.compare(s.Level, refs.Cohort.Median, refs.Cohort.Sigma())
 	} else if refs.Prior.Typical > 0 && refs.Prior.High >= refs.Prior.Typical {
-		s.Prior = d.compare(latency, refs.Prior.Typical, (refs.Prior.High-refs.Prior.Typical)/d.cfg.DegradeZ)
+		s.Prior = d.compare(s.Level, refs.Prior.Typical, (refs.Prior.High-refs.Prior.Typical)/d.cfg.DegradeZ)
 	}
 	cmps := [...]struct {
 		ref Reference

@@ -9,16 +9,31 @@ import (
 // equivalent for normally distributed data (1/Φ⁻¹(3/4)).
 const madToSigma = 1.4826
 
+// p90ToSigma is how many standard deviations the 90th percentile lies above
+// the median of a normal distribution (Φ⁻¹(0.9)).
+const p90ToSigma = 1.2816
+
 // Stats is a robust summary of a set of latencies (seconds): how many, their
-// median, and their median absolute deviation from it (unscaled).
+// median, their median absolute deviation from it (unscaled) and their
+// 90th percentile.
 type Stats struct {
 	N      int
 	Median float64
 	MAD    float64
+	P90    float64
 }
 
-// Sigma is the MAD scaled to a standard deviation (1.4826 × MAD).
-func (s Stats) Sigma() float64 { return madToSigma * s.MAD }
+// Sigma is the spread a latency is judged against: the MAD scaled to a
+// standard deviation (1.4826 × MAD), widened to the upper tail's
+// (P90 − Median)/1.2816 when that is larger. For normal noise the two
+// agree. For bimodal latency — synced writes that land either in a cache
+// (~1 ms) or on the platter (~8 ms) — the MAD collapses to the width of the
+// larger mode and would make every visit to the other mode look like a
+// shift; the upper tail keeps it in view, as long as the slow mode holds
+// at least a tenth of the runs.
+func (s Stats) Sigma() float64 {
+	return math.Max(madToSigma*s.MAD, (s.P90-s.Median)/p90ToSigma)
+}
 
 // Summarize computes the median and MAD of xs, skipping values that are not
 // positive and finite. xs is not modified.
@@ -48,11 +63,22 @@ func summarizeInPlace(buf []float64) Stats {
 	}
 	slices.Sort(buf)
 	med := sortedMedian(buf)
+	p90 := sortedQuantile(buf, 0.9)
 	for i, x := range buf {
 		buf[i] = math.Abs(x - med)
 	}
 	slices.Sort(buf)
-	return Stats{N: n, Median: med, MAD: sortedMedian(buf)}
+	return Stats{N: n, Median: med, MAD: sortedMedian(buf), P90: p90}
+}
+
+// sortedQuantile interpolates linearly between order statistics.
+func sortedQuantile(s []float64, q float64) float64 {
+	h := q * float64(len(s)-1)
+	i := int(h)
+	if i+1 >= len(s) {
+		return s[len(s)-1]
+	}
+	return s[i] + (h-float64(i))*(s[i+1]-s[i])
 }
 
 func sortedMedian(s []float64) float64 {
