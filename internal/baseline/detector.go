@@ -292,14 +292,15 @@ func (d *Detector) normal(c Comparison) bool {
 // the cohort (once it has MinCohort volumes) or, failing that, the prior.
 // It is beyond when, against any of them, ratio >= DegradeRatio and z >=
 // DegradeZ; Sustain consecutive beyond runs turn OK into Degraded, with
-// Since = the first of them and Reference = the reference with the
-// largest ratio on the last. While Degraded, Recover consecutive runs
+// Since = the first of them and Reference = the history if the last is
+// beyond it, else the reference with the largest ratio. While Degraded, Recover consecutive runs
 // normal against every reference (ratio < RecoverRatio or z < RecoverZ)
 // turn it back. Runs beyond the history are kept out of it: they are
-// held while the shift is pending and dropped once it is sustained, so
-// the history does not learn a degraded level; when the volume is
-// degraded against its cohort or prior only, its history goes on
-// learning its own level.
+// held while the shift is pending and dropped once it is sustained, and
+// while degraded against the history only runs normal against it go in,
+// so the history does not learn a degraded level. When the volume is
+// degraded against its cohort or prior, its history goes on learning its
+// own level.
 func (d *Detector) Observe(t time.Time, latency float64, refs Refs) State {
 	if !valid(latency) || t.Before(d.last.Time) {
 		return d.last
@@ -332,7 +333,9 @@ func (d *Detector) Observe(t time.Time, latency float64, refs Refs) State {
 		}
 		if d.beyond(rc.c) {
 			isBeyond = true
-			if rc.c.Ratio > worstRatio {
+			// The history, when beyond, names the shift: "slower than it
+			// used to be, since ..."; else the largest ratio does.
+			if worst != History && rc.c.Ratio > worstRatio || rc.ref == History {
 				worst, worstRatio = rc.ref, rc.c.Ratio
 			}
 		}
@@ -349,8 +352,9 @@ func (d *Detector) Observe(t time.Time, latency float64, refs Refs) State {
 			}
 		}
 		// Frozen against a shift in its own history: only runs normal
-		// against it go in.
-		if d.normal(s.History) {
+		// against it go in. Degraded against the cohort or the prior
+		// only, the history goes on learning the volume's own level.
+		if prev.Reference != History || d.normal(s.History) {
 			d.push(latency)
 		}
 		if s.Streak >= d.cfg.Recover {

@@ -9,30 +9,30 @@ import (
 // equivalent for normally distributed data (1/Φ⁻¹(3/4)).
 const madToSigma = 1.4826
 
-// p90ToSigma is how many standard deviations the 90th percentile lies above
-// the median of a normal distribution (Φ⁻¹(0.9)).
-const p90ToSigma = 1.2816
+// p95ToSigma is how many standard deviations the 95th percentile lies above
+// the median of a normal distribution (Φ⁻¹(0.95)).
+const p95ToSigma = 1.6449
 
 // Stats is a robust summary of a set of latencies (seconds): how many, their
 // median, their median absolute deviation from it (unscaled) and their
-// 90th percentile.
+// 95th percentile.
 type Stats struct {
 	N      int
 	Median float64
 	MAD    float64
-	P90    float64
+	P95    float64
 }
 
 // Sigma is the spread a latency is judged against: the MAD scaled to a
 // standard deviation (1.4826 × MAD), widened to the upper tail's
-// (P90 − Median)/1.2816 when that is larger. For normal noise the two
+// (P95 − Median)/1.6449 when that is larger. For normal noise the two
 // agree. For bimodal latency — synced writes that land either in a cache
 // (~1 ms) or on the platter (~8 ms) — the MAD collapses to the width of the
 // larger mode and would make every visit to the other mode look like a
 // shift; the upper tail keeps it in view, as long as the slow mode holds
-// at least a tenth of the runs.
+// at least one run in twenty.
 func (s Stats) Sigma() float64 {
-	return math.Max(madToSigma*s.MAD, (s.P90-s.Median)/p90ToSigma)
+	return math.Max(madToSigma*s.MAD, (s.P95-s.Median)/p95ToSigma)
 }
 
 // Summarize computes the median and MAD of xs, skipping values that are not
@@ -63,12 +63,12 @@ func summarizeInPlace(buf []float64) Stats {
 	}
 	slices.Sort(buf)
 	med := sortedMedian(buf)
-	p90 := sortedQuantile(buf, 0.9)
+	p95 := sortedQuantile(buf, 0.95)
 	for i, x := range buf {
 		buf[i] = math.Abs(x - med)
 	}
 	slices.Sort(buf)
-	return Stats{N: n, Median: med, MAD: sortedMedian(buf), P90: p90}
+	return Stats{N: n, Median: med, MAD: sortedMedian(buf), P95: p95}
 }
 
 // sortedQuantile interpolates linearly between order statistics.
