@@ -341,7 +341,11 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"no payload", &plumblinev1.Record{Sequence: 2, ProducedAt: timestamppb.New(testNow)}, "no payload"},
 		{"no produced_at", func() *plumblinev1.Record { r := probeRecord(2); r.ProducedAt = nil; return r }(), "produced_at missing"},
-		{"produced_at in 1970", func() *plumblinev1.Record { r := probeRecord(2); r.ProducedAt = timestamppb.New(time.Unix(5, 0)); return r }(), "before 2000-01-01"},
+		{"produced_at in 1970", func() *plumblinev1.Record {
+			r := probeRecord(2)
+			r.ProducedAt = timestamppb.New(time.Unix(5, 0))
+			return r
+		}(), "before 2000-01-01"},
 		{"produced_at next week", func() *plumblinev1.Record {
 			r := probeRecord(2)
 			r.ProducedAt = timestamppb.New(time.Now().Add(7 * 24 * time.Hour))
