@@ -4,6 +4,7 @@
 //
 //	agent inspect [--config FILE] [--path.sysfs DIR] [--path.procfs DIR] [--format table|json]
 //	agent probe   --dir DIR --kind random-read|random-write|log-write [flags]
+//	agent run     --config FILE [--check]
 package main
 
 import (
@@ -23,6 +24,7 @@ const usage = `usage: agent <command> [flags]
 commands:
   inspect   discover volume geometry and print alignment verdicts
   probe     run one low-impact I/O probe against a probe file
+  run       run the agent: scheduled probes, geometry, durable spool, report to the server
   version   print the agent version
 
 Run 'agent <command> -h' for the flags of a command.
@@ -43,6 +45,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runInspect(ctx, args[1:], stdout, stderr)
 	case "probe":
 		return runProbe(ctx, args[1:], stdout, stderr)
+	case "run":
+		return runRun(ctx, args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "plumbline agent", version)
 		return 0

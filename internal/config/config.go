@@ -97,6 +97,35 @@ func Load(file string) (Agent, error) {
 
 // Parse decodes and validates configuration bytes.
 func Parse(b []byte) (Agent, error) {
+	a, err := decode(b)
+	if err != nil {
+		return Agent{}, err
+	}
+	if err := a.Validate(); err != nil {
+		return Agent{}, err
+	}
+	return a, nil
+}
+
+// LoadRun reads a configuration file for `agent run`: Load's checks and
+// ValidateRun's, all errors reported together.
+func LoadRun(file string) (Agent, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return Agent{}, fmt.Errorf("read config: %w", err)
+	}
+	a, err := decode(b)
+	if err == nil {
+		err = a.ValidateRun()
+	}
+	if err != nil {
+		return Agent{}, fmt.Errorf("%s: %w", file, err)
+	}
+	return a, nil
+}
+
+// decode decodes configuration bytes over the defaults.
+func decode(b []byte) (Agent, error) {
 	// Decoding into the defaults keeps them for omitted keys. (A custom
 	// UnmarshalYAML would lose KnownFields: yaml.v3 does not pass it on.)
 	a := Default()
@@ -106,9 +135,6 @@ func Parse(b []byte) (Agent, error) {
 		return Agent{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	a.applyDefaults()
-	if err := a.Validate(); err != nil {
-		return Agent{}, err
-	}
 	return a, nil
 }
 

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"google.golang.org/grpc/credentials"
+
+	"github.com/plumbline/plumbline/internal/agent"
+	"github.com/plumbline/plumbline/internal/config"
+	"github.com/plumbline/plumbline/internal/geometry"
+)
+
+const runUsage = `usage: agent run --config FILE [--check] [--path.sysfs DIR] [--path.procfs DIR]
+
+Runs the agent: discovers geometry (at start, on mount-table change and every
+intervals.geometry_refresh), runs the scheduled probes, spools every record
+durably and reports to the server over gRPC with mutual TLS. SIGINT/SIGTERM
+stop it cleanly. With --check it validates the configuration and exits:
+0 valid, 1 invalid (the errors name the keys).
+
+flags:
+`
+
+// runRun is `agent run`.
+func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("agent run", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	def := geometry.DefaultOptions()
+	var (
+		configFile = fl.String("config", "", "agent config file (required)")
+		check      = fl.Bool("check", false, "validate the config file and exit (0 valid, 1 invalid)")
+		sysfs      = fl.String("path.sysfs", def.SysfsRoot, "sysfs mount point")
+		procfs     = fl.String("path.procfs", def.ProcfsRoot, "procfs mount point")
+		devRoot    = fl.String("path.dev", def.DevRoot, "device directory, for declared /dev/disk/by-id links and superblocks")
+	)
+	fl.Usage = func() {
+		fmt.Fprint(stderr, runUsage)
+		fl.PrintDefaults()
+	}
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fl.NArg() > 0 || *configFile == "" {
+		fl.Usage()
+		return 2
+	}
+	cfg, err := config.LoadRun(*configFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "agent run: %v\n", err)
+		return 1
+	}
+	var creds credentials.TransportCredentials
+	id := cfg.AgentID
+	if !cfg.Server.Insecure {
+		tc, cn, err := agent.ClientTLS(cfg.Server)
+		if err != nil {
+			fmt.Fprintf(stderr, "agent run: %v\n", err)
+			return 1
+		}
+		creds = credentials.NewTLS(tc)
+		if id == "" {
+			id = cn
+		}
+	}
+	if id == "" {
+		fmt.Fprintln(stderr, "agent run: agent_id: required with server.insecure (there is no client certificate to take it from)")
+		return 1
+	}
+	if *check {
+		fmt.Fprintf(stdout, "%s: valid (agent %s, server %s)\n", *configFile, id, cfg.Server.Address)
+		return 0
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	if cfg.Server.Insecure {
+		log.Warn("server.insecure: reporting in plaintext, without TLS (tests and dev only)")
+	}
+	opts := def
+	opts.SysfsRoot, opts.ProcfsRoot, opts.DevRoot = *sysfs, *procfs, *devRoot
+	opts.StatMounts = *sysfs == def.SysfsRoot && *procfs == def.ProcfsRoot
+	a, err := agent.New(agent.Options{
+		Config: cfg, AgentID: id, Version: version, Creds: creds,
+		Geometry: cfg.GeometryOptions(opts), ProcRoot: *procfs, Logger: log,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "agent run: %v\n", err)
+		return 1
+	}
+	log.Info("agent starting", "agent_id", id, "server", cfg.Server.Address, "spool", cfg.Spool.Dir, "version", version)
+	if err := a.Run(ctx); err != nil {
+		fmt.Fprintf(stderr, "agent run: %v\n", err)
+		return 1
+	}
+	log.Info("agent stopped")
+	return 0
+}

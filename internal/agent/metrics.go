@@ -1,0 +1,64 @@
+package agent
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/plumbline/plumbline/internal/spool"
+)
+
+// metrics are the agent's own counters, exposed on web.listen_address.
+type metrics struct {
+	reg           *prometheus.Registry
+	sent          prometheus.Counter
+	acked         prometheus.Counter
+	rejected      prometheus.Counter
+	sendErrors    prometheus.Counter
+	lastReport    prometheus.Gauge
+	connected     prometheus.Gauge
+	probeRuns     *prometheus.CounterVec // kind, result
+	probeSkips    *prometheus.CounterVec // kind, reason
+	snapshots     *prometheus.CounterVec // trigger
+	geometryError prometheus.Counter
+	spoolErrors   prometheus.Counter
+}
+
+func newMetrics(sp *spool.Spool) *metrics {
+	const ns = "plumbline_agent_"
+	m := &metrics{
+		reg:           prometheus.NewRegistry(),
+		sent:          prometheus.NewCounter(prometheus.CounterOpts{Name: ns + "records_sent_total", Help: "Records sent in Report calls (resends included)."}),
+		acked:         prometheus.NewCounter(prometheus.CounterOpts{Name: ns + "records_acked_total", Help: "Records the server acknowledged (stored or duplicate)."}),
+		rejected:      prometheus.NewCounter(prometheus.CounterOpts{Name: ns + "records_rejected_total", Help: "Records the server rejected (settled, dropped from the spool)."}),
+		sendErrors:    prometheus.NewCounter(prometheus.CounterOpts{Name: ns + "send_errors_total", Help: "Failed Hello and Report calls."}),
+		lastReport:    prometheus.NewGauge(prometheus.GaugeOpts{Name: ns + "last_report_success_timestamp_seconds", Help: "When the last Report call succeeded (Unix time)."}),
+		connected:     prometheus.NewGauge(prometheus.GaugeOpts{Name: ns + "connected", Help: "1 while a session with the server (after Hello) is up."}),
+		probeRuns:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: ns + "probe_runs_total", Help: "Probe runs by kind and result: completed, stopped, skipped, error."}, []string{"kind", "result"}),
+		probeSkips:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: ns + "probe_skips_total", Help: "Probe runs skipped or stopped early, by reason (the probe's stopped_reason, or lock-timeout)."}, []string{"kind", "reason"}),
+		snapshots:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: ns + "geometry_snapshots_total", Help: "Geometry snapshots spooled, by trigger: start, changed, interval."}, []string{"trigger"}),
+		geometryError: prometheus.NewCounter(prometheus.CounterOpts{Name: ns + "geometry_errors_total", Help: "Failed geometry discoveries."}),
+		spoolErrors:   prometheus.NewCounter(prometheus.CounterOpts{Name: ns + "spool_errors_total", Help: "Failed spool appends, reads and acks."}),
+	}
+	stat := func(f func(spool.Stats) float64) func() float64 { return func() float64 { return f(sp.Stats()) } }
+	m.reg.MustRegister(m.sent, m.acked, m.rejected, m.sendErrors, m.lastReport, m.connected, m.probeRuns, m.probeSkips, m.snapshots, m.geometryError, m.spoolErrors,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: ns + "spool_bytes", Help: "Bytes in spool segment files."}, stat(func(s spool.Stats) float64 { return float64(s.Bytes) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: ns + "spool_records", Help: "Unacknowledged records in the spool."}, stat(func(s spool.Stats) float64 { return float64(s.Records) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: ns + "spool_dropped_records_total", Help: "Unacknowledged records dropped by the spool size cap."}, stat(func(s spool.Stats) float64 { return float64(s.Dropped) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: ns + "spool_corrupt_records_total", Help: "Corrupt spool regions (bad checksum, torn tail) skipped."}, stat(func(s spool.Stats) float64 { return float64(s.Corrupt) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: ns + "spool_next_sequence", Help: "The sequence number the next record gets."}, stat(func(s spool.Stats) float64 { return float64(s.NextSequence) })),
+	)
+	return m
+}
+
+// Handler serves /healthz and /metrics.
+func (a *Agent) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write([]byte("ok\n"))
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{}))
+	return mux
+}

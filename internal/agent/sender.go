@@ -1,0 +1,201 @@
+package agent
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"time"
+
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/plumbline/plumbline/internal/config"
+	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
+)
+
+// Sender limits.
+const (
+	// DefaultMaxBatch is the batch size when the server states none.
+	DefaultMaxBatch = 500
+	// maxBatchBytes keeps a batch well below gRPC's default 4 MiB message limit.
+	maxBatchBytes = 3 << 20
+	callTimeout   = 30 * time.Second
+)
+
+func insecureCreds() credentials.TransportCredentials { return insecure.NewCredentials() }
+
+// ClientTLS builds the agent's mutual-TLS configuration (TLS 1.3, the
+// client certificate, the server CA) and returns the client certificate's
+// common name, the default agent id.
+func ClientTLS(c config.Server) (*tls.Config, string, error) {
+	t := c.TLS
+	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+	if err != nil {
+		return nil, "", fmt.Errorf("server.tls.cert_file/key_file: %w", err)
+	}
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
+	if err != nil {
+		return nil, "", fmt.Errorf("server.tls.cert_file: %w", err)
+	}
+	caPEM, err := os.ReadFile(t.CAFile)
+	if err != nil {
+		return nil, "", fmt.Errorf("server.tls.ca_file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, "", fmt.Errorf("server.tls.ca_file %s: no PEM certificate in it", t.CAFile)
+	}
+	name := t.ServerName
+	if name == "" {
+		name, _, _ = net.SplitHostPort(c.Address)
+	}
+	return &tls.Config{
+		MinVersion:   tls.VersionTLS13,
+		Certificates: []tls.Certificate{cert},
+		RootCAs:      pool,
+		ServerName:   name,
+	}, leaf.Subject.CommonName, nil
+}
+
+// sendLoop keeps a session with the server, reconnecting with jittered
+// exponential backoff.
+func (a *Agent) sendLoop(ctx context.Context, client plumblinev1.AgentServiceClient) {
+	attempt := 0
+	for {
+		helloOK, err := a.session(ctx, client)
+		a.metrics.connected.Set(0)
+		if ctx.Err() != nil {
+			return
+		}
+		if helloOK {
+			attempt = 0
+		}
+		attempt++
+		wait := Backoff(attempt, a.o.BackoffBase, a.o.BackoffMax, rand.Float64())
+		a.metrics.sendErrors.Inc()
+		a.log.Warn("server session ended; reconnecting", "err", err, "in", wait.Round(time.Millisecond))
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// session says Hello, then sends whatever the spool holds every report
+// interval until a call fails or ctx ends.
+func (a *Agent) session(ctx context.Context, client plumblinev1.AgentServiceClient) (helloOK bool, err error) {
+	hctx, cancel := context.WithTimeout(ctx, callTimeout)
+	hello, err := client.Hello(hctx, &plumblinev1.HelloRequest{AgentId: a.o.AgentID, Host: a.host.Load(), AgentVersion: a.o.Version})
+	cancel()
+	if err != nil {
+		return false, fmt.Errorf("hello: %w", err)
+	}
+	if d := hello.GetGeometryRefreshInterval().AsDuration(); d >= time.Second {
+		a.geomInterval.Store(int64(d))
+	}
+	if d := hello.GetReportInterval().AsDuration(); d >= 100*time.Millisecond {
+		a.reportInterval.Store(int64(d))
+	}
+	a.maxBatch.Store(int64(DefaultMaxBatch))
+	if n := hello.GetMaxBatchRecords(); n > 0 {
+		a.maxBatch.Store(int64(n))
+	}
+	// Everything at or below the server's high-water mark is settled.
+	if err := a.spool.Ack(hello.GetHighWaterSequence(), nil); err != nil {
+		a.metrics.spoolErrors.Inc()
+		return true, err
+	}
+	a.metrics.connected.Set(1)
+	a.log.Info("connected", "server", a.o.Config.Server.Address, "high_water", hello.GetHighWaterSequence())
+	for {
+		if err := a.drain(ctx, client); err != nil {
+			return true, err
+		}
+		t := time.NewTimer(time.Duration(a.reportInterval.Load()))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return true, nil
+		case <-t.C:
+		}
+	}
+}
+
+// drain sends batches until the spool holds nothing unacknowledged.
+func (a *Agent) drain(ctx context.Context, client plumblinev1.AgentServiceClient) error {
+	for ctx.Err() == nil {
+		max := int(a.maxBatch.Load())
+		recs, err := a.spool.Read(max, maxBatchBytes)
+		if err != nil {
+			a.metrics.spoolErrors.Inc()
+			return err
+		}
+		if len(recs) == 0 {
+			return nil
+		}
+		req := &plumblinev1.ReportRequest{AgentId: a.o.AgentID, FirstSequence: recs[0].Seq}
+		var undecodable []uint64
+		for _, r := range recs {
+			m := &plumblinev1.Record{}
+			if err := proto.Unmarshal(r.Data, m); err != nil || m.GetSequence() != r.Seq {
+				// Checksummed yet not a record of this sequence: it can
+				// never be sent; settle it locally and count it.
+				undecodable = append(undecodable, r.Seq)
+				continue
+			}
+			req.Records = append(req.Records, m)
+		}
+		if len(undecodable) > 0 {
+			a.metrics.spoolErrors.Add(float64(len(undecodable)))
+			a.log.Error("undecodable spool records dropped", "sequences", undecodable)
+		}
+		if len(req.Records) == 0 {
+			if err := a.spool.Ack(0, undecodable); err != nil {
+				return err
+			}
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, callTimeout)
+		resp, err := client.Report(rctx, req)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+		a.metrics.sent.Add(float64(len(req.Records)))
+		settled := append(undecodable, resp.GetAckedSequences()...)
+		for _, rj := range resp.GetRejections() {
+			settled = append(settled, rj.GetSequence())
+			a.log.Warn("record rejected by the server", "sequence", rj.GetSequence(), "reason", rj.GetReason())
+		}
+		a.metrics.rejected.Add(float64(len(resp.GetRejections())))
+		var acked int
+		set := map[uint64]bool{}
+		for _, q := range settled {
+			set[q] = true
+		}
+		for _, m := range req.Records {
+			if m.GetSequence() <= resp.GetHighWaterSequence() || set[m.GetSequence()] {
+				acked++
+			}
+		}
+		a.metrics.acked.Add(float64(acked))
+		a.metrics.lastReport.SetToCurrentTime()
+		if err := a.spool.Ack(resp.GetHighWaterSequence(), settled); err != nil {
+			a.metrics.spoolErrors.Inc()
+			return err
+		}
+		if acked == 0 {
+			return errors.New("report: the server acknowledged none of the batch")
+		}
+	}
+	return nil
+}
