@@ -204,6 +204,10 @@ type Detector struct {
 
 	ring []float64 // capacity cfg.Window; ring[head] is the oldest once full
 	head int
+	// byValue holds the ring's values in ascending order, kept up to date
+	// on every push (two binary searches and a short copy) so that no run
+	// sorts the window. It is rebuilt, not serialised.
+	byValue []float64
 	// held are runs kept out of the history while a shift against it is
 	// pending: committed if the streak breaks, dropped if it turns degraded.
 	held []float64
@@ -220,7 +224,7 @@ func NewDetector(cfg Config) (*Detector, error) {
 		return nil, fmt.Errorf("baseline config: %w", err)
 	}
 	cfg = cfg.withDefaults()
-	return &Detector{cfg: cfg, ring: make([]float64, 0, cfg.Window)}, nil
+	return &Detector{cfg: cfg, ring: make([]float64, 0, cfg.Window), byValue: make([]float64, 0, cfg.Window)}, nil
 }
 
 // Config is the Detector's configuration, defaults applied.
@@ -230,23 +234,10 @@ func (d *Detector) Config() Config { return d.cfg }
 // After UnmarshalBinary its comparisons are zero.
 func (d *Detector) State() State { return d.last }
 
-// History summarises the window: its length, median and MAD. The history
-// is a reference once N >= Config.MinHistory (Trusted); its Median is
-// what the volume contributes to its cohort.
-func (d *Detector) History() Stats {
-	var buf [maxWindow]float64
-	n := copy(buf[:], d.ring)
-	return summarizeInPlace(buf[:n])
-}
-
-// level is the median of the window and x.
-func (d *Detector) level(x float64) float64 {
-	var buf [maxWindow + 1]float64
-	n := copy(buf[:], d.ring)
-	buf[n] = x
-	slices.Sort(buf[:n+1])
-	return sortedMedian(buf[:n+1])
-}
+// History summarises the window: its length, median, MAD and 95th
+// percentile. The history is a reference once N >= Config.MinHistory
+// (Trusted); its Median is what the volume contributes to its cohort.
+func (d *Detector) History() Stats { return summarizeSorted(d.byValue) }
 
 // Trusted reports whether the history has enough runs to be a reference.
 func (d *Detector) Trusted() bool { return len(d.ring) >= d.cfg.MinHistory }
@@ -254,16 +245,21 @@ func (d *Detector) Trusted() bool { return len(d.ring) >= d.cfg.MinHistory }
 // Reset forgets the history and the state, for an operator who accepts a
 // volume's new level (a new array, a changed workload) as its normal.
 func (d *Detector) Reset() {
-	d.ring, d.head, d.held, d.last, d.streakSince = d.ring[:0], 0, d.held[:0], State{}, time.Time{}
+	d.ring, d.byValue, d.head, d.held, d.last, d.streakSince = d.ring[:0], d.byValue[:0], 0, d.held[:0], State{}, time.Time{}
 }
 
 func (d *Detector) push(x float64) {
 	if len(d.ring) < cap(d.ring) {
 		d.ring = append(d.ring, x)
-		return
+	} else {
+		old := d.ring[d.head]
+		d.ring[d.head] = x
+		d.head = (d.head + 1) % len(d.ring)
+		i, _ := slices.BinarySearch(d.byValue, old)
+		d.byValue = slices.Delete(d.byValue, i, i+1)
 	}
-	d.ring[d.head] = x
-	d.head = (d.head + 1) % len(d.ring)
+	i, _ := slices.BinarySearch(d.byValue, x)
+	d.byValue = slices.Insert(d.byValue, i, x)
 }
 
 func (d *Detector) compare(x, baseline, sigma float64) Comparison {
@@ -310,7 +306,7 @@ func (d *Detector) Observe(t time.Time, latency float64, refs Refs) State {
 		h := d.History()
 		s.History = d.compare(latency, h.Median, h.Sigma())
 	}
-	s.Level = d.level(latency)
+	s.Level = medianWith(d.byValue, latency)
 	if refs.Cohort.N >= d.cfg.MinCohort {
 		s.Cohort = d.compare(s.Level, refs.Cohort.Median, refs.Cohort.Sigma())
 	} else if refs.Prior.Typical > 0 && refs.Prior.High >= refs.Prior.Typical {

@@ -3,6 +3,7 @@ package baseline
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -315,6 +316,24 @@ func TestConfigValidate(t *testing.T) {
 		}
 		if _, err := NewDetector(c); err == nil {
 			t.Errorf("NewDetector(%+v) = nil error, want one", c)
+		}
+	}
+}
+
+// TestWindowStaysSorted: the incrementally sorted copy of the window always
+// equals the window sorted, through wrap-around, duplicates and Reset.
+func TestWindowStaysSorted(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 2))
+	d, _ := NewDetector(Config{Window: 7, MinHistory: 3})
+	for i := range 500 {
+		x := float64(1+rng.IntN(5)) * ms // many duplicates
+		if i == 250 {
+			d.Reset()
+		}
+		d.Observe(at(i), x, Refs{})
+		want := slices.Sorted(slices.Values(d.ring))
+		if !slices.Equal(d.byValue, want) {
+			t.Fatalf("after run %d: byValue = %v, want %v", i, d.byValue, want)
 		}
 	}
 }

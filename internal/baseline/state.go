@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -125,6 +126,8 @@ func (d *Detector) UnmarshalBinary(b []byte) error {
 		hist = hist[len(hist)-d.cfg.Window:]
 	}
 	d.ring = append(make([]float64, 0, d.cfg.Window), hist...)
+	d.byValue = slices.Sorted(slices.Values(d.ring))
+	d.byValue = slices.Grow(d.byValue, d.cfg.Window-len(d.byValue))
 	d.head = 0
 	d.held = held
 	d.last = st

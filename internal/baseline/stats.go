@@ -55,30 +55,60 @@ func Summarize(xs []float64) Stats {
 // value barely moves the median.
 func CohortOf(medians []float64) Stats { return Summarize(medians) }
 
-// summarizeInPlace sorts buf and overwrites it with absolute deviations.
+// summarizeInPlace sorts buf and summarises it.
 func summarizeInPlace(buf []float64) Stats {
-	n := len(buf)
+	slices.Sort(buf)
+	return summarizeSorted(buf)
+}
+
+// summarizeSorted summarises sorted values without modifying them. The MAD
+// is the median of |x − median|: the deviations of the values below the
+// median grow leftwards and those of the rest grow rightwards, so merging
+// the two runs finds it in one pass, with no second sort.
+func summarizeSorted(s []float64) Stats {
+	n := len(s)
 	if n == 0 {
 		return Stats{}
 	}
-	slices.Sort(buf)
-	med := sortedMedian(buf)
-	p95 := sortedQuantile(buf, 0.95)
-	for i, x := range buf {
-		buf[i] = math.Abs(x - med)
+	med := sortedMedian(s)
+	m, _ := slices.BinarySearch(s, med) // s[:m] < med <= s[m:]
+	l, r := m-1, m
+	next := func() float64 {
+		if r >= n || l >= 0 && med-s[l] <= s[r]-med {
+			l--
+			return med - s[l+1]
+		}
+		r++
+		return s[r-1] - med
 	}
-	slices.Sort(buf)
-	return Stats{N: n, Median: med, MAD: sortedMedian(buf), P95: p95}
+	var dev, prev float64
+	for range n/2 + 1 {
+		prev, dev = dev, next()
+	}
+	mad := dev
+	if n%2 == 0 {
+		mad = (prev + dev) / 2
+	}
+	return Stats{N: n, Median: med, MAD: mad, P95: sortedQuantile(s, 0.95)}
 }
 
-// sortedQuantile interpolates linearly between order statistics.
-func sortedQuantile(s []float64, q float64) float64 {
-	h := q * float64(len(s)-1)
-	i := int(h)
-	if i+1 >= len(s) {
-		return s[len(s)-1]
+// medianWith is the median of sorted s with x added.
+func medianWith(s []float64, x float64) float64 {
+	pos, _ := slices.BinarySearch(s, x)
+	at := func(q int) float64 {
+		switch {
+		case q < pos:
+			return s[q]
+		case q == pos:
+			return x
+		}
+		return s[q-1]
 	}
-	return s[i] + (h-float64(i))*(s[i+1]-s[i])
+	n := len(s) + 1
+	if n%2 == 1 {
+		return at(n / 2)
+	}
+	return (at(n/2-1) + at(n/2)) / 2
 }
 
 func sortedMedian(s []float64) float64 {
@@ -90,3 +120,13 @@ func sortedMedian(s []float64) float64 {
 }
 
 func valid(x float64) bool { return x > 0 && !math.IsInf(x, 1) }
+
+// sortedQuantile interpolates linearly between order statistics.
+func sortedQuantile(s []float64, q float64) float64 {
+	h := q * float64(len(s)-1)
+	i := int(h)
+	if i+1 >= len(s) {
+		return s[len(s)-1]
+	}
+	return s[i] + (h-float64(i))*(s[i+1]-s[i])
+}
