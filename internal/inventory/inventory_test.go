@@ -1,0 +1,236 @@
+package inventory
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/plumbline/plumbline/internal/ingest"
+	"github.com/plumbline/plumbline/internal/pgtest"
+	"github.com/plumbline/plumbline/internal/render"
+	"github.com/plumbline/plumbline/internal/store"
+	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	pgtest.Stop()
+	os.Exit(code)
+}
+
+var engines = []struct {
+	name string
+	dsn  func(testing.TB) string
+}{
+	{"sqlite", func(tb testing.TB) string { return "sqlite://" + filepath.Join(tb.TempDir(), "plumbline.db") }},
+	{"postgres", pgtest.DSN},
+}
+
+func u64(v uint64) *uint64 { return &v }
+
+// volume is a RAID 10 volume with a partition at 31.5 KiB that the agent
+// claims is aligned.
+func volume(mp string) *plumblinev1.Volume {
+	return &plumblinev1.Volume{
+		MountPoint: mp, Device: "/dev/sdb1",
+		Filesystem: &plumblinev1.Filesystem{Type: "xfs", BlockSizeBytes: 4096},
+		Layers: []*plumblinev1.Layer{
+			{Kind: "filesystem", Device: "/dev/sdb1", FsType: "xfs", BlockSizeBytes: 4096, OffsetBytes: u64(0)},
+			{Kind: "partition", Device: "sdb1", OffsetBytes: u64(32256), LogicalSectorBytes: 512},
+			{Kind: "raid", Device: "sdb", RaidLevel: "raid10", StripeUnitBytes: 64 << 10, RaidDisks: 4, RaidDataDisks: 2,
+				LogicalSectorBytes: 512, PhysicalSectorBytes: 512, OffsetBytes: u64(0), Source: "declared"},
+		},
+		Alignment: &plumblinev1.Alignment{Verdict: "aligned"},
+	}
+}
+
+// seed stores one geometry snapshot of agent id through the server's own
+// validation (ingest.ValidateReport), into a real store.
+func seed(t *testing.T, st *store.Store, id string, vols ...*plumblinev1.Volume) {
+	t.Helper()
+	ctx := context.Background()
+	if err := st.UpsertAgent(ctx, store.Agent{ID: id, Hostname: id + ".example", OS: "linux", Kernel: "6.1", AgentVersion: "0.1.0"}); err != nil {
+		t.Fatal(err)
+	}
+	req := &plumblinev1.ReportRequest{AgentId: id, Records: []*plumblinev1.Record{{
+		Sequence: 1, ProducedAt: timestamppb.Now(),
+		Payload: &plumblinev1.Record_Geometry{Geometry: &plumblinev1.GeometrySnapshot{Trigger: "start",
+			Inventory: &plumblinev1.Inventory{Host: &plumblinev1.Host{Hostname: id + ".example", Os: "linux"}, Volumes: vols}}},
+	}}}
+	b, err := ingest.ValidateReport(req, ingest.Limits{}, time.Now())
+	if err != nil || len(b.Rejections) > 0 {
+		t.Fatalf("ValidateReport: %v %v", err, b.Rejections)
+	}
+	if _, err := st.AppendBatch(ctx, id, b.Records); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func get(t *testing.T, url string, header ...string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	return do(t, req)
+}
+
+func do(t *testing.T, req *http.Request) (int, map[string]any) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Errorf("%s %s: Content-Type %q, want JSON", req.Method, req.URL.Path, ct)
+	}
+	var out map[string]any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&out); err != nil {
+		t.Fatalf("%s %s: not JSON: %v\n%s", req.Method, req.URL.Path, err, body)
+	}
+	return resp.StatusCode, out
+}
+
+func TestVolumesAndHosts(t *testing.T) {
+	for _, e := range engines {
+		t.Run(e.name, func(t *testing.T) {
+			st, err := store.Open(context.Background(), e.dsn(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			seed(t, st, "db2", volume("/data"), volume("/log"))
+			seed(t, st, "db1", volume("/data"))
+			srv := httptest.NewServer(New(st, Options{}))
+			defer srv.Close()
+
+			code, body := get(t, srv.URL+"/api/v1/volumes")
+			if code != http.StatusOK {
+				t.Fatalf("GET /api/v1/volumes: %d %v", code, body)
+			}
+			vols, _ := body["volumes"].([]any)
+			if len(vols) != 3 {
+				t.Fatalf("%d volumes, want 3: %v", len(vols), body)
+			}
+			var got [][2]string
+			for _, v := range vols {
+				m := v.(map[string]any)
+				got = append(got, [2]string{m["host"].(string), m["mount_point"].(string)})
+			}
+			if diff := cmp.Diff([][2]string{{"db1.example", "/data"}, {"db2.example", "/data"}, {"db2.example", "/log"}}, got); diff != "" {
+				t.Errorf("volumes (-want +got):\n%s", diff)
+			}
+			v := vols[0].(map[string]any)
+			al := v["alignment"].(map[string]any)
+			if al["verdict"] != "misaligned" || al["data_offset_bytes"] != json.Number("32256") {
+				t.Errorf("alignment = %v; want the server's verdict misaligned at data_offset_bytes 32256 (a number)", al)
+			}
+			if sf := al["split_fraction"].(map[string]any); sf["8192"] != json.Number("0.125") {
+				t.Errorf("split_fraction = %v, want 8192: 0.125", sf)
+			}
+			// Same shape as `agent inspect --format json` for the volume.
+			want := volume("/data")
+			want.Alignment = nil
+			inspect := decode(t, mustJSON(t, want))
+			for k, w := range inspect {
+				if diff := cmp.Diff(w, v[k]); diff != "" {
+					t.Errorf("volume key %q differs from the inspect shape (-inspect +api):\n%s", k, diff)
+				}
+			}
+			for _, k := range []string{"agent_id", "sequence", "observed_at", "layers", "filesystem"} {
+				if _, ok := v[k]; !ok {
+					t.Errorf("volume has no %q: %v", k, v)
+				}
+			}
+
+			code, body = get(t, srv.URL+"/api/v1/hosts")
+			hosts, _ := body["hosts"].([]any)
+			if code != http.StatusOK || len(hosts) != 2 {
+				t.Fatalf("GET /api/v1/hosts: %d %v", code, body)
+			}
+			h := hosts[0].(map[string]any)
+			if h["agent_id"] != "db1" || h["hostname"] != "db1.example" || h["os"] != "linux" || h["high_water_sequence"] != json.Number("1") {
+				t.Errorf("hosts[0] = %v", h)
+			}
+		})
+	}
+}
+
+func mustJSON(t *testing.T, v *plumblinev1.Volume) []byte {
+	b, err := render.JSON(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func decode(t *testing.T, b []byte) map[string]any {
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestEmptyListsAndErrors(t *testing.T) {
+	st, err := store.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "p.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := New(st, Options{BearerToken: "s3cret"})
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	auth := []string{"Authorization", "Bearer s3cret"}
+
+	tests := []struct {
+		method, path string
+		header       []string
+		code         int
+		key, want    string
+	}{
+		{"GET", "/api/v1/hosts", auth, 200, "hosts", "[]"},
+		{"GET", "/api/v1/volumes", auth, 200, "volumes", "[]"},
+		{"GET", "/api/v1/volumes", nil, 401, "error", "bearer token"},
+		{"GET", "/api/v1/volumes", []string{"Authorization", "Bearer nope"}, 401, "error", "bearer token"},
+		{"POST", "/api/v1/volumes", auth, 405, "error", "method POST not allowed"},
+		{"GET", "/api/v1/nothing", auth, 404, "error", "no API endpoint /api/v1/nothing"},
+		{"GET", "/elsewhere", nil, 404, "error", "not found"},
+		{"GET", "/healthz", nil, 200, "status", "ok"},
+		{"GET", "/readyz", nil, 200, "status", "ready"},
+	}
+	for _, tt := range tests {
+		req, _ := http.NewRequest(tt.method, srv.URL+tt.path, nil)
+		for i := 0; i+1 < len(tt.header); i += 2 {
+			req.Header.Set(tt.header[i], tt.header[i+1])
+		}
+		code, body := do(t, req)
+		got, _ := json.Marshal(body[tt.key])
+		if code != tt.code || !strings.Contains(string(got), tt.want) {
+			t.Errorf("%s %s = %d %s, want %d with %s %q", tt.method, tt.path, code, got, tt.code, tt.key, tt.want)
+		}
+	}
+	st.Close() // the store goes away: not ready, still healthy
+	if code, body := get(t, srv.URL+"/readyz"); code != http.StatusServiceUnavailable || body["error"] == nil {
+		t.Errorf("GET /readyz with the store closed = %d %v, want 503 with an error", code, body)
+	}
+	if code, _ := get(t, srv.URL+"/healthz"); code != http.StatusOK {
+		t.Errorf("GET /healthz with the store closed = %d, want 200", code)
+	}
+}
