@@ -337,3 +337,31 @@ func TestWindowStaysSorted(t *testing.T) {
 		}
 	}
 }
+
+// TestSummarizeMatchesNaive: the one-pass MAD and the median-with-one-more
+// agree with sorting the deviations.
+func TestSummarizeMatchesNaive(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	for n := 1; n < 60; n++ {
+		for range 20 {
+			xs := make([]float64, n)
+			for i := range xs {
+				xs[i] = float64(1 + rng.IntN(9)) // duplicates on purpose
+			}
+			sorted := slices.Sorted(slices.Values(xs))
+			med := sortedMedian(sorted)
+			devs := make([]float64, n)
+			for i, x := range sorted {
+				devs[i] = math.Abs(x - med)
+			}
+			slices.Sort(devs)
+			if got, want := Summarize(xs).MAD, sortedMedian(devs); got != want {
+				t.Fatalf("Summarize(%v).MAD = %v, want %v", xs, got, want)
+			}
+			x := float64(rng.IntN(11))
+			if got, want := medianWith(sorted, x), sortedMedian(slices.Sorted(slices.Values(append(xs, x)))); got != want {
+				t.Fatalf("medianWith(%v, %v) = %v, want %v", sorted, x, got, want)
+			}
+		}
+	}
+}
