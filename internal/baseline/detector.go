@@ -279,26 +279,29 @@ func (d *Detector) normal(c Comparison) bool {
 }
 
 // Observe judges one run: t is when it ran and latency its median latency
-// in seconds (the probe result's p50, or a histogram's median). Runs are
-// expected in time order; a run earlier than the last one, or a latency
-// that is not positive and finite, changes nothing and returns the last
-// state.
+// in seconds (the probe result's p50). Runs are expected in time order: a
+// run not later than the last one (a replay), or a latency that is not
+// positive and finite, changes nothing and returns the last state.
 //
 // The rule: the run is compared with the history (once trusted) and with
 // the cohort (once it has MinCohort volumes) or, failing that, the prior.
-// It is beyond when, against any of them, ratio >= DegradeRatio and z >=
-// DegradeZ; Sustain consecutive beyond runs turn OK into Degraded, with
-// Since = the first of them and Reference = the history if the last is
-// beyond it, else the reference with the largest ratio. While Degraded, Recover consecutive runs
-// normal against every reference (ratio < RecoverRatio or z < RecoverZ)
-// turn it back. Runs beyond the history are kept out of it: they are
-// held while the shift is pending and dropped once it is sustained, and
-// while degraded against the history only runs normal against it go in,
-// so the history does not learn a degraded level. When the volume is
-// degraded against its cohort or prior, its history goes on learning its
-// own level.
+// It is beyond when, against any of them, ratio >= DegradeRatio and
+// z >= DegradeZ. Sustain consecutive beyond runs turn OK into Degraded,
+// with Since = the first of them and Reference = the history if the last
+// run is beyond it, else the reference with the largest ratio. While
+// Degraded, Recover consecutive runs normal against every reference
+// (ratio < RecoverRatio or z < RecoverZ) turn it back, with Since = the
+// first of those.
+//
+// Runs beyond the history are kept out of it: held while the shift is
+// pending (committed if the streak breaks, dropped once it is sustained),
+// and while degraded against the history only runs normal against it go
+// in — the window freezes, so the history never learns a degraded level
+// and a slow step stays visible until it is fixed or Reset accepts it.
+// Degraded against the cohort or the prior only, the history goes on
+// learning the volume's own level.
 func (d *Detector) Observe(t time.Time, latency float64, refs Refs) State {
-	if !valid(latency) || t.Before(d.last.Time) {
+	if !valid(latency) || !d.last.Time.IsZero() && !t.After(d.last.Time) {
 		return d.last
 	}
 	s := State{Time: t, Latency: latency}

@@ -268,6 +268,7 @@ func TestObserveIgnoresBadInput(t *testing.T) {
 	}{
 		{"NaN", at(40), math.NaN()}, {"zero", at(40), 0}, {"negative", at(40), -1}, {"+Inf", at(40), math.Inf(1)},
 		{"before the last run", at(0), 1 * ms},
+		{"replay of the last run", at(29), 1 * ms},
 	} {
 		if got := d.Observe(tc.t, tc.x, Refs{}); got != want {
 			t.Errorf("Observe(%s) = %v, want the last state %v unchanged", tc.name, got, want)
