@@ -610,3 +610,47 @@ func BenchmarkRunSaturatedRead(b *testing.B) {
 	}
 	b.ReportMetric(res.IOPS, "iops")
 }
+
+// Busy guard during a run, through the fixture: idle while the probe file
+// is prepared, 100% busy once the probe has started; the run stops early.
+func TestBusyGuardStopsDuringRun(t *testing.T) {
+	dir := t.TempDir()
+	procRoot := t.TempDir()
+	var st unix.Stat_t
+	unix.Stat(dir, &st)
+	writeDiskstats(t, procRoot, st.Dev, 1000)
+	o := testOptions(dir, RandomRead)
+	o.ProcRoot, o.SysRoot = procRoot, t.TempDir()
+	o.BusyThreshold = 70
+	o.BusyWindow = 50 * time.Millisecond
+	o.BusyInterval = 50 * time.Millisecond
+	o.IOPS = 200
+	o.Ops = 100000
+	o.MaxDuration = time.Minute
+	if _, err := Run(t.Context(), func() Options { p := o; p.Ops = 1; p.BusyThreshold = 0; return p }()); err != nil {
+		t.Fatal(err) // create the file while the fixture is idle
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		// Stay idle through the pre-run window, then turn 100% busy.
+		time.Sleep(300 * time.Millisecond)
+		start := time.Now()
+		for ctx.Err() == nil {
+			writeDiskstats(t, procRoot, st.Dev, 1000+time.Since(start).Milliseconds())
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	defer func() { cancel(); wg.Wait() }()
+	res, err := Run(t.Context(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StoppedReason != StopBusyDuring || res.Skipped || res.Ops == 0 || res.Ops >= o.Ops || res.Histogram.Count() != uint64(res.Ops) {
+		t.Errorf("busy during the run: reason %q skipped %v ops %d busy %.1f%%; want busy-during with a partial result",
+			res.StoppedReason, res.Skipped, res.Ops, res.BusyPercent)
+	}
+}
