@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/plumbline/plumbline/internal/config"
 	"github.com/plumbline/plumbline/internal/devca"
 	"github.com/plumbline/plumbline/internal/histogram"
 	"github.com/plumbline/plumbline/internal/pgtest"
@@ -265,6 +266,10 @@ func TestDevEndToEnd(t *testing.T) {
 				}
 			}
 			a := readDevAgent(t, filepath.Join(dir, "dev", "agent.yaml"))
+			// The agent's own loader takes it as it is.
+			if _, err := config.LoadRun(filepath.Join(dir, "dev", "agent.yaml")); err != nil {
+				t.Errorf("config.LoadRun(DIR/dev/agent.yaml): %v", err)
+			}
 			host := devAgentID()
 			checks := []struct {
 				name      string
