@@ -18,6 +18,7 @@ declare -A pkg_for=(
   [parted]=parted [partx]=util-linux [losetup]=util-linux [lsblk]=util-linux
   [mkfs.ext4]=e2fsprogs [mkfs.xfs]=xfsprogs [fio]=fio
   [protoc]=protobuf-compiler [xz]=xz-utils [runuser]=util-linux
+  [systemd-analyze]=systemd
 )
 need=()
 for cmd in "${!pkg_for[@]}"; do
