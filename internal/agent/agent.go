@@ -111,6 +111,7 @@ func New(o Options) (*Agent, error) {
 		return nil, err
 	}
 	a := &Agent{o: o, log: o.Logger, spool: sp, metrics: newMetrics(sp), locks: newDeviceLocks()}
+	a.host.Store(hostFacts(o))
 	a.geomInterval.Store(int64(o.Config.Intervals.GeometryRefresh))
 	a.reportInterval.Store(int64(o.Config.Intervals.Report))
 	return a, nil
@@ -186,6 +187,19 @@ func (a *Agent) append(rec *plumblinev1.Record) error {
 		a.log.Error("spool append", "err", err)
 	}
 	return err
+}
+
+// hostFacts is what Hello says about the host before the first geometry
+// discovery (which may fail, or finish after the first Hello): os, kernel,
+// hostname and machine id from the configured roots, and the agent version.
+func hostFacts(o Options) *plumblinev1.Host {
+	g := o.Geometry
+	if g.ProcfsRoot == "" {
+		g.ProcfsRoot = o.ProcRoot
+	}
+	h := geometry.DiscoverHost(g)
+	h.AgentVersion = o.Version
+	return h
 }
 
 // discover is the production DiscoverFunc: `agent inspect`'s answer.

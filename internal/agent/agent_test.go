@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,6 +19,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -108,6 +110,7 @@ type testServer struct {
 	hw       uint64
 	dropped  map[uint64]bool // declared dropped via first_sequence
 	order    []uint64        // sequences in the order they were first stored
+	hellos   []*plumblinev1.HelloRequest
 	maxBatch uint32
 	srv      *grpc.Server
 	addr     string
@@ -170,6 +173,7 @@ func (s *testServer) Hello(ctx context.Context, r *plumblinev1.HelloRequest) (*p
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.hellos = append(s.hellos, r)
 	return &plumblinev1.HelloResponse{
 		HighWaterSequence: s.hw, MaxBatchRecords: s.maxBatch,
 		ReportInterval: durationpb.New(50 * time.Millisecond),
@@ -601,5 +605,40 @@ func TestProbeResultToProto(t *testing.T) {
 	if p.GetSync() != "" || p.GetDuration().AsDuration() != 500*time.Millisecond || p.GetLatency().GetCount() != 1 ||
 		p.GetDevice() != "sdb" || p.GetQueueDepth() != 4 || p.GetStoppedReason() != "max-duration" || p.GetIopsCap() != 100 {
 		t.Errorf("ProbeResultToProto = %v", p)
+	}
+}
+
+// TestHelloCarriesHost: the first Hello names the host's os and kernel
+// even when geometry discovery has not succeeded (here: it always fails).
+func TestHelloCarriesHost(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	p := newPKI(t, "db1")
+	srv := newTestServer(t, p)
+	defer srv.stop()
+	dir := t.TempDir()
+	c := testConfig(srv.addr, p, dir)
+	failing := func(context.Context) (*plumblinev1.Inventory, error) { return nil, errors.New("no geometry here") }
+	fp := &fakeProber{sleep: time.Millisecond}
+	a := newTestAgent(t, c, p, fp.run, failing)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	waitFor(t, "a Hello", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return len(srv.hellos) > 0 })
+	cancel()
+	<-done
+	srv.mu.Lock()
+	h := srv.hellos[0].GetHost()
+	srv.mu.Unlock()
+	if h.GetOs() != runtime.GOOS {
+		t.Errorf("Hello host.os = %q, want %q", h.GetOs(), runtime.GOOS)
+	}
+	if h.GetHostname() == "" {
+		t.Error("Hello host.hostname is empty")
+	}
+	if runtime.GOOS == "linux" && h.GetKernel() == "" {
+		t.Error("Hello host.kernel is empty on linux")
+	}
+	if h.GetAgentVersion() != "test" {
+		t.Errorf("Hello host.agent_version = %q, want %q", h.GetAgentVersion(), "test")
 	}
 }
