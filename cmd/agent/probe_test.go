@@ -20,7 +20,7 @@ func probeCLI(t *testing.T, args ...string) (int, string, string) {
 
 func TestProbeCLIJSONAndCleanup(t *testing.T) {
 	dir := t.TempDir()
-	common := []string{"--dir", dir, "--file-size", "8MiB", "--min-free", "0", "--min-free-percent", "0", "--iops", "0", "--fill-rate", "0"}
+	common := []string{"--dir", dir, "--file-size", "8MiB", "--min-free", "0", "--min-free-percent", "0", "--iops", "0", "--fill-rate", "0", "--busy-threshold", "0"}
 	code, out, errOut := probeCLI(t, append(common, "--ops", "120", "--kind", "random-write", "--block-size", "4KiB", "--qd", "2", "--format", "json")...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
