@@ -96,3 +96,14 @@ func TestWebLoopback(t *testing.T) {
 		}
 	}
 }
+
+// The documented example in deploy/ must stay valid: operators copy it.
+func TestDeployExampleLoads(t *testing.T) {
+	a, err := LoadRun("../../deploy/examples/agent.yaml")
+	if err != nil {
+		t.Fatalf("LoadRun(deploy/examples/agent.yaml) = %v", err)
+	}
+	if len(a.Probes) != 1 || len(a.DeclaredDevices) != 1 || a.Server.Address == "" {
+		t.Errorf("example config lost keys: %+v", a)
+	}
+}
