@@ -1,0 +1,151 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// The geometry history of volumes is derived from the stored geometry
+// records, incrementally: per agent, a mark says up to which sequence its
+// records were read, and per volume the last state seen (an opaque string
+// the caller defines). The caller diffs; the store keeps the results.
+
+// GeometryRecord is one stored geometry record.
+type GeometryRecord struct {
+	Sequence   uint64
+	ProducedAt time.Time
+	// Payload is the plumbline.v1.Record as received.
+	Payload []byte
+}
+
+// VolumeChange is one changed field of a volume between two snapshots.
+type VolumeChange struct {
+	MountPoint string
+	Sequence   uint64
+	ObservedAt time.Time
+	// Field is what changed (e.g. "filesystem.uuid"); Kind classifies the
+	// change (reformat, repartition, cluster-change, ...).
+	Field, Kind string
+	Old, New    string
+}
+
+// HistoryState is the last seen state of one volume.
+type HistoryState struct {
+	Sequence uint64
+	State    string
+}
+
+// HistoryMark returns up to which sequence the agent's geometry records
+// have been read into the history (0: none).
+func (s *Store) HistoryMark(ctx context.Context, agentID string) (uint64, error) {
+	var seq int64
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT sequence FROM inventory_history_mark WHERE agent_id = ?`), agentID).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("history mark of %q: %w", agentID, err)
+	}
+	return uint64(seq), nil
+}
+
+// GeometryRecordsAfter returns up to limit geometry records of the agent
+// with a sequence above after, ascending.
+func (s *Store) GeometryRecordsAfter(ctx context.Context, agentID string, after uint64, limit int) ([]GeometryRecord, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT sequence, produced_ns, payload FROM records
+WHERE agent_id = ? AND kind = 'geometry' AND sequence > ? ORDER BY sequence LIMIT `+fmt.Sprint(limit)), agentID, int64(after))
+	if err != nil {
+		return nil, fmt.Errorf("geometry records of %q: %w", agentID, err)
+	}
+	defer rows.Close()
+	var out []GeometryRecord
+	for rows.Next() {
+		var r GeometryRecord
+		var seq, produced int64
+		if err := rows.Scan(&seq, &produced, &r.Payload); err != nil {
+			return nil, fmt.Errorf("geometry records of %q: %w", agentID, err)
+		}
+		r.Sequence, r.ProducedAt = uint64(seq), fromUnixNano(produced)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("geometry records of %q: %w", agentID, err)
+	}
+	return out, nil
+}
+
+// HistoryStates returns the last seen state of each of the agent's
+// volumes, by mount point.
+func (s *Store) HistoryStates(ctx context.Context, agentID string) (map[string]HistoryState, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT mount_point, sequence, state FROM inventory_history_state WHERE agent_id = ?`), agentID)
+	if err != nil {
+		return nil, fmt.Errorf("history states of %q: %w", agentID, err)
+	}
+	defer rows.Close()
+	out := map[string]HistoryState{}
+	for rows.Next() {
+		var mp string
+		var seq int64
+		var st HistoryState
+		if err := rows.Scan(&mp, &seq, &st.State); err != nil {
+			return nil, fmt.Errorf("history states of %q: %w", agentID, err)
+		}
+		st.Sequence = uint64(seq)
+		out[mp] = st
+	}
+	return out, rows.Err()
+}
+
+// PutHistory stores what reading the agent's geometry records up to mark
+// found: the volumes' new states and the changes. Concurrent writers (two
+// requests, two replicas) are harmless: changes are keyed by volume,
+// sequence and field, and a state or mark never moves backwards.
+func (s *Store) PutHistory(ctx context.Context, agentID string, mark uint64, states map[string]HistoryState, changes []VolumeChange) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		for _, c := range changes {
+			if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO inventory_changes
+    (agent_id, mount_point, sequence, observed_ns, field, kind, old_value, new_value) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (agent_id, mount_point, sequence, field) DO NOTHING`),
+				agentID, c.MountPoint, int64(c.Sequence), unixNano(c.ObservedAt), c.Field, c.Kind, c.Old, c.New); err != nil {
+				return fmt.Errorf("put history of %q: %w", agentID, err)
+			}
+		}
+		for mp, st := range states {
+			if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO inventory_history_state (agent_id, mount_point, sequence, state)
+VALUES (?, ?, ?, ?) ON CONFLICT (agent_id, mount_point) DO UPDATE SET sequence = excluded.sequence, state = excluded.state
+WHERE inventory_history_state.sequence < excluded.sequence`), agentID, mp, int64(st.Sequence), st.State); err != nil {
+				return fmt.Errorf("put history of %q: %w", agentID, err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO inventory_history_mark (agent_id, sequence) VALUES (?, ?)
+ON CONFLICT (agent_id) DO UPDATE SET sequence = excluded.sequence WHERE inventory_history_mark.sequence < excluded.sequence`),
+			agentID, int64(mark)); err != nil {
+			return fmt.Errorf("put history of %q: %w", agentID, err)
+		}
+		return nil
+	})
+}
+
+// VolumeChanges returns the recorded changes of a volume, oldest first.
+func (s *Store) VolumeChanges(ctx context.Context, agentID, mountPoint string) ([]VolumeChange, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT sequence, observed_ns, field, kind, old_value, new_value FROM inventory_changes
+WHERE agent_id = ? AND mount_point = ? ORDER BY sequence, field`), agentID, mountPoint)
+	if err != nil {
+		return nil, fmt.Errorf("changes of %s:%s: %w", agentID, mountPoint, err)
+	}
+	defer rows.Close()
+	var out []VolumeChange
+	for rows.Next() {
+		c := VolumeChange{MountPoint: mountPoint}
+		var seq, obs int64
+		if err := rows.Scan(&seq, &obs, &c.Field, &c.Kind, &c.Old, &c.New); err != nil {
+			return nil, fmt.Errorf("changes of %s:%s: %w", agentID, mountPoint, err)
+		}
+		c.Sequence, c.ObservedAt = uint64(seq), fromUnixNano(obs)
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
