@@ -1,0 +1,451 @@
+// Package evaluator is the server's baseline loop: it reads the probe
+// results the store has not judged yet, feeds each run's median latency to
+// the baseline.Detector of its volume and probe kind — against the volume's
+// history, its profile's cohort and the profile's prior — and persists the
+// detectors, their states and cumulative probe statistics for the exporter
+// and the inventory.
+//
+// Progress is a per-agent watermark in the store (store.PendingProbeRuns):
+// a pass that fails writes nothing and the next one judges the same runs
+// again, and a run is never judged twice.
+package evaluator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/plumbline/plumbline/internal/baseline"
+	"github.com/plumbline/plumbline/internal/histogram"
+	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/wire"
+	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
+)
+
+// Options configure an Evaluator. Zero fields take their defaults.
+type Options struct {
+	// Interval between passes (default 30s).
+	Interval time.Duration
+	// BatchSize is how many probe runs one store read returns (default 5000).
+	BatchSize int
+	// Config is the detectors' configuration (baseline.DefaultConfig).
+	Config baseline.Config
+	// Priors default to baseline.DefaultPriors.
+	Priors *baseline.Priors
+	Logger *slog.Logger
+}
+
+// Status is what the evaluator reports about itself.
+type Status struct {
+	LastSuccess time.Time // end of the last pass without error
+	Passes      uint64    // passes completed without error
+	Failures    uint64    // passes that failed
+	Runs        uint64    // probe runs judged since start
+}
+
+// Evaluator owns the detectors. Pass and Run must not be called concurrently.
+type Evaluator struct {
+	st     *store.Store
+	opts   Options
+	priors *baseline.Priors
+
+	loaded   bool
+	entries  map[key]*entry
+	profiles map[volKey]profileAt
+
+	mu     sync.Mutex
+	status Status
+}
+
+type volKey struct{ agent, mount string }
+
+type key struct {
+	volKey
+	kind string
+}
+
+type profileAt struct {
+	seq     uint64
+	profile baseline.Profile
+	ok      bool // the geometry decoded
+}
+
+// entry is one volume and kind: its detector and what is persisted with it.
+type entry struct {
+	det   *baseline.Detector
+	row   store.ProbeBaseline
+	hist  *histogram.Histogram
+	dirty bool
+}
+
+// New returns an Evaluator over st. It loads the priors (once) but reads
+// nothing from the store until the first pass.
+func New(st *store.Store, opts Options) (*Evaluator, error) {
+	if opts.Interval <= 0 {
+		opts.Interval = 30 * time.Second
+	}
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = 5000
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if _, err := baseline.NewDetector(opts.Config); err != nil {
+		return nil, fmt.Errorf("evaluator: %w", err)
+	}
+	p := opts.Priors
+	if p == nil {
+		var err error
+		if p, err = baseline.DefaultPriors(); err != nil {
+			return nil, fmt.Errorf("evaluator: %w", err)
+		}
+	}
+	return &Evaluator{st: st, opts: opts, priors: p, entries: map[key]*entry{}, profiles: map[volKey]profileAt{}}, nil
+}
+
+// Status returns the evaluator's counters. It is safe to call concurrently
+// with Run.
+func (e *Evaluator) Status() Status {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.status
+}
+
+// Run passes at once and then every Interval until ctx is cancelled; a
+// failed pass is logged and retried at the next tick. It returns ctx's error.
+func (e *Evaluator) Run(ctx context.Context) error {
+	t := time.NewTicker(e.opts.Interval)
+	defer t.Stop()
+	for {
+		n, err := e.Pass(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			e.opts.Logger.Error("baseline pass failed", "err", err)
+		case n > 0:
+			e.opts.Logger.Debug("baseline pass", "runs", n)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// Pass judges every probe run that is pending and returns how many it judged.
+func (e *Evaluator) Pass(ctx context.Context) (int, error) {
+	n, err := e.pass(ctx)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.status.Runs += uint64(n)
+	if err != nil {
+		e.status.Failures++
+		return n, err
+	}
+	e.status.Passes++
+	e.status.LastSuccess = time.Now()
+	return n, nil
+}
+
+func (e *Evaluator) pass(ctx context.Context) (int, error) {
+	if !e.loaded {
+		if err := e.load(ctx); err != nil {
+			e.entries = map[key]*entry{}
+			return 0, err
+		}
+		e.loaded = true
+	}
+	if err := e.refreshProfiles(ctx); err != nil {
+		return 0, err
+	}
+	total := 0
+	for {
+		runs, err := e.st.PendingProbeRuns(ctx, e.opts.BatchSize)
+		if err != nil {
+			return total, err
+		}
+		if len(runs) == 0 {
+			return total, nil
+		}
+		if err := e.judge(ctx, runs); err != nil {
+			// The store is unchanged: forget the in-memory detectors and
+			// reload them from the store next time.
+			e.loaded = false
+			e.entries = map[key]*entry{}
+			return total, err
+		}
+		total += len(runs)
+		if len(runs) < e.opts.BatchSize {
+			return total, nil
+		}
+	}
+}
+
+func (e *Evaluator) load(ctx context.Context) error {
+	rows, err := e.st.ListProbeBaselines(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		d, _ := baseline.NewDetector(e.opts.Config)
+		if err := d.UnmarshalBinary(r.Detector); err != nil {
+			// A state this version cannot read starts over rather than
+			// stopping every other volume's evaluation.
+			e.opts.Logger.Warn("baseline state unreadable; starting over", "agent", r.AgentID, "mount_point", r.MountPoint, "kind", r.Kind, "err", err)
+			d, _ = baseline.NewDetector(e.opts.Config)
+		}
+		h := &histogram.Histogram{}
+		if len(r.Histogram) > 0 {
+			if hh, err := decodeHistogram(r.Histogram); err == nil {
+				h = hh
+			}
+		}
+		e.entries[key{volKey{r.AgentID, r.MountPoint}, r.Kind}] = &entry{det: d, row: r, hist: h}
+	}
+	return nil
+}
+
+// refreshProfiles derives the profile of every present volume whose
+// geometry changed since the last pass.
+func (e *Evaluator) refreshProfiles(ctx context.Context) error {
+	vols, err := e.st.ListVolumes(ctx)
+	if err != nil {
+		return err
+	}
+	seen := make(map[volKey]bool, len(vols))
+	for _, v := range vols {
+		k := volKey{v.AgentID, v.MountPoint}
+		seen[k] = true
+		if p, ok := e.profiles[k]; ok && p.seq == v.Sequence {
+			continue
+		}
+		var pv plumblinev1.Volume
+		if err := proto.Unmarshal(v.Geometry, &pv); err != nil {
+			e.profiles[k] = profileAt{seq: v.Sequence}
+			continue
+		}
+		e.profiles[k] = profileAt{seq: v.Sequence, profile: baseline.ProfileOf(&pv), ok: true}
+	}
+	for k := range e.profiles {
+		if !seen[k] {
+			delete(e.profiles, k)
+		}
+	}
+	return nil
+}
+
+type cohortKey struct{ profile, kind string }
+
+// cohorts summarises, per profile and kind, the medians of every present
+// volume whose history is trusted.
+func (e *Evaluator) cohorts() map[cohortKey]baseline.Stats {
+	medians := map[cohortKey][]float64{}
+	for k, en := range e.entries {
+		p, ok := e.profiles[k.volKey]
+		if !ok || !p.ok || !en.det.Trusted() {
+			continue
+		}
+		ck := cohortKey{p.profile.Key(), k.kind}
+		medians[ck] = append(medians[ck], en.det.History().Median)
+	}
+	out := make(map[cohortKey]baseline.Stats, len(medians))
+	for ck, m := range medians {
+		out[ck] = baseline.CohortOf(m)
+	}
+	return out
+}
+
+func (e *Evaluator) judge(ctx context.Context, runs []store.ProbeRun) error {
+	minCohort := e.entryConfig().MinCohort
+	cohorts := e.cohorts()
+	u := store.BaselineUpdate{Watermarks: map[string]uint64{}}
+	stops := map[store.StopCount]uint64{}
+	for i := range runs {
+		r := &runs[i]
+		u.Watermarks[r.AgentID] = max(u.Watermarks[r.AgentID], r.Sequence)
+		if r.Skipped || r.StoppedReason != "" {
+			reason := r.StoppedReason
+			if reason == "" {
+				reason = "skipped"
+			}
+			stops[store.StopCount{AgentID: r.AgentID, MountPoint: r.MountPoint, Kind: r.Kind, Reason: reason}]++
+		}
+		if r.Skipped || r.Ops == 0 {
+			continue
+		}
+		h, err := decodeHistogram(r.Histogram)
+		if err != nil || h.Count() == 0 {
+			e.opts.Logger.Warn("probe result without a usable histogram", "agent", r.AgentID, "sequence", r.Sequence, "err", err)
+			continue
+		}
+		k := key{volKey{r.AgentID, r.MountPoint}, r.Kind}
+		en := e.entries[k]
+		if en == nil {
+			d, _ := baseline.NewDetector(e.opts.Config)
+			en = &entry{det: d, hist: &histogram.Histogram{}, row: store.ProbeBaseline{AgentID: r.AgentID, MountPoint: r.MountPoint, Kind: r.Kind}}
+			e.entries[k] = en
+		}
+		var refs baseline.Refs
+		if p, ok := e.profiles[k.volKey]; ok && p.ok {
+			en.row.Profile = p.profile.Key()
+			if c := cohorts[cohortKey{en.row.Profile, r.Kind}]; c.N >= minCohort {
+				refs.Cohort = c
+			}
+			if x, err := e.priors.Expect(p.profile, baseline.Kind(r.Kind)); err == nil {
+				refs.Prior = x.Band
+			}
+		}
+		s := en.det.Observe(r.StartedAt, Median(h), refs)
+		en.hist.Merge(h)
+		en.row.Runs++
+		if r.StartedAt.After(en.row.LastRun) {
+			en.row.LastRun = r.StartedAt
+		}
+		en.row.Status, en.row.Reference, en.row.Ratio, en.row.Since = string(s.Status), string(s.Reference), s.Ratio, s.Since
+		en.row.HistoryRatio, en.row.CohortRatio, en.row.CohortReference = 0, 0, ""
+		if s.History.Available() {
+			en.row.HistoryRatio = s.History.Ratio
+		}
+		switch {
+		case s.Cohort.Available():
+			en.row.CohortRatio, en.row.CohortReference = s.Cohort.Ratio, string(baseline.Cohort)
+		case s.Prior.Available():
+			en.row.CohortRatio, en.row.CohortReference = s.Prior.Ratio, string(baseline.Prior)
+		}
+		en.row.Trusted = en.det.Trusted()
+		en.row.HistoryMedian = en.det.History().Median
+		en.dirty = true
+	}
+	var dirty []*entry
+	for _, en := range e.entries {
+		if !en.dirty {
+			continue
+		}
+		b, err := en.det.MarshalBinary()
+		if err != nil {
+			return err
+		}
+		hb, err := proto.Marshal(wire.HistogramToProto(en.hist))
+		if err != nil {
+			return err
+		}
+		en.row.Detector, en.row.Histogram = b, hb
+		u.States = append(u.States, en.row)
+		dirty = append(dirty, en)
+	}
+	slices.SortFunc(u.States, func(a, b store.ProbeBaseline) int {
+		return strings.Compare(a.AgentID+"\x00"+a.MountPoint+"\x00"+a.Kind, b.AgentID+"\x00"+b.MountPoint+"\x00"+b.Kind)
+	})
+	for c, n := range stops {
+		c.Runs = n
+		u.StopCounts = append(u.StopCounts, c)
+	}
+	slices.SortFunc(u.StopCounts, func(a, b store.StopCount) int {
+		return strings.Compare(a.AgentID+a.MountPoint+a.Kind+a.Reason, b.AgentID+b.MountPoint+b.Kind+b.Reason)
+	})
+	u.Cohorts = []store.Cohort{}
+	for ck, c := range e.cohorts() {
+		u.Cohorts = append(u.Cohorts, store.Cohort{Profile: ck.profile, Kind: ck.kind, Volumes: c.N, Median: c.Median, MAD: c.MAD})
+	}
+	if err := e.st.SaveBaselines(ctx, u); err != nil {
+		return err
+	}
+	for _, en := range dirty {
+		en.dirty = false
+	}
+	// The inventory's per-volume summary (its degraded filter): best effort,
+	// the evaluator's own state is already saved.
+	if err := e.st.PutBaselineStates(ctx, e.volumeSummaries(dirty)); err != nil {
+		e.opts.Logger.Warn("inventory baseline states", "err", err)
+	}
+	return nil
+}
+
+func (e *Evaluator) entryConfig() baseline.Config {
+	d, _ := baseline.NewDetector(e.opts.Config)
+	return d.Config()
+}
+
+// volumeSummaries folds the kinds of each volume touched into one
+// inventory state: degraded when any kind is, else ok when any is, else
+// learning.
+func (e *Evaluator) volumeSummaries(touched []*entry) []store.BaselineState {
+	vols := map[volKey]bool{}
+	for _, en := range touched {
+		vols[volKey{en.row.AgentID, en.row.MountPoint}] = true
+	}
+	now := time.Now()
+	out := make([]store.BaselineState, 0, len(vols))
+	for vk := range vols {
+		st := store.BaselineState{AgentID: vk.agent, MountPoint: vk.mount, State: string(baseline.Learning), UpdatedAt: now}
+		var reasons []string
+		for _, kind := range baseline.Kinds() {
+			en := e.entries[key{vk, string(kind)}]
+			if en == nil {
+				continue
+			}
+			switch baseline.Status(en.row.Status) {
+			case baseline.Degraded:
+				st.State, st.Degraded = string(baseline.Degraded), true
+				reasons = append(reasons, fmt.Sprintf("%s %.2f× %s since %s", kind, en.row.Ratio, en.row.Reference, en.row.Since.UTC().Format(time.RFC3339)))
+			case baseline.OK:
+				if !st.Degraded {
+					st.State = string(baseline.OK)
+				}
+			}
+		}
+		st.Reason = strings.Join(reasons, "; ")
+		out = append(out, st)
+	}
+	slices.SortFunc(out, func(a, b store.BaselineState) int {
+		return strings.Compare(a.AgentID+"\x00"+a.MountPoint, b.AgentID+"\x00"+b.MountPoint)
+	})
+	return out
+}
+
+var errEmpty = errors.New("empty histogram bytes")
+
+func decodeHistogram(b []byte) (*histogram.Histogram, error) {
+	if len(b) == 0 {
+		return nil, errEmpty
+	}
+	var p plumblinev1.Histogram
+	if err := proto.Unmarshal(b, &p); err != nil {
+		return nil, err
+	}
+	return wire.HistogramFromProto(&p)
+}
+
+// Median is the histogram's 50th percentile in seconds, interpolated
+// log-linearly inside its bucket (buckets are ~9% wide) and clamped to the
+// exact minimum and maximum. 0 for an empty histogram.
+func Median(h *histogram.Histogram) float64 {
+	n := h.Count()
+	if n == 0 {
+		return 0
+	}
+	rank := float64(n) / 2
+	cum := float64(h.ZeroCount())
+	v := 0.0
+	if cum < rank {
+		for _, b := range h.Buckets() {
+			c := float64(b.Count)
+			if cum+c >= rank {
+				lo, hi := histogram.LowerBound(b.Index), histogram.UpperBound(b.Index)
+				f := (rank - cum) / c
+				v = lo * math.Pow(hi/lo, f)
+				break
+			}
+			cum += c
+		}
+	}
+	return min(max(v, h.Min().Seconds()), h.Max().Seconds())
+}

@@ -1,0 +1,294 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// ProbeRun is a stored probe result with the agent and sequence it came with.
+type ProbeRun struct {
+	AgentID  string
+	Sequence uint64
+	ProbeResult
+}
+
+// ProbeBaseline is the evaluator's state of one volume and probe kind
+// (table baseline_states): the baseline.Detector bytes, the outcome of its
+// last run and cumulative probe statistics.
+type ProbeBaseline struct {
+	AgentID    string
+	MountPoint string
+	Kind       string
+	// Profile is the baseline.Profile key the last run was judged in.
+	Profile string
+	// Detector is baseline.Detector.MarshalBinary.
+	Detector []byte
+	// Status, Reference, Ratio and Since are the baseline.State.
+	Status    string
+	Reference string
+	Ratio     float64
+	Since     time.Time
+	// HistoryRatio is the last run against the volume's history (0 while
+	// the history is not trusted); CohortRatio against the cohort or, when
+	// the cohort is too small, the prior — CohortReference says which
+	// ("cohort", "prior", or "" when neither was available).
+	HistoryRatio    float64
+	CohortRatio     float64
+	CohortReference string
+	HistoryMedian   float64 // seconds
+	Trusted         bool
+	// LastRun is when the last run with completed operations started.
+	LastRun time.Time
+	// Runs counts the runs judged.
+	Runs uint64
+	// Histogram is the plumbline.v1.Histogram of every judged run, merged.
+	Histogram []byte
+}
+
+// StopCount counts probe runs of one volume and kind that were skipped or
+// stopped early for one reason.
+type StopCount struct {
+	AgentID    string
+	MountPoint string
+	Kind       string
+	Reason     string
+	Runs       uint64
+}
+
+// Cohort is the summary of one profile's cohort for one probe kind.
+type Cohort struct {
+	Profile string
+	Kind    string
+	Volumes int
+	Median  float64 // seconds
+	MAD     float64 // seconds
+}
+
+// BaselineUpdate is what one evaluator pass writes, in one transaction.
+type BaselineUpdate struct {
+	// States replace the stored rows of the same volume and kind.
+	States []ProbeBaseline
+	// StopCounts are added to the stored counts.
+	StopCounts []StopCount
+	// Watermarks move each agent's evaluated_through forward (never back).
+	Watermarks map[string]uint64
+	// Cohorts, when not nil, replace every stored cohort.
+	Cohorts []Cohort
+}
+
+// PendingProbeRuns returns up to limit probe results the evaluator has not
+// judged yet, by agent and sequence: those above the agent's watermark and
+// at or below its dedup high-water mark, below which no late record can
+// still arrive.
+func (s *Store) PendingProbeRuns(ctx context.Context, limit int) ([]ProbeRun, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`
+SELECT p.agent_id, p.sequence, p.mount_point, p.device, p.kind, p.block_size_bytes, p.queue_depth,
+    p.started_ns, p.duration_ns, p.ops, p.errors, p.bytes, p.skipped, p.stopped_reason, p.latency_histogram
+FROM probe_results p
+JOIN agents a ON a.agent_id = p.agent_id
+LEFT JOIN baseline_watermarks w ON w.agent_id = p.agent_id
+WHERE p.sequence > COALESCE(w.evaluated_through, 0) AND p.sequence <= a.high_water
+ORDER BY p.agent_id, p.sequence
+LIMIT ?`), limit)
+	if err != nil {
+		return nil, fmt.Errorf("pending probe runs: %w", err)
+	}
+	defer rows.Close()
+	var out []ProbeRun
+	for rows.Next() {
+		var r ProbeRun
+		var seq, bs, qd, started, dur, ops, errs, bytes int64
+		if err := rows.Scan(&r.AgentID, &seq, &r.MountPoint, &r.Device, &r.Kind, &bs, &qd,
+			&started, &dur, &ops, &errs, &bytes, &r.Skipped, &r.StoppedReason, &r.Histogram); err != nil {
+			return nil, fmt.Errorf("pending probe runs: %w", err)
+		}
+		r.Sequence, r.BlockSizeBytes, r.QueueDepth = uint64(seq), uint32(bs), uint32(qd)
+		r.StartedAt, r.Duration = fromUnixNano(started), time.Duration(dur)
+		r.Ops, r.Errors, r.Bytes = uint64(ops), uint64(errs), uint64(bytes)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pending probe runs: %w", err)
+	}
+	return out, nil
+}
+
+// SaveBaselines writes one evaluator pass atomically.
+func (s *Store) SaveBaselines(ctx context.Context, u BaselineUpdate) error {
+	for _, st := range u.States {
+		if st.AgentID == "" || st.MountPoint == "" || st.Kind == "" {
+			return fmt.Errorf("save baselines: %w: state without agent, mount point or kind", ErrInvalid)
+		}
+	}
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if err := s.putStates(ctx, tx, u.States); err != nil {
+			return err
+		}
+		for _, c := range u.StopCounts {
+			if c.Runs == 0 {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, s.q(`
+INSERT INTO probe_stop_counts (agent_id, mount_point, kind, reason, runs) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (agent_id, mount_point, kind, reason) DO UPDATE SET runs = probe_stop_counts.runs + excluded.runs`),
+				c.AgentID, c.MountPoint, c.Kind, c.Reason, int64(c.Runs)); err != nil {
+				return fmt.Errorf("stop counts: %w", err)
+			}
+		}
+		agents := make([]string, 0, len(u.Watermarks))
+		for a := range u.Watermarks {
+			agents = append(agents, a)
+		}
+		slices.Sort(agents) // a fixed lock order across concurrent writers
+		for _, a := range agents {
+			if _, err := tx.ExecContext(ctx, s.q(`
+INSERT INTO baseline_watermarks (agent_id, evaluated_through) VALUES (?, ?)
+ON CONFLICT (agent_id) DO UPDATE SET evaluated_through = CASE
+    WHEN baseline_watermarks.evaluated_through < excluded.evaluated_through THEN excluded.evaluated_through
+    ELSE baseline_watermarks.evaluated_through END`), a, int64(u.Watermarks[a])); err != nil {
+				return fmt.Errorf("watermark of %q: %w", a, err)
+			}
+		}
+		if u.Cohorts != nil {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM baseline_cohorts`); err != nil {
+				return fmt.Errorf("cohorts: %w", err)
+			}
+			for chunk := range slices.Chunk(u.Cohorts, rowsPerInsert) {
+				var b strings.Builder
+				b.WriteString(`INSERT INTO baseline_cohorts (profile, kind, volumes, median, mad) VALUES `)
+				args := make([]any, 0, len(chunk)*5)
+				for i, c := range chunk {
+					if i > 0 {
+						b.WriteString(", ")
+					}
+					b.WriteString("(?, ?, ?, ?, ?)")
+					args = append(args, c.Profile, c.Kind, int64(c.Volumes), c.Median, c.MAD)
+				}
+				if _, err := tx.ExecContext(ctx, s.q(b.String()), args...); err != nil {
+					return fmt.Errorf("cohorts: %w", err)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("save baselines: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) putStates(ctx context.Context, tx *sql.Tx, states []ProbeBaseline) error {
+	for chunk := range slices.Chunk(states, rowsPerInsert) {
+		var b strings.Builder
+		b.WriteString(`INSERT INTO baseline_states (agent_id, mount_point, kind, profile, detector, status, reference, ratio,
+    since_ns, history_ratio, cohort_ratio, cohort_reference, history_median, trusted, last_run_ns, runs, latency_histogram) VALUES `)
+		args := make([]any, 0, len(chunk)*17)
+		for i, st := range chunk {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			det, hist := st.Detector, st.Histogram
+			if det == nil {
+				det = []byte{}
+			}
+			if hist == nil {
+				hist = []byte{}
+			}
+			args = append(args, st.AgentID, st.MountPoint, st.Kind, st.Profile, det, st.Status, st.Reference, st.Ratio,
+				unixNano(st.Since), st.HistoryRatio, st.CohortRatio, st.CohortReference, st.HistoryMedian, st.Trusted,
+				unixNano(st.LastRun), int64(st.Runs), hist)
+		}
+		b.WriteString(` ON CONFLICT (agent_id, mount_point, kind) DO UPDATE SET
+    profile = excluded.profile, detector = excluded.detector, status = excluded.status, reference = excluded.reference,
+    ratio = excluded.ratio, since_ns = excluded.since_ns, history_ratio = excluded.history_ratio,
+    cohort_ratio = excluded.cohort_ratio, cohort_reference = excluded.cohort_reference,
+    history_median = excluded.history_median, trusted = excluded.trusted, last_run_ns = excluded.last_run_ns,
+    runs = excluded.runs, latency_histogram = excluded.latency_histogram`)
+		if _, err := tx.ExecContext(ctx, s.q(b.String()), args...); err != nil {
+			return fmt.Errorf("baseline states: %w", err)
+		}
+	}
+	return nil
+}
+
+// ListProbeBaselines returns every stored baseline state, by agent, mount point
+// and kind.
+func (s *Store) ListProbeBaselines(ctx context.Context) ([]ProbeBaseline, error) {
+	rows, err := s.db.QueryContext(ctx, `
+SELECT agent_id, mount_point, kind, profile, detector, status, reference, ratio, since_ns, history_ratio,
+    cohort_ratio, cohort_reference, history_median, trusted, last_run_ns, runs, latency_histogram
+FROM baseline_states ORDER BY agent_id, mount_point, kind`)
+	if err != nil {
+		return nil, fmt.Errorf("list baselines: %w", err)
+	}
+	defer rows.Close()
+	var out []ProbeBaseline
+	for rows.Next() {
+		var st ProbeBaseline
+		var since, last, runs int64
+		if err := rows.Scan(&st.AgentID, &st.MountPoint, &st.Kind, &st.Profile, &st.Detector, &st.Status, &st.Reference,
+			&st.Ratio, &since, &st.HistoryRatio, &st.CohortRatio, &st.CohortReference, &st.HistoryMedian, &st.Trusted,
+			&last, &runs, &st.Histogram); err != nil {
+			return nil, fmt.Errorf("list baselines: %w", err)
+		}
+		st.Since, st.LastRun, st.Runs = fromUnixNano(since), fromUnixNano(last), uint64(runs)
+		out = append(out, st)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list baselines: %w", err)
+	}
+	return out, nil
+}
+
+// ListStopCounts returns every stop count, by agent, mount point, kind and reason.
+func (s *Store) ListStopCounts(ctx context.Context) ([]StopCount, error) {
+	rows, err := s.db.QueryContext(ctx, `
+SELECT agent_id, mount_point, kind, reason, runs FROM probe_stop_counts
+ORDER BY agent_id, mount_point, kind, reason`)
+	if err != nil {
+		return nil, fmt.Errorf("list stop counts: %w", err)
+	}
+	defer rows.Close()
+	var out []StopCount
+	for rows.Next() {
+		var c StopCount
+		var n int64
+		if err := rows.Scan(&c.AgentID, &c.MountPoint, &c.Kind, &c.Reason, &n); err != nil {
+			return nil, fmt.Errorf("list stop counts: %w", err)
+		}
+		c.Runs = uint64(n)
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list stop counts: %w", err)
+	}
+	return out, nil
+}
+
+// ListCohorts returns the cohorts of the last evaluator pass, by profile and kind.
+func (s *Store) ListCohorts(ctx context.Context) ([]Cohort, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT profile, kind, volumes, median, mad FROM baseline_cohorts ORDER BY profile, kind`)
+	if err != nil {
+		return nil, fmt.Errorf("list cohorts: %w", err)
+	}
+	defer rows.Close()
+	var out []Cohort
+	for rows.Next() {
+		var c Cohort
+		var n int64
+		if err := rows.Scan(&c.Profile, &c.Kind, &n, &c.Median, &c.MAD); err != nil {
+			return nil, fmt.Errorf("list cohorts: %w", err)
+		}
+		c.Volumes = int(n)
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list cohorts: %w", err)
+	}
+	return out, nil
+}
