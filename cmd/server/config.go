@@ -33,6 +33,8 @@ type Config struct {
 
 	// Dev is set by --dev only.
 	Dev bool `yaml:"-"`
+	// BaselineInterval is set by --baseline.interval only.
+	BaselineInterval time.Duration `yaml:"-"`
 }
 
 // GRPCConfig is the agent-facing gRPC listener.

@@ -18,6 +18,7 @@
 //	--grpc.tls.client-ca-file F   CA that signs agent certificates
 //	--web.listen-address ADDR     HTTP API and health (default :9464; --dev: 127.0.0.1:9464)
 //	--insecure                    plaintext gRPC, agent ids taken on trust (logs a warning)
+//	--baseline.interval DUR       how often the baseline evaluator judges new probe results (default 30s)
 //	--dev                         development mode (see above)
 //	--log.level LEVEL, --log.format text|json
 //
@@ -28,6 +29,7 @@ package main
 
 import (
 	"context"
+	"crypto/subtle"
 	"crypto/tls"
 	"errors"
 	"flag"
@@ -42,6 +44,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/plumbline/plumbline/internal/evaluator"
+	"github.com/plumbline/plumbline/internal/exporter"
 	"github.com/plumbline/plumbline/internal/ingest"
 	"github.com/plumbline/plumbline/internal/inventory"
 	"github.com/plumbline/plumbline/internal/store"
@@ -113,6 +117,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (Config, bool, error) {
 		clientCA   = fs.String("grpc.tls.client-ca-file", "", "`file` of the CA(s) that sign agent certificates (PEM)")
 		webAddr    = fs.String("web.listen-address", d.Web.ListenAddress, "HTTP API listen `address` (--dev default: "+devWebAddress+")")
 		insecure   = fs.Bool("insecure", false, "serve gRPC in plaintext and trust each request's agent_id (testing only)")
+		baseIval   = fs.Duration("baseline.interval", defaultBaselineInterval, "how often the baseline evaluator judges new probe results")
 		logLevel   = fs.String("log.level", d.Log.Level, "log `level`: debug, info, warn, error")
 		logFormat  = fs.String("log.format", d.Log.Format, "log `format`: text or json")
 	)
@@ -139,6 +144,10 @@ func parseFlags(args []string, stdout, stderr io.Writer) (Config, bool, error) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	cfg.Dev = *dev
+	cfg.BaselineInterval = *baseIval
+	if cfg.BaselineInterval <= 0 {
+		return Config{}, false, fmt.Errorf("--baseline.interval %s: want a positive duration", cfg.BaselineInterval)
+	}
 	if cfg.Dev {
 		// Loopback unless told otherwise.
 		if !set["grpc.listen-address"] && cfg.GRPC.ListenAddress == defaultGRPCAddress {
@@ -277,7 +286,27 @@ func serve(ctx context.Context, cfg Config, stdout io.Writer, logger *slog.Logge
 		return fmt.Errorf("web listener: %w", err)
 	}
 	api := inventory.New(st, inventory.Options{BearerToken: token, Logger: logger})
-	hsrv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	eval, err := evaluator.New(st, evaluator.Options{Interval: cfg.BaselineInterval, Logger: logger.With("component", "evaluator")})
+	if err != nil {
+		gl.Close()
+		wl.Close()
+		return err
+	}
+	metrics, err := metricsHandler(st, eval, cfg, token, logger)
+	if err != nil {
+		gl.Close()
+		wl.Close()
+		return err
+	}
+	web := http.NewServeMux()
+	web.Handle("GET /metrics", metrics)
+	web.Handle("/", api)
+	hsrv := &http.Server{Handler: web, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+
+	evalCtx, stopEval := context.WithCancel(context.Background())
+	evalDone := make(chan struct{})
+	go func() { defer close(evalDone); eval.Run(evalCtx) }()
+	defer func() { stopEval(); <-evalDone }()
 
 	errc := make(chan error, 2)
 	go func() { errc <- gs.Serve(gl) }()
@@ -336,4 +365,43 @@ func serve(ctx context.Context, cfg Config, stdout io.Writer, logger *slog.Logge
 	}
 	logger.Info("stopped")
 	return serveErr
+}
+
+// defaultBaselineInterval is --baseline.interval's default.
+const defaultBaselineInterval = 30 * time.Second
+
+// metricsHandler serves /metrics: the exporter over the store, behind the
+// web bearer token when one is configured.
+func metricsHandler(st *store.Store, eval *evaluator.Evaluator, cfg Config, token string, logger *slog.Logger) (http.Handler, error) {
+	stale := 3 * cfg.Agents.ReportInterval
+	if stale < time.Minute {
+		stale = time.Minute
+	}
+	c, err := exporter.New(st, exporter.Options{
+		AgentStaleAfter: stale,
+		Evaluator: func() exporter.EvaluatorStatus {
+			s := eval.Status()
+			return exporter.EvaluatorStatus{LastSuccess: s.LastSuccess, Runs: s.Runs, Failures: s.Failures}
+		},
+		Logger: logger.With("component", "exporter"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	h, err := exporter.Handler(c)
+	if err != nil {
+		return nil, err
+	}
+	if token == "" {
+		return h, nil
+	}
+	want := "Bearer " + token
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte(want)) != 1 {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}), nil
 }
