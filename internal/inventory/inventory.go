@@ -1,18 +1,28 @@
-// Package inventory is the server's HTTP JSON read path:
+// Package inventory is the server's HTTP JSON inventory API:
 //
-//	GET /api/v1/hosts    {"hosts": [{"agent_id": ..., "hostname": ..., ...}]}
-//	GET /api/v1/volumes  {"volumes": [{"host": ..., "mount_point": ..., "filesystem": ...,
-//	                                   "layers": [...], "alignment": {...}, ...}]}
-//	GET /healthz         200 while the process serves
-//	GET /readyz          200 when the store answers, 503 otherwise
+//	GET /api/v1/volumes            filtered, sorted, paged volumes (JSON or CSV)
+//	GET /api/v1/volumes/{id}       one volume, its latest probes, baseline state and geometry history
+//	GET /api/v1/hosts              paged hosts with volume counts (JSON or CSV)
+//	GET /api/v1/hosts/{host}       one host (agent id or hostname) and its volumes
+//	GET /api/v1/summary            counts by verdict, profile, severity and rule; split-I/O penalty; top offenders
+//	GET /api/v1/openapi.yaml       the OpenAPI 3 description of all of the above
+//	GET /healthz                   200 while the process serves
+//	GET /readyz                    200 when the store answers, 503 otherwise
 //
 // A volume has the shape `agent inspect --format json` prints for it
 // (render.JSON of the plumbline.v1.Volume, with the server's alignment
-// verdict) plus host, agent_id, sequence and observed_at. Errors are JSON
-// too: {"error": "..."} with the HTTP status.
+// verdict) plus id, host, agent_id, sequence, observed_at and the derived
+// media, profile, raid_level, severity and baseline. api/openapi.yaml is
+// the contract; a test validates real responses against it.
 //
-// Filters, CSV, paging and an OpenAPI description come with the inventory
-// issue.
+// Queries run against the store's inventory tables (migration 00003),
+// which the API keeps in step with the volumes table (store.SyncInventory):
+// before a request when the last sync is older than the sync period, and
+// in full every FullSyncInterval while Run runs.
+//
+// Errors are JSON: {"error": "...", "parameter": "...", "allowed": [...]};
+// a bad parameter is a 400 naming it, an unknown id a 404, and no user
+// input makes a 500.
 package inventory
 
 import (
@@ -20,13 +30,16 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/plumbline/plumbline/api"
 	"github.com/plumbline/plumbline/internal/render"
 	"github.com/plumbline/plumbline/internal/store"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
@@ -34,8 +47,18 @@ import (
 
 // Store is what the API reads.
 type Store interface {
-	ListHosts(ctx context.Context) ([]store.Agent, error)
-	ListVolumes(ctx context.Context) ([]store.Volume, error)
+	SyncInventory(ctx context.Context, derive store.DeriveFunc, since time.Time) (store.SyncStats, error)
+	QueryVolumes(ctx context.Context, q store.VolumeQuery, fn func(*store.InventoryVolume) error) error
+	InventoryVolumeByID(ctx context.Context, id string) (*store.InventoryVolume, error)
+	SummarizeVolumes(ctx context.Context, f store.VolumeFilter, top int) (*store.InventorySummary, error)
+	QueryHosts(ctx context.Context, q store.HostQuery, fn func(*store.InventoryHost) error) error
+	FindHost(ctx context.Context, key string) (*store.InventoryHost, error)
+	LatestProbes(ctx context.Context, agentID, mountPoint string) ([]store.ProbeResult, error)
+	HistoryMark(ctx context.Context, agentID string) (uint64, error)
+	GeometryRecordsAfter(ctx context.Context, agentID string, after uint64, limit int) ([]store.GeometryRecord, error)
+	HistoryStates(ctx context.Context, agentID string) (map[string]store.HistoryState, error)
+	PutHistory(ctx context.Context, agentID string, mark uint64, states map[string]store.HistoryState, changes []store.VolumeChange) error
+	VolumeChanges(ctx context.Context, agentID, mountPoint string) ([]store.VolumeChange, error)
 	// SchemaVersion doubles as the readiness probe: it needs a round trip
 	// to the database.
 	SchemaVersion(ctx context.Context) (int64, error)
@@ -43,14 +66,32 @@ type Store interface {
 
 var _ Store = (*store.Store)(nil)
 
+// Token is an API bearer token. Every token has the read-only role (the
+// API has nothing else); Name is what the log says.
+type Token struct {
+	Name   string
+	Secret string
+}
+
 // Options configure the API.
 type Options struct {
-	// BearerToken, when set, is required on /api/ requests as
-	// "Authorization: Bearer <token>". /healthz and /readyz stay open.
+	// Tokens, when any, are required on /api/ requests as
+	// "Authorization: Bearer <secret>". /healthz and /readyz stay open.
+	Tokens []Token
+	// BearerToken is one more token (named "default").
 	BearerToken string
 	Logger      *slog.Logger
 	// ReadyTimeout bounds the /readyz store check (default 2s).
 	ReadyTimeout time.Duration
+	// SyncPeriod is the least time between two syncs a request starts
+	// (0: adaptive — four times as long as the last sync took, at most 2s,
+	// so cheap syncs run before every request; < 0: before every request).
+	SyncPeriod time.Duration
+	// SyncMargin is how far before the last sync's latest agent last-seen
+	// time an incremental sync looks (default 1m).
+	SyncMargin time.Duration
+	// FullSyncInterval is how often Run syncs every volume (default 5m).
+	FullSyncInterval time.Duration
 }
 
 // API serves the inventory. Build it with New.
@@ -58,6 +99,13 @@ type API struct {
 	st   Store
 	opts Options
 	mux  *http.ServeMux
+
+	syncMu   sync.Mutex // held while a sync runs
+	stateMu  sync.Mutex // guards the fields below
+	synced   bool       // a full sync has completed
+	since    time.Time  // the next incremental sync's since
+	lastEnd  time.Time
+	lastTook time.Duration
 }
 
 // New returns the API over st.
@@ -68,9 +116,22 @@ func New(st Store, opts Options) *API {
 	if opts.ReadyTimeout <= 0 {
 		opts.ReadyTimeout = 2 * time.Second
 	}
+	if opts.SyncMargin <= 0 {
+		opts.SyncMargin = time.Minute
+	}
+	if opts.FullSyncInterval <= 0 {
+		opts.FullSyncInterval = 5 * time.Minute
+	}
+	if opts.BearerToken != "" {
+		opts.Tokens = append(opts.Tokens, Token{Name: "default", Secret: opts.BearerToken})
+	}
 	a := &API{st: st, opts: opts, mux: http.NewServeMux()}
-	a.mux.HandleFunc("/api/v1/hosts", a.get(a.auth(a.hosts)))
 	a.mux.HandleFunc("/api/v1/volumes", a.get(a.auth(a.volumes)))
+	a.mux.HandleFunc("/api/v1/volumes/{id}", a.get(a.auth(a.volume)))
+	a.mux.HandleFunc("/api/v1/hosts", a.get(a.auth(a.hosts)))
+	a.mux.HandleFunc("/api/v1/hosts/{host}", a.get(a.auth(a.host)))
+	a.mux.HandleFunc("/api/v1/summary", a.get(a.auth(a.summary)))
+	a.mux.HandleFunc("/api/v1/openapi.yaml", a.get(a.auth(a.openapi)))
 	a.mux.HandleFunc("/api/", a.auth(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no API endpoint %s", r.URL.Path))
 	}))
@@ -88,6 +149,87 @@ func New(st Store, opts Options) *API {
 // ServeHTTP implements http.Handler.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
 
+// Run syncs the inventory tables in full now and every FullSyncInterval
+// until ctx is done. Requests sync incrementally with or without it.
+func (a *API) Run(ctx context.Context) {
+	t := time.NewTicker(a.opts.FullSyncInterval)
+	defer t.Stop()
+	for {
+		if err := a.Sync(ctx, true); err != nil && ctx.Err() == nil {
+			a.opts.Logger.Warn("inventory sync", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Sync brings the inventory tables up to date: in full, or only for the
+// agents seen since the last sync (less a margin). The first sync is
+// always full.
+func (a *API) Sync(ctx context.Context, full bool) error {
+	a.syncMu.Lock()
+	defer a.syncMu.Unlock()
+	return a.syncLocked(ctx, full)
+}
+
+func (a *API) syncLocked(ctx context.Context, full bool) error {
+	a.stateMu.Lock()
+	since := a.since
+	if full || !a.synced {
+		since = time.Time{}
+	}
+	a.stateMu.Unlock()
+	start := time.Now()
+	st, err := a.st.SyncInventory(ctx, derive, since)
+	if err != nil {
+		return err
+	}
+	took := time.Since(start)
+	if st.Updated+st.Removed+st.Failed > 0 {
+		a.opts.Logger.Debug("inventory sync", "full", since.IsZero(), "updated", st.Updated, "removed", st.Removed, "failed", st.Failed, "took", took)
+	}
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
+	if since.IsZero() {
+		a.synced = true
+	}
+	if !st.LastSeen.IsZero() {
+		next := st.LastSeen.Add(-a.opts.SyncMargin)
+		if next.After(a.since) || since.IsZero() {
+			a.since = next
+		}
+	}
+	a.lastEnd, a.lastTook = time.Now(), took
+	return nil
+}
+
+// refresh runs before a query: the first full sync (waiting for it), then
+// incremental syncs no more often than the sync period. A request that
+// finds a sync running does not wait for it.
+func (a *API) refresh(ctx context.Context) error {
+	a.stateMu.Lock()
+	synced, lastEnd, took := a.synced, a.lastEnd, a.lastTook
+	a.stateMu.Unlock()
+	if !synced {
+		return a.Sync(ctx, false)
+	}
+	period := a.opts.SyncPeriod
+	if period == 0 {
+		period = min(4*took, 2*time.Second)
+	}
+	if period > 0 && time.Since(lastEnd) < period {
+		return nil
+	}
+	if !a.syncMu.TryLock() {
+		return nil
+	}
+	defer a.syncMu.Unlock()
+	return a.syncLocked(ctx, false)
+}
+
 // get answers 405 (as JSON) to everything but GET and HEAD.
 func (a *API) get(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -100,14 +242,24 @@ func (a *API) get(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// auth requires one of the tokens, when there are any. Every token
+// compares in constant time, so the time taken says nothing about which
+// one nearly matched.
 func (a *API) auth(h http.HandlerFunc) http.HandlerFunc {
-	if a.opts.BearerToken == "" {
+	if len(a.opts.Tokens) == 0 {
 		return h
 	}
-	want := []byte("Bearer " + a.opts.BearerToken)
+	wants := make([][]byte, len(a.opts.Tokens))
+	for i, t := range a.opts.Tokens {
+		wants[i] = []byte("Bearer " + t.Secret)
+	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
+		ok := 0
+		for _, want := range wants {
+			ok |= subtle.ConstantTimeCompare(got, want)
+		}
+		if ok != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="plumbline"`)
 			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
 			return
@@ -118,8 +270,9 @@ func (a *API) auth(h http.HandlerFunc) http.HandlerFunc {
 
 func (a *API) index(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
-		"service":   "plumbline server",
-		"endpoints": []string{"/api/v1/hosts", "/api/v1/volumes", "/healthz", "/readyz"},
+		"service": "plumbline server",
+		"endpoints": []string{"/api/v1/volumes", "/api/v1/volumes/{id}", "/api/v1/hosts", "/api/v1/hosts/{host}",
+			"/api/v1/summary", "/api/v1/openapi.yaml", "/healthz", "/readyz"},
 	})
 }
 
@@ -134,52 +287,10 @@ func (a *API) ready(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
-// Host is one entry of /api/v1/hosts.
-type Host struct {
-	AgentID      string    `json:"agent_id"`
-	Hostname     string    `json:"hostname"`
-	OS           string    `json:"os"`
-	Kernel       string    `json:"kernel"`
-	MachineID    string    `json:"machine_id"`
-	AgentVersion string    `json:"agent_version"`
-	FirstSeen    time.Time `json:"first_seen"`
-	LastSeen     time.Time `json:"last_seen"`
-	// HighWaterSequence is the agent's dedup high-water mark.
-	HighWaterSequence uint64 `json:"high_water_sequence"`
-}
-
-func (a *API) hosts(w http.ResponseWriter, r *http.Request) {
-	agents, err := a.st.ListHosts(r.Context())
-	if err != nil {
-		a.internal(w, err)
-		return
-	}
-	out := make([]Host, 0, len(agents))
-	for _, ag := range agents {
-		out = append(out, Host{
-			AgentID: ag.ID, Hostname: ag.Hostname, OS: ag.OS, Kernel: ag.Kernel, MachineID: ag.MachineID,
-			AgentVersion: ag.AgentVersion, FirstSeen: ag.FirstSeen, LastSeen: ag.LastSeen, HighWaterSequence: ag.HighWater,
-		})
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"hosts": out})
-}
-
-func (a *API) volumes(w http.ResponseWriter, r *http.Request) {
-	vols, err := a.st.ListVolumes(r.Context())
-	if err != nil {
-		a.internal(w, err)
-		return
-	}
-	out := make([]map[string]any, 0, len(vols))
-	for _, v := range vols {
-		obj, err := volumeJSON(v)
-		if err != nil {
-			a.internal(w, err)
-			return
-		}
-		out = append(out, obj)
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"volumes": out})
+func (a *API) openapi(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/yaml")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Write(api.OpenAPI)
 }
 
 // volumeJSON is the volume as `agent inspect --format json` prints it, plus
@@ -209,9 +320,28 @@ func volumeJSON(v store.Volume) (map[string]any, error) {
 	return obj, nil
 }
 
-func (a *API) internal(w http.ResponseWriter, err error) {
-	a.opts.Logger.Error("inventory API", "err", err)
-	writeError(w, http.StatusInternalServerError, "internal error (see the server log)")
+// fail answers an error: a bad parameter is a 400 naming it, a missing
+// thing a 404, a cancelled request nothing, anything else a 500 (logged).
+func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var pe *paramError
+	switch {
+	case errors.As(err, &pe):
+		body := map[string]any{"error": pe.Msg}
+		if pe.Param != "" {
+			body["parameter"] = pe.Param
+		}
+		if pe.Allowed != nil {
+			body["allowed"] = pe.Allowed
+		}
+		writeJSON(w, http.StatusBadRequest, body)
+	case errors.Is(err, store.ErrNotFound):
+		writeError(w, http.StatusNotFound, err.Error())
+	case r.Context().Err() != nil:
+		// The client went away; nobody reads the answer.
+	default:
+		a.opts.Logger.Error("inventory API", "path", r.URL.Path, "err", err)
+		writeError(w, http.StatusInternalServerError, "internal error (see the server log)")
+	}
 }
 
 func writeError(w http.ResponseWriter, code int, msg string) {

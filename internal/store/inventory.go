@@ -97,6 +97,8 @@ type DeriveFunc func(v Volume) (InventoryVolume, error)
 // SyncStats says what one SyncInventory did.
 type SyncStats struct {
 	Updated, Removed, Failed int
+	// LastSeen is the latest last-seen time of any agent when the sync began.
+	LastSeen time.Time
 }
 
 // syncBatch is how many volumes one sync transaction writes.
@@ -108,17 +110,36 @@ const syncBatch = 500
 // removed. It is safe to run concurrently, also from several replicas: a
 // row is only ever replaced by one derived from the same or a newer
 // sequence. A volume derive fails on is skipped (and counted).
-func (s *Store) SyncInventory(ctx context.Context, derive DeriveFunc) (SyncStats, error) {
+//
+// With a non-zero since, only the volumes of agents last seen at or after
+// since are compared (every stored batch and every Hello moves an agent's
+// last-seen time to the storing server's clock): a cheap incremental sync.
+// SyncStats.LastSeen is the latest last-seen time among the agents, the
+// since of the next incremental sync (minus a margin for transactions
+// still open and clock differences between replicas; a full sync now and
+// then covers whatever the margin misses).
+func (s *Store) SyncInventory(ctx context.Context, derive DeriveFunc, since time.Time) (SyncStats, error) {
 	var st SyncStats
+	var maxSeen sql.NullInt64
+	if err := s.db.QueryRowContext(ctx, `SELECT MAX(last_seen_ns) FROM agents`).Scan(&maxSeen); err != nil {
+		return st, fmt.Errorf("sync inventory: %w", err)
+	}
+	st.LastSeen = fromUnixNano(maxSeen.Int64)
 	type key struct{ agent, mount string }
 	var dirty []key
 	var gone []string
-	rows, err := s.db.QueryContext(ctx, `
+	query := `
 SELECT v.agent_id, v.mount_point, v.present, f.volume_id
 FROM volumes v JOIN agents a ON a.agent_id = v.agent_id
 LEFT JOIN inventory_volumes f ON f.agent_id = v.agent_id AND f.mount_point = v.mount_point
-WHERE (v.present AND (f.volume_id IS NULL OR f.sequence <> v.sequence OR f.hostname <> a.hostname))
-   OR (NOT v.present AND f.volume_id IS NOT NULL)`)
+WHERE ((v.present AND (f.volume_id IS NULL OR f.sequence <> v.sequence OR f.hostname <> a.hostname))
+   OR (NOT v.present AND f.volume_id IS NOT NULL))`
+	var args []any
+	if !since.IsZero() {
+		query += ` AND v.agent_id IN (SELECT agent_id FROM agents WHERE last_seen_ns >= ?)`
+		args = append(args, unixNano(since))
+	}
+	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
 	if err != nil {
 		return st, fmt.Errorf("sync inventory: %w", err)
 	}

@@ -101,11 +101,14 @@ CREATE TABLE inventory_history_mark (
 CREATE INDEX volumes_inventory_sync ON volumes (agent_id, mount_point, sequence, present);
 -- Hosts by name, for the hosts endpoints' keyset paging.
 CREATE INDEX agents_hostname ON agents (hostname, agent_id);
+-- Agents seen since a time: the incremental inventory sync.
+CREATE INDEX agents_last_seen ON agents (last_seen_ns);
 -- A host's geometry records in order, for the history.
 CREATE INDEX records_geometry ON records (agent_id, kind, sequence);
 
 -- +goose Down
 DROP INDEX records_geometry;
+DROP INDEX agents_last_seen;
 DROP INDEX agents_hostname;
 DROP INDEX volumes_inventory_sync;
 DROP TABLE inventory_history_mark;

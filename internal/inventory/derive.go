@@ -1,0 +1,110 @@
+package inventory
+
+import (
+	"cmp"
+	"slices"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/plumbline/plumbline/internal/align"
+	"github.com/plumbline/plumbline/internal/baseline"
+	"github.com/plumbline/plumbline/internal/store"
+	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
+)
+
+// Rules lists the alignment rule ids the `rule` filter accepts.
+var Rules = []string{
+	align.RuleAllocationUnitBelowRecommended,
+	align.RuleDataOffsetStripeUnit,
+	align.RuleFSStripeHintsMismatch,
+	align.RuleFSStripeHintsMissing,
+	align.RuleLVMDataOffsetStripeUnit,
+	align.RuleOffsetPhysicalSector,
+	align.RuleOffsetUnknown,
+	align.RulePartitionOffsetStripeUnit,
+	align.RuleStripeUnitAllocationUnit,
+	align.RuleStripeUnitUnknown,
+}
+
+// Severities, worst first, and their ranks.
+var (
+	Severities   = []string{align.Critical, align.Warning, align.Info}
+	severityRank = map[string]int{align.Critical: 3, align.Warning: 2, align.Info: 1}
+)
+
+// Verdicts the `verdict` filter accepts.
+var Verdicts = []string{align.Aligned, align.Misaligned, align.Unknown}
+
+// RAIDLevels the `raid_level` filter accepts ("none": no RAID layer).
+var RAIDLevels = []string{baseline.NoRAID, "linear", "raid0", "raid1", "raid10", "raid5", "raid50", "raid6", "raid60"}
+
+// mediaClasses the `media` filter accepts.
+func mediaClasses() []string {
+	var out []string
+	for _, m := range baseline.MediaClasses() {
+		out = append(out, string(m))
+	}
+	return out
+}
+
+// derive is the store.DeriveFunc of the inventory: the query columns of a
+// stored volume, from its geometry and the server's verdict in it. A
+// geometry that does not decode (it was validated on ingest, so only a
+// damaged database has one) still gets a row from the volumes table's own
+// columns.
+func derive(v store.Volume) (store.InventoryVolume, error) {
+	iv := store.InventoryVolume{
+		Device: v.Device, FSType: v.FSType, Verdict: v.Verdict,
+		DataOffsetBytes: -1, StripeUnitBytes: int64(v.StripeUnitBytes), AllocationUnitBytes: -1,
+		SplitFraction8K: -1, SplitFraction64K: -1, Severity: "none",
+		RAIDLevel: baseline.NoRAID, Media: string(baseline.UnknownMedia),
+	}
+	if v.DataOffsetBytes != nil {
+		iv.DataOffsetBytes = int64(*v.DataOffsetBytes)
+	}
+	if v.SplitFraction8K != nil {
+		iv.SplitFraction8K = *v.SplitFraction8K
+	}
+	if v.SplitFraction64K != nil {
+		iv.SplitFraction64K = *v.SplitFraction64K
+	}
+	var pv plumblinev1.Volume
+	if err := proto.Unmarshal(v.Geometry, &pv); err != nil {
+		iv.Profile = "unknown"
+		return iv, nil
+	}
+	a := pv.GetAlignment()
+	if a == nil {
+		a = align.Evaluate(&pv)
+		pv.Alignment = a
+	}
+	p := baseline.ProfileOf(&pv)
+	iv.Profile = p.Key()
+	iv.Media = string(p.Media)
+	iv.RAIDLevel = p.RAIDLevel
+	if iv.RAIDLevel == "" {
+		iv.RAIDLevel = baseline.NoRAID
+	}
+	if p.AllocationUnit > 0 {
+		iv.AllocationUnitBytes = int64(p.AllocationUnit)
+	}
+	findings := slices.Clone(a.GetFindings())
+	slices.SortStableFunc(findings, func(x, y *plumblinev1.Finding) int {
+		return cmp.Compare(severityRank[y.GetSeverity()], severityRank[x.GetSeverity()])
+	})
+	for _, f := range findings {
+		iv.Findings = append(iv.Findings, store.Finding{Rule: f.GetRule(), Severity: f.GetSeverity(), Message: f.GetMessage(), Remediation: f.GetRemediation()})
+		if !slices.Contains(iv.Rules, f.GetRule()) {
+			iv.Rules = append(iv.Rules, f.GetRule())
+		}
+	}
+	slices.Sort(iv.Rules)
+	if len(findings) > 0 {
+		iv.Severity = findings[0].GetSeverity()
+		iv.SeverityRank = severityRank[iv.Severity]
+	}
+	if iv.Severity == "" {
+		iv.Severity = "none"
+	}
+	return iv, nil
+}

@@ -1,0 +1,198 @@
+package inventory
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/plumbline/plumbline/internal/align"
+	"github.com/plumbline/plumbline/internal/store"
+	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
+)
+
+// Change is one entry of a volume's geometry history: a field that differs
+// between two consecutive geometry snapshots of its host.
+type Change struct {
+	At       time.Time `json:"at"`
+	Sequence uint64    `json:"sequence"`
+	// Kind classifies the change: reformat (file-system type or uuid),
+	// cluster-change (allocation unit), new-partition (partition offset,
+	// table or number), offset-change (data offset on the striped device),
+	// raid-change (level or stripe unit), device-change, verdict-change,
+	// appeared, removed.
+	Kind  string `json:"kind"`
+	Field string `json:"field"`
+	From  string `json:"from"`
+	To    string `json:"to"`
+}
+
+// trackedFields are the fields the history compares, and the kind of
+// change each one makes.
+var trackedFields = map[string]string{
+	"filesystem.type":             "reformat",
+	"filesystem.uuid":             "reformat",
+	"filesystem.block_size_bytes": "cluster-change",
+	"partition.offset_bytes":      "new-partition",
+	"partition.table":             "new-partition",
+	"partition.number":            "new-partition",
+	"alignment.data_offset_bytes": "offset-change",
+	"alignment.stripe_unit_bytes": "raid-change",
+	"raid.level":                  "raid-change",
+	"device":                      "device-change",
+	"alignment.verdict":           "verdict-change",
+}
+
+// volumeState is the tracked fields of one volume in one snapshot.
+func volumeState(v *plumblinev1.Volume) map[string]string {
+	a := align.Evaluate(v) // the server's rules, as for the volumes table
+	st := map[string]string{
+		"filesystem.type":             v.GetFilesystem().GetType(),
+		"filesystem.uuid":             v.GetFilesystem().GetUuid(),
+		"filesystem.block_size_bytes": num(uint64(v.GetFilesystem().GetBlockSizeBytes())),
+		"alignment.stripe_unit_bytes": num(a.GetStripeUnitBytes()),
+		"alignment.verdict":           a.GetVerdict(),
+		"device":                      v.GetDevice(),
+	}
+	if a.DataOffsetBytes != nil {
+		st["alignment.data_offset_bytes"] = strconv.FormatUint(a.GetDataOffsetBytes(), 10)
+	}
+	for _, l := range v.GetLayers() {
+		switch l.GetKind() {
+		case "partition":
+			if _, ok := st["partition.offset_bytes"]; ok {
+				continue // the topmost partition
+			}
+			if l.OffsetBytes != nil {
+				st["partition.offset_bytes"] = strconv.FormatUint(l.GetOffsetBytes(), 10)
+			}
+			st["partition.table"] = l.GetPartitionTable()
+			st["partition.number"] = num(uint64(l.GetPartitionNumber()))
+		case "raid":
+			if _, ok := st["raid.level"]; !ok && l.GetRaidLevel() != "" {
+				st["raid.level"] = l.GetRaidLevel()
+			}
+		}
+	}
+	return st
+}
+
+// num is n in decimal, "" for 0 (unknown).
+func num(n uint64) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.FormatUint(n, 10)
+}
+
+// historyPage is how many geometry records one step of the history reads.
+const historyPage = 200
+
+// history brings the agent's geometry history up to date (reading the
+// geometry records stored since the last time) and returns the volume's.
+func (a *API) history(ctx context.Context, agentID, mountPoint string) ([]Change, error) {
+	if err := a.updateHistory(ctx, agentID); err != nil {
+		return nil, err
+	}
+	changes, err := a.st.VolumeChanges(ctx, agentID, mountPoint)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Change, 0, len(changes))
+	for _, c := range changes {
+		out = append(out, Change{At: c.ObservedAt, Sequence: c.Sequence, Kind: c.Kind, Field: c.Field, From: c.Old, To: c.New})
+	}
+	return out, nil
+}
+
+func (a *API) updateHistory(ctx context.Context, agentID string) error {
+	mark, err := a.st.HistoryMark(ctx, agentID)
+	if err != nil {
+		return err
+	}
+	states, err := a.st.HistoryStates(ctx, agentID)
+	if err != nil {
+		return err
+	}
+	prev := map[string]map[string]string{}
+	for mp, s := range states {
+		if s.State == "" {
+			continue // gone
+		}
+		var m map[string]string
+		if json.Unmarshal([]byte(s.State), &m) == nil {
+			prev[mp] = m
+		}
+	}
+	first := mark == 0
+	for {
+		recs, err := a.st.GeometryRecordsAfter(ctx, agentID, mark, historyPage)
+		if err != nil {
+			return err
+		}
+		if len(recs) == 0 {
+			return nil
+		}
+		changed := map[string]store.HistoryState{}
+		var changes []store.VolumeChange
+		for _, rec := range recs {
+			mark = rec.Sequence
+			var r plumblinev1.Record
+			if err := proto.Unmarshal(rec.Payload, &r); err != nil || r.GetGeometry().GetInventory() == nil {
+				continue // validated on ingest; a damaged record changes nothing
+			}
+			seen := map[string]bool{}
+			for _, v := range r.GetGeometry().GetInventory().GetVolumes() {
+				mp := v.GetMountPoint()
+				seen[mp] = true
+				cur := volumeState(v)
+				old, had := prev[mp]
+				switch {
+				case !had && !first:
+					changes = append(changes, store.VolumeChange{MountPoint: mp, Sequence: rec.Sequence, ObservedAt: rec.ProducedAt,
+						Field: "volume", Kind: "appeared", New: mp})
+				case had:
+					changes = append(changes, diffStates(mp, rec, old, cur)...)
+				}
+				if !had || !maps.Equal(old, cur) {
+					b, _ := json.Marshal(cur)
+					changed[mp] = store.HistoryState{Sequence: rec.Sequence, State: string(b)}
+					prev[mp] = cur
+				}
+			}
+			for mp := range prev {
+				if !seen[mp] {
+					changes = append(changes, store.VolumeChange{MountPoint: mp, Sequence: rec.Sequence, ObservedAt: rec.ProducedAt,
+						Field: "volume", Kind: "removed", Old: mp})
+					changed[mp] = store.HistoryState{Sequence: rec.Sequence, State: ""}
+					delete(prev, mp)
+				}
+			}
+			first = false
+		}
+		if err := a.st.PutHistory(ctx, agentID, mark, changed, changes); err != nil {
+			return fmt.Errorf("history of %q: %w", agentID, err)
+		}
+	}
+}
+
+func diffStates(mp string, rec store.GeometryRecord, old, cur map[string]string) []store.VolumeChange {
+	var out []store.VolumeChange
+	fields := make([]string, 0, len(trackedFields))
+	for f := range trackedFields {
+		fields = append(fields, f)
+	}
+	slices.Sort(fields)
+	for _, f := range fields {
+		if old[f] != cur[f] {
+			out = append(out, store.VolumeChange{MountPoint: mp, Sequence: rec.Sequence, ObservedAt: rec.ProducedAt,
+				Field: f, Kind: trackedFields[f], Old: old[f], New: cur[f]})
+		}
+	}
+	return out
+}

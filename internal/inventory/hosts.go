@@ -1,0 +1,169 @@
+package inventory
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/plumbline/plumbline/internal/store"
+)
+
+// Host is one entry of /api/v1/hosts.
+type Host struct {
+	AgentID      string    `json:"agent_id"`
+	Hostname     string    `json:"hostname"`
+	OS           string    `json:"os"`
+	Kernel       string    `json:"kernel"`
+	MachineID    string    `json:"machine_id"`
+	AgentVersion string    `json:"agent_version"`
+	FirstSeen    time.Time `json:"first_seen"`
+	LastSeen     time.Time `json:"last_seen"`
+	// HighWaterSequence is the agent's dedup high-water mark.
+	HighWaterSequence uint64 `json:"high_water_sequence"`
+	// Volumes and Misaligned count its present volumes.
+	Volumes    int64 `json:"volume_count"`
+	Misaligned int64 `json:"misaligned_count"`
+}
+
+func hostJSON(h *store.InventoryHost) Host {
+	return Host{
+		AgentID: h.ID, Hostname: h.Hostname, OS: h.OS, Kernel: h.Kernel, MachineID: h.MachineID,
+		AgentVersion: h.AgentVersion, FirstSeen: h.FirstSeen, LastSeen: h.LastSeen, HighWaterSequence: h.HighWater,
+		Volumes: h.Volumes, Misaligned: h.Misaligned,
+	}
+}
+
+func (a *API) hosts(w http.ResponseWriter, r *http.Request) {
+	p, err := newParams(r, hostListParams)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	var q store.HostQuery
+	if q.Host, err = p.str("host"); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if _, q.Desc, err = p.sortParam([]string{"host"}, "host"); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	format, err := p.format(r)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	limit, err := p.limit()
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if format == "csv" && !p.has("limit") {
+		limit = 0
+	}
+	hash := queryHash("hosts", p)
+	if q.After, err = p.token(hash, "ss"); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if err := a.refresh(r.Context()); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if format == "csv" && limit == 0 {
+		var c *csvWriter
+		err := a.st.QueryHosts(r.Context(), q, func(h *store.InventoryHost) error {
+			if c == nil {
+				c = newCSV(w, "plumbline-hosts.csv", "", HostCSVColumns)
+			}
+			return c.row(hostRow(h))
+		})
+		switch {
+		case err != nil && c == nil:
+			a.fail(w, r, err)
+		case err != nil:
+			a.opts.Logger.Error("inventory CSV", "err", err)
+			panic(http.ErrAbortHandler)
+		case c == nil:
+			newCSV(w, "plumbline-hosts.csv", "", HostCSVColumns).flush()
+		default:
+			c.flush()
+		}
+		return
+	}
+	q.Limit = limit + 1
+	var rows []*store.InventoryHost
+	if err := a.st.QueryHosts(r.Context(), q, func(h *store.InventoryHost) error {
+		rows = append(rows, h)
+		return nil
+	}); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	next := ""
+	if len(rows) > limit {
+		rows = rows[:limit]
+		last := rows[limit-1]
+		next = encodeToken(hash, []any{last.Hostname, last.ID})
+	}
+	if format == "csv" {
+		c := newCSV(w, "plumbline-hosts.csv", next, HostCSVColumns)
+		for _, h := range rows {
+			if c.row(hostRow(h)) != nil {
+				return
+			}
+		}
+		c.flush()
+		return
+	}
+	out := make([]Host, 0, len(rows))
+	for _, h := range rows {
+		out = append(out, hostJSON(h))
+	}
+	body := map[string]any{"hosts": out}
+	if next != "" {
+		body["next_page_token"] = next
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+func hostRow(h *store.InventoryHost) []string {
+	return []string{h.Hostname, h.ID, h.OS, h.Kernel, h.AgentVersion, timeCell(h.FirstSeen), timeCell(h.LastSeen),
+		strconv.FormatInt(h.Volumes, 10), strconv.FormatInt(h.Misaligned, 10)}
+}
+
+// host is GET /api/v1/hosts/{host}: the agent with that id, else the
+// (most recently seen) agent with that hostname, and its volumes.
+func (a *API) host(w http.ResponseWriter, r *http.Request) {
+	if _, err := newParams(r, nil); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if err := a.refresh(r.Context()); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	h, err := a.st.FindHost(r.Context(), r.PathValue("host"))
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	vols := []map[string]any{}
+	q := store.VolumeQuery{VolumeFilter: store.VolumeFilter{AgentID: h.ID}, Sort: "mount_point", WithGeometry: true}
+	err = a.st.QueryVolumes(r.Context(), q, func(v *store.InventoryVolume) error {
+		obj, err := volumeItem(v)
+		if err != nil {
+			return err
+		}
+		vols = append(vols, obj)
+		return nil
+	})
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Host
+		Volumes []map[string]any `json:"volumes"`
+	}{hostJSON(h), vols})
+}

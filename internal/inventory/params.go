@@ -1,0 +1,308 @@
+package inventory
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/plumbline/plumbline/internal/store"
+)
+
+// paramError is a bad query parameter: 400 with the parameter's name and,
+// for enumerations, the allowed values.
+type paramError struct {
+	Param   string
+	Msg     string
+	Allowed []string
+}
+
+func (e *paramError) Error() string { return e.Msg }
+
+func badParam(name string, allowed []string, format string, args ...any) *paramError {
+	return &paramError{Param: name, Msg: fmt.Sprintf(format, args...), Allowed: allowed}
+}
+
+// Paging bounds.
+const (
+	defaultLimit = 100
+	maxLimit     = 1000
+	maxParamLen  = 1024
+)
+
+// Parameters each list endpoint accepts.
+var (
+	volumeFilterParams = []string{"verdict", "host", "mount_point", "fs", "raid_level", "stripe_unit_bytes",
+		"data_offset_bytes", "media", "profile", "min_split_fraction", "io_size_bytes", "degraded", "rule", "severity"}
+	volumeListParams = append(slices.Clone(volumeFilterParams), "sort", "limit", "next_page_token", "format")
+	summaryParams    = append(slices.Clone(volumeFilterParams), "top")
+	hostListParams   = []string{"host", "sort", "limit", "next_page_token", "format"}
+)
+
+// params reads a request's query, refusing unknown and repeated parameters.
+type params struct {
+	q url.Values
+}
+
+func newParams(r *http.Request, allowed []string) (*params, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, badParam("", nil, "malformed query string: %v", err)
+	}
+	for k, v := range q {
+		if !slices.Contains(allowed, k) {
+			return nil, badParam(k, allowed, "unknown parameter %q", k)
+		}
+		if len(v) > 1 {
+			return nil, badParam(k, nil, "parameter %q given %d times: give it once", k, len(v))
+		}
+		if len(v[0]) > maxParamLen {
+			return nil, badParam(k, nil, "parameter %q: %d bytes: want at most %d", k, len(v[0]), maxParamLen)
+		}
+	}
+	return &params{q: q}, nil
+}
+
+func (p *params) has(name string) bool { return p.q.Has(name) }
+
+func (p *params) str(name string) (string, error) {
+	v := p.q.Get(name)
+	if p.q.Has(name) && v == "" {
+		return "", badParam(name, nil, "parameter %q is empty", name)
+	}
+	return v, nil
+}
+
+func (p *params) enum(name string, allowed []string) (string, error) {
+	v, err := p.str(name)
+	if err != nil || v == "" {
+		return v, err
+	}
+	if !slices.Contains(allowed, v) {
+		return "", badParam(name, allowed, "%s %q: want one of %s", name, v, strings.Join(allowed, ", "))
+	}
+	return v, nil
+}
+
+func (p *params) int64(name string, min, max int64) (*int64, error) {
+	v, err := p.str(name)
+	if err != nil || v == "" {
+		return nil, err
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < min || n > max {
+		return nil, badParam(name, nil, "%s %q: want an integer from %d to %d", name, v, min, max)
+	}
+	return &n, nil
+}
+
+func (p *params) float(name string, min, max float64) (*float64, error) {
+	v, err := p.str(name)
+	if err != nil || v == "" {
+		return nil, err
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(f) || f < min || f > max {
+		return nil, badParam(name, nil, "%s %q: want a number from %g to %g", name, v, min, max)
+	}
+	return &f, nil
+}
+
+func (p *params) bool(name string) (*bool, error) {
+	v, err := p.enum(name, []string{"true", "false"})
+	if err != nil || v == "" {
+		return nil, err
+	}
+	b := v == "true"
+	return &b, nil
+}
+
+// volumeFilter reads the filter parameters shared by /volumes and /summary.
+func (p *params) volumeFilter() (store.VolumeFilter, error) {
+	var f store.VolumeFilter
+	var err error
+	set := func(dst *string, name string, allowed []string) {
+		if err != nil {
+			return
+		}
+		if allowed != nil {
+			*dst, err = p.enum(name, allowed)
+		} else {
+			*dst, err = p.str(name)
+		}
+	}
+	set(&f.Verdict, "verdict", Verdicts)
+	set(&f.Host, "host", nil)
+	set(&f.MountPoint, "mount_point", nil)
+	set(&f.FSType, "fs", nil)
+	set(&f.RAIDLevel, "raid_level", RAIDLevels)
+	set(&f.Media, "media", mediaClasses())
+	set(&f.Profile, "profile", nil)
+	set(&f.Rule, "rule", Rules)
+	set(&f.Severity, "severity", Severities)
+	if err != nil {
+		return f, err
+	}
+	if f.StripeUnitBytes, err = p.int64("stripe_unit_bytes", 0, math.MaxInt64); err != nil {
+		return f, err
+	}
+	if f.DataOffsetBytes, err = p.int64("data_offset_bytes", 0, math.MaxInt64); err != nil {
+		return f, err
+	}
+	if f.MinSplitFraction, err = p.float("min_split_fraction", 0, 1); err != nil {
+		return f, err
+	}
+	size, err := p.enum("io_size_bytes", []string{"8192", "65536"})
+	if err != nil {
+		return f, err
+	}
+	if size != "" && f.MinSplitFraction == nil {
+		return f, badParam("io_size_bytes", nil, "io_size_bytes goes with min_split_fraction")
+	}
+	f.SplitIOSize, _ = strconv.Atoi(size)
+	if f.Degraded, err = p.bool("degraded"); err != nil {
+		return f, err
+	}
+	return f, nil
+}
+
+// sortParam reads sort=field or sort=-field.
+func (p *params) sortParam(allowed []string, def string) (string, bool, error) {
+	v, err := p.str("sort")
+	if err != nil {
+		return "", false, err
+	}
+	if v == "" {
+		return def, false, nil
+	}
+	desc := strings.HasPrefix(v, "-")
+	field := strings.TrimPrefix(v, "-")
+	if !slices.Contains(allowed, field) {
+		var all []string
+		for _, a := range allowed {
+			all = append(all, a, "-"+a)
+		}
+		return "", false, badParam("sort", all, "sort %q: want a field, or -field for descending: %s", v, strings.Join(allowed, ", "))
+	}
+	return field, desc, nil
+}
+
+func (p *params) limit() (int, error) {
+	n, err := p.int64("limit", 1, maxLimit)
+	if err != nil || n == nil {
+		return defaultLimit, err
+	}
+	return int(*n), nil
+}
+
+// format is the response format: format= wins, then Accept: text/csv.
+func (p *params) format(r *http.Request) (string, error) {
+	f, err := p.enum("format", []string{"json", "csv"})
+	if err != nil || f != "" {
+		return f, err
+	}
+	for _, a := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, _, _ := strings.Cut(strings.TrimSpace(a), ";")
+		if strings.EqualFold(strings.TrimSpace(mt), "text/csv") {
+			return "csv", nil
+		}
+	}
+	return "json", nil
+}
+
+// pageToken is the opaque next_page_token: the keyset of the last row of
+// the page, and a hash of the filters and sort it was issued for.
+type pageToken struct {
+	V    int    `json:"v"`
+	Hash uint64 `json:"h"`
+	Key  []any  `json:"k"`
+}
+
+// queryHash identifies the filters and sort of a request: a token is only
+// good for the query it was issued for.
+func queryHash(endpoint string, p *params) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(endpoint))
+	keys := make([]string, 0, len(p.q))
+	for k := range p.q {
+		switch k {
+		case "limit", "next_page_token", "format":
+			continue
+		}
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fmt.Fprintf(h, "\x00%s=%s", k, p.q.Get(k))
+	}
+	return h.Sum64()
+}
+
+func encodeToken(hash uint64, key []any) string {
+	b, _ := json.Marshal(pageToken{V: 1, Hash: hash, Key: key})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// decodeToken reads next_page_token; kinds says the type of each keyset
+// value ('s', 'i', 'f').
+func (p *params) token(hash uint64, kinds string) ([]any, error) {
+	v, err := p.str("next_page_token")
+	if err != nil || v == "" {
+		return nil, err
+	}
+	bad := func(why string) error {
+		return badParam("next_page_token", nil, "next_page_token: %s; start again without it", why)
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil {
+		return nil, bad("not a token this server issued")
+	}
+	var t pageToken
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&t); err != nil || t.V != 1 || len(t.Key) != len(kinds) {
+		return nil, bad("not a token this server issued")
+	}
+	if t.Hash != hash {
+		return nil, bad("issued for other filters or another sort")
+	}
+	key := make([]any, len(kinds))
+	for i, k := range []byte(kinds) {
+		switch k {
+		case 's':
+			s, ok := t.Key[i].(string)
+			if !ok {
+				return nil, bad("not a token this server issued")
+			}
+			key[i] = s
+		case 'i':
+			n, ok := t.Key[i].(json.Number)
+			if !ok {
+				return nil, bad("not a token this server issued")
+			}
+			x, err := n.Int64()
+			if err != nil {
+				return nil, bad("not a token this server issued")
+			}
+			key[i] = x
+		case 'f':
+			n, ok := t.Key[i].(json.Number)
+			if !ok {
+				return nil, bad("not a token this server issued")
+			}
+			x, err := n.Float64()
+			if err != nil {
+				return nil, bad("not a token this server issued")
+			}
+			key[i] = x
+		}
+	}
+	return key, nil
+}

@@ -1,0 +1,244 @@
+package inventory
+
+import (
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/plumbline/plumbline/internal/histogram"
+	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/wire"
+	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
+
+	"google.golang.org/protobuf/proto"
+)
+
+// volumeQuery reads the parameters of GET /api/v1/volumes.
+func volumeQuery(r *http.Request) (q store.VolumeQuery, format string, hash uint64, err error) {
+	p, err := newParams(r, volumeListParams)
+	if err != nil {
+		return q, "", 0, err
+	}
+	if q.VolumeFilter, err = p.volumeFilter(); err != nil {
+		return q, "", 0, err
+	}
+	if q.Sort, q.Desc, err = p.sortParam(store.VolumeSortFields(), "host"); err != nil {
+		return q, "", 0, err
+	}
+	if format, err = p.format(r); err != nil {
+		return q, "", 0, err
+	}
+	if q.Limit, err = p.limit(); err != nil {
+		return q, "", 0, err
+	}
+	if format == "csv" && !p.has("limit") {
+		q.Limit = 0 // the whole result, streamed
+	}
+	hash = queryHash("volumes", p)
+	if q.After, err = p.token(hash, store.KeysetKinds(q.Sort)); err != nil {
+		return q, "", 0, err
+	}
+	return q, format, hash, nil
+}
+
+// page runs a query for one page (Limit rows, or everything when 0) and
+// returns the rows and the token of the next page ("" after the last).
+func (a *API) page(r *http.Request, q store.VolumeQuery, hash uint64) ([]*store.InventoryVolume, string, error) {
+	limit := q.Limit
+	if limit > 0 {
+		q.Limit = limit + 1
+	}
+	var rows []*store.InventoryVolume
+	err := a.st.QueryVolumes(r.Context(), q, func(v *store.InventoryVolume) error {
+		rows = append(rows, v)
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if limit > 0 && len(rows) > limit {
+		rows = rows[:limit]
+		next = encodeToken(hash, store.VolumeKeyset(rows[limit-1], q.Sort))
+	}
+	return rows, next, nil
+}
+
+func (a *API) volumes(w http.ResponseWriter, r *http.Request) {
+	q, format, hash, err := volumeQuery(r)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if err := a.refresh(r.Context()); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if format == "csv" {
+		a.volumesCSV(w, r, q, hash)
+		return
+	}
+	q.WithGeometry = true
+	rows, next, err := a.page(r, q, hash)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	out := make([]map[string]any, 0, len(rows))
+	for _, v := range rows {
+		obj, err := volumeItem(v)
+		if err != nil {
+			a.fail(w, r, err)
+			return
+		}
+		out = append(out, obj)
+	}
+	body := map[string]any{"volumes": out}
+	if next != "" {
+		body["next_page_token"] = next
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+// volumeItem is a volume of the API: the inspect shape plus where it
+// lives, its id and the derived columns.
+func volumeItem(v *store.InventoryVolume) (map[string]any, error) {
+	obj, err := volumeJSON(store.Volume{AgentID: v.AgentID, Hostname: v.Hostname, MountPoint: v.MountPoint,
+		Geometry: v.Geometry, Sequence: v.Sequence, ObservedAt: v.ObservedAt})
+	if err != nil {
+		return nil, err
+	}
+	obj["id"] = v.ID
+	obj["media"] = v.Media
+	obj["profile"] = v.Profile
+	obj["raid_level"] = v.RAIDLevel
+	obj["severity"] = v.Severity
+	obj["baseline"] = baselineJSON(v.Baseline)
+	return obj, nil
+}
+
+// Baseline is the evaluator's state of a volume.
+type Baseline struct {
+	State     string    `json:"state"`
+	Degraded  bool      `json:"degraded"`
+	Reason    string    `json:"reason"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+func baselineJSON(b *store.BaselineState) *Baseline {
+	if b == nil {
+		return nil
+	}
+	return &Baseline{State: b.State, Degraded: b.Degraded, Reason: b.Reason, UpdatedAt: b.UpdatedAt}
+}
+
+func (a *API) volume(w http.ResponseWriter, r *http.Request) {
+	if _, err := newParams(r, nil); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if err := a.refresh(r.Context()); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	v, err := a.st.InventoryVolumeByID(ctx, r.PathValue("id"))
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	obj, err := volumeItem(v)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	probes, err := a.st.LatestProbes(ctx, v.AgentID, v.MountPoint)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	ps := make([]ProbeSummary, 0, len(probes))
+	for _, p := range probes {
+		ps = append(ps, probeSummary(p))
+	}
+	obj["probes"] = ps
+	hist, err := a.history(ctx, v.AgentID, v.MountPoint)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	obj["history"] = hist
+	writeJSON(w, http.StatusOK, obj)
+}
+
+// ProbeSummary is the latest run of one probe kind on a volume.
+type ProbeSummary struct {
+	Kind            string    `json:"kind"`
+	Device          string    `json:"device"`
+	BlockSizeBytes  uint32    `json:"block_size_bytes"`
+	QueueDepth      uint32    `json:"queue_depth"`
+	StartedAt       time.Time `json:"started_at"`
+	DurationSeconds float64   `json:"duration_seconds"`
+	Ops             uint64    `json:"ops"`
+	Errors          uint64    `json:"errors"`
+	Bytes           uint64    `json:"bytes"`
+	IOPS            float64   `json:"iops"`
+	BytesPerSecond  float64   `json:"bytes_per_second"`
+	Skipped         bool      `json:"skipped"`
+	StoppedReason   string    `json:"stopped_reason"`
+	// Latency quantiles in seconds, from the histogram (a quantile is its
+	// bucket's upper bound, at most the maximum); absent without samples.
+	Latency *Latency `json:"latency_seconds,omitempty"`
+}
+
+// Latency summarises a latency histogram, in seconds.
+type Latency struct {
+	Count uint64  `json:"count"`
+	Mean  float64 `json:"mean"`
+	P50   float64 `json:"p50"`
+	P95   float64 `json:"p95"`
+	P99   float64 `json:"p99"`
+	Max   float64 `json:"max"`
+}
+
+func probeSummary(p store.ProbeResult) ProbeSummary {
+	s := ProbeSummary{Kind: p.Kind, Device: p.Device, BlockSizeBytes: p.BlockSizeBytes, QueueDepth: p.QueueDepth,
+		StartedAt: p.StartedAt, DurationSeconds: p.Duration.Seconds(), Ops: p.Ops, Errors: p.Errors, Bytes: p.Bytes,
+		Skipped: p.Skipped, StoppedReason: p.StoppedReason}
+	if d := p.Duration.Seconds(); d > 0 {
+		s.IOPS = float64(p.Ops) / d
+		s.BytesPerSecond = float64(p.Bytes) / d
+	}
+	var hp plumblinev1.Histogram
+	if err := proto.Unmarshal(p.Histogram, &hp); err != nil {
+		return s
+	}
+	h, err := wire.HistogramFromProto(&hp)
+	if err != nil || h.Count() == 0 {
+		return s
+	}
+	s.Latency = &Latency{Count: h.Count(), Mean: h.Mean().Seconds(), Max: h.Max().Seconds(),
+		P50: quantile(h, 0.50), P95: quantile(h, 0.95), P99: quantile(h, 0.99)}
+	return s
+}
+
+// quantile is the upper bound of the bucket holding the q-quantile, capped
+// at the maximum observation.
+func quantile(h *histogram.Histogram, q float64) float64 {
+	rank := uint64(math.Ceil(q * float64(h.Count())))
+	if rank == 0 {
+		rank = 1
+	}
+	seen := h.ZeroCount()
+	if seen >= rank {
+		return 0
+	}
+	max := h.Max().Seconds()
+	for _, b := range h.Buckets() {
+		seen += b.Count
+		if seen >= rank {
+			return math.Min(histogram.UpperBound(b.Index), max)
+		}
+	}
+	return max
+}
