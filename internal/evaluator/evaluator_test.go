@@ -1,0 +1,121 @@
+package evaluator
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/plumbline/plumbline/internal/histogram"
+	"github.com/plumbline/plumbline/internal/pgtest"
+	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/wire"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	pgtest.Stop()
+	os.Exit(code)
+}
+
+var engines = []struct {
+	name string
+	dsn  func(testing.TB) string
+}{
+	{"sqlite", func(tb testing.TB) string { return "sqlite://" + filepath.Join(tb.TempDir(), "plumbline.db") }},
+	{"postgres", pgtest.DSN},
+}
+
+func hist(t testing.TB, d time.Duration) []byte {
+	var h histogram.Histogram
+	for range 50 {
+		h.Observe(d)
+	}
+	b, err := proto.Marshal(wire.HistogramToProto(&h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func probe(t testing.TB, seq uint64, at time.Time, d time.Duration) store.Record {
+	return store.Record{Sequence: seq, Kind: store.KindProbe, ProducedAt: at, Probe: &store.ProbeResult{
+		MountPoint: "/data", Kind: "random-read", BlockSizeBytes: 8192, QueueDepth: 1, StartedAt: at,
+		Ops: 50, Bytes: 50 * 8192, Duration: time.Second, Histogram: hist(t, d)}}
+}
+
+// TestPassIdempotentAndLate: runs are judged once, a run that arrives
+// after a gap waits for the gap to fill, and a new Evaluator (a restart)
+// continues from the stored detectors.
+func TestPassIdempotentAndLate(t *testing.T) {
+	for _, e := range engines {
+		t.Run(e.name, func(t *testing.T) {
+			ctx := context.Background()
+			st, err := store.Open(ctx, e.dsn(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			if err := st.UpsertAgent(ctx, store.Agent{ID: "a1", Hostname: "h1"}); err != nil {
+				t.Fatal(err)
+			}
+			t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+			var recs []store.Record
+			for i := range 12 {
+				recs = append(recs, probe(t, uint64(i+1), t0.Add(time.Duration(i)*time.Hour), time.Millisecond))
+			}
+			// 14 arrives before 13.
+			recs = append(recs, probe(t, 14, t0.Add(13*time.Hour), time.Millisecond))
+			if _, err := st.AppendBatch(ctx, "a1", recs); err != nil {
+				t.Fatal(err)
+			}
+			ev, err := New(st, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, err := ev.Pass(ctx); err != nil || n != 12 {
+				t.Fatalf("first Pass = %d, %v; want 12 (14 waits for 13)", n, err)
+			}
+			if n, err := ev.Pass(ctx); err != nil || n != 0 {
+				t.Fatalf("second Pass = %d, %v; want 0", n, err)
+			}
+			if _, err := st.AppendBatch(ctx, "a1", []store.Record{probe(t, 13, t0.Add(12*time.Hour), time.Millisecond)}); err != nil {
+				t.Fatal(err)
+			}
+			ev2, err := New(st, Options{}) // a restarted server
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, err := ev2.Pass(ctx); err != nil || n != 2 {
+				t.Fatalf("Pass after the gap filled = %d, %v; want 2", n, err)
+			}
+			bs, err := st.ListProbeBaselines(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(bs) != 1 || bs[0].Runs != 14 || !bs[0].Trusted || bs[0].Status != "ok" || bs[0].HistoryRatio < 0.99 || bs[0].HistoryRatio > 1.01 {
+				t.Fatalf("baselines = %+v, want one trusted ok state over 14 runs with history ratio 1", bs)
+			}
+			h, err := decodeHistogram(bs[0].Histogram)
+			if err != nil || h.Count() != 14*50 {
+				t.Fatalf("merged histogram: %v, count %d, want %d", err, h.Count(), 14*50)
+			}
+		})
+	}
+}
+
+func TestMedian(t *testing.T) {
+	var h histogram.Histogram
+	for _, d := range []time.Duration{1, 2, 3, 4, 5} {
+		h.Observe(d * time.Millisecond)
+	}
+	if m := Median(&h); m < 0.0028 || m > 0.0032 {
+		t.Errorf("Median(1..5 ms) = %g, want ~0.003", m)
+	}
+	if m := Median(&histogram.Histogram{}); m != 0 {
+		t.Errorf("Median(empty) = %g, want 0", m)
+	}
+}
