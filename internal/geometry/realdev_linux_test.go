@@ -98,12 +98,13 @@ func checkLoopVolume(t *testing.T, s loopStack, v *plumblinev1.Volume, partName,
 		sources: map[string]string{"logical_sector_bytes": SourceSysfs, "min_io_bytes": SourceKernelHint}})
 }
 
-// TestCaptureLoop writes testdata/trees/captured-loop.tree from real loop
-// devices: go test -run TestCaptureLoop -capture=testdata/trees/captured-loop.tree
+// TestCaptureLoop captures a tree from real loop devices. With
+// -capture=FILE it writes it there (that is how testdata/trees/captured-loop.tree
+// was made: go test -run TestCaptureLoop -capture=testdata/trees/captured-loop.tree);
+// without, it writes it to a temp file and checks that discovery on the
+// capture reports what discovery on the live devices did — the capture tool
+// itself is tested on every run.
 func TestCaptureLoop(t *testing.T) {
-	if *captureTo == "" {
-		t.Skip("capture only with -capture=FILE")
-	}
 	loopdev.Require(t, "mkfs.ext4", "mkfs.xfs")
 	o := DefaultOptions()
 	var header []string
@@ -128,8 +129,38 @@ func TestCaptureLoop(t *testing.T) {
 	text := rec.tree(keep)
 	out := "# Captured from real loop devices by TestCaptureLoop (go test -run TestCaptureLoop -capture=FILE).\n" +
 		strings.Join(header, "\n") + "\n" + text
-	if err := os.WriteFile(*captureTo, []byte(out), 0o644); err != nil {
-		t.Fatal(err)
+	if *captureTo != "" {
+		if err := os.WriteFile(*captureTo, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	root := t.TempDir()
+	buildTree(t, []byte(out), root)
+	opts := treeOptions(root)
+	opts.IncludeMountPoints = o.IncludeMountPoints
+	got, err := Discover(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("Discover(capture) = %v", err)
+	}
+	if len(got) != len(res.Volumes) {
+		t.Fatalf("Discover(capture) found %d volumes, live discovery %d", len(got), len(res.Volumes))
+	}
+	for i, live := range res.Volumes {
+		captured := got[i]
+		if captured.GetMountPoint() != live.GetMountPoint() || len(captured.GetLayers()) != len(live.GetLayers()) {
+			t.Errorf("capture volume %d = %s with %d layers, live %s with %d", i, captured.GetMountPoint(), len(captured.GetLayers()), live.GetMountPoint(), len(live.GetLayers()))
+			continue
+		}
+		for j, l := range live.GetLayers() {
+			c := captured.GetLayers()[j]
+			if c.GetKind() != l.GetKind() || c.GetOffsetBytes() != l.GetOffsetBytes() ||
+				c.GetPhysicalSectorBytes() != l.GetPhysicalSectorBytes() || c.GetStripeUnitBytes() != l.GetStripeUnitBytes() {
+				t.Errorf("%s layer %d: capture %s offset %d phys %d su %d, live %s offset %d phys %d su %d", live.GetMountPoint(), j,
+					c.GetKind(), c.GetOffsetBytes(), c.GetPhysicalSectorBytes(), c.GetStripeUnitBytes(),
+					l.GetKind(), l.GetOffsetBytes(), l.GetPhysicalSectorBytes(), l.GetStripeUnitBytes())
+			}
+		}
 	}
 }
 
