@@ -132,8 +132,8 @@ func TestGrafanaProvisioning(t *testing.T) {
 }
 
 type panel struct {
-	ID      int     `json:"id"`
-	Title   string  `json:"title"`
+	ID      int    `json:"id"`
+	Title   string `json:"title"`
 	Targets []struct {
 		Expr string `json:"expr"`
 	} `json:"targets"`
