@@ -19,6 +19,7 @@ declare -A pkg_for=(
   [mkfs.ext4]=e2fsprogs [mkfs.xfs]=xfsprogs [fio]=fio
   [protoc]=protobuf-compiler [xz]=xz-utils [runuser]=util-linux
   [systemd-analyze]=systemd
+  [promtool]=prometheus [prometheus]=prometheus [amtool]=prometheus-alertmanager
 )
 need=()
 for cmd in "${!pkg_for[@]}"; do
