@@ -58,7 +58,7 @@ func newParams(r *http.Request, allowed []string) (*params, error) {
 	}
 	for k, v := range q {
 		if !slices.Contains(allowed, k) {
-			return nil, badParam(k, allowed, "unknown parameter %q", k)
+			return nil, badParam(k, append([]string{}, allowed...), "unknown parameter %q", k)
 		}
 		if len(v) > 1 {
 			return nil, badParam(k, nil, "parameter %q given %d times: give it once", k, len(v))
