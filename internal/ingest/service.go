@@ -268,12 +268,9 @@ func (s *Service) Report(ctx context.Context, req *plumblinev1.ReportRequest) (*
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
-	if b.FirstSequence > 0 {
-		if _, err := s.store.SettleBelow(ctx, agent, b.FirstSequence); err != nil {
-			return nil, s.storeError(ctx, "report", agent, err)
-		}
-	}
-	res, err := s.store.AppendBatch(ctx, agent, b.Records)
+	// One commit for first_sequence and the records (grouped with other
+	// agents' batches on SQLite): nothing is acknowledged before it.
+	res, err := s.store.AppendBatchFrom(ctx, agent, b.FirstSequence, b.Records)
 	if err != nil {
 		return nil, s.storeError(ctx, "report", agent, err)
 	}

@@ -114,6 +114,18 @@ type AppendResult struct {
 // columns stays far below both engines' placeholder limits.
 const rowsPerInsert = 100
 
+// recordRowsPerInsert is rowsPerInsert for the records and probe results
+// of AppendBatch. On SQLite it is 32: the modernc driver binds each
+// placeholder by scanning the arguments (quadratic in their number) and
+// parses a statement at every execution, so mid-sized statements cost
+// least per row.
+func (s *Store) recordRowsPerInsert() int {
+	if s.engine == SQLite {
+		return 32
+	}
+	return rowsPerInsert
+}
+
 // UpsertAgent registers an agent or updates its host facts and last-seen
 // time. FirstSeen is kept from the first registration.
 func (s *Store) UpsertAgent(ctx context.Context, a Agent) error {
@@ -124,14 +136,17 @@ func (s *Store) UpsertAgent(ctx context.Context, a Agent) error {
 	if seen.IsZero() {
 		seen = s.now()
 	}
-	_, err := s.db.ExecContext(ctx, s.q(`
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, s.q(`
 INSERT INTO agents (agent_id, hostname, os, kernel, machine_id, agent_version, first_seen_ns, last_seen_ns)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (agent_id) DO UPDATE SET
     hostname = excluded.hostname, os = excluded.os, kernel = excluded.kernel,
     machine_id = excluded.machine_id, agent_version = excluded.agent_version,
     last_seen_ns = excluded.last_seen_ns`),
-		a.ID, a.Hostname, a.OS, a.Kernel, a.MachineID, a.AgentVersion, unixNano(seen), unixNano(seen))
+			a.ID, a.Hostname, a.OS, a.Kernel, a.MachineID, a.AgentVersion, unixNano(seen), unixNano(seen))
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("upsert agent %q: %w", a.ID, err)
 	}
@@ -161,7 +176,7 @@ func (s *Store) SettleBelow(ctx context.Context, agentID string, first uint64) (
 		return 0, fmt.Errorf("settle below %d for %q: %w: sequence above 2^63-1", first, agentID, ErrInvalid)
 	}
 	var hw uint64
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		cur, err := s.lockAgent(ctx, tx, agentID)
 		if err != nil {
 			return err
@@ -186,22 +201,44 @@ func (s *Store) SettleBelow(ctx context.Context, agentID string, first uint64) (
 // batches of one agent, also from several server replicas, are serialised
 // on the agent's row, so each record is stored exactly once.
 //
+// On SQLite, concurrent batches (of any agents) share one transaction
+// (group commit, group.go); each call still returns only after that
+// transaction is committed, and a batch that fails leaves the others of
+// its group unaffected.
+//
 // The agent must be registered (ErrUnknownAgent otherwise).
 func (s *Store) AppendBatch(ctx context.Context, agentID string, records []Record) (AppendResult, error) {
+	return s.AppendBatchFrom(ctx, agentID, 0, records)
+}
+
+// AppendBatchFrom is SettleBelow(first) and AppendBatch in one
+// transaction: an agent's report (ReportRequest.first_sequence and its
+// records) costs one commit. first 0 means "not stated".
+func (s *Store) AppendBatchFrom(ctx context.Context, agentID string, first uint64, records []Record) (AppendResult, error) {
+	if first > math.MaxInt64 {
+		return AppendResult{}, fmt.Errorf("append batch for %q: %w: first sequence %d above 2^63-1", agentID, ErrInvalid, first)
+	}
 	recs, err := sortedBatch(records)
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("append batch for %q: %w", agentID, err)
 	}
 	var res AppendResult
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res = AppendResult{}
-		hw, err := s.lockAgent(ctx, tx, agentID)
+		cur, err := s.lockAgent(ctx, tx, agentID)
 		if err != nil {
 			return err
 		}
+		start := cur
+		if first > 0 && first-1 > start {
+			start = first - 1
+		}
 		if len(recs) == 0 {
-			res.HighWater = hw
-			return nil
+			res.HighWater = cur
+			if start != cur {
+				res.HighWater, err = s.advanceHighWater(ctx, tx, agentID, cur, start)
+			}
+			return err
 		}
 		stored, err := s.insertRecords(ctx, tx, agentID, recs)
 		if err != nil {
@@ -227,7 +264,7 @@ func (s *Store) AppendBatch(ctx context.Context, agentID string, records []Recor
 		if err := s.insertProbes(ctx, tx, agentID, probes); err != nil {
 			return err
 		}
-		res.HighWater, err = s.advanceHighWater(ctx, tx, agentID, hw, hw)
+		res.HighWater, err = s.advanceHighWater(ctx, tx, agentID, cur, start)
 		return err
 	})
 	if err != nil {
@@ -285,8 +322,14 @@ func cmpUint64(a, b uint64) int {
 }
 
 // inTx runs fn in a transaction and commits it, or rolls it back when fn
-// or the commit fails.
+// or the commit fails. On SQLite the transaction is a group commit's
+// (group.go): every write of the Store queues in the same line, so none
+// starves polling for the write lock while batches are committed back to
+// back; fn's changes are still committed, or undone, as a whole.
 func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	if s.group != nil {
+		return s.group.do(ctx, func(_ context.Context, tx *sql.Tx) error { return fn(tx) })
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -364,9 +407,9 @@ func (s *Store) advanceHighWater(ctx context.Context, tx *sql.Tx, agentID string
 func (s *Store) insertRecords(ctx context.Context, tx *sql.Tx, agentID string, recs []*Record) (map[uint64]bool, error) {
 	stored := make(map[uint64]bool, len(recs))
 	received := unixNano(s.now())
-	for chunk := range slices.Chunk(recs, rowsPerInsert) {
+	for chunk := range slices.Chunk(recs, s.recordRowsPerInsert()) {
 		var b strings.Builder
-		b.WriteString(`INSERT INTO records (agent_id, sequence, kind, produced_ns, received_ns, payload, reason) VALUES `)
+		b.WriteString(insertRecordSQL)
 		args := make([]any, 0, len(chunk)*7)
 		for i, r := range chunk {
 			if i > 0 {
@@ -400,25 +443,35 @@ func (s *Store) insertRecords(ctx context.Context, tx *sql.Tx, agentID string, r
 	return stored, nil
 }
 
+const (
+	insertRecordSQL = `INSERT INTO records (agent_id, sequence, kind, produced_ns, received_ns, payload, reason) VALUES `
+	insertProbeSQL  = `INSERT INTO probe_results (agent_id, sequence, mount_point, device, kind, block_size_bytes, queue_depth,
+    started_ns, duration_ns, ops, errors, bytes, skipped, stopped_reason, latency_histogram) VALUES `
+	probeRowSQL = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+func probeArgs(args []any, agentID string, r *Record) []any {
+	p := r.Probe
+	hist := p.Histogram
+	if hist == nil {
+		hist = []byte{}
+	}
+	return append(args, agentID, int64(r.Sequence), p.MountPoint, p.Device, p.Kind,
+		int64(p.BlockSizeBytes), int64(p.QueueDepth), unixNano(p.StartedAt), int64(p.Duration),
+		int64(p.Ops), int64(p.Errors), int64(p.Bytes), p.Skipped, p.StoppedReason, hist)
+}
+
 func (s *Store) insertProbes(ctx context.Context, tx *sql.Tx, agentID string, probes []*Record) error {
-	for chunk := range slices.Chunk(probes, rowsPerInsert) {
+	for chunk := range slices.Chunk(probes, s.recordRowsPerInsert()) {
 		var b strings.Builder
-		b.WriteString(`INSERT INTO probe_results (agent_id, sequence, mount_point, device, kind, block_size_bytes, queue_depth,
-    started_ns, duration_ns, ops, errors, bytes, skipped, stopped_reason, latency_histogram) VALUES `)
+		b.WriteString(insertProbeSQL)
 		args := make([]any, 0, len(chunk)*15)
 		for i, r := range chunk {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-			p := r.Probe
-			hist := p.Histogram
-			if hist == nil {
-				hist = []byte{}
-			}
-			args = append(args, agentID, int64(r.Sequence), p.MountPoint, p.Device, p.Kind,
-				int64(p.BlockSizeBytes), int64(p.QueueDepth), unixNano(p.StartedAt), int64(p.Duration),
-				int64(p.Ops), int64(p.Errors), int64(p.Bytes), p.Skipped, p.StoppedReason, hist)
+			b.WriteString(probeRowSQL)
+			args = probeArgs(args, agentID, r)
 		}
 		if _, err := tx.ExecContext(ctx, s.q(b.String()), args...); err != nil {
 			return fmt.Errorf("insert probe results: %w", err)

@@ -1,0 +1,231 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// Group commit.
+//
+// SQLite has one writer at a time and, with synchronous=FULL, one fsync per
+// commit. A server with a thousand agents reporting would otherwise run a
+// thousand write transactions a second that queue on SQLite's busy timeout
+// (polling with sleeps), and collapse. Instead, every write transaction of
+// a Store on SQLite (everything that goes through inTx: AppendBatch,
+// AppendBatchFrom, UpsertAgent, SettleBelow, the evaluator's and the
+// inventory sync's writes) is handed to one
+// committer goroutine, which runs whatever writes are queued — from any
+// number of agents — in ONE transaction, and commits once:
+//
+//   - a write that fails is undone alone (the group is run again with a
+//     savepoint per write) and only its caller gets the error; the others
+//     still commit;
+//   - every caller gets its own result only after the shared COMMIT
+//     returned, so nothing is acknowledged before it is durable; when the
+//     COMMIT fails, every caller of the group gets the error and nothing of
+//     the group is stored;
+//   - no delay is added to wait for company: a group is what queued while
+//     the previous one was committing, so one agent alone pays one commit,
+//     and a busy server pays one fsync for many batches.
+//
+// PostgreSQL takes concurrent transactions (and groups their WAL flushes
+// itself), so there each write keeps its own transaction.
+
+// maxGroupOps bounds the writes of one group transaction (and so the
+// latency a write can add to the others of its group).
+const maxGroupOps = 256
+
+// errClosed is returned for writes handed to a closed Store.
+var errClosed = errors.New("store closed")
+
+// groupOp is one write waiting for the committer.
+type groupOp struct {
+	ctx  context.Context
+	fn   func(ctx context.Context, tx *sql.Tx) error
+	err  error
+	done chan struct{}
+}
+
+// committer runs queued writes in shared transactions.
+type committer struct {
+	s       *Store
+	ops     chan *groupOp
+	quit    chan struct{} // closed by stop: the loop ends after its group
+	stopped chan struct{} // closed by the loop when it has ended
+	close   sync.Once
+
+	// groups and grouped count transactions and the writes they carried
+	// (for tests).
+	mu              sync.Mutex
+	groups, grouped int
+}
+
+func newCommitter(s *Store) *committer {
+	c := &committer{s: s, ops: make(chan *groupOp, maxGroupOps), quit: make(chan struct{}), stopped: make(chan struct{})}
+	go c.loop()
+	return c
+}
+
+// stop ends the loop after the group in progress and waits for it. Writes
+// still queued then fail with errClosed.
+func (c *committer) stop() {
+	c.close.Do(func() { close(c.quit) })
+	<-c.stopped
+}
+
+// do runs fn in the next group transaction and returns its error once the
+// group is committed (or failed). fn must do nothing but statements on tx.
+func (c *committer) do(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	op := &groupOp{ctx: ctx, fn: fn, done: make(chan struct{})}
+	select {
+	case c.ops <- op:
+	case <-c.quit:
+		return errClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	// Once queued, wait for the verdict even if ctx ends: the group may be
+	// committing it, and the caller must not be told "failed" for a write
+	// that is durable (a retry would be recognised as a replay anyway).
+	select {
+	case <-op.done:
+		return op.err
+	case <-c.stopped:
+		select {
+		case <-op.done:
+			return op.err
+		default:
+			return errClosed // queued after the last group: never run
+		}
+	}
+}
+
+func (c *committer) loop() {
+	defer close(c.stopped)
+	group := make([]*groupOp, 0, maxGroupOps)
+	for {
+		select {
+		case <-c.quit:
+			return
+		case op := <-c.ops:
+			group = append(group[:0], op)
+		}
+	more:
+		for len(group) < maxGroupOps {
+			select {
+			case op := <-c.ops:
+				group = append(group, op)
+			default:
+				break more
+			}
+		}
+		c.commit(group)
+		clear(group)
+	}
+}
+
+// commit runs one group in one transaction. It first runs every op
+// straight (no savepoints: a savepoint makes SQLite copy every page it
+// touches to a sub-journal); only when an op fails does it roll the
+// transaction back and run the group again with a savepoint per op, so
+// that the failing op is undone alone.
+func (c *committer) commit(group []*groupOp) {
+	var live []*groupOp
+	for _, op := range group {
+		if err := op.ctx.Err(); err != nil {
+			op.err = err // its caller is gone: not stored, not acknowledged
+			close(op.done)
+			continue
+		}
+		live = append(live, op)
+	}
+	if len(live) == 0 {
+		return
+	}
+	err := c.run(live, false)
+	if errors.Is(err, errOpFailed) {
+		for _, op := range live {
+			op.err = nil
+		}
+		err = c.run(live, true)
+	}
+	ran := 0
+	for _, op := range live {
+		if err != nil && !errors.Is(err, errOpFailed) && op.err == nil {
+			op.err = err
+		}
+		if op.err == nil {
+			ran++
+		}
+		close(op.done)
+	}
+	c.mu.Lock()
+	if err == nil || errors.Is(err, errOpFailed) {
+		c.groups++
+		c.grouped += ran
+	}
+	c.mu.Unlock()
+}
+
+// errOpFailed: an op of the group failed (its error is in op.err).
+var errOpFailed = errors.New("an operation of the group failed")
+
+// run runs the ops in one transaction and commits it. Without savepoints
+// it stops at the first failing op, rolls back and returns errOpFailed;
+// with them, a failing op is rolled back to its savepoint and the others
+// commit (errOpFailed is returned after the commit).
+func (c *committer) run(ops []*groupOp, savepoints bool) error {
+	// The transaction is the committer's, not one caller's: a caller that
+	// gives up must not roll back the others.
+	ctx := context.Background()
+	tx, err := c.s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	failed := false
+	exec := func(stmt string) error {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("%s: %w", stmt, err)
+		}
+		return nil
+	}
+	for _, op := range ops {
+		if savepoints {
+			if err := exec("SAVEPOINT group_op"); err != nil {
+				return err
+			}
+		}
+		if err := op.fn(ctx, tx); err != nil {
+			op.err, failed = err, true
+			if !savepoints {
+				tx.Rollback()
+				return errOpFailed
+			}
+			if err := exec("ROLLBACK TO SAVEPOINT group_op"); err != nil {
+				return err
+			}
+		}
+		if savepoints {
+			if err := exec("RELEASE SAVEPOINT group_op"); err != nil {
+				return err
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	if failed {
+		return errOpFailed
+	}
+	return nil
+}
+
+// write runs fn in a write transaction: a group transaction on SQLite, its
+// own transaction otherwise (inTx).
+func (s *Store) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error { return fn(ctx, tx) })
+}
