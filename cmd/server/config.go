@@ -63,8 +63,26 @@ type RateConfig struct {
 
 // WebConfig is the HTTP listener (inventory API, health).
 type WebConfig struct {
-	ListenAddress   string `yaml:"listen_address"`
+	ListenAddress string `yaml:"listen_address"`
+	// BearerTokenFile holds one more API token (named "default").
 	BearerTokenFile string `yaml:"bearer_token_file"`
+	// BearerTokens are the inventory API's tokens; with any, /api/ needs
+	// one of them. Not needed in --dev mode on a loopback address.
+	BearerTokens []TokenConfig `yaml:"bearer_tokens"`
+	// ConfigFile is a Prometheus exporter-toolkit web configuration file:
+	// TLS (tls_server_config) and basic auth (basic_auth_users) for the
+	// whole HTTP listener, re-read on every request.
+	ConfigFile string `yaml:"config_file"`
+}
+
+// TokenConfig is one API bearer token.
+type TokenConfig struct {
+	// Name says whose token it is (logs, revocation).
+	Name string `yaml:"name"`
+	// TokenFile holds the secret (surrounding white space is ignored).
+	TokenFile string `yaml:"token_file"`
+	// Role is read-only, the only role (and the default).
+	Role string `yaml:"role"`
 }
 
 // StoreConfig names the database.
@@ -186,6 +204,25 @@ func (c Config) Validate() error {
 	}
 	if c.Agents.ReportInterval < time.Second {
 		bad("agents.report_interval %s: want at least 1s", c.Agents.ReportInterval)
+	}
+	names := map[string]bool{}
+	for i, tk := range c.Web.BearerTokens {
+		switch {
+		case tk.Name == "":
+			bad("web.bearer_tokens[%d].name is empty", i)
+		case names[tk.Name]:
+			bad("web.bearer_tokens[%d].name %q: used twice", i, tk.Name)
+		}
+		names[tk.Name] = true
+		if tk.TokenFile == "" {
+			bad("web.bearer_tokens[%d].token_file is empty", i)
+		}
+		if tk.Role != "" && tk.Role != "read-only" {
+			bad("web.bearer_tokens[%d].role %q: want read-only (the only role)", i, tk.Role)
+		}
+	}
+	if c.Dev && !loopback(c.Web.ListenAddress) && len(c.Web.BearerTokens) == 0 && c.Web.BearerTokenFile == "" {
+		bad("web.listen_address %q is not a loopback address: in --dev mode that needs web.bearer_tokens", c.Web.ListenAddress)
 	}
 	if c.ShutdownTimeout <= 0 {
 		bad("shutdown_timeout %s: want more than 0", c.ShutdownTimeout)

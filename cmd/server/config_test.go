@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/plumbline/plumbline/internal/devca"
 )
 
@@ -27,8 +29,8 @@ func TestExampleConfig(t *testing.T) {
 	// plus its TLS paths.
 	want := DefaultConfig()
 	want.GRPC.TLS = TLSConfig{CertFile: "/etc/plumbline/tls/server.crt", KeyFile: "/etc/plumbline/tls/server.key", ClientCAFile: "/etc/plumbline/tls/agents-ca.crt"}
-	if cfg != want {
-		t.Errorf("example config = %+v\nwant the defaults %+v", cfg, want)
+	if diff := cmp.Diff(want, cfg); diff != "" {
+		t.Errorf("example config differs from the defaults (-want +got):\n%s", diff)
 	}
 	// Every key of Config is in the example (documented).
 	b, _ := os.ReadFile(exampleConfig)

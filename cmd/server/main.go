@@ -68,6 +68,9 @@ type listening func(grpcAddr, webAddr string)
 // runContext is run with the caller's context: the server stops when it
 // is cancelled.
 func runContext(ctx context.Context, args []string, stdout, stderr io.Writer, ready listening) int {
+	if len(args) > 0 && args[0] == "inventory" {
+		return runInventory(ctx, args[1:], stdout, stderr)
+	}
 	cfg, check, err := parseFlags(args, stdout, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -116,13 +119,14 @@ func parseFlags(args []string, stdout, stderr io.Writer) (Config, bool, error) {
 		keyFile    = fs.String("grpc.tls.key-file", "", "server key `file` (PEM)")
 		clientCA   = fs.String("grpc.tls.client-ca-file", "", "`file` of the CA(s) that sign agent certificates (PEM)")
 		webAddr    = fs.String("web.listen-address", d.Web.ListenAddress, "HTTP API listen `address` (--dev default: "+devWebAddress+")")
+		webConfig  = fs.String("web.config.file", "", "exporter-toolkit web configuration `file`: TLS and basic auth for the HTTP listener")
 		insecure   = fs.Bool("insecure", false, "serve gRPC in plaintext and trust each request's agent_id (testing only)")
 		baseIval   = fs.Duration("baseline.interval", defaultBaselineInterval, "how often the baseline evaluator judges new probe results")
 		logLevel   = fs.String("log.level", d.Log.Level, "log `level`: debug, info, warn, error")
 		logFormat  = fs.String("log.format", d.Log.Format, "log `format`: text or json")
 	)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "usage: server --config FILE [flags]\n       server --dev --data-dir DIR\n\nflags:\n")
+		fmt.Fprint(fs.Output(), "usage: server --config FILE [flags]\n       server --dev --data-dir DIR\n       server inventory list|summary [--url URL] [--token-file FILE] [--verdict misaligned ...]\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -168,6 +172,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (Config, bool, error) {
 		"grpc.tls.key-file":       func() { cfg.GRPC.TLS.KeyFile = *keyFile },
 		"grpc.tls.client-ca-file": func() { cfg.GRPC.TLS.ClientCAFile = *clientCA },
 		"web.listen-address":      func() { cfg.Web.ListenAddress = *webAddr },
+		"web.config.file":         func() { cfg.Web.ConfigFile = *webConfig },
 		"insecure":                func() { cfg.GRPC.Insecure = *insecure },
 		"log.level":               func() { cfg.Log.Level = *logLevel },
 		"log.format":              func() { cfg.Log.Format = *logFormat },
@@ -203,7 +208,10 @@ func checkConfig(cfg Config) error {
 	if _, err := bearerToken(cfg); err != nil {
 		return err
 	}
-	return nil
+	if _, err := apiTokens(cfg); err != nil {
+		return err
+	}
+	return checkWebConfig(cfg)
 }
 
 func bearerToken(cfg Config) (string, error) {
@@ -236,6 +244,14 @@ func serve(ctx context.Context, cfg Config, stdout io.Writer, logger *slog.Logge
 	if err != nil {
 		return err
 	}
+	tokens, err := apiTokens(cfg)
+	if err != nil {
+		return err
+	}
+	if err := checkWebConfig(cfg); err != nil {
+		return err
+	}
+	warnOpenAPI(cfg, tokens, logger)
 
 	svcOpts := ingest.Options{
 		Limits:                  ingest.Limits{MaxBatchRecords: cfg.GRPC.MaxBatch},
@@ -285,7 +301,7 @@ func serve(ctx context.Context, cfg Config, stdout io.Writer, logger *slog.Logge
 		gl.Close()
 		return fmt.Errorf("web listener: %w", err)
 	}
-	api := inventory.New(st, inventory.Options{BearerToken: token, Logger: logger})
+	api := inventory.New(st, inventory.Options{Tokens: tokens, Logger: logger.With("component", "inventory")})
 	eval, err := evaluator.New(st, evaluator.Options{Interval: cfg.BaselineInterval, Logger: logger.With("component", "evaluator")})
 	if err != nil {
 		gl.Close()
@@ -307,11 +323,16 @@ func serve(ctx context.Context, cfg Config, stdout io.Writer, logger *slog.Logge
 	evalDone := make(chan struct{})
 	go func() { defer close(evalDone); eval.Run(evalCtx) }()
 	defer func() { stopEval(); <-evalDone }()
+	// The inventory's full sync (requests sync incrementally).
+	syncCtx, stopSync := context.WithCancel(context.Background())
+	syncDone := make(chan struct{})
+	go func() { defer close(syncDone); api.Run(syncCtx) }()
+	defer func() { stopSync(); <-syncDone }()
 
 	errc := make(chan error, 2)
 	go func() { errc <- gs.Serve(gl) }()
 	go func() {
-		if err := hsrv.Serve(wl); !errors.Is(err, http.ErrServerClosed) {
+		if err := serveWeb(wl, hsrv, cfg, logger); !errors.Is(err, http.ErrServerClosed) {
 			errc <- err
 			return
 		}
@@ -381,8 +402,9 @@ func metricsHandler(st *store.Store, eval *evaluator.Evaluator, cfg Config, toke
 		AgentStaleAfter: stale,
 		Evaluator: func() exporter.EvaluatorStatus {
 			s := eval.Status()
-			return exporter.EvaluatorStatus{LastSuccess: s.LastSuccess, Runs: s.Runs, Failures: s.Failures}
+			return exporter.EvaluatorStatus{LastSuccess: s.LastSuccess, Passes: s.Passes, Runs: s.Runs, Failures: s.Failures}
 		},
+		MaxAge: cfg.BaselineInterval, // a change nothing signals shows within one evaluator interval
 		Logger: logger.With("component", "exporter"),
 	})
 	if err != nil {

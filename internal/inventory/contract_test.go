@@ -73,7 +73,7 @@ func TestOpenAPIContract(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			srv := httptest.NewServer(New(st, Options{Tokens: []Token{{Name: "test", Secret: "tok"}}, SyncPeriod: -1}))
+			srv := httptest.NewServer(New(st, Options{Tokens: []Token{{Name: "test", Secret: "tok"}}, SyncPeriod: 0}))
 			defer srv.Close()
 			_, body := get(t, srv.URL+"/api/v1/volumes?host=db00.example&mount_point=/data0", "Authorization", "Bearer tok")
 			id := body["volumes"].([]any)[0].(map[string]any)["id"].(string)

@@ -17,8 +17,9 @@
 //
 // Queries run against the store's inventory tables (migration 00003),
 // which the API keeps in step with the volumes table (store.SyncInventory):
-// before a request when the last sync is older than the sync period, and
-// in full every FullSyncInterval while Run runs.
+// incrementally before each request (only the hosts with a geometry record
+// received since the last sync), and in full every FullSyncInterval while
+// Run runs.
 //
 // Errors are JSON: {"error": "...", "parameter": "...", "allowed": [...]};
 // a bad parameter is a 400 naming it, an unknown id a 404, and no user
@@ -84,11 +85,11 @@ type Options struct {
 	// ReadyTimeout bounds the /readyz store check (default 2s).
 	ReadyTimeout time.Duration
 	// SyncPeriod is the least time between two syncs a request starts
-	// (0: adaptive — four times as long as the last sync took, at most 2s,
-	// so cheap syncs run before every request; < 0: before every request).
+	// (0: an incremental sync before every request; one request at a time
+	// runs it, the others read what is there).
 	SyncPeriod time.Duration
-	// SyncMargin is how far before the last sync's latest agent last-seen
-	// time an incremental sync looks (default 1m).
+	// SyncMargin is how far before the last sync's latest geometry record
+	// an incremental sync looks (default 30s).
 	SyncMargin time.Duration
 	// FullSyncInterval is how often Run syncs every volume (default 5m).
 	FullSyncInterval time.Duration
@@ -105,7 +106,6 @@ type API struct {
 	synced   bool       // a full sync has completed
 	since    time.Time  // the next incremental sync's since
 	lastEnd  time.Time
-	lastTook time.Duration
 }
 
 // New returns the API over st.
@@ -117,7 +117,7 @@ func New(st Store, opts Options) *API {
 		opts.ReadyTimeout = 2 * time.Second
 	}
 	if opts.SyncMargin <= 0 {
-		opts.SyncMargin = time.Minute
+		opts.SyncMargin = 30 * time.Second
 	}
 	if opts.FullSyncInterval <= 0 {
 		opts.FullSyncInterval = 5 * time.Minute
@@ -196,13 +196,13 @@ func (a *API) syncLocked(ctx context.Context, full bool) error {
 	if since.IsZero() {
 		a.synced = true
 	}
-	if !st.LastSeen.IsZero() {
-		next := st.LastSeen.Add(-a.opts.SyncMargin)
+	if !st.LastReceived.IsZero() {
+		next := st.LastReceived.Add(-a.opts.SyncMargin)
 		if next.After(a.since) || since.IsZero() {
 			a.since = next
 		}
 	}
-	a.lastEnd, a.lastTook = time.Now(), took
+	a.lastEnd = time.Now()
 	return nil
 }
 
@@ -211,16 +211,12 @@ func (a *API) syncLocked(ctx context.Context, full bool) error {
 // finds a sync running does not wait for it.
 func (a *API) refresh(ctx context.Context) error {
 	a.stateMu.Lock()
-	synced, lastEnd, took := a.synced, a.lastEnd, a.lastTook
+	synced, lastEnd := a.synced, a.lastEnd
 	a.stateMu.Unlock()
 	if !synced {
 		return a.Sync(ctx, false)
 	}
-	period := a.opts.SyncPeriod
-	if period == 0 {
-		period = min(4*took, 2*time.Second)
-	}
-	if period > 0 && time.Since(lastEnd) < period {
+	if period := a.opts.SyncPeriod; period > 0 && time.Since(lastEnd) < period {
 		return nil
 	}
 	if !a.syncMu.TryLock() {

@@ -187,7 +187,7 @@ func TestFilters(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			srv := httptest.NewServer(New(st, Options{SyncPeriod: -1}))
+			srv := httptest.NewServer(New(st, Options{SyncPeriod: 0}))
 			defer srv.Close()
 			all := list(t, srv.URL, "", 1000)
 			if len(all) != 36 {
@@ -274,7 +274,7 @@ func TestSort(t *testing.T) {
 		t.Run(e.name, func(t *testing.T) {
 			st := openStore(t, e.dsn(t))
 			seedFleet(t, st, 7, 3)
-			srv := httptest.NewServer(New(st, Options{SyncPeriod: -1}))
+			srv := httptest.NewServer(New(st, Options{SyncPeriod: 0}))
 			defer srv.Close()
 			all := ids(list(t, srv.URL, "", 1000))
 			slices.Sort(all)
@@ -352,7 +352,7 @@ func TestPagingWhileReporting(t *testing.T) {
 		t.Run(e.name, func(t *testing.T) {
 			st := openStore(t, e.dsn(t))
 			seedFleet(t, st, 20, 3)
-			srv := httptest.NewServer(New(st, Options{SyncPeriod: -1}))
+			srv := httptest.NewServer(New(st, Options{SyncPeriod: 0}))
 			defer srv.Close()
 			before := ids(list(t, srv.URL, "", 1000))
 
@@ -401,7 +401,7 @@ func TestCSV(t *testing.T) {
 			st := openStore(t, e.dsn(t))
 			seedFleet(t, st, 3, 2)
 			report(t, st, "evil", `=HYPERLINK("x"),db`, 1, fleetVolume(0, `/data,"quoted"`))
-			srv := httptest.NewServer(New(st, Options{SyncPeriod: -1}))
+			srv := httptest.NewServer(New(st, Options{SyncPeriod: 0}))
 			defer srv.Close()
 			for _, how := range []struct{ query, accept string }{{"?format=csv", ""}, {"", "text/csv"}, {"?format=csv&verdict=misaligned", ""}} {
 				req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/volumes"+how.query, nil)
@@ -475,7 +475,7 @@ func TestCSV(t *testing.T) {
 func TestBadParameters(t *testing.T) {
 	st := openStore(t, "sqlite://"+t.TempDir()+"/p.db")
 	seedFleet(t, st, 2, 2)
-	srv := httptest.NewServer(New(st, Options{SyncPeriod: -1}))
+	srv := httptest.NewServer(New(st, Options{SyncPeriod: 0}))
 	defer srv.Close()
 	code, body := get(t, srv.URL+"/api/v1/volumes?limit=1")
 	other, _ := body["next_page_token"].(string)
@@ -538,7 +538,7 @@ func TestAuth(t *testing.T) {
 		t.Run(e.name, func(t *testing.T) {
 			st := openStore(t, e.dsn(t))
 			seedFleet(t, st, 1, 1)
-			srv := httptest.NewServer(New(st, Options{Tokens: []Token{{Name: "grafana", Secret: "t1"}, {Name: "cli", Secret: "t2"}}, SyncPeriod: -1}))
+			srv := httptest.NewServer(New(st, Options{Tokens: []Token{{Name: "grafana", Secret: "t1"}, {Name: "cli", Secret: "t2"}}, SyncPeriod: 0}))
 			defer srv.Close()
 			code, body := get(t, srv.URL+"/api/v1/volumes", "Authorization", "Bearer t2")
 			if code != 200 {

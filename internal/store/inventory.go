@@ -97,8 +97,9 @@ type DeriveFunc func(v Volume) (InventoryVolume, error)
 // SyncStats says what one SyncInventory did.
 type SyncStats struct {
 	Updated, Removed, Failed int
-	// LastSeen is the latest last-seen time of any agent when the sync began.
-	LastSeen time.Time
+	// LastReceived is the latest receive time of a geometry record when
+	// the sync began.
+	LastReceived time.Time
 }
 
 // syncBatch is how many volumes one sync transaction writes.
@@ -111,20 +112,21 @@ const syncBatch = 500
 // row is only ever replaced by one derived from the same or a newer
 // sequence. A volume derive fails on is skipped (and counted).
 //
-// With a non-zero since, only the volumes of agents last seen at or after
-// since are compared (every stored batch and every Hello moves an agent's
-// last-seen time to the storing server's clock): a cheap incremental sync.
-// SyncStats.LastSeen is the latest last-seen time among the agents, the
-// since of the next incremental sync (minus a margin for transactions
-// still open and clock differences between replicas; a full sync now and
-// then covers whatever the margin misses).
+//
+// With a non-zero since, only the volumes of agents with a geometry record
+// received at or after since are compared (volumes change only with a
+// geometry record): a cheap incremental sync. SyncStats.LastReceived is
+// the latest such receive time when the sync began: the since of the next
+// incremental sync, less a margin for transactions still open and clock
+// differences between replicas. A full sync now and then covers whatever
+// the margin misses, and host renames (a Hello without a snapshot).
 func (s *Store) SyncInventory(ctx context.Context, derive DeriveFunc, since time.Time) (SyncStats, error) {
 	var st SyncStats
-	var maxSeen sql.NullInt64
-	if err := s.db.QueryRowContext(ctx, `SELECT MAX(last_seen_ns) FROM agents`).Scan(&maxSeen); err != nil {
+	var last sql.NullInt64
+	if err := s.db.QueryRowContext(ctx, `SELECT MAX(received_ns) FROM records WHERE kind = 'geometry'`).Scan(&last); err != nil {
 		return st, fmt.Errorf("sync inventory: %w", err)
 	}
-	st.LastSeen = fromUnixNano(maxSeen.Int64)
+	st.LastReceived = fromUnixNano(last.Int64)
 	type key struct{ agent, mount string }
 	var dirty []key
 	var gone []string
@@ -136,7 +138,7 @@ WHERE ((v.present AND (f.volume_id IS NULL OR f.sequence <> v.sequence OR f.host
    OR (NOT v.present AND f.volume_id IS NOT NULL))`
 	var args []any
 	if !since.IsZero() {
-		query += ` AND v.agent_id IN (SELECT agent_id FROM agents WHERE last_seen_ns >= ?)`
+		query += ` AND v.agent_id IN (SELECT agent_id FROM records WHERE kind = 'geometry' AND received_ns >= ?)`
 		args = append(args, unixNano(since))
 	}
 	rows, err := s.db.QueryContext(ctx, s.q(query), args...)

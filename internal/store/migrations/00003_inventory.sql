@@ -101,14 +101,16 @@ CREATE TABLE inventory_history_mark (
 CREATE INDEX volumes_inventory_sync ON volumes (agent_id, mount_point, sequence, present);
 -- Hosts by name, for the hosts endpoints' keyset paging.
 CREATE INDEX agents_hostname ON agents (hostname, agent_id);
--- Agents seen since a time: the incremental inventory sync.
-CREATE INDEX agents_last_seen ON agents (last_seen_ns);
+-- Geometry records received since a time: which agents' volumes the
+-- incremental inventory sync compares (partial: probe records, the bulk of
+-- the table, are not indexed).
+CREATE INDEX records_geometry_received ON records (received_ns, agent_id) WHERE kind = 'geometry';
 -- A host's geometry records in order, for the history.
 CREATE INDEX records_geometry ON records (agent_id, kind, sequence);
 
 -- +goose Down
 DROP INDEX records_geometry;
-DROP INDEX agents_last_seen;
+DROP INDEX records_geometry_received;
 DROP INDEX agents_hostname;
 DROP INDEX volumes_inventory_sync;
 DROP TABLE inventory_history_mark;

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/plumbline/plumbline/internal/devca"
+	"github.com/plumbline/plumbline/internal/ingest"
+	"github.com/plumbline/plumbline/internal/store"
+	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
+)
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestAPITokens(t *testing.T) {
+	dir := t.TempDir()
+	t1 := writeFile(t, dir, "t1", "secret-one\n")
+	t2 := writeFile(t, dir, "t2", "secret-two")
+	empty := writeFile(t, dir, "empty", " \n")
+	basic := writeFile(t, dir, "web.yml", "basic_auth_users:\n  ops: $2y$10$abc\n")
+	tokens := []TokenConfig{{Name: "grafana", TokenFile: t1}, {Name: "cli", TokenFile: t2, Role: "read-only"}}
+	tests := []struct {
+		name    string
+		cfg     Config
+		want    []string
+		wantErr string
+	}{
+		{"dev on loopback needs none", Config{Dev: true, Web: WebConfig{ListenAddress: "127.0.0.1:9464", BearerTokens: tokens}}, nil, ""},
+		{"dev elsewhere uses them", Config{Dev: true, Web: WebConfig{ListenAddress: ":9464", BearerTokens: tokens}}, []string{"secret-one", "secret-two"}, ""},
+		{"tokens and the token file", Config{Web: WebConfig{ListenAddress: ":9464", BearerTokenFile: t2, BearerTokens: tokens[:1]}}, []string{"secret-two", "secret-one"}, ""},
+		{"empty token", Config{Web: WebConfig{ListenAddress: ":9464", BearerTokens: []TokenConfig{{Name: "x", TokenFile: empty}}}}, nil, "is empty"},
+		{"missing file", Config{Web: WebConfig{ListenAddress: ":9464", BearerTokens: []TokenConfig{{Name: "x", TokenFile: dir + "/nope"}}}}, nil, "no such file"},
+		{"tokens and basic auth", Config{Web: WebConfig{ListenAddress: ":9464", BearerTokens: tokens, ConfigFile: basic}}, nil, "choose one"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := apiTokens(tt.cfg)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("apiTokens = %v, %v; want an error with %q", got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var secrets []string
+			for _, tok := range got {
+				secrets = append(secrets, tok.Secret)
+			}
+			if strings.Join(secrets, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("tokens = %v, want %v", secrets, tt.want)
+			}
+		})
+	}
+}
+
+func TestBadWebConfig(t *testing.T) {
+	tests := []struct{ yaml, want string }{
+		{"grpc:\n  insecure: true\nweb:\n  bearer_tokens:\n  - token_file: /x\n", "web.bearer_tokens[0].name is empty"},
+		{"grpc:\n  insecure: true\nweb:\n  bearer_tokens:\n  - name: a\n", "web.bearer_tokens[0].token_file is empty"},
+		{"grpc:\n  insecure: true\nweb:\n  bearer_tokens:\n  - {name: a, token_file: /x, role: admin}\n", `role "admin": want read-only`},
+		{"grpc:\n  insecure: true\nweb:\n  bearer_tokens:\n  - {name: a, token_file: /x}\n  - {name: a, token_file: /y}\n", "used twice"},
+		{"grpc:\n  insecure: true\nweb:\n  bearer_tokenz: []\n", "field bearer_tokenz not found"},
+	}
+	for _, tt := range tests {
+		cfg := DefaultConfig()
+		err := decodeConfig(strings.NewReader(tt.yaml), &cfg)
+		if err == nil {
+			err = cfg.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: %v, want an error with %q", tt.yaml, err, tt.want)
+		}
+	}
+	cfg := DefaultConfig()
+	cfg.Dev, cfg.Web.ListenAddress = true, "0.0.0.0:9464"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "not a loopback address") {
+		t.Errorf("--dev on 0.0.0.0 without tokens: %v, want an error", err)
+	}
+}
+
+// TestWebConfigTLSAndBasicAuth serves the HTTP listener with an
+// exporter-toolkit web config: TLS and basic auth on every path.
+func TestWebConfigTLSAndBasicAuth(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := devca.Create(filepath.Join(dir, "ca"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := ca.IssueServer("127.0.0.1", "localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crt, key := filepath.Join(dir, "web.crt"), filepath.Join(dir, "web.key")
+	if err := leaf.WriteFiles(crt, key); err != nil {
+		t.Fatal(err)
+	}
+	hash, _ := bcrypt.GenerateFromPassword([]byte("pa55"), bcrypt.MinCost)
+	webYML := writeFile(t, dir, "web.yml", "tls_server_config:\n  cert_file: "+crt+"\n  key_file: "+key+"\nbasic_auth_users:\n  ops: "+string(hash)+"\n")
+	cfgYML := writeFile(t, dir, "server.yaml", "data_dir: "+dir+"\ngrpc:\n  insecure: true\n  listen_address: 127.0.0.1:0\nweb:\n  listen_address: 127.0.0.1:0\n  config_file: "+webYML+"\n")
+	if code := runContext(context.Background(), []string{"--config", cfgYML, "--config.check"}, &bytes.Buffer{}, &bytes.Buffer{}, nil); code != 0 {
+		t.Fatalf("--config.check = %d", code)
+	}
+	p := startInProcess(t, "--config", cfgYML)
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool()}}}
+	for _, tt := range []struct {
+		path, user, pass string
+		code             int
+	}{
+		{"/api/v1/volumes", "ops", "pa55", 200},
+		{"/api/v1/summary", "ops", "pa55", 200},
+		{"/api/v1/volumes", "ops", "wrong", 401},
+		{"/api/v1/volumes", "", "", 401},
+		{"/healthz", "", "", 401},
+	} {
+		req, _ := http.NewRequest("GET", "https://"+p.webAddr+tt.path, nil)
+		if tt.user != "" {
+			req.SetBasicAuth(tt.user, tt.pass)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", tt.path, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tt.code {
+			t.Errorf("GET https://%s%s as %q = %d, want %d", p.webAddr, tt.path, tt.user, resp.StatusCode, tt.code)
+		}
+	}
+	if resp, err := http.Get("http://" + p.webAddr + "/healthz"); err == nil && resp.StatusCode == 200 {
+		t.Error("plain HTTP answered 200 on a TLS listener")
+	}
+}
+
+// TestInventoryCLI runs `server inventory list` against a dev server.
+func TestInventoryCLI(t *testing.T) {
+	dir := t.TempDir()
+	p := startInProcess(t, "--dev", "--data-dir", dir, "--grpc.listen-address", "127.0.0.1:0", "--web.listen-address", "127.0.0.1:0")
+	st, err := store.Open(context.Background(), "sqlite://"+filepath.Join(dir, "plumbline.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	for i, id := range []string{"cli-a", "cli-b"} {
+		if err := st.UpsertAgent(ctx, store.Agent{ID: id, Hostname: id + ".example"}); err != nil {
+			t.Fatal(err)
+		}
+		v := misaligned("/data")
+		if i == 1 {
+			v.Layers[1].OffsetBytes = u64(1 << 20)
+		}
+		b, err := ingest.ValidateReport(&plumblinev1.ReportRequest{AgentId: id, Records: []*plumblinev1.Record{{Sequence: 1, ProducedAt: timestamppb.Now(),
+			Payload: &plumblinev1.Record_Geometry{Geometry: &plumblinev1.GeometrySnapshot{Trigger: "start",
+				Inventory: &plumblinev1.Inventory{Volumes: []*plumblinev1.Volume{v}}}}}}}, ingest.Limits{}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.AppendBatch(ctx, id, b.Records); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := runContext(ctx, []string{"inventory", "list", "--url", "http://" + p.webAddr, "--verdict", "misaligned"}, &out, &errb, nil); code != 0 {
+		t.Fatalf("inventory list = %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "cli-a.example") || strings.Contains(out.String(), "cli-b.example") || !strings.Contains(out.String(), "32256") {
+		t.Errorf("inventory list --verdict misaligned:\n%s", out.String())
+	}
+	out.Reset()
+	if code := runContext(ctx, []string{"inventory", "list", "--url", "http://" + p.webAddr, "--format", "csv"}, &out, &errb, nil); code != 0 ||
+		!strings.HasPrefix(out.String(), "id,host,") || strings.Count(out.String(), "\n") != 3 {
+		t.Errorf("inventory list --format csv = %d:\n%s%s", code, out.String(), errb.String())
+	}
+	errb.Reset()
+	if code := runContext(ctx, []string{"inventory", "list", "--url", "http://" + p.webAddr, "--verdict", "crooked"}, &out, &errb, nil); code != 1 ||
+		!strings.Contains(errb.String(), "allowed: aligned, misaligned, unknown") {
+		t.Errorf("inventory list --verdict crooked = %d: %s", code, errb.String())
+	}
+}
