@@ -124,10 +124,14 @@ func Evaluate(v *plumblinev1.Volume) *plumblinev1.Alignment {
 	}
 
 	if !known {
+		devKey := "/dev/" + deviceOr(disk, "sdX")
+		if windowsFS(fs.GetType()) {
+			devKey = deviceOr(disk, "PhysicalDriveN")
+		}
 		f.add(RuleStripeUnitUnknown, Info,
 			"no RAID layer or stripe hint is known for this volume, so only the physical-sector rule was checked",
-			fmt.Sprintf("if %s sits on hardware RAID, declare it in the agent config: declared_devices: [{device: /dev/%s, raid: {level: raid10, stripe_unit: 64KiB, disks: 4}}]",
-				deviceOr(disk, "the disk"), deviceOr(disk, "sdX")))
+			fmt.Sprintf("if %s sits on hardware RAID, declare it in the agent config: declared_devices: [{device: %s, raid: {level: raid10, stripe_unit: 64KiB, disks: 4}}]",
+				deviceOr(disk, "the disk"), devKey))
 	} else {
 		unitVsAllocation(&f, v, stripe)
 		stripeHints(&f, v, stripe)

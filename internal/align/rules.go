@@ -24,8 +24,8 @@ func unitVsAllocation(f *findings, v *plumblinev1.Volume, st stripe) {
 	}
 	fix := fmt.Sprintf("re-create the file system with an allocation unit that divides %s", human(st.unit))
 	if windowsFS(v.GetFilesystem().GetType()) {
-		fix = fmt.Sprintf("move the data off and re-format with an allocation unit that divides %s: format X: /FS:%s /A:%dK /Q",
-			human(st.unit), strings.ToUpper(v.GetFilesystem().GetType()), gcd(st.unit, recommendedCluster)>>10)
+		fix = fmt.Sprintf("move the data off and re-format with an allocation unit that divides %s: format %s /FS:%s /A:%dK /Q",
+			human(st.unit), formatTarget(v), strings.ToUpper(v.GetFilesystem().GetType()), gcd(st.unit, recommendedCluster)>>10)
 	}
 	f.add(RuleStripeUnitAllocationUnit, Warning,
 		fmt.Sprintf("the %s stripe unit of %s is not a multiple of the %s allocation unit: some clusters straddle two stripe units",
@@ -96,7 +96,7 @@ func allocationUnit(f *findings, v *plumblinev1.Volume) {
 		if bs < recommendedCluster {
 			f.add(RuleAllocationUnitBelowRecommended, Info,
 				fmt.Sprintf("the %s allocation unit is %s; 64 KiB is recommended for database data volumes", strings.ToUpper(fs.GetType()), human(bs)),
-				fmt.Sprintf("move the data off and re-format: format X: /FS:%s /A:64K /Q", strings.ToUpper(fs.GetType())))
+				fmt.Sprintf("move the data off and re-format: format %s /FS:%s /A:64K /Q", formatTarget(v), strings.ToUpper(fs.GetType())))
 		}
 		return
 	}
@@ -126,4 +126,17 @@ func widthWord(n uint64) string {
 		return "unknown"
 	}
 	return human(n)
+}
+
+// formatTarget is what format.exe is given: the volume's drive letter
+// (D:) or its mount folder, X: when neither is known.
+func formatTarget(v *plumblinev1.Volume) string {
+	mp := v.GetMountPoint()
+	switch {
+	case len(mp) == 3 && mp[1] == ':' && mp[2] == '\\':
+		return mp[:2]
+	case len(mp) > 3 && mp[1] == ':':
+		return mp
+	}
+	return "X:"
 }

@@ -226,8 +226,8 @@ func (s *stack) repartitionRemedy(v *plumblinev1.Volume, disk string, alignTo, l
 		logical = 512
 	}
 	if windowsFS(v.GetFilesystem().GetType()) {
-		return fmt.Sprintf("a partition keeps its offset for life: move the data off, then in diskpart: select disk N; create partition primary align=%d; format fs=%s unit=64K quick; and restore",
-			alignTo>>10, strings.ToLower(v.GetFilesystem().GetType()))
+		return fmt.Sprintf("a partition keeps its offset for life: move the data off, then in diskpart: select disk %s; create partition primary align=%d; format fs=%s unit=64K quick; and restore",
+			windowsDiskNumber(disk), alignTo>>10, strings.ToLower(v.GetFilesystem().GetType()))
 	}
 	return fmt.Sprintf("a partition keeps its offset for life: move the data off, re-create the partition at a %s boundary (parted -s /dev/%s unit s mkpart primary %ds 100%%: %d sectors of %d bytes), re-create the file system, and restore",
 		human(alignTo), disk, alignTo/logical, alignTo/logical, logical)
@@ -239,4 +239,15 @@ func windowsFS(t string) bool {
 		return true
 	}
 	return false
+}
+
+// windowsDiskNumber is diskpart's number of a Windows disk layer
+// (PhysicalDrive2 is disk 2), or N when the name is not one.
+func windowsDiskNumber(device string) string {
+	const prefix = "PhysicalDrive"
+	n := strings.TrimPrefix(device, prefix)
+	if n == device || n == "" || strings.Trim(n, "0123456789") != "" {
+		return "N"
+	}
+	return n
 }

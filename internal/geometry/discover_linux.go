@@ -753,33 +753,7 @@ func (d *discoverer) readMD(l *plumblinev1.Layer, dir string) {
 // applyDeclared turns a whole disk the operator declared as a hardware
 // array into a raid layer.
 func (d *discoverer) applyDeclared(l *plumblinev1.Layer, decl DeclaredDevice) {
-	l.Kind = KindRAID
-	l.Source = SourceDeclared
-	r := decl.RAID
-	if r.Level != "" {
-		l.RaidLevel = r.Level
-		l.Sources["raid_level"] = SourceDeclared
-	} else {
-		addUnknown(l, "raid_level", "not declared")
-	}
-	if r.StripeUnit > 0 {
-		l.StripeUnitBytes = uint64(r.StripeUnit)
-		l.Sources["stripe_unit_bytes"] = SourceDeclared
-	} else {
-		addUnknown(l, "stripe_unit_bytes", "not declared")
-	}
-	if r.Disks > 0 {
-		l.RaidDisks = r.Disks
-		l.Sources["raid_disks"] = SourceDeclared
-		if n, err := declaredDataDisks(r.Level, r.Disks, r.Spans); err != nil {
-			addUnknown(l, "raid_data_disks", err.Error())
-		} else {
-			l.RaidDataDisks = n
-			l.Sources["raid_data_disks"] = SourceDeclared
-		}
-	} else {
-		addUnknown(l, "raid_disks", "not declared")
-	}
+	applyDeclaredRAID(l, decl)
 }
 
 // resolveDeclared maps each declared device to the kernel name of a whole
@@ -798,6 +772,10 @@ func (d *discoverer) resolveDeclared() {
 		}
 	}
 	for _, decl := range d.opts.Declared {
+		if decl.Device == "" {
+			d.warnings = append(d.warnings, fmt.Sprintf("declared device %s: matching by serial or model is Windows-only; on Linux name the disk (device: /dev/disk/by-id/...)", declaredLabel(decl)))
+			continue
+		}
 		name := d.declaredName(decl)
 		if name == "" {
 			d.warnings = append(d.warnings, fmt.Sprintf("declared device %s matches no block device in %s", decl.Device, filepath.Join(d.sys, "dev", "block")))
@@ -970,17 +948,4 @@ func (d *discoverer) reason(p string, err error) string {
 		return d.rel(p) + ": unreadable"
 	}
 	return d.rel(p) + ": " + err.Error()
-}
-
-func addUnknown(l *plumblinev1.Layer, field, reason string) {
-	l.Unknown = append(l.Unknown, &plumblinev1.Unknown{Field: field, Reason: reason})
-}
-
-func hasUnknown(l *plumblinev1.Layer, field string) bool {
-	for _, u := range l.Unknown {
-		if u.Field == field {
-			return true
-		}
-	}
-	return false
 }

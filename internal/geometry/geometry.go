@@ -78,8 +78,12 @@ type Options struct {
 }
 
 // DeclaredDevice is hardware RAID the OS cannot see, declared by the operator.
+// On Linux it is named by Device; on Windows by Device (PhysicalDriveN),
+// Serial or Model, and every one given must match.
 type DeclaredDevice struct {
-	Device string // /dev/sdb or a /dev/disk/by-id link
+	Device string // /dev/sdb or a /dev/disk/by-id link; on Windows PhysicalDrive2 or \\.\PhysicalDrive2
+	Serial string // Windows: the disk's serial number (STORAGE_DEVICE_DESCRIPTOR)
+	Model  string // Windows: the disk's model (vendor and product id)
 	RAID   DeclaredRAID
 }
 

@@ -1,0 +1,207 @@
+package geometry
+
+// The live Windows host as a winSource: the Win32 volume APIs, IOCTLs on
+// handles opened with access 0 (no administrator rights needed, except
+// that NTFS refuses FSCTL_GET_NTFS_VOLUME_DATA to non-administrators, in
+// which case GetDiskFreeSpace gives the cluster size), and the Storage WMI
+// namespace through PowerShell's CIM cmdlets (no cgo, no COM binding).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/windows"
+)
+
+// recorder is the capture hook of Linux discovery; Windows has none.
+type recorder interface{}
+
+func discover(ctx context.Context, opts Options, rec recorder) (Result, error) {
+	return discoverWindows(ctx, opts, win32Source{})
+}
+
+type win32Source struct{}
+
+var _ winSource = win32Source{}
+
+var (
+	modkernel32          = windows.NewLazySystemDLL("kernel32.dll")
+	procGetDiskFreeSpace = modkernel32.NewProc("GetDiskFreeSpaceW")
+)
+
+func (win32Source) volumes(ctx context.Context) ([]winVolume, error) {
+	buf := make([]uint16, windows.MAX_PATH+1)
+	h, err := windows.FindFirstVolume(&buf[0], uint32(len(buf)))
+	if err != nil {
+		return nil, fmt.Errorf("FindFirstVolume: %w", err)
+	}
+	defer windows.FindVolumeClose(h)
+	var out []winVolume
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		out = append(out, readVolume(windows.UTF16ToString(buf)))
+		if err := windows.FindNextVolume(h, &buf[0], uint32(len(buf))); err != nil {
+			if errors.Is(err, windows.ERROR_NO_MORE_FILES) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("FindNextVolume: %w", err)
+		}
+	}
+}
+
+// readVolume gathers the Win32 facts of one volume GUID path (\\?\Volume{...}\).
+func readVolume(guidPath string) winVolume {
+	v := winVolume{GUIDPath: guidPath}
+	p16, _ := windows.UTF16PtrFromString(guidPath)
+	v.DriveType = windows.GetDriveType(p16)
+
+	// QueryDosDevice wants Volume{...} without \\?\ and the trailing \.
+	name := strings.TrimSuffix(strings.TrimPrefix(guidPath, `\\?\`), `\`)
+	if n16, err := windows.UTF16PtrFromString(name); err == nil {
+		dev := make([]uint16, windows.MAX_PATH)
+		if n, err := windows.QueryDosDevice(n16, &dev[0], uint32(len(dev))); err == nil && n > 0 {
+			v.NTDevice = windows.UTF16ToString(dev)
+		}
+	}
+
+	var need uint32
+	names := make([]uint16, 1024)
+	err := windows.GetVolumePathNamesForVolumeName(p16, &names[0], uint32(len(names)), &need)
+	if errors.Is(err, windows.ERROR_MORE_DATA) {
+		names = make([]uint16, need)
+		err = windows.GetVolumePathNamesForVolumeName(p16, &names[0], uint32(len(names)), &need)
+	}
+	if err == nil {
+		// A list of NUL-terminated strings ending with an empty one.
+		for start, i := 0, 0; i < len(names); i++ {
+			if names[i] == 0 {
+				if i == start {
+					break
+				}
+				v.MountPoints = append(v.MountPoints, windows.UTF16ToString(names[start:i]))
+				start = i + 1
+			}
+		}
+	}
+
+	label := make([]uint16, windows.MAX_PATH+1)
+	fsName := make([]uint16, windows.MAX_PATH+1)
+	var serial, maxComp, flags uint32
+	if err := windows.GetVolumeInformation(p16, &label[0], uint32(len(label)), &serial, &maxComp, &flags, &fsName[0], uint32(len(fsName))); err != nil {
+		v.InfoError = err.Error()
+	} else {
+		v.Label, v.FSName, v.SerialNumber = windows.UTF16ToString(label), windows.UTF16ToString(fsName), serial
+	}
+
+	var spc, bps, free, total uint32
+	r, _, callErr := procGetDiskFreeSpace.Call(uintptr(unsafe.Pointer(p16)),
+		uintptr(unsafe.Pointer(&spc)), uintptr(unsafe.Pointer(&bps)), uintptr(unsafe.Pointer(&free)), uintptr(unsafe.Pointer(&total)))
+	if r == 0 {
+		v.FreeSpaceError = callErr.Error()
+	} else {
+		v.SectorsPerCluster, v.BytesPerSector, v.TotalClusters = spc, bps, total
+	}
+	var avail, totalBytes, totalFree uint64
+	if windows.GetDiskFreeSpaceEx(p16, &avail, &totalBytes, &totalFree) == nil {
+		v.TotalBytes = totalBytes
+	}
+	return v
+}
+
+// openDevice opens a volume or disk with access 0 (query only) and full
+// sharing, so that no lock is taken and no right beyond a user's is needed.
+func openDevice(p string) (windows.Handle, error) {
+	p16, err := windows.UTF16PtrFromString(p)
+	if err != nil {
+		return windows.InvalidHandle, err
+	}
+	h, err := windows.CreateFile(p16, 0,
+		windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE|windows.FILE_SHARE_DELETE,
+		nil, windows.OPEN_EXISTING, 0, 0)
+	if err != nil {
+		return windows.InvalidHandle, fmt.Errorf("open %s: %w", p, err)
+	}
+	return h, nil
+}
+
+// ioctl sends code and grows the output buffer while the driver says it is
+// too small.
+func ioctl(p string, code uint32, in []byte) ([]byte, error) {
+	h, err := openDevice(p)
+	if err != nil {
+		return nil, err
+	}
+	defer windows.CloseHandle(h)
+	var inPtr *byte
+	if len(in) > 0 {
+		inPtr = &in[0]
+	}
+	size := 4096
+	for range 8 {
+		out := make([]byte, size)
+		var n uint32
+		err := windows.DeviceIoControl(h, code, inPtr, uint32(len(in)), &out[0], uint32(len(out)), &n, nil)
+		switch {
+		case err == nil:
+			return out[:n], nil
+		case errors.Is(err, windows.ERROR_MORE_DATA), errors.Is(err, windows.ERROR_INSUFFICIENT_BUFFER):
+			size *= 4
+		default:
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("output larger than %d bytes", size)
+}
+
+func (win32Source) volumeIoctl(v winVolume, code uint32, in []byte) ([]byte, error) {
+	// CreateFile opens the volume itself without the trailing backslash
+	// (with it, the root directory).
+	return ioctl(strings.TrimSuffix(v.GUIDPath, `\`), code, in)
+}
+
+func (win32Source) diskIoctl(disk uint32, code uint32, in []byte) ([]byte, error) {
+	return ioctl(`\\.\`+physicalDriveName(disk), code, in)
+}
+
+// spacesQuery lists MSFT_VirtualDisk rows with the number of the disk each
+// one surfaces as, as JSON, through the CIM cmdlets (WMI's Storage
+// namespace). Only run when a disk reports BusTypeSpaces.
+const spacesQuery = `$ErrorActionPreference = 'Stop'
+@(Get-CimInstance -Namespace root/Microsoft/Windows/Storage -ClassName MSFT_VirtualDisk | ForEach-Object {
+  $d = Get-CimAssociatedInstance -InputObject $_ -ResultClassName MSFT_Disk | Select-Object -First 1
+  [pscustomobject]@{
+    DiskNumber = if ($d) { [uint32]$d.Number } else { $null }
+    FriendlyName = $_.FriendlyName; UniqueId = $_.UniqueId
+    ResiliencySettingName = $_.ResiliencySettingName
+    NumberOfColumns = [uint32]$_.NumberOfColumns; NumberOfDataCopies = [uint32]$_.NumberOfDataCopies
+    PhysicalDiskRedundancy = [uint32]$_.PhysicalDiskRedundancy; Interleave = [uint64]$_.Interleave
+    LogicalSectorSize = [uint64]$_.LogicalSectorSize; PhysicalSectorSize = [uint64]$_.PhysicalSectorSize
+    Size = [uint64]$_.Size
+  }
+}) | ConvertTo-Json -Compress -Depth 2`
+
+func (win32Source) virtualDisks(ctx context.Context) ([]spacesVirtualDisk, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "powershell.exe", "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-Command", spacesQuery)
+	cmd.SysProcAttr = &syscall.SysProcAttr{HideWindow: true}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if len(msg) > 300 {
+			msg = msg[:300]
+		}
+		return nil, fmt.Errorf("powershell Get-CimInstance MSFT_VirtualDisk: %w: %s", err, msg)
+	}
+	return decodeVirtualDisksJSON(out)
+}
