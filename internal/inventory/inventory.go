@@ -101,11 +101,11 @@ type API struct {
 	opts Options
 	mux  *http.ServeMux
 
-	syncMu   sync.Mutex // held while a sync runs
-	stateMu  sync.Mutex // guards the fields below
-	synced   bool       // a full sync has completed
-	since    time.Time  // the next incremental sync's since
-	lastEnd  time.Time
+	syncMu  sync.Mutex // held while a sync runs
+	stateMu sync.Mutex // guards the fields below
+	synced  bool       // a full sync has completed
+	since   time.Time  // the next incremental sync's since
+	lastEnd time.Time
 }
 
 // New returns the API over st.

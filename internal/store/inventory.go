@@ -112,7 +112,6 @@ const syncBatch = 500
 // row is only ever replaced by one derived from the same or a newer
 // sequence. A volume derive fails on is skipped (and counted).
 //
-//
 // With a non-zero since, only the volumes of agents with a geometry record
 // received at or after since are compared (volumes change only with a
 // geometry record): a cheap incremental sync. SyncStats.LastReceived is
