@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,9 +14,10 @@ import (
 
 // BenchmarkScrape serves /metrics over a store of 10,000 volumes (1,000
 // agents × 10), each with three probe kinds' baselines and histograms and a
-// stop count, seeded through the store API:
+// stop count, seeded through the store API — between changes (the cached
+// body), after an agent reported, and after an evaluator pass:
 //
-//	go test ./internal/exporter -run '^$' -bench Scrape -benchtime 20x
+//	go test ./internal/exporter -run '^$' -bench Scrape -benchtime 5x
 func BenchmarkScrape(b *testing.B) {
 	st := openStore(b)
 	ctx := context.Background()
@@ -54,27 +55,51 @@ func BenchmarkScrape(b *testing.B) {
 	if err := st.SaveBaselines(ctx, store.BaselineUpdate{States: states, StopCounts: stops}); err != nil {
 		b.Fatal(err)
 	}
-	c, err := New(st, Options{Now: func() time.Time { return now }})
+	var passes atomic.Uint64 // the evaluator's pass count, as the server wires it
+	c, err := New(st, Options{Now: func() time.Time { return now }, Evaluator: func() EvaluatorStatus {
+		return EvaluatorStatus{LastSuccess: now, Passes: passes.Load()}
+	}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	handler, err := Handler(c)
-	if err != nil {
-		b.Fatal(err)
-	}
-	serve := func() int {
-		rec := httptest.NewRecorder()
-		handler.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-		if rec.Code != 200 {
-			b.Fatalf("GET /metrics: %d", rec.Code)
-		}
+	serve := func(b *testing.B, accept, encoding string) int {
+		rec := get(b, c, accept, encoding)
 		n, _ := io.Copy(io.Discard, rec.Body)
 		return int(n)
 	}
-	size := serve() // warm the per-volume caches, as every scrape after the first finds them
-	b.ReportMetric(float64(size), "bytes/scrape")
-	b.ResetTimer()
-	for range b.N {
-		serve()
+	serve(b, "", "") // the first scrape reads and encodes everything
+	for _, tc := range []struct {
+		name, accept, encoding string
+		change                 func(i int)
+	}{
+		// Between changes: the cached body.
+		{"cached/text", "", "", nil},
+		{"cached/protobuf", prometheusAccept, "", nil},
+		{"cached/protobuf-gzip", prometheusAccept, "gzip", nil},
+		// An agent reported since the last scrape: agents and volumes read again.
+		{"ingest/text", "", "", func(i int) {
+			id := fmt.Sprintf("db%04d", i%agents)
+			if err := st.UpsertAgent(ctx, store.Agent{ID: id, Hostname: id + ".example.com", LastSeen: now.Add(time.Duration(i+1) * time.Millisecond)}); err != nil {
+				b.Fatal(err)
+			}
+		}},
+		// The evaluator finished a pass: everything read and built again.
+		{"evaluated/text", "", "", func(int) { passes.Add(1) }},
+		{"evaluated/protobuf-gzip", prometheusAccept, "gzip", func(int) { passes.Add(1) }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			size := serve(b, tc.accept, tc.encoding)
+			b.ReportMetric(float64(size), "bytes/scrape")
+			i := 0
+			for b.Loop() {
+				if tc.change != nil {
+					b.StopTimer()
+					tc.change(i)
+					i++
+					b.StartTimer()
+				}
+				serve(b, tc.accept, tc.encoding)
+			}
+		})
 	}
 }

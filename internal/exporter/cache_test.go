@@ -1,0 +1,267 @@
+package exporter
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/plumbline/plumbline/internal/evaluator"
+	"github.com/plumbline/plumbline/internal/store"
+)
+
+// prometheusAccept is what Prometheus 2.42 with native histograms enabled
+// sends.
+const prometheusAccept = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.7,text/plain;version=0.0.4;q=0.3,*/*;q=0.1"
+
+func get(t testing.TB, h http.Handler, accept, encoding string) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	if encoding != "" {
+		req.Header.Set("Accept-Encoding", encoding)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %s", rec.Code, rec.Body)
+	}
+	return rec
+}
+
+func TestFamiliesInNameOrder(t *testing.T) {
+	fs := newFamilies()
+	for i := 1; i < len(fs); i++ {
+		if fs[i-1].name >= fs[i].name {
+			t.Errorf("family %d %q sorts after family %d %q", i-1, fs[i-1].name, i, fs[i].name)
+		}
+	}
+}
+
+// TestTextMatchesExpfmt holds the hand-written text encoder to
+// expfmt.MetricFamilyToText, on the golden fleet and on label values that
+// need escaping.
+func TestTextMatchesExpfmt(t *testing.T) {
+	c := goldenCollector(t)
+	mfs, err := c.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	odd := &dto.MetricFamily{Name: proto.String("odd"), Help: proto.String("back\\slash and\nnewline \"quoted\""), Type: dto.MetricType_GAUGE.Enum(),
+		Metric: []*dto.Metric{{Label: []*dto.LabelPair{{Name: proto.String("mount_point"), Value: proto.String("/a \"b\"\\c\nd")}},
+			Gauge: &dto.Gauge{Value: proto.Float64(-1.5e-300)}}}}
+	var want bytes.Buffer
+	var got []byte
+	for _, mf := range append(mfs, odd) {
+		if _, err := expfmt.MetricFamilyToText(&want, mf); err != nil {
+			t.Fatal(err)
+		}
+		got = appendFamilyText(got, mf)
+	}
+	if want.String() != string(got) {
+		t.Errorf("appendFamilyText differs from expfmt:\nwant:\n%s\ngot:\n%s", want.String(), got)
+	}
+}
+
+// TestProtobufNegotiation: Prometheus asking for protobuf gets the
+// delimited protobuf exposition with native buckets; gzip is the same body.
+func TestProtobufNegotiation(t *testing.T) {
+	c := goldenCollector(t)
+	text := get(t, c, "", "").Body.String()
+
+	rec := get(t, c, prometheusAccept, "")
+	if ct := rec.Header().Get("Content-Type"); !strings.Contains(ct, "application/vnd.google.protobuf") || !strings.Contains(ct, "encoding=delimited") {
+		t.Fatalf("Content-Type %q, want delimited protobuf", ct)
+	}
+	dec := expfmt.NewDecoder(bytes.NewReader(rec.Body.Bytes()), expfmt.NewFormat(expfmt.TypeProtoDelim))
+	var fromProto bytes.Buffer
+	natives := 0
+	for {
+		var mf dto.MetricFamily
+		if err := dec.Decode(&mf); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mf.GetMetric() {
+			if h := m.GetHistogram(); h != nil && h.GetSchema() == 3 && len(h.GetPositiveSpan()) > 0 {
+				natives++
+			}
+		}
+		if _, err := expfmt.MetricFamilyToText(&fromProto, &mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if natives == 0 {
+		t.Error("protobuf exposition: no native histograms")
+	}
+	if fromProto.String() != text {
+		t.Errorf("protobuf and text expositions differ:\nprotobuf:\n%s\ntext:\n%s", fromProto.String(), text)
+	}
+
+	for _, accept := range []string{"", prometheusAccept} {
+		plain := get(t, c, accept, "").Body.Bytes()
+		rec := get(t, c, accept, "gzip")
+		if rec.Header().Get("Content-Encoding") != "gzip" {
+			t.Fatalf("Accept-Encoding gzip: Content-Encoding %q", rec.Header().Get("Content-Encoding"))
+		}
+		zr, err := gzip.NewReader(rec.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unzipped, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(unzipped, plain) {
+			t.Errorf("Accept %q: gzip body differs from the plain one", accept)
+		}
+	}
+	if got := get(t, c, "", "gzip;q=0").Header().Get("Content-Encoding"); got != "" {
+		t.Errorf("gzip;q=0: Content-Encoding %q", got)
+	}
+}
+
+// TestCacheInvalidation: between changes a scrape is the cached body; new
+// ingest and evaluator passes show at once; a change nothing signals shows
+// within MaxAge; agent_up follows the clock.
+func TestCacheInvalidation(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	seed(t, st, goldenFleet())
+	ev, err := evaluator.New(st, evaluator.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	now := epoch
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
+	c, err := New(st, Options{Now: clock, MaxAge: 30 * time.Second, Evaluator: func() EvaluatorStatus {
+		s := ev.Status()
+		return EvaluatorStatus{LastSuccess: s.LastSuccess, Passes: s.Passes, Runs: s.Runs, Failures: s.Failures}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scrape := func() string { return get(t, c, "", "").Body.String() }
+
+	first := scrape()
+	if !strings.Contains(first, `plumbline_agent_up{agent_id="db02",host="db02.example.com"} 1`) {
+		t.Fatalf("db02 not up:\n%s", first)
+	}
+	// Nothing changed: the same cached body, not a rebuild.
+	c.mu.Lock()
+	cached := c.bodies[bodyKey{}]
+	c.mu.Unlock()
+	if second := scrape(); second != first {
+		t.Fatal("second scrape differs with nothing changed")
+	}
+	c.mu.Lock()
+	same := len(c.bodies[bodyKey{}]) > 0 && &c.bodies[bodyKey{}][0] == &cached[0]
+	c.mu.Unlock()
+	if !same {
+		t.Error("second scrape rebuilt the body with nothing changed")
+	}
+
+	// New ingest: a geometry snapshot of db01 with a third volume.
+	hw, err := st.HighWater(ctx, "db01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := store.Record{Sequence: hw + 1, Kind: store.KindGeometry, ProducedAt: epoch}
+	for _, v := range []string{"/data", "/log", "/new"} {
+		pv := nvmeVolume(v)
+		if v == "/data" {
+			pv = legacyVolume(v)
+		}
+		g.Volumes = append(g.Volumes, storeVolume(t, pv))
+	}
+	if _, err := st.AppendBatch(ctx, "db01", []store.Record{g}); err != nil {
+		t.Fatal(err)
+	}
+	if got := scrape(); !strings.Contains(got, `mount_point="/new"`) {
+		t.Fatalf("after ingest of /new: no /new in\n%s", got)
+	}
+	if got := scrape(); strings.Contains(got, `plumbline_probe_latency_seconds_count{host="db01.example.com",kind="random-read",mount_point="/new"}`) {
+		t.Fatal("latency of /new before any probe")
+	}
+
+	// An evaluator pass over new probe runs of /new.
+	var recs []store.Record
+	for i := range 3 {
+		recs = append(recs, store.Record{Sequence: hw + 2 + uint64(i), Kind: store.KindProbe, ProducedAt: epoch, Probe: &store.ProbeResult{
+			MountPoint: "/new", Device: "nvme1n1", Kind: "random-read", BlockSizeBytes: 8 * kib, QueueDepth: 1, StartedAt: epoch.Add(time.Duration(i) * time.Minute),
+			Duration: time.Second, Ops: 100, Bytes: 100 * 8 * kib, Histogram: runHistogram(t, 100*time.Microsecond, 100)}})
+	}
+	if _, err := st.AppendBatch(ctx, "db01", recs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ev.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const newCount = `plumbline_probe_latency_seconds_count{host="db01.example.com",kind="random-read",mount_point="/new"} 300`
+	if got := scrape(); !strings.Contains(got, newCount) {
+		t.Fatalf("after the evaluator pass: no %q in\n%s", newCount, got)
+	}
+
+	// A change that nothing signals (a baseline row written behind the
+	// evaluator's back) shows within MaxAge.
+	rows, err := st.ListProbeBaselines(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var changed []store.ProbeBaseline
+	for _, r := range rows {
+		if r.AgentID == "db02" && r.Kind == "random-write" {
+			r.HistoryRatio = 7.25
+			changed = append(changed, r)
+		}
+	}
+	if err := st.SaveBaselines(ctx, store.BaselineUpdate{States: changed}); err != nil {
+		t.Fatal(err)
+	}
+	const ratio = `plumbline_baseline_ratio{host="db02.example.com",kind="random-write",mount_point="/srv/pg",reference="history"} 7.25`
+	if got := scrape(); strings.Contains(got, ratio) {
+		t.Log("unsignalled change already shown (the volumes were re-read)")
+	}
+	advance(31 * time.Second)
+	if got := scrape(); !strings.Contains(got, ratio) {
+		t.Fatalf("MaxAge later: no %q in\n%s", ratio, got)
+	}
+
+	// The clock alone: db02 (last seen a minute before epoch) goes stale.
+	advance(5 * time.Minute)
+	if got := scrape(); !strings.Contains(got, `plumbline_agent_up{agent_id="db02",host="db02.example.com"} 0`) {
+		t.Fatalf("db02 still up 6 minutes after its last report:\n%s", got)
+	}
+}
+
+// TestStoreFailureRecovers: a failed read drops the store's families; the
+// next good read brings all of them back.
+func TestStoreFailureRecovers(t *testing.T) {
+	c := goldenCollector(t)
+	want := get(t, c, "", "").Body.String()
+	st := c.st
+	c.st = openStore(t)
+	c.st.Close()
+	if got := get(t, c, "", "").Body.String(); !strings.Contains(got, "plumbline_exporter_store_success 0") || strings.Contains(got, "plumbline_volume_info") {
+		t.Fatalf("closed store:\n%s", got)
+	}
+	c.st = st
+	if got := get(t, c, "", "").Body.String(); got != want {
+		t.Errorf("after recovery the exposition differs:\n%s", got)
+	}
+}
