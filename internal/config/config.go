@@ -46,8 +46,13 @@ type Agent struct {
 }
 
 // DeclaredDevice is one hardware array, declared by the operator.
+// On Linux it is named by device (/dev/sdb, /dev/disk/by-id/...); on
+// Windows by device (PhysicalDrive2), serial or model, and every key given
+// must match the disk.
 type DeclaredDevice struct {
 	Device string       `yaml:"device"`
+	Serial string       `yaml:"serial"`
+	Model  string       `yaml:"model"`
 	RAID   DeclaredRAID `yaml:"raid"`
 }
 
@@ -149,13 +154,19 @@ func (a Agent) Validate() error {
 	seen := map[string]bool{}
 	for i, d := range a.DeclaredDevices {
 		where := fmt.Sprintf("declared_devices[%d]", i)
-		if !strings.HasPrefix(d.Device, "/dev/") || path.Clean(d.Device) != d.Device || strings.Contains(d.Device, "..") {
-			errs = append(errs, fmt.Errorf("%s.device %q: want a clean block device path under /dev/ (a /dev/disk/by-id link works too)", where, d.Device))
+		_, windowsDisk := geometry.ParsePhysicalDrive(d.Device)
+		switch {
+		case d.Device == "" && d.Serial == "" && d.Model == "":
+			errs = append(errs, fmt.Errorf("%s: want device (/dev/sdb, or PhysicalDrive2 on Windows), serial or model", where))
+		case d.Device == "" || windowsDisk:
+		case !strings.HasPrefix(d.Device, "/dev/") || path.Clean(d.Device) != d.Device || strings.Contains(d.Device, ".."):
+			errs = append(errs, fmt.Errorf("%s.device %q: want a clean block device path under /dev/ (a /dev/disk/by-id link works too) or, on Windows, PhysicalDriveN", where, d.Device))
 		}
-		if seen[d.Device] {
-			errs = append(errs, fmt.Errorf("%s.device %q is declared twice", where, d.Device))
+		key := d.Device + "\x00" + strings.ToLower(strings.TrimSpace(d.Serial)) + "\x00" + strings.ToLower(strings.TrimSpace(d.Model))
+		if seen[key] {
+			errs = append(errs, fmt.Errorf("%s (%s) is declared twice", where, declaredName(d)))
 		}
-		seen[d.Device] = true
+		seen[key] = true
 		min, ok := minDisks[d.RAID.Level]
 		if !ok {
 			errs = append(errs, fmt.Errorf("%s.raid.level %q: want one of raid0, raid1, raid5, raid6, raid10, raid50, raid60", where, d.RAID.Level))
@@ -183,8 +194,8 @@ func (a Agent) Validate() error {
 		sel  Selector
 	}{{"include", a.Include}, {"exclude", a.Exclude}} {
 		for i, g := range s.sel.MountPoints {
-			if _, err := path.Match(g, "/"); err != nil || !strings.HasPrefix(g, "/") {
-				errs = append(errs, fmt.Errorf("%s.mount_points[%d] %q: want an absolute path or glob (path.Match syntax)", s.name, i, g))
+			if _, err := path.Match(g, "/"); err != nil || !strings.HasPrefix(g, "/") && !isWindowsAbs(g) {
+				errs = append(errs, fmt.Errorf("%s.mount_points[%d] %q: want an absolute path or glob (path.Match syntax; on Windows D:/ or D:/SQL*/)", s.name, i, g))
 			}
 		}
 		for i, t := range s.sel.FSTypes {
@@ -218,9 +229,20 @@ func (a Agent) GeometryOptions(base geometry.Options) geometry.Options {
 	o.Declared = nil
 	for _, d := range a.DeclaredDevices {
 		o.Declared = append(o.Declared, geometry.DeclaredDevice{
-			Device: d.Device,
-			RAID:   geometry.DeclaredRAID{Level: d.RAID.Level, StripeUnit: d.RAID.StripeUnit, Disks: d.RAID.Disks, Spans: d.RAID.Spans},
+			Device: d.Device, Serial: d.Serial, Model: d.Model,
+			RAID: geometry.DeclaredRAID{Level: d.RAID.Level, StripeUnit: d.RAID.StripeUnit, Disks: d.RAID.Disks, Spans: d.RAID.Spans},
 		})
 	}
 	return o
+}
+
+// declaredName names a declared device in messages by the keys it has.
+func declaredName(d DeclaredDevice) string {
+	var parts []string
+	for _, kv := range [][2]string{{"device", d.Device}, {"serial", d.Serial}, {"model", d.Model}} {
+		if kv[1] != "" {
+			parts = append(parts, fmt.Sprintf("%s %q", kv[0], kv[1]))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
