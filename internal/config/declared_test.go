@@ -68,3 +68,9 @@ func TestWindowsMountGlobs(t *testing.T) {
 		}
 	}
 }
+
+func TestWindowsExampleConfig(t *testing.T) {
+	if _, err := Load("../../deploy/windows/agent.yaml"); err != nil {
+		t.Errorf("deploy/windows/agent.yaml: %v", err)
+	}
+}
