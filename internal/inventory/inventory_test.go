@@ -25,6 +25,7 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	benchCleanup()
 	pgtest.Stop()
 	os.Exit(code)
 }

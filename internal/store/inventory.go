@@ -221,8 +221,20 @@ WHERE v.present AND (v.agent_id, v.mount_point) IN (VALUES `)
 		}
 		st.Updated += len(rowsOut)
 	}
+	// SQLite's planner chooses between the filter and the sort indexes
+	// from table statistics; gather them after a large change (PostgreSQL's
+	// autovacuum does it on its own).
+	if s.engine == SQLite && st.Updated+st.Removed >= analyzeAfter {
+		if _, err := s.db.ExecContext(ctx, `ANALYZE inventory_volumes; ANALYZE inventory_findings`); err != nil {
+			return st, fmt.Errorf("sync inventory: analyze: %w", err)
+		}
+	}
 	return st, nil
 }
+
+// analyzeAfter is how many changed inventory rows make a sync refresh
+// SQLite's statistics.
+const analyzeAfter = 5000
 
 func placeholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
