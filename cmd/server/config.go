@@ -35,6 +35,9 @@ type Config struct {
 	Dev bool `yaml:"-"`
 	// BaselineInterval is set by --baseline.interval only.
 	BaselineInterval time.Duration `yaml:"-"`
+	// PprofAddress is set by --debug.pprof-listen-address only: a separate
+	// listener serving net/http/pprof (empty: none).
+	PprofAddress string `yaml:"-"`
 }
 
 // GRPCConfig is the agent-facing gRPC listener.

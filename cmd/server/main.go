@@ -124,6 +124,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (Config, bool, error) {
 		baseIval   = fs.Duration("baseline.interval", defaultBaselineInterval, "how often the baseline evaluator judges new probe results")
 		logLevel   = fs.String("log.level", d.Log.Level, "log `level`: debug, info, warn, error")
 		logFormat  = fs.String("log.format", d.Log.Format, "log `format`: text or json")
+		pprofAddr  = fs.String("debug.pprof-listen-address", "", "serve net/http/pprof on this `address` (a separate listener, no authentication: keep it on loopback; default: off)")
 	)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: server --config FILE [flags]\n       server --dev --data-dir DIR\n       server inventory list|summary [--url URL] [--token-file FILE] [--verdict misaligned ...]\n\nflags:\n")
@@ -149,6 +150,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (Config, bool, error) {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	cfg.Dev = *dev
 	cfg.BaselineInterval = *baseIval
+	cfg.PprofAddress = *pprofAddr
 	if cfg.BaselineInterval <= 0 {
 		return Config{}, false, fmt.Errorf("--baseline.interval %s: want a positive duration", cfg.BaselineInterval)
 	}
@@ -329,6 +331,15 @@ func serve(ctx context.Context, cfg Config, stdout io.Writer, logger *slog.Logge
 	go func() { defer close(syncDone); api.Run(syncCtx) }()
 	defer func() { stopSync(); <-syncDone }()
 
+	if cfg.PprofAddress != "" {
+		stopPprof, err := startPprof(cfg.PprofAddress, logger)
+		if err != nil {
+			gl.Close()
+			wl.Close()
+			return err
+		}
+		defer stopPprof()
+	}
 	errc := make(chan error, 2)
 	go func() { errc <- gs.Serve(gl) }()
 	go func() {

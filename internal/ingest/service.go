@@ -126,9 +126,22 @@ func NewGRPCServer(svc *Service, tlsConfig *tls.Config) (*grpc.Server, *health.S
 		grpc.ChainUnaryInterceptor(svc.unaryInterceptor),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 2 * time.Minute, Timeout: 20 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 20 * time.Second, PermitWithoutStream: true}),
+		// Memory per connected agent (bench/RESULTS-fleet.md): an agent
+		// holds its connection open and calls once per report interval, so
+		// per-connection buffers are idle almost all the time. By default
+		// gRPC keeps a 32 KiB write buffer and a 32 KiB read buffer per
+		// connection for its life — two thirds of an idle connection's
+		// heap. The write buffer is taken from a pool for each flush and
+		// given back instead.
+		grpc.SharedWriteBuffer(true),
 	}
 	if tlsConfig != nil {
-		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsConfig)))
+		// No read buffer of gRPC's own over TLS: crypto/tls already reads
+		// whole records into its own buffer and serves the HTTP/2 framer
+		// from it, so a second 32 KiB buffer per connection only copies.
+		// (Plaintext, --insecure, keeps it: there every frame header would
+		// be a read system call.)
+		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsConfig)), grpc.ReadBufferSize(0))
 	}
 	gs := grpc.NewServer(opts...)
 	plumblinev1.RegisterAgentServiceServer(gs, svc)
