@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 )
 
@@ -31,19 +33,35 @@ import (
 //     the previous one was committing, so one agent alone pays one commit,
 //     and a busy server pays one fsync for many batches.
 //
-// PostgreSQL takes concurrent transactions (and groups their WAL flushes
-// itself), so there each write keeps its own transaction.
+// PostgreSQL takes concurrent transactions, but one transaction per report
+// still costs a BEGIN, a COMMIT and a WAL flush each, and a connection for
+// as long as it runs: a thousand agents reporting at once would need a
+// thousand connections (more than max_connections; the pool is bounded,
+// see Open) or queue for them. There the same committer runs with several
+// workers (pgCommitWorkers), each committing the group it took on its own
+// connection, so PostgreSQL still works on a few groups at once. A group's
+// ops are run in the order of their agent (groupOp.key, stable for one
+// agent): every transaction then takes the agents' row locks in the same
+// order, so two groups — of this server or of another replica — wait for
+// each other but cannot deadlock on them.
 
 // maxGroupOps bounds the writes of one group transaction (and so the
 // latency a write can add to the others of its group).
 const maxGroupOps = 256
+
+// pgCommitWorkers is how many groups are committed at once on PostgreSQL
+// (at most half the pool, at least one).
+const pgCommitWorkers = 4
 
 // errClosed is returned for writes handed to a closed Store.
 var errClosed = errors.New("store closed")
 
 // groupOp is one write waiting for the committer.
 type groupOp struct {
-	ctx  context.Context
+	ctx context.Context
+	// key is the agent whose rows the op writes ("" for other writes):
+	// the order of the ops in a sorted group.
+	key  string
 	fn   func(ctx context.Context, tx *sql.Tx) error
 	err  error
 	done chan struct{}
@@ -53,9 +71,11 @@ type groupOp struct {
 type committer struct {
 	s       *Store
 	ops     chan *groupOp
-	quit    chan struct{} // closed by stop: the loop ends after its group
-	stopped chan struct{} // closed by the loop when it has ended
+	quit    chan struct{} // closed by stop: the loops end after their group
+	stopped chan struct{} // closed when every loop has ended
 	close   sync.Once
+	// sorted: run a group's ops in key order (PostgreSQL: lock order).
+	sorted bool
 
 	// groups and grouped count transactions and the writes they carried
 	// (for tests).
@@ -63,9 +83,15 @@ type committer struct {
 	groups, grouped int
 }
 
-func newCommitter(s *Store) *committer {
-	c := &committer{s: s, ops: make(chan *groupOp, maxGroupOps), quit: make(chan struct{}), stopped: make(chan struct{})}
-	go c.loop()
+// newCommitter starts workers loops committing groups (1 on SQLite: one
+// writer at a time).
+func newCommitter(s *Store, workers int, sorted bool) *committer {
+	c := &committer{s: s, ops: make(chan *groupOp, maxGroupOps), quit: make(chan struct{}), stopped: make(chan struct{}), sorted: sorted}
+	var wg sync.WaitGroup
+	for range max(workers, 1) {
+		wg.Go(c.loop)
+	}
+	go func() { wg.Wait(); close(c.stopped) }()
 	return c
 }
 
@@ -77,9 +103,10 @@ func (c *committer) stop() {
 }
 
 // do runs fn in the next group transaction and returns its error once the
-// group is committed (or failed). fn must do nothing but statements on tx.
-func (c *committer) do(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
-	op := &groupOp{ctx: ctx, fn: fn, done: make(chan struct{})}
+// group is committed (or failed). fn must do nothing but statements on tx,
+// and write rows of agent key only ("" when it writes others).
+func (c *committer) do(ctx context.Context, key string, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	op := &groupOp{ctx: ctx, key: key, fn: fn, done: make(chan struct{})}
 	select {
 	case c.ops <- op:
 	case <-c.quit:
@@ -104,7 +131,6 @@ func (c *committer) do(ctx context.Context, fn func(ctx context.Context, tx *sql
 }
 
 func (c *committer) loop() {
-	defer close(c.stopped)
 	group := make([]*groupOp, 0, maxGroupOps)
 	for {
 		select {
@@ -144,6 +170,9 @@ func (c *committer) commit(group []*groupOp) {
 	}
 	if len(live) == 0 {
 		return
+	}
+	if c.sorted {
+		slices.SortStableFunc(live, func(a, b *groupOp) int { return strings.Compare(a.key, b.key) })
 	}
 	err := c.run(live, false)
 	if errors.Is(err, errOpFailed) {
@@ -224,8 +253,11 @@ func (c *committer) run(ops []*groupOp, savepoints bool) error {
 	return nil
 }
 
-// write runs fn in a write transaction: a group transaction on SQLite, its
-// own transaction otherwise (inTx).
-func (s *Store) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error { return fn(ctx, tx) })
+// write runs fn, which writes the rows of agent key only ("" when it writes
+// others), in a group transaction.
+func (s *Store) write(ctx context.Context, key string, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	if s.group == nil {
+		return s.inTx(ctx, func(tx *sql.Tx) error { return fn(ctx, tx) })
+	}
+	return s.group.do(ctx, key, fn)
 }

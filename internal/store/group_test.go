@@ -115,12 +115,16 @@ func TestAppendBatchFromConcurrentAgents(t *testing.T) {
 // failed is undone alone; the ops before and after it commit, and each
 // caller gets its own verdict.
 func TestGroupFailingOpUndoneAlone(t *testing.T) {
+	forEachEngine(t, testGroupFailingOpUndoneAlone)
+}
+
+func testGroupFailingOpUndoneAlone(t *testing.T, dsn string) {
 	ctx := context.Background()
-	s := open(t, engines[0].dsn(t))
+	s := open(t, dsn)
 	insert := func(id string) func(context.Context, *sql.Tx) error {
 		return func(ctx context.Context, tx *sql.Tx) error {
-			_, err := tx.ExecContext(ctx, `INSERT INTO agents (agent_id, hostname, os, kernel, machine_id, agent_version, first_seen_ns, last_seen_ns)
-VALUES (?, ?, '', '', '', '', 1, 1)`, id, id)
+			_, err := tx.ExecContext(ctx, s.q(`INSERT INTO agents (agent_id, hostname, os, kernel, machine_id, agent_version, first_seen_ns, last_seen_ns)
+VALUES (?, ?, '', '', '', '', 1, 1)`), id, id)
 			return err
 		}
 	}

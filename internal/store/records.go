@@ -136,7 +136,7 @@ func (s *Store) UpsertAgent(ctx context.Context, a Agent) error {
 	if seen.IsZero() {
 		seen = s.now()
 	}
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, a.ID, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, s.q(`
 INSERT INTO agents (agent_id, hostname, os, kernel, machine_id, agent_version, first_seen_ns, last_seen_ns)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -176,7 +176,7 @@ func (s *Store) SettleBelow(ctx context.Context, agentID string, first uint64) (
 		return 0, fmt.Errorf("settle below %d for %q: %w: sequence above 2^63-1", first, agentID, ErrInvalid)
 	}
 	var hw uint64
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, agentID, func(ctx context.Context, tx *sql.Tx) error {
 		cur, err := s.lockAgent(ctx, tx, agentID)
 		if err != nil {
 			return err
@@ -201,10 +201,10 @@ func (s *Store) SettleBelow(ctx context.Context, agentID string, first uint64) (
 // batches of one agent, also from several server replicas, are serialised
 // on the agent's row, so each record is stored exactly once.
 //
-// On SQLite, concurrent batches (of any agents) share one transaction
-// (group commit, group.go); each call still returns only after that
-// transaction is committed, and a batch that fails leaves the others of
-// its group unaffected.
+// Concurrent batches (of any agents) share one transaction (group commit,
+// group.go); each call still returns only after that transaction is
+// committed, and a batch that fails leaves the others of its group
+// unaffected.
 //
 // The agent must be registered (ErrUnknownAgent otherwise).
 func (s *Store) AppendBatch(ctx context.Context, agentID string, records []Record) (AppendResult, error) {
@@ -223,7 +223,7 @@ func (s *Store) AppendBatchFrom(ctx context.Context, agentID string, first uint6
 		return AppendResult{}, fmt.Errorf("append batch for %q: %w", agentID, err)
 	}
 	var res AppendResult
-	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = s.write(ctx, agentID, func(ctx context.Context, tx *sql.Tx) error {
 		res = AppendResult{}
 		cur, err := s.lockAgent(ctx, tx, agentID)
 		if err != nil {
@@ -325,10 +325,12 @@ func cmpUint64(a, b uint64) int {
 // or the commit fails. On SQLite the transaction is a group commit's
 // (group.go): every write of the Store queues in the same line, so none
 // starves polling for the write lock while batches are committed back to
-// back; fn's changes are still committed, or undone, as a whole.
+// back; fn's changes are still committed, or undone, as a whole. On
+// PostgreSQL fn has a transaction of its own (only the agents' writes,
+// through write, are grouped there).
 func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	if s.group != nil {
-		return s.group.do(ctx, func(_ context.Context, tx *sql.Tx) error { return fn(tx) })
+	if s.group != nil && s.engine == SQLite {
+		return s.group.do(ctx, "", func(_ context.Context, tx *sql.Tx) error { return fn(tx) })
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {

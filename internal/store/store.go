@@ -63,7 +63,8 @@ type Store struct {
 	db     *sql.DB
 	engine Engine
 	now    func() time.Time
-	// group commits SQLite writes together (group.go); nil on PostgreSQL.
+	// group commits writes together (group.go): every write on SQLite,
+	// the agents' writes (write) on PostgreSQL.
 	group *committer
 }
 
@@ -77,16 +78,39 @@ type Store struct {
 // transaction takes the write lock at BEGIN, so concurrent writers queue
 // instead of failing. The Store's own writes on SQLite are group-committed
 // (see group.go): concurrent batches share one transaction and one fsync.
+// On PostgreSQL the agents' batches are group-committed too, by a few
+// workers at once.
+//
+// Connection pool: the Store keeps at most a bounded number of connections
+// open (SQLite: sqliteMaxConns; PostgreSQL: 16 by default), however many
+// agents call at once; the others wait for one. A PostgreSQL DSN may set
+// it with two parameters of the query, which the Store takes out before
+// the DSN reaches the driver:
+//
+//	pool_max_conns=N               connections at most (also idle); default 16, at least 2
+//	pool_max_conn_idle_time=DUR    close a connection idle this long (Go duration); default 5m
+//
+// Every server replica has its own pool: keep replicas × pool_max_conns
+// below PostgreSQL's max_connections (default 100).
 func Open(ctx context.Context, dsn string) (*Store, error) {
 	engine, driver, source, err := parseDSN(dsn)
 	if err != nil {
 		return nil, err
 	}
 	shown := redact(dsn)
+	pool := defaultPool(engine)
+	if engine == Postgres {
+		if source, pool, err = poolFromDSN(source); err != nil {
+			return nil, fmt.Errorf("%w %q: %w", ErrDSN, shown, err)
+		}
+	}
 	db, err := sql.Open(driver, source)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", shown, err)
 	}
+	db.SetMaxOpenConns(pool.maxConns)
+	db.SetMaxIdleConns(pool.maxConns)
+	db.SetConnMaxIdleTime(pool.maxIdleTime)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", shown, err)
@@ -96,10 +120,71 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", shown, err)
 	}
-	if engine == SQLite {
-		s.group = newCommitter(s)
+	switch engine {
+	case SQLite:
+		s.group = newCommitter(s, 1, false)
+	case Postgres:
+		s.group = newCommitter(s, min(pgCommitWorkers, pool.maxConns/2), true)
 	}
 	return s, nil
+}
+
+// poolConfig bounds a Store's connection pool.
+type poolConfig struct {
+	maxConns    int
+	maxIdleTime time.Duration
+}
+
+const (
+	// sqliteMaxConns: one writer at a time (the committer) and readers;
+	// every SQLite connection has its own page cache (cache_size), so a
+	// burst of reads (thousands of agents saying Hello after a restart)
+	// must not open one connection each.
+	sqliteMaxConns = 8
+	// pgDefaultMaxConns: pgCommitWorkers committing groups, the rest for
+	// reads (Hello's high-water mark, the API, the exporter).
+	pgDefaultMaxConns  = 16
+	defaultMaxIdleTime = 5 * time.Minute
+)
+
+func defaultPool(engine Engine) poolConfig {
+	if engine == SQLite {
+		return poolConfig{maxConns: sqliteMaxConns, maxIdleTime: defaultMaxIdleTime}
+	}
+	return poolConfig{maxConns: pgDefaultMaxConns, maxIdleTime: defaultMaxIdleTime}
+}
+
+// poolFromDSN takes the pool parameters (pool_max_conns,
+// pool_max_conn_idle_time) out of a PostgreSQL DSN: the driver would send
+// them to the server as run-time parameters, which it refuses.
+func poolFromDSN(dsn string) (string, poolConfig, error) {
+	pool := defaultPool(Postgres)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "", pool, err
+	}
+	q := u.Query()
+	if v, ok := q["pool_max_conns"]; ok {
+		n, err := strconv.Atoi(v[len(v)-1])
+		if err != nil || n < 2 {
+			return "", pool, fmt.Errorf("pool_max_conns %q: want a whole number, at least 2", v[len(v)-1])
+		}
+		pool.maxConns = n
+		q.Del("pool_max_conns")
+	}
+	if v, ok := q["pool_max_conn_idle_time"]; ok {
+		d, err := time.ParseDuration(v[len(v)-1])
+		if err != nil || d < 0 {
+			return "", pool, fmt.Errorf("pool_max_conn_idle_time %q: want a duration such as 5m (0: never closed)", v[len(v)-1])
+		}
+		pool.maxIdleTime = d
+		q.Del("pool_max_conn_idle_time")
+	}
+	if len(q) == len(u.Query()) {
+		return dsn, pool, nil // nothing taken out: the DSN as given
+	}
+	u.RawQuery = q.Encode()
+	return u.String(), pool, nil
 }
 
 // Close finishes the group commit in progress, if any, and closes the
