@@ -7,12 +7,15 @@ require (
 	github.com/jackc/pgx/v5 v5.7.6
 	github.com/pressly/goose/v3 v3.26.0
 	github.com/prometheus/procfs v0.23.0
+	github.com/yusufpapurcu/wmi v1.2.4
 	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/sys v0.49.0
 	google.golang.org/grpc v1.79.0
 	google.golang.org/protobuf v1.36.12
 	modernc.org/sqlite v1.40.1
 )
+
+require github.com/go-ole/go-ole v1.2.6 // indirect
 
 require (
 	github.com/coreos/go-systemd/v22 v22.7.0 // indirect
