@@ -88,8 +88,8 @@ type Options struct {
 	// (0: an incremental sync before every request; one request at a time
 	// runs it, the others read what is there).
 	SyncPeriod time.Duration
-	// SyncMargin is how far before the last sync's latest geometry record
-	// an incremental sync looks (default 30s).
+	// SyncMargin is how far before the start of the last sync an
+	// incremental sync looks for geometry records received (default 30s).
 	SyncMargin time.Duration
 	// FullSyncInterval is how often Run syncs every volume (default 5m).
 	FullSyncInterval time.Duration
@@ -196,11 +196,11 @@ func (a *API) syncLocked(ctx context.Context, full bool) error {
 	if since.IsZero() {
 		a.synced = true
 	}
-	if !st.LastReceived.IsZero() {
-		next := st.LastReceived.Add(-a.opts.SyncMargin)
-		if next.After(a.since) || since.IsZero() {
-			a.since = next
-		}
+	// The next incremental sync compares the hosts with a geometry record
+	// received since this one began, less the margin: for transactions
+	// that were open while it read, and for replicas' clocks.
+	if next := start.Add(-a.opts.SyncMargin); next.After(a.since) {
+		a.since = next
 	}
 	a.lastEnd = time.Now()
 	return nil
