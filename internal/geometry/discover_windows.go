@@ -4,18 +4,17 @@ package geometry
 // handles opened with access 0 (no administrator rights needed, except
 // that NTFS refuses FSCTL_GET_NTFS_VOLUME_DATA to non-administrators, in
 // which case GetDiskFreeSpace gives the cluster size), and the Storage WMI
-// namespace through PowerShell's CIM cmdlets (no cgo, no COM binding).
+// namespace through COM (github.com/yusufpapurcu/wmi over go-ole: no cgo,
+// and no child process: the agent never runs another program).
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
 	"strings"
-	"syscall"
-	"time"
 	"unsafe"
 
+	"github.com/yusufpapurcu/wmi"
 	"golang.org/x/sys/windows"
 )
 
@@ -171,37 +170,52 @@ func (win32Source) diskIoctl(disk uint32, code uint32, in []byte) ([]byte, error
 	return ioctl(`\\.\`+physicalDriveName(disk), code, in)
 }
 
-// spacesQuery lists MSFT_VirtualDisk rows with the number of the disk each
-// one surfaces as, as JSON, through the CIM cmdlets (WMI's Storage
-// namespace). Only run when a disk reports BusTypeSpaces.
-const spacesQuery = `$ErrorActionPreference = 'Stop'
-@(Get-CimInstance -Namespace root/Microsoft/Windows/Storage -ClassName MSFT_VirtualDisk | ForEach-Object {
-  $d = Get-CimAssociatedInstance -InputObject $_ -ResultClassName MSFT_Disk | Select-Object -First 1
-  [pscustomobject]@{
-    DiskNumber = if ($d) { [uint32]$d.Number } else { $null }
-    FriendlyName = $_.FriendlyName; UniqueId = $_.UniqueId
-    ResiliencySettingName = $_.ResiliencySettingName
-    NumberOfColumns = [uint32]$_.NumberOfColumns; NumberOfDataCopies = [uint32]$_.NumberOfDataCopies
-    PhysicalDiskRedundancy = [uint32]$_.PhysicalDiskRedundancy; Interleave = [uint64]$_.Interleave
-    LogicalSectorSize = [uint64]$_.LogicalSectorSize; PhysicalSectorSize = [uint64]$_.PhysicalSectorSize
-    Size = [uint64]$_.Size
-  }
-}) | ConvertTo-Json -Compress -Depth 2`
+// storageNamespace is the Storage Management API's WMI namespace.
+const storageNamespace = `root\Microsoft\Windows\Storage`
 
-func (win32Source) virtualDisks(ctx context.Context) ([]spacesVirtualDisk, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "powershell.exe", "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-Command", spacesQuery)
-	cmd.SysProcAttr = &syscall.SysProcAttr{HideWindow: true}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if len(msg) > 300 {
-			msg = msg[:300]
-		}
-		return nil, fmt.Errorf("powershell Get-CimInstance MSFT_VirtualDisk: %w: %s", err, msg)
+// storageWMI reads the Storage namespace: fields it does not know are left
+// zero, and NULL pointer fields stay nil (MSFT_Disk.Number of a disk
+// without a number).
+var storageWMI = &wmi.Client{AllowMissingFields: true, PtrNil: true, NonePtrZero: true}
+
+// queryStorage runs one WQL query in the Storage namespace; a field
+// mismatch (a property the class lacks on this Windows version) is no
+// failure.
+func queryStorage(ctx context.Context, q string, dst any) error {
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	return decodeVirtualDisksJSON(out)
+	err := storageWMI.Query(q, dst, nil, storageNamespace)
+	var mismatch *wmi.ErrFieldMismatch
+	if errors.As(err, &mismatch) {
+		err = nil
+	}
+	if err != nil {
+		return fmt.Errorf("WMI %s: %w", q, err)
+	}
+	return nil
+}
+
+// virtualDisks reads MSFT_VirtualDisk, MSFT_Disk and the
+// MSFT_VirtualDiskToDisk association between them, and joins them
+// (joinVirtualDisks). Only called when a disk reports BusTypeSpaces.
+func (win32Source) virtualDisks(ctx context.Context) ([]spacesVirtualDisk, error) {
+	var vds []msftVirtualDisk
+	if err := queryStorage(ctx, wmi.CreateQuery(&vds, "", "MSFT_VirtualDisk"), &vds); err != nil {
+		return nil, err
+	}
+	var disks []msftDisk
+	if err := queryStorage(ctx, wmi.CreateQuery(&disks, "", "MSFT_Disk"), &disks); err != nil {
+		return nil, err
+	}
+	// The association is the documented link; when the provider will not
+	// enumerate it, the join falls back to the surfaced disk's UniqueId.
+	var links []msftVirtualDiskToDisk
+	if err := queryStorage(ctx, wmi.CreateQuery(&links, "", "MSFT_VirtualDiskToDisk"), &links); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		links = nil
+	}
+	return joinVirtualDisks(vds, disks, links), nil
 }

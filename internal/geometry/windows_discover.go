@@ -72,8 +72,8 @@ type winVolume struct {
 }
 
 // spacesVirtualDisk is one MSFT_VirtualDisk row with the Number of the
-// MSFT_Disk it surfaces as (MSFT_VirtualDiskToDisk). Field names are the
-// WMI property names, so `ConvertTo-Json` output decodes as it is.
+// MSFT_Disk it surfaces as (joinVirtualDisks). Field names are the WMI
+// property names; the JSON form is the fixtures' spaces.json.
 type spacesVirtualDisk struct {
 	DiskNumber             *uint32 `json:"DiskNumber"`
 	FriendlyName           string  `json:"FriendlyName"`
@@ -88,8 +88,8 @@ type spacesVirtualDisk struct {
 	Size                   uint64  `json:"Size"`
 }
 
-// decodeVirtualDisksJSON decodes `ConvertTo-Json` output: one object or
-// an array of them (PowerShell writes a lone row as an object).
+// decodeVirtualDisksJSON decodes spaces.json: one object or an array of
+// them.
 func decodeVirtualDisksJSON(b []byte) ([]spacesVirtualDisk, error) {
 	t := strings.TrimSpace(string(b))
 	if t == "" || t == "null" {
@@ -106,6 +106,138 @@ func decodeVirtualDisksJSON(b []byte) ([]spacesVirtualDisk, error) {
 		return nil, fmt.Errorf("MSFT_VirtualDisk rows: %w", err)
 	}
 	return rows, nil
+}
+
+// The Storage WMI namespace (root\Microsoft\Windows\Storage) rows that
+// win32Source.virtualDisks reads, one struct per class with the WMI
+// property names as field names (github.com/yusufpapurcu/wmi loads
+// properties by field name), and the join into spacesVirtualDisk, which
+// is OS-neutral so that it is tested on Linux.
+
+// msftVirtualDisk is the part of an MSFT_VirtualDisk instance read.
+type msftVirtualDisk struct {
+	ObjectId               string
+	FriendlyName           string
+	UniqueId               string
+	ResiliencySettingName  string
+	NumberOfColumns        uint16
+	NumberOfDataCopies     uint16
+	PhysicalDiskRedundancy uint16
+	Interleave             uint64
+	LogicalSectorSize      uint64
+	PhysicalSectorSize     uint64
+	Size                   uint64
+}
+
+// msftDisk is the part of an MSFT_Disk instance read.
+type msftDisk struct {
+	ObjectId     string
+	Number       *uint32
+	UniqueId     string
+	SerialNumber string
+}
+
+// msftVirtualDiskToDisk is an MSFT_VirtualDiskToDisk association
+// instance: two WMI object paths (REF properties).
+type msftVirtualDiskToDisk struct {
+	VirtualDisk string
+	Disk        string
+}
+
+// joinVirtualDisks gives each virtual disk the Number of the disk it
+// surfaces as: through the MSFT_VirtualDiskToDisk association when links
+// has a row for it (matched on the ObjectId keys of the two object
+// paths), else through the identifier Windows gives the surfaced disk
+// (the virtual disk's UniqueId as MSFT_Disk's UniqueId or SerialNumber,
+// compared without case, dashes or braces). A virtual disk that surfaces
+// as no disk (detached) keeps a nil DiskNumber.
+func joinVirtualDisks(vds []msftVirtualDisk, disks []msftDisk, links []msftVirtualDiskToDisk) []spacesVirtualDisk {
+	byObject := map[string]*uint32{}
+	byID := map[string]*uint32{}
+	for _, d := range disks {
+		if d.Number == nil {
+			continue
+		}
+		if d.ObjectId != "" {
+			byObject[d.ObjectId] = d.Number
+		}
+		for _, id := range []string{d.UniqueId, d.SerialNumber} {
+			if k := normalizeStorageID(id); k != "" {
+				if _, dup := byID[k]; !dup {
+					byID[k] = d.Number
+				}
+			}
+		}
+	}
+	linked := map[string]*uint32{}
+	for _, l := range links {
+		vd, ok1 := objectPathKey(l.VirtualDisk, "ObjectId")
+		disk, ok2 := objectPathKey(l.Disk, "ObjectId")
+		if !ok1 || !ok2 {
+			continue
+		}
+		if n, ok := byObject[disk]; ok {
+			linked[vd] = n
+		}
+	}
+	out := make([]spacesVirtualDisk, 0, len(vds))
+	for _, vd := range vds {
+		row := spacesVirtualDisk{
+			FriendlyName:           vd.FriendlyName,
+			UniqueID:               vd.UniqueId,
+			ResiliencySettingName:  vd.ResiliencySettingName,
+			NumberOfColumns:        uint32(vd.NumberOfColumns),
+			NumberOfDataCopies:     uint32(vd.NumberOfDataCopies),
+			PhysicalDiskRedundancy: uint32(vd.PhysicalDiskRedundancy),
+			Interleave:             vd.Interleave,
+			LogicalSectorSize:      vd.LogicalSectorSize,
+			PhysicalSectorSize:     vd.PhysicalSectorSize,
+			Size:                   vd.Size,
+		}
+		if n, ok := linked[vd.ObjectId]; ok && vd.ObjectId != "" {
+			row.DiskNumber = proto.Uint32(*n)
+		} else if n, ok := byID[normalizeStorageID(vd.UniqueId)]; ok && vd.UniqueId != "" {
+			row.DiskNumber = proto.Uint32(*n)
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+// normalizeStorageID folds the spellings of one identifier: case, and the
+// dashes and braces of a GUID.
+func normalizeStorageID(s string) string {
+	return strings.ToUpper(strings.NewReplacer("-", "", "{", "", "}", "", " ", "").Replace(s))
+}
+
+// objectPathKey returns the value of key in a WMI object path such as
+// \\HOST\root\Microsoft\Windows\Storage:MSFT_Disk.ObjectId="{1}\\\\HOST\\..."
+// (the value is a quoted string in which backslash escapes the next
+// character).
+func objectPathKey(p, key string) (string, bool) {
+	i := strings.Index(p, "."+key+`="`)
+	if i < 0 {
+		i = strings.Index(p, ","+key+`="`)
+	}
+	if i < 0 {
+		return "", false
+	}
+	var b strings.Builder
+	for j := i + len(key) + 3; j < len(p); j++ {
+		switch c := p[j]; c {
+		case '\\':
+			j++
+			if j == len(p) {
+				return "", false
+			}
+			b.WriteByte(p[j])
+		case '"':
+			return b.String(), true
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return "", false
 }
 
 // spacesLayout is the RAID geometry a virtual disk's resiliency, columns

@@ -21,6 +21,7 @@ import (
 	"github.com/plumbline/plumbline/internal/bytesize"
 	"github.com/plumbline/plumbline/internal/render"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 var updateWindows = flag.Bool("update-windows", false, "rewrite testdata/windows/*/golden.json from the current output")
@@ -549,4 +550,53 @@ func FuzzWindowsDecoders(f *testing.F) {
 		decodeNTFSVolumeData(b)
 		decodeReFSVolumeData(b)
 	})
+}
+
+func TestJoinVirtualDisks(t *testing.T) {
+	// Object paths as WMI writes REF properties: the key's value quoted,
+	// with backslash escaping backslashes and quotes inside it.
+	const host = `\\DB1\root\Microsoft\Windows\Storage:`
+	vdID := `{1}\\DB1\root/Microsoft/Windows/Storage/Providers_v2\SPACES_VirtualDisk.ObjectId="{b0e3}:VD:{aa}{bb}"`
+	diskID := `{1}\\DB1\root/Microsoft/Windows/Storage/Providers_v2\WSP_Disk.ObjectId="{b0e3}:DI:\\?\storage#disk#{cc}"`
+	escape := strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace
+	ref := func(class, id string) string { return host + class + `.ObjectId="` + escape(id) + `"` }
+
+	if got, ok := objectPathKey(ref("MSFT_VirtualDisk", vdID), "ObjectId"); !ok || got != vdID {
+		t.Errorf("objectPathKey(ref) = %q, %v; want %q", got, ok, vdID)
+	}
+	for _, bad := range []string{"", `x.ObjectId="unterminated`, `x.ObjectId="trailing\`, `x.Name="y"`} {
+		if got, ok := objectPathKey(bad, "ObjectId"); ok {
+			t.Errorf("objectPathKey(%q) = %q, true; want false", bad, got)
+		}
+	}
+
+	vds := []msftVirtualDisk{
+		{ObjectId: vdID, FriendlyName: "SQLData", UniqueId: "7F0A1E5D2B3C4E11900F5E5C5A5B5D5E", ResiliencySettingName: "Simple", NumberOfColumns: 4, NumberOfDataCopies: 1, Interleave: 256 << 10, Size: 4 << 40},
+		{ObjectId: "vd-2", FriendlyName: "Logs", UniqueId: "{11111111-2222-3333-4444-555555555555}", ResiliencySettingName: "Mirror", NumberOfColumns: 1, NumberOfDataCopies: 2},
+		{ObjectId: "vd-3", FriendlyName: "Detached", UniqueId: "99"},
+	}
+	disks := []msftDisk{
+		{ObjectId: diskID, Number: proto.Uint32(4), UniqueId: "60022480-0000"},
+		{ObjectId: "disk-5", Number: proto.Uint32(5), SerialNumber: "11111111222233334444555555555555"},
+		{ObjectId: "disk-6", Number: nil, UniqueId: "99"}, // no number: never joined
+	}
+	links := []msftVirtualDiskToDisk{
+		{VirtualDisk: ref("MSFT_VirtualDisk", vdID), Disk: ref("MSFT_Disk", diskID)},
+		{VirtualDisk: "garbage", Disk: "garbage"},
+	}
+	num := func(n uint32) *uint32 { return &n }
+	want := []spacesVirtualDisk{
+		{DiskNumber: num(4), FriendlyName: "SQLData", UniqueID: "7F0A1E5D2B3C4E11900F5E5C5A5B5D5E", ResiliencySettingName: "Simple", NumberOfColumns: 4, NumberOfDataCopies: 1, Interleave: 256 << 10, Size: 4 << 40},
+		{DiskNumber: num(5), FriendlyName: "Logs", UniqueID: "{11111111-2222-3333-4444-555555555555}", ResiliencySettingName: "Mirror", NumberOfColumns: 1, NumberOfDataCopies: 2},
+		{FriendlyName: "Detached", UniqueID: "99"},
+	}
+	if diff := cmp.Diff(want, joinVirtualDisks(vds, disks, links)); diff != "" {
+		t.Errorf("joinVirtualDisks (-want +got):\n%s", diff)
+	}
+	// Without the association (the provider would not enumerate it), the
+	// first virtual disk surfaces as no disk its UniqueId names.
+	got := joinVirtualDisks(vds, disks, nil)
+	if got[0].DiskNumber != nil || got[1].DiskNumber == nil || *got[1].DiskNumber != 5 {
+		t.Errorf("joinVirtualDisks without links = %+v", got)
+	}
 }

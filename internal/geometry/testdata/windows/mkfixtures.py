@@ -227,8 +227,9 @@ vol_file(r, g, 'IOCTL_DISK_GET_PARTITION_INFO_EX', part_gpt(start, plen, 2, 'Bas
 vol_file(r, g, 'FSCTL_GET_REFS_VOLUME_DATA', refs_data(0x0F1E2D3C4B5A6978, plen // 512, 512, 65536, 4096), 'REFS_VOLUME_DATA_BUFFER')
 disk(r, 4, size, 512, 4096, False, 'Msft', 'Storage Space', '0.1', '{5d1e0a7f-3c2b-4e11-9f00-5e5c5a5b5d5e}', 0x10)
 with open(os.path.join(r, 'spaces.json'), 'w') as f:
-    # Get-VirtualDisk rows as spacesQuery (discover_windows.go) prints them:
-    # ConvertTo-Json of a lone row is an object, not an array.
+    # winSource.virtualDisks' answer: MSFT_VirtualDisk rows already joined
+    # with the surfaced disk's number (joinVirtualDisks); a lone row may be
+    # written as an object instead of an array.
     json.dump({'DiskNumber': 4, 'FriendlyName': 'SQLData', 'UniqueId': '7F0A1E5D2B3C4E11900F5E5C5A5B5D5E',
                'ResiliencySettingName': 'Simple', 'NumberOfColumns': 4, 'NumberOfDataCopies': 1,
                'PhysicalDiskRedundancy': 0, 'Interleave': 262144, 'LogicalSectorSize': 512,
