@@ -33,3 +33,18 @@ func BenchmarkReport(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkValidateReport is the validation of one report (CPU only, no
+// transport or store): a geometry snapshot of two volumes and probe
+// results, the mix cmd/fleetsim sends.
+func BenchmarkValidateReport(b *testing.B) {
+	req := &plumblinev1.ReportRequest{AgentId: "bench", Records: append(
+		[]*plumblinev1.Record{geometryRecord(1, misalignedVolume("/data"), misalignedVolume("/log"))},
+		probeRecords(2, 100)...)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ValidateReport(req, Limits{}, testNow); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

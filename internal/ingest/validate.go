@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -220,14 +221,53 @@ func convertRecord(r *plumblinev1.Record, lim Limits, now time.Time) (rec store.
 
 // checkGeneric walks a message: every string at most MaxStringBytes, every
 // list and map at most MaxListLen (volumes and layers have their own
-// limits), every double finite.
+// limits), every double finite. An error names the field by its path from
+// where ("record.probe.latency.buckets[3]: ...").
+//
+// The path is built only for an error, from the failing field outwards
+// (fieldError.at): the walk of a good message, run for every field of
+// every record received, builds no strings.
 func checkGeneric(m protoreflect.Message, where string, lim Limits, depth int) error {
-	if depth > 16 {
-		return fmt.Errorf("%s: nested too deep", where)
+	if e := checkMessage(m, lim, depth); e != nil {
+		return e.error(where)
 	}
-	var err error
+	return nil
+}
+
+// fieldError is a failed check of checkMessage: msg, and the path of the
+// field that failed, innermost segment first.
+type fieldError struct {
+	rpath []string // ".name", "[3]", "[key]"
+	msg   string
+}
+
+// at adds the next outer segment of the path.
+func (e *fieldError) at(seg string) *fieldError {
+	e.rpath = append(e.rpath, seg)
+	return e
+}
+
+func (e *fieldError) error(root string) error {
+	var b strings.Builder
+	b.WriteString(root)
+	for i := len(e.rpath) - 1; i >= 0; i-- {
+		b.WriteString(e.rpath[i])
+	}
+	b.WriteString(": ")
+	b.WriteString(e.msg)
+	return errors.New(b.String())
+}
+
+func fieldErrorf(format string, args ...any) *fieldError {
+	return &fieldError{msg: fmt.Sprintf(format, args...)}
+}
+
+func checkMessage(m protoreflect.Message, lim Limits, depth int) *fieldError {
+	if depth > 16 {
+		return &fieldError{msg: "nested too deep"}
+	}
+	var err *fieldError
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		name := where + "." + string(fd.Name())
 		switch {
 		case fd.IsList():
 			l := v.List()
@@ -241,46 +281,64 @@ func checkGeneric(m protoreflect.Message, where string, lim Limits, depth int) e
 				max = wire.MaxBuckets
 			}
 			if l.Len() > max {
-				err = fmt.Errorf("%s: %d entries: want at most %d", name, l.Len(), max)
-				return false
+				err = fieldErrorf("%d entries: want at most %d", l.Len(), max)
+				break
 			}
-			for i := 0; i < l.Len() && err == nil; i++ {
-				err = checkValue(fd, l.Get(i), fmt.Sprintf("%s[%d]", name, i), lim, depth)
+			for i := 0; i < l.Len() && checked(fd); i++ {
+				if err = checkValue(fd, l.Get(i), lim, depth); err != nil {
+					err.at("[" + strconv.Itoa(i) + "]")
+					break
+				}
 			}
 		case fd.IsMap():
 			mp := v.Map()
 			if mp.Len() > lim.MaxListLen {
-				err = fmt.Errorf("%s: %d entries: want at most %d", name, mp.Len(), lim.MaxListLen)
-				return false
+				err = fieldErrorf("%d entries: want at most %d", mp.Len(), lim.MaxListLen)
+				break
 			}
 			mp.Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
 				if s, ok := k.Interface().(string); ok && len(s) > lim.MaxStringBytes {
-					err = fmt.Errorf("%s: key of %d bytes: want at most %d", name, len(s), lim.MaxStringBytes)
+					err = fieldErrorf("key of %d bytes: want at most %d", len(s), lim.MaxStringBytes)
 					return false
 				}
-				err = checkValue(fd.MapValue(), mv, fmt.Sprintf("%s[%v]", name, k.Interface()), lim, depth)
+				if err = checkValue(fd.MapValue(), mv, lim, depth); err != nil {
+					err.at(fmt.Sprintf("[%v]", k.Interface()))
+				}
 				return err == nil
 			})
 		default:
-			err = checkValue(fd, v, name, lim, depth)
+			err = checkValue(fd, v, lim, depth)
+		}
+		if err != nil {
+			err.at("." + string(fd.Name()))
 		}
 		return err == nil
 	})
 	return err
 }
 
-func checkValue(fd protoreflect.FieldDescriptor, v protoreflect.Value, name string, lim Limits, depth int) error {
+// checked reports whether checkValue checks anything of a value of fd's
+// kind (integers, bools, bytes and enums have nothing to check).
+func checked(fd protoreflect.FieldDescriptor) bool {
+	switch fd.Kind() {
+	case protoreflect.StringKind, protoreflect.DoubleKind, protoreflect.FloatKind, protoreflect.MessageKind, protoreflect.GroupKind:
+		return true
+	}
+	return false
+}
+
+func checkValue(fd protoreflect.FieldDescriptor, v protoreflect.Value, lim Limits, depth int) *fieldError {
 	switch fd.Kind() {
 	case protoreflect.StringKind:
 		if n := len(v.String()); n > lim.MaxStringBytes {
-			return fmt.Errorf("%s: %d bytes: want at most %d", name, n, lim.MaxStringBytes)
+			return fieldErrorf("%d bytes: want at most %d", n, lim.MaxStringBytes)
 		}
 	case protoreflect.DoubleKind, protoreflect.FloatKind:
 		if f := v.Float(); math.IsNaN(f) || math.IsInf(f, 0) {
-			return fmt.Errorf("%s: %v: want a finite number", name, f)
+			return fieldErrorf("%v: want a finite number", f)
 		}
 	case protoreflect.MessageKind, protoreflect.GroupKind:
-		return checkGeneric(v.Message(), name, lim, depth+1)
+		return checkMessage(v.Message(), lim, depth+1)
 	}
 	return nil
 }
