@@ -309,13 +309,14 @@ type scheduler struct {
 }
 
 // targetsFor maps volumes to probe targets: the first schedule whose
-// mount_point glob matches a volume's mount point wins for each kind.
+// mount_point glob matches a volume's mount point (geometry.MatchMountPoint)
+// wins for each kind.
 func targetsFor(vols []*plumblinev1.Volume, scheds []config.ProbeSchedule) []target {
 	var out []target
 	for _, v := range vols {
 		done := map[probe.Kind]bool{}
 		for _, s := range scheds {
-			if ok, _ := path.Match(s.MountPoint, v.GetMountPoint()); !ok {
+			if !geometry.MatchMountPoint(s.MountPoint, v.GetMountPoint()) {
 				continue
 			}
 			for _, k := range s.Kinds {

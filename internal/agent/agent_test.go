@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -593,6 +594,42 @@ func TestTargetsFor(t *testing.T) {
 	}
 	if fmt.Sprint(got[0].lockKeys) != "[sdb]" {
 		t.Errorf("lock keys = %v, want [sdb]", got[0].lockKeys)
+	}
+}
+
+// Windows volumes report D:\ and C:\MountPoints\Data\; schedules name
+// them D:/ and C:/MountPoints/*.
+func TestTargetsForWindows(t *testing.T) {
+	vol := func(mp, guid string, disk int) *plumblinev1.Volume {
+		return &plumblinev1.Volume{MountPoint: mp, Device: guid, Layers: []*plumblinev1.Layer{
+			{Kind: "filesystem", Device: guid}, {Kind: "disk", Device: fmt.Sprintf("PhysicalDrive%d", disk)},
+		}}
+	}
+	vols := []*plumblinev1.Volume{
+		vol(`C:\`, `\\?\Volume{c}\`, 0),
+		vol(`D:\`, `\\?\Volume{d}\`, 1),
+		vol(`C:\MountPoints\Data\`, `\\?\Volume{m}\`, 2),
+	}
+	for _, tc := range []struct {
+		glob string
+		want []string
+	}{
+		{"D:/", []string{`D:\`}},
+		{"d:/", []string{`D:\`}},
+		{"C:/MountPoints/*", []string{`C:\MountPoints\Data\`}},
+		{"C:/", []string{`C:\`}},
+		{"?:/", []string{`C:\`, `D:\`}},
+		{"/data", nil},
+	} {
+		t.Run(tc.glob, func(t *testing.T) {
+			var got []string
+			for _, tg := range targetsFor(vols, []config.ProbeSchedule{{MountPoint: tc.glob, Dir: `D:\p`, Kinds: []probe.Kind{probe.RandomRead}}}) {
+				got = append(got, tg.mount)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("targetsFor(%q) mounts (-want +got):\n%s", tc.glob, diff)
+			}
+		})
 	}
 }
 

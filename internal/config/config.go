@@ -194,7 +194,7 @@ func (a Agent) Validate() error {
 		sel  Selector
 	}{{"include", a.Include}, {"exclude", a.Exclude}} {
 		for i, g := range s.sel.MountPoints {
-			if _, err := path.Match(g, "/"); err != nil || !strings.HasPrefix(g, "/") && !isWindowsAbs(g) {
+			if !geometry.ValidMountGlob(g) {
 				errs = append(errs, fmt.Errorf("%s.mount_points[%d] %q: want an absolute path or glob (path.Match syntax; on Windows D:/ or D:/SQL*/)", s.name, i, g))
 			}
 		}

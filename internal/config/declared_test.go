@@ -74,3 +74,33 @@ func TestWindowsExampleConfig(t *testing.T) {
 		t.Errorf("deploy/windows/agent.yaml: %v", err)
 	}
 }
+
+// probes[].mount_point takes the same globs as the selectors: a Windows
+// agent schedules probes by drive letter or mount folder.
+func TestProbeMountPointGlobs(t *testing.T) {
+	for _, tc := range []struct {
+		glob string
+		ok   bool
+	}{
+		{"/data", true},
+		{"/data*", true},
+		{"D:/", true},
+		{"d:/", true},
+		{"C:/MountPoints/*", true},
+		{`D:\\`, true},
+		{`D:\`, false},
+		{"D:", false},
+		{"data", false},
+		{"/data/[", false},
+	} {
+		t.Run(tc.glob, func(t *testing.T) {
+			_, err := Parse([]byte("probes: [{mount_point: '" + tc.glob + "', dir: 'D:/PlumblineProbe'}]\n"))
+			if (err == nil) != tc.ok {
+				t.Errorf("probes[0].mount_point %q: err = %v, want valid=%v", tc.glob, err, tc.ok)
+			}
+			if err != nil && !strings.Contains(err.Error(), "mount_point") {
+				t.Errorf("probes[0].mount_point %q: err = %v, want one naming mount_point", tc.glob, err)
+			}
+		})
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/plumbline/plumbline/internal/bytesize"
+	"github.com/plumbline/plumbline/internal/geometry"
 	"github.com/plumbline/plumbline/internal/probe"
 )
 
@@ -68,7 +69,7 @@ type Intervals struct {
 // ProbeSchedule runs probes on every volume whose mount point matches.
 // The budget keys are the `agent probe` flags.
 type ProbeSchedule struct {
-	MountPoint    string         `yaml:"mount_point"` // path.Match glob of the volume's mount point
+	MountPoint    string         `yaml:"mount_point"` // glob of the volume's mount point (geometry.MatchMountPoint)
 	Dir           string         `yaml:"dir"`         // probe directory on that volume
 	Kinds         []probe.Kind   `yaml:"kinds"`       // default all three
 	Every         time.Duration  `yaml:"every"`       // default 1h
@@ -164,8 +165,8 @@ func (a Agent) validateRun() []error {
 	seen := map[string]bool{}
 	for i, p := range a.Probes {
 		w := fmt.Sprintf("probes[%d]", i)
-		if _, err := path.Match(p.MountPoint, "/"); err != nil || !strings.HasPrefix(p.MountPoint, "/") {
-			add("%s.mount_point %q: want an absolute path or glob (path.Match syntax)", w, p.MountPoint)
+		if !geometry.ValidMountGlob(p.MountPoint) {
+			add("%s.mount_point %q: want an absolute path or glob (path.Match syntax; on Windows D:/ or C:/MountPoints/*)", w, p.MountPoint)
 		}
 		if !path.IsAbs(p.Dir) && !isWindowsAbs(p.Dir) {
 			add("%s.dir %q: want an absolute path", w, p.Dir)

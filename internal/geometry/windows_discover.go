@@ -10,7 +10,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path"
 	"slices"
 	"sort"
 	"strconv"
@@ -355,21 +354,12 @@ func (d *winDiscoverer) selected(v winVolume) bool {
 	return !slices.Contains(o.ExcludeFSTypes, v.fsType())
 }
 
-// matchWindowsMount matches a Windows mount point (D:\, C:\mnt\data\)
-// against globs written with forward slashes (D:/, D:/SQL*/) or as the
-// native path with escaped backslashes; drive letters match in any case.
+// matchWindowsMount reports whether any glob matches the Windows mount
+// point mp (MatchMountPoint).
 func matchWindowsMount(globs []string, mp string) bool {
-	slash := strings.ReplaceAll(mp, `\`, "/")
 	for _, g := range globs {
-		for _, cand := range []string{mp, slash, strings.TrimSuffix(slash, "/")} {
-			if ok, _ := path.Match(g, cand); ok {
-				return true
-			}
-			if len(g) >= 2 && g[1] == ':' && len(cand) >= 2 && cand[1] == ':' {
-				if ok, _ := path.Match(strings.ToUpper(g[:1])+g[1:], strings.ToUpper(cand[:1])+cand[1:]); ok {
-					return true
-				}
-			}
+		if MatchMountPoint(g, mp) {
+			return true
 		}
 	}
 	return false
