@@ -11,8 +11,9 @@ import (
 
 // DiscoverHost identifies the host the roots describe: hostname and kernel
 // from <procfs>/sys/kernel (falling back to os.Hostname for the name),
-// machine id from <EtcRoot>/machine-id when EtcRoot is set. Unreadable
-// values are left empty. agent_version and collected_at are the caller's.
+// machine id from <EtcRoot>/machine-id when EtcRoot is set; on Windows the
+// build and MachineGuid instead (host_windows.go). Unreadable values are
+// left empty. agent_version and collected_at are the caller's.
 func DiscoverHost(opts Options) *plumblinev1.Host {
 	h := &plumblinev1.Host{Os: runtime.GOOS}
 	if opts.ProcfsRoot != "" {
@@ -25,6 +26,7 @@ func DiscoverHost(opts Options) *plumblinev1.Host {
 	if opts.EtcRoot != "" {
 		h.MachineId = readTrimmed(filepath.Join(opts.EtcRoot, "machine-id"))
 	}
+	osHostFacts(h)
 	return h
 }
 
