@@ -14,14 +14,11 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -57,9 +54,9 @@ type Options struct {
 	Geometry geometry.Options // discovery roots and settings (Config's applied by the caller)
 	Discover DiscoverFunc     // nil: geometry.InspectVolumes + align.Evaluate
 	Probe    ProbeFunc        // nil: probe.Run
-	ProcRoot string           // for <procfs>/self/mountinfo and the probes' diskstats; default /proc
+	ProcRoot string           // for <procfs>/self/mountinfo (Linux) and the probes' diskstats; default /proc
 
-	MountPoll   time.Duration // how often the mount table is checked for changes; default 5s
+	MountPoll   time.Duration // how often the mount table (Windows: the volume list) is checked for changes; default 5s
 	BackoffBase time.Duration // default 1s
 	BackoffMax  time.Duration // default 5m
 	Logger      *slog.Logger  // default slog.Default()
@@ -72,6 +69,7 @@ type Agent struct {
 	spool   *spool.Spool
 	metrics *metrics
 	locks   *deviceLocks
+	mounts  mountTable
 
 	geomInterval   atomic.Int64 // time.Duration, the server's or the config's
 	reportInterval atomic.Int64
@@ -110,7 +108,7 @@ func New(o Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{o: o, log: o.Logger, spool: sp, metrics: newMetrics(sp), locks: newDeviceLocks()}
+	a := &Agent{o: o, log: o.Logger, spool: sp, metrics: newMetrics(sp), locks: newDeviceLocks(), mounts: newMountTable(o.ProcRoot)}
 	a.host.Store(hostFacts(o))
 	a.geomInterval.Store(int64(o.Config.Intervals.GeometryRefresh))
 	a.reportInterval.Store(int64(o.Config.Intervals.Report))
@@ -214,12 +212,11 @@ func discover(ctx context.Context, opts geometry.Options) (*plumblinev1.Inventor
 	return &plumblinev1.Inventory{Host: geometry.DiscoverHost(opts), Volumes: res.Volumes}, nil
 }
 
-// geometryLoop discovers at start, when the mount table changes and every
+// geometryLoop discovers at start, when the mount table changes (a.mounts) and every
 // geometry refresh interval; a snapshot is spooled when the inventory
 // differs from the last one spooled (and always at start).
 func (a *Agent) geometryLoop(ctx context.Context, sched *scheduler) {
-	mountinfo := filepath.Join(a.o.ProcRoot, "self", "mountinfo")
-	lastMount := fileHash(mountinfo)
+	lastMount := a.mounts.fingerprint()
 	var lastInv []byte
 	run := func(trigger string) {
 		inv, err := a.o.Discover(ctx)
@@ -254,7 +251,7 @@ func (a *Agent) geometryLoop(ctx context.Context, sched *scheduler) {
 		case <-ctx.Done():
 			return
 		case <-poll.C:
-			if h := fileHash(mountinfo); h != lastMount {
+			if h := a.mounts.fingerprint(); h != lastMount {
 				lastMount = h
 				run("changed")
 			}
@@ -276,15 +273,12 @@ func inventoryKey(inv *plumblinev1.Inventory) []byte {
 	return sum[:]
 }
 
-// fileHash is a cheap content hash of a small file; 0 when unreadable.
-func fileHash(p string) uint64 {
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return 0
-	}
-	h := fnv.New64a()
-	h.Write(b)
-	return h.Sum64()
+// mountTable fingerprints what is mounted: a new fingerprint triggers a
+// discovery. Linux hashes <procfs>/self/mountinfo (mounts_linux.go),
+// Windows the volume list with its mount points (mounts_windows.go).
+type mountTable interface {
+	// fingerprint is 0 when the table cannot be read.
+	fingerprint() uint64
 }
 
 // target is one (volume, kind) probe timer.
