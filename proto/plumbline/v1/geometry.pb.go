@@ -427,7 +427,9 @@ type Layer struct {
 	// Devices directly below this layer (kernel names).
 	Below []string `protobuf:"bytes,26,rep,name=below,proto3" json:"below,omitempty"`
 	// The source of this layer as a whole: sysfs, superblock, mount-options,
-	// declared, kernel-hint, lvm-metadata, ioctl, statfs.
+	// declared, kernel-hint, lvm-metadata, ioctl, statfs; on Windows also
+	// win32 (GetVolumeInformation, GetDiskFreeSpace) and wmi (the Storage
+	// WMI namespace: Storage Spaces virtual disks).
 	Source string `protobuf:"bytes,27,opt,name=source,proto3" json:"source,omitempty"`
 	// The source of each value, keyed by field name, for every value set.
 	Sources map[string]string `protobuf:"bytes,28,rep,name=sources,proto3" json:"sources,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
@@ -735,7 +737,7 @@ type Alignment struct {
 	DataOffsetBytes *uint64 `protobuf:"varint,2,opt,name=data_offset_bytes,json=dataOffsetBytes,proto3,oneof" json:"data_offset_bytes,omitempty"`
 	// The stripe unit the verdict was judged against; 0 when none is known.
 	StripeUnitBytes uint64 `protobuf:"varint,3,opt,name=stripe_unit_bytes,json=stripeUnitBytes,proto3" json:"stripe_unit_bytes,omitempty"`
-	// Where the stripe unit came from (declared, sysfs, lvm-metadata, kernel-hint, superblock, mount-options).
+	// Where the stripe unit came from (declared, sysfs, lvm-metadata, kernel-hint, superblock, mount-options, ioctl, wmi).
 	StripeUnitSource string `protobuf:"bytes,4,opt,name=stripe_unit_source,json=stripeUnitSource,proto3" json:"stripe_unit_source,omitempty"`
 	// The device whose stripe unit applies (md0, sdb, ...).
 	StripedDevice string `protobuf:"bytes,5,opt,name=striped_device,json=stripedDevice,proto3" json:"striped_device,omitempty"`
