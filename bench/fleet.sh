@@ -1,17 +1,29 @@
 #!/usr/bin/env bash
 # Fleet benchmark, end to end (see bench/RESULTS-fleet.md):
 #   1. throughput into SQLite: `server --dev` + fleetsim with $AGENTS agents for $DURATION;
-#   2. memory per connected agent and the restart test: a fresh server, fleetsim
-#      with $RESTART_AGENTS agents (--reconnect), server RSS idle and with every
-#      agent connected (VmRSS from /proc/PID/status), then the server is stopped
-#      (SIGTERM) and started again on the same port and data directory; fleetsim
-#      reports when every agent has had a successful Report again;
-#   3. throughput into PostgreSQL, when the Debian PostgreSQL binaries are
-#      there: a throwaway cluster in the temporary directory.
+#   2. memory per connected agent, idle: a fresh server, fleetsim with
+#      $RESTART_AGENTS agents at --rate 0 (connected, Hello and the first
+#      geometry report done, then nothing but keepalives); server VmRSS
+#      before and 15 s after every agent said Hello, plus the Go heap and
+#      stacks from /debug/pprof (--debug.pprof-listen-address);
+#   3. memory per connected agent, busy, and the restart test: a fresh
+#      server, fleetsim with $RESTART_AGENTS agents sending $RESTART_AGENTS
+#      records/s (--reconnect), the same RSS figures, then the server is
+#      stopped (SIGTERM) and started again on the same port and data
+#      directory; fleetsim reports when every agent has had a successful
+#      Report again;
+#   4. throughput into PostgreSQL, when the Debian PostgreSQL binaries are
+#      there: a throwaway cluster (max_connections=200) in the temporary
+#      directory; the server's connections (pg_stat_activity) are sampled
+#      and PostgreSQL's FATAL log lines counted.
 # Everything runs on this host; everything started is stopped on exit.
 #
 # Usage: bench/fleet.sh            (from the repository root or anywhere)
 #        AGENTS=1000 DURATION=30s RESTART_AGENTS=5000 SKIP_PG=1 bench/fleet.sh
+#        PG_DSN_PARAMS='&pool_max_conns=32' bench/fleet.sh   (store pool, see store.Open)
+#        SNAPSHOT=1 bench/fleet.sh builds HEAD's tree (git archive), not the working tree
+#        KEEP=1 bench/fleet.sh     keeps the directory: logs, heap profiles
+#                                  (go tool pprof -sample_index=inuse_space DIR/heap-idle.pb.gz)
 set -euo pipefail
 
 AGENTS=${AGENTS:-1000}
@@ -24,10 +36,12 @@ chmod 755 "$work"
 server_pid=""
 fleet_pid=""
 pg_ctl=""
+activity_pid=""
 
 cleanup() {
 	[ -n "$fleet_pid" ] && kill "$fleet_pid" 2>/dev/null || true
 	[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
+	[ -n "$activity_pid" ] && kill "$activity_pid" 2>/dev/null || true
 	wait 2>/dev/null || true
 	if [ -n "$pg_ctl" ]; then
 		runuser -u postgres -- "$pg_ctl" -D "$work/pg/data" -m immediate stop >/dev/null 2>&1 || true
@@ -41,13 +55,23 @@ say() { printf '%s\n' "$*"; }
 load() { uptime | sed 's/.*load average: /load average /'; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+pprof_port=""
+# go_mem: the Go runtime's view of the server (heap in use, stacks, goroutines), saving the heap profile as $1.
+go_mem() {
+	curl -s "http://127.0.0.1:$pprof_port/debug/pprof/heap" -o "$1" || true
+	local g h
+	g=$(curl -s "http://127.0.0.1:$pprof_port/debug/pprof/goroutine?debug=1" | sed -n 's/^goroutine profile: total //p')
+	h=$(curl -s "http://127.0.0.1:$pprof_port/debug/pprof/heap?debug=1" | awk '/^# (HeapInuse|HeapAlloc|Stack|Sys|NextGC) =/ {printf "%s=%d MiB ", $2, $4/1048576}')
+	printf 'goroutines=%s %s' "$g" "$h"
+}
 
 # start_server DATADIR GRPC_PORT [flags...]: starts `server --dev`, waits for its gRPC port.
 start_server() {
 	local dir=$1 port=$2
 	shift 2
+	pprof_port=$(free_port)
 	"$work/server" --dev --data-dir "$dir" --grpc.listen-address "127.0.0.1:$port" \
-		--web.listen-address "127.0.0.1:$(free_port)" "$@" >>"$dir.log" 2>&1 &
+		--web.listen-address "127.0.0.1:$(free_port)" --debug.pprof-listen-address "127.0.0.1:$pprof_port" "$@" >>"$dir.log" 2>&1 &
 	server_pid=$!
 	for _ in $(seq 300); do
 		if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && [ -f "$dir/dev/agent.yaml" ]; then return 0; fi
@@ -63,8 +87,14 @@ stop_server() {
 	server_pid=""
 }
 
-say "== build ($(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'))"
-(cd "$root" && go build -o "$work/server" ./cmd/server && go build -o "$work/fleetsim" ./cmd/fleetsim)
+src=$root
+if [ -n "${SNAPSHOT:-}" ]; then
+	# The committed tree only (others may be editing the working tree).
+	src=$work/src
+	mkdir -p "$src" && git -C "$root" archive HEAD | tar -x -C "$src"
+fi
+say "== build ($(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')${SNAPSHOT:+, committed tree only})"
+(cd "$src" && go build -o "$work/server" ./cmd/server && go build -o "$work/fleetsim" ./cmd/fleetsim)
 say "machine: $(nproc) cores, $(awk '/MemTotal/ {print $2/1024 " MiB"}' /proc/meminfo); open files: $(ulimit -n) soft, $(ulimit -Hn) hard"
 
 say ""
@@ -76,26 +106,49 @@ say "after:  $(load)"
 say "server peak RSS: $(awk '/^VmHWM/ {print $2 " kB"}' "/proc/$server_pid/status")"
 stop_server
 
+# wait_connected FILE: until fleetsim (pid $fleet_pid) says every agent said Hello.
+wait_connected() {
+	for _ in $(seq 1800); do
+		grep -q "agents connected in" "$1" && break
+		kill -0 "$fleet_pid" 2>/dev/null || { cat "$1"; exit 1; }
+		sleep 0.1
+	done
+	grep "agents connected in" "$1"
+}
+
 say ""
-say "== 2. memory per connected agent and restart: $RESTART_AGENTS agents"
+say "== 2. memory per connected agent, idle: $RESTART_AGENTS agents at --rate 0"
+start_server "$work/idle" "$(free_port)"
+sleep 2
+idle=$(rss_kb "$server_pid")
+say "server RSS before: $idle kB ($(load)); $(go_mem "$work/heap-idle-before.pb.gz")"
+"$work/fleetsim" --dev-dir "$work/idle/dev" --agents "$RESTART_AGENTS" --rate 0 --duration 10m \
+	>"$work/fleet-idle.out" 2>"$work/fleet-idle.err" &
+fleet_pid=$!
+wait_connected "$work/fleet-idle.err"
+sleep 15 # the first (geometry) report of every agent is in
+conn=$(rss_kb "$server_pid")
+say "server RSS with $RESTART_AGENTS idle agents connected: $conn kB ($(load)); $(go_mem "$work/heap-idle.pb.gz")"
+say "memory_per_agent_idle_kb=$(( (conn - idle) / RESTART_AGENTS )) (($conn - $idle) kB / $RESTART_AGENTS)"
+kill "$fleet_pid"; wait "$fleet_pid" 2>/dev/null || true
+fleet_pid=""
+stop_server
+
+say ""
+say "== 3. memory per connected agent, busy, and restart: $RESTART_AGENTS agents, $RESTART_AGENTS records/s"
 port=$(free_port)
 start_server "$work/restart" "$port"
 sleep 2
 idle=$(rss_kb "$server_pid")
-say "server RSS idle: $idle kB ($(load))"
+say "server RSS before: $idle kB ($(load))"
 "$work/fleetsim" --dev-dir "$work/restart/dev" --agents "$RESTART_AGENTS" --rate "$RESTART_AGENTS" \
 	--report-interval 10s --duration 10m --reconnect >"$work/fleet-restart.out" 2>"$work/fleet-restart.err" &
 fleet_pid=$!
-for _ in $(seq 1800); do
-	grep -q "agents connected in" "$work/fleet-restart.err" && break
-	kill -0 "$fleet_pid" 2>/dev/null || { cat "$work/fleet-restart.err"; exit 1; }
-	sleep 0.1
-done
-grep "agents connected in" "$work/fleet-restart.err"
+wait_connected "$work/fleet-restart.err"
 sleep 15 # every agent has reported at least once (10 s interval)
 conn=$(rss_kb "$server_pid")
-say "server RSS with $RESTART_AGENTS agents connected: $conn kB ($(load))"
-say "memory_per_agent_kb=$(( (conn - idle) / RESTART_AGENTS )) (($conn - $idle) kB / $RESTART_AGENTS)"
+say "server RSS with $RESTART_AGENTS agents connected and sending: $conn kB ($(load)); $(go_mem "$work/heap-busy.pb.gz")"
+say "memory_per_agent_busy_kb=$(( (conn - idle) / RESTART_AGENTS )) (($conn - $idle) kB / $RESTART_AGENTS)"
 say "restart: SIGTERM, then start again on 127.0.0.1:$port ($(load))"
 t_stop=$(date +%s%3N)
 stop_server
@@ -118,10 +171,10 @@ stop_server
 if [ -n "$SKIP_PG" ]; then exit 0; fi
 pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
 if [ -z "$pgbin" ] || ! id postgres >/dev/null 2>&1; then
-	say ""; say "== 3. PostgreSQL: skipped (no /usr/lib/postgresql/*/bin or no postgres user)"; exit 0
+	say ""; say "== 4. PostgreSQL: skipped (no /usr/lib/postgresql/*/bin or no postgres user)"; exit 0
 fi
 say ""
-say "== 3. PostgreSQL ($pgbin): $AGENTS agents for $DURATION"
+say "== 4. PostgreSQL ($pgbin): $AGENTS agents for $DURATION"
 mkdir -p "$work/pg" && chown postgres "$work/pg"
 pgport=$(free_port)
 runuser -u postgres -- "$pgbin/initdb" -D "$work/pg/data" -A trust -U postgres >/dev/null
@@ -129,7 +182,18 @@ pg_ctl="$pgbin/pg_ctl"
 runuser -u postgres -- "$pg_ctl" -D "$work/pg/data" -w -l "$work/pg/log" \
 	-o "-p $pgport -k $work/pg -c listen_addresses=127.0.0.1 -c max_connections=200" start >/dev/null
 say "before: $(load)"
-start_server "$work/pgserver" "$(free_port)" --store.dsn "postgres://postgres@127.0.0.1:$pgport/postgres?sslmode=disable"
+start_server "$work/pgserver" "$(free_port)" --store.dsn "postgres://postgres@127.0.0.1:$pgport/postgres?sslmode=disable${PG_DSN_PARAMS:-}"
+(
+	while :; do
+		runuser -u postgres -- "$pgbin/psql" -h 127.0.0.1 -p "$pgport" -Atc \
+			"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()" 2>/dev/null || true
+		sleep 2
+	done
+) >"$work/pg-activity" &
+activity_pid=$!
 "$work/fleetsim" --dev-dir "$work/pgserver/dev" --agents "$AGENTS" --duration "$DURATION" 2>"$work/fleet-pg.err" | tee "$work/fleet-pg.out"
+kill "$activity_pid" 2>/dev/null || true
 say "after:  $(load)"
+say "server connections to PostgreSQL (pg_stat_activity, every 2 s): max $(sort -n "$work/pg-activity" | tail -1)"
+say "PostgreSQL FATAL log lines: $(grep -c FATAL "$work/pg/log" || true); server ERROR log lines: $(grep -c 'level=ERROR' "$work/pgserver.log" || true)"
 stop_server
