@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	dto "github.com/prometheus/client_model/go"
-	"google.golang.org/protobuf/proto"
 )
 
 // family is one metric family, described once: its name, help, type and
@@ -16,7 +15,9 @@ type family struct {
 	typ        dto.MetricType
 	labels     []string // as callers pass the values
 	order      []int    // order[i]: index into labels of the i-th label by name
-	names      []*string
+	labelNames []string // labels by name
+	textHeader []byte   // # HELP and # TYPE lines
+	pbHeader   []byte   // MetricFamily name, help and type fields
 }
 
 // Families, in name order.
@@ -66,8 +67,9 @@ func newFamilies() [numFamilies]family {
 		}
 		slices.SortFunc(f.order, func(a, b int) int { return cmpString(labels[a], labels[b]) })
 		for _, j := range f.order {
-			f.names = append(f.names, proto.String(labels[j]))
+			f.labelNames = append(f.labelNames, labels[j])
 		}
+		f.headers()
 		fs[i] = f
 	}
 	d(famVolInfo, "volume_info", gauge, "A volume the latest geometry snapshot of its host lists, with its identity, geometry and the server's alignment verdict (aligned, misaligned, unknown) as labels. Sizes are bytes; data_offset_bytes is empty when unknown, cluster (the file-system allocation unit) when unknown.",
@@ -105,17 +107,4 @@ func newFamilies() [numFamilies]family {
 	d(famEvalFailures, "evaluator_failures_total", counter, "Baseline evaluator passes that failed since the server started.", nil)
 	d(famStoreSuccess, "exporter_store_success", gauge, "1 when this scrape read the store, 0 when it failed (and no store metrics were sent).", nil)
 	return fs // TestFamiliesInNameOrder holds the numbering to name order
-}
-
-// labelPairs builds a metric's labels in name order from values given in
-// the family's declared order. Equal values share one string pointer when
-// the caller passes the same *string. len(values) is len(f.labels).
-func (f *family) labelPairs(values ...*string) []*dto.LabelPair {
-	lp := make([]dto.LabelPair, len(values))
-	out := make([]*dto.LabelPair, len(values))
-	for i, j := range f.order {
-		lp[i].Name, lp[i].Value = f.names[i], values[j]
-		out[i] = &lp[i]
-	}
-	return out
 }

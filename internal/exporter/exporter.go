@@ -21,10 +21,12 @@
 package exporter
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"net/http"
@@ -98,43 +100,55 @@ type Collector struct {
 	opts Options
 	fams [numFamilies]family
 
-	mu sync.Mutex // held by the scrape that refreshes; the others wait and share its result
+	mu  sync.Mutex // held by the scrape that refreshes; the others wait and share its result
+	gen uint64     // refreshes so far
 
 	// Inputs of the last build.
 	hosts     []store.Agent
+	seqs      []store.VolumeSequence
 	vols      []store.Volume
 	volsOK    bool
-	base      store.MetricsSnapshot // Baselines, StopCounts, Cohorts
+	baselines []store.MetricsBaseline
+	stops     []store.StopCount
+	cohorts   []store.Cohort
 	baseOK    bool
 	baseGen   EvaluatorStatus
-	readAt    time.Time // when the volumes and baselines were both last read
-	present   map[volKey]bool
-	geometry  map[volKey]volumeFacts // by volume; reused while the sequence is unchanged
-	hists     map[histKey]*histFacts // by volume and kind; reused while the run count is unchanged
+	readAt    time.Time         // when the volumes and baselines were both last read
+	present   map[volKey]string // present volumes: their host name
+	volParts  map[volKey]*volPart
+	baseParts map[volKey]*basePart
 	counts    map[store.RecordKind]uint64
 	countedAt time.Time
 
-	// Outputs: each family's metrics and text encoding (nil: absent), and
-	// the whole bodies of the current version by format.
-	out    [numFamilies]*encoded
+	// Outputs: each family's series and encodings, and the whole bodies
+	// of the current version by format.
+	out    [numFamilies]famState
 	bodies map[bodyKey][]byte
 }
 
-// encoded is one family's metrics, encoded once.
-type encoded struct {
-	mf   *dto.MetricFamily
-	text []byte
-	pb   []byte // delimited protobuf, encoded on first use
+// volPart is a volume's identity, geometry and findings, rebuilt when its
+// row changes.
+type volPart struct {
+	part
+	gen   uint64
+	vol   store.Volume
+	facts volumeFacts
+}
+
+// basePart is a volume's baselines, probe statistics and stop counts,
+// rebuilt when one of its rows changes.
+type basePart struct {
+	part
+	gen   uint64
+	host  string
+	rows  []store.MetricsBaseline
+	stops []store.StopCount
+	hists map[string]*histFacts // by kind
 }
 
 type bodyKey struct{ protobuf, gzip bool }
 
 type volKey struct{ agent, mount string }
-
-type histKey struct {
-	volKey
-	kind string
-}
 
 // New returns a Collector over st.
 func New(st *store.Store, opts Options) (*Collector, error) {
@@ -167,7 +181,7 @@ func New(st *store.Store, opts Options) (*Collector, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Collector{st: st, opts: opts, fams: newFamilies(), geometry: map[volKey]volumeFacts{}, hists: map[histKey]*histFacts{}}, nil
+	return &Collector{st: st, opts: opts, fams: newFamilies(), volParts: map[volKey]*volPart{}, baseParts: map[volKey]*basePart{}}, nil
 }
 
 // Handler serves c's exposition on GET /metrics.
@@ -181,19 +195,27 @@ func (c *Collector) Invalidate() {
 }
 
 // Gather returns the current metric families, in name order (it
-// implements prometheus.Gatherer). They are shared with the cache: callers
-// must not modify them.
+// implements prometheus.Gatherer): the protobuf exposition decoded, so
+// exactly what a scrape gets.
 func (c *Collector) Gather() ([]*dto.MetricFamily, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.refresh()
-	var out []*dto.MetricFamily
-	for _, e := range c.out {
-		if e != nil {
-			out = append(out, e.mf)
-		}
+	body, err := c.body(bodyKey{protobuf: true})
+	c.mu.Unlock()
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	var out []*dto.MetricFamily
+	r := bufio.NewReader(bytes.NewReader(body))
+	for {
+		mf := &dto.MetricFamily{}
+		if err := protodelim.UnmarshalFrom(r, mf); err == io.EOF {
+			return out, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("decode exposition: %w", err)
+		}
+		out = append(out, mf)
+	}
 }
 
 // ServeHTTP serves the exposition: delimited protobuf when the scraper
@@ -246,32 +268,19 @@ func (c *Collector) body(key bodyKey) ([]byte, error) {
 	if b, ok := c.bodies[key]; ok {
 		return b, nil
 	}
-	n := 0
-	for _, e := range c.out {
-		if e == nil {
-			continue
-		}
-		if key.protobuf && e.pb == nil {
-			var buf bytes.Buffer
-			if _, err := protodelim.MarshalTo(&buf, e.mf); err != nil {
-				return nil, fmt.Errorf("%s: %w", e.mf.GetName(), err)
-			}
-			e.pb = buf.Bytes()
-		}
-		n += len(e.text)
+	enc := func(fs *famState) []byte {
 		if key.protobuf {
-			n += len(e.pb) - len(e.text)
+			return fs.pb
 		}
+		return fs.text
+	}
+	n := 0
+	for i := range c.out {
+		n += len(enc(&c.out[i]))
 	}
 	raw := make([]byte, 0, n)
-	for _, e := range c.out {
-		switch {
-		case e == nil:
-		case key.protobuf:
-			raw = append(raw, e.pb...)
-		default:
-			raw = append(raw, e.text...)
-		}
+	for i := range c.out {
+		raw = append(raw, enc(&c.out[i])...)
 	}
 	b := raw
 	if key.gzip {
@@ -298,51 +307,52 @@ func (c *Collector) refresh() {
 	ctx, cancel := context.WithTimeout(context.Background(), c.opts.Timeout)
 	defer cancel()
 	now := c.opts.Now()
-	var next [numFamilies]*dto.MetricFamily
-	var rebuilt [numFamilies]bool // families whose inputs were considered this time
-	for _, i := range []int{famEvalFailures, famEvalLast, famEvalRuns, famStoreSuccess, famIngestRecords, famAgentLast, famAgentUp} {
-		rebuilt[i] = true
-	}
+	c.gen++
 	var ev EvaluatorStatus
+	var last, runs, failures []*series
 	if f := c.opts.Evaluator; f != nil {
 		ev = f()
 		if !ev.LastSuccess.IsZero() {
-			next[famEvalLast] = c.single(famEvalLast, gaugeOf(seconds(ev.LastSuccess)))
+			last = append(last, c.series(famEvalLast, seconds(ev.LastSuccess), nil))
 		}
-		next[famEvalRuns] = c.single(famEvalRuns, counterOf(float64(ev.Runs)))
-		next[famEvalFailures] = c.single(famEvalFailures, counterOf(float64(ev.Failures)))
+		runs = append(runs, c.series(famEvalRuns, float64(ev.Runs), nil))
+		failures = append(failures, c.series(famEvalFailures, float64(ev.Failures), nil))
 	}
+	c.set(famEvalLast, last)
+	c.set(famEvalRuns, runs)
+	c.set(famEvalFailures, failures)
 	rebuildVol, rebuildBase, err := c.read(ctx, now, ev)
 	if err != nil {
 		c.opts.Logger.Error("metrics snapshot", "err", err)
-		c.hosts, c.volsOK, c.baseOK, c.present = nil, false, false, nil
-		next[famStoreSuccess] = c.single(famStoreSuccess, gaugeOf(0))
-		for i := range rebuilt {
-			rebuilt[i] = true // everything else: absent
+		c.hosts, c.seqs, c.vols, c.volsOK, c.baseOK, c.present = nil, nil, nil, false, false, nil
+		c.baselines, c.stops, c.cohorts = nil, nil, nil
+		c.volParts, c.baseParts = map[volKey]*volPart{}, map[volKey]*basePart{}
+		for i := range c.out {
+			switch i {
+			case famEvalLast, famEvalRuns, famEvalFailures:
+			default:
+				c.out[i].reset() // absent
+			}
 		}
-		c.publish(&next, &rebuilt)
+		c.set(famStoreSuccess, []*series{c.series(famStoreSuccess, 0, nil)})
+		c.publish()
 		return
 	}
-	next[famStoreSuccess] = c.single(famStoreSuccess, gaugeOf(1))
-	c.buildAgents(&next, now)
+	c.set(famStoreSuccess, []*series{c.series(famStoreSuccess, 1, nil)})
+	c.buildAgents(now)
 	if rebuildVol {
-		c.buildVolumes(&next)
-		for _, i := range []int{famVolInfo, famVolSplit, famVolFinding, famVolRAIDMissing, famVolumes} {
-			rebuilt[i] = true
-		}
+		c.buildVolumes()
 	}
 	if rebuildVol || rebuildBase {
-		c.buildBaselines(&next)
-		for _, i := range []int{famRatio, famDegradedSince, famLatency, famVolLastProbe, famStops, famCohortVolumes, famCohortMedian} {
-			rebuilt[i] = true
-		}
+		c.buildBaselines()
 	}
-	c.publish(&next, &rebuilt)
+	c.publish()
 }
 
 // read reads the store: the agents and (when due) the record counts every
-// time, the volumes when an agent wrote since the last read, the baselines
-// when the evaluator finished a pass since; both at least every MaxAge.
+// time; the volumes' sequences when an agent wrote since the last read,
+// and the volumes themselves when one moved; the baselines when the
+// evaluator finished a pass since; both at least every MaxAge.
 func (c *Collector) read(ctx context.Context, now time.Time, ev EvaluatorStatus) (rebuildVol, rebuildBase bool, err error) {
 	hosts, err := c.st.ListHosts(ctx)
 	if err != nil {
@@ -356,33 +366,35 @@ func (c *Collector) read(ctx context.Context, now time.Time, ev EvaluatorStatus)
 		c.counts, c.countedAt = counts, now
 	}
 	expired := now.Sub(c.readAt) >= c.opts.MaxAge || now.Before(c.readAt)
-	ingested := !slices.EqualFunc(hosts, c.hosts, func(a, b store.Agent) bool {
-		return a.ID == b.ID && a.Hostname == b.Hostname && a.LastSeen.Equal(b.LastSeen)
-	})
+	renamed := !slices.EqualFunc(hosts, c.hosts, func(a, b store.Agent) bool { return a.ID == b.ID && a.Hostname == b.Hostname })
+	ingested := renamed || !slices.EqualFunc(hosts, c.hosts, func(a, b store.Agent) bool { return a.LastSeen.Equal(b.LastSeen) })
 	c.hosts = hosts
 	if !c.volsOK || expired || ingested {
-		vols, err := c.st.ListVolumes(ctx)
+		seqs, err := c.st.ListVolumeSequences(ctx)
 		if err != nil {
 			return false, false, err
 		}
-		if !c.volsOK || !slices.EqualFunc(vols, c.vols, sameVolume) {
-			rebuildVol = true
+		if !c.volsOK || renamed || !slices.Equal(seqs, c.seqs) {
+			vols, err := c.st.ListVolumes(ctx)
+			if err != nil {
+				return false, false, err
+			}
+			c.vols, rebuildVol = vols, true
 		}
-		c.vols, c.volsOK = vols, true
+		c.seqs, c.volsOK = seqs, true
 	}
 	evaluated := c.opts.Evaluator == nil || ev.Passes != c.baseGen.Passes || ev.Failures != c.baseGen.Failures
 	if !c.baseOK || expired || evaluated {
-		var b store.MetricsSnapshot
-		if b.Baselines, err = c.st.ListProbeBaselines(ctx); err != nil {
+		if c.baselines, err = c.st.ListMetricsBaselines(ctx); err != nil {
 			return false, false, err
 		}
-		if b.StopCounts, err = c.st.ListStopCounts(ctx); err != nil {
+		if c.stops, err = c.st.ListStopCounts(ctx); err != nil {
 			return false, false, err
 		}
-		if b.Cohorts, err = c.st.ListCohorts(ctx); err != nil {
+		if c.cohorts, err = c.st.ListCohorts(ctx); err != nil {
 			return false, false, err
 		}
-		c.base, c.baseGen, c.baseOK, rebuildBase = b, ev, true, true
+		c.baseGen, c.baseOK, rebuildBase = ev, true, true
 	}
 	if expired {
 		c.readAt = now
@@ -396,116 +408,71 @@ func sameVolume(a, b store.Volume) bool {
 	return a.AgentID == b.AgentID && a.Hostname == b.Hostname && a.MountPoint == b.MountPoint && a.Sequence == b.Sequence
 }
 
-// publish re-encodes the families that were rebuilt and, when any of them
-// changed, drops the cached bodies.
-func (c *Collector) publish(next *[numFamilies]*dto.MetricFamily, rebuilt *[numFamilies]bool) {
-	changed := false
-	for i, mf := range next {
-		if !rebuilt[i] {
-			continue
-		}
-		old := c.out[i]
-		if mf == nil || len(mf.Metric) == 0 {
-			if old != nil {
-				c.out[i], changed = nil, true
-			}
-			continue
-		}
-		text := appendFamilyText(nil, mf)
-		if old != nil && bytes.Equal(old.text, text) && sameHistograms(old.mf, mf) {
-			continue // same exposition: keep the old encodings
-		}
-		c.out[i], changed = &encoded{mf: mf, text: text}, true
-	}
-	if changed {
-		c.bodies = nil
-	}
-}
-
-// sameHistograms: the text encoding does not show native buckets, so for a
-// histogram family the text alone cannot tell that nothing changed; the
-// histograms themselves are built once per run count and shared.
-func sameHistograms(a, b *dto.MetricFamily) bool {
-	if len(a.Metric) != len(b.Metric) {
-		return false
-	}
-	for i, m := range a.Metric {
-		if m.Histogram != b.Metric[i].Histogram {
-			return false
+// publish re-encodes the families whose series changed and, when any
+// did, drops the cached bodies.
+func (c *Collector) publish() {
+	for i := range c.out {
+		if c.out[i].encode(&c.fams[i]) {
+			c.bodies = nil
 		}
 	}
-	return true
 }
 
-func (c *Collector) single(fam int, m *dto.Metric) *dto.MetricFamily {
-	return c.newFamily(fam, []*dto.Metric{m})
+// series encodes one metric of family fam (h nil: a gauge or counter
+// with value v); values are in the family's declared label order.
+func (c *Collector) series(fam int, v float64, h *dto.Histogram, values ...string) *series {
+	return c.fams[fam].encodeSeries(fam, values, v, h)
 }
 
-func (c *Collector) newFamily(fam int, ms []*dto.Metric) *dto.MetricFamily {
-	f := &c.fams[fam]
-	typ := f.typ
-	return &dto.MetricFamily{Name: proto.String(f.name), Help: proto.String(f.help), Type: &typ, Metric: ms}
-}
+// set makes ss the only series of a family-wide family.
+func (c *Collector) set(fam int, ss []*series) { c.out[fam].replace(ss, c.gen) }
 
-func gaugeOf(v float64) *dto.Metric { return &dto.Metric{Gauge: &dto.Gauge{Value: proto.Float64(v)}} }
-func counterOf(v float64) *dto.Metric {
-	return &dto.Metric{Counter: &dto.Counter{Value: proto.Float64(v)}}
-}
-
-// metric is a gauge or counter with labels in the family's declared order.
-func (c *Collector) metric(fam int, v float64, labels ...*string) *dto.Metric {
-	f := &c.fams[fam]
-	m := &dto.Metric{Label: f.labelPairs(labels...)}
-	if f.typ == dto.MetricType_COUNTER {
-		m.Counter = &dto.Counter{Value: proto.Float64(v)}
-	} else {
-		m.Gauge = &dto.Gauge{Value: proto.Float64(v)}
+// rebuild makes ss the series part p contributes, dropping those it no
+// longer does.
+func (c *Collector) rebuild(p *part, ss []*series) {
+	for i, s := range ss {
+		ss[i] = c.out[s.fam].put(s, p, c.gen)
 	}
-	return m
+	c.sweep(p)
+	p.series = ss
 }
 
-// sorted puts a family's metrics in label-value order, as the client
-// library's registry does, and returns it.
-func sorted(mf *dto.MetricFamily) *dto.MetricFamily {
-	slices.SortStableFunc(mf.Metric, func(a, b *dto.Metric) int {
-		for i := range min(len(a.Label), len(b.Label)) {
-			if c := cmpString(a.Label[i].GetValue(), b.Label[i].GetValue()); c != 0 {
-				return c
-			}
+// sweep drops p's series that it did not emit in this refresh.
+func (c *Collector) sweep(p *part) {
+	for _, s := range p.series {
+		if !s.dead && s.owner == p && s.gen != c.gen {
+			c.out[s.fam].drop(s)
 		}
-		return len(a.Label) - len(b.Label)
-	})
-	return mf
+	}
 }
 
-func (c *Collector) buildAgents(next *[numFamilies]*dto.MetricFamily, now time.Time) {
-	var last, up []*dto.Metric
+func (c *Collector) buildAgents(now time.Time) {
+	last := make([]*series, 0, len(c.hosts))
+	up := make([]*series, 0, len(c.hosts))
 	for _, a := range c.hosts {
-		id, host := proto.String(a.ID), proto.String(a.Hostname)
 		v := 0.0
 		if !a.LastSeen.IsZero() && now.Sub(a.LastSeen) <= c.opts.AgentStaleAfter {
 			v = 1
 		}
-		last = append(last, c.metric(famAgentLast, seconds(a.LastSeen), id, host))
-		up = append(up, c.metric(famAgentUp, v, id, host))
+		last = append(last, c.series(famAgentLast, seconds(a.LastSeen), nil, a.ID, a.Hostname))
+		up = append(up, c.series(famAgentUp, v, nil, a.ID, a.Hostname))
 	}
-	next[famAgentLast] = sorted(c.newFamily(famAgentLast, last))
-	next[famAgentUp] = sorted(c.newFamily(famAgentUp, up))
-	var ingest []*dto.Metric
+	c.set(famAgentLast, last)
+	c.set(famAgentUp, up)
+	var ingest []*series
 	for _, k := range []store.RecordKind{store.KindGeometry, store.KindProbe, store.KindRejected} {
-		ingest = append(ingest, c.metric(famIngestRecords, float64(c.counts[k]), proto.String(string(k))))
+		ingest = append(ingest, c.series(famIngestRecords, float64(c.counts[k]), nil, string(k)))
 	}
-	next[famIngestRecords] = c.newFamily(famIngestRecords, ingest)
+	c.set(famIngestRecords, ingest)
 }
 
-// buildVolumes: identity, geometry, verdict, findings; the fleet counts.
-func (c *Collector) buildVolumes(next *[numFamilies]*dto.MetricFamily) {
+// buildVolumes: identity, geometry, verdict, findings of the volumes
+// whose row changed; the fleet counts.
+func (c *Collector) buildVolumes() {
 	type fleetKey struct{ verdict, profile string }
 	fleet := map[fleetKey]int{}
 	seen := make(map[[2]string]bool, len(c.vols))
-	c.present = make(map[volKey]bool, len(c.vols))
-	var info, split, finding, raid []*dto.Metric
-	s8k, s64k := proto.String("8192"), proto.String("65536")
+	c.present = make(map[volKey]string, len(c.vols))
 	for _, v := range c.vols {
 		id := [2]string{v.Hostname, v.MountPoint}
 		if seen[id] {
@@ -513,143 +480,169 @@ func (c *Collector) buildVolumes(next *[numFamilies]*dto.MetricFamily) {
 		}
 		seen[id] = true
 		k := volKey{v.AgentID, v.MountPoint}
-		c.present[k] = true
-		f, ok := c.geometry[k]
-		if !ok || f.seq != v.Sequence {
-			f = factsOf(v)
-			c.geometry[k] = f
+		c.present[k] = v.Hostname
+		p := c.volParts[k]
+		if p == nil {
+			p = &volPart{}
+			c.volParts[k] = p
 		}
-		fleet[fleetKey{v.Verdict, f.profile}]++
-		host, mount := proto.String(v.Hostname), proto.String(v.MountPoint)
-		info = append(info, c.metric(famVolInfo, 1, host, mount, proto.String(v.Device), proto.String(v.FSType), proto.String(f.raidLevel),
-			proto.String(strconv.FormatUint(v.StripeUnitBytes, 10)), proto.String(optUint(v.DataOffsetBytes)), proto.String(f.cluster),
-			proto.String(f.media), proto.String(f.profile), proto.String(v.Verdict)))
-		if v.SplitFraction8K != nil {
-			split = append(split, c.metric(famVolSplit, *v.SplitFraction8K, host, mount, s8k))
+		if p.gen == 0 || !sameVolume(p.vol, v) {
+			if p.gen == 0 || p.facts.seq != v.Sequence {
+				p.facts = factsOf(v)
+			}
+			p.vol = v
+			c.rebuild(&p.part, c.volumeSeries(v, &p.facts))
 		}
-		if v.SplitFraction64K != nil {
-			split = append(split, c.metric(famVolSplit, *v.SplitFraction64K, host, mount, s64k))
-		}
-		for _, fd := range f.findings {
-			finding = append(finding, c.metric(famVolFinding, 1, host, mount, proto.String(fd[0]), proto.String(fd[1])))
-		}
-		for _, r := range f.raids {
-			raid = append(raid, c.metric(famVolRAIDMissing, float64(r.missing), host, mount, proto.String(r.device)))
+		p.gen = c.gen
+		fleet[fleetKey{v.Verdict, p.facts.profile}]++
+	}
+	for k, p := range c.volParts {
+		if p.gen != c.gen {
+			c.sweep(&p.part)
+			delete(c.volParts, k)
 		}
 	}
-	for k := range c.geometry {
-		if !c.present[k] {
-			delete(c.geometry, k)
-		}
-	}
-	var volumes []*dto.Metric
+	volumes := make([]*series, 0, len(fleet))
 	for k, n := range fleet {
-		volumes = append(volumes, c.metric(famVolumes, float64(n), proto.String(k.verdict), proto.String(k.profile)))
+		volumes = append(volumes, c.series(famVolumes, float64(n), nil, k.verdict, k.profile))
 	}
-	next[famVolInfo] = sorted(c.newFamily(famVolInfo, info))
-	next[famVolSplit] = sorted(c.newFamily(famVolSplit, split))
-	next[famVolFinding] = sorted(c.newFamily(famVolFinding, finding))
-	next[famVolRAIDMissing] = sorted(c.newFamily(famVolRAIDMissing, raid))
-	next[famVolumes] = sorted(c.newFamily(famVolumes, volumes))
+	c.set(famVolumes, volumes)
 }
 
-// buildBaselines: baselines and probe statistics of present volumes; the cohorts.
-func (c *Collector) buildBaselines(next *[numFamilies]*dto.MetricFamily) {
-	hostOf := make(map[string]*string, len(c.hosts))
-	for _, a := range c.hosts {
-		hostOf[a.ID] = proto.String(a.Hostname)
+func (c *Collector) volumeSeries(v store.Volume, f *volumeFacts) []*series {
+	host, mount := v.Hostname, v.MountPoint
+	ss := []*series{c.series(famVolInfo, 1, nil, host, mount, v.Device, v.FSType, f.raidLevel,
+		strconv.FormatUint(v.StripeUnitBytes, 10), optUint(v.DataOffsetBytes), f.cluster, f.media, f.profile, v.Verdict)}
+	if v.SplitFraction8K != nil {
+		ss = append(ss, c.series(famVolSplit, *v.SplitFraction8K, nil, host, mount, "8192"))
 	}
-	var ratio, degraded, latency, lastProbe, stops []*dto.Metric
-	lastRun := map[volKey]time.Time{}
-	mounts := map[volKey]*string{}
-	usedHists := make(map[histKey]bool, len(c.base.Baselines))
-	refHistory := proto.String(string(baseline.History))
-	kinds := map[string]*string{}
-	str := func(m map[string]*string, s string) *string {
-		p, ok := m[s]
-		if !ok {
-			p = proto.String(s)
-			m[s] = p
-		}
-		return p
+	if v.SplitFraction64K != nil {
+		ss = append(ss, c.series(famVolSplit, *v.SplitFraction64K, nil, host, mount, "65536"))
 	}
-	for _, b := range c.base.Baselines {
-		k := volKey{b.AgentID, b.MountPoint}
-		if !c.present[k] {
-			continue
+	for _, fd := range f.findings {
+		ss = append(ss, c.series(famVolFinding, 1, nil, host, mount, fd[0], fd[1]))
+	}
+	for _, r := range f.raids {
+		ss = append(ss, c.series(famVolRAIDMissing, float64(r.missing), nil, host, mount, r.device))
+	}
+	return ss
+}
+
+// buildBaselines: baselines, probe statistics and stop counts of the
+// present volumes whose rows changed; the cohorts.
+func (c *Collector) buildBaselines() {
+	stops := make(map[volKey][]store.StopCount)
+	for i := 0; i < len(c.stops); {
+		k := volKey{c.stops[i].AgentID, c.stops[i].MountPoint}
+		j := i + 1
+		for j < len(c.stops) && c.stops[j].AgentID == k.agent && c.stops[j].MountPoint == k.mount {
+			j++
 		}
-		host, kind := hostOf[b.AgentID], str(kinds, b.Kind)
-		mount, ok := mounts[k]
+		stops[k] = c.stops[i:j:j]
+		i = j
+	}
+	visit := func(k volKey, rows []store.MetricsBaseline) {
+		host, ok := c.present[k]
 		if !ok {
-			mount = proto.String(b.MountPoint)
-			mounts[k] = mount
+			return
 		}
-		if b.LastRun.After(lastRun[k]) {
-			lastRun[k] = b.LastRun
+		st := stops[k]
+		delete(stops, k)
+		p := c.baseParts[k]
+		if p == nil {
+			p = &basePart{hists: map[string]*histFacts{}}
+			c.baseParts[k] = p
+		}
+		same := p.gen != 0 && p.host == host && slices.EqualFunc(p.rows, rows, sameBaseline) && slices.Equal(p.stops, st)
+		p.rows, p.stops = rows, st // the latest read's, so older reads can be freed
+		if !same {
+			p.host = host
+			c.rebuild(&p.part, c.baselineSeries(k, p))
+		}
+		p.gen = c.gen
+	}
+	for i := 0; i < len(c.baselines); {
+		k := volKey{c.baselines[i].AgentID, c.baselines[i].MountPoint}
+		j := i + 1
+		for j < len(c.baselines) && c.baselines[j].AgentID == k.agent && c.baselines[j].MountPoint == k.mount {
+			j++
+		}
+		visit(k, c.baselines[i:j:j])
+		i = j
+	}
+	for k := range stops { // stop counts of volumes without a baseline
+		visit(k, nil)
+	}
+	for k, p := range c.baseParts {
+		if p.gen != c.gen {
+			c.sweep(&p.part)
+			delete(c.baseParts, k)
+		}
+	}
+	var cohortVolumes, cohortMedian []*series
+	for _, co := range c.cohorts {
+		cohortVolumes = append(cohortVolumes, c.series(famCohortVolumes, float64(co.Volumes), nil, co.Profile, co.Kind))
+		cohortMedian = append(cohortMedian, c.series(famCohortMedian, co.Median, nil, co.Profile, co.Kind))
+	}
+	c.set(famCohortVolumes, cohortVolumes)
+	c.set(famCohortMedian, cohortMedian)
+}
+
+func sameBaseline(a, b store.MetricsBaseline) bool {
+	return a.AgentID == b.AgentID && a.MountPoint == b.MountPoint && a.Kind == b.Kind && a.Status == b.Status &&
+		a.Reference == b.Reference && a.Since.Equal(b.Since) && a.HistoryRatio == b.HistoryRatio && a.CohortRatio == b.CohortRatio &&
+		a.CohortReference == b.CohortReference && a.LastRun.Equal(b.LastRun) && a.Runs == b.Runs && bytes.Equal(a.Histogram, b.Histogram)
+}
+
+func (c *Collector) baselineSeries(k volKey, p *basePart) []*series {
+	host, mount := p.host, k.mount
+	var ss []*series
+	var lastRun time.Time
+	kinds := make(map[string]bool, len(p.rows))
+	for _, b := range p.rows {
+		if b.LastRun.After(lastRun) {
+			lastRun = b.LastRun
 		}
 		if b.HistoryRatio > 0 {
-			ratio = append(ratio, c.metric(famRatio, b.HistoryRatio, host, mount, kind, refHistory))
+			ss = append(ss, c.series(famRatio, b.HistoryRatio, nil, host, mount, b.Kind, string(baseline.History)))
 		}
 		if b.CohortRatio > 0 && b.CohortReference != "" {
-			ratio = append(ratio, c.metric(famRatio, b.CohortRatio, host, mount, kind, str(kinds, b.CohortReference)))
+			ss = append(ss, c.series(famRatio, b.CohortRatio, nil, host, mount, b.Kind, b.CohortReference))
 		}
 		if b.Status == string(baseline.Degraded) {
-			degraded = append(degraded, c.metric(famDegradedSince, seconds(b.Since), host, mount, kind, str(kinds, b.Reference)))
+			ss = append(ss, c.series(famDegradedSince, seconds(b.Since), nil, host, mount, b.Kind, b.Reference))
 		}
-		hk := histKey{k, b.Kind}
-		usedHists[hk] = true
-		h, ok := c.hists[hk]
-		if !ok || h.runs != b.Runs {
+		kinds[b.Kind] = true
+		h := p.hists[b.Kind]
+		if h == nil || h.runs != b.Runs || !bytes.Equal(h.raw, b.Histogram) {
 			h = c.histFactsOf(b)
-			c.hists[hk] = h
+			p.hists[b.Kind] = h
 		}
 		if h.h != nil {
-			latency = append(latency, &dto.Metric{Label: c.fams[famLatency].labelPairs(host, mount, kind), Histogram: h.h})
+			ss = append(ss, c.series(famLatency, 0, h.h, host, mount, b.Kind))
 		}
 	}
-	for k := range c.hists {
-		if !usedHists[k] {
-			delete(c.hists, k)
+	for kind := range p.hists {
+		if !kinds[kind] {
+			delete(p.hists, kind)
 		}
 	}
-	for k, t := range lastRun {
-		if !t.IsZero() {
-			lastProbe = append(lastProbe, c.metric(famVolLastProbe, seconds(t), hostOf[k.agent], mounts[k]))
+	if !lastRun.IsZero() {
+		ss = append(ss, c.series(famVolLastProbe, seconds(lastRun), nil, host, mount))
+	}
+	// Stop counts by reason (kinds summed: the budget).
+	var reasons []string
+	sums := map[string]uint64{}
+	for _, s := range p.stops {
+		if _, ok := sums[s.Reason]; !ok {
+			reasons = append(reasons, s.Reason)
 		}
+		sums[s.Reason] += s.Runs
 	}
-	// Stop counts by volume and reason (kinds summed: the budget).
-	type stopKey struct {
-		volKey
-		reason string
+	for _, r := range reasons {
+		ss = append(ss, c.series(famStops, float64(sums[r]), nil, host, mount, r))
 	}
-	var stopKeys []stopKey
-	sums := map[stopKey]uint64{}
-	for _, s := range c.base.StopCounts {
-		k := stopKey{volKey{s.AgentID, s.MountPoint}, s.Reason}
-		if !c.present[k.volKey] {
-			continue
-		}
-		if _, ok := sums[k]; !ok {
-			stopKeys = append(stopKeys, k)
-		}
-		sums[k] += s.Runs
-	}
-	for _, k := range stopKeys {
-		stops = append(stops, c.metric(famStops, float64(sums[k]), hostOf[k.agent], proto.String(k.mount), str(kinds, k.reason)))
-	}
-	var cohortVolumes, cohortMedian []*dto.Metric
-	for _, co := range c.base.Cohorts {
-		profile, kind := proto.String(co.Profile), str(kinds, co.Kind)
-		cohortVolumes = append(cohortVolumes, c.metric(famCohortVolumes, float64(co.Volumes), profile, kind))
-		cohortMedian = append(cohortMedian, c.metric(famCohortMedian, co.Median, profile, kind))
-	}
-	next[famRatio] = sorted(c.newFamily(famRatio, ratio))
-	next[famDegradedSince] = sorted(c.newFamily(famDegradedSince, degraded))
-	next[famLatency] = sorted(c.newFamily(famLatency, latency))
-	next[famVolLastProbe] = sorted(c.newFamily(famVolLastProbe, lastProbe))
-	next[famStops] = sorted(c.newFamily(famStops, stops))
-	next[famCohortVolumes] = sorted(c.newFamily(famCohortVolumes, cohortVolumes))
-	next[famCohortMedian] = sorted(c.newFamily(famCohortMedian, cohortMedian))
+	return ss
 }
 
 // volumeFacts is what the exporter derives from a volume's geometry.
@@ -698,14 +691,15 @@ func factsOf(v store.Volume) volumeFacts {
 }
 
 // histFacts is a probe latency histogram ready to expose (h nil: the
-// stored histogram did not decode), built once per run count.
+// stored histogram did not decode), built once per stored histogram.
 type histFacts struct {
 	runs uint64
+	raw  []byte
 	h    *dto.Histogram
 }
 
-func (c *Collector) histFactsOf(b store.ProbeBaseline) *histFacts {
-	f := &histFacts{runs: b.Runs}
+func (c *Collector) histFactsOf(b store.MetricsBaseline) *histFacts {
+	f := &histFacts{runs: b.Runs, raw: b.Histogram}
 	if len(b.Histogram) == 0 {
 		return f
 	}

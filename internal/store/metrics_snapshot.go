@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // MetricsSnapshot is what the Prometheus exporter reads on a scrape.
@@ -57,6 +58,87 @@ func (s *Store) RecordCounts(ctx context.Context) (map[RecordKind]uint64, error)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("record counts: %w", err)
+	}
+	return out, nil
+}
+
+// MetricsBaseline is the part of a baseline state (table baseline_states)
+// the Prometheus exporter shows: no detector, profile or history median.
+type MetricsBaseline struct {
+	AgentID         string
+	MountPoint      string
+	Kind            string
+	Status          string
+	Reference       string
+	Since           time.Time
+	HistoryRatio    float64
+	CohortRatio     float64
+	CohortReference string
+	LastRun         time.Time
+	Runs            uint64
+	// Histogram is the plumbline.v1.Histogram of every judged run, merged.
+	Histogram []byte
+}
+
+// ListMetricsBaselines returns what the exporter shows of every baseline
+// state, by agent, mount point and kind. It reads only those columns: the
+// detector bytes are most of a row and the exporter has no use for them.
+func (s *Store) ListMetricsBaselines(ctx context.Context) ([]MetricsBaseline, error) {
+	rows, err := s.db.QueryContext(ctx, `
+SELECT agent_id, mount_point, kind, status, reference, since_ns, history_ratio, cohort_ratio, cohort_reference,
+    last_run_ns, runs, latency_histogram
+FROM baseline_states ORDER BY agent_id, mount_point, kind`)
+	if err != nil {
+		return nil, fmt.Errorf("list metrics baselines: %w", err)
+	}
+	defer rows.Close()
+	var out []MetricsBaseline
+	for rows.Next() {
+		var b MetricsBaseline
+		var since, last, runs int64
+		if err := rows.Scan(&b.AgentID, &b.MountPoint, &b.Kind, &b.Status, &b.Reference, &since, &b.HistoryRatio,
+			&b.CohortRatio, &b.CohortReference, &last, &runs, &b.Histogram); err != nil {
+			return nil, fmt.Errorf("list metrics baselines: %w", err)
+		}
+		b.Since, b.LastRun, b.Runs = fromUnixNano(since), fromUnixNano(last), uint64(runs)
+		out = append(out, b)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list metrics baselines: %w", err)
+	}
+	return out, nil
+}
+
+// VolumeSequence is a present volume and the sequence of the geometry
+// snapshot that last wrote its row.
+type VolumeSequence struct {
+	AgentID    string
+	MountPoint string
+	Sequence   uint64
+}
+
+// ListVolumeSequences returns the present volumes' sequences, by agent and
+// mount point: the cheap read that tells whether ListVolumes would return
+// anything new (a volume's row changes only with its sequence).
+func (s *Store) ListVolumeSequences(ctx context.Context) ([]VolumeSequence, error) {
+	rows, err := s.db.QueryContext(ctx, `
+SELECT agent_id, mount_point, sequence FROM volumes WHERE present ORDER BY agent_id, mount_point`)
+	if err != nil {
+		return nil, fmt.Errorf("list volume sequences: %w", err)
+	}
+	defer rows.Close()
+	var out []VolumeSequence
+	for rows.Next() {
+		var v VolumeSequence
+		var seq int64
+		if err := rows.Scan(&v.AgentID, &v.MountPoint, &seq); err != nil {
+			return nil, fmt.Errorf("list volume sequences: %w", err)
+		}
+		v.Sequence = uint64(seq)
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list volume sequences: %w", err)
 	}
 	return out, nil
 }

@@ -1,0 +1,297 @@
+package exporter
+
+import (
+	"bytes"
+	"math"
+	"slices"
+	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+)
+
+// series is one metric of a family, encoded once in both formats: its text
+// lines and its io.prometheus.client.Metric message. key is its label
+// values in label-name order joined by NUL: comparing keys orders series as
+// the client library's registry does (no label value holds a NUL; mount
+// points and host names cannot).
+type series struct {
+	fam   int
+	key   string
+	text  []byte
+	pb    []byte
+	owner *part  // the volume part that last emitted it (nil: family-wide)
+	gen   uint64 // the refresh that last emitted it
+	dead  bool
+}
+
+// part is what one volume contributes to the per-volume families, from one
+// source (its geometry, or its baselines): rebuilt only when its inputs
+// change.
+type part struct {
+	series []*series
+}
+
+// famState is one family's series in exposition order and the family's
+// encodings, rebuilt when a series changed.
+type famState struct {
+	byKey   map[string]*series
+	order   []*series // by key
+	added   []*series // not yet in order
+	removed bool      // order holds dead series
+	changed bool      // text and pb are stale
+	text    []byte    // nil: no series (the family is absent)
+	pb      []byte    // delimited MetricFamily
+}
+
+// put makes s (emitted by owner in refresh gen) the family's series of its
+// key, keeping the existing one in place when the key is known; it
+// returns the series the family holds.
+func (fs *famState) put(s *series, owner *part, gen uint64) *series {
+	if fs.byKey == nil {
+		fs.byKey = map[string]*series{}
+	}
+	if old := fs.byKey[s.key]; old != nil {
+		if !bytes.Equal(old.text, s.text) || !bytes.Equal(old.pb, s.pb) {
+			old.text, old.pb, fs.changed = s.text, s.pb, true
+		}
+		old.owner, old.gen = owner, gen
+		return old
+	}
+	s.owner, s.gen = owner, gen
+	fs.byKey[s.key] = s
+	fs.added = append(fs.added, s)
+	fs.changed = true
+	return s
+}
+
+func (fs *famState) drop(s *series) {
+	delete(fs.byKey, s.key)
+	s.dead, fs.removed, fs.changed = true, true, true
+}
+
+// replace makes ss (any order) the family's only series.
+func (fs *famState) replace(ss []*series, gen uint64) {
+	for _, s := range ss {
+		fs.put(s, nil, gen)
+	}
+	for _, s := range fs.order {
+		if s.gen != gen {
+			fs.drop(s)
+		}
+	}
+	for _, s := range fs.added {
+		if !s.dead && s.gen != gen {
+			fs.drop(s)
+		}
+	}
+}
+
+// reset drops every series.
+func (fs *famState) reset() {
+	if fs.byKey != nil || fs.text != nil {
+		*fs = famState{changed: true}
+	}
+}
+
+// encode brings the order and the encodings up to date; it reports
+// whether they changed.
+func (fs *famState) encode(f *family) bool {
+	if len(fs.added) > 0 || fs.removed {
+		order := fs.order[:0:0]
+		if !fs.removed {
+			order = fs.order
+		} else {
+			order = make([]*series, 0, len(fs.order)+len(fs.added))
+			for _, s := range fs.order {
+				if !s.dead {
+					order = append(order, s)
+				}
+			}
+		}
+		added := fs.added[:0]
+		for _, s := range fs.added {
+			if !s.dead {
+				added = append(added, s)
+			}
+		}
+		slices.SortFunc(added, func(a, b *series) int { return strings.Compare(a.key, b.key) })
+		fs.order = mergeSeries(order, added)
+		fs.added, fs.removed = nil, false
+	}
+	if !fs.changed {
+		return false
+	}
+	fs.changed = false
+	if len(fs.order) == 0 {
+		fs.text, fs.pb = nil, nil
+		return true
+	}
+	n := len(f.textHeader)
+	for _, s := range fs.order {
+		n += len(s.text)
+	}
+	text := make([]byte, 0, n)
+	text = append(text, f.textHeader...)
+	for _, s := range fs.order {
+		text = append(text, s.text...)
+	}
+	size := len(f.pbHeader)
+	for _, s := range fs.order {
+		size += protowire.SizeTag(4) + protowire.SizeBytes(len(s.pb))
+	}
+	pb := make([]byte, 0, protowire.SizeVarint(uint64(size))+size)
+	pb = protowire.AppendVarint(pb, uint64(size))
+	pb = append(pb, f.pbHeader...)
+	for _, s := range fs.order {
+		pb = protowire.AppendTag(pb, 4, protowire.BytesType)
+		pb = protowire.AppendBytes(pb, s.pb)
+	}
+	fs.text, fs.pb = text, pb
+	return true
+}
+
+// mergeSeries merges two slices sorted by key; a is reused when b is empty.
+func mergeSeries(a, b []*series) []*series {
+	if len(b) == 0 {
+		return a
+	}
+	out := make([]*series, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if a[0].key < b[0].key {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return append(append(out, a...), b...)
+}
+
+// encodeSeries encodes one gauge or counter (h nil) or histogram of family
+// f; values are its label values in the family's declared order.
+func (f *family) encodeSeries(fam int, values []string, v float64, h *dto.Histogram) *series {
+	var k strings.Builder
+	n := 0
+	for _, j := range f.order {
+		n += len(values[j]) + 1
+	}
+	k.Grow(n)
+	for i, j := range f.order {
+		if i > 0 {
+			k.WriteByte(0)
+		}
+		k.WriteString(values[j])
+	}
+	s := &series{fam: fam, key: k.String()}
+	if h == nil {
+		s.text = f.appendLine(make([]byte, 0, f.lineSize(values)), "", values, math.NaN(), v)
+		s.pb = f.appendMetric(nil, values, v)
+		return s
+	}
+	inf := false
+	for _, bk := range h.Bucket {
+		s.text = f.appendLine(s.text, "_bucket", values, bk.GetUpperBound(), float64(bk.GetCumulativeCount()))
+		inf = inf || math.IsInf(bk.GetUpperBound(), +1)
+	}
+	if !inf {
+		s.text = f.appendLine(s.text, "_bucket", values, math.Inf(+1), float64(h.GetSampleCount()))
+	}
+	s.text = f.appendLine(s.text, "_sum", values, math.NaN(), h.GetSampleSum())
+	s.text = f.appendLine(s.text, "_count", values, math.NaN(), float64(h.GetSampleCount()))
+	m := &dto.Metric{Histogram: h}
+	for i, j := range f.order {
+		m.Label = append(m.Label, &dto.LabelPair{Name: &f.labelNames[i], Value: proto.String(values[j])})
+	}
+	s.pb, _ = proto.Marshal(m) // a dto.Metric with every required field set
+	return s
+}
+
+func (f *family) lineSize(values []string) int {
+	n := len(f.name) + 2 + 24
+	for i, j := range f.order {
+		n += len(f.labelNames[i]) + 4 + len(values[j])
+	}
+	return n
+}
+
+// appendLine appends one sample line in the text format, as expfmt writes
+// it; le is the bucket bound, NaN for none.
+func (f *family) appendLine(b []byte, suffix string, values []string, le, v float64) []byte {
+	b = append(b, f.name...)
+	b = append(b, suffix...)
+	withLE := !math.IsNaN(le)
+	if len(values) > 0 || withLE {
+		sep := byte('{')
+		for i, j := range f.order {
+			b = append(b, sep)
+			b = append(b, f.labelNames[i]...)
+			b = append(b, `="`...)
+			b = appendEscaped(b, values[j], true)
+			b = append(b, '"')
+			sep = ','
+		}
+		if withLE {
+			b = append(b, sep)
+			b = append(b, `le="`...)
+			b = appendFloat(b, le)
+			b = append(b, '"')
+		}
+		b = append(b, '}')
+	}
+	b = append(b, ' ')
+	b = appendFloat(b, v)
+	return append(b, '\n')
+}
+
+// appendMetric appends a gauge's or counter's Metric message (labels,
+// then the value), field by field as proto.Marshal writes it.
+func (f *family) appendMetric(b []byte, values []string, v float64) []byte {
+	for i, j := range f.order {
+		name, value := f.labelNames[i], values[j]
+		b = protowire.AppendTag(b, 1, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(protowire.SizeTag(1)+protowire.SizeBytes(len(name))+protowire.SizeTag(2)+protowire.SizeBytes(len(value))))
+		b = protowire.AppendTag(b, 1, protowire.BytesType)
+		b = protowire.AppendString(b, name)
+		b = protowire.AppendTag(b, 2, protowire.BytesType)
+		b = protowire.AppendString(b, value)
+	}
+	field := protowire.Number(2) // Metric.gauge
+	if f.typ == dto.MetricType_COUNTER {
+		field = 3 // Metric.counter
+	}
+	b = protowire.AppendTag(b, field, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(protowire.SizeTag(1)+protowire.SizeFixed64()))
+	b = protowire.AppendTag(b, 1, protowire.Fixed64Type) // Gauge.value, Counter.value
+	return protowire.AppendFixed64(b, math.Float64bits(v))
+}
+
+// headers encodes what every exposition of f starts with.
+func (f *family) headers() {
+	var t []byte
+	t = append(t, "# HELP "...)
+	t = append(t, f.name...)
+	t = append(t, ' ')
+	t = appendEscaped(t, f.help, false)
+	t = append(t, "\n# TYPE "...)
+	t = append(t, f.name...)
+	switch f.typ {
+	case dto.MetricType_COUNTER:
+		t = append(t, " counter\n"...)
+	case dto.MetricType_GAUGE:
+		t = append(t, " gauge\n"...)
+	case dto.MetricType_HISTOGRAM:
+		t = append(t, " histogram\n"...)
+	default:
+		t = append(t, " untyped\n"...)
+	}
+	f.textHeader = t
+	var p []byte
+	p = protowire.AppendTag(p, 1, protowire.BytesType) // MetricFamily.name
+	p = protowire.AppendString(p, f.name)
+	p = protowire.AppendTag(p, 2, protowire.BytesType) // help
+	p = protowire.AppendString(p, f.help)
+	p = protowire.AppendTag(p, 3, protowire.VarintType) // type
+	p = protowire.AppendVarint(p, uint64(f.typ))
+	f.pbHeader = p
+}
