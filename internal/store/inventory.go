@@ -221,12 +221,14 @@ WHERE v.present AND (v.agent_id, v.mount_point) IN (VALUES `)
 		}
 		st.Updated += len(rowsOut)
 	}
-	// SQLite's planner chooses between the filter and the sort indexes
-	// from table statistics; gather them after a large change (PostgreSQL's
-	// autovacuum does it on its own).
-	if s.engine == SQLite && st.Updated+st.Removed >= analyzeAfter {
-		if _, err := s.db.ExecContext(ctx, `ANALYZE inventory_volumes; ANALYZE inventory_findings`); err != nil {
-			return st, fmt.Errorf("sync inventory: analyze: %w", err)
+	// The planners choose between the filter and the sort indexes from
+	// table statistics; gather them after a large change rather than wait
+	// for autovacuum (PostgreSQL) or never (SQLite).
+	if st.Updated+st.Removed >= analyzeAfter {
+		for _, t := range []string{"inventory_volumes", "inventory_findings"} {
+			if _, err := s.db.ExecContext(ctx, "ANALYZE "+t); err != nil {
+				return st, fmt.Errorf("sync inventory: analyze %s: %w", t, err)
+			}
 		}
 	}
 	return st, nil
