@@ -15,7 +15,9 @@ import (
 // BenchmarkScrape serves /metrics over a store of 10,000 volumes (1,000
 // agents × 10), each with three probe kinds' baselines and histograms and a
 // stop count, seeded through the store API — between changes (the cached
-// body), after an agent reported, and after an evaluator pass:
+// body), after an agent reported, after an evaluator pass that judged runs
+// of 10% of the volumes or of all of them, and after MaxAge with nothing
+// signalled:
 //
 //	go test ./internal/exporter -run '^$' -bench Scrape -benchtime 5x
 func BenchmarkScrape(b *testing.B) {
@@ -52,11 +54,33 @@ func BenchmarkScrape(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	var passes atomic.Uint64 // the evaluator's pass count, as the server wires it
 	if err := st.SaveBaselines(ctx, store.BaselineUpdate{States: states, StopCounts: stops}); err != nil {
 		b.Fatal(err)
 	}
-	var passes atomic.Uint64 // the evaluator's pass count, as the server wires it
-	c, err := New(st, Options{Now: func() time.Time { return now }, Evaluator: func() EvaluatorStatus {
+	// An evaluator pass judges new runs of some volumes: their states move
+	// on (one more run, a new histogram), the others stay as they were.
+	h2 := runHistogram(b, 2100*time.Microsecond, 100)
+	pass := 0
+	judge := func(volumes int) {
+		pass++
+		from := (pass * volumes) % (agents * perAgent)
+		var changed []store.ProbeBaseline
+		for v := from; v < from+volumes; v++ {
+			for k := range 3 {
+				s := states[(v%(agents*perAgent))*3+k]
+				s.Runs += uint64(pass)
+				s.Histogram, s.HistoryRatio, s.LastRun = h2, 1.05+float64(pass)/1000, now.Add(time.Duration(pass)*time.Second)
+				changed = append(changed, s)
+			}
+		}
+		if err := st.SaveBaselines(ctx, store.BaselineUpdate{States: changed}); err != nil {
+			b.Fatal(err)
+		}
+		passes.Add(1)
+	}
+	var clock atomic.Int64 // offset from now
+	c, err := New(st, Options{Now: func() time.Time { return now.Add(time.Duration(clock.Load())) }, Evaluator: func() EvaluatorStatus {
 		return EvaluatorStatus{LastSuccess: now, Passes: passes.Load()}
 	}})
 	if err != nil {
@@ -83,9 +107,14 @@ func BenchmarkScrape(b *testing.B) {
 				b.Fatal(err)
 			}
 		}},
-		// The evaluator finished a pass: everything read and built again.
-		{"evaluated/text", "", "", func(int) { passes.Add(1) }},
-		{"evaluated/protobuf-gzip", prometheusAccept, "gzip", func(int) { passes.Add(1) }},
+		// The evaluator finished a pass that judged runs of 10% of the
+		// volumes: their rows read and their series built again.
+		{"evaluated/text", "", "", func(int) { judge(agents * perAgent / 10) }},
+		{"evaluated/protobuf-gzip", prometheusAccept, "gzip", func(int) { judge(agents * perAgent / 10) }},
+		// A pass that judged runs of every volume: everything read and built again.
+		{"evaluated-all/text", "", "", func(int) { judge(agents * perAgent) }},
+		// MaxAge passed with nothing signalled: everything read again, nothing changed.
+		{"expired/text", "", "", func(int) { clock.Add(int64(31 * time.Second)) }},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			size := serve(b, tc.accept, tc.encoding)

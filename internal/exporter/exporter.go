@@ -27,6 +27,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"math"
 	"net/http"
@@ -268,19 +269,14 @@ func (c *Collector) body(key bodyKey) ([]byte, error) {
 	if b, ok := c.bodies[key]; ok {
 		return b, nil
 	}
-	enc := func(fs *famState) []byte {
-		if key.protobuf {
-			return fs.pb
-		}
-		return fs.text
-	}
 	n := 0
 	for i := range c.out {
-		n += len(enc(&c.out[i]))
+		size, _ := c.out[i].size(&c.fams[i], key.protobuf)
+		n += size
 	}
 	raw := make([]byte, 0, n)
 	for i := range c.out {
-		raw = append(raw, enc(&c.out[i])...)
+		raw = c.out[i].appendTo(raw, &c.fams[i], key.protobuf)
 	}
 	b := raw
 	if key.gzip {
@@ -385,7 +381,12 @@ func (c *Collector) read(ctx context.Context, now time.Time, ev EvaluatorStatus)
 	}
 	evaluated := c.opts.Evaluator == nil || ev.Passes != c.baseGen.Passes || ev.Failures != c.baseGen.Failures
 	if !c.baseOK || expired || evaluated {
-		if c.baselines, err = c.st.ListMetricsBaselines(ctx); err != nil {
+		if !c.baseOK || expired {
+			c.baselines, err = c.st.ListMetricsBaselines(ctx)
+		} else {
+			c.baselines, err = c.readChangedBaselines(ctx)
+		}
+		if err != nil {
 			return false, false, err
 		}
 		if c.stops, err = c.st.ListStopCounts(ctx); err != nil {
@@ -402,17 +403,84 @@ func (c *Collector) read(ctx context.Context, now time.Time, ev EvaluatorStatus)
 	return rebuildVol, rebuildBase, nil
 }
 
+// readChangedBaselines returns the baselines as ListMetricsBaselines
+// would, reading again only the rows of volumes an evaluator pass changed:
+// the evaluator writes a state only with a newly judged run, so each
+// volume's count of states and sum of runs tell which (a change behind its back shows within MaxAge, when
+// everything is read again). When many volumes changed, it reads all.
+func (c *Collector) readChangedBaselines(ctx context.Context) ([]store.MetricsBaseline, error) {
+	runs, err := c.st.ListBaselineRuns(ctx)
+	if err != nil {
+		return nil, err
+	}
+	old := make(map[volKey][]store.MetricsBaseline, len(c.baselines)/3+1)
+	for rows := range volumeGroups(c.baselines, func(b *store.MetricsBaseline) volKey { return volKey{b.AgentID, b.MountPoint} }) {
+		old[volKey{rows[0].AgentID, rows[0].MountPoint}] = rows
+	}
+	var changed []store.VolumeKey
+	for _, r := range runs {
+		rows := old[volKey{r.AgentID, r.MountPoint}]
+		sum := uint64(0)
+		for _, b := range rows {
+			sum += b.Runs
+		}
+		if len(rows) != r.States || sum != r.Runs {
+			changed = append(changed, store.VolumeKey{AgentID: r.AgentID, MountPoint: r.MountPoint})
+		}
+	}
+	if len(changed) == 0 {
+		return c.baselines, nil
+	}
+	if len(changed) > len(runs)/4 {
+		return c.st.ListMetricsBaselines(ctx)
+	}
+	fetched, err := c.st.ListMetricsBaselinesOf(ctx, changed)
+	if err != nil {
+		return nil, err
+	}
+	for rows := range volumeGroups(fetched, func(b *store.MetricsBaseline) volKey { return volKey{b.AgentID, b.MountPoint} }) {
+		old[volKey{rows[0].AgentID, rows[0].MountPoint}] = rows
+	}
+	for _, k := range changed {
+		if _, ok := old[volKey{k.AgentID, k.MountPoint}]; !ok {
+			old[volKey{k.AgentID, k.MountPoint}] = nil // gone since the run counts were read
+		}
+	}
+	out := make([]store.MetricsBaseline, 0, len(c.baselines)+len(fetched))
+	for _, r := range runs {
+		out = append(out, old[volKey{r.AgentID, r.MountPoint}]...)
+	}
+	return out, nil
+}
+
+// volumeGroups yields the runs of consecutive elements of one volume.
+func volumeGroups[T any](s []T, key func(*T) volKey) iter.Seq[[]T] {
+	return func(yield func([]T) bool) {
+		for i := 0; i < len(s); {
+			k := key(&s[i])
+			j := i + 1
+			for j < len(s) && key(&s[j]) == k {
+				j++
+			}
+			if !yield(s[i:j:j]) {
+				return
+			}
+			i = j
+		}
+	}
+}
+
 // sameVolume: the same row of a present volume as far as the exposition
 // goes (a volume's row changes only with its sequence).
 func sameVolume(a, b store.Volume) bool {
 	return a.AgentID == b.AgentID && a.Hostname == b.Hostname && a.MountPoint == b.MountPoint && a.Sequence == b.Sequence
 }
 
-// publish re-encodes the families whose series changed and, when any
-// did, drops the cached bodies.
+// publish puts the families' series in order and, when any family
+// changed, drops the cached bodies.
 func (c *Collector) publish() {
 	for i := range c.out {
-		if c.out[i].encode(&c.fams[i]) {
+		if c.out[i].update() {
 			c.bodies = nil
 		}
 	}

@@ -40,9 +40,7 @@ type famState struct {
 	order   []*series // by key
 	added   []*series // not yet in order
 	removed bool      // order holds dead series
-	changed bool      // text and pb are stale
-	text    []byte    // nil: no series (the family is absent)
-	pb      []byte    // delimited MetricFamily
+	changed bool      // the exposition changed since the last update
 }
 
 // put makes s (emitted by owner in refresh gen) the family's series of its
@@ -90,19 +88,17 @@ func (fs *famState) replace(ss []*series, gen uint64) {
 
 // reset drops every series.
 func (fs *famState) reset() {
-	if fs.byKey != nil || fs.text != nil {
+	if len(fs.byKey) > 0 || len(fs.order) > 0 {
 		*fs = famState{changed: true}
 	}
 }
 
-// encode brings the order and the encodings up to date; it reports
-// whether they changed.
-func (fs *famState) encode(f *family) bool {
+// update brings the order up to date and reports whether the family's
+// exposition changed since the last call.
+func (fs *famState) update() bool {
 	if len(fs.added) > 0 || fs.removed {
-		order := fs.order[:0:0]
-		if !fs.removed {
-			order = fs.order
-		} else {
+		order := fs.order
+		if fs.removed {
 			order = make([]*series, 0, len(fs.order)+len(fs.added))
 			for _, s := range fs.order {
 				if !s.dead {
@@ -120,36 +116,51 @@ func (fs *famState) encode(f *family) bool {
 		fs.order = mergeSeries(order, added)
 		fs.added, fs.removed = nil, false
 	}
-	if !fs.changed {
-		return false
-	}
+	changed := fs.changed
 	fs.changed = false
+	return changed
+}
+
+// size is the length of the family's text or delimited protobuf
+// encoding (0: absent), and pbSize that of its MetricFamily message.
+func (fs *famState) size(f *family, protobuf bool) (n, pbSize int) {
 	if len(fs.order) == 0 {
-		fs.text, fs.pb = nil, nil
-		return true
+		return 0, 0
 	}
-	n := len(f.textHeader)
+	if !protobuf {
+		n = len(f.textHeader)
+		for _, s := range fs.order {
+			n += len(s.text)
+		}
+		return n, 0
+	}
+	pbSize = len(f.pbHeader)
 	for _, s := range fs.order {
-		n += len(s.text)
+		pbSize += protowire.SizeTag(4) + protowire.SizeBytes(len(s.pb))
 	}
-	text := make([]byte, 0, n)
-	text = append(text, f.textHeader...)
+	return protowire.SizeVarint(uint64(pbSize)) + pbSize, pbSize
+}
+
+// appendTo appends the family's text or delimited protobuf encoding.
+func (fs *famState) appendTo(b []byte, f *family, protobuf bool) []byte {
+	if len(fs.order) == 0 {
+		return b
+	}
+	if !protobuf {
+		b = append(b, f.textHeader...)
+		for _, s := range fs.order {
+			b = append(b, s.text...)
+		}
+		return b
+	}
+	_, size := fs.size(f, true)
+	b = protowire.AppendVarint(b, uint64(size))
+	b = append(b, f.pbHeader...)
 	for _, s := range fs.order {
-		text = append(text, s.text...)
+		b = protowire.AppendTag(b, 4, protowire.BytesType) // MetricFamily.metric
+		b = protowire.AppendBytes(b, s.pb)
 	}
-	size := len(f.pbHeader)
-	for _, s := range fs.order {
-		size += protowire.SizeTag(4) + protowire.SizeBytes(len(s.pb))
-	}
-	pb := make([]byte, 0, protowire.SizeVarint(uint64(size))+size)
-	pb = protowire.AppendVarint(pb, uint64(size))
-	pb = append(pb, f.pbHeader...)
-	for _, s := range fs.order {
-		pb = protowire.AppendTag(pb, 4, protowire.BytesType)
-		pb = protowire.AppendBytes(pb, s.pb)
-	}
-	fs.text, fs.pb = text, pb
-	return true
+	return b
 }
 
 // mergeSeries merges two slices sorted by key; a is reused when b is empty.
@@ -185,8 +196,10 @@ func (f *family) encodeSeries(fam int, values []string, v float64, h *dto.Histog
 	}
 	s := &series{fam: fam, key: k.String()}
 	if h == nil {
-		s.text = f.appendLine(make([]byte, 0, f.lineSize(values)), "", values, math.NaN(), v)
-		s.pb = f.appendMetric(nil, values, v)
+		buf := make([]byte, 0, f.lineSize(values)+f.metricSize(values))
+		buf = f.appendLine(buf, "", values, math.NaN(), v)
+		s.text = buf[:len(buf):len(buf)]
+		s.pb = f.appendMetric(buf[len(buf):], values, v)
 		return s
 	}
 	inf := false
@@ -207,12 +220,24 @@ func (f *family) encodeSeries(fam int, values []string, v float64, h *dto.Histog
 	return s
 }
 
+// lineSize is about the length of a gauge's or counter's line (the value
+// at most 24 bytes; escapes are rare).
 func (f *family) lineSize(values []string) int {
 	n := len(f.name) + 2 + 24
 	for i, j := range f.order {
 		n += len(f.labelNames[i]) + 4 + len(values[j])
 	}
 	return n
+}
+
+// metricSize is the length of a gauge's or counter's Metric message.
+func (f *family) metricSize(values []string) int {
+	n := 0
+	for i, j := range f.order {
+		lp := protowire.SizeTag(1) + protowire.SizeBytes(len(f.labelNames[i])) + protowire.SizeTag(2) + protowire.SizeBytes(len(values[j]))
+		n += protowire.SizeTag(1) + protowire.SizeBytes(lp)
+	}
+	return n + protowire.SizeTag(2) + protowire.SizeBytes(protowire.SizeTag(1)+protowire.SizeFixed64())
 }
 
 // appendLine appends one sample line in the text format, as expfmt writes

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -84,10 +86,37 @@ type MetricsBaseline struct {
 // state, by agent, mount point and kind. It reads only those columns: the
 // detector bytes are most of a row and the exporter has no use for them.
 func (s *Store) ListMetricsBaselines(ctx context.Context) ([]MetricsBaseline, error) {
-	rows, err := s.db.QueryContext(ctx, `
+	return s.listMetricsBaselines(ctx, "", nil)
+}
+
+// ListMetricsBaselinesOf is ListMetricsBaselines of some volumes only.
+func (s *Store) ListMetricsBaselinesOf(ctx context.Context, volumes []VolumeKey) ([]MetricsBaseline, error) {
+	var out []MetricsBaseline
+	for chunk := range slices.Chunk(volumes, rowsPerInsert) {
+		var b strings.Builder
+		args := make([]any, 0, 2*len(chunk))
+		b.WriteString("WHERE ")
+		for i, v := range chunk {
+			if i > 0 {
+				b.WriteString(" OR ")
+			}
+			b.WriteString("(agent_id = ? AND mount_point = ?)")
+			args = append(args, v.AgentID, v.MountPoint)
+		}
+		rows, err := s.listMetricsBaselines(ctx, b.String(), args)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rows...)
+	}
+	return out, nil
+}
+
+func (s *Store) listMetricsBaselines(ctx context.Context, where string, args []any) ([]MetricsBaseline, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`
 SELECT agent_id, mount_point, kind, status, reference, since_ns, history_ratio, cohort_ratio, cohort_reference,
     last_run_ns, runs, latency_histogram
-FROM baseline_states ORDER BY agent_id, mount_point, kind`)
+FROM baseline_states `+where+` ORDER BY agent_id, mount_point, kind`), args...)
 	if err != nil {
 		return nil, fmt.Errorf("list metrics baselines: %w", err)
 	}
@@ -105,6 +134,49 @@ FROM baseline_states ORDER BY agent_id, mount_point, kind`)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list metrics baselines: %w", err)
+	}
+	return out, nil
+}
+
+// VolumeKey names a volume.
+type VolumeKey struct {
+	AgentID    string
+	MountPoint string
+}
+
+// BaselineRuns is how many baseline states a volume has and how many runs
+// they judged in all. The evaluator rewrites a state only when it judged a
+// run of it, and run counts only grow, so these tell which volumes an
+// evaluator pass changed.
+type BaselineRuns struct {
+	AgentID    string
+	MountPoint string
+	States     int
+	Runs       uint64
+}
+
+// ListBaselineRuns returns every volume's BaselineRuns, by agent and mount
+// point.
+func (s *Store) ListBaselineRuns(ctx context.Context) ([]BaselineRuns, error) {
+	rows, err := s.db.QueryContext(ctx, `
+SELECT agent_id, mount_point, COUNT(*), SUM(runs) FROM baseline_states
+GROUP BY agent_id, mount_point ORDER BY agent_id, mount_point`)
+	if err != nil {
+		return nil, fmt.Errorf("list baseline runs: %w", err)
+	}
+	defer rows.Close()
+	var out []BaselineRuns
+	for rows.Next() {
+		var b BaselineRuns
+		var n, runs int64
+		if err := rows.Scan(&b.AgentID, &b.MountPoint, &n, &runs); err != nil {
+			return nil, fmt.Errorf("list baseline runs: %w", err)
+		}
+		b.States, b.Runs = int(n), uint64(runs)
+		out = append(out, b)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list baseline runs: %w", err)
 	}
 	return out, nil
 }
