@@ -35,7 +35,7 @@ func TestExampleConfig(t *testing.T) {
 	// Every key of Config is in the example (documented).
 	b, _ := os.ReadFile(exampleConfig)
 	for _, key := range []string{"data_dir:", "listen_address:", "cert_file:", "key_file:", "client_ca_file:", "insecure:", "max_recv_msg_size:",
-		"max_batch_records:", "calls_per_second:", "burst:", "bearer_token_file:", "dsn:", "geometry_refresh_interval:", "report_interval:",
+		"max_batch_records:", "calls_per_second:", "burst:", "bearer_token_file:", "bearer_tokens:", "token_file:", "role:", "config_file:", "dsn:", "geometry_refresh_interval:", "report_interval:",
 		"level:", "format:", "shutdown_timeout:"} {
 		if !bytes.Contains(b, []byte(key)) {
 			t.Errorf("%s does not document %s", exampleConfig, key)
