@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"google.golang.org/protobuf/encoding/protodelim"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/plumbline/plumbline/internal/evaluator"
@@ -51,7 +54,8 @@ func TestFamiliesInNameOrder(t *testing.T) {
 }
 
 // TestTextMatchesExpfmt holds the hand-written text encoder to
-// expfmt.MetricFamilyToText, on the golden fleet and on label values that
+// expfmt.MetricFamilyToText: the served text of the golden fleet against
+// expfmt's encoding of the same families, and label values and help that
 // need escaping.
 func TestTextMatchesExpfmt(t *testing.T) {
 	c := goldenCollector(t)
@@ -59,19 +63,58 @@ func TestTextMatchesExpfmt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	odd := &dto.MetricFamily{Name: proto.String("odd"), Help: proto.String("back\\slash and\nnewline \"quoted\""), Type: dto.MetricType_GAUGE.Enum(),
-		Metric: []*dto.Metric{{Label: []*dto.LabelPair{{Name: proto.String("mount_point"), Value: proto.String("/a \"b\"\\c\nd")}},
-			Gauge: &dto.Gauge{Value: proto.Float64(-1.5e-300)}}}}
 	var want bytes.Buffer
-	var got []byte
-	for _, mf := range append(mfs, odd) {
+	for _, mf := range mfs {
 		if _, err := expfmt.MetricFamilyToText(&want, mf); err != nil {
 			t.Fatal(err)
 		}
-		got = appendFamilyText(got, mf)
 	}
-	if want.String() != string(got) {
-		t.Errorf("appendFamilyText differs from expfmt:\nwant:\n%s\ngot:\n%s", want.String(), got)
+	if got := get(t, c, "", "").Body.String(); want.String() != got {
+		t.Errorf("text exposition differs from expfmt:\n%s", cmp.Diff(want.String(), got))
+	}
+
+	f := family{name: "odd", help: "back\\slash and\nnewline \"quoted\"", typ: dto.MetricType_GAUGE, labels: []string{"mount_point"}, order: []int{0}, labelNames: []string{"mount_point"}}
+	f.headers()
+	for _, v := range []float64{-1.5e-300, 1, 0, -1, math.Inf(+1), math.NaN(), 0.1, 1e21} {
+		s := f.encodeSeries(0, []string{"/a \"b\"\\c\nd"}, v)
+		odd := &dto.MetricFamily{Name: proto.String(f.name), Help: proto.String(f.help), Type: dto.MetricType_GAUGE.Enum(),
+			Metric: []*dto.Metric{{Label: []*dto.LabelPair{{Name: proto.String("mount_point"), Value: proto.String("/a \"b\"\\c\nd")}},
+				Gauge: &dto.Gauge{Value: proto.Float64(v)}}}}
+		var want bytes.Buffer
+		if _, err := expfmt.MetricFamilyToText(&want, odd); err != nil {
+			t.Fatal(err)
+		}
+		if got := string(f.textHeader) + string(s.text); got != want.String() {
+			t.Errorf("value %g: got\n%s\nwant\n%s", v, got, want.String())
+		}
+		pb, err := proto.Marshal(odd.Metric[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(s.pb, pb) {
+			t.Errorf("value %g: Metric message\n%x\nwant\n%x", v, s.pb, pb)
+		}
+	}
+}
+
+// TestProtobufMatchesMarshal: the protobuf exposition is byte for byte
+// what protodelim.MarshalTo writes for the same families (the client
+// library's encoder), native buckets included.
+func TestProtobufMatchesMarshal(t *testing.T) {
+	c := goldenCollector(t)
+	body := get(t, c, prometheusAccept, "").Body.Bytes()
+	mfs, err := c.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	for _, mf := range mfs {
+		if _, err := protodelim.MarshalTo(&want, mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(want.Bytes(), body) {
+		t.Errorf("protobuf exposition (%d bytes) differs from protodelim.MarshalTo (%d bytes)", len(body), want.Len())
 	}
 }
 

@@ -309,10 +309,10 @@ func (c *Collector) refresh() {
 	if f := c.opts.Evaluator; f != nil {
 		ev = f()
 		if !ev.LastSuccess.IsZero() {
-			last = append(last, c.series(famEvalLast, seconds(ev.LastSuccess), nil))
+			last = append(last, c.series(famEvalLast, seconds(ev.LastSuccess)))
 		}
-		runs = append(runs, c.series(famEvalRuns, float64(ev.Runs), nil))
-		failures = append(failures, c.series(famEvalFailures, float64(ev.Failures), nil))
+		runs = append(runs, c.series(famEvalRuns, float64(ev.Runs)))
+		failures = append(failures, c.series(famEvalFailures, float64(ev.Failures)))
 	}
 	c.set(famEvalLast, last)
 	c.set(famEvalRuns, runs)
@@ -330,11 +330,11 @@ func (c *Collector) refresh() {
 				c.out[i].reset() // absent
 			}
 		}
-		c.set(famStoreSuccess, []*series{c.series(famStoreSuccess, 0, nil)})
+		c.set(famStoreSuccess, []*series{c.series(famStoreSuccess, 0)})
 		c.publish()
 		return
 	}
-	c.set(famStoreSuccess, []*series{c.series(famStoreSuccess, 1, nil)})
+	c.set(famStoreSuccess, []*series{c.series(famStoreSuccess, 1)})
 	c.buildAgents(now)
 	if rebuildVol {
 		c.buildVolumes()
@@ -486,10 +486,10 @@ func (c *Collector) publish() {
 	}
 }
 
-// series encodes one metric of family fam (h nil: a gauge or counter
-// with value v); values are in the family's declared label order.
-func (c *Collector) series(fam int, v float64, h *dto.Histogram, values ...string) *series {
-	return c.fams[fam].encodeSeries(fam, values, v, h)
+// series encodes one gauge or counter of family fam with value v; values
+// are in the family's declared label order.
+func (c *Collector) series(fam int, v float64, values ...string) *series {
+	return c.fams[fam].encodeSeries(fam, values, v)
 }
 
 // set makes ss the only series of a family-wide family.
@@ -522,14 +522,14 @@ func (c *Collector) buildAgents(now time.Time) {
 		if !a.LastSeen.IsZero() && now.Sub(a.LastSeen) <= c.opts.AgentStaleAfter {
 			v = 1
 		}
-		last = append(last, c.series(famAgentLast, seconds(a.LastSeen), nil, a.ID, a.Hostname))
-		up = append(up, c.series(famAgentUp, v, nil, a.ID, a.Hostname))
+		last = append(last, c.series(famAgentLast, seconds(a.LastSeen), a.ID, a.Hostname))
+		up = append(up, c.series(famAgentUp, v, a.ID, a.Hostname))
 	}
 	c.set(famAgentLast, last)
 	c.set(famAgentUp, up)
 	var ingest []*series
 	for _, k := range []store.RecordKind{store.KindGeometry, store.KindProbe, store.KindRejected} {
-		ingest = append(ingest, c.series(famIngestRecords, float64(c.counts[k]), nil, string(k)))
+		ingest = append(ingest, c.series(famIngestRecords, float64(c.counts[k]), string(k)))
 	}
 	c.set(famIngestRecords, ingest)
 }
@@ -572,26 +572,26 @@ func (c *Collector) buildVolumes() {
 	}
 	volumes := make([]*series, 0, len(fleet))
 	for k, n := range fleet {
-		volumes = append(volumes, c.series(famVolumes, float64(n), nil, k.verdict, k.profile))
+		volumes = append(volumes, c.series(famVolumes, float64(n), k.verdict, k.profile))
 	}
 	c.set(famVolumes, volumes)
 }
 
 func (c *Collector) volumeSeries(v store.Volume, f *volumeFacts) []*series {
 	host, mount := v.Hostname, v.MountPoint
-	ss := []*series{c.series(famVolInfo, 1, nil, host, mount, v.Device, v.FSType, f.raidLevel,
+	ss := []*series{c.series(famVolInfo, 1, host, mount, v.Device, v.FSType, f.raidLevel,
 		strconv.FormatUint(v.StripeUnitBytes, 10), optUint(v.DataOffsetBytes), f.cluster, f.media, f.profile, v.Verdict)}
 	if v.SplitFraction8K != nil {
-		ss = append(ss, c.series(famVolSplit, *v.SplitFraction8K, nil, host, mount, "8192"))
+		ss = append(ss, c.series(famVolSplit, *v.SplitFraction8K, host, mount, "8192"))
 	}
 	if v.SplitFraction64K != nil {
-		ss = append(ss, c.series(famVolSplit, *v.SplitFraction64K, nil, host, mount, "65536"))
+		ss = append(ss, c.series(famVolSplit, *v.SplitFraction64K, host, mount, "65536"))
 	}
 	for _, fd := range f.findings {
-		ss = append(ss, c.series(famVolFinding, 1, nil, host, mount, fd[0], fd[1]))
+		ss = append(ss, c.series(famVolFinding, 1, host, mount, fd[0], fd[1]))
 	}
 	for _, r := range f.raids {
-		ss = append(ss, c.series(famVolRAIDMissing, float64(r.missing), nil, host, mount, r.device))
+		ss = append(ss, c.series(famVolRAIDMissing, float64(r.missing), host, mount, r.device))
 	}
 	return ss
 }
@@ -649,8 +649,8 @@ func (c *Collector) buildBaselines() {
 	}
 	var cohortVolumes, cohortMedian []*series
 	for _, co := range c.cohorts {
-		cohortVolumes = append(cohortVolumes, c.series(famCohortVolumes, float64(co.Volumes), nil, co.Profile, co.Kind))
-		cohortMedian = append(cohortMedian, c.series(famCohortMedian, co.Median, nil, co.Profile, co.Kind))
+		cohortVolumes = append(cohortVolumes, c.series(famCohortVolumes, float64(co.Volumes), co.Profile, co.Kind))
+		cohortMedian = append(cohortMedian, c.series(famCohortMedian, co.Median, co.Profile, co.Kind))
 	}
 	c.set(famCohortVolumes, cohortVolumes)
 	c.set(famCohortMedian, cohortMedian)
@@ -672,13 +672,13 @@ func (c *Collector) baselineSeries(k volKey, p *basePart) []*series {
 			lastRun = b.LastRun
 		}
 		if b.HistoryRatio > 0 {
-			ss = append(ss, c.series(famRatio, b.HistoryRatio, nil, host, mount, b.Kind, string(baseline.History)))
+			ss = append(ss, c.series(famRatio, b.HistoryRatio, host, mount, b.Kind, string(baseline.History)))
 		}
 		if b.CohortRatio > 0 && b.CohortReference != "" {
-			ss = append(ss, c.series(famRatio, b.CohortRatio, nil, host, mount, b.Kind, b.CohortReference))
+			ss = append(ss, c.series(famRatio, b.CohortRatio, host, mount, b.Kind, b.CohortReference))
 		}
 		if b.Status == string(baseline.Degraded) {
-			ss = append(ss, c.series(famDegradedSince, seconds(b.Since), nil, host, mount, b.Kind, b.Reference))
+			ss = append(ss, c.series(famDegradedSince, seconds(b.Since), host, mount, b.Kind, b.Reference))
 		}
 		kinds[b.Kind] = true
 		h := p.hists[b.Kind]
@@ -686,8 +686,8 @@ func (c *Collector) baselineSeries(k volKey, p *basePart) []*series {
 			h = c.histFactsOf(b)
 			p.hists[b.Kind] = h
 		}
-		if h.h != nil {
-			ss = append(ss, c.series(famLatency, 0, h.h, host, mount, b.Kind))
+		if h.ok {
+			ss = append(ss, c.fams[famLatency].encodeHistogram(famLatency, []string{host, mount, b.Kind}, c.opts.ClassicBuckets, &h.nativeHist))
 		}
 	}
 	for kind := range p.hists {
@@ -696,7 +696,7 @@ func (c *Collector) baselineSeries(k volKey, p *basePart) []*series {
 		}
 	}
 	if !lastRun.IsZero() {
-		ss = append(ss, c.series(famVolLastProbe, seconds(lastRun), nil, host, mount))
+		ss = append(ss, c.series(famVolLastProbe, seconds(lastRun), host, mount))
 	}
 	// Stop counts by reason (kinds summed: the budget).
 	var reasons []string
@@ -708,7 +708,7 @@ func (c *Collector) baselineSeries(k volKey, p *basePart) []*series {
 		sums[s.Reason] += s.Runs
 	}
 	for _, r := range reasons {
-		ss = append(ss, c.series(famStops, float64(sums[r]), nil, host, mount, r))
+		ss = append(ss, c.series(famStops, float64(sums[r]), host, mount, r))
 	}
 	return ss
 }
@@ -758,12 +758,13 @@ func factsOf(v store.Volume) volumeFacts {
 	return f
 }
 
-// histFacts is a probe latency histogram ready to expose (h nil: the
+// histFacts is a probe latency histogram ready to expose (ok false: the
 // stored histogram did not decode), built once per stored histogram.
 type histFacts struct {
 	runs uint64
 	raw  []byte
-	h    *dto.Histogram
+	ok   bool
+	nativeHist
 }
 
 func (c *Collector) histFactsOf(b store.MetricsBaseline) *histFacts {
@@ -779,15 +780,11 @@ func (c *Collector) histFactsOf(b store.MetricsBaseline) *histFacts {
 	if err != nil {
 		return f
 	}
-	out := &dto.Histogram{
-		SampleCount:   proto.Uint64(h.Count()),
-		SampleSum:     proto.Float64(h.Sum().Seconds()),
-		Schema:        proto.Int32(histogram.Schema),
-		ZeroThreshold: proto.Float64(histogram.ZeroThreshold),
-		ZeroCount:     proto.Uint64(h.ZeroCount()),
-	}
+	f.ok = true
+	f.count, f.sum, f.zero = h.Count(), h.Sum().Seconds(), h.ZeroCount()
 	buckets := h.Buckets()
-	for _, bound := range c.opts.ClassicBuckets {
+	f.classic = make([]uint64, len(c.opts.ClassicBuckets))
+	for i, bound := range c.opts.ClassicBuckets {
 		n, limit := h.ZeroCount(), histogram.Index(bound)
 		for _, bk := range buckets {
 			if bk.Index > limit {
@@ -795,18 +792,13 @@ func (c *Collector) histFactsOf(b store.MetricsBaseline) *histFacts {
 			}
 			n += bk.Count
 		}
-		out.Bucket = append(out.Bucket, &dto.Bucket{UpperBound: proto.Float64(bound), CumulativeCount: proto.Uint64(n)})
+		f.classic[i] = n
 	}
-	spans, deltas := h.Spans()
-	for _, s := range spans {
-		out.PositiveSpan = append(out.PositiveSpan, &dto.BucketSpan{Offset: proto.Int32(s.Offset), Length: proto.Uint32(s.Length)})
-	}
-	out.PositiveDelta = deltas
-	if len(out.PositiveSpan) == 0 {
+	f.spans, f.deltas = h.Spans()
+	if len(f.spans) == 0 {
 		// An empty native histogram still says it is one.
-		out.PositiveSpan = []*dto.BucketSpan{{Offset: proto.Int32(0), Length: proto.Uint32(0)}}
+		f.spans = []histogram.Span{{Offset: 0, Length: 0}}
 	}
-	f.h = out
 	return f
 }
 

@@ -8,7 +8,8 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
+
+	"github.com/plumbline/plumbline/internal/histogram"
 )
 
 // series is one metric of a family, encoded once in both formats: its text
@@ -179,9 +180,8 @@ func mergeSeries(a, b []*series) []*series {
 	return append(append(out, a...), b...)
 }
 
-// encodeSeries encodes one gauge or counter (h nil) or histogram of family
-// f; values are its label values in the family's declared order.
-func (f *family) encodeSeries(fam int, values []string, v float64, h *dto.Histogram) *series {
+// key is the series' sort key: its label values in name order, NUL-joined.
+func (f *family) key(values []string) string {
 	var k strings.Builder
 	n := 0
 	for _, j := range f.order {
@@ -194,29 +194,83 @@ func (f *family) encodeSeries(fam int, values []string, v float64, h *dto.Histog
 		}
 		k.WriteString(values[j])
 	}
-	s := &series{fam: fam, key: k.String()}
-	if h == nil {
-		buf := make([]byte, 0, f.lineSize(values)+f.metricSize(values))
-		buf = f.appendLine(buf, "", values, math.NaN(), v)
-		s.text = buf[:len(buf):len(buf)]
-		s.pb = f.appendMetric(buf[len(buf):], values, v)
-		return s
+	return k.String()
+}
+
+// encodeSeries encodes one gauge or counter of family f; values are its
+// label values in the family's declared order.
+func (f *family) encodeSeries(fam int, values []string, v float64) *series {
+	s := &series{fam: fam, key: f.key(values)}
+	buf := make([]byte, 0, f.lineSize(values)+f.metricSize(values))
+	buf = f.appendLine(buf, "", values, math.NaN(), v)
+	s.text = buf[:len(buf):len(buf)]
+	s.pb = f.appendMetric(buf[len(buf):], values, v)
+	return s
+}
+
+// nativeHist is a histogram as the exposition shows it: classic buckets
+// (cumulative counts at the classic bounds) and schema-3 native buckets.
+type nativeHist struct {
+	count   uint64
+	sum     float64 // seconds
+	zero    uint64
+	classic []uint64
+	spans   []histogram.Span
+	deltas  []int64
+}
+
+// encodeHistogram encodes one histogram of family f: the text lines
+// (classic buckets, +Inf, _sum, _count) and the Metric message with its
+// native buckets, field by field as proto.Marshal writes a dto.Metric.
+func (f *family) encodeHistogram(fam int, values []string, bounds []float64, h *nativeHist) *series {
+	s := &series{fam: fam, key: f.key(values)}
+	line := f.lineSize(values)
+	text := make([]byte, 0, (len(bounds)+3)*(line+16))
+	for i, bound := range bounds {
+		text = f.appendLine(text, "_bucket", values, bound, float64(h.classic[i]))
 	}
-	inf := false
-	for _, bk := range h.Bucket {
-		s.text = f.appendLine(s.text, "_bucket", values, bk.GetUpperBound(), float64(bk.GetCumulativeCount()))
-		inf = inf || math.IsInf(bk.GetUpperBound(), +1)
+	text = f.appendLine(text, "_bucket", values, math.Inf(+1), float64(h.count))
+	text = f.appendLine(text, "_sum", values, math.NaN(), h.sum)
+	text = f.appendLine(text, "_count", values, math.NaN(), float64(h.count))
+	s.text = text
+
+	var m []byte                                        // dto.Histogram
+	m = protowire.AppendTag(m, 1, protowire.VarintType) // sample_count
+	m = protowire.AppendVarint(m, h.count)
+	m = protowire.AppendTag(m, 2, protowire.Fixed64Type) // sample_sum
+	m = protowire.AppendFixed64(m, math.Float64bits(h.sum))
+	for i, bound := range bounds { // bucket
+		m = protowire.AppendTag(m, 3, protowire.BytesType)
+		m = protowire.AppendVarint(m, uint64(protowire.SizeTag(1)+protowire.SizeVarint(h.classic[i])+protowire.SizeTag(2)+protowire.SizeFixed64()))
+		m = protowire.AppendTag(m, 1, protowire.VarintType) // cumulative_count
+		m = protowire.AppendVarint(m, h.classic[i])
+		m = protowire.AppendTag(m, 2, protowire.Fixed64Type) // upper_bound
+		m = protowire.AppendFixed64(m, math.Float64bits(bound))
 	}
-	if !inf {
-		s.text = f.appendLine(s.text, "_bucket", values, math.Inf(+1), float64(h.GetSampleCount()))
+	m = protowire.AppendTag(m, 5, protowire.VarintType) // schema (sint32)
+	m = protowire.AppendVarint(m, protowire.EncodeZigZag(int64(histogram.Schema)))
+	m = protowire.AppendTag(m, 6, protowire.Fixed64Type) // zero_threshold
+	m = protowire.AppendFixed64(m, math.Float64bits(histogram.ZeroThreshold))
+	m = protowire.AppendTag(m, 7, protowire.VarintType) // zero_count
+	m = protowire.AppendVarint(m, h.zero)
+	for _, sp := range h.spans { // positive_span
+		off := protowire.EncodeZigZag(int64(sp.Offset))
+		m = protowire.AppendTag(m, 12, protowire.BytesType)
+		m = protowire.AppendVarint(m, uint64(protowire.SizeTag(1)+protowire.SizeVarint(off)+protowire.SizeTag(2)+protowire.SizeVarint(uint64(sp.Length))))
+		m = protowire.AppendTag(m, 1, protowire.VarintType) // offset (sint32)
+		m = protowire.AppendVarint(m, off)
+		m = protowire.AppendTag(m, 2, protowire.VarintType) // length
+		m = protowire.AppendVarint(m, uint64(sp.Length))
 	}
-	s.text = f.appendLine(s.text, "_sum", values, math.NaN(), h.GetSampleSum())
-	s.text = f.appendLine(s.text, "_count", values, math.NaN(), float64(h.GetSampleCount()))
-	m := &dto.Metric{Histogram: h}
-	for i, j := range f.order {
-		m.Label = append(m.Label, &dto.LabelPair{Name: &f.labelNames[i], Value: proto.String(values[j])})
+	for _, d := range h.deltas { // positive_delta (sint64, not packed: proto2)
+		m = protowire.AppendTag(m, 13, protowire.VarintType)
+		m = protowire.AppendVarint(m, protowire.EncodeZigZag(d))
 	}
-	s.pb, _ = proto.Marshal(m) // a dto.Metric with every required field set
+	labels := f.metricSize(values) - protowire.SizeTag(2) - protowire.SizeBytes(protowire.SizeTag(1)+protowire.SizeFixed64())
+	pb := make([]byte, 0, labels+protowire.SizeTag(7)+protowire.SizeBytes(len(m)))
+	pb = f.appendLabels(pb, values)
+	pb = protowire.AppendTag(pb, 7, protowire.BytesType) // Metric.histogram
+	s.pb = protowire.AppendBytes(pb, m)
 	return s
 }
 
@@ -272,6 +326,19 @@ func (f *family) appendLine(b []byte, suffix string, values []string, le, v floa
 // appendMetric appends a gauge's or counter's Metric message (labels,
 // then the value), field by field as proto.Marshal writes it.
 func (f *family) appendMetric(b []byte, values []string, v float64) []byte {
+	b = f.appendLabels(b, values)
+	field := protowire.Number(2) // Metric.gauge
+	if f.typ == dto.MetricType_COUNTER {
+		field = 3 // Metric.counter
+	}
+	b = protowire.AppendTag(b, field, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(protowire.SizeTag(1)+protowire.SizeFixed64()))
+	b = protowire.AppendTag(b, 1, protowire.Fixed64Type) // Gauge.value, Counter.value
+	return protowire.AppendFixed64(b, math.Float64bits(v))
+}
+
+// appendLabels appends a Metric's label fields, in name order.
+func (f *family) appendLabels(b []byte, values []string) []byte {
 	for i, j := range f.order {
 		name, value := f.labelNames[i], values[j]
 		b = protowire.AppendTag(b, 1, protowire.BytesType)
@@ -281,14 +348,7 @@ func (f *family) appendMetric(b []byte, values []string, v float64) []byte {
 		b = protowire.AppendTag(b, 2, protowire.BytesType)
 		b = protowire.AppendString(b, value)
 	}
-	field := protowire.Number(2) // Metric.gauge
-	if f.typ == dto.MetricType_COUNTER {
-		field = 3 // Metric.counter
-	}
-	b = protowire.AppendTag(b, field, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(protowire.SizeTag(1)+protowire.SizeFixed64()))
-	b = protowire.AppendTag(b, 1, protowire.Fixed64Type) // Gauge.value, Counter.value
-	return protowire.AppendFixed64(b, math.Float64bits(v))
+	return b
 }
 
 // headers encodes what every exposition of f starts with.
