@@ -31,6 +31,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -141,6 +142,7 @@ type volPart struct {
 type basePart struct {
 	part
 	gen   uint64
+	built bool
 	host  string
 	rows  []store.MetricsBaseline
 	stops []store.StopCount
@@ -609,6 +611,19 @@ func (c *Collector) buildBaselines() {
 		stops[k] = c.stops[i:j:j]
 		i = j
 	}
+	// Which volumes' rows to compare (serially: the maps), then compare
+	// and encode on every CPU (each job touches only its own part), then
+	// put the series of those that changed (serially: the families).
+	type job struct {
+		k       volKey
+		p       *basePart
+		host    string
+		rows    []store.MetricsBaseline
+		stops   []store.StopCount
+		rebuilt bool
+		series  []*series
+	}
+	jobs := make([]job, 0, len(c.present))
 	visit := func(k volKey, rows []store.MetricsBaseline) {
 		host, ok := c.present[k]
 		if !ok {
@@ -621,13 +636,8 @@ func (c *Collector) buildBaselines() {
 			p = &basePart{hists: map[string]*histFacts{}}
 			c.baseParts[k] = p
 		}
-		same := p.gen != 0 && p.host == host && slices.EqualFunc(p.rows, rows, sameBaseline) && slices.Equal(p.stops, st)
-		p.rows, p.stops = rows, st // the latest read's, so older reads can be freed
-		if !same {
-			p.host = host
-			c.rebuild(&p.part, c.baselineSeries(k, p))
-		}
 		p.gen = c.gen
+		jobs = append(jobs, job{k: k, p: p, host: host, rows: rows, stops: st})
 	}
 	for i := 0; i < len(c.baselines); {
 		k := volKey{c.baselines[i].AgentID, c.baselines[i].MountPoint}
@@ -640,6 +650,29 @@ func (c *Collector) buildBaselines() {
 	}
 	for k := range stops { // stop counts of volumes without a baseline
 		visit(k, nil)
+	}
+	do := func(jobs []job) {
+		for i := range jobs {
+			j := &jobs[i]
+			p := j.p
+			same := p.built && p.host == j.host && slices.EqualFunc(p.rows, j.rows, sameBaseline) && slices.Equal(p.stops, j.stops)
+			p.rows, p.stops = j.rows, j.stops // the latest read's, so older reads can be freed
+			if !same {
+				p.host, p.built = j.host, true
+				j.rebuilt, j.series = true, c.baselineSeries(j.k, p)
+			}
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(jobs)/256+1)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() { do(jobs[w*len(jobs)/workers : (w+1)*len(jobs)/workers]) })
+	}
+	wg.Wait()
+	for i := range jobs {
+		if j := &jobs[i]; j.rebuilt {
+			c.rebuild(&j.p.part, j.series)
+		}
 	}
 	for k, p := range c.baseParts {
 		if p.gen != c.gen {
