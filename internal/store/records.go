@@ -137,7 +137,7 @@ func (s *Store) UpsertAgent(ctx context.Context, a Agent) error {
 		seen = s.now()
 	}
 	err := s.write(ctx, a.ID, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, s.q(`
+		_, err := s.txExec(ctx, tx, s.q(`
 INSERT INTO agents (agent_id, hostname, os, kernel, machine_id, agent_version, first_seen_ns, last_seen_ns)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (agent_id) DO UPDATE SET
@@ -353,7 +353,7 @@ func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 func (s *Store) lockAgent(ctx context.Context, tx *sql.Tx, agentID string) (uint64, error) {
 	var hw int64
 	now := unixNano(s.now())
-	err := tx.QueryRowContext(ctx, s.q(`UPDATE agents SET last_seen_ns = CASE WHEN last_seen_ns < ? THEN ? ELSE last_seen_ns END
+	err := s.txQueryRow(ctx, tx, s.q(`UPDATE agents SET last_seen_ns = CASE WHEN last_seen_ns < ? THEN ? ELSE last_seen_ns END
 WHERE agent_id = ? RETURNING high_water`), now, now, agentID).Scan(&hw)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, ErrUnknownAgent
@@ -370,7 +370,7 @@ func (s *Store) advanceHighWater(ctx context.Context, tx *sql.Tx, agentID string
 	hw := start
 	const page = 1000
 	for {
-		rows, err := tx.QueryContext(ctx, s.q(`SELECT sequence FROM records WHERE agent_id = ? AND sequence > ? ORDER BY sequence LIMIT `+fmt.Sprint(page)), agentID, int64(hw))
+		rows, err := s.txQuery(ctx, tx, s.q(`SELECT sequence FROM records WHERE agent_id = ? AND sequence > ? ORDER BY sequence LIMIT `+fmt.Sprint(page)), agentID, int64(hw))
 		if err != nil {
 			return 0, fmt.Errorf("high water: %w", err)
 		}
@@ -397,7 +397,7 @@ func (s *Store) advanceHighWater(ctx context.Context, tx *sql.Tx, agentID string
 		}
 	}
 	if hw != cur {
-		if _, err := tx.ExecContext(ctx, s.q(`UPDATE agents SET high_water = ? WHERE agent_id = ?`), int64(hw), agentID); err != nil {
+		if _, err := s.txExec(ctx, tx, s.q(`UPDATE agents SET high_water = ? WHERE agent_id = ?`), int64(hw), agentID); err != nil {
 			return 0, fmt.Errorf("high water: %w", err)
 		}
 	}
@@ -425,7 +425,7 @@ func (s *Store) insertRecords(ctx context.Context, tx *sql.Tx, agentID string, r
 			args = append(args, agentID, int64(r.Sequence), string(r.Kind), unixNano(r.ProducedAt), received, payload, r.Reason)
 		}
 		b.WriteString(` ON CONFLICT (agent_id, sequence) DO NOTHING RETURNING sequence`)
-		rows, err := tx.QueryContext(ctx, s.q(b.String()), args...)
+		rows, err := s.txQuery(ctx, tx, s.q(b.String()), args...)
 		if err != nil {
 			return nil, fmt.Errorf("insert records: %w", err)
 		}
@@ -475,7 +475,7 @@ func (s *Store) insertProbes(ctx context.Context, tx *sql.Tx, agentID string, pr
 			b.WriteString(probeRowSQL)
 			args = probeArgs(args, agentID, r)
 		}
-		if _, err := tx.ExecContext(ctx, s.q(b.String()), args...); err != nil {
+		if _, err := s.txExec(ctx, tx, s.q(b.String()), args...); err != nil {
 			return fmt.Errorf("insert probe results: %w", err)
 		}
 	}
@@ -488,14 +488,14 @@ func (s *Store) putGeometry(ctx context.Context, tx *sql.Tx, agentID string, r *
 	// A snapshot older than one already stored (a late replay) is kept as a
 	// record but describes the past: it changes no volume.
 	var newer int
-	if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM (SELECT 1 FROM records
+	if err := s.txQueryRow(ctx, tx, s.q(`SELECT COUNT(*) FROM (SELECT 1 FROM records
 WHERE agent_id = ? AND sequence > ? AND kind = 'geometry' LIMIT 1) AS newer`), agentID, int64(r.Sequence)).Scan(&newer); err != nil {
 		return fmt.Errorf("volumes of snapshot %d: %w", r.Sequence, err)
 	}
 	if newer > 0 {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, s.q(`UPDATE volumes SET present = FALSE WHERE agent_id = ? AND sequence < ?`),
+	if _, err := s.txExec(ctx, tx, s.q(`UPDATE volumes SET present = FALSE WHERE agent_id = ? AND sequence < ?`),
 		agentID, int64(r.Sequence)); err != nil {
 		return fmt.Errorf("volumes of snapshot %d: %w", r.Sequence, err)
 	}
@@ -511,7 +511,7 @@ WHERE agent_id = ? AND sequence > ? AND kind = 'geometry' LIMIT 1) AS newer`), a
 		if geom == nil {
 			geom = []byte{}
 		}
-		_, err := tx.ExecContext(ctx, s.q(`
+		_, err := s.txExec(ctx, tx, s.q(`
 INSERT INTO volumes (agent_id, mount_point, device, fs_type, sequence, observed_ns, present, geometry,
     verdict, data_offset_bytes, stripe_unit_bytes, split_fraction_8k, split_fraction_64k)
 VALUES (?, ?, ?, ?, ?, ?, TRUE, ?, ?, ?, ?, ?, ?)
