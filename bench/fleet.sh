@@ -56,13 +56,15 @@ load() { uptime | sed 's/.*load average: /load average /'; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 pprof_port=""
-# go_mem: the Go runtime's view of the server (heap in use, stacks, goroutines), saving the heap profile as $1.
+# go_mem: the Go runtime's view of the server (heap in use, stacks, goroutines), then the
+# live heap after a forced GC (take RSS first), saving that heap profile as $1.
 go_mem() {
-	curl -s "http://127.0.0.1:$pprof_port/debug/pprof/heap" -o "$1" || true
-	local g h
+	local g h l
 	g=$(curl -s "http://127.0.0.1:$pprof_port/debug/pprof/goroutine?debug=1" | sed -n 's/^goroutine profile: total //p')
 	h=$(curl -s "http://127.0.0.1:$pprof_port/debug/pprof/heap?debug=1" | awk '/^# (HeapInuse|HeapAlloc|Stack|Sys|NextGC) =/ {printf "%s=%d MiB ", $2, $4/1048576}')
-	printf 'goroutines=%s %s' "$g" "$h"
+	curl -s "http://127.0.0.1:$pprof_port/debug/pprof/heap?gc=1" -o "$1" || true
+	l=$(curl -s "http://127.0.0.1:$pprof_port/debug/pprof/heap?debug=1" | awk '/^# HeapAlloc =/ {printf "%d MiB", $4/1048576}')
+	printf 'goroutines=%s %s; after a forced GC: live heap %s' "$g" "$h" "$l"
 }
 
 # start_server DATADIR GRPC_PORT [flags...]: starts `server --dev`, waits for its gRPC port.
