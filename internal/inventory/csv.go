@@ -1,11 +1,13 @@
 package inventory
 
 import (
-	"encoding/csv"
+	"bytes"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/plumbline/plumbline/internal/store"
 )
@@ -25,14 +27,20 @@ var HostCSVColumns = []string{
 	"host", "agent_id", "os", "kernel", "agent_version", "first_seen", "last_seen", "volume_count", "misaligned_count",
 }
 
-// csvFlushRows is how many rows go out between two flushes.
-const csvFlushRows = 512
+// csvBufferSize is how much CSV is gathered before it goes out (and is
+// flushed to the client).
+const csvBufferSize = 64 << 10
 
-// csvWriter streams CSV rows to a response and flushes every csvFlushRows.
+// csvWriter streams CSV to a response through one reused buffer: cells
+// are appended to it (quoted as encoding/csv quotes them, formula-like
+// texts defused), and it goes out whenever it holds csvBufferSize, so a
+// row costs no allocation of its own and memory stays flat however many
+// rows there are.
 type csvWriter struct {
-	w  http.ResponseWriter
-	cw *csv.Writer
-	n  int
+	w   http.ResponseWriter
+	buf []byte
+	n   int // cells in the current row
+	err error
 }
 
 func newCSV(w http.ResponseWriter, name, next string, header []string) *csvWriter {
@@ -43,31 +51,111 @@ func newCSV(w http.ResponseWriter, name, next string, header []string) *csvWrite
 		w.Header().Set("X-Next-Page-Token", next)
 	}
 	w.WriteHeader(http.StatusOK)
-	c := &csvWriter{w: w, cw: csv.NewWriter(w)}
-	c.cw.Write(header)
+	c := &csvWriter{w: w, buf: make([]byte, 0, csvBufferSize+4<<10)}
+	c.row(header)
 	return c
 }
 
+// row writes a row of text cells.
 func (c *csvWriter) row(cells []string) error {
-	for i, s := range cells {
-		cells[i] = cell(s)
+	for _, s := range cells {
+		c.text(s)
 	}
-	if err := c.cw.Write(cells); err != nil {
-		return err
-	}
-	c.n++
-	if c.n%csvFlushRows == 0 {
-		return c.flush()
-	}
-	return nil
+	return c.end()
 }
 
+// text appends a text cell, defused (see cell) and quoted where
+// encoding/csv would quote it: a comma, double quote, CR or LF in it, a
+// leading Unicode space, or `\.`.
+func (c *csvWriter) text(s string) {
+	c.sep()
+	prefix := ""
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		if _, err := strconv.ParseFloat(s, 64); err != nil {
+			prefix = "'"
+		}
+	}
+	quote := strings.ContainsAny(s, ",\"\r\n") || (prefix == "" && (s == `\.` || startsWithSpace(s)))
+	if !quote {
+		c.buf = append(c.buf, prefix...)
+		c.buf = append(c.buf, s...)
+		return
+	}
+	c.buf = append(c.buf, '"')
+	c.buf = append(c.buf, prefix...)
+	for i := 0; i < len(s); i++ {
+		if s[i] == '"' {
+			c.buf = append(c.buf, '"')
+		}
+		c.buf = append(c.buf, s[i])
+	}
+	c.buf = append(c.buf, '"')
+}
+
+// startsWithSpace is encoding/csv's rule: a field whose first rune is a
+// Unicode space is quoted.
+func startsWithSpace(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	return unicode.IsSpace(r)
+}
+
+// int appends a number cell, empty when negative (unknown).
+func (c *csvWriter) int(n int64) {
+	c.sep()
+	if n >= 0 {
+		c.buf = strconv.AppendInt(c.buf, n, 10)
+	}
+}
+
+// frac appends a fraction cell, empty when negative (unknown).
+func (c *csvWriter) frac(f float64) {
+	c.sep()
+	if f >= 0 {
+		c.buf = strconv.AppendFloat(c.buf, f, 'g', -1, 64)
+	}
+}
+
+// time appends a time cell (RFC 3339, UTC), empty for the zero time.
+func (c *csvWriter) time(t time.Time) {
+	c.sep()
+	if !t.IsZero() {
+		c.buf = t.UTC().AppendFormat(c.buf, time.RFC3339)
+	}
+}
+
+func (c *csvWriter) sep() {
+	if c.n > 0 {
+		c.buf = append(c.buf, ',')
+	}
+	c.n++
+}
+
+// end ends the row; the buffer goes out when full.
+func (c *csvWriter) end() error {
+	c.buf = append(c.buf, '\n')
+	c.n = 0
+	if len(c.buf) >= csvBufferSize {
+		return c.flush()
+	}
+	return c.err
+}
+
+// flush writes out what is buffered and flushes the response.
 func (c *csvWriter) flush() error {
-	c.cw.Flush()
+	if c.err != nil {
+		return c.err
+	}
+	if len(c.buf) > 0 {
+		if _, err := c.w.Write(c.buf); err != nil {
+			c.err = err
+			return err
+		}
+		c.buf = c.buf[:0]
+	}
 	if f, ok := c.w.(http.Flusher); ok {
 		f.Flush()
 	}
-	return c.cw.Error()
+	return nil
 }
 
 // cell defuses a text that a spreadsheet would run as a formula (it
@@ -104,20 +192,61 @@ func timeCell(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-func volumeRow(v *store.InventoryVolume) []string {
-	var rule, msg, fix, degraded string
+// volumeRow writes the row of a volume (VolumeCSVColumns).
+func (c *csvWriter) volumeRow(v *store.InventoryVolume) error {
+	var rule, msg, fix string
 	if f := v.TopFinding; f != nil {
 		rule, msg, fix = f.Rule, f.Message, f.Remediation
 	}
+	c.text(v.ID)
+	c.text(v.Hostname)
+	c.text(v.AgentID)
+	c.text(v.MountPoint)
+	c.text(v.Device)
+	c.text(v.FSType)
+	c.text(v.Verdict)
+	c.int(v.DataOffsetBytes)
+	c.int(v.StripeUnitBytes)
+	c.int(v.AllocationUnitBytes)
+	c.text(v.RAIDLevel)
+	c.text(v.Media)
+	c.text(v.Profile)
+	c.frac(v.SplitFraction8K)
+	c.frac(v.SplitFraction64K)
+	c.text(v.Severity)
+	c.sep()
+	rules := len(c.buf)
+	for i, r := range v.Rules {
+		if i > 0 {
+			c.buf = append(c.buf, ' ')
+		}
+		c.buf = append(c.buf, r...)
+	}
+	if joined := c.buf[rules:]; needsQuoting(joined) {
+		// Rule ids are plain words; this never runs for real ones.
+		s := string(joined)
+		c.buf = c.buf[:rules]
+		c.n--
+		c.text(s)
+	}
+	c.text(rule)
+	c.text(msg)
+	c.text(fix)
+	c.sep()
 	if v.Baseline != nil {
-		degraded = strconv.FormatBool(v.Baseline.Degraded)
+		c.buf = strconv.AppendBool(c.buf, v.Baseline.Degraded)
 	}
-	return []string{
-		v.ID, v.Hostname, v.AgentID, v.MountPoint, v.Device, v.FSType, v.Verdict,
-		intCell(v.DataOffsetBytes), intCell(v.StripeUnitBytes), intCell(v.AllocationUnitBytes), v.RAIDLevel, v.Media, v.Profile,
-		fracCell(v.SplitFraction8K), fracCell(v.SplitFraction64K), v.Severity, strings.Join(v.Rules, " "),
-		rule, msg, fix, degraded, timeCell(v.ObservedAt),
+	c.time(v.ObservedAt)
+	return c.end()
+}
+
+// needsQuoting says whether appended bytes would need quoting or defusing
+// as a text cell.
+func needsQuoting(b []byte) bool {
+	if len(b) == 0 {
+		return false
 	}
+	return bytes.ContainsAny(b, ",\"\r\n") || strings.ContainsRune("=+-@\t\r \\", rune(b[0])) || b[0] >= utf8.RuneSelf
 }
 
 // volumesCSV streams the query's volumes as CSV: one row in memory at a
@@ -132,7 +261,7 @@ func (a *API) volumesCSV(w http.ResponseWriter, r *http.Request, q store.VolumeQ
 		}
 		c := newCSV(w, "plumbline-volumes.csv", next, VolumeCSVColumns)
 		for _, v := range rows {
-			if err := c.row(volumeRow(v)); err != nil {
+			if err := c.volumeRow(v); err != nil {
 				return
 			}
 		}
@@ -144,7 +273,7 @@ func (a *API) volumesCSV(w http.ResponseWriter, r *http.Request, q store.VolumeQ
 		if c == nil {
 			c = newCSV(w, "plumbline-volumes.csv", "", VolumeCSVColumns)
 		}
-		return c.row(volumeRow(v))
+		return c.volumeRow(v)
 	})
 	switch {
 	case err != nil && c == nil:

@@ -106,5 +106,10 @@ func derive(v store.Volume) (store.InventoryVolume, error) {
 	if iv.Severity == "" {
 		iv.Severity = "none"
 	}
+	// The page document; without one (it cannot render) a page renders
+	// the volume when read, and reports the error then.
+	if doc, err := volumeDoc(v, &iv); err == nil {
+		iv.Doc = doc
+	}
 	return iv, nil
 }

@@ -66,7 +66,7 @@ func (a *API) hosts(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	if err := a.refresh(r.Context()); err != nil {
+	if err := a.ready(r.Context()); err != nil {
 		a.fail(w, r, err)
 		return
 	}
@@ -139,7 +139,7 @@ func (a *API) host(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	if err := a.refresh(r.Context()); err != nil {
+	if err := a.ready(r.Context()); err != nil {
 		a.fail(w, r, err)
 		return
 	}

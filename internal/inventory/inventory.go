@@ -15,11 +15,23 @@
 // media, profile, raid_level, severity and baseline. api/openapi.yaml is
 // the contract; a test validates real responses against it.
 //
-// Queries run against the store's inventory tables (migration 00003),
-// which the API keeps in step with the volumes table (store.SyncInventory):
-// incrementally before each request (only the hosts with a geometry record
-// received since the last sync), and in full every FullSyncInterval while
-// Run runs.
+// Queries run against the store's inventory tables (migrations 00003 and
+// 00004), which Run keeps in step with the volumes table
+// (store.SyncInventory) off the request path: incrementally every
+// SyncPeriod (only the hosts with a geometry record received since the
+// last sync, less a margin; one index probe when none was), and in full
+// every FullSyncInterval. A sync renders each changed volume's JSON once
+// (inventory_docs), so a page is a keyset query and a byte copy. Requests
+// never sync, except those that arrive before this process's first sync
+// has completed: they wait for it.
+//
+// Staleness bound: a geometry record stored at t shows in pages, CSV and
+// host counts by t + SyncPeriod + the incremental sync's own time (default
+// 2 s + well under a second at rest); in the summary also plus one
+// recomputation of each cached summary (see summaryCache). A host rename
+// without a new snapshot shows within FullSyncInterval. Baseline states
+// (the evaluator's) are joined when a page is read, so pages show them at
+// once; summaries within one SyncPeriod plus a recomputation.
 //
 // Errors are JSON: {"error": "...", "parameter": "...", "allowed": [...]};
 // a bad parameter is a 400 naming it, an unknown id a 404, and no user
@@ -63,6 +75,8 @@ type Store interface {
 	// SchemaVersion doubles as the readiness probe: it needs a round trip
 	// to the database.
 	SchemaVersion(ctx context.Context) (int64, error)
+	InventoryGeneration(ctx context.Context) (uint64, error)
+	LastGeometryReceived(ctx context.Context) (time.Time, error)
 }
 
 var _ Store = (*store.Store)(nil)
@@ -84,9 +98,8 @@ type Options struct {
 	Logger      *slog.Logger
 	// ReadyTimeout bounds the /readyz store check (default 2s).
 	ReadyTimeout time.Duration
-	// SyncPeriod is the least time between two syncs a request starts
-	// (0: an incremental sync before every request; one request at a time
-	// runs it, the others read what is there).
+	// SyncPeriod is how often Run syncs incrementally and brings the
+	// cached summaries to the new generation (default 2s).
 	SyncPeriod time.Duration
 	// SyncMargin is how far before the start of the last sync an
 	// incremental sync looks for geometry records received (default 30s).
@@ -105,7 +118,10 @@ type API struct {
 	stateMu sync.Mutex // guards the fields below
 	synced  bool       // a full sync has completed
 	since   time.Time  // the next incremental sync's since
-	lastEnd time.Time
+	seen    time.Time  // the latest geometry receive time a sync has covered
+
+	summaries summaryCache
+	bufs      sync.Pool // *bytes.Buffer for page bodies
 }
 
 // New returns the API over st.
@@ -115,6 +131,9 @@ func New(st Store, opts Options) *API {
 	}
 	if opts.ReadyTimeout <= 0 {
 		opts.ReadyTimeout = 2 * time.Second
+	}
+	if opts.SyncPeriod <= 0 {
+		opts.SyncPeriod = 2 * time.Second
 	}
 	if opts.SyncMargin <= 0 {
 		opts.SyncMargin = 30 * time.Second
@@ -126,6 +145,7 @@ func New(st Store, opts Options) *API {
 		opts.Tokens = append(opts.Tokens, Token{Name: "default", Secret: opts.BearerToken})
 	}
 	a := &API{st: st, opts: opts, mux: http.NewServeMux()}
+	a.summaries.entries = map[string]*summaryEntry{}
 	a.mux.HandleFunc("/api/v1/volumes", a.get(a.auth(a.volumes)))
 	a.mux.HandleFunc("/api/v1/volumes/{id}", a.get(a.auth(a.volume)))
 	a.mux.HandleFunc("/api/v1/hosts", a.get(a.auth(a.hosts)))
@@ -138,7 +158,7 @@ func New(st Store, opts Options) *API {
 	a.mux.HandleFunc("/healthz", a.get(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	}))
-	a.mux.HandleFunc("/readyz", a.get(a.ready))
+	a.mux.HandleFunc("/readyz", a.get(a.readyz))
 	a.mux.HandleFunc("/{$}", a.get(a.index))
 	a.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("not found: %s", r.URL.Path))
@@ -149,30 +169,50 @@ func New(st Store, opts Options) *API {
 // ServeHTTP implements http.Handler.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
 
-// Run syncs the inventory tables in full now and every FullSyncInterval
-// until ctx is done. Requests sync incrementally with or without it.
+// Run keeps the inventory tables and the cached summaries up to date
+// until ctx is done: a full sync now (unless one has completed) and every
+// FullSyncInterval, an incremental one every SyncPeriod; after each, the
+// cached summaries are brought to the store's generation. Requests read
+// what is there and never wait for a sync (except for the first).
 func (a *API) Run(ctx context.Context) {
-	t := time.NewTicker(a.opts.FullSyncInterval)
-	defer t.Stop()
+	a.stateMu.Lock()
+	synced := a.synced
+	a.stateMu.Unlock()
+	if !synced {
+		a.runSync(ctx, true)
+	}
+	full := time.NewTicker(a.opts.FullSyncInterval)
+	defer full.Stop()
+	incr := time.NewTicker(a.opts.SyncPeriod)
+	defer incr.Stop()
 	for {
-		if err := a.Sync(ctx, true); err != nil && ctx.Err() == nil {
-			a.opts.Logger.Warn("inventory sync", "err", err)
-		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-full.C:
+			a.runSync(ctx, true)
+		case <-incr.C:
+			a.runSync(ctx, false)
 		}
 	}
 }
 
-// Sync brings the inventory tables up to date: in full, or only for the
-// agents seen since the last sync (less a margin). The first sync is
-// always full.
+func (a *API) runSync(ctx context.Context, full bool) {
+	if err := a.Sync(ctx, full); err != nil && ctx.Err() == nil {
+		a.opts.Logger.Warn("inventory sync", "full", full, "err", err)
+	}
+}
+
+// Sync brings the inventory tables up to date — in full, or only for the
+// agents seen since the last sync (less a margin); the first sync is
+// always full — and then the cached summaries to the store's generation.
 func (a *API) Sync(ctx context.Context, full bool) error {
 	a.syncMu.Lock()
 	defer a.syncMu.Unlock()
-	return a.syncLocked(ctx, full)
+	if err := a.syncLocked(ctx, full); err != nil {
+		return err
+	}
+	return a.refreshSummaries(ctx)
 }
 
 func (a *API) syncLocked(ctx context.Context, full bool) error {
@@ -202,28 +242,57 @@ func (a *API) syncLocked(ctx context.Context, full bool) error {
 	if next := start.Add(-a.opts.SyncMargin); next.After(a.since) {
 		a.since = next
 	}
-	a.lastEnd = time.Now()
+	if st.LastReceived.After(a.seen) {
+		a.seen = st.LastReceived
+	}
 	return nil
 }
 
-// refresh runs before a query: the first full sync (waiting for it), then
-// incremental syncs no more often than the sync period. A request that
-// finds a sync running does not wait for it.
-func (a *API) refresh(ctx context.Context) error {
+// ready runs before a query. Before this process's first sync has
+// completed it waits for it (tables a migration has just reset, or far
+// behind). Afterwards it costs one index probe: when a geometry record
+// newer than any a sync has covered has arrived (an agent reported since
+// the last sync), it syncs the hosts of those records alone — no margin,
+// so at rest nothing, and in a live fleet what arrived since the last
+// sync — so that a report is in the next page read. Run's syncs cover the
+// rest (late commits, renames) within SyncPeriod.
+func (a *API) ready(ctx context.Context) error {
 	a.stateMu.Lock()
-	synced, lastEnd := a.synced, a.lastEnd
+	synced, seen := a.synced, a.seen
 	a.stateMu.Unlock()
 	if !synced {
-		return a.Sync(ctx, false)
+		a.syncMu.Lock()
+		defer a.syncMu.Unlock()
+		a.stateMu.Lock()
+		synced = a.synced
+		a.stateMu.Unlock()
+		if synced {
+			return nil
+		}
+		return a.syncLocked(ctx, true)
 	}
-	if period := a.opts.SyncPeriod; period > 0 && time.Since(lastEnd) < period {
-		return nil
+	last, err := a.st.LastGeometryReceived(ctx)
+	if err != nil || !last.After(seen) {
+		return err
 	}
-	if !a.syncMu.TryLock() {
-		return nil
-	}
+	a.syncMu.Lock()
 	defer a.syncMu.Unlock()
-	return a.syncLocked(ctx, false)
+	a.stateMu.Lock()
+	seen = a.seen
+	a.stateMu.Unlock()
+	if !last.After(seen) {
+		return nil // another request or Run caught up meanwhile
+	}
+	st, err := a.st.SyncInventory(ctx, derive, seen.Add(time.Nanosecond))
+	if err != nil {
+		return err
+	}
+	a.stateMu.Lock()
+	if st.LastReceived.After(a.seen) {
+		a.seen = st.LastReceived
+	}
+	a.stateMu.Unlock()
+	return nil
 }
 
 // get answers 405 (as JSON) to everything but GET and HEAD.
@@ -272,7 +341,7 @@ func (a *API) index(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (a *API) ready(w http.ResponseWriter, r *http.Request) {
+func (a *API) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), a.opts.ReadyTimeout)
 	defer cancel()
 	if _, err := a.st.SchemaVersion(ctx); err != nil {

@@ -352,8 +352,9 @@ func TestPagingWhileReporting(t *testing.T) {
 		t.Run(e.name, func(t *testing.T) {
 			st := openStore(t, e.dsn(t))
 			seedFleet(t, st, 20, 3)
-			srv := httptest.NewServer(New(st, Options{SyncPeriod: 0}))
-			defer srv.Close()
+			// Syncs run as served: in the background, here every 10 ms, so
+			// they land between the pages of a walk.
+			srv, _ := serveRunning(t, st, Options{SyncPeriod: 10 * time.Millisecond})
 			before := ids(list(t, srv.URL, "", 1000))
 
 			ctx, cancel := context.WithCancel(context.Background())
@@ -386,8 +387,18 @@ func TestPagingWhileReporting(t *testing.T) {
 			}
 			cancel()
 			wg.Wait()
-			if after := ids(list(t, srv.URL, "", 1000)); len(after) <= len(before) {
-				t.Errorf("%d volumes after the reports, %d before: the writer stored nothing new", len(after), len(before))
+			// Within the staleness bound (one SyncPeriod and a sync).
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				after := ids(list(t, srv.URL, "", 1000))
+				if len(after) > len(before) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Errorf("%d volumes after the reports, %d before: the writer stored nothing new", len(after), len(before))
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
 			}
 		})
 	}
@@ -581,4 +592,21 @@ func TestAuth(t *testing.T) {
 			}
 		})
 	}
+}
+
+// serveRunning serves the API over st with Run keeping it up to date in
+// the background, as the server does; both stop at the end of the test.
+func serveRunning(t *testing.T, st *store.Store, opts Options) (*httptest.Server, *API) {
+	t.Helper()
+	api := New(st, opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); api.Run(ctx) }()
+	srv := httptest.NewServer(api)
+	t.Cleanup(func() {
+		srv.Close()
+		cancel()
+		<-done
+	})
+	return srv, api
 }

@@ -1,6 +1,9 @@
 package inventory
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 
 	"github.com/plumbline/plumbline/internal/store"
@@ -84,14 +87,26 @@ func (a *API) summary(w http.ResponseWriter, r *http.Request) {
 	} else if n != nil {
 		top = *n
 	}
-	if err := a.refresh(r.Context()); err != nil {
+	if err := a.ready(r.Context()); err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	s, err := a.st.SummarizeVolumes(r.Context(), f, int(top))
+	body, err := a.summaries.get(r.Context(), a, summaryKey(r), f, int(top))
 	if err != nil {
 		a.fail(w, r, err)
 		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	w.Write(body)
+}
+
+// summarize computes a summary from the store and renders it.
+func (a *API) summarize(ctx context.Context, f store.VolumeFilter, top int) ([]byte, error) {
+	s, err := a.st.SummarizeVolumes(ctx, f, top)
+	if err != nil {
+		return nil, err
 	}
 	out := Summary{Volumes: s.Volumes, Hosts: s.Hosts, ByVerdict: s.ByVerdict, ByProfile: s.ByProfile, BySeverity: s.BySeverity,
 		ByRule: []RuleCount{}, Degraded: s.Degraded, WithBaseline: s.WithBaseline, TopOffenders: []TopOffender{}}
@@ -108,7 +123,11 @@ func (a *API) summary(w http.ResponseWriter, r *http.Request) {
 	for _, v := range s.TopOffenders {
 		out.TopOffenders = append(out.TopOffenders, topOffender(v))
 	}
-	writeJSON(w, http.StatusOK, out)
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("summary: %w", err)
+	}
+	return append(b, '\n'), nil
 }
 
 func topOffender(v *store.InventoryVolume) TopOffender {

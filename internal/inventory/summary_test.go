@@ -106,3 +106,84 @@ func TestSummary(t *testing.T) {
 		})
 	}
 }
+
+// TestSummaryFollowsChanges: cached summaries (the whole fleet's and a
+// filtered one) and pages show new reports, removed volumes and new
+// baseline states within the documented bound — one SyncPeriod, a sync
+// and a recomputation — with Run in the background as served; and at
+// once after an explicit Sync.
+func TestSummaryFollowsChanges(t *testing.T) {
+	for _, e := range engines {
+		t.Run(e.name, func(t *testing.T) {
+			ctx := context.Background()
+			st := openStore(t, e.dsn(t))
+			seedFleet(t, st, 4, 3)
+			const period = 50 * time.Millisecond
+			srv, api := serveRunning(t, st, Options{SyncPeriod: period})
+			summary := func(query string) map[string]any {
+				t.Helper()
+				code, body := get(t, srv.URL+"/api/v1/summary?"+query)
+				if code != 200 {
+					t.Fatalf("summary?%s: %d %v", query, code, body)
+				}
+				return body
+			}
+			// Warm both entries of the cache.
+			if n := num64(summary("")["volumes"]); n != 12 {
+				t.Fatalf("summary volumes = %v, want 12", n)
+			}
+			rel := num64(summary("host=db0*")["volumes"])
+			// within polls until cond holds, failing after the bound (with
+			// slack for a loaded test machine).
+			within := func(what string, cond func() bool) {
+				t.Helper()
+				start := time.Now()
+				for !cond() {
+					if time.Since(start) > 100*period+5*time.Second {
+						t.Fatalf("%s: not seen after %v", what, time.Since(start))
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+				t.Logf("%s: seen after %v", what, time.Since(start).Round(time.Millisecond))
+			}
+
+			// A new host with two volumes, one of which matches the filter.
+			report(t, st, "agent-new", "db0new.example", 1, fleetVolume(1, "/data0"), fleetVolume(2, "/data1"))
+			within("new host in the summary", func() bool {
+				s := summary("")
+				return num64(s["volumes"]) == 14 && num64(s["hosts"]) == 5
+			})
+			within("new host in the filtered summary", func() bool { return num64(summary("host=db0*")["volumes"]) == rel+2 })
+			within("new host on a page", func() bool { return len(list(t, srv.URL, "host=db0new.example", 10)) == 2 })
+
+			// A baseline state: pages at once (joined when read), the summary
+			// within the bound.
+			if err := st.PutBaselineStates(ctx, []store.BaselineState{
+				{AgentID: "agent-new", MountPoint: "/data0", State: "degraded", Degraded: true, Reason: "x", UpdatedAt: time.Now()},
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if vols := list(t, srv.URL, "degraded=true", 10); len(vols) != 1 || vols[0]["baseline"] == nil {
+				t.Errorf("degraded=true right after the state: %v", vols)
+			}
+			within("baseline state in the summary", func() bool { return num64(summary("")["degraded"]) == 1 })
+
+			// The host reports again without /data1: removed everywhere.
+			report(t, st, "agent-new", "db0new.example", 2, fleetVolume(1, "/data0"))
+			within("removed volume in the summary", func() bool { return num64(summary("")["volumes"]) == 13 })
+			within("removed volume in the filtered summary", func() bool { return num64(summary("host=db0*")["volumes"]) == rel+1 })
+
+			// After an explicit Sync the cache is exact at once.
+			report(t, st, "agent-new2", "db0new2.example", 1, fleetVolume(3, "/data0"))
+			if err := api.Sync(ctx, false); err != nil {
+				t.Fatal(err)
+			}
+			if n := num64(summary("")["volumes"]); n != 14 {
+				t.Errorf("summary volumes right after Sync = %v, want 14", n)
+			}
+			if n := num64(summary("host=db0*")["volumes"]); n != rel+2 {
+				t.Errorf("filtered summary volumes right after Sync = %v, want %v", n, rel+2)
+			}
+		})
+	}
+}

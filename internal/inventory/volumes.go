@@ -1,6 +1,10 @@
 package inventory
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
 	"time"
@@ -70,7 +74,7 @@ func (a *API) volumes(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	if err := a.refresh(r.Context()); err != nil {
+	if err := a.ready(r.Context()); err != nil {
 		a.fail(w, r, err)
 		return
 	}
@@ -78,26 +82,102 @@ func (a *API) volumes(w http.ResponseWriter, r *http.Request) {
 		a.volumesCSV(w, r, q, hash)
 		return
 	}
-	q.WithGeometry = true
+	q.WithDoc = true
 	rows, next, err := a.page(r, q, hash)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	out := make([]map[string]any, 0, len(rows))
-	for _, v := range rows {
-		obj, err := volumeItem(v)
-		if err != nil {
+	buf := a.buffer()
+	defer a.bufs.Put(buf)
+	buf.WriteString("{\n  \"volumes\": [")
+	for i, v := range rows {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.WriteString("\n    ")
+		if err := a.writeVolume(r.Context(), buf, v); err != nil {
 			a.fail(w, r, err)
 			return
 		}
-		out = append(out, obj)
 	}
-	body := map[string]any{"volumes": out}
+	if len(rows) > 0 {
+		buf.WriteString("\n  ")
+	}
+	buf.WriteByte(']')
 	if next != "" {
-		body["next_page_token"] = next
+		buf.WriteString(",\n  \"next_page_token\": ")
+		tok, _ := json.Marshal(next)
+		buf.Write(tok)
 	}
-	writeJSON(w, http.StatusOK, body)
+	buf.WriteString("\n}\n")
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	w.Write(buf.Bytes())
+}
+
+// buffer returns an empty page buffer from the pool: pages are built in
+// reused memory, so a page costs no large allocation.
+func (a *API) buffer() *bytes.Buffer {
+	if b, ok := a.bufs.Get().(*bytes.Buffer); ok {
+		b.Reset()
+		return b
+	}
+	return bytes.NewBuffer(make([]byte, 0, 256<<10))
+}
+
+// writeVolume appends a volume of a page: its stored document with the
+// baseline added. A row without a document (derived before there were
+// documents, until the next full sync) is rendered from its geometry.
+func (a *API) writeVolume(ctx context.Context, buf *bytes.Buffer, v *store.InventoryVolume) error {
+	doc := v.Doc
+	if len(doc) < 2 || doc[len(doc)-1] != '}' {
+		full, err := a.st.InventoryVolumeByID(ctx, v.ID)
+		if err != nil {
+			return err
+		}
+		full.Baseline = v.Baseline
+		obj, err := volumeItem(full)
+		if err != nil {
+			return err
+		}
+		b, err := json.Marshal(obj)
+		if err != nil {
+			return fmt.Errorf("volume %s: %w", v.ID, err)
+		}
+		buf.Write(b)
+		return nil
+	}
+	buf.Write(doc[:len(doc)-1])
+	buf.WriteString(`,"baseline":`)
+	if v.Baseline == nil {
+		buf.WriteString("null")
+	} else {
+		b, err := json.Marshal(baselineJSON(v.Baseline))
+		if err != nil {
+			return fmt.Errorf("volume %s: baseline: %w", v.ID, err)
+		}
+		buf.Write(b)
+	}
+	buf.WriteByte('}')
+	return nil
+}
+
+// volumeDoc renders the document of a volume that inventory_docs keeps:
+// the volume's item without the baseline (added when a page is read), as
+// compact JSON.
+func volumeDoc(v store.Volume, iv *store.InventoryVolume) ([]byte, error) {
+	obj, err := volumeJSON(v)
+	if err != nil {
+		return nil, err
+	}
+	obj["id"] = store.VolumeID(v.AgentID, v.MountPoint)
+	obj["media"] = iv.Media
+	obj["profile"] = iv.Profile
+	obj["raid_level"] = iv.RAIDLevel
+	obj["severity"] = iv.Severity
+	return json.Marshal(obj)
 }
 
 // volumeItem is a volume of the API: the inspect shape plus where it
@@ -137,7 +217,7 @@ func (a *API) volume(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	if err := a.refresh(r.Context()); err != nil {
+	if err := a.ready(r.Context()); err != nil {
 		a.fail(w, r, err)
 		return
 	}

@@ -68,6 +68,12 @@ type InventoryVolume struct {
 	Geometry []byte
 	// Baseline is the evaluator's state, nil when there is none.
 	Baseline *BaselineState
+
+	// Doc is the volume's JSON document as a page lists it, without the
+	// baseline (the caller's DeriveFunc renders it; the store keeps it in
+	// inventory_docs and returns it on reads with WithDoc). Empty when the
+	// row was derived before there were documents.
+	Doc []byte
 }
 
 // Finding is one alignment finding of an inventory volume.
@@ -126,6 +132,11 @@ func (s *Store) SyncInventory(ctx context.Context, derive DeriveFunc, since time
 		return st, fmt.Errorf("sync inventory: %w", err)
 	}
 	st.LastReceived = fromUnixNano(last.Int64)
+	if !since.IsZero() && (!last.Valid || last.Int64 < unixNano(since)) {
+		// No geometry record since: nothing can have changed (one probe of
+		// records_geometry_received instead of the comparison).
+		return st, nil
+	}
 	type key struct{ agent, mount string }
 	var dirty []key
 	var gone []string
@@ -137,7 +148,7 @@ WHERE ((v.present AND (f.volume_id IS NULL OR f.sequence <> v.sequence OR f.host
    OR (NOT v.present AND f.volume_id IS NOT NULL))`
 	var args []any
 	if !since.IsZero() {
-		query += ` AND v.agent_id IN (SELECT agent_id FROM records WHERE kind = 'geometry' AND received_ns >= ?)`
+		query += ` AND v.agent_id IN (SELECT DISTINCT agent_id FROM records WHERE kind = 'geometry' AND received_ns >= ?)`
 		args = append(args, unixNano(since))
 	}
 	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
@@ -174,10 +185,16 @@ WHERE ((v.present AND (f.volume_id IS NULL OR f.sequence <> v.sequence OR f.host
 			if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM inventory_findings WHERE volume_id IN (`+in+`)`), args...); err != nil {
 				return err
 			}
+			if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM inventory_docs WHERE volume_id IN (`+in+`)`), args...); err != nil {
+				return err
+			}
 			_, err := tx.ExecContext(ctx, s.q(`DELETE FROM inventory_volumes WHERE volume_id IN (`+in+`)
 AND NOT EXISTS (SELECT 1 FROM volumes v WHERE v.agent_id = inventory_volumes.agent_id
     AND v.mount_point = inventory_volumes.mount_point AND v.present)`), args...)
-			return err
+			if err != nil {
+				return err
+			}
+			return bumpGeneration(ctx, tx)
 		})
 		if err != nil {
 			return st, fmt.Errorf("sync inventory: remove: %w", err)
@@ -225,13 +242,26 @@ WHERE v.present AND (v.agent_id, v.mount_point) IN (VALUES `)
 	// table statistics; gather them after a large change rather than wait
 	// for autovacuum (PostgreSQL) or never (SQLite).
 	if st.Updated+st.Removed >= analyzeAfter {
-		for _, t := range []string{"inventory_volumes", "inventory_findings"} {
+		for _, t := range []string{"inventory_volumes", "inventory_findings", "inventory_docs"} {
 			if _, err := s.db.ExecContext(ctx, "ANALYZE "+t); err != nil {
 				return st, fmt.Errorf("sync inventory: analyze %s: %w", t, err)
 			}
 		}
 	}
 	return st, nil
+}
+
+// LastGeometryReceived is the latest receive time of a stored geometry
+// record (the zero time without any): one probe of the
+// records_geometry_received index. A reader that saw it and sees it again
+// has no new geometry to sync (bar transactions that commit late, which
+// SyncInventory's margin covers).
+func (s *Store) LastGeometryReceived(ctx context.Context) (time.Time, error) {
+	var last sql.NullInt64
+	if err := s.db.QueryRowContext(ctx, `SELECT MAX(received_ns) FROM records WHERE kind = 'geometry'`).Scan(&last); err != nil {
+		return time.Time{}, fmt.Errorf("last geometry received: %w", err)
+	}
+	return fromUnixNano(last.Int64), nil
 }
 
 // analyzeAfter is how many changed inventory rows make a sync refresh
@@ -320,6 +350,27 @@ WHERE inventory_volumes.sequence <= excluded.sequence`)
 			if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM inventory_findings WHERE volume_id IN (`+placeholders(len(ids))+`)`), ids...); err != nil {
 				return fmt.Errorf("put inventory findings: %w", err)
 			}
+			// The documents, under the same rule: a document rendered from an
+			// older sequence than the stored one changes nothing.
+			var d strings.Builder
+			d.WriteString(`INSERT INTO inventory_docs (volume_id, sequence, doc) VALUES `)
+			dargs := make([]any, 0, 3*len(chunk))
+			for i, v := range chunk {
+				if i > 0 {
+					d.WriteString(", ")
+				}
+				d.WriteString("(?, ?, ?)")
+				doc := v.Doc
+				if doc == nil {
+					doc = []byte{}
+				}
+				dargs = append(dargs, v.ID, int64(v.Sequence), doc)
+			}
+			d.WriteString(` ON CONFLICT (volume_id) DO UPDATE SET sequence = excluded.sequence, doc = excluded.doc
+WHERE inventory_docs.sequence <= excluded.sequence`)
+			if _, err := tx.ExecContext(ctx, s.q(d.String()), dargs...); err != nil {
+				return fmt.Errorf("put inventory docs: %w", err)
+			}
 		}
 		type frow struct {
 			id string
@@ -348,7 +399,7 @@ WHERE inventory_volumes.sequence <= excluded.sequence`)
 				return fmt.Errorf("put inventory findings: %w", err)
 			}
 		}
-		return nil
+		return bumpGeneration(ctx, tx)
 	})
 }
 
@@ -368,6 +419,31 @@ WHERE inventory_baseline.updated_ns <= excluded.updated_ns`),
 				return fmt.Errorf("put baseline state %s:%s: %w", b.AgentID, b.MountPoint, err)
 			}
 		}
-		return nil
+		if len(states) == 0 {
+			return nil
+		}
+		return bumpGeneration(ctx, tx)
 	})
+}
+
+// bumpGeneration moves the inventory generation on, in the transaction
+// that changes the inventory tables: a reader that saw generation g and
+// sees it again has seen no change since.
+func bumpGeneration(ctx context.Context, tx *sql.Tx) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE inventory_generation SET generation = generation + 1 WHERE id = 1`); err != nil {
+		return fmt.Errorf("inventory generation: %w", err)
+	}
+	return nil
+}
+
+// InventoryGeneration returns the inventory generation: a counter that
+// every change to the inventory tables (SyncInventory's writes and
+// removals, PutBaselineStates) moves on in its own transaction, from any
+// process sharing the database. Equal generations: equal contents.
+func (s *Store) InventoryGeneration(ctx context.Context) (uint64, error) {
+	var g int64
+	if err := s.db.QueryRowContext(ctx, `SELECT generation FROM inventory_generation WHERE id = 1`).Scan(&g); err != nil {
+		return 0, fmt.Errorf("inventory generation: %w", err)
+	}
+	return uint64(g), nil
 }

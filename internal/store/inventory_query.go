@@ -53,6 +53,8 @@ type VolumeQuery struct {
 	Limit int
 	// WithGeometry also reads the stored plumbline.v1.Volume.
 	WithGeometry bool
+	// WithDoc also reads the volume's stored JSON document (Doc).
+	WithDoc bool
 }
 
 // sortKey is one sort field: the columns that order it (volume_id is
@@ -224,8 +226,8 @@ LEFT JOIN inventory_findings t ON t.volume_id = f.volume_id AND t.ordinal = 0
 LEFT JOIN inventory_baseline b ON b.agent_id = f.agent_id AND b.mount_point = f.mount_point`
 
 // scanInventory reads one row of inventoryColumns (and the geometry when
-// withGeometry).
-func scanInventory(rows *sql.Rows, withGeometry bool) (*InventoryVolume, error) {
+// withGeometry, then the document when withDoc).
+func scanInventory(rows *sql.Rows, withGeometry, withDoc bool) (*InventoryVolume, error) {
 	var v InventoryVolume
 	var seq, observed int64
 	var rules string
@@ -238,6 +240,9 @@ func scanInventory(rows *sql.Rows, withGeometry bool) (*InventoryVolume, error) 
 		&tRule, &tSev, &tMsg, &tFix, &bState, &bDegraded, &bReason, &bUpdated}
 	if withGeometry {
 		dest = append(dest, &v.Geometry)
+	}
+	if withDoc {
+		dest = append(dest, &v.Doc)
 	}
 	if err := rows.Scan(dest...); err != nil {
 		return nil, err
@@ -294,9 +299,15 @@ func (s *Store) QueryVolumes(ctx context.Context, q VolumeQuery, fn func(*Invent
 	if q.WithGeometry {
 		b.WriteString(", COALESCE(v.geometry, " + s.emptyBlob() + ")")
 	}
+	if q.WithDoc {
+		b.WriteString(", COALESCE(d.doc, " + s.emptyBlob() + ")")
+	}
 	b.WriteString("\nFROM inventory_volumes f" + inventoryJoins)
 	if q.WithGeometry {
 		b.WriteString("\nLEFT JOIN volumes v ON v.agent_id = f.agent_id AND v.mount_point = f.mount_point")
+	}
+	if q.WithDoc {
+		b.WriteString("\nLEFT JOIN inventory_docs d ON d.volume_id = f.volume_id")
 	}
 	b.WriteString("\nWHERE " + where + "\nORDER BY " + strings.Join(cols, dir+", ") + dir)
 	if q.Limit > 0 {
@@ -308,7 +319,7 @@ func (s *Store) QueryVolumes(ctx context.Context, q VolumeQuery, fn func(*Invent
 	}
 	defer rows.Close()
 	for rows.Next() {
-		v, err := scanInventory(rows, q.WithGeometry)
+		v, err := scanInventory(rows, q.WithGeometry, q.WithDoc)
 		if err != nil {
 			return fmt.Errorf("query volumes: %w", err)
 		}
@@ -341,7 +352,7 @@ WHERE f.volume_id = ?`), id)
 	}
 	var v *InventoryVolume
 	for rows.Next() {
-		if v, err = scanInventory(rows, true); err != nil {
+		if v, err = scanInventory(rows, true, false); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("volume %s: %w", id, err)
 		}
@@ -501,7 +512,7 @@ LIMIT `+fmt.Sprint(top)), targs...)
 		}
 		defer rows.Close()
 		for rows.Next() {
-			v, err := scanInventory(rows, false)
+			v, err := scanInventory(rows, false, false)
 			if err != nil {
 				return nil, fmt.Errorf("summary: top offenders: %w", err)
 			}

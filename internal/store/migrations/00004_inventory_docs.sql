@@ -1,0 +1,56 @@
+-- The inventory API's read side, precomputed at sync time (migration
+-- 00003's tables stay the query tables):
+--
+--   inventory_docs        each inventory volume's JSON as a page lists it
+--                         (the inspect shape, render.JSON, plus host, id and
+--                         the derived columns; the baseline is added when
+--                         read), so a page is a keyset query and a byte
+--                         copy, not 100 protobuf decodes and JSON renders.
+--                         Kept apart from inventory_volumes so that the
+--                         summary's scans stay over narrow rows.
+--   inventory_generation  one row, a counter moved in the same transaction
+--                         as every change to the inventory tables (sync
+--                         writes and removals, baseline states): what the
+--                         API's summary cache is keyed on, across replicas.
+--
+-- One index per sort field of GET /api/v1/volumes that 00003 did not
+-- index, each ending in volume_id like the keyset, so no sort needs to
+-- read and sort the whole filtered set for one page.
+
+-- +goose Up
+CREATE TABLE inventory_docs (
+    volume_id TEXT PRIMARY KEY,
+    -- inventory_volumes.sequence the document was rendered from.
+    sequence  BIGINT NOT NULL,
+    doc       BYTEA NOT NULL
+);
+CREATE TABLE inventory_generation (
+    id         INTEGER PRIMARY KEY,
+    generation BIGINT NOT NULL
+);
+INSERT INTO inventory_generation (id, generation) VALUES (1, 1);
+CREATE INDEX inventory_volumes_mount ON inventory_volumes (mount_point, volume_id);
+CREATE INDEX inventory_volumes_fs ON inventory_volumes (fs_type, volume_id);
+CREATE INDEX inventory_volumes_raid ON inventory_volumes (raid_level, volume_id);
+CREATE INDEX inventory_volumes_media ON inventory_volumes (media, volume_id);
+CREATE INDEX inventory_volumes_stripe ON inventory_volumes (stripe_unit_bytes, volume_id);
+CREATE INDEX inventory_volumes_au ON inventory_volumes (allocation_unit_bytes, volume_id);
+CREATE INDEX inventory_volumes_split64 ON inventory_volumes (split_fraction_64k, volume_id);
+CREATE INDEX inventory_volumes_severity ON inventory_volumes (severity_rank, volume_id);
+CREATE INDEX inventory_volumes_observed ON inventory_volumes (observed_ns, volume_id);
+-- Rows derived before this migration have no document: the next full sync
+-- derives every row again (a stored sequence of -1 never matches).
+UPDATE inventory_volumes SET sequence = -1;
+
+-- +goose Down
+DROP INDEX inventory_volumes_observed;
+DROP INDEX inventory_volumes_severity;
+DROP INDEX inventory_volumes_split64;
+DROP INDEX inventory_volumes_au;
+DROP INDEX inventory_volumes_stripe;
+DROP INDEX inventory_volumes_media;
+DROP INDEX inventory_volumes_raid;
+DROP INDEX inventory_volumes_fs;
+DROP INDEX inventory_volumes_mount;
+DROP TABLE inventory_generation;
+DROP TABLE inventory_docs;
