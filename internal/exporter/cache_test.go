@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -306,5 +307,98 @@ func TestStoreFailureRecovers(t *testing.T) {
 	c.st = st
 	if got := get(t, c, "", "").Body.String(); got != want {
 		t.Errorf("after recovery the exposition differs:\n%s", got)
+	}
+}
+
+// TestIncrementalMatchesFresh: after ingest that adds and drops volumes
+// and evaluator passes that judge some of them, the exposition a collector
+// keeps up to date volume by volume is byte for byte that of a new
+// collector reading everything, in both formats.
+func TestIncrementalMatchesFresh(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	seed(t, st, goldenFleet())
+	ev, err := evaluator.New(st, evaluator.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := func() EvaluatorStatus {
+		s := ev.Status()
+		return EvaluatorStatus{LastSuccess: s.LastSuccess, Passes: s.Passes, Runs: s.Runs, Failures: s.Failures}
+	}
+	var ticks atomic.Int64 // a clock that moves a little on every read, so the record counts are counted again
+	opts := Options{Now: func() time.Time { return epoch.Add(time.Duration(ticks.Add(1)) * time.Millisecond) }, RecordCountsEvery: time.Nanosecond, Evaluator: status}
+	c, err := New(st, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(step string) {
+		t.Helper()
+		fresh, err := New(st, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, accept := range []string{"", prometheusAccept} {
+			got, want := get(t, c, accept, "").Body.Bytes(), get(t, fresh, accept, "").Body.Bytes()
+			if !bytes.Equal(got, want) {
+				t.Fatalf("%s (Accept %q): incremental exposition differs from a fresh one:\n%s", step, accept, cmp.Diff(string(want), string(got)))
+			}
+		}
+	}
+	check("seeded")
+
+	// db01 drops /log and gains /new; db02 renames its host.
+	hw, err := st.HighWater(ctx, "db01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := store.Record{Sequence: hw + 1, Kind: store.KindGeometry, ProducedAt: epoch}
+	g.Volumes = append(g.Volumes, storeVolume(t, legacyVolume("/data")), storeVolume(t, nvmeVolume("/new")))
+	if _, err := st.AppendBatch(ctx, "db01", []store.Record{g}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.UpsertAgent(ctx, store.Agent{ID: "db02", Hostname: "db02b.example.com", LastSeen: epoch}); err != nil {
+		t.Fatal(err)
+	}
+	check("after ingest")
+
+	// A pass judging runs of /new and of db02's volume.
+	var recs []store.Record
+	for i := range 3 {
+		recs = append(recs, store.Record{Sequence: hw + 2 + uint64(i), Kind: store.KindProbe, ProducedAt: epoch, Probe: &store.ProbeResult{
+			MountPoint: "/new", Device: "nvme1n1", Kind: "random-read", BlockSizeBytes: 8 * kib, QueueDepth: 1, StartedAt: epoch.Add(time.Duration(i) * time.Minute),
+			Duration: time.Second, Ops: 100, Bytes: 100 * 8 * kib, Histogram: runHistogram(t, 100*time.Microsecond, 100)}})
+	}
+	if _, err := st.AppendBatch(ctx, "db01", recs); err != nil {
+		t.Fatal(err)
+	}
+	hw2, err := st.HighWater(ctx, "db02")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AppendBatch(ctx, "db02", []store.Record{
+		{Sequence: hw2 + 1, Kind: store.KindProbe, ProducedAt: epoch, Probe: &store.ProbeResult{MountPoint: "/srv/pg", Device: "md0", Kind: "log-write",
+			BlockSizeBytes: 8 * kib, QueueDepth: 1, StartedAt: epoch, Duration: time.Second, Ops: 100, Bytes: 100 * 8 * kib,
+			Histogram: runHistogram(t, 5*time.Millisecond, 100)}},
+		{Sequence: hw2 + 2, Kind: store.KindProbe, ProducedAt: epoch, Probe: &store.ProbeResult{MountPoint: "/srv/pg", Device: "md0", Kind: "random-read",
+			BlockSizeBytes: 8 * kib, QueueDepth: 1, StartedAt: epoch, Skipped: true, StoppedReason: "busy", Histogram: runHistogram(t, 0, 0)}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ev.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("after an evaluator pass")
+	got := get(t, c, "", "").Body.String()
+	for _, want := range []string{
+		`plumbline_probe_latency_seconds_count{host="db01.example.com",kind="random-read",mount_point="/new"} 300`,
+		`plumbline_probe_latency_seconds_count{host="db02b.example.com",kind="log-write",mount_point="/srv/pg"}`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, `mount_point="/log"`) || strings.Contains(got, `host="db02.example.com"`) {
+		t.Errorf("a dropped volume or the old host name is still shown:\n%s", got)
 	}
 }

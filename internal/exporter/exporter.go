@@ -4,16 +4,23 @@
 // baselines, the agents' last reports), so the exposition is the same on
 // every server replica.
 //
-// A scrape of 10,000 volumes is ~280,000 series, so the exposition is
-// built and encoded once per change, not per scrape: every scrape reads
-// the agents (cheap); the volumes are read again when an agent wrote since
-// (ingest moves its last-seen time in the same transaction), the
-// baselines when the evaluator finished a pass; both at least every
-// MaxAge. A family is re-encoded only when its inputs changed, and a
-// scrape that finds nothing changed is a copy of the cached body (text or,
-// when Prometheus asks for it, delimited protobuf with the native
-// histogram buckets; gzip when accepted). Consistency that the client
-// library's registry checks on every scrape is checked once, by tests.
+// A scrape of 10,000 volumes is ~280,000 series, so each series is
+// encoded once per change, in both formats (text lines, and the
+// io.prometheus.client.Metric message with the native histogram buckets),
+// straight from the store's rows into bytes — no dto objects — and kept
+// with its sort key; a family's body is its series in key order, the
+// order the client library's registry gives. Every scrape reads the
+// agents (cheap). The volumes' sequences are read when an agent wrote
+// since (ingest moves its last-seen time in the same transaction), and
+// the volumes themselves when one moved; after an evaluator pass, each
+// volume's count of baseline states and sum of runs tell which volumes it
+// judged, and only their rows are read again; everything is read at least
+// every MaxAge. Only the volumes whose rows changed are encoded again. A
+// scrape that finds nothing changed is a copy of the cached body (text
+// or, when Prometheus asks for it, delimited protobuf; gzip when
+// accepted). Tests hold the text to expfmt's encoding and the protobuf to
+// proto.Marshal's, byte for byte, and the registry's consistency checks
+// to Gather.
 //
 // Every per-volume metric carries host and mount_point. With default
 // settings a volume costs at most 30 series: see README's metrics reference
