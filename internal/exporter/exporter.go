@@ -390,26 +390,63 @@ func (c *Collector) read(ctx context.Context, now time.Time, ev EvaluatorStatus)
 	}
 	evaluated := c.opts.Evaluator == nil || ev.Passes != c.baseGen.Passes || ev.Failures != c.baseGen.Failures
 	if !c.baseOK || expired || evaluated {
+		// The stop counts and cohorts while the baselines are read.
+		var stops []store.StopCount
+		var cohorts []store.Cohort
+		var stopsErr error
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			if stops, stopsErr = c.st.ListStopCounts(ctx); stopsErr == nil {
+				cohorts, stopsErr = c.st.ListCohorts(ctx)
+			}
+		})
+		var baselines []store.MetricsBaseline
 		if !c.baseOK || expired {
-			c.baselines, err = c.st.ListMetricsBaselines(ctx)
+			baselines, err = c.readAllBaselines(ctx)
 		} else {
-			c.baselines, err = c.readChangedBaselines(ctx)
+			baselines, err = c.readChangedBaselines(ctx)
+		}
+		wg.Wait()
+		if err == nil {
+			err = stopsErr
 		}
 		if err != nil {
 			return false, false, err
 		}
-		if c.stops, err = c.st.ListStopCounts(ctx); err != nil {
-			return false, false, err
-		}
-		if c.cohorts, err = c.st.ListCohorts(ctx); err != nil {
-			return false, false, err
-		}
+		c.baselines, c.stops, c.cohorts = baselines, stops, cohorts
 		c.baseGen, c.baseOK, rebuildBase = ev, true, true
 	}
 	if expired {
 		c.readAt = now
 	}
 	return rebuildVol, rebuildBase, nil
+}
+
+// readAllBaselines reads every baseline row, in two halves by agent at
+// once (the driver's decoding is most of the cost, and it is per row).
+func (c *Collector) readAllBaselines(ctx context.Context) ([]store.MetricsBaseline, error) {
+	ids := make([]string, len(c.hosts))
+	for i, a := range c.hosts {
+		ids[i] = a.ID
+	}
+	if len(ids) < 64 {
+		return c.st.ListMetricsBaselines(ctx)
+	}
+	slices.Sort(ids)
+	mid := ids[len(ids)/2] // any split is correct; the database's order need not be Go's
+	var upper []store.MetricsBaseline
+	var upperErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { upper, upperErr = c.st.ListMetricsBaselinesBetween(ctx, mid, "") })
+	lower, err := c.st.ListMetricsBaselinesBetween(ctx, "", mid)
+	wg.Wait()
+	if err == nil {
+		err = upperErr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return append(lower, upper...), nil
 }
 
 // readChangedBaselines returns the baselines as ListMetricsBaselines
@@ -441,7 +478,7 @@ func (c *Collector) readChangedBaselines(ctx context.Context) ([]store.MetricsBa
 		return c.baselines, nil
 	}
 	if len(changed) > len(runs)/4 {
-		return c.st.ListMetricsBaselines(ctx)
+		return c.readAllBaselines(ctx)
 	}
 	fetched, err := c.st.ListMetricsBaselinesOf(ctx, changed)
 	if err != nil {

@@ -89,6 +89,25 @@ func (s *Store) ListMetricsBaselines(ctx context.Context) ([]MetricsBaseline, er
 	return s.listMetricsBaselines(ctx, "", nil)
 }
 
+// ListMetricsBaselinesBetween is ListMetricsBaselines of the agents from
+// fromAgent (inclusive; "" for the first) to toAgent (exclusive; "" for
+// past the last), in the database's order: reads of adjacent ranges can
+// run at once and be concatenated.
+func (s *Store) ListMetricsBaselinesBetween(ctx context.Context, fromAgent, toAgent string) ([]MetricsBaseline, error) {
+	var where []string
+	var args []any
+	if fromAgent != "" {
+		where, args = append(where, "agent_id >= ?"), append(args, fromAgent)
+	}
+	if toAgent != "" {
+		where, args = append(where, "agent_id < ?"), append(args, toAgent)
+	}
+	if len(where) == 0 {
+		return s.listMetricsBaselines(ctx, "", nil)
+	}
+	return s.listMetricsBaselines(ctx, "WHERE "+strings.Join(where, " AND "), args)
+}
+
 // ListMetricsBaselinesOf is ListMetricsBaselines of some volumes only.
 func (s *Store) ListMetricsBaselinesOf(ctx context.Context, volumes []VolumeKey) ([]MetricsBaseline, error) {
 	var out []MetricsBaseline
