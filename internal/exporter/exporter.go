@@ -545,6 +545,15 @@ func (c *Collector) set(fam int, ss []*series) { c.out[fam].replace(ss, c.gen) }
 // longer does.
 func (c *Collector) rebuild(p *part, ss []*series) {
 	for i, s := range ss {
+		if i < len(p.series) {
+			// Most often the same series as last time, at the same place:
+			// no need to look it up.
+			if old := p.series[i]; !old.dead && old.owner == p && old.fam == s.fam && old.key == s.key {
+				c.out[s.fam].replaceBytes(old, s)
+				old.gen, ss[i] = c.gen, old
+				continue
+			}
+		}
 		ss[i] = c.out[s.fam].put(s, p, c.gen)
 	}
 	c.sweep(p)

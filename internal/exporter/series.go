@@ -52,9 +52,7 @@ func (fs *famState) put(s *series, owner *part, gen uint64) *series {
 		fs.byKey = map[string]*series{}
 	}
 	if old := fs.byKey[s.key]; old != nil {
-		if !bytes.Equal(old.text, s.text) || !bytes.Equal(old.pb, s.pb) {
-			old.text, old.pb, fs.changed = s.text, s.pb, true
-		}
+		fs.replaceBytes(old, s)
 		old.owner, old.gen = owner, gen
 		return old
 	}
@@ -63,6 +61,14 @@ func (fs *famState) put(s *series, owner *part, gen uint64) *series {
 	fs.added = append(fs.added, s)
 	fs.changed = true
 	return s
+}
+
+// replaceBytes gives old, a series of the family, the encodings of s (of
+// the same key).
+func (fs *famState) replaceBytes(old, s *series) {
+	if !bytes.Equal(old.text, s.text) || !bytes.Equal(old.pb, s.pb) {
+		old.text, old.pb, fs.changed = s.text, s.pb, true
+	}
 }
 
 func (fs *famState) drop(s *series) {
@@ -234,8 +240,8 @@ func (f *family) encodeHistogram(fam int, values []string, bounds []float64, h *
 	text = f.appendLine(text, "_count", values, math.NaN(), float64(h.count))
 	s.text = text
 
-	var m []byte                                        // dto.Histogram
-	m = protowire.AppendTag(m, 1, protowire.VarintType) // sample_count
+	m := make([]byte, 0, 48+24*len(bounds)+12*len(h.spans)+4*len(h.deltas)) // dto.Histogram
+	m = protowire.AppendTag(m, 1, protowire.VarintType)                     // sample_count
 	m = protowire.AppendVarint(m, h.count)
 	m = protowire.AppendTag(m, 2, protowire.Fixed64Type) // sample_sum
 	m = protowire.AppendFixed64(m, math.Float64bits(h.sum))
