@@ -71,7 +71,7 @@ func BenchmarkScrape(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	var passes atomic.Uint64 // the evaluator's pass count, as the server wires it
+	var passes, runs atomic.Uint64 // the evaluator's pass and run counts, as the server wires them
 	if err := st.SaveBaselines(ctx, store.BaselineUpdate{States: states, StopCounts: stops}); err != nil {
 		b.Fatal(err)
 	}
@@ -94,11 +94,12 @@ func BenchmarkScrape(b *testing.B) {
 		if err := st.SaveBaselines(ctx, store.BaselineUpdate{States: changed}); err != nil {
 			b.Fatal(err)
 		}
+		runs.Add(uint64(len(changed)))
 		passes.Add(1)
 	}
 	var clock atomic.Int64 // offset from now
 	c, err := New(st, Options{Now: func() time.Time { return now.Add(time.Duration(clock.Load())) }, Evaluator: func() EvaluatorStatus {
-		return EvaluatorStatus{LastSuccess: now, Passes: passes.Load()}
+		return EvaluatorStatus{LastSuccess: now, Passes: passes.Load(), Runs: runs.Load()}
 	}})
 	if err != nil {
 		b.Fatal(err)

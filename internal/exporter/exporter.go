@@ -401,7 +401,10 @@ func (c *Collector) read(ctx context.Context, now time.Time, ev EvaluatorStatus)
 			}
 		})
 		var baselines []store.MetricsBaseline
-		if !c.baseOK || expired {
+		// The runs judged since the last read bound the rows that changed:
+		// when they are many, read them all without asking which.
+		judged := ev.Runs - min(c.baseGen.Runs, ev.Runs)
+		if !c.baseOK || expired || judged > uint64(len(c.baselines)/4) {
 			baselines, err = c.readAllBaselines(ctx)
 		} else {
 			baselines, err = c.readChangedBaselines(ctx)
