@@ -37,6 +37,7 @@ import (
 
 type benchFleet struct {
 	st   *store.Store
+	api  *API
 	srv  *httptest.Server
 	seed time.Duration
 	sync time.Duration
@@ -101,6 +102,13 @@ func fleet(b *testing.B, engine string) *benchFleet {
 		b.Fatal(err)
 	}
 	f.sync = time.Since(start)
+	f.api = api
+	// As served: Run syncs and refreshes the cached summaries in the
+	// background while the requests run.
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); api.Run(runCtx) }()
+	benchCleanups = append(benchCleanups, func() { stop(); <-done })
 	f.srv = httptest.NewServer(api)
 	b.Logf("%s: %d volumes on %d hosts; seeded through ingest in %v; first full inventory sync %v", engine, n, hosts, f.seed.Round(time.Millisecond), f.sync.Round(time.Millisecond))
 	benchFleets[engine] = f
@@ -256,6 +264,15 @@ func BenchmarkSummary(b *testing.B) {
 	for _, e := range benchEngines {
 		b.Run(e, func(b *testing.B) {
 			f := fleet(b, e)
+			// What a summary costs when it is not cached (the first request
+			// of a query, and each recomputation after a change).
+			for _, flt := range []store.VolumeFilter{{}, {RAIDLevel: "raid10"}} {
+				start := time.Now()
+				if _, err := f.api.summarize(context.Background(), flt, defaultTop); err != nil {
+					b.Fatal(err)
+				}
+				b.Logf("summary computed uncached (%+v): %v", flt, time.Since(start).Round(time.Millisecond))
+			}
 			var lat latencies
 			b.ResetTimer()
 			for i := range b.N {
@@ -328,8 +345,8 @@ func BenchmarkCSVAll(b *testing.B) {
 	}
 }
 
-// benchSyncPeriod is PLUMBLINE_BENCH_SYNC_PERIOD (default 0: a sync
-// before every request, as served).
+// benchSyncPeriod is PLUMBLINE_BENCH_SYNC_PERIOD: how often Run syncs in
+// the background (default 0: Options' default, as served).
 func benchSyncPeriod() time.Duration {
 	d, _ := time.ParseDuration(os.Getenv("PLUMBLINE_BENCH_SYNC_PERIOD"))
 	return d

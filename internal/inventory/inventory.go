@@ -21,17 +21,21 @@
 // SyncPeriod (only the hosts with a geometry record received since the
 // last sync, less a margin; one index probe when none was), and in full
 // every FullSyncInterval. A sync renders each changed volume's JSON once
-// (inventory_docs), so a page is a keyset query and a byte copy. Requests
-// never sync, except those that arrive before this process's first sync
-// has completed: they wait for it.
+// (inventory_docs), so a page is a keyset query and a byte copy. A
+// request does no sync of its own beyond catching up the hosts whose
+// geometry arrived since the last sync (nothing at rest: one index probe),
+// except before this process's first sync has completed: it waits for it.
 //
-// Staleness bound: a geometry record stored at t shows in pages, CSV and
-// host counts by t + SyncPeriod + the incremental sync's own time (default
-// 2 s + well under a second at rest); in the summary also plus one
-// recomputation of each cached summary (see summaryCache). A host rename
+// Staleness bound: a geometry record stored before a request shows in it
+// (the request syncs the hosts of records newer than any sync covered:
+// one index probe when there are none); one whose transaction commits
+// late (after a sync read a newer one) shows within SyncPeriod plus a sync
+// (default 2 s + well under a second at rest). In a summary, a change
+// shows within SummaryRefresh + SyncPeriod + one computation (defaults
+// 10 s + 2 s + well under a second; see summaryCache). A host rename
 // without a new snapshot shows within FullSyncInterval. Baseline states
 // (the evaluator's) are joined when a page is read, so pages show them at
-// once; summaries within one SyncPeriod plus a recomputation.
+// once.
 //
 // Errors are JSON: {"error": "...", "parameter": "...", "allowed": [...]};
 // a bad parameter is a 400 naming it, an unknown id a 404, and no user
@@ -101,6 +105,9 @@ type Options struct {
 	// SyncPeriod is how often Run syncs incrementally and brings the
 	// cached summaries to the new generation (default 2s).
 	SyncPeriod time.Duration
+	// SummaryRefresh is the least time between two computations of a
+	// cached summary by Run (default 10s; see summaryCache).
+	SummaryRefresh time.Duration
 	// SyncMargin is how far before the start of the last sync an
 	// incremental sync looks for geometry records received (default 30s).
 	SyncMargin time.Duration
@@ -134,6 +141,9 @@ func New(st Store, opts Options) *API {
 	}
 	if opts.SyncPeriod <= 0 {
 		opts.SyncPeriod = 2 * time.Second
+	}
+	if opts.SummaryRefresh <= 0 {
+		opts.SummaryRefresh = 10 * time.Second
 	}
 	if opts.SyncMargin <= 0 {
 		opts.SyncMargin = 30 * time.Second
@@ -172,8 +182,8 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTT
 // Run keeps the inventory tables and the cached summaries up to date
 // until ctx is done: a full sync now (unless one has completed) and every
 // FullSyncInterval, an incremental one every SyncPeriod; after each, the
-// cached summaries are brought to the store's generation. Requests read
-// what is there and never wait for a sync (except for the first).
+// cached summaries are brought to the store's generation (see
+// summaryCache). Requests only catch up what arrived since (see ready).
 func (a *API) Run(ctx context.Context) {
 	a.stateMu.Lock()
 	synced := a.synced
@@ -198,7 +208,13 @@ func (a *API) Run(ctx context.Context) {
 }
 
 func (a *API) runSync(ctx context.Context, full bool) {
-	if err := a.Sync(ctx, full); err != nil && ctx.Err() == nil {
+	a.syncMu.Lock()
+	err := a.syncLocked(ctx, full)
+	if err == nil {
+		err = a.refreshSummaries(ctx, false)
+	}
+	a.syncMu.Unlock()
+	if err != nil && ctx.Err() == nil {
 		a.opts.Logger.Warn("inventory sync", "full", full, "err", err)
 	}
 }
@@ -212,7 +228,7 @@ func (a *API) Sync(ctx context.Context, full bool) error {
 	if err := a.syncLocked(ctx, full); err != nil {
 		return err
 	}
-	return a.refreshSummaries(ctx)
+	return a.refreshSummaries(ctx, true)
 }
 
 func (a *API) syncLocked(ctx context.Context, full bool) error {

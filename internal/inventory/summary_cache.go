@@ -12,12 +12,14 @@ import (
 // summaryCache keeps rendered summaries per query, each computed at a
 // store generation (store.InventoryGeneration: moved on by every change to
 // the inventory tables, from any replica). A request is answered from the
-// cache when the query is there, whatever its generation; after each sync
-// (Sync, every SyncPeriod under Run) the entries whose generation is
-// behind are computed again, off the request path. So a summary is at
-// most one SyncPeriod plus one recomputation behind the tables; a query
-// not in the cache is computed on the request (filters use the inventory
-// indexes) and kept. The whole-fleet summary is always kept warm.
+// cache when its query is there, whatever the entry's generation; Run
+// brings the entries whose generation is behind up to date, off the
+// request path, each at most once per SummaryRefresh (a summary of 100,000
+// volumes is a few hundred milliseconds of database work). So a cached
+// summary is at most SummaryRefresh + SyncPeriod + one computation behind
+// the tables (defaults: 10 s + 2 s + well under a second). A query not in
+// the cache is computed on its request (the filters use the inventory
+// indexes) and kept. The whole fleet's summary is always kept warm.
 // Entries unused for summaryKeep are dropped; at most summaryEntries are
 // kept (the least recently used goes).
 type summaryCache struct {
@@ -31,11 +33,13 @@ type summaryEntry struct {
 	gen    uint64
 	body   []byte
 	used   time.Time
+	// computed is when the computation began.
+	computed time.Time
 }
 
 const (
 	summaryKeep    = 15 * time.Minute
-	summaryEntries = 64
+	summaryEntries = 16
 )
 
 // summaryKey is the cache key of a summary request: its query parameters
@@ -73,7 +77,7 @@ func (c *summaryCache) get(ctx context.Context, a *API, key string, f store.Volu
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e := c.entries[key]; e == nil || e.gen <= gen {
-		c.entries[key] = &summaryEntry{filter: f, top: top, gen: gen, body: body, used: now}
+		c.entries[key] = &summaryEntry{filter: f, top: top, gen: gen, body: body, used: now, computed: now}
 	}
 	c.evictLocked(now)
 	return body, nil
@@ -101,9 +105,10 @@ func (c *summaryCache) evictLocked(now time.Time) {
 	}
 }
 
-// refreshSummaries brings every cached summary (and the whole fleet's,
-// cached or not) to the store's current generation.
-func (a *API) refreshSummaries(ctx context.Context) error {
+// refreshSummaries brings the cached summaries (and the whole fleet's,
+// cached or not) to the store's current generation: all of them when
+// force, else those computed at least SummaryRefresh ago.
+func (a *API) refreshSummaries(ctx context.Context, force bool) error {
 	gen, err := a.st.InventoryGeneration(ctx)
 	if err != nil {
 		return err
@@ -122,12 +127,13 @@ func (a *API) refreshSummaries(ctx context.Context) error {
 		jobs = append(jobs, job{"", store.VolumeFilter{}, defaultTop})
 	}
 	for k, e := range c.entries {
-		if e.gen != gen {
+		if e.gen != gen && (force || now.Sub(e.computed) >= a.opts.SummaryRefresh) {
 			jobs = append(jobs, job{k, e.filter, e.top})
 		}
 	}
 	c.mu.Unlock()
 	for _, j := range jobs {
+		computed := time.Now()
 		body, err := a.summarize(ctx, j.filter, j.top)
 		if err != nil {
 			return err
@@ -136,9 +142,9 @@ func (a *API) refreshSummaries(ctx context.Context) error {
 		e := c.entries[j.key]
 		switch {
 		case e == nil:
-			c.entries[j.key] = &summaryEntry{filter: j.filter, top: j.top, gen: gen, body: body, used: now}
+			c.entries[j.key] = &summaryEntry{filter: j.filter, top: j.top, gen: gen, body: body, used: now, computed: computed}
 		case e.gen <= gen:
-			e.gen, e.body = gen, body
+			e.gen, e.body, e.computed = gen, body, computed
 		}
 		c.mu.Unlock()
 	}

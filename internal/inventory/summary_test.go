@@ -119,7 +119,7 @@ func TestSummaryFollowsChanges(t *testing.T) {
 			st := openStore(t, e.dsn(t))
 			seedFleet(t, st, 4, 3)
 			const period = 50 * time.Millisecond
-			srv, api := serveRunning(t, st, Options{SyncPeriod: period})
+			srv, api := serveRunning(t, st, Options{SyncPeriod: period, SummaryRefresh: period})
 			summary := func(query string) map[string]any {
 				t.Helper()
 				code, body := get(t, srv.URL+"/api/v1/summary?"+query)

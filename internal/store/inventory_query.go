@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -418,14 +419,49 @@ type InventorySummary struct {
 }
 
 // SummarizeVolumes aggregates the volumes f selects; top bounds the
-// offenders listed.
+// offenders listed. Its five queries (verdict × severity with the penalty
+// sums, profiles, rules, hosts and baselines, top offenders) run at once
+// on separate connections of the pool.
 func (s *Store) SummarizeVolumes(ctx context.Context, f VolumeFilter, top int) (*InventorySummary, error) {
 	sum := &InventorySummary{ByVerdict: map[string]int64{}, ByProfile: map[string]int64{}, BySeverity: map[string]int64{}}
 	var args []any
 	where := s.volumeWhere(f, &args)
+	parts := []func() error{
+		func() error { return s.summaryCounts(ctx, where, args, sum) },
+		func() error { return s.summaryProfiles(ctx, where, args, sum) },
+		func() error { return s.summaryRules(ctx, where, args, sum) },
+		func() error {
+			err := s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(DISTINCT f.agent_id),
+    COUNT(b.agent_id), SUM(CASE WHEN b.degraded THEN 1 ELSE 0 END)
+FROM inventory_volumes f LEFT JOIN inventory_baseline b ON b.agent_id = f.agent_id AND b.mount_point = f.mount_point
+WHERE `+where), args...).Scan(&sum.Hosts, &sum.WithBaseline, nullInt{&sum.Degraded})
+			if err != nil {
+				return fmt.Errorf("summary: %w", err)
+			}
+			return nil
+		},
+	}
+	if top > 0 {
+		parts = append(parts, func() error { return s.summaryOffenders(ctx, where, args, top, sum) })
+	}
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, part := range parts {
+		wg.Go(func() { errs[i] = part() })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return sum, nil
+}
+
+// summaryCounts fills the counts by verdict and severity and the
+// penalties: one scan, verdict × severity groups carry every per-volume
+// total.
+func (s *Store) summaryCounts(ctx context.Context, where string, args []any, sum *InventorySummary) error {
 	p8 := Penalty{IOSizeBytes: 8 << 10}
 	p64 := Penalty{IOSizeBytes: 64 << 10}
-	// One scan: verdict × severity groups carry every per-volume total.
 	rows, err := s.db.QueryContext(ctx, s.q(`SELECT f.verdict, f.severity, COUNT(*),
     SUM(CASE WHEN f.split_fraction_8k > 0 THEN 1 ELSE 0 END), SUM(CASE WHEN f.split_fraction_8k > 0 THEN f.split_fraction_8k ELSE 0 END),
     SUM(CASE WHEN f.split_fraction_8k >= 0 THEN 1 ELSE 0 END),
@@ -433,15 +469,15 @@ func (s *Store) SummarizeVolumes(ctx context.Context, f VolumeFilter, top int) (
     SUM(CASE WHEN f.split_fraction_64k >= 0 THEN 1 ELSE 0 END)
 FROM inventory_volumes f WHERE `+where+` GROUP BY f.verdict, f.severity`), args...)
 	if err != nil {
-		return nil, fmt.Errorf("summary: %w", err)
+		return fmt.Errorf("summary: %w", err)
 	}
+	defer rows.Close()
 	for rows.Next() {
 		var verdict, sev string
 		var n, a8, k8, a64, k64 int64
 		var s8, s64 float64
 		if err := rows.Scan(&verdict, &sev, &n, &a8, &s8, &k8, &a64, &s64, &k64); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("summary: %w", err)
+			return fmt.Errorf("summary: %w", err)
 		}
 		sum.Volumes += n
 		sum.ByVerdict[verdict] += n
@@ -449,80 +485,77 @@ FROM inventory_volumes f WHERE `+where+` GROUP BY f.verdict, f.severity`), args.
 		p8.Affected, p8.VolumeEquivalents, p8.Known = p8.Affected+a8, p8.VolumeEquivalents+s8, p8.Known+k8
 		p64.Affected, p64.VolumeEquivalents, p64.Known = p64.Affected+a64, p64.VolumeEquivalents+s64, p64.Known+k64
 	}
-	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("summary: %w", err)
+		return fmt.Errorf("summary: %w", err)
 	}
 	sum.Penalties = []Penalty{p8, p64}
+	return nil
+}
 
-	rows, err = s.db.QueryContext(ctx, s.q(`SELECT f.profile, COUNT(*) FROM inventory_volumes f WHERE `+where+` GROUP BY f.profile`), args...)
+func (s *Store) summaryProfiles(ctx context.Context, where string, args []any, sum *InventorySummary) error {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT f.profile, COUNT(*) FROM inventory_volumes f WHERE `+where+` GROUP BY f.profile`), args...)
 	if err != nil {
-		return nil, fmt.Errorf("summary: %w", err)
+		return fmt.Errorf("summary: %w", err)
 	}
+	defer rows.Close()
 	for rows.Next() {
 		var p string
 		var n int64
 		if err := rows.Scan(&p, &n); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("summary: %w", err)
+			return fmt.Errorf("summary: %w", err)
 		}
 		sum.ByProfile[p] = n
 	}
-	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("summary: %w", err)
+		return fmt.Errorf("summary: %w", err)
 	}
+	return nil
+}
 
-	rows, err = s.db.QueryContext(ctx, s.q(`SELECT x.rule, x.severity, COUNT(DISTINCT x.volume_id)
+func (s *Store) summaryRules(ctx context.Context, where string, args []any, sum *InventorySummary) error {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT x.rule, x.severity, COUNT(DISTINCT x.volume_id)
 FROM inventory_findings x JOIN inventory_volumes f ON f.volume_id = x.volume_id
 WHERE `+where+` GROUP BY x.rule, x.severity ORDER BY x.rule, x.severity`), args...)
 	if err != nil {
-		return nil, fmt.Errorf("summary: %w", err)
+		return fmt.Errorf("summary: %w", err)
 	}
+	defer rows.Close()
 	for rows.Next() {
 		var rc RuleCount
 		if err := rows.Scan(&rc.Rule, &rc.Severity, &rc.Volumes); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("summary: %w", err)
+			return fmt.Errorf("summary: %w", err)
 		}
 		sum.ByRule = append(sum.ByRule, rc)
 	}
-	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("summary: %w", err)
+		return fmt.Errorf("summary: %w", err)
 	}
+	return nil
+}
 
-	err = s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(DISTINCT f.agent_id),
-    COUNT(b.agent_id), SUM(CASE WHEN b.degraded THEN 1 ELSE 0 END)
-FROM inventory_volumes f LEFT JOIN inventory_baseline b ON b.agent_id = f.agent_id AND b.mount_point = f.mount_point
-WHERE `+where), args...).Scan(&sum.Hosts, &sum.WithBaseline, nullInt{&sum.Degraded})
-	if err != nil {
-		return nil, fmt.Errorf("summary: %w", err)
-	}
-
-	if top > 0 {
-		targs := slices.Clone(args)
-		rows, err = s.db.QueryContext(ctx, s.q(`SELECT `+inventoryColumns+`
+// summaryOffenders lists the top offenders, in the order of the
+// inventory_volumes_offenders index.
+func (s *Store) summaryOffenders(ctx context.Context, where string, args []any, top int, sum *InventorySummary) error {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+inventoryColumns+`
 FROM inventory_volumes f`+inventoryJoins+`
 WHERE `+where+` AND f.split_fraction_8k > 0
 ORDER BY f.split_fraction_8k DESC, f.split_fraction_64k DESC, f.severity_rank DESC, f.volume_id
-LIMIT `+fmt.Sprint(top)), targs...)
-		if err != nil {
-			return nil, fmt.Errorf("summary: top offenders: %w", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			v, err := scanInventory(rows, false, false)
-			if err != nil {
-				return nil, fmt.Errorf("summary: top offenders: %w", err)
-			}
-			sum.TopOffenders = append(sum.TopOffenders, v)
-		}
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("summary: top offenders: %w", err)
-		}
+LIMIT `+fmt.Sprint(top)), args...)
+	if err != nil {
+		return fmt.Errorf("summary: top offenders: %w", err)
 	}
-	return sum, nil
+	defer rows.Close()
+	for rows.Next() {
+		v, err := scanInventory(rows, false, false)
+		if err != nil {
+			return fmt.Errorf("summary: top offenders: %w", err)
+		}
+		sum.TopOffenders = append(sum.TopOffenders, v)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("summary: top offenders: %w", err)
+	}
+	return nil
 }
 
 // nullInt scans a nullable integer (SUM over no rows) as 0.
