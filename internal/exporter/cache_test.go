@@ -6,6 +6,7 @@ import (
 	"context"
 	"io"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -21,7 +22,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/plumbline/plumbline/internal/evaluator"
+	"github.com/plumbline/plumbline/internal/histogram"
 	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/wire"
 )
 
 // prometheusAccept is what Prometheus 2.42 with native histograms enabled
@@ -400,5 +403,41 @@ func TestIncrementalMatchesFresh(t *testing.T) {
 	}
 	if strings.Contains(got, `mount_point="/log"`) || strings.Contains(got, `host="db02.example.com"`) {
 		t.Errorf("a dropped volume or the old host name is still shown:\n%s", got)
+	}
+}
+
+// TestClassicCounts: the classic bucket counts taken from the native
+// spans and deltas are those of the histogram's buckets, on sparse and
+// dense histograms alike.
+func TestClassicCounts(t *testing.T) {
+	c, err := New(openStore(t), Options{ClassicBuckets: []float64{0x1p-20, 0x1p-10, histogram.UpperBound(-61), 0x1p-6, 0x1p+2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for n := range 200 {
+		var h histogram.Histogram
+		for range rng.IntN(50) {
+			h.Observe(time.Duration(math.Exp(rng.Float64()*25)) - time.Duration(rng.IntN(2))) // 0 ns to ~70 s, some zero
+		}
+		raw, err := proto.Marshal(wire.HistogramToProto(&h))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := c.histFactsOf(store.MetricsBaseline{Histogram: raw})
+		if !f.ok {
+			t.Fatalf("histogram %d did not decode", n)
+		}
+		for i, bound := range c.opts.ClassicBuckets {
+			want := h.ZeroCount()
+			for _, b := range h.Buckets() {
+				if b.Index <= histogram.Index(bound) {
+					want += b.Count
+				}
+			}
+			if f.classic[i] != want {
+				t.Errorf("histogram %d, bound %g: classic count %d, want %d", n, bound, f.classic[i], want)
+			}
+		}
 	}
 }

@@ -871,19 +871,37 @@ func (c *Collector) histFactsOf(b store.MetricsBaseline) *histFacts {
 	}
 	f.ok = true
 	f.count, f.sum, f.zero = h.Count(), h.Sum().Seconds(), h.ZeroCount()
-	buckets := h.Buckets()
-	f.classic = make([]uint64, len(c.opts.ClassicBuckets))
-	for i, bound := range c.opts.ClassicBuckets {
-		n, limit := h.ZeroCount(), histogram.Index(bound)
-		for _, bk := range buckets {
-			if bk.Index > limit {
-				break
-			}
-			n += bk.Count
-		}
-		f.classic[i] = n
-	}
 	f.spans, f.deltas = h.Spans()
+	// The classic counts from the native buckets: each span starts its
+	// offset past the end of the one before (the first, at its offset).
+	limits := make([]int32, len(c.opts.ClassicBuckets))
+	for i, bound := range c.opts.ClassicBuckets {
+		limits[i] = histogram.Index(bound)
+	}
+	f.classic = make([]uint64, len(limits))
+	for i := range f.classic {
+		f.classic[i] = h.ZeroCount()
+	}
+	var idx int32
+	var count int64
+	k := 0
+	for si, sp := range f.spans {
+		if si == 0 {
+			idx = sp.Offset
+		} else {
+			idx += sp.Offset
+		}
+		for range sp.Length {
+			count += f.deltas[k]
+			k++
+			for i, limit := range limits {
+				if idx <= limit {
+					f.classic[i] += uint64(count)
+				}
+			}
+			idx++
+		}
+	}
 	if len(f.spans) == 0 {
 		// An empty native histogram still says it is one.
 		f.spans = []histogram.Span{{Offset: 0, Length: 0}}
