@@ -231,6 +231,9 @@ func BenchmarkVolumesPage(b *testing.B) {
 				start := time.Now()
 				body := fetch(b, url)
 				took := time.Since(start)
+				if took > 50*time.Millisecond {
+					b.Logf("slow: request %d (%s, token %t): %v", i, queries[qi], strings.Contains(url, "next_page_token"), took.Round(time.Microsecond))
+				}
 				lat = append(lat, took)
 				perQuery[qi] = append(perQuery[qi], took)
 				tokens[qi] = nextToken(body)

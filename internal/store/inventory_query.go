@@ -291,11 +291,15 @@ func (s *Store) QueryVolumes(ctx context.Context, q VolumeQuery, fn func(*Invent
 		where += " AND (" + strings.Join(cols, ", ") + ") " + op + " (" + placeholders(len(cols)) + ")"
 		args = append(args, q.After...)
 	}
+	if q.After == nil && q.Limit > 0 && s.engine != Postgres {
+		where += " AND " + firstPageRange(cols[0], KeysetKinds(q.Sort)[0], q.Desc)
+	}
 	dir := ""
 	if q.Desc {
 		dir = " DESC"
 	}
 	var b strings.Builder
+	order := "\nORDER BY " + strings.Join(cols, dir+", ") + dir
 	b.WriteString("SELECT " + inventoryColumns)
 	if q.WithGeometry {
 		b.WriteString(", COALESCE(v.geometry, " + s.emptyBlob() + ")")
@@ -303,17 +307,27 @@ func (s *Store) QueryVolumes(ctx context.Context, q VolumeQuery, fn func(*Invent
 	if q.WithDoc {
 		b.WriteString(", COALESCE(d.doc, " + s.emptyBlob() + ")")
 	}
-	b.WriteString("\nFROM inventory_volumes f" + inventoryJoins)
+	if q.Limit > 0 {
+		// A page: the keys of its rows first, then the joins for those
+		// rows alone. When the planner filters on an index and sorts what
+		// matches, it sorts narrow rows (the sort columns and the id), not
+		// every matching row with its finding, baseline and document.
+		b.WriteString("\nFROM (SELECT f.volume_id FROM inventory_volumes f WHERE " + where + order)
+		fmt.Fprintf(&b, "\nLIMIT %d) p JOIN inventory_volumes f ON f.volume_id = p.volume_id", q.Limit)
+	} else {
+		b.WriteString("\nFROM inventory_volumes f")
+	}
+	b.WriteString(inventoryJoins)
 	if q.WithGeometry {
 		b.WriteString("\nLEFT JOIN volumes v ON v.agent_id = f.agent_id AND v.mount_point = f.mount_point")
 	}
 	if q.WithDoc {
 		b.WriteString("\nLEFT JOIN inventory_docs d ON d.volume_id = f.volume_id")
 	}
-	b.WriteString("\nWHERE " + where + "\nORDER BY " + strings.Join(cols, dir+", ") + dir)
-	if q.Limit > 0 {
-		fmt.Fprintf(&b, "\nLIMIT %d", q.Limit)
+	if q.Limit == 0 {
+		b.WriteString("\nWHERE " + where)
 	}
+	b.WriteString(order)
 	rows, err := s.db.QueryContext(ctx, s.q(b.String()), args...)
 	if err != nil {
 		return fmt.Errorf("query volumes: %w", err)
@@ -332,6 +346,27 @@ func (s *Store) QueryVolumes(ctx context.Context, q VolumeQuery, fn func(*Invent
 		return fmt.Errorf("query volumes: %w", err)
 	}
 	return nil
+}
+
+// firstPageRange is an always-true range on the leading sort column, for
+// the first page on SQLite. Later pages carry the keyset's range, and
+// SQLite plans them on the sort field's index (a walk of the first rows
+// that match); without a range it estimates a filter index plus a sort of
+// every match as cheaper, and a first page of a broad filter sorted 33,000
+// rows (70-250 ms against 4 ms for the next page). With it, every page of
+// a walk is planned the same way. Selective filters (an agent, a host)
+// still win on their own index. PostgreSQL weighs the LIMIT itself.
+func firstPageRange(col string, kind byte, desc bool) string {
+	switch {
+	case kind == 's' && !desc:
+		return col + " >= ''"
+	case kind == 's':
+		return col + " < X'FF'" // every TEXT sorts before every BLOB
+	case !desc:
+		return col + " >= -9223372036854775807"
+	default:
+		return col + " <= 9223372036854775807"
+	}
 }
 
 func (s *Store) emptyBlob() string {
