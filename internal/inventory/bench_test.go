@@ -218,6 +218,10 @@ func BenchmarkVolumesPage(b *testing.B) {
 	for _, e := range benchEngines {
 		b.Run(e, func(b *testing.B) {
 			f := fleet(b, e)
+			if rate := benchLiveRate(); rate > 0 {
+				stop := liveFleet(b, f.st, rate)
+				defer stop()
+			}
 			tokens := make([]string, len(queries))
 			perQuery := make([][]time.Duration, len(queries))
 			var lat latencies
@@ -353,4 +357,62 @@ func BenchmarkCSVAll(b *testing.B) {
 func benchSyncPeriod() time.Duration {
 	d, _ := time.ParseDuration(os.Getenv("PLUMBLINE_BENCH_SYNC_PERIOD"))
 	return d
+}
+
+// benchLiveRate is PLUMBLINE_BENCH_LIVE: geometry snapshots per second
+// that agents keep sending through ingest while the pages are read (0:
+// a fleet at rest). 25,000 hosts each sending one every 15 minutes is 28.
+func benchLiveRate() int {
+	n, _ := strconv.Atoi(os.Getenv("PLUMBLINE_BENCH_LIVE"))
+	return n
+}
+
+// liveFleet re-reports the seeded hosts' four volumes through ingest, rate
+// snapshots a second, round the fleet, each a new sequence (so every one
+// re-derives four inventory rows), until the returned stop is called.
+func liveFleet(b *testing.B, st *store.Store, rate int) (stop func()) {
+	svc := ingest.New(st, ingest.Options{Insecure: true, RatePerSecond: -1})
+	hosts := benchVolumes() / 4
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var sent atomic.Int64
+	wg.Go(func() {
+		t := time.NewTicker(time.Second / time.Duration(rate))
+		defer t.Stop()
+		for k := 0; ; k++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			h := (k * 7919) % hosts
+			id := fmt.Sprintf("agent-%06d", h)
+			hostname := fmt.Sprintf("db%06d.example", h)
+			hw, err := st.HighWater(ctx, id)
+			if err != nil {
+				continue
+			}
+			if _, err := svc.Hello(ctx, &plumblinev1.HelloRequest{AgentId: id, AgentVersion: "0.1.0",
+				Host: &plumblinev1.Host{Hostname: hostname, Os: "linux", Kernel: "6.1"}}); err != nil {
+				continue
+			}
+			var vols []*plumblinev1.Volume
+			for v := range 4 {
+				vols = append(vols, fleetVolume(4*h+v, fmt.Sprintf("/data%d", v)))
+			}
+			if _, err := svc.Report(ctx, &plumblinev1.ReportRequest{AgentId: id, Records: []*plumblinev1.Record{{
+				Sequence: hw + 1, ProducedAt: timestamppb.Now(),
+				Payload: &plumblinev1.Record_Geometry{Geometry: &plumblinev1.GeometrySnapshot{Trigger: "start",
+					Inventory: &plumblinev1.Inventory{Host: &plumblinev1.Host{Hostname: hostname, Os: "linux"}, Volumes: vols}}},
+			}}}); err == nil {
+				sent.Add(1)
+			}
+		}
+	})
+	start := time.Now()
+	return func() {
+		cancel()
+		wg.Wait()
+		b.Logf("live fleet: %d geometry snapshots through ingest in %v", sent.Load(), time.Since(start).Round(time.Millisecond))
+	}
 }
