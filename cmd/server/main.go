@@ -332,7 +332,7 @@ func serve(ctx context.Context, cfg Config, stdout io.Writer, logger *slog.Logge
 	defer func() { stopSync(); <-syncDone }()
 
 	if cfg.PprofAddress != "" {
-		stopPprof, err := startPprof(cfg.PprofAddress, logger)
+		stopPprof, _, err := startPprof(cfg.PprofAddress, logger)
 		if err != nil {
 			gl.Close()
 			wl.Close()

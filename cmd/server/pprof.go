@@ -17,11 +17,11 @@ import (
 //
 //	go tool pprof -sample_index=inuse_space http://127.0.0.1:6060/debug/pprof/heap
 //
-// It returns a function that stops it.
-func startPprof(addr string, logger *slog.Logger) (stop func(), err error) {
+// It returns a function that stops it and the address it listens on.
+func startPprof(addr string, logger *slog.Logger) (stop func(), listening string, err error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("pprof listener: %w", err)
+		return nil, "", fmt.Errorf("pprof listener: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -40,5 +40,5 @@ func startPprof(addr string, logger *slog.Logger) (stop func(), err error) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		srv.Shutdown(ctx)
-	}, nil
+	}, l.Addr().String(), nil
 }
