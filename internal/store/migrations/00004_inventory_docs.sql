@@ -13,9 +13,13 @@
 --                         writes and removals, baseline states): what the
 --                         API's summary cache is keyed on, across replicas.
 --
--- One index per sort field of GET /api/v1/volumes that 00003 did not
--- index, each ending in volume_id like the keyset, so no sort needs to
--- read and sort the whole filtered set for one page.
+-- One index per sort field of GET /api/v1/volumes (00003's five sort
+-- indexes replaced), each the sort columns and volume_id like the keyset,
+-- then the common filter columns (verdict, fs_type, raid_level, media,
+-- data_offset_bytes, split_fraction_8k): a page walks its sort index and
+-- tests those filters in the index, without a table lookup per row passed
+-- over (a first page whose matches lie deep in the sort order: 67 -> 4 ms
+-- on SQLite at 100,000 volumes). A page never sorts the filtered set.
 
 -- +goose Up
 CREATE TABLE inventory_docs (
@@ -29,15 +33,25 @@ CREATE TABLE inventory_generation (
     generation BIGINT NOT NULL
 );
 INSERT INTO inventory_generation (id, generation) VALUES (1, 1);
-CREATE INDEX inventory_volumes_mount ON inventory_volumes (mount_point, volume_id);
-CREATE INDEX inventory_volumes_fs ON inventory_volumes (fs_type, volume_id);
-CREATE INDEX inventory_volumes_raid ON inventory_volumes (raid_level, volume_id);
-CREATE INDEX inventory_volumes_media ON inventory_volumes (media, volume_id);
-CREATE INDEX inventory_volumes_stripe ON inventory_volumes (stripe_unit_bytes, volume_id);
-CREATE INDEX inventory_volumes_au ON inventory_volumes (allocation_unit_bytes, volume_id);
-CREATE INDEX inventory_volumes_split64 ON inventory_volumes (split_fraction_64k, volume_id);
-CREATE INDEX inventory_volumes_severity ON inventory_volumes (severity_rank, volume_id);
-CREATE INDEX inventory_volumes_observed ON inventory_volumes (observed_ns, volume_id);
+DROP INDEX inventory_volumes_host;
+DROP INDEX inventory_volumes_verdict;
+DROP INDEX inventory_volumes_split;
+DROP INDEX inventory_volumes_offset;
+DROP INDEX inventory_volumes_profile;
+CREATE INDEX inventory_volumes_host ON inventory_volumes (hostname, mount_point, volume_id, verdict, fs_type, raid_level, media, data_offset_bytes, split_fraction_8k);
+CREATE INDEX inventory_volumes_verdict ON inventory_volumes (verdict, hostname, mount_point, volume_id, fs_type, raid_level, media, data_offset_bytes, split_fraction_8k);
+CREATE INDEX inventory_volumes_mount ON inventory_volumes (mount_point, volume_id, verdict, fs_type, raid_level, media, data_offset_bytes, split_fraction_8k);
+CREATE INDEX inventory_volumes_fs ON inventory_volumes (fs_type, volume_id, verdict, raid_level, media, data_offset_bytes, split_fraction_8k);
+CREATE INDEX inventory_volumes_raid ON inventory_volumes (raid_level, volume_id, verdict, fs_type, media, data_offset_bytes, split_fraction_8k);
+CREATE INDEX inventory_volumes_media ON inventory_volumes (media, volume_id, verdict, fs_type, raid_level, data_offset_bytes, split_fraction_8k);
+CREATE INDEX inventory_volumes_profile ON inventory_volumes (profile, volume_id, verdict, fs_type, raid_level, media, data_offset_bytes, split_fraction_8k);
+CREATE INDEX inventory_volumes_stripe ON inventory_volumes (stripe_unit_bytes, volume_id, verdict, fs_type, raid_level, media, data_offset_bytes, split_fraction_8k);
+CREATE INDEX inventory_volumes_offset ON inventory_volumes (data_offset_bytes, volume_id, verdict, fs_type, raid_level, media, split_fraction_8k);
+CREATE INDEX inventory_volumes_au ON inventory_volumes (allocation_unit_bytes, volume_id, verdict, fs_type, raid_level, media, data_offset_bytes, split_fraction_8k);
+CREATE INDEX inventory_volumes_split ON inventory_volumes (split_fraction_8k, volume_id, verdict, fs_type, raid_level, media, data_offset_bytes);
+CREATE INDEX inventory_volumes_split64 ON inventory_volumes (split_fraction_64k, volume_id, verdict, fs_type, raid_level, media, data_offset_bytes, split_fraction_8k);
+CREATE INDEX inventory_volumes_severity ON inventory_volumes (severity_rank, volume_id, verdict, fs_type, raid_level, media, data_offset_bytes, split_fraction_8k);
+CREATE INDEX inventory_volumes_observed ON inventory_volumes (observed_ns, volume_id, verdict, fs_type, raid_level, media, data_offset_bytes, split_fraction_8k);
 -- The summary's top offenders, in their order: a walk of the first rows,
 -- not a sort of every volume with a split fraction above 0.
 CREATE INDEX inventory_volumes_offenders ON inventory_volumes
@@ -51,11 +65,21 @@ DROP INDEX inventory_volumes_offenders;
 DROP INDEX inventory_volumes_observed;
 DROP INDEX inventory_volumes_severity;
 DROP INDEX inventory_volumes_split64;
+DROP INDEX inventory_volumes_split;
 DROP INDEX inventory_volumes_au;
+DROP INDEX inventory_volumes_offset;
 DROP INDEX inventory_volumes_stripe;
+DROP INDEX inventory_volumes_profile;
 DROP INDEX inventory_volumes_media;
 DROP INDEX inventory_volumes_raid;
 DROP INDEX inventory_volumes_fs;
 DROP INDEX inventory_volumes_mount;
+DROP INDEX inventory_volumes_verdict;
+DROP INDEX inventory_volumes_host;
+CREATE INDEX inventory_volumes_host ON inventory_volumes (hostname, mount_point, volume_id);
+CREATE INDEX inventory_volumes_verdict ON inventory_volumes (verdict, hostname, mount_point, volume_id);
+CREATE INDEX inventory_volumes_split ON inventory_volumes (split_fraction_8k, volume_id);
+CREATE INDEX inventory_volumes_offset ON inventory_volumes (data_offset_bytes, volume_id);
+CREATE INDEX inventory_volumes_profile ON inventory_volumes (profile, volume_id);
 DROP TABLE inventory_generation;
 DROP TABLE inventory_docs;
