@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/plumbline/plumbline/internal/histogram"
 )
 
 // Run runs one probe: validate, wait the start jitter, skip when the device
@@ -21,23 +18,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if err := o.validate(); err != nil {
 		return Result{}, err
 	}
-	res := Result{
-		Kind:       o.Kind,
-		File:       joinPath(o.Dir, o.FileName),
-		BlockSize:  o.BlockSize,
-		QueueDepth: o.QueueDepth,
-		Sync:       o.Sync,
-		FileSize:   o.FileSize,
-		OpsBudget:  o.Ops,
-		IOPSCap:    o.IOPS,
-		StartedAt:  time.Now().UTC(),
-		BusyGuard:  "off",
-		Histogram:  &histogram.Histogram{},
-	}
-	seed := o.Seed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
+	res := newResult(o)
+	seed := runSeed(o)
 	interrupted := func() (Result, error) {
 		res.StoppedReason, res.Skipped = StopInterrupted, true
 		return res, nil
@@ -56,11 +38,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return res, fmt.Errorf("stat --dir %s: %w", o.Dir, err)
 	}
 
-	if o.Jitter > 0 {
-		d := time.Duration(rand.New(rand.NewPCG(seed, 1)).Int64N(int64(o.Jitter)))
-		if sleepCtx(ctx, d) != nil {
-			return interrupted()
-		}
+	if waitJitter(ctx, o, seed) != nil {
+		return interrupted()
 	}
 	var util utilSampler
 	if o.BusyThreshold > 0 {
@@ -99,28 +78,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	res.CacheBypass = f.cacheBypass
 
-	st := unix.Stat_t{}
-	if err := unix.Fstat(f.fd, &st); err != nil {
-		return res, fmt.Errorf("stat %s: %w", res.File, err)
-	}
-	p := plan{
-		kind:          o.Kind,
-		blockSize:     o.BlockSize,
-		qd:            o.QueueDepth,
-		syncEach:      o.Kind != RandomRead && o.Sync == SyncFdatasync,
-		ops:           o.Ops,
-		maxDur:        o.MaxDuration,
-		iops:          o.IOPS,
-		dataOff:       HeaderSize,
-		dataBlocks:    (o.FileSize - HeaderSize) / int64(o.BlockSize),
-		align:         f.memAlign,
-		busyThreshold: o.BusyThreshold,
-		busyInterval:  o.BusyInterval,
-		latCeiling:    o.LatencyCeiling,
-		latWindow:     o.LatencyWindow,
-		maxErrors:     o.MaxErrors,
-		seed:          seed,
-	}
+	p := newPlan(o, seed, f.memAlign, o.BusyThreshold)
 	out := measure(ctx, p, f, util)
 	fillResult(&res, out, o.BlockSize)
 	return res, nil

@@ -3,10 +3,7 @@ package probe
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"time"
-
-	"github.com/plumbline/plumbline/internal/histogram"
 )
 
 // Run runs one probe on Windows: validate, wait the start jitter, open
@@ -18,26 +15,11 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if err := o.validate(); err != nil {
 		return Result{}, err
 	}
-	res := Result{
-		Kind:       o.Kind,
-		File:       joinPath(o.Dir, o.FileName),
-		BlockSize:  o.BlockSize,
-		QueueDepth: o.QueueDepth,
-		Sync:       o.Sync,
-		FileSize:   o.FileSize,
-		OpsBudget:  o.Ops,
-		IOPSCap:    o.IOPS,
-		StartedAt:  time.Now().UTC(),
-		BusyGuard:  "off",
-		Histogram:  &histogram.Histogram{},
-	}
+	res := newResult(o)
 	if o.BusyThreshold > 0 {
 		res.BusyGuard = "unavailable: no per-device busy time on Windows yet"
 	}
-	seed := o.Seed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
+	seed := runSeed(o)
 	interrupted := func() (Result, error) {
 		res.StoppedReason, res.Skipped = StopInterrupted, true
 		return res, nil
@@ -48,11 +30,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return res, err
 	}
 	d.close()
-	if o.Jitter > 0 {
-		j := time.Duration(rand.New(rand.NewPCG(seed, 1)).Int64N(int64(o.Jitter)))
-		if sleepCtx(ctx, j) != nil {
-			return interrupted()
-		}
+	if waitJitter(ctx, o, seed) != nil {
+		return interrupted()
 	}
 	fillStart := time.Now()
 	f, err := openProbeFile(ctx, o)
@@ -67,24 +46,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		res.FillSeconds = time.Since(fillStart).Seconds()
 	}
 	res.CacheBypass = f.cacheBypass
-	p := plan{
-		kind:          o.Kind,
-		blockSize:     o.BlockSize,
-		qd:            o.QueueDepth,
-		syncEach:      o.Kind != RandomRead && o.Sync == SyncFdatasync,
-		ops:           o.Ops,
-		maxDur:        o.MaxDuration,
-		iops:          o.IOPS,
-		dataOff:       HeaderSize,
-		dataBlocks:    (o.FileSize - HeaderSize) / int64(o.BlockSize),
-		align:         f.memAlign,
-		busyThreshold: 0,
-		busyInterval:  o.BusyInterval,
-		latCeiling:    o.LatencyCeiling,
-		latWindow:     o.LatencyWindow,
-		maxErrors:     o.MaxErrors,
-		seed:          seed,
-	}
+	p := newPlan(o, seed, f.memAlign, 0)
 	out := measure(ctx, p, f, nil)
 	fillResult(&res, out, o.BlockSize)
 	return res, nil
