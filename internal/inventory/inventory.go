@@ -52,6 +52,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -68,6 +69,8 @@ type Store interface {
 	QueryVolumes(ctx context.Context, q store.VolumeQuery, fn func(*store.InventoryVolume) error) error
 	InventoryVolumeByID(ctx context.Context, id string) (*store.InventoryVolume, error)
 	SummarizeVolumes(ctx context.Context, f store.VolumeFilter, top int) (*store.InventorySummary, error)
+	ScanSummaryRows(ctx context.Context, vol func(*store.SummaryRow) error, finding func(volumeID, rule, severity string) error) (before, after uint64, err error)
+	InventoryVolumesByIDs(ctx context.Context, ids []string) ([]*store.InventoryVolume, error)
 	QueryHosts(ctx context.Context, q store.HostQuery, fn func(*store.InventoryHost) error) error
 	FindHost(ctx context.Context, key string) (*store.InventoryHost, error)
 	LatestProbes(ctx context.Context, agentID, mountPoint string) ([]store.ProbeResult, error)
@@ -128,7 +131,10 @@ type API struct {
 	seen    time.Time  // the latest geometry receive time a sync has covered
 
 	summaries summaryCache
-	bufs      sync.Pool // *bytes.Buffer for page bodies
+	// sumIdx is the summary's in-memory index (see summaryIndex), nil
+	// before the first refreshSummaries.
+	sumIdx atomic.Pointer[summaryIndex]
+	bufs   sync.Pool // *bytes.Buffer for page bodies
 }
 
 // New returns the API over st.

@@ -104,7 +104,7 @@ func (a *API) summary(w http.ResponseWriter, r *http.Request) {
 
 // summarize computes a summary from the store and renders it.
 func (a *API) summarize(ctx context.Context, f store.VolumeFilter, top int) ([]byte, error) {
-	s, err := a.st.SummarizeVolumes(ctx, f, top)
+	s, err := a.summaryOf(ctx, f, top)
 	if err != nil {
 		return nil, err
 	}
@@ -128,6 +128,39 @@ func (a *API) summarize(ctx context.Context, f store.VolumeFilter, top int) ([]b
 		return nil, fmt.Errorf("summary: %w", err)
 	}
 	return append(b, '\n'), nil
+}
+
+// summaryOf computes a summary from the in-memory index when it is at the
+// store's current generation and answers f (see summaryIndex), else with
+// the store's SQL aggregates.
+func (a *API) summaryOf(ctx context.Context, f store.VolumeFilter, top int) (*store.InventorySummary, error) {
+	if ix := a.sumIdx.Load(); ix != nil && ix.gen != 0 && ix.answers(f) {
+		gen, err := a.st.InventoryGeneration(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if gen == ix.gen {
+			s, ids := ix.summarize(f, top)
+			vols, err := a.st.InventoryVolumesByIDs(ctx, ids)
+			if err != nil {
+				return nil, err
+			}
+			// A volume gone since (a change after the generation was read)
+			// leaves a gap: compute in SQL instead.
+			if len(vols) == len(ids) {
+				at := make(map[string]int, len(ids))
+				for i, id := range ids {
+					at[id] = i
+				}
+				s.TopOffenders = make([]*store.InventoryVolume, len(ids))
+				for _, v := range vols {
+					s.TopOffenders[at[v.ID]] = v
+				}
+				return s, nil
+			}
+		}
+	}
+	return a.st.SummarizeVolumes(ctx, f, top)
 }
 
 func topOffender(v *store.InventoryVolume) TopOffender {

@@ -1,0 +1,223 @@
+package inventory
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/plumbline/plumbline/internal/store"
+	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
+)
+
+// TestSummaryIndexMatchesSQL: on a randomized fleet (random geometry,
+// volumes per host and baseline states), the summary computed from the
+// in-memory index equals the store's SQL aggregates for every combination
+// of the filters the index serves — every subset of verdict, severity,
+// profile, raid_level, media, fs, rule and degraded with values the fleet
+// has (and values it has not), and random combinations with host and
+// mount point (exact and globs, mixed case, LIKE's own wildcards as
+// literals), agent, stripe unit, data offset and minimum split fraction.
+func TestSummaryIndexMatchesSQL(t *testing.T) {
+	for _, e := range engines {
+		t.Run(e.name, func(t *testing.T) {
+			ctx := context.Background()
+			st := openStore(t, e.dsn(t))
+			seed := uint64(time.Now().UnixNano())
+			t.Logf("seed %d", seed)
+			rng := rand.New(rand.NewPCG(seed, 7))
+			var states []store.BaselineState
+			api0 := New(st, Options{})
+			for h := range 40 {
+				agent := fmt.Sprintf("agent%02d", h)
+				n := 1 + rng.IntN(5)
+				var mps []string
+				for v := range n {
+					mps = append(mps, fmt.Sprintf("/data%d", v))
+				}
+				host := fmt.Sprintf("db%02d.example", h)
+				if h%5 == 0 {
+					host = fmt.Sprintf("DB%02d.Example", h)
+				}
+				// A first snapshot with one more volume, replaced by the
+				// second (the extra one is removed).
+				var first, second []*plumblinev1.Volume
+				for _, mp := range append(mps, "/old") {
+					first = append(first, fleetVolume(rng.IntN(36), mp))
+				}
+				for _, mp := range mps {
+					second = append(second, fleetVolume(rng.IntN(36), mp))
+				}
+				report(t, st, agent, host, 1, first...)
+				if err := api0.Sync(ctx, false); err != nil {
+					t.Fatal(err)
+				}
+				report(t, st, agent, host, 2, second...)
+				for _, mp := range mps {
+					if rng.IntN(3) == 0 {
+						states = append(states, store.BaselineState{AgentID: agent, MountPoint: mp, State: "x", Degraded: rng.IntN(2) == 0, UpdatedAt: time.Now()})
+					}
+				}
+			}
+			if err := st.PutBaselineStates(ctx, states); err != nil {
+				t.Fatal(err)
+			}
+			api := New(st, Options{})
+			if err := api.Sync(ctx, true); err != nil {
+				t.Fatal(err)
+			}
+			ix := api.sumIdx.Load()
+			gen, err := st.InventoryGeneration(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ix == nil || ix.gen != gen {
+				t.Fatalf("index not at the store's generation %d after Sync: %+v", gen, ix)
+			}
+
+			// The values of each dimension in the fleet, plus one it has not.
+			values := map[string][]string{}
+			add := func(dim, v string) {
+				for _, x := range values[dim] {
+					if x == v {
+						return
+					}
+				}
+				values[dim] = append(values[dim], v)
+			}
+			for _, v := range ix.vols {
+				add("verdict", ix.strs[v.verdict])
+				add("profile", ix.strs[v.profile])
+				add("raid", ix.strs[v.raid])
+				add("media", ix.strs[v.media])
+				add("fs", ix.strs[v.fs])
+			}
+			for _, p := range ix.pairs {
+				add("rule", ix.strs[p.rule])
+				add("severity", ix.strs[p.severity])
+			}
+			for dim := range values {
+				add(dim, "no-such-"+dim)
+			}
+			pick := func(dim string) string { return values[dim][rng.IntN(len(values[dim]))] }
+
+			check := func(f store.VolumeFilter, top int) {
+				t.Helper()
+				if !ix.answers(f) {
+					t.Fatalf("index does not answer %+v", f)
+				}
+				got, err := api.summaryOf(ctx, f, top)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := st.SummarizeVolumes(ctx, f, top)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if now, _ := st.InventoryGeneration(ctx); now != gen {
+					t.Fatalf("generation moved during the test")
+				}
+				if len(got.Penalties) != len(want.Penalties) {
+					t.Fatalf("%+v: penalties %+v, want %+v", f, got.Penalties, want.Penalties)
+				}
+				for i := range got.Penalties {
+					g, w := got.Penalties[i], want.Penalties[i]
+					if math.Abs(g.VolumeEquivalents-w.VolumeEquivalents) > 1e-9*math.Max(1, math.Abs(w.VolumeEquivalents)) {
+						t.Errorf("%+v: penalty %d %v, want %v", f, i, g.VolumeEquivalents, w.VolumeEquivalents)
+					}
+					g.VolumeEquivalents, w.VolumeEquivalents = 0, 0
+					if g != w {
+						t.Errorf("%+v: penalty %+v, want %+v", f, g, w)
+					}
+				}
+				got.Penalties, want.Penalties = nil, nil
+				for _, s := range []*store.InventorySummary{got, want} {
+					if len(s.ByRule) == 0 {
+						s.ByRule = nil
+					}
+					if len(s.TopOffenders) == 0 {
+						s.TopOffenders = nil
+					}
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("%+v top %d:\nindex %+v\nSQL   %+v", f, top, got, want)
+				}
+			}
+
+			dims := []string{"verdict", "severity", "profile", "raid", "media", "fs", "rule", "degraded"}
+			for mask := range 1 << len(dims) {
+				f := store.VolumeFilter{}
+				for i, dim := range dims {
+					if mask&(1<<i) == 0 {
+						continue
+					}
+					switch dim {
+					case "verdict":
+						f.Verdict = pick(dim)
+					case "severity":
+						f.Severity = pick(dim)
+					case "profile":
+						f.Profile = pick(dim)
+					case "raid":
+						f.RAIDLevel = pick(dim)
+					case "media":
+						f.Media = pick(dim)
+					case "fs":
+						f.FSType = pick(dim)
+					case "rule":
+						f.Rule = pick(dim)
+					case "degraded":
+						d := rng.IntN(2) == 0
+						f.Degraded = &d
+					}
+				}
+				check(f, []int{0, 1, 10, 100}[rng.IntN(4)])
+			}
+			// The other filters the index serves, in random combinations.
+			for range 400 {
+				f := store.VolumeFilter{}
+				v := ix.vols[rng.IntN(len(ix.vols))]
+				if rng.IntN(2) == 0 {
+					f.Host = ix.strs[v.host]
+				}
+				if rng.IntN(3) == 0 {
+					f.AgentID = ix.strs[v.agent]
+				}
+				if rng.IntN(2) == 0 {
+					f.MountPoint = ix.strs[v.mount]
+				}
+				if rng.IntN(3) == 0 {
+					f.Host = []string{"db1*", "DB1*", "db?3.*", "*.EXAMPLE", "*a*", "db_1*", "db%*", "*", "?*0.example", "d*b*e", "DB0?.Example"}[rng.IntN(11)]
+				}
+				if rng.IntN(4) == 0 {
+					f.MountPoint = []string{"/DATA?", "/data*", "*1", "/old*", "/d?ta0", "*"}[rng.IntN(6)]
+				}
+				if rng.IntN(3) == 0 {
+					f.StripeUnitBytes = &v.stripe
+				}
+				if rng.IntN(3) == 0 {
+					f.DataOffsetBytes = &v.offset
+				}
+				if rng.IntN(2) == 0 {
+					m := []float64{-1, 0, 0.01, 0.05, 0.1, 0.5, v.s8, v.s64}[rng.IntN(8)]
+					f.MinSplitFraction = &m
+					f.SplitIOSize = []int{0, 8 << 10, 64 << 10}[rng.IntN(3)]
+				}
+				if rng.IntN(3) == 0 {
+					f.Verdict = pick("verdict")
+				}
+				if rng.IntN(3) == 0 {
+					f.Rule, f.Severity = pick("rule"), pick("severity")
+				}
+				if rng.IntN(3) == 0 {
+					d := rng.IntN(2) == 0
+					f.Degraded = &d
+				}
+				check(f, 1+rng.IntN(20))
+			}
+		})
+	}
+}
