@@ -6,7 +6,7 @@ GO      ?= go
 BIN     ?= bin
 PROTOS  := $(shell find proto -name '*.proto')
 
-.PHONY: all build run test test-unit proto proto-check lint windows bench clean
+.PHONY: all build run test test-unit proto proto-check lint windows bench bench-probe bench-fleet bench-inspect fuzz clean
 
 all: build
 
@@ -43,6 +43,28 @@ windows:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
+
+# Whole-system measurements (root; see bench/RESULTS-*.md for results).
+bench-probe:
+	./bench/probe-vs-fio.sh
+
+bench-fleet:
+	./bench/fleet.sh
+
+bench-inspect:
+	./bench/inspect-vs-lsblk.sh
+
+# Fuzz the parsers of outside bytes for FUZZTIME each (seeds run in make test).
+FUZZTIME ?= 30s
+fuzz:
+	@set -e; for spec in \
+	  internal/geometry:FuzzParseExt4Superblock internal/geometry:FuzzParseXFSSuperblock \
+	  internal/geometry:FuzzParseSysfsValue internal/geometry:FuzzParseMountInfo internal/geometry:FuzzParseLVMMetadata \
+	  internal/config:FuzzParse internal/spool:FuzzReadSegment internal/ingest:FuzzValidateReport \
+	  internal/wire:FuzzHistogramFromProto internal/probe:FuzzParseHeader internal/baseline:FuzzUnmarshalBinary; do \
+	  pkg=$${spec%%:*}; fn=$${spec##*:}; echo "== $$pkg $$fn"; \
+	  $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./$$pkg; \
+	done
 
 clean:
 	rm -rf $(BIN)
