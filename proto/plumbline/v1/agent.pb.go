@@ -196,8 +196,10 @@ func (x *HelloResponse) GetServerTime() *timestamppb.Timestamp {
 
 type ReportRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Must equal the agent_id of this connection's Hello and of the client
-	// certificate (PermissionDenied otherwise).
+	// Must equal the identity of the client certificate (PermissionDenied
+	// otherwise), and that agent must have said Hello at least once
+	// (FailedPrecondition otherwise). The server does not tie a Report to
+	// the Hello of the same connection.
 	AgentId string `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
 	// The records, in ascending sequence order, no sequence twice.
 	Records []*Record `protobuf:"bytes,2,rep,name=records,proto3" json:"records,omitempty"`
