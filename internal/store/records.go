@@ -566,40 +566,13 @@ FROM agents ORDER BY hostname, agent_id`)
 // ListVolumes returns the volumes the latest snapshot of each host lists,
 // by hostname and mount point.
 func (s *Store) ListVolumes(ctx context.Context) ([]Volume, error) {
-	rows, err := s.db.QueryContext(ctx, `
+	out, err := s.scanVolumes(ctx, `
 SELECT v.agent_id, a.hostname, v.mount_point, v.device, v.fs_type, v.sequence, v.observed_ns, v.geometry,
     v.verdict, v.data_offset_bytes, v.stripe_unit_bytes, v.split_fraction_8k, v.split_fraction_64k
 FROM volumes v JOIN agents a ON a.agent_id = v.agent_id
 WHERE v.present
 ORDER BY a.hostname, v.agent_id, v.mount_point`)
 	if err != nil {
-		return nil, fmt.Errorf("list volumes: %w", err)
-	}
-	defer rows.Close()
-	var out []Volume
-	for rows.Next() {
-		var v Volume
-		var seq, observed, stripe int64
-		var offset sql.NullInt64
-		var s8, s64 sql.NullFloat64
-		if err := rows.Scan(&v.AgentID, &v.Hostname, &v.MountPoint, &v.Device, &v.FSType, &seq, &observed, &v.Geometry,
-			&v.Verdict, &offset, &stripe, &s8, &s64); err != nil {
-			return nil, fmt.Errorf("list volumes: %w", err)
-		}
-		v.Sequence, v.ObservedAt, v.StripeUnitBytes = uint64(seq), fromUnixNano(observed), uint64(stripe)
-		if offset.Valid {
-			o := uint64(offset.Int64)
-			v.DataOffsetBytes = &o
-		}
-		if s8.Valid {
-			v.SplitFraction8K = &s8.Float64
-		}
-		if s64.Valid {
-			v.SplitFraction64K = &s64.Float64
-		}
-		out = append(out, v)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list volumes: %w", err)
 	}
 	return out, nil
