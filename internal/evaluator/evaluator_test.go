@@ -2,8 +2,6 @@ package evaluator
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,19 +13,11 @@ import (
 	"github.com/plumbline/plumbline/internal/wire"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	pgtest.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
-var engines = []struct {
-	name string
-	dsn  func(testing.TB) string
-}{
-	{"sqlite", func(tb testing.TB) string { return "sqlite://" + filepath.Join(tb.TempDir(), "plumbline.db") }},
-	{"postgres", pgtest.DSN},
-}
+// engines: every store-backed test runs against a real SQLite file and a
+// real PostgreSQL.
+var engines = pgtest.Engines()
 
 func hist(t testing.TB, d time.Duration) []byte {
 	var h histogram.Histogram
@@ -52,9 +42,9 @@ func probe(t testing.TB, seq uint64, at time.Time, d time.Duration) store.Record
 // continues from the stored detectors.
 func TestPassIdempotentAndLate(t *testing.T) {
 	for _, e := range engines {
-		t.Run(e.name, func(t *testing.T) {
+		t.Run(e.Name, func(t *testing.T) {
 			ctx := context.Background()
-			st, err := store.Open(ctx, e.dsn(t))
+			st, err := store.Open(ctx, e.DSN(t))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,8 +14,8 @@ import (
 func BenchmarkReport(b *testing.B) {
 	for _, batch := range []int{100, 1000} {
 		for _, e := range engines {
-			b.Run(fmt.Sprintf("%s/batch=%d", e.name, batch), func(b *testing.B) {
-				env := startServer(b, e.dsn(b), newPKI(b), Options{RatePerSecond: -1})
+			b.Run(fmt.Sprintf("%s/batch=%d", e.Name, batch), func(b *testing.B) {
+				env := startServer(b, e.DSN(b), newPKI(b), Options{RatePerSecond: -1})
 				c := env.agent(b, "bench")
 				hello(b, c, "bench")
 				next := uint64(1)

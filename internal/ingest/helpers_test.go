@@ -7,7 +7,6 @@ import (
 	"database/sql"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,27 +28,13 @@ import (
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	pgtest.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // engines: every store-backed test runs against a real SQLite file and a
-// real PostgreSQL, as internal/store's own suite does.
-var engines = []struct {
-	name string
-	dsn  func(testing.TB) string
-}{
-	{"sqlite", func(tb testing.TB) string { return "sqlite://" + filepath.Join(tb.TempDir(), "plumbline.db") }},
-	{"postgres", pgtest.DSN},
-}
+// real PostgreSQL.
+var engines = pgtest.Engines()
 
-func forEachEngine(t *testing.T, fn func(t *testing.T, dsn string)) {
-	for _, e := range engines {
-		t.Run(e.name, func(t *testing.T) { fn(t, e.dsn(t)) })
-	}
-}
+var forEachEngine = pgtest.ForEachEngine
 
 // pki is a dev CA with a server certificate on disk, as the server uses it.
 type pki struct {

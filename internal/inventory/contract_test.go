@@ -59,8 +59,8 @@ func TestOpenAPIContract(t *testing.T) {
 	openapi3filter.RegisterBodyDecoder("text/csv", openapi3filter.FileBodyDecoder)
 	openapi3filter.RegisterBodyDecoder("application/yaml", openapi3filter.FileBodyDecoder)
 	for _, e := range engines {
-		t.Run(e.name, func(t *testing.T) {
-			st := openStore(t, e.dsn(t))
+		t.Run(e.Name, func(t *testing.T) {
+			st := openStore(t, e.DSN(t))
 			seedFleet(t, st, 4, 2)
 			// A re-format and a new partition: history entries.
 			v := fleetVolume(0, "/data0")

@@ -30,13 +30,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-var engines = []struct {
-	name string
-	dsn  func(testing.TB) string
-}{
-	{"sqlite", func(tb testing.TB) string { return "sqlite://" + filepath.Join(tb.TempDir(), "plumbline.db") }},
-	{"postgres", pgtest.DSN},
-}
+// engines: every store-backed test runs against a real SQLite file and a
+// real PostgreSQL.
+var engines = pgtest.Engines()
 
 func u64(v uint64) *uint64 { return &v }
 
@@ -109,8 +105,8 @@ func do(t *testing.T, req *http.Request) (int, map[string]any) {
 
 func TestVolumesAndHosts(t *testing.T) {
 	for _, e := range engines {
-		t.Run(e.name, func(t *testing.T) {
-			st, err := store.Open(context.Background(), e.dsn(t))
+		t.Run(e.Name, func(t *testing.T) {
+			st, err := store.Open(context.Background(), e.DSN(t))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -178,8 +178,8 @@ func splitOf(v map[string]any, size string) float64 {
 // predicate over the unfiltered volumes' JSON, on both engines.
 func TestFilters(t *testing.T) {
 	for _, e := range engines {
-		t.Run(e.name, func(t *testing.T) {
-			st := openStore(t, e.dsn(t))
+		t.Run(e.Name, func(t *testing.T) {
+			st := openStore(t, e.DSN(t))
 			seedFleet(t, st, 12, 3)
 			if err := st.PutBaselineStates(context.Background(), []store.BaselineState{
 				{AgentID: "agent01", MountPoint: "/data0", State: "degraded", Degraded: true, Reason: "p95 above cohort", UpdatedAt: time.Now()},
@@ -271,8 +271,8 @@ func TestFilters(t *testing.T) {
 // in order and the pages add up to every volume once.
 func TestSort(t *testing.T) {
 	for _, e := range engines {
-		t.Run(e.name, func(t *testing.T) {
-			st := openStore(t, e.dsn(t))
+		t.Run(e.Name, func(t *testing.T) {
+			st := openStore(t, e.DSN(t))
 			seedFleet(t, st, 7, 3)
 			srv := httptest.NewServer(New(st, Options{SyncPeriod: 0}))
 			defer srv.Close()
@@ -349,8 +349,8 @@ func compareAny(a, b any) int {
 // appears exactly once; nothing appears twice.
 func TestPagingWhileReporting(t *testing.T) {
 	for _, e := range engines {
-		t.Run(e.name, func(t *testing.T) {
-			st := openStore(t, e.dsn(t))
+		t.Run(e.Name, func(t *testing.T) {
+			st := openStore(t, e.DSN(t))
 			seedFleet(t, st, 20, 3)
 			// Syncs run as served: in the background, here every 10 ms, so
 			// they land between the pages of a walk.
@@ -408,8 +408,8 @@ func TestPagingWhileReporting(t *testing.T) {
 // and formula-like cells, and Accept: text/csv.
 func TestCSV(t *testing.T) {
 	for _, e := range engines {
-		t.Run(e.name, func(t *testing.T) {
-			st := openStore(t, e.dsn(t))
+		t.Run(e.Name, func(t *testing.T) {
+			st := openStore(t, e.DSN(t))
 			seedFleet(t, st, 3, 2)
 			report(t, st, "evil", `=HYPERLINK("x"),db`, 1, fleetVolume(0, `/data,"quoted"`))
 			srv := httptest.NewServer(New(st, Options{SyncPeriod: 0}))
@@ -546,8 +546,8 @@ func TestBadParameters(t *testing.T) {
 // health stays open.
 func TestAuth(t *testing.T) {
 	for _, e := range engines {
-		t.Run(e.name, func(t *testing.T) {
-			st := openStore(t, e.dsn(t))
+		t.Run(e.Name, func(t *testing.T) {
+			st := openStore(t, e.DSN(t))
 			seedFleet(t, st, 1, 1)
 			srv := httptest.NewServer(New(st, Options{Tokens: []Token{{Name: "grafana", Secret: "t1"}, {Name: "cli", Secret: "t2"}}, SyncPeriod: 0}))
 			defer srv.Close()

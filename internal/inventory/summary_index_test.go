@@ -23,9 +23,9 @@ import (
 // literals), agent, stripe unit, data offset and minimum split fraction.
 func TestSummaryIndexMatchesSQL(t *testing.T) {
 	for _, e := range engines {
-		t.Run(e.name, func(t *testing.T) {
+		t.Run(e.Name, func(t *testing.T) {
 			ctx := context.Background()
-			st := openStore(t, e.dsn(t))
+			st := openStore(t, e.DSN(t))
 			seed := uint64(time.Now().UnixNano())
 			t.Logf("seed %d", seed)
 			rng := rand.New(rand.NewPCG(seed, 7))

@@ -16,8 +16,8 @@ import (
 // order, degraded counts, and that filters apply.
 func TestSummary(t *testing.T) {
 	for _, e := range engines {
-		t.Run(e.name, func(t *testing.T) {
-			st := openStore(t, e.dsn(t))
+		t.Run(e.Name, func(t *testing.T) {
+			st := openStore(t, e.DSN(t))
 			seedFleet(t, st, 10, 3)
 			if err := st.PutBaselineStates(context.Background(), []store.BaselineState{
 				{AgentID: "agent01", MountPoint: "/data0", State: "degraded", Degraded: true, Reason: "x", UpdatedAt: time.Now()},
@@ -114,9 +114,9 @@ func TestSummary(t *testing.T) {
 // once after an explicit Sync.
 func TestSummaryFollowsChanges(t *testing.T) {
 	for _, e := range engines {
-		t.Run(e.name, func(t *testing.T) {
+		t.Run(e.Name, func(t *testing.T) {
 			ctx := context.Background()
-			st := openStore(t, e.dsn(t))
+			st := openStore(t, e.DSN(t))
 			seedFleet(t, st, 4, 3)
 			const period = 50 * time.Millisecond
 			srv, api := serveRunning(t, st, Options{SyncPeriod: period, SummaryRefresh: period})

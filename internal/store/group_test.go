@@ -162,7 +162,7 @@ VALUES (?, ?, '', '', '', '', 1, 1)`), id, id)
 
 // TestGroupClosedStore: a write after Close fails cleanly.
 func TestGroupClosedStore(t *testing.T) {
-	s, err := Open(context.Background(), engines[0].dsn(t))
+	s, err := Open(context.Background(), engines[0].DSN(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,27 +17,13 @@ import (
 	"github.com/plumbline/plumbline/internal/pgtest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	pgtest.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// engines is the table every store test runs over: the same suite against
-// a real SQLite file and a real PostgreSQL.
-var engines = []struct {
-	name string
-	dsn  func(testing.TB) string
-}{
-	{"sqlite", func(tb testing.TB) string { return "sqlite://" + filepath.Join(tb.TempDir(), "plumbline.db") }},
-	{"postgres", pgtest.DSN},
-}
+// engines: every store-backed test runs against a real SQLite file and a
+// real PostgreSQL.
+var engines = pgtest.Engines()
 
-func forEachEngine(t *testing.T, fn func(t *testing.T, dsn string)) {
-	for _, e := range engines {
-		t.Run(e.name, func(t *testing.T) { fn(t, e.dsn(t)) })
-	}
-}
+var forEachEngine = pgtest.ForEachEngine
 
 func open(t testing.TB, dsn string) *Store {
 	t.Helper()
@@ -508,8 +493,8 @@ func TestOpenBadDSN(t *testing.T) {
 // reports records per second.
 func BenchmarkAppendBatch(b *testing.B) {
 	for _, e := range engines {
-		b.Run(e.name, func(b *testing.B) {
-			s := open(b, e.dsn(b))
+		b.Run(e.Name, func(b *testing.B) {
+			s := open(b, e.DSN(b))
 			register(b, s, "bench")
 			payload := make([]byte, 600)
 			hist := make([]byte, 300)
