@@ -160,9 +160,12 @@ func (s *stack) diskOffset() (*plumblinev1.Layer, uint64, bool) {
 // blameStripeOffset adds a finding for each layer whose offset puts the data
 // off the stripe grid, with the fix that layer needs.
 func (s *stack) blameStripeOffset(f *findings, v *plumblinev1.Volume, st stripe, total uint64) {
-	effect := fmt.Sprintf("%s of 8 KiB and %s of 64 KiB I/Os straddle two stripe units",
-		pct(SplitFraction(total, 8<<10, gridFor(8<<10, v.GetFilesystem()), st.unit)),
-		pct(SplitFraction(total, 64<<10, gridFor(64<<10, v.GetFilesystem()), st.unit)))
+	off8, gran8 := SplitShares(total, 8<<10, gridFor(8<<10, v.GetFilesystem()), st.unit)
+	off64, gran64 := SplitShares(total, 64<<10, gridFor(64<<10, v.GetFilesystem()), st.unit)
+	effect := fmt.Sprintf("%s of 8 KiB and %s of 64 KiB I/Os straddle two stripe units because of this offset", pct(off8), pct(off64))
+	if gran8 > 0 || gran64 > 0 {
+		effect += fmt.Sprintf(" (on top of the %s and %s that the allocation unit splits at any offset)", pct(gran8), pct(gran64))
+	}
 	blamed := false
 	for pi := 0; pi < st.index; pi++ {
 		l := s.layers[s.primary[pi]]

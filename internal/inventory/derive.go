@@ -12,19 +12,9 @@ import (
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
-// Rules lists the alignment rule ids the `rule` filter accepts.
-var Rules = []string{
-	align.RuleAllocationUnitBelowRecommended,
-	align.RuleDataOffsetStripeUnit,
-	align.RuleFSStripeHintsMismatch,
-	align.RuleFSStripeHintsMissing,
-	align.RuleLVMDataOffsetStripeUnit,
-	align.RuleOffsetPhysicalSector,
-	align.RuleOffsetUnknown,
-	align.RulePartitionOffsetStripeUnit,
-	align.RuleStripeUnitAllocationUnit,
-	align.RuleStripeUnitUnknown,
-}
+// Rules lists the alignment rule ids the `rule` filter accepts: every rule
+// align has.
+var Rules = align.Rules()
 
 // Severities, worst first, and their ranks.
 var (

@@ -222,7 +222,7 @@ func TestFilters(t *testing.T) {
 				{"media=sata-ssd", func(v map[string]any) bool { return v["media"] == "sata-ssd" }},
 				{"profile=" + url.QueryEscape(profile), func(v map[string]any) bool { return v["profile"] == profile }},
 				{"min_split_fraction=0.1", func(v map[string]any) bool { return splitOf(v, "8192") >= 0.1 }},
-				{"min_split_fraction=1&io_size_bytes=65536", func(v map[string]any) bool { return splitOf(v, "65536") >= 1 }},
+				{"min_split_fraction=0.1&io_size_bytes=65536", func(v map[string]any) bool { return splitOf(v, "65536") >= 0.1 }},
 				{"degraded=true", func(v map[string]any) bool { return v["host"] == "db01.example" && v["mount_point"] == "/data0" }},
 				{"degraded=false", func(v map[string]any) bool { return !(v["host"] == "db01.example" && v["mount_point"] == "/data0") }},
 				{"rule=partition-offset-stripe-unit", func(v map[string]any) bool { return hasFinding(v, "partition-offset-stripe-unit", "") }},
