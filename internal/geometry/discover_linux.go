@@ -49,6 +49,8 @@ type discoverer struct {
 	rec   recorder
 	cache map[string][]*plumblinev1.Layer
 
+	index *blockIndex // nil when /sys/dev/block lists the block devices
+
 	lvmLoaded bool
 	lvm       map[string]lvmMatch // by dm name
 	lvmVGErr  map[string]string   // VG name -> why its backup could not be used
@@ -80,12 +82,8 @@ func discover(ctx context.Context, opts Options, rec recorder) (Result, error) {
 	if opts.SysfsRoot == "" {
 		return Result{}, fmt.Errorf("sysfs root not set: %w", ErrRoot)
 	}
-	blockDir := filepath.Join(d.sys, "dev", "block")
-	if st, err := os.Stat(blockDir); err != nil || !st.IsDir() {
-		if err == nil {
-			err = errors.New("not a directory")
-		}
-		return Result{}, fmt.Errorf("read %s: %w: %w", blockDir, ErrRoot, err)
+	if err := d.openBlockDevices(); err != nil {
+		return Result{}, err
 	}
 	mi := filepath.Join(opts.ProcfsRoot, "self", "mountinfo")
 	raw, err := os.ReadFile(mi)
@@ -113,8 +111,7 @@ func discover(ctx context.Context, opts Options, rec recorder) (Result, error) {
 		if m.Major == 0 {
 			continue
 		}
-		link := filepath.Join(blockDir, fmt.Sprintf("%d:%d", m.Major, m.Minor))
-		dir, err := d.resolveLink(link)
+		dir, err := d.deviceDir(m.Major, m.Minor)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // not a block device this sysfs knows
 		}
@@ -429,10 +426,10 @@ func (d *discoverer) deviceLayer(dir string) (*plumblinev1.Layer, []string) {
 
 	var below []string
 	switch {
-	case d.exists(filepath.Join(dir, "partition")):
+	case d.isPartition(dir):
 		l.Kind = KindPartition
 		parent := filepath.Dir(dir)
-		d.readUint(l, "partition_number", filepath.Join(dir, "partition"), 1, SourceSysfs, func(v uint64) { l.PartitionNumber = uint32(v) })
+		d.readPartitionNumber(l, dir)
 		d.readUint(l, "offset_bytes", filepath.Join(dir, "start"), sectorBytes, SourceSysfs, func(v uint64) { l.OffsetBytes = proto.Uint64(v) })
 		addUnknown(l, "partition_table", "the table type is not in sysfs; it needs a read of the device")
 		d.readQueue(l, filepath.Join(parent, "queue"), false)
@@ -488,7 +485,12 @@ func (d *discoverer) readAlignmentOffset(l *plumblinev1.Layer, dir string) {
 
 // readQueue reads queue/ sector sizes and I/O hints.
 func (d *discoverer) readQueue(l *plumblinev1.Layer, q string, rotational bool) {
-	d.readUint(l, "logical_sector_bytes", filepath.Join(q, "logical_block_size"), 1, SourceSysfs, func(v uint64) { l.LogicalSectorBytes = uint32(v) })
+	logical := filepath.Join(q, "logical_block_size")
+	if _, err := os.Stat(logical); errors.Is(err, fs.ErrNotExist) && d.exists(filepath.Join(q, "hw_sector_size")) {
+		// Before 2.6.31 the logical sector was only queue/hw_sector_size.
+		logical = filepath.Join(q, "hw_sector_size")
+	}
+	d.readUint(l, "logical_sector_bytes", logical, 1, SourceSysfs, func(v uint64) { l.LogicalSectorBytes = uint32(v) })
 	d.readUint(l, "physical_sector_bytes", filepath.Join(q, "physical_block_size"), 1, SourceSysfs, func(v uint64) { l.PhysicalSectorBytes = uint32(v) })
 	d.readUint(l, "min_io_bytes", filepath.Join(q, "minimum_io_size"), 1, SourceKernelHint, func(v uint64) { l.MinIoBytes = uint32(v) })
 	d.readUint(l, "opt_io_bytes", filepath.Join(q, "optimal_io_size"), 1, SourceKernelHint, func(v uint64) { l.OptIoBytes = uint32(v) })
@@ -762,15 +764,7 @@ func (d *discoverer) resolveDeclared() {
 	if len(d.opts.Declared) == 0 {
 		return
 	}
-	d.blockDevs = map[string]string{}
-	blockDir := filepath.Join(d.sys, "dev", "block")
-	if ents, err := os.ReadDir(blockDir); err == nil {
-		for _, e := range ents {
-			if dir, err := d.resolveLink(filepath.Join(blockDir, e.Name())); err == nil {
-				d.blockDevs[filepath.Base(dir)] = dir
-			}
-		}
-	}
+	d.blockDevs = d.blockDevices()
 	for _, decl := range d.opts.Declared {
 		if decl.Device == "" {
 			d.warnings = append(d.warnings, fmt.Sprintf("declared device %s: matching by serial or model is Windows-only; on Linux name the disk (device: /dev/disk/by-id/...)", declaredLabel(decl)))
@@ -781,7 +775,7 @@ func (d *discoverer) resolveDeclared() {
 			d.warnings = append(d.warnings, fmt.Sprintf("declared device %s matches no block device in %s", decl.Device, filepath.Join(d.sys, "dev", "block")))
 			continue
 		}
-		if d.exists(filepath.Join(d.blockDevs[name], "partition")) {
+		if d.isPartition(d.blockDevs[name]) {
 			d.warnings = append(d.warnings, fmt.Sprintf("declared device %s (%s) is not a whole disk; declare the disk the array presents", decl.Device, name))
 			continue
 		}

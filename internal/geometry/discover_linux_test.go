@@ -6,10 +6,12 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/plumbline/plumbline/internal/align"
 	"github.com/plumbline/plumbline/internal/bytesize"
 	"github.com/plumbline/plumbline/internal/render"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
@@ -289,6 +291,30 @@ func TestDiscoverTrees(t *testing.T) {
 			warnings: []string{"wwn-0xnothere matches no block device", "sda1 (sda1) is not a whole disk"},
 		},
 		{
+			// Linux 2.6.26: no /sys/dev/block, no partition attribute, no
+			// PARTN, only hw_sector_size. The 63-sector partition must be
+			// a partition at 31.5 KiB, not a whole disk at offset 0.
+			tree:   "lenny-2.6.26",
+			mounts: []string{"/", "/srv/mysql"},
+			volumes: []volumeWant{
+				{mount: "/", device: "/dev/sda1", fsType: "ext3", layers: []layerWant{
+					{kind: KindFilesystem, below: []string{"sda1"}},
+					{kind: KindPartition, device: "sda1", offset: u64(63 * 512), size: 2104452 * 512, partNum: 1, logical: 512, below: []string{"sda"},
+						sources: map[string]string{"partition_number": SourceDeviceName, "offset_bytes": SourceSysfs, "logical_sector_bytes": SourceSysfs},
+						unknown: []string{"physical_sector_bytes", "alignment_offset_bytes"}},
+					{kind: KindDisk, device: "sda", size: 976773168 * 512, logical: 512, model: "ST3500418AS", unknown: []string{"physical_sector_bytes", "rotational"}},
+				}},
+				{mount: "/srv/mysql", device: "/dev/md0", fsType: "ext3", layers: []layerWant{
+					{kind: KindFilesystem, below: []string{"md0"}},
+					{kind: KindRAID, device: "md0", raidLevel: "raid1", raidDisks: 2, dataDisks: 1, offset: u64(0), logical: 512, below: []string{"sda2", "sdb2"}},
+					{kind: KindPartition, device: "sda2", offset: u64(2104515 * 512), partNum: 2, below: []string{"sda"}},
+					{kind: KindDisk, device: "sda"},
+					{kind: KindPartition, device: "sdb2", offset: u64(2104515 * 512), partNum: 2, below: []string{"sdb"}},
+					{kind: KindDisk, device: "sdb", model: "ST3500418AS"},
+				}},
+			},
+		},
+		{
 			tree:   "4kn",
 			mounts: []string{"/data"},
 			volumes: []volumeWant{{
@@ -449,5 +475,74 @@ func TestDiscoverHost(t *testing.T) {
 	want := &plumblinev1.Host{Hostname: "db1", Os: "linux", Kernel: "6.1.0-18-amd64", MachineId: "0123456789abcdef0123456789abcdef"}
 	if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
 		t.Errorf("DiscoverHost() (-want +got):\n%s", diff)
+	}
+}
+
+// TestOldKernelVerdicts: on a kernel without the partition attribute the
+// legacy 63-sector layout must not hide behind "aligned". Without a stripe
+// unit or a physical sector there is nothing to judge it by (unknown, and
+// why); with the array declared it is misaligned.
+func TestOldKernelVerdicts(t *testing.T) {
+	root := loadTree(t, "lenny-2.6.26")
+	tests := []struct {
+		name     string
+		declared []DeclaredDevice
+		verdict  string
+		rule     string
+	}{
+		{"nothing declared", nil, align.Unknown, align.RulePhysicalSectorUnknown},
+		{"hardware raid10 declared", []DeclaredDevice{{Device: "/dev/sda", RAID: DeclaredRAID{Level: "raid10", StripeUnit: 64 * bytesize.KiB, Disks: 4}}},
+			align.Misaligned, align.RulePartitionOffsetStripeUnit},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := treeOptions(root)
+			o.Declared = tc.declared
+			vols, err := Discover(context.Background(), o)
+			if err != nil {
+				t.Fatalf("Discover(lenny-2.6.26) error = %v", err)
+			}
+			v := volumeAt(vols, "/")
+			if v == nil {
+				t.Fatalf("Discover(lenny-2.6.26) has no volume at /: %v", vols)
+			}
+			a := align.Evaluate(v)
+			var rules []string
+			for _, f := range a.GetFindings() {
+				rules = append(rules, f.GetRule())
+			}
+			if a.GetVerdict() != tc.verdict || !slices.Contains(rules, tc.rule) {
+				t.Errorf("Evaluate(/ on lenny-2.6.26) = %s %v, want %s with %s", a.GetVerdict(), rules, tc.verdict, tc.rule)
+			}
+			if a.GetDiskOffsetBytes() != 63*512 {
+				t.Errorf("Evaluate(/ on lenny-2.6.26) disk offset = %d, want %d", a.GetDiskOffsetBytes(), 63*512)
+			}
+		})
+	}
+}
+
+func TestPartitionNumberFromName(t *testing.T) {
+	tests := []struct {
+		name, disk string
+		want       uint32
+		ok         bool
+	}{
+		{"sda1", "sda", 1, true},
+		{"sda12", "sda", 12, true},
+		{"nvme0n1p2", "nvme0n1", 2, true},
+		{"mmcblk0p1", "mmcblk0", 1, true},
+		{"md0p3", "md0", 3, true},
+		{"sda", "sda", 0, false},
+		{"sdb1", "sda", 0, false},
+		{"sdap", "sda", 0, false},
+		{"sda0", "sda", 0, false},
+		{"sda1x", "sda", 0, false},
+		{"sda99999999999", "sda", 0, false},
+	}
+	for _, tt := range tests {
+		got, ok := partitionNumberFromName(tt.name, tt.disk)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("partitionNumberFromName(%q, %q) = %d, %v, want %d, %v", tt.name, tt.disk, got, ok, tt.want, tt.ok)
+		}
 	}
 }

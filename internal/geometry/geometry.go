@@ -35,6 +35,9 @@ const (
 	SourceLVMMetadata = "lvm-metadata"
 	SourceStatfs      = "statfs"
 	SourceIoctl       = "ioctl"
+	// SourceDeviceName is the kernel's device name: a partition's number
+	// on kernels whose sysfs has neither a partition file nor uevent PARTN.
+	SourceDeviceName = "device-name"
 )
 
 // Layer kinds (Layer.kind).

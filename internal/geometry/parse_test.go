@@ -217,7 +217,8 @@ func seedSuperblocks(f *testing.F) {
 }
 
 func FuzzParseSysfsValue(f *testing.F) {
-	for _, s := range []string{"512\n", "-1\n", "4096", "", "\n", "raid10\n", "18446744073709551615\n", "1 2\n", "8:17\n"} {
+	for _, s := range []string{"512\n", "-1\n", "4096", "", "\n", "raid10\n", "18446744073709551615\n", "1 2\n", "8:17\n",
+		"MAJOR=8\nMINOR=1\nDEVTYPE=partition\nPARTN=1\n", "=x\nA\nA=1\nA=2"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -225,6 +226,12 @@ func FuzzParseSysfsValue(f *testing.F) {
 		parseSysfsInt(b)
 		parseSysfsString(b)
 		parseDevNumber(string(b))
+		if ue := parseUevent(b); len(ue) > maxUeventKeys {
+			t.Fatalf("parseUevent kept %d keys, more than %d", len(ue), maxUeventKeys)
+		}
+		if n, ok := partitionNumberFromName(string(b), "sda"); ok != (n > 0) {
+			t.Fatalf("partitionNumberFromName(%q, sda) = %d, %v", b, n, ok)
+		}
 	})
 }
 

@@ -1,0 +1,262 @@
+package geometry
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
+)
+
+// How block devices are found on kernels of every age:
+//
+//   - /sys/dev/block/MAJ:MIN links every block device to its directory
+//     (Linux 2.6.27 and later). It is used whenever it exists.
+//   - Older kernels have only /sys/block/<disk> (a directory, or from
+//     2.6.25 a link into /sys/devices) with the disk's partitions as child
+//     directories, and /sys/class/block from 2.6.25. There every device
+//     directory with a dev file is indexed by the MAJ:MIN in it.
+//
+// A partition is told apart from a whole device the way libblkid does it,
+// since the partition attribute only exists from 2.6.28 on: the partition
+// file; else DEVTYPE=partition in the device's uevent; else a start file in
+// a directory that sits inside another block device's directory (a disk's
+// child). Its number comes from the partition file, else uevent PARTN, else
+// the digits that end its name after the disk's name (sda1, nvme0n1p2).
+
+// blockIndex maps device numbers to sysfs device directories when
+// /sys/dev/block is missing.
+type blockIndex struct {
+	byDev  map[string]string // "MAJ:MIN" -> dir
+	byName map[string]string // kernel name -> dir
+}
+
+// devBlockDir is /sys/dev/block under the sysfs root.
+func (d *discoverer) devBlockDir() string { return filepath.Join(d.sys, "dev", "block") }
+
+// openBlockDevices checks that the sysfs root lists block devices, and
+// indexes them by hand on kernels without /sys/dev/block.
+func (d *discoverer) openBlockDevices() error {
+	blockDir := d.devBlockDir()
+	st, err := os.Stat(blockDir)
+	present := err == nil && st.IsDir()
+	if present && !emptyDir(blockDir) {
+		return nil
+	}
+	if err == nil && !present {
+		err = errors.New("not a directory")
+	}
+	idx := d.scanBlockDevices()
+	if len(idx.byDev) == 0 {
+		if present {
+			return nil // an empty /sys/dev/block: a host with no block devices
+		}
+		return fmt.Errorf("read %s: %w: %w (and neither %s nor %s lists a block device)", blockDir, ErrRoot, err,
+			filepath.Join(d.sys, "block"), filepath.Join(d.sys, "class", "block"))
+	}
+	d.index = idx
+	return nil
+}
+
+// scanBlockDevices indexes /sys/block/* and /sys/class/block/* and the
+// disks' child directories by the MAJ:MIN in their dev files.
+func (d *discoverer) scanBlockDevices() *blockIndex {
+	idx := &blockIndex{byDev: map[string]string{}, byName: map[string]string{}}
+	add := func(dir string) bool {
+		b, err := d.readFile(filepath.Join(dir, "dev"))
+		if err != nil {
+			return false
+		}
+		s, err := parseSysfsString(b)
+		if err != nil {
+			return false
+		}
+		ma, mi, err := parseDevNumber(s)
+		if err != nil {
+			return false
+		}
+		key := fmt.Sprintf("%d:%d", ma, mi)
+		if _, ok := idx.byDev[key]; !ok {
+			idx.byDev[key] = dir
+			idx.byName[filepath.Base(dir)] = dir
+		}
+		return true
+	}
+	for _, top := range []string{filepath.Join(d.sys, "block"), filepath.Join(d.sys, "class", "block")} {
+		ents, err := os.ReadDir(top)
+		if err != nil {
+			continue
+		}
+		d.recDir(top)
+		for _, e := range ents {
+			p := filepath.Join(top, e.Name())
+			dir := p
+			if e.Type()&fs.ModeSymlink != 0 {
+				var err error
+				if dir, err = d.resolveLink(p); err != nil {
+					continue
+				}
+			} else if !e.IsDir() {
+				continue
+			}
+			if !add(dir) {
+				continue
+			}
+			// A disk's partitions are its child directories with a dev file.
+			kids, err := os.ReadDir(dir)
+			if err != nil {
+				continue
+			}
+			for _, k := range kids {
+				if k.IsDir() && k.Type()&fs.ModeSymlink == 0 && d.exists(filepath.Join(dir, k.Name(), "dev")) {
+					add(filepath.Join(dir, k.Name()))
+				}
+			}
+		}
+	}
+	return idx
+}
+
+// deviceDir is the sysfs directory of block device MAJ:MIN; the error
+// wraps fs.ErrNotExist when sysfs has no such block device.
+func (d *discoverer) deviceDir(major, minor uint32) (string, error) {
+	key := fmt.Sprintf("%d:%d", major, minor)
+	if d.index != nil {
+		if dir, ok := d.index.byDev[key]; ok {
+			return dir, nil
+		}
+		return "", fs.ErrNotExist
+	}
+	return d.resolveLink(filepath.Join(d.devBlockDir(), key))
+}
+
+// blockDevices maps every block device's kernel name to its directory.
+func (d *discoverer) blockDevices() map[string]string {
+	out := map[string]string{}
+	if d.index != nil {
+		for n, dir := range d.index.byName {
+			out[n] = dir
+		}
+		return out
+	}
+	ents, err := os.ReadDir(d.devBlockDir())
+	if err != nil {
+		return out
+	}
+	for _, e := range ents {
+		if dir, err := d.resolveLink(filepath.Join(d.devBlockDir(), e.Name())); err == nil {
+			out[filepath.Base(dir)] = dir
+		}
+	}
+	return out
+}
+
+// isPartition says whether the block device at dir is a partition (see
+// the comment at the top of this file).
+func (d *discoverer) isPartition(dir string) bool {
+	if d.exists(filepath.Join(dir, "partition")) {
+		return true
+	}
+	if ue := d.uevent(dir); ue != nil {
+		switch ue["DEVTYPE"] {
+		case "partition":
+			return true
+		case "disk":
+			return false
+		}
+	}
+	return d.exists(filepath.Join(dir, "start")) && d.exists(filepath.Join(filepath.Dir(dir), "dev"))
+}
+
+// uevent reads dir/uevent; nil when it is absent or unreadable.
+func (d *discoverer) uevent(dir string) map[string]string {
+	b, err := d.readFile(filepath.Join(dir, "uevent"))
+	if err != nil {
+		return nil
+	}
+	return parseUevent(b)
+}
+
+// readPartitionNumber sets a partition's number from the partition file,
+// uevent PARTN, or its name, in that order.
+func (d *discoverer) readPartitionNumber(l *plumblinev1.Layer, dir string) {
+	p := filepath.Join(dir, "partition")
+	if _, err := os.Stat(p); err == nil {
+		d.readUint(l, "partition_number", p, 1, SourceSysfs, func(v uint64) { l.PartitionNumber = uint32(v) })
+		return
+	}
+	if v, ok := d.uevent(dir)["PARTN"]; ok {
+		if n, err := strconv.ParseUint(v, 10, 32); err == nil && n > 0 {
+			l.PartitionNumber = uint32(n)
+			l.Sources["partition_number"] = SourceSysfs
+			return
+		}
+	}
+	if n, ok := partitionNumberFromName(filepath.Base(dir), filepath.Base(filepath.Dir(dir))); ok {
+		l.PartitionNumber = n
+		l.Sources["partition_number"] = SourceDeviceName
+		return
+	}
+	addUnknown(l, "partition_number", fmt.Sprintf("%s: absent, no PARTN in uevent, and the name %s does not end in a number", d.rel(p), filepath.Base(dir)))
+}
+
+// partitionNumberFromName is the number at the end of a partition's kernel
+// name after its disk's name and an optional "p": sda12 on sda is 12,
+// nvme0n1p2 on nvme0n1 is 2, mmcblk0p1 on mmcblk0 is 1.
+func partitionNumberFromName(name, disk string) (uint32, bool) {
+	rest, ok := strings.CutPrefix(name, disk)
+	if !ok || rest == "" {
+		return 0, false
+	}
+	rest = strings.TrimPrefix(rest, "p")
+	if rest == "" || strings.Trim(rest, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(rest, 10, 32)
+	if err != nil || n == 0 {
+		return 0, false
+	}
+	return uint32(n), true
+}
+
+// maxUeventKeys bounds the keys kept from one uevent file.
+const maxUeventKeys = 64
+
+// parseUevent parses a sysfs uevent file: KEY=value lines (MAJOR, MINOR,
+// DEVNAME, DEVTYPE, PARTN, ...). Lines without '=' are skipped; the first
+// value of a key wins.
+func parseUevent(b []byte) map[string]string {
+	if len(b) > maxSysfsValue {
+		b = b[:maxSysfsValue]
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
+		if !ok || k == "" {
+			continue
+		}
+		if _, dup := out[k]; dup {
+			continue
+		}
+		if len(out) >= maxUeventKeys {
+			break
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// emptyDir says whether dir lists nothing (or cannot be listed).
+func emptyDir(dir string) bool {
+	f, err := os.Open(dir)
+	if err != nil {
+		return true
+	}
+	defer f.Close()
+	names, _ := f.Readdirnames(1)
+	return len(names) == 0
+}
