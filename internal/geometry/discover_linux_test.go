@@ -16,6 +16,7 @@ import (
 	"github.com/plumbline/plumbline/internal/render"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 )
 
@@ -34,7 +35,8 @@ type layerWant struct {
 	raidDisks, dataDisks, partNum  uint32
 	blockSize                      uint32
 	model, serial                  string
-	rotRequired                    bool // rotational must be known
+	rotRequired                    bool                     // rotational must be known
+	reshape                        *plumblinev1.RaidReshape // nil: must be no reshape
 	below                          []string
 	sources                        map[string]string
 	unknown                        []string // fields that must be listed as unknown
@@ -93,6 +95,9 @@ func checkLayer(t *testing.T, where string, got *plumblinev1.Layer, w layerWant)
 		if !c.skip && c.got != c.want {
 			t.Errorf("%s %s = %v, want %v", where, c.field, c.got, c.want)
 		}
+	}
+	if !proto.Equal(got.GetReshape(), w.reshape) {
+		t.Errorf("%s reshape = %v, want %v", where, got.GetReshape(), w.reshape)
 	}
 	for f, s := range w.sources {
 		if got.GetSources()[f] != s {
@@ -171,6 +176,28 @@ func TestDiscoverTrees(t *testing.T) {
 					{kind: KindDisk, device: "sdc"}, {kind: KindDisk, device: "sdd"}, {kind: KindDisk, device: "sde"},
 				},
 			}},
+		},
+		{
+			// mdadm --grow in progress: "new (old)" values are the new
+			// geometry, and the layer says what it was.
+			tree:   "md-reshape",
+			mounts: []string{"/pgdata", "/wal"},
+			volumes: []volumeWant{
+				{mount: "/pgdata", device: "/dev/md0", fsType: "ext4", layers: []layerWant{
+					{kind: KindFilesystem},
+					{kind: KindRAID, device: "md0", raidLevel: "raid5", layout: "left-symmetric", stripeUnit: 128 << 10, raidDisks: 5, dataDisks: 4, offset: u64(1 << 20),
+						sources: map[string]string{"raid_disks": SourceSysfs, "stripe_unit_bytes": SourceSysfs, "raid_layout": SourceSysfs, "raid_data_disks": SourceSysfs, "reshape": SourceSysfs},
+						reshape: &plumblinev1.RaidReshape{PreviousRaidDisks: 4, PreviousStripeUnitBytes: 64 << 10, PreviousRaidLayout: "left-asymmetric"}},
+					{kind: KindDisk, device: "sdb"}, {kind: KindDisk, device: "sdc"}, {kind: KindDisk, device: "sdd"},
+					{kind: KindDisk, device: "sde"}, {kind: KindDisk, device: "sdf"},
+				}},
+				{mount: "/wal", device: "/dev/md1", fsType: "xfs", layers: []layerWant{
+					{kind: KindFilesystem},
+					{kind: KindRAID, device: "md1", raidLevel: "raid10", layout: "near=2", stripeUnit: 512 << 10, raidDisks: 3, dataDisks: 1, offset: u64(1 << 20),
+						reshape: &plumblinev1.RaidReshape{PreviousRaidDisks: 2}},
+					{kind: KindDisk, device: "sdg"}, {kind: KindDisk, device: "sdh"}, {kind: KindDisk, device: "sdi"},
+				}},
+			},
 		},
 		{
 			tree:   "md-raid6",
@@ -544,5 +571,39 @@ func TestPartitionNumberFromName(t *testing.T) {
 		if got != tt.want || ok != tt.ok {
 			t.Errorf("partitionNumberFromName(%q, %q) = %d, %v, want %d, %v", tt.name, tt.disk, got, ok, tt.want, tt.ok)
 		}
+	}
+}
+
+// TestReshapeVerdict: a running reshape is in the verdict's findings, with
+// the old and the new geometry, and the verdict is judged on the new one.
+func TestReshapeVerdict(t *testing.T) {
+	vols, err := Discover(context.Background(), treeOptions(loadTree(t, "md-reshape")))
+	if err != nil {
+		t.Fatalf("Discover(md-reshape) error = %v", err)
+	}
+	for _, tc := range []struct{ mount, want string }{
+		{"/pgdata", "raid5 md0 is being reshaped (raid_disks 4 -> 5, chunk 64 KiB -> 128 KiB, layout left-asymmetric -> left-symmetric)"},
+		{"/wal", "raid10 md1 is being reshaped (raid_disks 2 -> 3)"},
+	} {
+		v := volumeAt(vols, tc.mount)
+		if v == nil {
+			t.Fatalf("Discover(md-reshape) has no volume at %s", tc.mount)
+		}
+		a := align.Evaluate(v)
+		var found bool
+		for _, f := range a.GetFindings() {
+			if f.GetRule() == align.RuleRAIDReshapeRunning {
+				found = true
+				if !strings.Contains(f.GetMessage(), tc.want) {
+					t.Errorf("Evaluate(%s) reshape finding = %q, want it to contain %q", tc.mount, f.GetMessage(), tc.want)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("Evaluate(%s) findings = %v, want %s", tc.mount, a.GetFindings(), align.RuleRAIDReshapeRunning)
+		}
+	}
+	if a := align.Evaluate(volumeAt(vols, "/pgdata")); a.GetStripeUnitBytes() != 128<<10 {
+		t.Errorf("Evaluate(/pgdata) stripe unit = %d, want the new 128 KiB", a.GetStripeUnitBytes())
 	}
 }

@@ -28,6 +28,36 @@ func parseSysfsUint(b []byte) (uint64, error) {
 	return n, nil
 }
 
+// parseSysfsUintPair parses an md attribute that holds one unsigned number,
+// or during a reshape two: "new (old)" (md/raid_disks, md/chunk_size and
+// md/layout while mdadm --grow runs). reshaping says the second was there.
+func parseSysfsUintPair(b []byte) (cur, prev uint64, reshaping bool, err error) {
+	s, err := parseSysfsString(b)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	a, rest, pair := strings.Cut(s, " ")
+	cur, err = strconv.ParseUint(a, 10, 64)
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("parse %q: %w", s, err)
+	}
+	if !pair {
+		return cur, 0, false, nil
+	}
+	inner, ok := strings.CutPrefix(rest, "(")
+	if ok {
+		inner, ok = strings.CutSuffix(inner, ")")
+	}
+	if !ok {
+		return 0, 0, false, fmt.Errorf("parse %q: want N or \"NEW (OLD)\"", s)
+	}
+	prev, err = strconv.ParseUint(inner, 10, 64)
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("parse %q: want N or \"NEW (OLD)\": %w", s, err)
+	}
+	return cur, prev, true, nil
+}
+
 // parseSysfsInt parses a sysfs file holding one signed decimal number
 // (alignment_offset, which is -1 when the device cannot be aligned).
 func parseSysfsInt(b []byte) (int64, error) {
