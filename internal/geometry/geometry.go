@@ -69,6 +69,10 @@ type Options struct {
 	// block size. Only for the live host: a captured tree's mount points do
 	// not belong to this machine.
 	StatMounts bool
+	// Captured says the roots describe a captured tree, not this machine:
+	// DiscoverHost then takes host facts only from the tree and never
+	// from this machine (its hostname, Windows build, MachineGuid).
+	Captured bool
 
 	Declared []DeclaredDevice
 

@@ -13,7 +13,11 @@ import (
 // per volume, then every finding with its fix.
 func Table(w io.Writer, inv *plumblinev1.Inventory) error {
 	h := inv.GetHost()
-	fmt.Fprintf(w, "host %s (%s %s)\n\n", orDash(h.GetHostname()), orDash(h.GetOs()), orDash(h.GetKernel()))
+	name := h.GetHostname()
+	if name == "" {
+		name = "unknown" // a captured tree that names no host
+	}
+	fmt.Fprintf(w, "host %s (%s %s)\n\n", name, orDash(h.GetOs()), orDash(h.GetKernel()))
 	if len(inv.GetVolumes()) == 0 {
 		_, err := fmt.Fprintln(w, "no block-backed file systems found")
 		return err
