@@ -36,6 +36,7 @@ const (
 	famLatency
 	famStops
 	famVolFinding
+	famVolGranSplit
 	famVolInfo
 	famVolLastProbe
 	famVolRAIDMissing
@@ -74,7 +75,9 @@ func newFamilies() [numFamilies]family {
 	}
 	d(famVolInfo, "volume_info", gauge, "A volume the latest geometry snapshot of its host lists, with its identity, geometry and the server's alignment verdict (aligned, misaligned, unknown) as labels. Sizes are bytes; data_offset_bytes is empty when unknown, cluster (the file-system allocation unit) when unknown.",
 		withVolume("device", "fs", "raid_level", "stripe_unit_bytes", "data_offset_bytes", "cluster", "media", "profile", "verdict"))
-	d(famVolSplit, "volume_split_fraction", gauge, "Predicted share of I/Os of io_size_bytes that straddle a stripe unit and are split by the array (split-I/O model; 0 to 1). Absent when no stripe unit is known.",
+	d(famVolSplit, "volume_split_fraction", gauge, "Offset-caused split: predicted share of I/Os of io_size_bytes that straddle a stripe unit because of where the volume's data starts, beyond what an aligned offset would split (split-I/O model; 0 to 1; 0 when aligned). Re-creating the partition at an aligned offset removes it. Absent when no stripe unit or offset is known.",
+		withVolume("io_size_bytes"))
+	d(famVolGranSplit, "volume_granularity_split_fraction", gauge, "Allocation-granularity split: predicted share of I/Os of io_size_bytes that straddle a stripe unit at any offset, because the file system places them on a grid finer than their size (allocation unit or stripe hint below the I/O size). Not a misalignment; no re-partitioning removes it (0 to 1). Absent when no stripe unit or offset is known.",
 		withVolume("io_size_bytes"))
 	d(famVolFinding, "volume_finding", gauge, "An alignment finding of the server's rules on the volume (rule id, severity: critical, warning, info); always 1.",
 		withVolume("rule", "severity"))
