@@ -457,6 +457,12 @@ func TestCSV(t *testing.T) {
 					if col(r, "verdict") != "misaligned" || col(r, "data_offset_bytes") != "32256" || col(r, "finding_rule") == "" || col(r, "remediation") == "" {
 						t.Errorf("change-ticket columns: %v", r)
 					}
+					// xfs with 4 KiB blocks at 31.5 KiB on a 64 KiB stripe: the
+					// split by cause, offset and allocation grid.
+					got := []string{col(r, "split_fraction_8k"), col(r, "split_fraction_64k"), col(r, "granularity_split_fraction_8k"), col(r, "granularity_split_fraction_64k")}
+					if diff := gocmp.Diff([]string{"0.0625", "0.0625", "0.0625", "0.9375"}, got); diff != "" {
+						t.Errorf("split columns (offset 8K, 64K, granularity 8K, 64K) (-want +got):\n%s", diff)
+					}
 				}
 			}
 			// A CSV page carries the next token in a header.
