@@ -288,6 +288,14 @@ func serve(ctx context.Context, cfg Config, stdout io.Writer, logger *slog.Logge
 	}
 	defer st.Close()
 	logger.Info("store open", "engine", st.Engine())
+	// Stored verdicts follow this server's rules, also for volumes whose
+	// agents send no new snapshot.
+	rejudgeStart := time.Now()
+	if changed, failed, err := st.RejudgeVolumes(ctx, ingest.Rejudge); err != nil {
+		logger.Warn("re-judging stored volumes with the current alignment rules failed; they keep their verdicts until their next snapshot", "err", err)
+	} else if changed > 0 || failed > 0 {
+		logger.Info("re-judged stored volumes with the current alignment rules", "changed", changed, "undecodable", failed, "took", time.Since(rejudgeStart).Round(time.Millisecond))
+	}
 
 	svc := ingest.New(st, svcOpts)
 	gs, hs, err := ingest.NewGRPCServer(svc, tlsConf)

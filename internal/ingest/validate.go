@@ -401,6 +401,21 @@ func convertGeometry(g *plumblinev1.GeometrySnapshot, lim Limits) ([]store.Volum
 	return out, nil
 }
 
+// Rejudge is the store.JudgeFunc of the server's rules: it re-evaluates a
+// stored geometry's alignment, so that a rule change reaches volumes whose
+// agents send no new snapshot (store.RejudgeVolumes, run at server start).
+func Rejudge(geometry []byte) (store.Volume, error) {
+	var v plumblinev1.Volume
+	if err := proto.Unmarshal(geometry, &v); err != nil {
+		return store.Volume{}, fmt.Errorf("stored geometry: %w", err)
+	}
+	sv, err := judge(&v)
+	if err != nil {
+		return store.Volume{}, err
+	}
+	return sv, nil
+}
+
 // judge re-evaluates a volume's alignment with the server's rules (the
 // authoritative verdict) and converts it for the store.
 func judge(v *plumblinev1.Volume) (store.Volume, error) {
