@@ -129,7 +129,7 @@ func Evaluate(v *plumblinev1.Volume) *plumblinev1.Alignment {
 			// Without a stripe rule this is what decides the verdict.
 			offsetKnown = false
 			f.add(RuleOffsetUnknown, Warning,
-				fmt.Sprintf("the offset of the file system's data on disk %s cannot be read: %s", disk.GetDevice(), st.unknownOffsetReason(st.primary, len(st.primary)-1)),
+				fmt.Sprintf("the offset of the file system's data on %s cannot be read: %s", diskWord(disk), st.diskOffsetReason()),
 				"check that the agent can read sysfs and the LVM metadata backups (/etc/lvm/backup)")
 		}
 	default:
@@ -218,6 +218,15 @@ func gridFor(s uint64, fs *plumblinev1.Filesystem) uint64 {
 		return s
 	}
 	return alloc
+}
+
+// diskWord names where the data lands: "disk sda", or "the disks below md0"
+// when the chain stops above them.
+func diskWord(l *plumblinev1.Layer) string {
+	if presentsDisk(l) {
+		return "disk " + l.GetDevice()
+	}
+	return "the disks below " + l.GetDevice()
 }
 
 // unknownReason is the reason a layer gives for an unknown field, or def.

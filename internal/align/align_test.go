@@ -391,6 +391,19 @@ func TestEvaluate(t *testing.T) {
 			verdict: Aligned, dataOff: u64(mib), unit: 64 * kib, unitSrc: "declared",
 		},
 		{
+			// The chain stops at md0 (its slaves are unreadable): md0's data
+			// offset and the partitions below are not in any sum, so the
+			// sector rule has no disk offset; the stripe rule alone does
+			// not make it "aligned".
+			name: "md whose members are unknown",
+			vol: volume("xfs", 4096, fsLayer("xfs", 4096, 0, 0),
+				&plumblinev1.Layer{Kind: "raid", Device: "md0", RaidLevel: "raid10", StripeUnitBytes: 512 * kib, RaidDisks: 4, RaidDataDisks: 2,
+					OffsetBytes: u64(mib), Source: "sysfs", PhysicalSectorBytes: 4096,
+					Unknown: []*plumblinev1.Unknown{{Field: "below", Reason: "sysfs devices/virtual/block/md0/slaves: permission denied"}}}),
+			verdict: Unknown, dataOff: u64(0), unit: 512 * kib, unitSrc: "sysfs",
+			findings: []string{"warning:offset-unknown", "info:fs-stripe-hints-missing"},
+		},
+		{
 			name: "md reshape running",
 			vol: volume("xfs", 4096, fsLayer("xfs", 4096, 512*kib, mib),
 				&plumblinev1.Layer{Kind: "raid", Device: "md0", RaidLevel: "raid10", StripeUnitBytes: 512 * kib, RaidDisks: 5, RaidDataDisks: 2,
