@@ -260,3 +260,101 @@ func emptyDir(dir string) bool {
 	names, _ := f.Readdirnames(1)
 	return len(names) == 0
 }
+
+// readMounts reads the mount table: <procfs>/self/mountinfo, or on
+// kernels before 2.6.26, which have none, <procfs>/mounts with each
+// block device's number found in sysfs by the source's name.
+func (d *discoverer) readMounts() ([]mountInfo, error) {
+	mi := filepath.Join(d.opts.ProcfsRoot, "self", "mountinfo")
+	raw, err := os.ReadFile(mi)
+	if err == nil {
+		d.recFile(mi, raw)
+		mounts, bad := parseMountInfo(raw)
+		for _, e := range bad {
+			d.warnings = append(d.warnings, e.Error())
+		}
+		return mounts, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read %s: %w: %w", mi, ErrRoot, err)
+	}
+	pm := filepath.Join(d.opts.ProcfsRoot, "mounts")
+	raw, err2 := os.ReadFile(pm)
+	if err2 != nil {
+		return nil, fmt.Errorf("read %s: %w: %w (and %s: %w)", mi, ErrRoot, err, pm, err2)
+	}
+	d.recFile(pm, raw)
+	mounts, bad := parseProcMounts(raw)
+	for _, e := range bad {
+		d.warnings = append(d.warnings, e.Error())
+	}
+	devs := d.blockDevices()
+	var unresolved []string
+	for i := range mounts {
+		m := &mounts[i]
+		if !strings.HasPrefix(m.Source, "/dev/") || pseudoFSTypes[m.FSType] {
+			continue
+		}
+		dir, ok := d.mountSourceDir(m.Source, devs)
+		if ok {
+			if b, err := d.readFile(filepath.Join(dir, "dev")); err == nil {
+				if s, err := parseSysfsString(b); err == nil {
+					if ma, mi, err := parseDevNumber(s); err == nil {
+						m.Major, m.Minor = ma, mi
+						continue
+					}
+				}
+			}
+		}
+		unresolved = append(unresolved, m.Source+" ("+m.MountPoint+")")
+	}
+	if len(unresolved) > 0 {
+		d.warnings = append(d.warnings, fmt.Sprintf("%s has no mountinfo (Linux before 2.6.26) and %s names no block device sysfs knows: %s", d.opts.ProcfsRoot, pm, strings.Join(unresolved, ", ")))
+	}
+	return mounts, nil
+}
+
+// mountSourceDir finds the sysfs directory of a mount source from
+// /proc/mounts: /dev/sda1 and /dev/md0 by kernel name, /dev/mapper/NAME by
+// the dm name, links under DevRoot (/dev/disk/by-uuid/...) by following them.
+func (d *discoverer) mountSourceDir(src string, devs map[string]string) (string, bool) {
+	if name, ok := strings.CutPrefix(src, "/dev/mapper/"); ok {
+		for _, dir := range devs {
+			if n, err := d.readString(filepath.Join(dir, "dm", "name")); err == nil && n == name {
+				return dir, true
+			}
+		}
+	}
+	if n, ok := d.devLinkName(src); ok {
+		if dir, ok := devs[n]; ok {
+			return dir, true
+		}
+	}
+	dir, ok := devs[filepath.Base(src)]
+	return dir, ok
+}
+
+// devLinkName follows a /dev path's symlinks under DevRoot (at most 16,
+// never out of /dev) and returns the name it ends at: /dev/disk/by-id/x
+// -> sdb. ok is false when the path is not under /dev or DevRoot is unset.
+func (d *discoverer) devLinkName(p string) (string, bool) {
+	if !strings.HasPrefix(p, "/dev/") || d.opts.DevRoot == "" {
+		return "", false
+	}
+	host := filepath.Join(d.opts.DevRoot, strings.TrimPrefix(p, "/dev/"))
+	for range 16 {
+		target, err := os.Readlink(host)
+		if err != nil {
+			break
+		}
+		if filepath.IsAbs(target) {
+			if !strings.HasPrefix(target, "/dev/") {
+				break
+			}
+			host = filepath.Join(d.opts.DevRoot, strings.TrimPrefix(target, "/dev/"))
+		} else {
+			host = filepath.Join(filepath.Dir(host), target)
+		}
+	}
+	return filepath.Base(host), true
+}

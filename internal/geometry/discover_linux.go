@@ -85,15 +85,9 @@ func discover(ctx context.Context, opts Options, rec recorder) (Result, error) {
 	if err := d.openBlockDevices(); err != nil {
 		return Result{}, err
 	}
-	mi := filepath.Join(opts.ProcfsRoot, "self", "mountinfo")
-	raw, err := os.ReadFile(mi)
+	mounts, err := d.readMounts()
 	if err != nil {
-		return Result{}, fmt.Errorf("read %s: %w: %w", mi, ErrRoot, err)
-	}
-	d.recFile(mi, raw)
-	mounts, bad := parseMountInfo(raw)
-	for _, e := range bad {
-		d.warnings = append(d.warnings, e.Error())
+		return Result{}, err
 	}
 	d.resolveDeclared()
 
@@ -851,25 +845,8 @@ func (d *discoverer) declaredName(decl DeclaredDevice) string {
 		return ok
 	}
 	p := decl.Device
-	if strings.HasPrefix(p, "/dev/") && d.opts.DevRoot != "" {
-		host := filepath.Join(d.opts.DevRoot, strings.TrimPrefix(p, "/dev/"))
-		for range 16 {
-			target, err := os.Readlink(host)
-			if err != nil {
-				break
-			}
-			if filepath.IsAbs(target) {
-				if !strings.HasPrefix(target, "/dev/") {
-					break
-				}
-				host = filepath.Join(d.opts.DevRoot, strings.TrimPrefix(target, "/dev/"))
-			} else {
-				host = filepath.Join(filepath.Dir(host), target)
-			}
-		}
-		if n := filepath.Base(host); known(n) {
-			return n
-		}
+	if n, ok := d.devLinkName(p); ok && known(n) {
+		return n
 	}
 	if n := filepath.Base(p); known(n) {
 		return n

@@ -342,6 +342,29 @@ func TestDiscoverTrees(t *testing.T) {
 			},
 		},
 		{
+			// Linux 2.6.18: no mountinfo (/proc/mounts, sources found by
+			// name), no /sys/dev/block, partitions known by start only.
+			tree:   "rhel5-2.6.18",
+			mounts: []string{"/boot", "/var/lib/mysql"},
+			volumes: []volumeWant{
+				{mount: "/boot", device: "/dev/sda1", fsType: "ext3", layers: []layerWant{
+					{kind: KindFilesystem, below: []string{"sda1"}},
+					{kind: KindPartition, device: "sda1", offset: u64(63 * 512), partNum: 1, logical: 512, below: []string{"sda"},
+						sources: map[string]string{"partition_number": SourceDeviceName}},
+					{kind: KindDisk, device: "sda", model: "ST3146356SS", unknown: []string{"physical_sector_bytes"}},
+				}},
+				{mount: "/var/lib/mysql", device: "/dev/md0", fsType: "ext3", layers: []layerWant{
+					{kind: KindFilesystem, below: []string{"md0"}},
+					{kind: KindRAID, device: "md0", raidLevel: "raid1", raidDisks: 2, offset: u64(0), below: []string{"sda2", "sdb2"}},
+					{kind: KindPartition, device: "sda2", offset: u64(208845 * 512), partNum: 2},
+					{kind: KindDisk, device: "sda"},
+					{kind: KindPartition, device: "sdb2", offset: u64(208845 * 512), partNum: 2},
+					{kind: KindDisk, device: "sdb"},
+				}},
+			},
+			warnings: []string{"/dev/root (/)"},
+		},
+		{
 			tree:   "4kn",
 			mounts: []string{"/data"},
 			volumes: []volumeWant{{

@@ -284,10 +284,18 @@ func FuzzParseMountInfo(f *testing.F) {
 	f.Add([]byte("36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue\n"))
 	f.Add([]byte("40 25 9:0 / /data\\040x rw - xfs /dev/md0 rw,sunit=1024,swidth=2048\n41 25 0:4 / /proc rw - proc proc rw\n"))
 	f.Add([]byte("1 2 3:4 a b c - \\1 \\777 \\"))
+	f.Add([]byte("/dev/sda1 /boot ext3 rw,data=ordered 0 0\nrootfs / rootfs rw 0 0\n/dev/md0 /var/lib/my\\040sql ext3 rw 0 0\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		mounts, _ := parseMountInfo(b)
 		for _, m := range mounts {
 			mountOption(m.SuperOptions, "sunit")
+		}
+		// /proc/mounts of kernels before 2.6.26: no device numbers.
+		pm, _ := parseProcMounts(b)
+		for _, m := range pm {
+			if m.Major != 0 || m.Minor != 0 || m.Root != "/" {
+				t.Fatalf("parseProcMounts(%q) = %+v: a mounts line has no device number and root /", b, m)
+			}
 		}
 	})
 }
