@@ -221,8 +221,8 @@ scrape_configs:
 	}
 }
 
-// smallVolumeProbe is probe.Run with the free-space floor (5 GiB by
-// default, not configurable) lowered for 1 GiB test volumes.
+// smallVolumeProbe is probe.Run with the free-space floor lowered for
+// 1 GiB test volumes (what a schedule's min_free and min_free_percent do).
 func smallVolumeProbe(ctx context.Context, o probe.Options) (probe.Result, error) {
 	o.MinFreeBytes, o.MinFreePercent = 64<<20, 5
 	return probe.Run(ctx, o)

@@ -98,22 +98,20 @@ func checkFS(dirFd int, dir string, allowCached bool) (tryDirect bool, err error
 }
 
 // checkFreeSpace refuses to grow the file system's usage by grow bytes when
-// that would leave less free than the floor: the larger of minPercent of
-// the file system and minBytes.
-func checkFreeSpace(dirFd int, dir string, grow int64, minPercent float64, minBytes int64) error {
+// that would leave less free than o.FreeSpaceFloor.
+func checkFreeSpace(dirFd int, grow int64, o Options) error {
 	if grow <= 0 {
 		return nil
 	}
 	var sfs unix.Statfs_t
 	if err := unix.Fstatfs(dirFd, &sfs); err != nil {
-		return fmt.Errorf("statfs %s: %w", dir, err)
+		return fmt.Errorf("statfs %s: %w", o.Dir, err)
 	}
 	total := int64(sfs.Blocks) * int64(sfs.Bsize)
 	avail := int64(sfs.Bavail) * int64(sfs.Bsize)
-	floor := max(int64(float64(total)*minPercent/100), minBytes)
+	floor := o.FreeSpaceFloor(total)
 	if after := avail - grow; after < floor {
-		return fmt.Errorf("%w in %s: writing the %d-byte probe file would leave %d bytes free of %d, below the floor of %d bytes (--min-free-percent %g, --min-free %d); use a smaller --file-size or lower the floor",
-			ErrFreeSpace, dir, grow, max(after, 0), total, floor, minPercent, minBytes)
+		return o.freeSpaceError(grow, after, total, floor)
 	}
 	return nil
 }
@@ -146,7 +144,7 @@ func openProbeFile(ctx context.Context, o Options) (*probeFile, error) {
 	err = unix.Fstatat(dirFd, o.FileName, &st, unix.AT_SYMLINK_NOFOLLOW)
 	switch {
 	case errors.Is(err, unix.ENOENT):
-		if err := checkFreeSpace(dirFd, o.Dir, o.FileSize, o.MinFreePercent, o.MinFreeBytes); err != nil {
+		if err := checkFreeSpace(dirFd, o.FileSize, o); err != nil {
 			return nil, err
 		}
 		if err := f.create(o, tryDirect); err != nil {
@@ -166,7 +164,7 @@ func openProbeFile(ctx context.Context, o Options) (*probeFile, error) {
 			if err := unix.Fstat(f.fd, &cur); err != nil {
 				return nil, fmt.Errorf("stat %s: %w", f.path, err)
 			}
-			if err := checkFreeSpace(dirFd, o.Dir, o.FileSize-cur.Blocks*512, o.MinFreePercent, o.MinFreeBytes); err != nil {
+			if err := checkFreeSpace(dirFd, o.FileSize-cur.Blocks*512, o); err != nil {
 				return nil, err
 			}
 		}

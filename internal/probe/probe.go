@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"time"
@@ -63,6 +64,48 @@ const (
 	MaxBlockSize    = 1 << 20
 	MaxLogBlockSize = 64 << 10
 )
+
+// The free-space floor: creating or growing the probe file must leave at
+// least FreeSpaceFloor bytes free. By default that is the larger of 10% of
+// the file system and twice the probe file: the file never pushes a volume
+// below 10% free, and never takes more than a third of the free space it
+// finds. A 2 GiB log volume can hold a 64 MiB probe file (it needs 269 MiB
+// free); a 1 GiB file on it is refused.
+const (
+	DefaultMinFreePercent = 10
+	// MinFreeAuto as Options.MinFreeBytes: the byte floor is twice FileSize.
+	MinFreeAuto = -1
+)
+
+// FreeSpaceFloor is the free space, in bytes, that must remain on a file
+// system of total bytes once the probe file is written: the larger of
+// MinFreePercent of total and MinFreeBytes (MinFreeAuto: 2 × FileSize).
+func (o Options) FreeSpaceFloor(total int64) int64 {
+	byBytes := o.MinFreeBytes
+	if byBytes == MinFreeAuto {
+		byBytes = math.MaxInt64
+		if o.FileSize <= math.MaxInt64/2 {
+			byBytes = 2 * o.FileSize
+		}
+	}
+	byPercent := int64(min(float64(max(total, 0))*o.MinFreePercent/100, math.MaxInt64/2))
+	return max(byPercent, byBytes)
+}
+
+// minFreeString describes the byte floor for messages.
+func (o Options) minFreeString() string {
+	if o.MinFreeBytes == MinFreeAuto {
+		return fmt.Sprintf("auto: twice the %d-byte file", o.FileSize)
+	}
+	return fmt.Sprintf("%d", o.MinFreeBytes)
+}
+
+// freeSpaceError is the refusal when writing grow more bytes would leave
+// after bytes free of total, below floor.
+func (o Options) freeSpaceError(grow, after, total, floor int64) error {
+	return fmt.Errorf("%w in %s: writing the %d-byte probe file would leave %d bytes free of %d, below the floor of %d bytes (the larger of --min-free-percent %g and --min-free %s); use a smaller --file-size (file_size) or lower the floor (min_free, min_free_percent)",
+		ErrFreeSpace, o.Dir, grow, max(after, 0), total, floor, o.MinFreePercent, o.minFreeString())
+}
 
 // MaxOps bounds Options.Ops: a run keeps one 8-byte latency sample per op.
 const MaxOps = 10_000_000
@@ -108,7 +151,7 @@ type Options struct {
 	FillRate int64 // bytes per second for the one-time fill; 0 = unlimited
 
 	MinFreePercent float64 // free-space floor, % of the file system
-	MinFreeBytes   int64   // free-space floor, bytes; the larger floor wins
+	MinFreeBytes   int64   // free-space floor, bytes, or MinFreeAuto; the larger floor wins (FreeSpaceFloor)
 
 	BusyThreshold  float64       // percent utilisation of the backing device; 0 = guard off
 	BusyWindow     time.Duration // sampling window before the run
@@ -147,8 +190,8 @@ func DefaultOptions() Options {
 		MaxDuration:    60 * time.Second,
 		IOPS:           100,
 		FillRate:       64 << 20,
-		MinFreePercent: 10,
-		MinFreeBytes:   5 << 30,
+		MinFreePercent: DefaultMinFreePercent,
+		MinFreeBytes:   MinFreeAuto,
 		BusyThreshold:  70,
 		BusyWindow:     time.Second,
 		BusyInterval:   time.Second,
@@ -213,7 +256,7 @@ func (o *Options) validate() error {
 	if o.MaxDuration <= 0 {
 		return bad("max duration must be positive")
 	}
-	if o.IOPS < 0 || o.FillRate < 0 || o.Jitter < 0 || o.MinFreeBytes < 0 || o.LatencyCeiling < 0 {
+	if o.IOPS < 0 || o.FillRate < 0 || o.Jitter < 0 || (o.MinFreeBytes < 0 && o.MinFreeBytes != MinFreeAuto) || o.LatencyCeiling < 0 {
 		return bad("rates, sizes and durations must not be negative")
 	}
 	if o.MinFreePercent < 0 || o.MinFreePercent >= 100 {
