@@ -428,18 +428,34 @@ func (a *Agent) probeOnce(ctx context.Context, t target) {
 	kind := string(t.kind)
 	release, err := a.locks.acquire(rctx, t.lockKeys)
 	if err != nil {
-		if ctx.Err() == nil {
-			a.metrics.probeRuns.WithLabelValues(kind, "skipped").Inc()
-			a.metrics.probeSkips.WithLabelValues(kind, "lock-timeout").Inc()
+		if ctx.Err() != nil {
+			return // shutting down
 		}
+		a.metrics.probeRuns.WithLabelValues(kind, "skipped").Inc()
+		a.metrics.probeSkips.WithLabelValues(kind, probe.StopLockTimeout).Inc()
+		err = fmt.Errorf("another probe held %v for the whole run timeout of %s", t.lockKeys, runTimeout(o))
+		a.log.Warn("probe skipped", "mount_point", t.mount, "kind", kind, "reason", probe.StopLockTimeout, "err", err)
+		a.spoolProbe(t, notRun(o, probe.Result{}, probe.StopLockTimeout, err))
 		return
 	}
 	res, err := a.o.Probe(rctx, o)
 	release()
 	if err != nil {
+		if ctx.Err() != nil {
+			return // shutting down: says nothing about the volume
+		}
+		// A refused or failed run is reported like any other, so the
+		// server sees a volume whose probes never run.
+		reason := probe.FailureReason(err)
 		a.metrics.probeRuns.WithLabelValues(kind, "error").Inc()
-		a.log.Error("probe", "mount_point", t.mount, "kind", kind, "err", err)
+		a.metrics.probeSkips.WithLabelValues(kind, reason).Inc()
+		a.log.Error("probe", "mount_point", t.mount, "kind", kind, "reason", reason, "err", err)
+		a.spoolProbe(t, notRun(o, res, reason, err))
 		return
+	}
+	if res.FileRewrittenFrom > 0 {
+		a.log.Warn("probe file rewritten: its size changed", "mount_point", t.mount, "file", res.File,
+			"old_size_bytes", res.FileRewrittenFrom, "new_size_bytes", res.FileSize, "fill_seconds", res.FillSeconds)
 	}
 	switch {
 	case res.Skipped:
@@ -454,6 +470,11 @@ func (a *Agent) probeOnce(ctx context.Context, t target) {
 	if res.StoppedReason == probe.StopInterrupted && ctx.Err() != nil {
 		return // shutting down: an interrupted run says nothing about the volume
 	}
+	a.spoolProbe(t, res)
+}
+
+// spoolProbe spools one run of t.
+func (a *Agent) spoolProbe(t target, res probe.Result) {
 	pr := ProbeResultToProto(t.mount, res)
 	if pr.Device == "" {
 		pr.Device = path.Base(t.device)

@@ -25,6 +25,9 @@ type probeFile struct {
 	rawIO       bool // see Options.RawIO
 	created     bool // this run created the file
 	filled      bool // this run wrote the file in full
+	// rewrittenFrom is the old size of an existing probe file whose size
+	// changed (it is written again in full); 0 otherwise.
+	rewrittenFrom int64
 }
 
 func (f *probeFile) ReadAt(p []byte, off int64) (int, error) {
@@ -159,6 +162,9 @@ func openProbeFile(ctx context.Context, o Options) (*probeFile, error) {
 	}
 
 	if f.hdr.State != stateReady || f.hdr.FileSize != o.FileSize {
+		if !f.created && f.hdr.FileSize != 0 && f.hdr.FileSize != o.FileSize {
+			f.rewrittenFrom = f.hdr.FileSize
+		}
 		if f.hdr.FileSize != o.FileSize {
 			var cur unix.Stat_t
 			if err := unix.Fstat(f.fd, &cur); err != nil {
@@ -372,6 +378,7 @@ func (f *probeFile) fill(ctx context.Context, o Options) error {
 	if o.FillRate > 0 {
 		pace = newPacer(float64(o.FillRate) / chunk)
 	}
+	o.Progress.startFill(o.FileSize-HeaderSize, f.rewrittenFrom)
 	for off := int64(HeaderSize); off < o.FileSize; off += chunk {
 		if err := pace.wait(ctx); err != nil {
 			return fmt.Errorf("fill %s interrupted: %w", f.path, err)
@@ -380,6 +387,7 @@ func (f *probeFile) fill(ctx context.Context, o Options) error {
 		if _, err := unix.Pwrite(f.fd, buf, off); err != nil {
 			return fmt.Errorf("fill %s at offset %d: %w", f.path, off, err)
 		}
+		o.Progress.filled(chunk)
 	}
 	if err := unix.Fdatasync(f.fd); err != nil {
 		return fmt.Errorf("sync %s: %w", f.path, err)

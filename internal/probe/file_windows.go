@@ -51,6 +51,9 @@ type probeFile struct {
 	hdr         header
 	created     bool
 	filled      bool
+	// rewrittenFrom is the old size of an existing probe file whose size
+	// changed (it is written again in full); 0 otherwise.
+	rewrittenFrom int64
 
 	mu     sync.Mutex
 	events []windows.Handle // free manual-reset events for overlapped I/O
@@ -260,6 +263,9 @@ func openProbeFile(ctx context.Context, o Options) (*probeFile, error) {
 		}
 	}
 	if f.hdr.State != stateReady || f.hdr.FileSize != o.FileSize {
+		if !f.created && f.hdr.FileSize != 0 && f.hdr.FileSize != o.FileSize {
+			f.rewrittenFrom = f.hdr.FileSize
+		}
 		if f.hdr.FileSize != o.FileSize {
 			size, err := f.size()
 			if err != nil {
@@ -391,6 +397,7 @@ func (f *probeFile) fill(ctx context.Context, o Options) error {
 	if o.FillRate > 0 {
 		pace = newPacer(float64(o.FillRate) / chunk)
 	}
+	o.Progress.startFill(o.FileSize-HeaderSize, f.rewrittenFrom)
 	for off := int64(HeaderSize); off < o.FileSize; off += chunk {
 		if err := pace.wait(ctx); err != nil {
 			return fmt.Errorf("fill %s interrupted: %w", f.path, err)
@@ -399,6 +406,7 @@ func (f *probeFile) fill(ctx context.Context, o Options) error {
 		if _, err := f.WriteAt(buf.b, off); err != nil {
 			return fmt.Errorf("fill %s at offset %d: %w", f.path, off, err)
 		}
+		o.Progress.filled(chunk)
 	}
 	if err := f.Datasync(); err != nil {
 		return fmt.Errorf("flush %s: %w", f.path, err)

@@ -119,7 +119,30 @@ const (
 	StopLatencyCeiling = "latency-ceiling" // recent probe latency above the ceiling
 	StopInterrupted    = "interrupted"     // the caller's context was cancelled (SIGINT/SIGTERM)
 	StopIOErrors       = "io-errors"       // too many I/O errors
+
+	// A run that never started its I/O because Run returned an error
+	// (FailureReason says which), or because the agent's scheduler could
+	// not get the disk. Run itself never sets these: callers that report
+	// runs (the agent) do.
+	StopRefused     = "refused"      // a safety check said no: free-space floor, unsafe path, foreign file, no cache bypass, bad options
+	StopFailed      = "failed"       // the probe file could not be opened, created or filled, or the run's time limit came first
+	StopLockTimeout = "lock-timeout" // another probe held the disk for the whole run timeout
 )
+
+// StopReasons lists every stop reason, for validation and documentation.
+var StopReasons = []string{StopMaxDuration, StopBusy, StopBusyDuring, StopLatencyCeiling, StopInterrupted, StopIOErrors, StopRefused, StopFailed, StopLockTimeout}
+
+// FailureReason classifies an error of Run: StopRefused for the refusals
+// (ErrUnsafePath, ErrForeignFile, ErrNoCacheBypass, ErrFreeSpace,
+// ErrInvalid, ErrNotSupported), StopFailed for anything else.
+func FailureReason(err error) string {
+	for _, r := range []error{ErrUnsafePath, ErrForeignFile, ErrNoCacheBypass, ErrFreeSpace, ErrInvalid, ErrNotSupported} {
+		if errors.Is(err, r) {
+			return StopRefused
+		}
+	}
+	return StopFailed
+}
 
 // Errors a caller may want to tell apart (wrapped; use errors.Is).
 var (
@@ -175,6 +198,10 @@ type Options struct {
 	SysRoot  string // sysfs mount point (procfs library wants one)
 
 	Seed uint64 // random offsets seed; 0 = from the clock
+
+	// Progress, when set, is updated while the run fills its file and
+	// measures, for a caller that shows progress (nil: no tracking).
+	Progress *Progress
 }
 
 // DefaultOptions returns the defaults of `agent probe`.
@@ -335,12 +362,16 @@ type Result struct {
 	StartedAt     time.Time `json:"started_at"`
 	FileSize      int64     `json:"file_size_bytes"`
 	FillSeconds   float64   `json:"fill_seconds"` // 0 unless this run (re)wrote the file
-	OpsBudget     int       `json:"ops_budget"`
-	IOPSCap       float64   `json:"iops_cap"`
-	Device        string    `json:"device,omitempty"`      // diskstats name of the backing device
-	BusyGuard     string    `json:"busy_guard"`            // "on", "off", or "unavailable: why"
-	BusyPercent   float64   `json:"busy_percent"`          // others' utilisation seen last (before or during)
-	FirstError    string    `json:"first_error,omitempty"` // the first I/O error, if any
+	// FileRewrittenFrom is the old size of a probe file this run rewrote
+	// because FileSize changed; 0 otherwise.
+	FileRewrittenFrom int64   `json:"file_rewritten_from_bytes,omitempty"`
+	OpsBudget         int     `json:"ops_budget"`
+	IOPSCap           float64 `json:"iops_cap"`
+	Device            string  `json:"device,omitempty"`      // diskstats name of the backing device
+	BusyGuard         string  `json:"busy_guard"`            // "on", "off", or "unavailable: why"
+	BusyPercent       float64 `json:"busy_percent"`          // others' utilisation seen last (before or during)
+	FirstError        string  `json:"first_error,omitempty"` // the first I/O error, if any
+	Failure           string  `json:"failure,omitempty"`     // why a refused, failed or lock-timeout run never ran (set by the caller that reports it)
 
 	// Histogram is the mergeable latency distribution (seconds); it is
 	// serialised as "latency_histogram".
