@@ -117,7 +117,12 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	o.MinFreeBytes = int64(minFree)
 	o.Seed = seed
 
+	// Progress on a terminal (the first run fills the file: tens of
+	// seconds), nothing extra when stderr is piped.
+	o.Progress = &probe.Progress{}
+	pp := startProgress(stderr, stderrIsTerminal(stderr), o.Progress, o.FileSize)
 	res, err := probe.Run(ctx, o)
+	pp.finish(res)
 	if err != nil {
 		fmt.Fprintf(stderr, "agent probe: %v\n", err)
 		if errors.Is(err, probe.ErrInvalid) {
