@@ -685,3 +685,30 @@ func TestBusyGuardStopsDuringRun(t *testing.T) {
 			res.StoppedReason, res.Skipped, res.Ops, res.BusyPercent)
 	}
 }
+
+// TestRunReportsRewrite: a probe file whose size changed is written again
+// in full, and the result says from which size; an unchanged one is not.
+// Progress follows the fill and the ops.
+func TestRunReportsRewrite(t *testing.T) {
+	dir := t.TempDir()
+	o := testOptions(dir, RandomRead)
+	o.FileSize, o.Ops = 8<<20, 20
+	if res, err := Run(t.Context(), o); err != nil || res.FileRewrittenFrom != 0 || res.FillSeconds == 0 {
+		t.Fatalf("new file: %+v, %v; want a fill and no rewrite", res, err)
+	}
+	if res, err := Run(t.Context(), o); err != nil || res.FileRewrittenFrom != 0 || res.FillSeconds != 0 {
+		t.Fatalf("same size: rewritten from %d, fill %v s, %v; want neither", res.FileRewrittenFrom, res.FillSeconds, err)
+	}
+	o.FileSize = 4 << 20
+	o.Progress = &Progress{}
+	res, err := Run(t.Context(), o)
+	if err != nil || res.FileRewrittenFrom != 8<<20 || res.FillSeconds == 0 {
+		t.Fatalf("changed size: rewritten from %d, fill %v s, %v; want 8MiB and a fill", res.FileRewrittenFrom, res.FillSeconds, err)
+	}
+	want := ProgressSnapshot{Phase: PhaseMeasure, FillDone: 3 << 20, FillTotal: 3 << 20, RewriteFrom: 8 << 20, Ops: 20, OpsBudget: 20}
+	got := o.Progress.Snapshot()
+	got.PhaseStarted = time.Time{}
+	if got != want {
+		t.Errorf("progress = %+v, want %+v", got, want)
+	}
+}
