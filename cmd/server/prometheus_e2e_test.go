@@ -26,7 +26,6 @@ import (
 	"github.com/plumbline/plumbline/internal/config"
 	"github.com/plumbline/plumbline/internal/geometry"
 	"github.com/plumbline/plumbline/internal/loopdev"
-	"github.com/plumbline/plumbline/internal/probe"
 )
 
 // TestPrometheusEndToEnd: the server (dev mode, 1s evaluator), one agent
