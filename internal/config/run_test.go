@@ -111,7 +111,12 @@ func TestDeployExampleLoads(t *testing.T) {
 	if err != nil {
 		t.Fatalf("LoadRun(deploy/examples/agent.yaml) = %v", err)
 	}
-	if len(a.Probes) != 1 || len(a.DeclaredDevices) != 1 || a.Server.Address == "" {
+	if len(a.Probes) != 2 || len(a.DeclaredDevices) != 1 || a.Server.Address == "" {
 		t.Errorf("example config lost keys: %+v", a)
+	}
+	// The small log volume's schedule runs under the default floor on a
+	// 2 GiB volume: its file is a small share of the free space.
+	if o := a.Probes[len(a.Probes)-1].ProbeOptions(probe.LogWrite); o.FileSize != 64<<20 || o.FreeSpaceFloor(2<<30) != 2<<30/10 {
+		t.Errorf("log volume schedule: file %d, floor on 2 GiB %d", o.FileSize, o.FreeSpaceFloor(2<<30))
 	}
 }
