@@ -98,7 +98,9 @@ func (r *logRecorder) take() []string {
 func TestCoverage(t *testing.T) {
 	p := newPKI(t, "db1")
 	c := testConfig("127.0.0.1:1", p, t.TempDir())
-	c.Probes = append(c.Probes, config.ProbeSchedule{MountPoint: "/srv/pg", Dir: "/srv/pg/p", Kinds: []probe.Kind{probe.RandomRead}})
+	c.Probes = append(c.Probes, config.ProbeSchedule{MountPoint: "/srv/pg", Dir: "/srv/pg/p", Kinds: []probe.Kind{probe.RandomRead}},
+		// Matches /data1, but probes[0] already takes random-read there.
+		config.ProbeSchedule{MountPoint: "/data1", Dir: "/data1/p", Kinds: []probe.Kind{probe.RandomRead}})
 	a := newTestAgent(t, c, p, nil, fakeInventory("/data1"))
 	defer a.Spool().Close()
 	rec := &logRecorder{}
@@ -128,6 +130,9 @@ func TestCoverage(t *testing.T) {
 	if !has(lines, "WARN", "probe schedule matches no volume") || !has(lines, "WARN", "filtered_out=[/srv/pg (btrfs: no-block-device)]") {
 		t.Errorf("start: log = %q, want a warning naming probes[1] and the filtered /srv/pg", lines)
 	}
+	if !has(lines, "WARN", "probe schedule probes nothing: earlier schedules take every kind") || !has(lines, "WARN", "schedule=probes[2]") {
+		t.Errorf("start: log = %q, want a warning that probes[2] is shadowed", lines)
+	}
 	if !has(lines, "INFO", "mount filtered out by discovery") || !has(lines, "INFO", "mount_point=/srv/pg") || !has(lines, "DEBUG", "mount_point=/dev/shm") {
 		t.Errorf("start: log = %q, want /srv/pg filtered at info, /dev/shm at debug", lines)
 	}
@@ -135,6 +140,7 @@ func TestCoverage(t *testing.T) {
 	for _, want := range []string{
 		`plumbline_agent_schedule_unmatched{mount_point="/srv/pg",schedule="1"} 1`,
 		`plumbline_agent_schedule_unmatched{mount_point="/data*",schedule="0"} 0`,
+		`plumbline_agent_schedule_unmatched{mount_point="/data1",schedule="2"} 0`,
 		`plumbline_agent_volumes_filtered{reason="no-block-device"} 1`,
 		`plumbline_agent_volumes_filtered{reason="in-memory"} 1`,
 		`plumbline_agent_volumes_filtered{reason="excluded"} 0`,
