@@ -149,9 +149,9 @@ type volPart struct {
 // rebuilt when one of its rows changes.
 type basePart struct {
 	part
-	gen   uint64
-	built bool
-	host  string
+	gen     uint64
+	built   bool
+	host    string
 	rows    []store.MetricsBaseline
 	stops   []store.StopCount
 	failing []store.ProbeFailing

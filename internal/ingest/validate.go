@@ -547,13 +547,14 @@ func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 // maxFailureBytes bounds ProbeResult.failure (agent.proto).
 const maxFailureBytes = 1024
 
+// notRunReasons are the stop reasons of a run that never started its I/O;
+// only they carry a failure message.
+var notRunReasons = []string{probe.StopRefused, probe.StopFailed, probe.StopLockTimeout}
+
 // Probe enumerations, from agent.proto.
 var (
 	syncModes    = []string{string(probe.SyncDsync), string(probe.SyncFdatasync)}
 	stopReasons  = append([]string{""}, probe.StopReasons...)
-	// notRunReasons are the stop reasons of a run that never started its
-	// I/O; only they carry a failure message.
-	notRunReasons = []string{probe.StopRefused, probe.StopFailed, probe.StopLockTimeout}
 	maxQueue     = uint32(256)
 	probeKindSet = func() []string {
 		out := make([]string, len(probe.Kinds))
