@@ -50,9 +50,6 @@ func ProbeResultToProto(mountPoint string, r probe.Result) *plumblinev1.ProbeRes
 	return p
 }
 
-// maxFailureBytes bounds ProbeResult.failure (agent.proto).
-const maxFailureBytes = 1024
-
 // notRun is the result reported for a run that never started its I/O:
 // Run's error (reason from probe.FailureReason) or a lock timeout. It
 // keeps what Run already knew (device, busy guard) and takes the rest from
@@ -79,7 +76,7 @@ func notRun(o probe.Options, partial probe.Result, reason string, err error) pro
 }
 
 // failureText makes an error message fit ProbeResult.failure: control
-// characters replaced, valid UTF-8, at most maxFailureBytes.
+// characters replaced, valid UTF-8, at most probe.MaxFailureBytes.
 func failureText(s string) string {
 	s = strings.Map(func(r rune) rune {
 		if unicode.IsControl(r) {
@@ -87,10 +84,10 @@ func failureText(s string) string {
 		}
 		return r
 	}, strings.ToValidUTF8(s, "?"))
-	if len(s) <= maxFailureBytes {
+	if len(s) <= probe.MaxFailureBytes {
 		return s
 	}
-	cut := maxFailureBytes - len("…")
+	cut := probe.MaxFailureBytes - len("…")
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}

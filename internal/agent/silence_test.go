@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/plumbline/plumbline/internal/config"
 	"github.com/plumbline/plumbline/internal/geometry"
@@ -165,5 +167,18 @@ func TestCoverage(t *testing.T) {
 	if m := metrics(); !strings.Contains(m, `plumbline_agent_schedule_unmatched{mount_point="/srv/pg",schedule="1"} 0`) ||
 		!strings.Contains(m, `plumbline_agent_volumes_filtered{reason="no-block-device"} 0`) {
 		t.Errorf("after the change /metrics = %s", m)
+	}
+}
+
+// TestFailureText: an error message becomes a failure the server accepts:
+// no control characters, valid UTF-8, at most probe.MaxFailureBytes.
+func TestFailureText(t *testing.T) {
+	long := "open /data/é\x1b[2J\n" + strings.Repeat("é", 2000) + "\xff"
+	got := failureText(long)
+	if len(got) > probe.MaxFailureBytes || !utf8.ValidString(got) || strings.ContainsFunc(got, unicode.IsControl) || !strings.HasPrefix(got, "open /data/é [2J ") || !strings.HasSuffix(got, "…") {
+		t.Errorf("failureText = %q (%d bytes)", got, len(got))
+	}
+	if got := failureText("short"); got != "short" {
+		t.Errorf("failureText(short) = %q", got)
 	}
 }

@@ -544,13 +544,6 @@ func checkMountPoint(mp string) error {
 
 func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
 
-// maxFailureBytes bounds ProbeResult.failure (agent.proto).
-const maxFailureBytes = 1024
-
-// notRunReasons are the stop reasons of a run that never started its I/O;
-// only they carry a failure message.
-var notRunReasons = []string{probe.StopRefused, probe.StopFailed, probe.StopLockTimeout}
-
 // Probe enumerations, from agent.proto.
 var (
 	syncModes    = []string{string(probe.SyncDsync), string(probe.SyncFdatasync)}
@@ -611,16 +604,16 @@ func convertProbe(p *plumblinev1.ProbeResult, now time.Time, lim Limits) (*store
 	if p.GetSkipped() && ops != 0 {
 		return nil, fmt.Errorf("skipped with ops %d: a skipped run has no operations", ops)
 	}
-	notRun := slices.Contains(notRunReasons, p.GetStoppedReason())
+	notRun := slices.Contains(probe.NotRunReasons, p.GetStoppedReason())
 	if notRun && (!p.GetSkipped() || ops != 0 || errs != 0) {
 		return nil, fmt.Errorf("stopped_reason %s with ops %d, errors %d, skipped %v: a run that never started has no operations and is skipped", p.GetStoppedReason(), ops, errs, p.GetSkipped())
 	}
 	failure := p.GetFailure()
 	switch {
 	case failure != "" && !notRun:
-		return nil, fmt.Errorf("failure set with stopped_reason %q: want it only with %s", p.GetStoppedReason(), strings.Join(notRunReasons, ", "))
-	case len(failure) > maxFailureBytes:
-		return nil, fmt.Errorf("failure: %d bytes, want at most %d", len(failure), maxFailureBytes)
+		return nil, fmt.Errorf("failure set with stopped_reason %q: want it only with %s", p.GetStoppedReason(), strings.Join(probe.NotRunReasons, ", "))
+	case len(failure) > probe.MaxFailureBytes:
+		return nil, fmt.Errorf("failure: %d bytes, want at most %d", len(failure), probe.MaxFailureBytes)
 	case !utf8.ValidString(failure) || strings.ContainsFunc(failure, unicode.IsControl):
 		return nil, fmt.Errorf("failure %q: want UTF-8 text without control characters", failure)
 	}

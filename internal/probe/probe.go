@@ -132,6 +132,14 @@ const (
 // StopReasons lists every stop reason, for validation and documentation.
 var StopReasons = []string{StopMaxDuration, StopBusy, StopBusyDuring, StopLatencyCeiling, StopInterrupted, StopIOErrors, StopRefused, StopFailed, StopLockTimeout}
 
+// NotRunReasons are the stop reasons of a run that never started its I/O;
+// only such a run carries Result.Failure.
+var NotRunReasons = []string{StopRefused, StopFailed, StopLockTimeout}
+
+// MaxFailureBytes bounds Result.Failure as reported (agent.proto's
+// ProbeResult.failure).
+const MaxFailureBytes = 1024
+
 // FailureReason classifies an error of Run: StopRefused for the refusals
 // (ErrUnsafePath, ErrForeignFile, ErrNoCacheBypass, ErrFreeSpace,
 // ErrInvalid, ErrNotSupported), StopFailed for anything else.
