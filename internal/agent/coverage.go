@@ -23,20 +23,21 @@ type coverage struct {
 	scheds    []config.ProbeSchedule
 	filtered  map[string]geometry.Filtered // by mount point, as last logged
 	unmatched map[int]bool                 // schedule index → unmatched, as last logged
-	shadowed  map[int]bool
+	shadowed  map[int]bool                 // schedule index → matches volumes but probes none, as last logged
 }
 
 func newCoverage(log *slog.Logger, m *metrics, scheds []config.ProbeSchedule) *coverage {
 	return &coverage{log: log, m: m, scheds: scheds, filtered: map[string]geometry.Filtered{}, unmatched: map[int]bool{}, shadowed: map[int]bool{}}
 }
 
-// quietFilter are the filter reasons logged at debug level only: they are
-// never a database volume, and containers make them come and go.
+// quietFilter says which filtered mounts are logged at debug level only:
+// tmpfs, bind mounts and overlays are never a database volume of their own,
+// and containers make them come and go.
 func quietFilter(f geometry.Filtered) bool {
 	return f.Reason == geometry.FilterInMemory || f.Reason == geometry.FilterDuplicate || f.FSType == "overlay"
 }
 
-// filterHint says what an operator can do about a filtered mount.
+// filterHint explains each filter reason in the log.
 var filterHint = map[string]string{
 	geometry.FilterExcluded:      "the config's include/exclude settings leave it out",
 	geometry.FilterInMemory:      "it lives in memory",
