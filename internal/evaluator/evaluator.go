@@ -3,7 +3,8 @@
 // the baseline.Detector of its volume and probe kind — against the volume's
 // history, its profile's cohort and the profile's prior — and persists the
 // detectors, their states and cumulative probe statistics for the exporter
-// and the inventory.
+// and the inventory, with each volume and kind's failing streak (runs the
+// agent refused or failed to start, until one does I/O again).
 //
 // Progress is a per-agent watermark in the store (store.PendingProbeRuns):
 // a pass that fails writes nothing and the next one judges the same runs
