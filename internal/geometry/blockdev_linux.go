@@ -292,7 +292,7 @@ func (d *discoverer) readMounts() ([]mountInfo, error) {
 	var unresolved []string
 	for i := range mounts {
 		m := &mounts[i]
-		if !strings.HasPrefix(m.Source, "/dev/") || pseudoFSTypes[m.FSType] {
+		if _, pseudo := pseudoFSTypes[m.FSType]; pseudo || !strings.HasPrefix(m.Source, "/dev/") {
 			continue
 		}
 		dir, ok := d.mountSourceDir(m.Source, devs)
