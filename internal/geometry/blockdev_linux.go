@@ -204,63 +204,6 @@ func (d *discoverer) readPartitionNumber(l *plumblinev1.Layer, dir string) {
 	addUnknown(l, "partition_number", fmt.Sprintf("%s: absent, no PARTN in uevent, and the name %s does not end in a number", d.rel(p), filepath.Base(dir)))
 }
 
-// partitionNumberFromName is the number at the end of a partition's kernel
-// name after its disk's name and an optional "p": sda12 on sda is 12,
-// nvme0n1p2 on nvme0n1 is 2, mmcblk0p1 on mmcblk0 is 1.
-func partitionNumberFromName(name, disk string) (uint32, bool) {
-	rest, ok := strings.CutPrefix(name, disk)
-	if !ok || rest == "" {
-		return 0, false
-	}
-	rest = strings.TrimPrefix(rest, "p")
-	if rest == "" || strings.Trim(rest, "0123456789") != "" {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(rest, 10, 32)
-	if err != nil || n == 0 {
-		return 0, false
-	}
-	return uint32(n), true
-}
-
-// maxUeventKeys bounds the keys kept from one uevent file.
-const maxUeventKeys = 64
-
-// parseUevent parses a sysfs uevent file: KEY=value lines (MAJOR, MINOR,
-// DEVNAME, DEVTYPE, PARTN, ...). Lines without '=' are skipped; the first
-// value of a key wins.
-func parseUevent(b []byte) map[string]string {
-	if len(b) > maxSysfsValue {
-		b = b[:maxSysfsValue]
-	}
-	out := map[string]string{}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
-		if !ok || k == "" {
-			continue
-		}
-		if _, dup := out[k]; dup {
-			continue
-		}
-		if len(out) >= maxUeventKeys {
-			break
-		}
-		out[k] = v
-	}
-	return out
-}
-
-// emptyDir says whether dir lists nothing (or cannot be listed).
-func emptyDir(dir string) bool {
-	f, err := os.Open(dir)
-	if err != nil {
-		return true
-	}
-	defer f.Close()
-	names, _ := f.Readdirnames(1)
-	return len(names) == 0
-}
-
 // readMounts reads the mount table: <procfs>/self/mountinfo, or on
 // kernels before 2.6.26, which have none, <procfs>/mounts with each
 // block device's number found in sysfs by the source's name.
@@ -357,4 +300,15 @@ func (d *discoverer) devLinkName(p string) (string, bool) {
 		}
 	}
 	return filepath.Base(host), true
+}
+
+// emptyDir says whether dir lists nothing (or cannot be listed).
+func emptyDir(dir string) bool {
+	f, err := os.Open(dir)
+	if err != nil {
+		return true
+	}
+	defer f.Close()
+	names, _ := f.Readdirnames(1)
+	return len(names) == 0
 }

@@ -105,3 +105,49 @@ func parseDevNumber(s string) (major, minor uint32, err error) {
 	}
 	return uint32(ma), uint32(mi), nil
 }
+
+// partitionNumberFromName is the number at the end of a partition's kernel
+// name after its disk's name and an optional "p": sda12 on sda is 12,
+// nvme0n1p2 on nvme0n1 is 2, mmcblk0p1 on mmcblk0 is 1.
+func partitionNumberFromName(name, disk string) (uint32, bool) {
+	rest, ok := strings.CutPrefix(name, disk)
+	if !ok || rest == "" {
+		return 0, false
+	}
+	rest = strings.TrimPrefix(rest, "p")
+	if rest == "" || strings.Trim(rest, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(rest, 10, 32)
+	if err != nil || n == 0 {
+		return 0, false
+	}
+	return uint32(n), true
+}
+
+// maxUeventKeys bounds the keys kept from one uevent file.
+const maxUeventKeys = 64
+
+// parseUevent parses a sysfs uevent file: KEY=value lines (MAJOR, MINOR,
+// DEVNAME, DEVTYPE, PARTN, ...). Lines without '=' are skipped; the first
+// value of a key wins.
+func parseUevent(b []byte) map[string]string {
+	if len(b) > maxSysfsValue {
+		b = b[:maxSysfsValue]
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
+		if !ok || k == "" {
+			continue
+		}
+		if _, dup := out[k]; dup {
+			continue
+		}
+		if len(out) >= maxUeventKeys {
+			break
+		}
+		out[k] = v
+	}
+	return out
+}
