@@ -23,9 +23,9 @@ import (
 //
 // A partition is told apart from a whole device the way libblkid does it,
 // since the partition attribute only exists from 2.6.28 on: the partition
-// file; else DEVTYPE=partition in the device's uevent; else a start file in
-// a directory that sits inside another block device's directory (a disk's
-// child). Its number comes from the partition file, else uevent PARTN, else
+// file; else, for a device with a start file (every partition has one),
+// DEVTYPE in its uevent, or without one, whether its directory sits inside
+// another block device's directory (a disk's child). Its number comes from the partition file, else uevent PARTN, else
 // the digits that end its name after the disk's name (sda1, nvme0n1p2).
 
 // blockIndex maps device numbers to sysfs device directories when
@@ -161,6 +161,9 @@ func (d *discoverer) isPartition(dir string) bool {
 	if d.exists(filepath.Join(dir, "partition")) {
 		return true
 	}
+	if !d.exists(filepath.Join(dir, "start")) {
+		return false // every kernel gives a partition its start
+	}
 	if ue := d.uevent(dir); ue != nil {
 		switch ue["DEVTYPE"] {
 		case "partition":
@@ -169,7 +172,7 @@ func (d *discoverer) isPartition(dir string) bool {
 			return false
 		}
 	}
-	return d.exists(filepath.Join(dir, "start")) && d.exists(filepath.Join(filepath.Dir(dir), "dev"))
+	return d.exists(filepath.Join(filepath.Dir(dir), "dev"))
 }
 
 // uevent reads dir/uevent; nil when it is absent or unreadable.

@@ -497,12 +497,9 @@ func (d *discoverer) readAlignmentOffset(l *plumblinev1.Layer, dir string) {
 
 // readQueue reads queue/ sector sizes and I/O hints.
 func (d *discoverer) readQueue(l *plumblinev1.Layer, q string, rotational bool) {
-	logical := filepath.Join(q, "logical_block_size")
-	if _, err := os.Stat(logical); errors.Is(err, fs.ErrNotExist) && d.exists(filepath.Join(q, "hw_sector_size")) {
-		// Before 2.6.31 the logical sector was only queue/hw_sector_size.
-		logical = filepath.Join(q, "hw_sector_size")
-	}
-	d.readUint(l, "logical_sector_bytes", logical, 1, SourceSysfs, func(v uint64) { l.LogicalSectorBytes = uint32(v) })
+	// Before 2.6.31 the logical sector was only queue/hw_sector_size.
+	d.readUintOr(l, "logical_sector_bytes", filepath.Join(q, "logical_block_size"), filepath.Join(q, "hw_sector_size"), SourceSysfs,
+		func(v uint64) { l.LogicalSectorBytes = uint32(v) })
 	d.readUint(l, "physical_sector_bytes", filepath.Join(q, "physical_block_size"), 1, SourceSysfs, func(v uint64) { l.PhysicalSectorBytes = uint32(v) })
 	d.readUint(l, "min_io_bytes", filepath.Join(q, "minimum_io_size"), 1, SourceKernelHint, func(v uint64) { l.MinIoBytes = uint32(v) })
 	d.readUint(l, "opt_io_bytes", filepath.Join(q, "optimal_io_size"), 1, SourceKernelHint, func(v uint64) { l.OptIoBytes = uint32(v) })
@@ -898,6 +895,23 @@ func (d *discoverer) resolveLink(link string) (string, error) {
 // source, or records why it could not.
 func (d *discoverer) readUint(l *plumblinev1.Layer, field, p string, scale uint64, src string, set func(uint64)) {
 	b, err := d.readFile(p)
+	d.setUint(l, field, p, b, err, scale, src, set)
+}
+
+// readUintOr is readUint of p, or of old when p does not exist (a kernel
+// that predates p and wrote the value to old).
+func (d *discoverer) readUintOr(l *plumblinev1.Layer, field, p, old string, src string, set func(uint64)) {
+	b, err := d.readFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		if ob, oerr := d.readFile(old); oerr == nil {
+			p, b, err = old, ob, nil
+		}
+	}
+	d.setUint(l, field, p, b, err, 1, src, set)
+}
+
+// setUint parses what was read from p (b, or the read's error) into field.
+func (d *discoverer) setUint(l *plumblinev1.Layer, field, p string, b []byte, err error, scale uint64, src string, set func(uint64)) {
 	var v uint64
 	if err == nil {
 		v, err = parseSysfsUint(b)
