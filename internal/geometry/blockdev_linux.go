@@ -252,6 +252,7 @@ func (d *discoverer) readMounts() ([]mountInfo, error) {
 				}
 			}
 		}
+		m.unresolved = true
 		unresolved = append(unresolved, m.Source+" ("+m.MountPoint+")")
 	}
 	if len(unresolved) > 0 {

@@ -111,6 +111,10 @@ func discover(ctx context.Context, opts Options, rec recorder) (Result, error) {
 			}
 			continue
 		}
+		if m.unresolved {
+			filter(m, FilterUnknownDevice) // /proc/mounts names a /dev path sysfs does not know
+			continue
+		}
 		if m.Major == 0 {
 			filter(m, FilterNoBlockDevice)
 			continue

@@ -630,3 +630,25 @@ func TestReshapeVerdict(t *testing.T) {
 		t.Errorf("Evaluate(/pgdata) stripe unit = %d, want the new 128 KiB", a.GetStripeUnitBytes())
 	}
 }
+
+// TestProcMountsFiltered: on a kernel with /proc/mounts only, a source
+// that names no block device sysfs knows (/dev/root) is filtered as an
+// unknown device, and the volumes found by name are not.
+func TestProcMountsFiltered(t *testing.T) {
+	res, err := InspectVolumes(context.Background(), treeOptions(loadTree(t, "rhel5-2.6.18")))
+	if err != nil {
+		t.Fatalf("InspectVolumes(rhel5-2.6.18) error = %v", err)
+	}
+	reasons := map[string]string{}
+	for _, f := range res.Filtered {
+		reasons[f.MountPoint] = f.Reason
+	}
+	if reasons["/"] != FilterUnknownDevice {
+		t.Errorf("InspectVolumes(rhel5-2.6.18) filtered / as %q, want %q (filtered: %+v)", reasons["/"], FilterUnknownDevice, res.Filtered)
+	}
+	for _, mp := range []string{"/boot", "/var/lib/mysql"} {
+		if r, ok := reasons[mp]; ok {
+			t.Errorf("InspectVolumes(rhel5-2.6.18) filtered %s (%s), want it a volume", mp, r)
+		}
+	}
+}
