@@ -223,7 +223,7 @@ func openProbeFile(ctx context.Context, o Options) (*probeFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &probeFile{h: windows.InvalidHandle, dir: dir, path: joinPath(o.Dir, o.FileName), cacheBypass: true}
+	f := &probeFile{h: windows.InvalidHandle, dir: dir, path: joinPath(o.Dir, o.FileName)}
 	ok := false
 	defer func() {
 		if !ok {
@@ -260,6 +260,7 @@ func openProbeFile(ctx context.Context, o Options) (*probeFile, error) {
 			return nil, err
 		}
 	}
+	f.cacheBypass = f.modeBypassesCache()
 	if f.hdr.State != stateReady || f.hdr.FileSize != o.FileSize {
 		if f.hdr.FileSize != o.FileSize {
 			size, err := f.size()
@@ -276,6 +277,15 @@ func openProbeFile(ctx context.Context, o Options) (*probeFile, error) {
 	}
 	ok = true
 	return f, nil
+}
+
+// modeBypassesCache asks Windows whether the open handle really has
+// FILE_NO_INTERMEDIATE_BUFFERING (handleBypassesCache).
+func (f *probeFile) modeBypassesCache() bool {
+	var mode uint32
+	var iosb windows.IO_STATUS_BLOCK
+	err := windows.NtQueryInformationFile(f.h, &iosb, (*byte)(unsafe.Pointer(&mode)), uint32(unsafe.Sizeof(mode)), fileModeInformationClass)
+	return handleBypassesCache(mode, err)
 }
 
 func (f *probeFile) info() (windows.ByHandleFileInformation, error) {
