@@ -1,20 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/plumbline/plumbline/internal/bytesize"
 	"github.com/plumbline/plumbline/internal/ingest"
+	"github.com/plumbline/plumbline/internal/strictyaml"
 )
 
 // Config is the server's configuration file (deploy/examples/server.yaml
@@ -139,26 +136,16 @@ func LoadConfig(path string) (Config, error) {
 	if err != nil {
 		return cfg, fmt.Errorf("config: %w", err)
 	}
-	if err := decodeConfig(bytes.NewReader(b), &cfg); err != nil {
+	if err := decodeConfig(b, &cfg); err != nil {
 		return cfg, fmt.Errorf("config %s: %w", path, err)
 	}
 	return cfg, nil
 }
 
-func decodeConfig(r io.Reader, cfg *Config) error {
-	dec := yaml.NewDecoder(r)
-	dec.KnownFields(true)
-	if err := dec.Decode(cfg); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil // an empty file: the defaults
-		}
-		return err
-	}
-	var extra any
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return errors.New("more than one YAML document")
-	}
-	return nil
+// decodeConfig decodes b over cfg: errors name the key path and line
+// (strictyaml); an empty file leaves the defaults.
+func decodeConfig(b []byte, cfg *Config) error {
+	return strictyaml.Decode(b, cfg)
 }
 
 // StoreDSN is the configured DSN, or SQLite under the data directory.

@@ -45,11 +45,13 @@ func TestExampleConfig(t *testing.T) {
 
 func TestBadConfig(t *testing.T) {
 	tests := []struct{ name, yaml, want string }{
-		{"unknown key", "grpc:\n  listen_adress: :1\n", "field listen_adress not found"},
-		{"unknown top-level key", "storage:\n  dsn: x\n", "field storage not found"},
-		{"bad duration", "agents:\n  report_interval: often\n", "often"},
-		{"bad size", "grpc:\n  max_recv_msg_size: 4 megs\n", "4 megs"},
-		{"two documents", "data_dir: /a\n---\ndata_dir: /b\n", "more than one YAML document"},
+		{"unknown key", "grpc:\n  listen_adress: :1\n", `line 2: grpc: unknown key "listen_adress" (did you mean "listen_address"?); valid keys in grpc: listen_address, tls, insecure,`},
+		{"unknown top-level key", "storage:\n  dsn: x\n", `line 1: unknown key "storage" (did you mean "store"?); valid keys at the top level: data_dir, grpc, web, store, agents, log, shutdown_timeout`},
+		{"nested list key", "web:\n  bearer_tokens:\n    - {name: a, tokenfile: /x}\n", `line 3: web.bearer_tokens[0]: unknown key "tokenfile" (did you mean "token_file"?)`},
+		{"bad duration", "agents:\n  report_interval: often\n", `line 2: agents.report_interval: "often" is not a duration`},
+		{"bad size", "grpc:\n  max_recv_msg_size: 4 megs\n", `line 2: grpc.max_recv_msg_size: invalid size "4 megs"`},
+		{"size spellings", "grpc:\n  insecure: true\n  max_recv_msg_size: 16mb\n  max_batch_records: 0\n", "max_batch_records 0"},
+		{"two documents", "data_dir: /a\n---\ndata_dir: /b\n", "line 2: a second YAML document"},
 		{"no TLS", "data_dir: /tmp/x\n", "grpc.tls.cert_file, key_file and client_ca_file are required"},
 		{"tiny message limit", "grpc:\n  insecure: true\n  max_recv_msg_size: 1KiB\n", "max_recv_msg_size 1KiB"},
 		{"batch limit", "grpc:\n  insecure: true\n  max_batch_records: 0\n", "max_batch_records 0"},
@@ -68,6 +70,9 @@ func TestBadConfig(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("LoadConfig+Validate(%q) = %v, want an error saying %q", tt.yaml, err, tt.want)
+			}
+			if err != nil && strings.Contains(err.Error(), "main.") {
+				t.Errorf("error names a Go type: %v", err)
 			}
 		})
 	}

@@ -78,11 +78,11 @@ func TestBadWebConfig(t *testing.T) {
 		{"grpc:\n  insecure: true\nweb:\n  bearer_tokens:\n  - name: a\n", "web.bearer_tokens[0].token_file is empty"},
 		{"grpc:\n  insecure: true\nweb:\n  bearer_tokens:\n  - {name: a, token_file: /x, role: admin}\n", `role "admin": want read-only`},
 		{"grpc:\n  insecure: true\nweb:\n  bearer_tokens:\n  - {name: a, token_file: /x}\n  - {name: a, token_file: /y}\n", "used twice"},
-		{"grpc:\n  insecure: true\nweb:\n  bearer_tokenz: []\n", "field bearer_tokenz not found"},
+		{"grpc:\n  insecure: true\nweb:\n  bearer_tokenz: []\n", `line 4: web: unknown key "bearer_tokenz" (did you mean "bearer_tokens"?)`},
 	}
 	for _, tt := range tests {
 		cfg := DefaultConfig()
-		err := decodeConfig(strings.NewReader(tt.yaml), &cfg)
+		err := decodeConfig([]byte(tt.yaml), &cfg)
 		if err == nil {
 			err = cfg.Validate()
 		}

@@ -269,8 +269,9 @@ func keysOf(t reflect.Type) []string {
 
 // suggest is ` (did you mean "X"?)` for the valid key an operator most
 // likely meant: the same key in other case or separators, else the
-// nearest within an edit distance of a third of its length (at least 1;
-// a swap of two letters counts 1), else the only key containing name.
+// nearest within an edit distance of a third of its length (at least 1,
+// or 2 for a key of 5 letters or more; a swap of two letters counts 1),
+// else the only key containing name.
 func suggest(name string, valid []string) string {
 	norm := func(s string) string { return strings.ToLower(strings.NewReplacer("_", "", "-", "", " ", "").Replace(s)) }
 	n := norm(name)
@@ -287,7 +288,11 @@ func suggest(name string, valid []string) string {
 			containing = append(containing, v)
 		}
 	}
-	if best != "" && bestD <= max(1, len(best)/3) {
+	limit := max(1, len(best)/3)
+	if len(best) >= 5 {
+		limit = max(limit, 2)
+	}
+	if best != "" && bestD <= limit {
 		return fmt.Sprintf(" (did you mean %q?)", best)
 	}
 	if len(containing) == 1 {

@@ -162,6 +162,8 @@ func TestSuggest(t *testing.T) {
 		"spol":             "spool",
 		"devices":          "declared_devices",
 		"xyz":              "",
+		"spooling":         "spool",
+		"servers":          "server",
 		"probe_dir":        "",
 	} {
 		got := suggest(in, valid)
