@@ -273,7 +273,9 @@ func keysOf(t reflect.Type) []string {
 // or 2 for a key of 5 letters or more; a swap of two letters counts 1),
 // else the only key containing name.
 func suggest(name string, valid []string) string {
-	norm := func(s string) string { return strings.ToLower(strings.NewReplacer("_", "", "-", "", " ", "").Replace(s)) }
+	norm := func(s string) string {
+		return strings.ToLower(strings.NewReplacer("_", "", "-", "", " ", "").Replace(s))
+	}
 	n := norm(name)
 	best, bestD := "", 1<<30
 	var containing []string
