@@ -13,6 +13,7 @@ package bytesize
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -81,6 +82,27 @@ func (s Size) String() string {
 	for _, sfx := range suffixes {
 		if s >= sfx.mult && s%sfx.mult == 0 {
 			return strconv.FormatUint(uint64(s/sfx.mult), 10) + sfx.name
+		}
+	}
+	return strconv.FormatUint(uint64(s), 10) + "B"
+}
+
+// Human formats the size for people: the largest binary unit it is a
+// whole or half multiple of ("4KiB", "31.5KiB", "1MiB"), else bytes
+// ("32257B"); 0 is "0". Unlike String, it need not parse back.
+func (s Size) Human() string {
+	if s == 0 {
+		return "0"
+	}
+	for _, sfx := range suffixes {
+		if s < sfx.mult {
+			continue
+		}
+		if s%sfx.mult == 0 {
+			return strconv.FormatUint(uint64(s/sfx.mult), 10) + sfx.name
+		}
+		if s <= math.MaxUint64/2 && (s*2)%sfx.mult == 0 {
+			return strconv.FormatFloat(float64(s)/float64(sfx.mult), 'f', 1, 64) + sfx.name
 		}
 	}
 	return strconv.FormatUint(uint64(s), 10) + "B"

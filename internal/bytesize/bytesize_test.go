@@ -78,3 +78,15 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestHuman(t *testing.T) {
+	for n, want := range map[Size]string{
+		0: "0", 1: "1B", 512: "512B", 4096: "4KiB", 32256: "31.5KiB", 32257: "32257B",
+		1536: "1.5KiB", 64 << 10: "64KiB", 1 << 20: "1MiB", 135266304: "129MiB", 3 << 39: "1.5TiB",
+		1<<64 - 1: "18446744073709551615B", 1 << 63: "8388608TiB",
+	} {
+		if got := n.Human(); got != want {
+			t.Errorf("Size(%d).Human() = %q, want %q", uint64(n), got, want)
+		}
+	}
+}
