@@ -353,7 +353,8 @@ func serve(ctx context.Context, cfg Config, stdout io.Writer, logger *slog.Logge
 	logger.Info("serving", "grpc", grpcAddr, "http", webAddr, "tls", !cfg.GRPC.Insecure, "version", version)
 	if cfg.Dev {
 		agentAddr := agentAddress(gl.Addr())
-		if err := writeDevAgentConfig(dev, agentAddr, cfg.GRPC.Insecure); err != nil {
+		agentWeb := devAgentWebAddress(wl.Addr())
+		if err := writeDevAgentConfig(dev, agentAddr, agentWeb, cfg.GRPC.Insecure); err != nil {
 			gs.Stop()
 			hsrv.Close()
 			return fmt.Errorf("dev agent config: %w", err)
@@ -362,10 +363,11 @@ func serve(ctx context.Context, cfg Config, stdout io.Writer, logger *slog.Logge
   gRPC:          %s (agents dial %s)
   HTTP:          http://%s/api/v1/volumes
   data dir:      %s
-  agent config:  %s
+  agent config:  %s (your keys: %s, never rewritten)
+  agent web:     %s
   run an agent:  agent run --config %s
   dev CA:        %s (certificate and key; agents trust %s)
-`, grpcAddr, agentAddr, webAddr, dev.dir, dev.agentYAML, dev.agentYAML, dev.caDir, dev.agentCA)
+`, grpcAddr, agentAddr, webAddr, dev.dir, dev.agentYAML, dev.agentLocalYAML, orOff(agentWeb), dev.agentYAML, dev.caDir, dev.agentCA)
 	} else {
 		fmt.Fprintf(stdout, "plumbline server: gRPC %s, HTTP %s\n", grpcAddr, webAddr)
 	}
@@ -397,6 +399,13 @@ func serve(ctx context.Context, cfg Config, stdout io.Writer, logger *slog.Logge
 	}
 	logger.Info("stopped")
 	return serveErr
+}
+
+func orOff(addr string) string {
+	if addr == "" {
+		return "off (no free loopback port)"
+	}
+	return "http://" + addr + "/metrics"
 }
 
 // defaultBaselineInterval is --baseline.interval's default.
