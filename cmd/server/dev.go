@@ -54,18 +54,18 @@ func newDevLayout(dataDir string) (devLayout, error) {
 	}
 	dev := filepath.Join(dir, "dev")
 	return devLayout{
-		dir:        dir,
-		caDir:      filepath.Join(dir, "ca"),
-		serverCert: filepath.Join(dir, "tls", "server.crt"),
-		serverKey:  filepath.Join(dir, "tls", "server.key"),
-		devDir:     dev,
+		dir:            dir,
+		caDir:          filepath.Join(dir, "ca"),
+		serverCert:     filepath.Join(dir, "tls", "server.crt"),
+		serverKey:      filepath.Join(dir, "tls", "server.key"),
+		devDir:         dev,
 		agentYAML:      filepath.Join(dev, "agent.yaml"),
 		agentLocalYAML: filepath.Join(dev, "agent.local.yaml"),
-		agentCA:    filepath.Join(dev, "ca.crt"),
-		agentCert:  filepath.Join(dev, "agent.crt"),
-		agentK:     filepath.Join(dev, "agent.key"),
-		probeDir:   filepath.Join(dev, "probe"),
-		spoolDir:   filepath.Join(dev, "spool"),
+		agentCA:        filepath.Join(dev, "ca.crt"),
+		agentCert:      filepath.Join(dev, "agent.crt"),
+		agentK:         filepath.Join(dev, "agent.key"),
+		probeDir:       filepath.Join(dev, "probe"),
+		spoolDir:       filepath.Join(dev, "spool"),
 	}, nil
 }
 
