@@ -3,11 +3,17 @@
 package scripts
 
 import (
+	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -143,4 +149,113 @@ func TestAptInstallWaitsForLocks(t *testing.T) {
 			t.Errorf("apt-install.sh failed without naming the held lock:\n%s", out)
 		}
 	})
+}
+
+// buildBinaries builds the server and the agent into a temporary bin
+// directory for run.sh (PLUMBLINE_BIN).
+func buildBinaries(t *testing.T) string {
+	t.Helper()
+	bin := t.TempDir()
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin+"/", "../cmd/server", "../cmd/agent")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// runEnv is the environment of a run.sh with its own data directory and
+// the given listen addresses. The dev agent is kept to the root file
+// system and off superblock reads (agent.local.yaml, which run.sh's server
+// never rewrites), so that other tests' devices on this machine cannot
+// slow it.
+func runEnv(t *testing.T, bin, dir, grpcAddr, webAddr string) []string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(dir, "dev"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	local := "read_superblocks: false\ninclude: {mount_points: [/]}\nprobes: []\n"
+	if err := os.WriteFile(filepath.Join(dir, "dev", "agent.local.yaml"), []byte(local), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return append(os.Environ(), "PLUMBLINE_BIN="+bin, "PLUMBLINE_DEV_DIR="+dir,
+		"PLUMBLINE_GRPC_ADDRESS="+grpcAddr, "PLUMBLINE_WEB_ADDRESS="+webAddr)
+}
+
+// TestRunSh: `make run` says "running" only when the server and the agent
+// answer /healthz (also on a restart, when a previous agent.yaml is
+// there), stops both on Ctrl-C, and fails clearly, non-zero, when a port
+// is taken.
+func TestRunSh(t *testing.T) {
+	bin := buildBinaries(t)
+	dir := t.TempDir()
+	for round := range 2 { // the second start finds the first's agent.yaml
+		cmd := exec.Command("./run.sh")
+		cmd.Env = runEnv(t, bin, dir, "127.0.0.1:0", "127.0.0.1:0")
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		sc := bufio.NewScanner(stdout)
+		var inventory, agent string
+		for sc.Scan() {
+			line := sc.Text()
+			out.WriteString(line + "\n")
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "agent:" {
+				agent = f[1]
+			}
+			if f := strings.Fields(line); len(f) >= 4 && f[0] == "inventory:" {
+				inventory = f[3]
+			}
+			if strings.HasPrefix(line, "  Ctrl-C stops both.") {
+				break
+			}
+		}
+		if !strings.Contains(out.String(), "server and agent are running") || inventory == "" || agent == "" {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("round %d: run.sh did not say running:\n%s\n%s", round, out.String(), stderr.String())
+		}
+		// Said running: both answer now, not later.
+		for _, u := range []string{strings.TrimSuffix(inventory, "/api/v1/volumes") + "/healthz", strings.TrimSuffix(agent, "/metrics") + "/healthz"} {
+			resp, err := http.Get(u)
+			if err != nil || resp.StatusCode != http.StatusOK {
+				t.Errorf("round %d: run.sh said running, but GET %s: %v %v", round, u, resp, err)
+			} else {
+				resp.Body.Close()
+			}
+		}
+		go io.Copy(io.Discard, stdout)
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("round %d: run.sh did not stop within 60s of SIGINT:\n%s", round, stderr.String())
+		}
+	}
+
+	// A port in use: a clear message and a non-zero exit.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	cmd := exec.Command("./run.sh")
+	cmd.Env = runEnv(t, bin, t.TempDir(), "127.0.0.1:0", l.Addr().String())
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+		t.Errorf("run.sh with %s taken: %v, want a non-zero exit\n%s", l.Addr(), err, out)
+	}
+	if !strings.Contains(string(out), "address already in use") || !strings.Contains(string(out), "PLUMBLINE_WEB_ADDRESS") || strings.Contains(string(out), "are running") {
+		t.Errorf("run.sh with %s taken does not say why and what to do:\n%s", l.Addr(), out)
+	}
 }
