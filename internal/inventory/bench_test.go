@@ -318,7 +318,7 @@ func BenchmarkSummary(b *testing.B) {
 			// index to the new generation (indexAt) before it answers, so it
 			// agrees with /volumes read at the same moment.
 			for i := range 3 {
-				if err := f.api.st.PutBaselineStates(ctx, []store.BaselineState{{AgentID: "agent-000000", MountPoint: "/data0",
+				if err := f.st.PutBaselineStates(ctx, []store.BaselineState{{AgentID: "agent-000000", MountPoint: "/data0",
 					State: "ok", Reason: fmt.Sprint("bench change ", i), UpdatedAt: time.Now()}}); err != nil {
 					b.Fatal(err)
 				}
