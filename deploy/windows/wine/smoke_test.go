@@ -139,7 +139,7 @@ func TestAgentUnderWine(t *testing.T) {
 			"--ops", fmt.Sprint(ops), "--iops", "0", "--format", "json")
 		var res struct {
 			Ops, Errors int
-			FileSize    int64 `json:"file_size_bytes"`
+			FileSize    int64  `json:"file_size_bytes"`
 			Stopped     string `json:"stopped_reason"`
 		}
 		if err := json.Unmarshal([]byte(out), &res); err != nil {
