@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package scripts holds no code: its tests run the shell scripts of the
 // Makefile (apt-install.sh, run.sh) as a user would.
 package scripts
