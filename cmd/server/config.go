@@ -131,15 +131,22 @@ func DefaultConfig() Config {
 
 // LoadConfig reads a YAML file over the defaults. Unknown keys are errors.
 func LoadConfig(path string) (Config, error) {
+	cfg, _, err := loadConfigLines(path)
+	return cfg, err
+}
+
+// loadConfigLines is LoadConfig that also returns the line of each key
+// path in the file, for Validate's errors (strictyaml.WithLines).
+func loadConfigLines(path string) (Config, map[string]int, error) {
 	cfg := DefaultConfig()
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return cfg, fmt.Errorf("config: %w", err)
+		return cfg, nil, fmt.Errorf("config: %w", err)
 	}
 	if err := decodeConfig(b, &cfg); err != nil {
-		return cfg, fmt.Errorf("config %s: %w", path, err)
+		return cfg, nil, fmt.Errorf("config %s: %w", path, err)
 	}
-	return cfg, nil
+	return cfg, strictyaml.Lines(b), nil
 }
 
 // decodeConfig decodes b over cfg: errors name the key path and line

@@ -43,6 +43,24 @@ func TestExampleConfig(t *testing.T) {
 	}
 }
 
+// TestConfigErrorLines: the server's validation errors name the line of
+// the key in the file, unless a flag set the value.
+func TestConfigErrorLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "server.yaml")
+	os.WriteFile(path, []byte("grpc:\n  insecure: true\n  max_recv_msg_size: 1KiB\nlog:\n  level: loud\n"), 0o600)
+	var out, errb bytes.Buffer
+	_, _, err := parseFlags([]string{"--config", path}, &out, &errb)
+	for _, want := range []string{"line 3: grpc.max_recv_msg_size 1KiB: want 64KiB to 256MiB", `line 5: log.level "loud"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("parseFlags = %v\nwant it to contain %q", err, want)
+		}
+	}
+	_, _, err = parseFlags([]string{"--config", path, "--log.level", "noisy"}, &out, &errb)
+	if err == nil || !strings.Contains(err.Error(), "\nlog.level \"noisy\"") {
+		t.Errorf("parseFlags with --log.level = %v\nwant log.level without the file's line", err)
+	}
+}
+
 func TestBadConfig(t *testing.T) {
 	tests := []struct{ name, yaml, want string }{
 		{"unknown key", "grpc:\n  listen_adress: :1\n", `line 2: grpc: unknown key "listen_adress" (did you mean "listen_address"?); valid keys in grpc: listen_address, tls, insecure,`},

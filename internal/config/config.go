@@ -94,9 +94,9 @@ var ErrInvalid = errors.New("invalid configuration")
 
 // Load reads and validates a configuration file and its override_files.
 func Load(file string) (Agent, error) {
-	a, err := decodeFile(file)
+	a, lines, err := decodeFile(file)
 	if err == nil {
-		err = a.Validate()
+		err = strictyaml.WithLines(a.Validate(), lines)
 	}
 	if err != nil {
 		return Agent{}, fmt.Errorf("%s: %w", file, err)
@@ -111,7 +111,7 @@ func Parse(b []byte) (Agent, error) {
 		return Agent{}, err
 	}
 	if err := a.Validate(); err != nil {
-		return Agent{}, err
+		return Agent{}, strictyaml.WithLines(err, strictyaml.Lines(b))
 	}
 	return a, nil
 }
@@ -119,9 +119,9 @@ func Parse(b []byte) (Agent, error) {
 // LoadRun reads a configuration file for `agent run`: Load's checks and
 // ValidateRun's, all errors reported together.
 func LoadRun(file string) (Agent, error) {
-	a, err := decodeFile(file)
+	a, lines, err := decodeFile(file)
 	if err == nil {
-		err = a.ValidateRun()
+		err = strictyaml.WithLines(a.ValidateRun(), lines)
 	}
 	if err != nil {
 		return Agent{}, fmt.Errorf("%s: %w", file, err)
@@ -145,15 +145,17 @@ func decode(b []byte) (Agent, error) {
 // override_files over the result, in order: a key an override file sets
 // replaces the value before it (a list such as declared_devices or probes
 // is replaced whole). Relative names are relative to file's directory. An
-// override file cannot name more override files.
-func decodeFile(file string) (Agent, error) {
+// override file cannot name more override files. lines are the file's key
+// paths' lines when it has no override files (with them, a value's line
+// could be in either file), for the validation errors.
+func decodeFile(file string) (a Agent, lines map[string]int, err error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
-		return Agent{}, fmt.Errorf("read config: %w", err)
+		return Agent{}, nil, fmt.Errorf("read config: %w", err)
 	}
-	a := Default()
+	a = Default()
 	if err := strictyaml.Decode(b, &a); err != nil {
-		return Agent{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return Agent{}, nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	overrides := a.OverrideFiles
 	for i, o := range overrides {
@@ -163,19 +165,22 @@ func decodeFile(file string) (Agent, error) {
 		}
 		ob, err := os.ReadFile(p)
 		if err != nil {
-			return Agent{}, fmt.Errorf("%w: override_files[%d]: %w", ErrInvalid, i, err)
+			return Agent{}, nil, fmt.Errorf("%w: override_files[%d]: %w", ErrInvalid, i, err)
 		}
 		a.OverrideFiles = nil
 		if err := strictyaml.Decode(ob, &a); err != nil {
-			return Agent{}, fmt.Errorf("%w: override file %s: %w", ErrInvalid, p, err)
+			return Agent{}, nil, fmt.Errorf("%w: override file %s: %w", ErrInvalid, p, err)
 		}
 		if len(a.OverrideFiles) > 0 {
-			return Agent{}, fmt.Errorf("%w: override file %s: override_files: an override file cannot name more (list them all in %s)", ErrInvalid, p, file)
+			return Agent{}, nil, fmt.Errorf("%w: override file %s: override_files: an override file cannot name more (list them all in %s)", ErrInvalid, p, file)
 		}
 	}
 	a.OverrideFiles = overrides
 	a.applyDefaults()
-	return a, nil
+	if len(overrides) == 0 {
+		lines = strictyaml.Lines(b)
+	}
+	return a, lines, nil
 }
 
 // minDisks is the smallest member count each RAID level can have.

@@ -144,6 +144,20 @@ func TestUnknownKeySuggestion(t *testing.T) {
 	}
 }
 
+// TestValidationErrorsHaveLines: a value that parses but is wrong is
+// reported with its key path and its line too.
+func TestValidationErrorsHaveLines(t *testing.T) {
+	_, err := Parse([]byte("declared_devices:\n  - device: /dev/sdb\n    raid:\n      level: raid7\nprobes:\n  - mount_point: /data\n    dir: /data/p\n    ops: -1\n"))
+	for _, want := range []string{`line 4: declared_devices[0].raid.level "raid7"`, "line 8: probes[0].ops -1: want 1 to"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse = %v\nwant it to contain %q", err, want)
+		}
+	}
+	if !errors.Is(err, ErrInvalid) {
+		t.Errorf("Parse = %v, want ErrInvalid", err)
+	}
+}
+
 // TestOverrideFiles: keys of an override file replace the main file's
 // (lists whole), defaults still fill what neither sets, and errors in an
 // override file name it.

@@ -328,3 +328,104 @@ func distance(a, b string) int {
 	}
 	return d[len(a)][len(b)]
 }
+
+// Lines maps each key path of the YAML document in b (as Decode's errors
+// write them: probes[0].file_size) to its line. A document that does not
+// parse gives an empty map.
+func Lines(b []byte) map[string]int {
+	m := map[string]int{}
+	var doc yaml.Node
+	if yaml.Unmarshal(b, &doc) != nil || len(doc.Content) == 0 {
+		return m
+	}
+	var walk func(n *yaml.Node, path string)
+	walk = func(n *yaml.Node, path string) {
+		if n.Kind == yaml.AliasNode && n.Alias != nil {
+			n = n.Alias
+		}
+		switch n.Kind {
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				kp := join(path, n.Content[i].Value)
+				m[kp] = n.Content[i].Line
+				walk(n.Content[i+1], kp)
+			}
+		case yaml.SequenceNode:
+			for i, e := range n.Content {
+				ep := fmt.Sprintf("%s[%d]", path, i)
+				m[ep] = e.Line
+				walk(e, ep)
+			}
+		}
+	}
+	walk(doc.Content[0], "")
+	return m
+}
+
+// WithLines returns err with "line N: " before each line of its message
+// that starts with a key path of lines (the longest one that does, ended
+// by a space, a colon or the end), as validation errors written after
+// Decode do ("probes[0].ops 0: want 1 to 100000"). Lines that already
+// name one, or name no key of the file, are left as they are; a path
+// mapped to 0 is one whose value did not come from the file (a flag set
+// it): neither it nor its parents give a line. errors.Is and errors.As
+// see err.
+func WithLines(err error, lines map[string]int) error {
+	if err == nil || len(lines) == 0 {
+		return err
+	}
+	msgs := strings.Split(err.Error(), "\n")
+	changed := false
+	for i, msg := range msgs {
+		if strings.HasPrefix(msg, "line ") {
+			continue
+		}
+		// The message may start with a wrapper's prefix ("invalid
+		// configuration: "); find the key path after any of them.
+		for at := 0; at <= len(msg); {
+			rest := msg[at:]
+			if n, ok := lineOf(rest, lines); ok {
+				msgs[i] = msg[:at] + fmt.Sprintf("line %d: ", n) + rest
+				changed = true
+				break
+			}
+			next := strings.Index(rest, ": ")
+			if next < 0 {
+				break
+			}
+			at += next + 2
+		}
+	}
+	if !changed {
+		return err
+	}
+	return &linedError{msg: strings.Join(msgs, "\n"), err: err}
+}
+
+// lineOf is the line of the longest key path that s starts with.
+func lineOf(s string, lines map[string]int) (int, bool) {
+	end := strings.IndexAny(s, " :")
+	if end < 0 {
+		end = len(s)
+	}
+	for p := s[:end]; p != ""; {
+		if n, ok := lines[p]; ok {
+			return n, n > 0 // 0: the value is not the file's (a flag's)
+		}
+		// Shorter: drop the last .key or [i].
+		cut := max(strings.LastIndex(p, "."), strings.LastIndex(p, "["))
+		if cut <= 0 {
+			break
+		}
+		p = p[:cut]
+	}
+	return 0, false
+}
+
+type linedError struct {
+	msg string
+	err error
+}
+
+func (e *linedError) Error() string { return e.msg }
+func (e *linedError) Unwrap() error { return e.err }

@@ -1,6 +1,8 @@
 package strictyaml
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -184,4 +186,43 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("error names a Go type: %v", err)
 		}
 	})
+}
+
+func TestLinesAndWithLines(t *testing.T) {
+	b := []byte("# comment\ndeclared_devices:\n  - device: /dev/sdb\n    raid:\n      level: raid7\nprobes:\n  - ops: 0\n    every: 1s\n")
+	lines := Lines(b)
+	for path, want := range map[string]int{"declared_devices": 2, "declared_devices[0]": 3, "declared_devices[0].device": 3,
+		"declared_devices[0].raid": 4, "declared_devices[0].raid.level": 5, "probes[0].ops": 7, "probes[0].every": 8} {
+		if lines[path] != want {
+			t.Errorf("Lines()[%q] = %d, want %d", path, lines[path], want)
+		}
+	}
+	sentinel := errors.New("invalid configuration")
+	err := fmt.Errorf("%w: %w", sentinel, errors.Join(
+		errors.New(`declared_devices[0].raid.level "raid7": want one of raid0, raid1`),
+		errors.New(`declared_devices[0].raid.stripe_unit: required for raid7`), // absent: its mapping's line
+		errors.New(`probes[0].ops 0: want 1 to 100000`),
+		errors.New(`server.address: required`), // not in the file
+		errors.New(`line 9: already placed`),
+	))
+	got := WithLines(err, lines)
+	want := "invalid configuration: line 5: declared_devices[0].raid.level \"raid7\": want one of raid0, raid1\n" +
+		"line 4: declared_devices[0].raid.stripe_unit: required for raid7\n" +
+		"line 7: probes[0].ops 0: want 1 to 100000\n" +
+		"server.address: required\n" +
+		"line 9: already placed"
+	if got.Error() != want {
+		t.Errorf("WithLines =\n%s\nwant\n%s", got, want)
+	}
+	if !errors.Is(got, sentinel) {
+		t.Error("WithLines lost the wrapped error")
+	}
+	// A value a flag set (path mapped to 0) gets no line, not its parent's.
+	lines["probes[0].ops"] = 0
+	if got := WithLines(errors.New("probes[0].ops 0: want 1 to 100000"), lines).Error(); got != "probes[0].ops 0: want 1 to 100000" {
+		t.Errorf("WithLines of a flag's value = %q, want no line", got)
+	}
+	if WithLines(nil, lines) != nil {
+		t.Error("WithLines(nil) != nil")
+	}
 }
