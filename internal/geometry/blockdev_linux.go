@@ -252,7 +252,7 @@ func (d *discoverer) readMounts() ([]mountInfo, error) {
 				}
 			}
 		}
-		m.unresolved = true
+		m.Unresolved = true
 		unresolved = append(unresolved, m.Source+" ("+m.MountPoint+")")
 	}
 	if len(unresolved) > 0 {

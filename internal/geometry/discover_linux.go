@@ -111,7 +111,7 @@ func discover(ctx context.Context, opts Options, rec recorder) (Result, error) {
 			}
 			continue
 		}
-		if m.unresolved {
+		if m.Unresolved {
 			filter(m, FilterUnknownDevice) // /proc/mounts names a /dev path sysfs does not know
 			continue
 		}

@@ -16,9 +16,9 @@ type mountInfo struct {
 	FSType       string
 	Source       string
 	SuperOptions string
-	// unresolved: a /proc/mounts source under /dev that names no block
+	// Unresolved: a /proc/mounts source under /dev that names no block
 	// device sysfs knows (Major and Minor are 0).
-	unresolved bool
+	Unresolved bool
 }
 
 // parseMountInfo parses a whole mountinfo file. A line it cannot parse is
