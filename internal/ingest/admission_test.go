@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"encoding/binary"
 	"io"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 // in the middle of its read (a slow or hostile sender).
 type h2conn struct {
 	conn     *tls.Conn
+	mu       sync.Mutex // writes to fr
 	fr       *http2.Framer
 	settings chan http2.Setting // the server's SETTINGS, as they arrive
 	next     uint32
@@ -71,10 +73,14 @@ func (c *h2conn) readLoop() {
 				}
 				return nil
 			})
+			c.mu.Lock()
 			_ = c.fr.WriteSettingsAck()
+			c.mu.Unlock()
 		case *http2.PingFrame:
 			if !f.IsAck() {
+				c.mu.Lock()
 				_ = c.fr.WritePing(true, f.Data)
+				c.mu.Unlock()
 			}
 		}
 	}
@@ -94,6 +100,8 @@ func (c *h2conn) announce(t *testing.T, n uint32) {
 			t.Fatal(err)
 		}
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	id := c.next
 	c.next += 2
 	if err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: hb.Bytes(), EndHeaders: true}); err != nil {
@@ -156,7 +164,7 @@ func TestAgentInflightBytesBound(t *testing.T) {
 // once the stuck calls end.
 func TestTotalInflightBytesBound(t *testing.T) {
 	e := startServer(t, sqliteDSN(t), newPKI(t), Options{
-		MaxRecvMsgSize: 1 << 20, MaxAgentInflightBytes: 1 << 20, MaxInflightBytes: 2 << 20, RatePerSecond: -1,
+		MaxRecvMsgSize: 1 << 20, MaxAgentInflightBytes: 2 << 20, MaxInflightBytes: 2 << 20, RatePerSecond: -1,
 	})
 	c := e.agent(t, "patient")
 	hello(t, c, "patient")

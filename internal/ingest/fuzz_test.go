@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/plumbline/plumbline/internal/store"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
@@ -24,6 +25,10 @@ func FuzzValidateReport(f *testing.F) {
 		{AgentId: "db1", Records: []*plumblinev1.Record{{Sequence: 1}}},
 		{AgentId: "db1", FirstSequence: 3},
 	}
+	withUnknown := probeRecord(9)
+	withUnknown.ProtoReflect().SetUnknown(unknownField(100))
+	withUnknown.GetProbe().ProtoReflect().SetUnknown(unknownField(10))
+	seeds = append(seeds, &plumblinev1.ReportRequest{AgentId: "db1", Records: []*plumblinev1.Record{withUnknown}})
 	for _, s := range seeds {
 		b, err := proto.Marshal(s)
 		if err != nil {
@@ -55,11 +60,23 @@ func FuzzValidateReport(f *testing.F) {
 			if len(r.Payload) == 0 && proto.Size(req.GetRecords()[i]) > 0 {
 				t.Fatalf("record %d: no payload", i)
 			}
+			var stored plumblinev1.Record
+			if r.Kind != store.KindRejected {
+				if err := proto.Unmarshal(r.Payload, &stored); err != nil {
+					t.Fatalf("record %d: stored payload does not decode: %v", i, err)
+				}
+				if n := unknownBytes(stored.ProtoReflect()); n > 0 {
+					t.Fatalf("record %d: %d bytes of unknown fields stored", i, n)
+				}
+			}
 			switch r.Kind {
 			case store.KindRejected:
 				rejected++
-				if r.Reason == "" {
-					t.Fatalf("record %d rejected without a reason", i)
+				if r.Reason == "" || len(r.Reason) > MaxReasonBytes {
+					t.Fatalf("record %d rejected with a reason of %d bytes: want 1 to %d", i, len(r.Reason), MaxReasonBytes)
+				}
+				if len(r.Payload) > MaxRejectedPayloadBytes {
+					t.Fatalf("record %d rejected, %d payload bytes stored: want at most %d", i, len(r.Payload), MaxRejectedPayloadBytes)
 				}
 			case store.KindProbe:
 				p := r.Probe
@@ -90,4 +107,26 @@ func FuzzValidateReport(f *testing.F) {
 			t.Fatalf("%d rejected records, %d rejections", rejected, len(b.Rejections))
 		}
 	})
+}
+
+// unknownBytes counts the unknown-field bytes in m and every message in it.
+func unknownBytes(m protoreflect.Message) int {
+	n := len(m.GetUnknown())
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.IsList() && fd.Message() != nil:
+			for i := 0; i < v.List().Len(); i++ {
+				n += unknownBytes(v.List().Get(i).Message())
+			}
+		case fd.IsMap() && fd.MapValue().Message() != nil:
+			v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
+				n += unknownBytes(mv.Message())
+				return true
+			})
+		case !fd.IsList() && !fd.IsMap() && fd.Message() != nil:
+			n += unknownBytes(v.Message())
+		}
+		return true
+	})
+	return n
 }
