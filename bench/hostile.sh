@@ -33,6 +33,11 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# go_heap: the Go runtime's view (heap in use, idle, released to the OS).
+go_heap() {
+	curl -s "http://127.0.0.1:$pprof_port/debug/pprof/heap?debug=1" |
+		awk '/^# (HeapInuse|HeapIdle|HeapReleased|NextGC) =/ {printf "%s=%d MiB ", $2, $4/1048576}'
+}
 status_kb() { awk -v k="^$2:" '$0 ~ k {print $2}' "/proc/$1/status"; }
 
 src=$root
@@ -45,8 +50,9 @@ echo "== build server from ${REV:-the working tree} ($(git -C "$root" rev-parse 
 (cd "$root" && go build -o "$work/hostile" ./bench/hostile)
 
 port=$(free_port)
+pprof_port=$(free_port)
 "$work/server" --dev --data-dir "$work/data" --grpc.listen-address "127.0.0.1:$port" \
-	--web.listen-address "127.0.0.1:$(free_port)" >"$work/server.log" 2>&1 &
+	--web.listen-address "127.0.0.1:$(free_port)" --debug.pprof-listen-address "127.0.0.1:$pprof_port" >"$work/server.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 300); do
 	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && [ -f "$work/data/dev/agent.yaml" ]; then break; fi
@@ -57,9 +63,9 @@ sleep 2
 echo "machine: $(nproc) cores; $(uptime | sed 's/.*load average: /load average /')"
 echo "server RSS before: $(status_kb "$server_pid" VmRSS) kB"
 "$work/hostile" --dev-dir "$work/data/dev" --reports "$REPORTS" --rounds "$ROUNDS" --size "$SIZE" --conns "$CONNS" --agents "$AGENTS"
-echo "server RSS right after: $(status_kb "$server_pid" VmRSS) kB; peak (VmHWM): $(status_kb "$server_pid" VmHWM) kB"
+echo "server RSS right after: $(status_kb "$server_pid" VmRSS) kB; peak (VmHWM): $(status_kb "$server_pid" VmHWM) kB; Go: $(go_heap)"
 sleep "$SETTLE"
-echo "server RSS ${SETTLE}s later: $(status_kb "$server_pid" VmRSS) kB; peak (VmHWM): $(status_kb "$server_pid" VmHWM) kB"
+echo "server RSS ${SETTLE}s later: $(status_kb "$server_pid" VmRSS) kB; peak (VmHWM): $(status_kb "$server_pid" VmHWM) kB; Go: $(go_heap)"
 echo "store on disk: $(du -sk "$work/data" | cut -f1) kB"
 grep -c 'record rejected' "$work/server.log" | sed 's/^/server log: record-rejected lines: /' || true
 echo "$(uptime | sed 's/.*load average: /load average /')"

@@ -509,6 +509,7 @@ func checkVolume(v *plumblinev1.Volume, lim Limits) error {
 			}
 		}
 	}
+	var offsets uint64
 	for i, l := range v.GetLayers() {
 		if err := checkLayer(l); err != nil {
 			name := l.GetDevice()
@@ -516,6 +517,11 @@ func checkVolume(v *plumblinev1.Volume, lim Limits) error {
 				name = l.GetKind()
 			}
 			return fmt.Errorf("layers[%d] (%s): %w", i, name, err)
+		}
+		// Every sum of offsets align.Evaluate makes is part of this one.
+		var carry uint64
+		if offsets, carry = bits.Add64(offsets, l.GetOffsetBytes(), 0); carry != 0 || offsets > math.MaxInt64 {
+			return fmt.Errorf("data offset: the offsets of layers[0] to layers[%d] add up to more than 2^63-1 bytes", i)
 		}
 	}
 	return nil
@@ -677,6 +683,15 @@ func convertProbe(p *plumblinev1.ProbeResult, now time.Time, lim Limits) (*store
 	}
 	if hist.Count() != ops {
 		return nil, fmt.Errorf("latency: %d observations for %d ops: want one per completed op", hist.Count(), ops)
+	}
+	// No op outlasts the longest run, and no more than queue_depth ops
+	// are ever in flight: that bounds the sum of a run's latencies, so
+	// the server's merged histograms stay far from overflowing.
+	if mx := hist.Max(); mx > maxProbeDuration {
+		return nil, fmt.Errorf("latency: max %s: want at most %s", mx, maxProbeDuration)
+	}
+	if hi, lo := bits.Mul64(uint64(qd), uint64(maxProbeDuration)); hi != 0 || uint64(hist.Sum()) > lo {
+		return nil, fmt.Errorf("latency: sum %s: more than queue_depth %d × %s", hist.Sum(), qd, maxProbeDuration)
 	}
 	if c := p.GetIopsCap(); c < 0 {
 		return nil, fmt.Errorf("iops_cap %v: want 0 (uncapped) or more", c)
