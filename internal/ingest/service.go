@@ -22,6 +22,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
@@ -288,12 +290,12 @@ func (s *Service) Hello(ctx context.Context, req *plumblinev1.HelloRequest) (*pl
 		return nil, err
 	}
 	h := req.GetHost()
-	for name, v := range map[string]string{
-		"host.hostname": h.GetHostname(), "host.os": h.GetOs(), "host.kernel": h.GetKernel(),
-		"host.machine_id": h.GetMachineId(), "agent_version": req.GetAgentVersion(),
+	for _, f := range []struct{ name, v string }{
+		{"host.hostname", h.GetHostname()}, {"host.os", h.GetOs()}, {"host.kernel", h.GetKernel()},
+		{"host.machine_id", h.GetMachineId()}, {"agent_version", req.GetAgentVersion()},
 	} {
-		if len(v) > 256 {
-			return nil, status.Errorf(codes.InvalidArgument, "%s: %d bytes: want at most 256", name, len(v))
+		if err := checkHostField(f.v); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "%s: %v", f.name, err)
 		}
 	}
 	hostname := h.GetHostname()
@@ -320,6 +322,27 @@ func (s *Service) Hello(ctx context.Context, req *plumblinev1.HelloRequest) (*pl
 		MaxBatchRecords:         uint32(s.opts.Limits.MaxBatchRecords),
 		ServerTime:              timestamppb.New(now),
 	}, nil
+}
+
+// maxHostFieldBytes bounds each host fact of a Hello.
+const maxHostFieldBytes = 256
+
+// checkHostField accepts the host facts of a Hello: at most
+// maxHostFieldBytes of valid UTF-8 without control characters. They are
+// printed on operators' terminals (`server inventory list`) and in CSV
+// files, where ESC, CR or NUL would rewrite what the operator sees.
+func checkHostField(v string) error {
+	if len(v) > maxHostFieldBytes {
+		return fmt.Errorf("%d bytes: want at most %d", len(v), maxHostFieldBytes)
+	}
+	if !utf8.ValidString(v) {
+		return fmt.Errorf("%q is not valid UTF-8", v)
+	}
+	if i := strings.IndexFunc(v, unicode.IsControl); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(v[i:])
+		return fmt.Errorf("%q: control character %U at byte %d: want printable text", v, r, i)
+	}
+	return nil
 }
 
 // Report validates a batch, stores it atomically and acknowledges it.
