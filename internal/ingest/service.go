@@ -188,7 +188,8 @@ func NewGRPCServer(svc *Service, tlsConfig *tls.Config) (*grpc.Server, *health.S
 		// from it, so a second 32 KiB buffer per connection only copies.
 		// (Plaintext, --insecure, keeps it: there every frame header would
 		// be a read system call.)
-		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsConfig)), grpc.ReadBufferSize(0))
+		creds := handshakeCreds{TransportCredentials: credentials.NewTLS(tlsConfig), log: newHandshakeLog(svc.opts.Logger, svc.opts.Now)}
+		opts = append(opts, grpc.Creds(creds), grpc.ReadBufferSize(0))
 	}
 	gs := grpc.NewServer(opts...)
 	plumblinev1.RegisterAgentServiceServer(gs, svc)
