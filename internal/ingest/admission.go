@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"context"
-	"net"
 	"sync"
 
 	"golang.org/x/sync/semaphore"
@@ -76,29 +75,19 @@ func newAdmission(reserve, agentBudget, totalBudget int64, lim *limiters, rateEr
 }
 
 // tapKey is who a call counts against before its message is read: the
-// certificate's identity; with --insecure (no certificates) the peer's IP
-// address.
+// identity of the connection's certificate ("" when it names none: the
+// interceptor refuses the call with Unauthenticated).
 func (a *admission) tapKey(ctx context.Context) string {
 	p, ok := peer.FromContext(ctx)
 	if !ok {
 		return ""
 	}
-	if !a.insecure {
-		if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(ti.State.VerifiedChains) > 0 && len(ti.State.VerifiedChains[0]) > 0 {
-			if id, err := AgentIdentity(ti.State.VerifiedChains[0][0]); err == nil {
-				return id
-			}
+	if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(ti.State.VerifiedChains) > 0 && len(ti.State.VerifiedChains[0]) > 0 {
+		if id, err := AgentIdentity(ti.State.VerifiedChains[0][0]); err == nil {
+			return id
 		}
-		return "" // refused with Unauthenticated by the interceptor
 	}
-	if p.Addr == nil {
-		return ""
-	}
-	host, _, err := net.SplitHostPort(p.Addr.String())
-	if err != nil {
-		return p.Addr.String()
-	}
-	return "addr:" + host
+	return ""
 }
 
 // tap is the grpc.InTapHandle. It runs on the connection's reader with
@@ -107,8 +96,17 @@ func (a *admission) tap(ctx context.Context, info *tap.Info) (context.Context, e
 	if !a.countMethods[info.FullMethodName] {
 		return ctx, nil
 	}
+	if a.insecure {
+		// No certificate, so no identity before the message is decoded
+		// (the rate limit runs in the interceptor): only the server-wide
+		// bound applies.
+		c := &call{a: a}
+		ctx = context.WithValue(ctx, callKey{}, c)
+		context.AfterFunc(ctx, c.release)
+		return ctx, nil
+	}
 	key := a.tapKey(ctx)
-	if a.lim != nil && !a.insecure && !a.lim.allow(key) {
+	if a.lim != nil && !a.lim.allow(key) {
 		return nil, a.rateErr(key)
 	}
 	a.mu.Lock()
@@ -175,14 +173,16 @@ func (c *call) release() {
 		c.a.total.Release(c.totalHeld)
 		c.totalHeld = 0
 	}
-	c.a.mu.Lock()
-	if left := c.a.agents[c.agent] - c.agentHeld; left > 0 {
-		c.a.agents[c.agent] = left
-	} else {
-		delete(c.a.agents, c.agent)
+	if c.agentHeld > 0 {
+		c.a.mu.Lock()
+		if left := c.a.agents[c.agent] - c.agentHeld; left > 0 {
+			c.a.agents[c.agent] = left
+		} else {
+			delete(c.a.agents, c.agent)
+		}
+		c.a.mu.Unlock()
+		c.agentHeld = 0
 	}
-	c.a.mu.Unlock()
-	c.agentHeld = 0
 }
 
 // agentInflight is the bytes agent key has reserved (for tests).

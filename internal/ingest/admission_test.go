@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
@@ -203,6 +205,27 @@ func TestMaxConcurrentStreamsAnnounced(t *testing.T) {
 			}
 		case <-timeout:
 			t.Fatal("no SETTINGS_MAX_CONCURRENT_STREAMS from the server")
+		}
+	}
+}
+
+// Without certificates (--insecure, tests only) no call has an identity
+// before it is decoded: many agents behind one address are not held to one
+// agent's budget.
+func TestInsecureAgentsShareNoBudget(t *testing.T) {
+	e := startServer(t, sqliteDSN(t), nil, Options{Insecure: true, MaxRecvMsgSize: 1 << 20, MaxAgentInflightBytes: 1 << 20, RatePerSecond: -1})
+	c := dial(t, e.addr, insecure.NewCredentials())
+	const n = 20
+	for i := range n {
+		hello(t, c, fmt.Sprintf("plain-%d", i))
+	}
+	errs := make(chan error, n)
+	for i := range n {
+		go func() { errs <- reportOK(t, c, fmt.Sprintf("plain-%d", i), 1, 30*time.Second) }()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatalf("concurrent Report: %v", err)
 		}
 	}
 }

@@ -82,7 +82,9 @@ type Options struct {
 	// agent (default twice MaxRecvMsgSize). A call reserves
 	// MaxRecvMsgSize before its message is read and its real size once
 	// decoded (see admission). A call beyond its agent's budget is refused
-	// with ResourceExhausted; beyond the server's, it waits.
+	// with ResourceExhausted; beyond the server's, it waits. With Insecure
+	// (no certificates: no identity before decoding) only the server's
+	// budget applies.
 	MaxInflightBytes      int64
 	MaxAgentInflightBytes int64
 	// Insecure: no TLS, the agent_id of each request is trusted.
