@@ -135,7 +135,8 @@ type panel struct {
 	ID      int    `json:"id"`
 	Title   string `json:"title"`
 	Targets []struct {
-		Expr string `json:"expr"`
+		RefID string `json:"refId"`
+		Expr  string `json:"expr"`
 	} `json:"targets"`
 	Panels []panel `json:"panels"`
 }
