@@ -116,9 +116,10 @@ type Options struct {
 
 // Collector builds the exposition of the whole server and serves it.
 type Collector struct {
-	st   *store.Store
-	opts Options
-	fams [numFamilies]family
+	st      *store.Store
+	opts    Options
+	fams    [numFamilies]family
+	classic classicBounds // opts.ClassicBuckets, formatted once
 
 	mu  sync.Mutex // held by the scrape that refreshes; the others wait and share its result
 	gen uint64     // refreshes so far
@@ -202,7 +203,8 @@ func New(st *store.Store, opts Options) (*Collector, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Collector{st: st, opts: opts, fams: newFamilies(), volParts: map[volKey]*volPart{}, baseParts: map[volKey]*basePart{}}, nil
+	return &Collector{st: st, opts: opts, fams: newFamilies(), classic: newClassicBounds(opts.ClassicBuckets),
+		volParts: map[volKey]*volPart{}, baseParts: map[volKey]*basePart{}}, nil
 }
 
 // Handler serves c's exposition on GET /metrics.
@@ -787,7 +789,7 @@ func (c *Collector) baselineSeries(k volKey, p *basePart) []*series {
 			p.hists[b.Kind] = h
 		}
 		if h.ok {
-			ss = append(ss, c.fams[famLatency].encodeHistogram(famLatency, []string{host, mount, b.Kind}, c.opts.ClassicBuckets, &h.nativeHist))
+			ss = append(ss, c.fams[famLatency].encodeHistogram(famLatency, []string{host, mount, b.Kind}, c.classic, &h.nativeHist))
 		}
 	}
 	for kind := range p.hists {
