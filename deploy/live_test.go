@@ -82,7 +82,33 @@ func TestDashboardsAgainstPrometheus(t *testing.T) {
 	dashboards := readDashboards(t)
 	vars := fleetVariables(t, ctx, proms["classic"])
 	t.Logf("template variables: %v", vars)
-	expand := strings.NewReplacer("$__rate_interval", "30s", "$__interval", "5s", "$host", vars["host"], "$profile", vars["profile"], "$mount_point", vars["mount_point"])
+	expand := strings.NewReplacer("$__rate_interval", "30s", "$__interval", "5s",
+		"$host", promRegex(vars["host"]), "$profile", promRegex(vars["profile"]), "$mount_point", promRegex(vars["mount_point"]))
+
+	// The template variables' own queries offer the chosen values.
+	labelValues := regexp.MustCompile(`^label_values\((.*), *([a-z_]+)\)$`)
+	for _, d := range dashboards {
+		for _, v := range d.Templating.List {
+			if v.Type != "query" {
+				continue
+			}
+			m := labelValues.FindStringSubmatch(v.Definition)
+			if m == nil {
+				t.Errorf("%s: variable %s: definition %q is not label_values(selector, label)", d.UID, v.Name, v.Definition)
+				continue
+			}
+			for mode, api := range proms {
+				var values []string
+				u := api + "label/" + m[2] + "/values?match[]=" + url.QueryEscape(expand.Replace(m[1]))
+				if err := promGet(ctx, u, &values); err != nil {
+					t.Fatalf("%s: variable %s: %v", d.UID, v.Name, err)
+				}
+				if !slices.Contains(values, vars[v.Name]) {
+					t.Errorf("%s: variable %s offers %v (%s Prometheus), not the fleet's %s", d.UID, v.Name, values, mode, vars[v.Name])
+				}
+			}
+		}
+	}
 
 	type query struct{ dashboard, panel, ref, expr string }
 	var queries []query
@@ -172,7 +198,7 @@ func TestDashboardsAgainstPrometheus(t *testing.T) {
 
 // fleetVariables picks the dashboards' template variables from the fleet:
 // a misaligned Linux volume (its host, mount point and profile), as Grafana
-// would offer them, regex-escaped.
+// would offer them.
 func fleetVariables(t *testing.T, ctx context.Context, api string) map[string]string {
 	t.Helper()
 	var data struct {
@@ -192,7 +218,13 @@ func fleetVariables(t *testing.T, ctx context.Context, api string) map[string]st
 		return strings.Compare(a.Metric["host"]+a.Metric["mount_point"], b.Metric["host"]+b.Metric["mount_point"])
 	})
 	m := data.Result[0].Metric
-	return map[string]string{"host": regexp.QuoteMeta(m["host"]), "mount_point": regexp.QuoteMeta(m["mount_point"]), "profile": regexp.QuoteMeta(m["profile"])}
+	return map[string]string{"host": m["host"], "mount_point": m["mount_point"], "profile": m["profile"]}
+}
+
+// promRegex is a variable's value as Grafana puts it into a =~ matcher:
+// regex metacharacters escaped, then backslashes for the PromQL string.
+func promRegex(v string) string {
+	return strings.ReplaceAll(regexp.QuoteMeta(v), `\`, `\\`)
 }
 
 func walkPanels(ps []panel, f func(panel)) {
