@@ -28,8 +28,6 @@ var legitimatelyEmpty = map[string]string{
 	"plumbline-volume/Degraded since":                  "fleetsim's latencies are steady: no volume degrades",
 	"plumbline-volume/Probe skips and stops by reason": "fleetsim's probe runs all complete: no skips or stops",
 	"plumbline-volume/md members missing":              "fleetsim declares hardware RAID; md arrays need sysfs",
-	"plumbline-fleet/Worst volumes (latency vs cohort)": "a cohort needs 5 volumes of one profile with 12 judged runs each " +
-		"(baseline defaults); fleetsim spreads its volumes over many profiles",
 }
 
 // TestDashboardsAgainstPrometheus runs every panel's queries against real
@@ -69,10 +67,12 @@ func TestDashboardsAgainstPrometheus(t *testing.T) {
 		proms[mode] = startPrometheus(t, promBin, rulesFile, webAddr, mode == "native")
 	}
 
-	// The fleet: 40 agents, ~120 volumes, enough runs for every volume's
-	// history to be trusted (12 per kind).
+	// The fleet: 200 agents, ~600 volumes over many profiles, ~20 runs per
+	// volume and kind: every history trusted (12 runs, the baseline
+	// default) and a few cohorts of 5 same-profile volumes, so the cohort
+	// panels have data.
 	fleet := exec.CommandContext(ctx, filepath.Join(bin, "fleetsim"), "--dev-dir", filepath.Join(dataDir, "dev"), "--server", grpcAddr,
-		"--agents", "40", "--rate", "600", "--duration", "25s", "--progress", "0")
+		"--agents", "200", "--rate", "1500", "--duration", "25s", "--progress", "0")
 	if out, err := fleet.CombinedOutput(); err != nil {
 		t.Fatalf("fleetsim: %v\n%s", err, out)
 	} else {
