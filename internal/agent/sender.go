@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -94,7 +95,8 @@ func (a *Agent) sendLoop(ctx context.Context, client plumblinev1.AgentServiceCli
 // interval until a call fails or ctx ends.
 func (a *Agent) session(ctx context.Context, client plumblinev1.AgentServiceClient) (helloOK bool, err error) {
 	hctx, cancel := context.WithTimeout(ctx, callTimeout)
-	hello, err := client.Hello(hctx, &plumblinev1.HelloRequest{AgentId: a.o.AgentID, Host: a.host.Load(), AgentVersion: a.o.Version})
+	hello, err := client.Hello(hctx, &plumblinev1.HelloRequest{AgentId: a.o.AgentID, Host: a.host.Load(), AgentVersion: a.o.Version,
+		Incarnation: a.spool.Incarnation()})
 	cancel()
 	if err != nil {
 		return false, fmt.Errorf("hello: %w", err)
@@ -115,7 +117,8 @@ func (a *Agent) session(ctx context.Context, client plumblinev1.AgentServiceClie
 		return true, err
 	}
 	a.metrics.connected.Set(1)
-	a.log.Info("connected", "server", a.o.Config.Server.Address, "high_water", hello.GetHighWaterSequence())
+	a.log.Info("connected", "server", a.o.Config.Server.Address, "incarnation", a.spool.Incarnation(), "high_water", hello.GetHighWaterSequence())
+	a.checkServerGeometry(hello.GetGeometryDigest())
 	for {
 		if err := a.drain(ctx, client); err != nil {
 			return true, err
@@ -127,6 +130,25 @@ func (a *Agent) session(ctx context.Context, client plumblinev1.AgentServiceClie
 			return true, nil
 		case <-t.C:
 		}
+	}
+}
+
+// checkServerGeometry asks the geometry loop for a fresh snapshot when the
+// server holds another one than the agent spooled last and that one is no
+// longer waiting in the spool: the server's copy was lost (a server
+// restored from a backup, a rejected snapshot, the spool's size cap) or
+// another agent on the same identity replaced it. Before the first
+// discovery there is nothing to compare: the start snapshot is coming.
+func (a *Agent) checkServerGeometry(serverDigest []byte) {
+	last := a.lastSnap.Load()
+	if last == nil || bytes.Equal(last.digest, serverDigest) || a.spool.Pending(last.seq) {
+		return
+	}
+	a.log.Info("the server holds another geometry snapshot than this agent's: sending it again",
+		"server_digest", fmt.Sprintf("%x", serverDigest), "agent_digest", fmt.Sprintf("%x", last.digest))
+	select {
+	case a.resync <- struct{}{}:
+	default: // one is already asked for
 	}
 }
 
@@ -142,7 +164,19 @@ func (a *Agent) drain(ctx context.Context, client plumblinev1.AgentServiceClient
 		if len(recs) == 0 {
 			return nil
 		}
-		req := &plumblinev1.ReportRequest{AgentId: a.o.AgentID, FirstSequence: recs[0].Seq}
+		// A spool upgraded from before incarnations sends the records it
+		// numbered back then with the legacy incarnation "", in batches of
+		// their own, so the server recognises those it already stored.
+		inc := a.spool.Incarnation()
+		if legacy := a.spool.LegacyThrough(); recs[0].Seq <= legacy {
+			inc = ""
+			n := 0
+			for n < len(recs) && recs[n].Seq <= legacy {
+				n++
+			}
+			recs = recs[:n]
+		}
+		req := &plumblinev1.ReportRequest{AgentId: a.o.AgentID, FirstSequence: recs[0].Seq, Incarnation: inc}
 		var undecodable []uint64
 		for _, r := range recs {
 			m := &plumblinev1.Record{}
