@@ -178,7 +178,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	sched := &scheduler{a: a, running: map[string]context.CancelFunc{}}
 	wg.Go(func() { a.geometryLoop(ctx, sched) })
-	wg.Go(func() { a.sendLoop(ctx, plumblinev1.NewAgentServiceClient(conn)) })
+	wg.Go(func() { a.sendLoop(ctx, conn) })
 	<-ctx.Done()
 	wg.Wait()
 	sched.stop()

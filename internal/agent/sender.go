@@ -10,8 +10,11 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"sync"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
@@ -66,10 +69,11 @@ func ClientTLS(c config.Server) (*tls.Config, string, error) {
 
 // sendLoop keeps a session with the server, reconnecting with jittered
 // exponential backoff.
-func (a *Agent) sendLoop(ctx context.Context, client plumblinev1.AgentServiceClient) {
+func (a *Agent) sendLoop(ctx context.Context, conn *grpc.ClientConn) {
+	client := plumblinev1.NewAgentServiceClient(conn)
 	attempt := 0
 	for {
-		helloOK, err := a.session(ctx, client)
+		helloOK, err := a.session(ctx, client, conn)
 		a.metrics.connected.Set(0)
 		if ctx.Err() != nil {
 			return
@@ -91,9 +95,23 @@ func (a *Agent) sendLoop(ctx context.Context, client plumblinev1.AgentServiceCli
 	}
 }
 
+// connState is what a session watches of its gRPC connection
+// (*grpc.ClientConn).
+type connState interface {
+	GetState() connectivity.State
+	WaitForStateChange(ctx context.Context, from connectivity.State) bool
+}
+
+// errConnectionLost ends a session whose connection is no longer ready.
+var errConnectionLost = errors.New("connection to the server lost")
+
 // session says Hello, then sends whatever the spool holds every report
-// interval until a call fails or ctx ends.
-func (a *Agent) session(ctx context.Context, client plumblinev1.AgentServiceClient) (helloOK bool, err error) {
+// interval until a call fails, the connection stops being ready, or ctx
+// ends. A session is one connection: gRPC reconnects by itself, but every
+// new connection must start with a Hello (the server may be another
+// replica, or restored from a backup, and checkServerGeometry compares its
+// geometry with the agent's).
+func (a *Agent) session(ctx context.Context, client plumblinev1.AgentServiceClient, conn connState) (helloOK bool, err error) {
 	hctx, cancel := context.WithTimeout(ctx, callTimeout)
 	hello, err := client.Hello(hctx, &plumblinev1.HelloRequest{AgentId: a.o.AgentID, Host: a.host.Load(), AgentVersion: a.o.Version,
 		Incarnation: a.spool.Incarnation()})
@@ -119,6 +137,18 @@ func (a *Agent) session(ctx context.Context, client plumblinev1.AgentServiceClie
 	a.metrics.connected.Set(1)
 	a.log.Info("connected", "server", a.o.Config.Server.Address, "incarnation", a.spool.Incarnation(), "high_water", hello.GetHighWaterSequence())
 	a.checkServerGeometry(hello.GetGeometryDigest())
+
+	// Watch the connection the Hello went over: when it stops being ready,
+	// the session ends and the next one says Hello on the new connection.
+	lost := make(chan struct{})
+	wctx, stopWatch := context.WithCancel(ctx)
+	var watch sync.WaitGroup
+	watch.Go(func() {
+		if conn.WaitForStateChange(wctx, connectivity.Ready) {
+			close(lost)
+		}
+	})
+	defer func() { stopWatch(); watch.Wait() }()
 	for {
 		if err := a.drain(ctx, client); err != nil {
 			return true, err
@@ -128,6 +158,9 @@ func (a *Agent) session(ctx context.Context, client plumblinev1.AgentServiceClie
 		case <-ctx.Done():
 			t.Stop()
 			return true, nil
+		case <-lost:
+			t.Stop()
+			return true, errConnectionLost
 		case <-t.C:
 		}
 	}

@@ -22,7 +22,8 @@ type family struct {
 
 // Families, in name order.
 const (
-	famAgentLast = iota
+	famAgentConflicts = iota
+	famAgentLast
 	famAgentUp
 	famDegradedSince
 	famRatio
@@ -90,6 +91,8 @@ func newFamilies() [numFamilies]family {
 		withVolume("kind", "reference"))
 	d(famStops, "probe_stops_total", counter, "Probe runs of any kind skipped or stopped before their op budget, by reason (busy, busy-during, latency-ceiling, max-duration, interrupted, io-errors, skipped).",
 		withVolume("reason"))
+	d(famAgentConflicts, "agent_identity_conflicts_total", counter, "Times two live agents were seen on this agent identity (an agent spool incarnation that a newer one had replaced spoke again: two hosts sharing one certificate, or a copied spool). Present only for agents with at least one.",
+		[]string{"agent_id", "host"})
 	d(famAgentLast, "agent_last_report_timestamp_seconds", gauge, "When the agent last registered or sent a report (Unix time).",
 		[]string{"agent_id", "host"})
 	d(famAgentUp, "agent_up", gauge, "1 when the agent reported within the stale threshold, else 0.",
