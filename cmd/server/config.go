@@ -1,20 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/plumbline/plumbline/internal/bytesize"
 	"github.com/plumbline/plumbline/internal/ingest"
+	"github.com/plumbline/plumbline/internal/strictyaml"
 )
 
 // Config is the server's configuration file (deploy/examples/server.yaml
@@ -134,31 +131,28 @@ func DefaultConfig() Config {
 
 // LoadConfig reads a YAML file over the defaults. Unknown keys are errors.
 func LoadConfig(path string) (Config, error) {
+	cfg, _, err := loadConfigLines(path)
+	return cfg, err
+}
+
+// loadConfigLines is LoadConfig that also returns the line of each key
+// path in the file, for Validate's errors (strictyaml.WithLines).
+func loadConfigLines(path string) (Config, map[string]int, error) {
 	cfg := DefaultConfig()
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return cfg, fmt.Errorf("config: %w", err)
+		return cfg, nil, fmt.Errorf("config: %w", err)
 	}
-	if err := decodeConfig(bytes.NewReader(b), &cfg); err != nil {
-		return cfg, fmt.Errorf("config %s: %w", path, err)
+	if err := decodeConfig(b, &cfg); err != nil {
+		return cfg, nil, fmt.Errorf("config %s: %w", path, err)
 	}
-	return cfg, nil
+	return cfg, strictyaml.Lines(b), nil
 }
 
-func decodeConfig(r io.Reader, cfg *Config) error {
-	dec := yaml.NewDecoder(r)
-	dec.KnownFields(true)
-	if err := dec.Decode(cfg); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil // an empty file: the defaults
-		}
-		return err
-	}
-	var extra any
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return errors.New("more than one YAML document")
-	}
-	return nil
+// decodeConfig decodes b over cfg: errors name the key path and line
+// (strictyaml); an empty file leaves the defaults.
+func decodeConfig(b []byte, cfg *Config) error {
+	return strictyaml.Decode(b, cfg)
 }
 
 // StoreDSN is the configured DSN, or SQLite under the data directory.

@@ -47,6 +47,7 @@ import (
 	"github.com/plumbline/plumbline/internal/ingest"
 	"github.com/plumbline/plumbline/internal/inventory"
 	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/strictyaml"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -138,9 +139,10 @@ func parseFlags(args []string, stdout, stderr io.Writer) (Config, bool, error) {
 		return Config{}, false, errVersion
 	}
 	cfg := DefaultConfig()
+	var lines map[string]int // the file's lines by key path, for Validate's errors
 	if *configFile != "" {
 		var err error
-		if cfg, err = LoadConfig(*configFile); err != nil {
+		if cfg, lines, err = loadConfigLines(*configFile); err != nil {
 			return Config{}, false, err
 		}
 	}
@@ -164,25 +166,33 @@ func parseFlags(args []string, stdout, stderr io.Writer) (Config, bool, error) {
 			return Config{}, false, errors.New("--dev needs --data-dir DIR (where the database, the dev CA and DIR/dev/agent.yaml go)")
 		}
 	}
-	for name, apply := range map[string]func(){
-		"data-dir":                func() { cfg.DataDir = *dataDir },
-		"store.dsn":               func() { cfg.Store.DSN = *dsn },
-		"grpc.listen-address":     func() { cfg.GRPC.ListenAddress = *grpcAddr },
-		"grpc.tls.cert-file":      func() { cfg.GRPC.TLS.CertFile = *certFile },
-		"grpc.tls.key-file":       func() { cfg.GRPC.TLS.KeyFile = *keyFile },
-		"grpc.tls.client-ca-file": func() { cfg.GRPC.TLS.ClientCAFile = *clientCA },
-		"web.listen-address":      func() { cfg.Web.ListenAddress = *webAddr },
-		"web.config.file":         func() { cfg.Web.ConfigFile = *webConfig },
-		"insecure":                func() { cfg.GRPC.Insecure = *insecure },
-		"log.level":               func() { cfg.Log.Level = *logLevel },
-		"log.format":              func() { cfg.Log.Format = *logFormat },
+	// Each flag that overrides a key: its value applies, and a line of the
+	// file no longer explains that key.
+	for name, o := range map[string]struct {
+		key   string
+		apply func()
+	}{
+		"data-dir":                {"data_dir", func() { cfg.DataDir = *dataDir }},
+		"store.dsn":               {"store.dsn", func() { cfg.Store.DSN = *dsn }},
+		"grpc.listen-address":     {"grpc.listen_address", func() { cfg.GRPC.ListenAddress = *grpcAddr }},
+		"grpc.tls.cert-file":      {"grpc.tls.cert_file", func() { cfg.GRPC.TLS.CertFile = *certFile }},
+		"grpc.tls.key-file":       {"grpc.tls.key_file", func() { cfg.GRPC.TLS.KeyFile = *keyFile }},
+		"grpc.tls.client-ca-file": {"grpc.tls.client_ca_file", func() { cfg.GRPC.TLS.ClientCAFile = *clientCA }},
+		"web.listen-address":      {"web.listen_address", func() { cfg.Web.ListenAddress = *webAddr }},
+		"web.config.file":         {"web.config_file", func() { cfg.Web.ConfigFile = *webConfig }},
+		"insecure":                {"grpc.insecure", func() { cfg.GRPC.Insecure = *insecure }},
+		"log.level":               {"log.level", func() { cfg.Log.Level = *logLevel }},
+		"log.format":              {"log.format", func() { cfg.Log.Format = *logFormat }},
 	} {
 		if set[name] {
-			apply()
+			o.apply()
+			if lines != nil {
+				lines[o.key] = 0 // the flag's value, not the file's
+			}
 		}
 	}
 	if err := cfg.Validate(); err != nil {
-		return Config{}, false, fmt.Errorf("configuration: %w", err)
+		return Config{}, false, fmt.Errorf("configuration: %w", strictyaml.WithLines(err, lines))
 	}
 	return cfg, *check, nil
 }
@@ -329,7 +339,8 @@ func serve(ctx context.Context, cfg Config, stdout io.Writer, logger *slog.Logge
 	logger.Info("serving", "grpc", grpcAddr, "http", webAddr, "tls", !cfg.GRPC.Insecure, "version", version)
 	if cfg.Dev {
 		agentAddr := agentAddress(gl.Addr())
-		if err := writeDevAgentConfig(dev, agentAddr, cfg.GRPC.Insecure); err != nil {
+		agentWeb := devAgentWebAddress(wl.Addr())
+		if err := writeDevAgentConfig(dev, agentAddr, agentWeb, cfg.GRPC.Insecure); err != nil {
 			gs.Stop()
 			hsrv.Close()
 			return fmt.Errorf("dev agent config: %w", err)
@@ -338,10 +349,11 @@ func serve(ctx context.Context, cfg Config, stdout io.Writer, logger *slog.Logge
   gRPC:          %s (agents dial %s)
   HTTP:          http://%s/api/v1/volumes
   data dir:      %s
-  agent config:  %s
+  agent config:  %s (your keys: %s, never rewritten)
+  agent web:     %s
   run an agent:  agent run --config %s
   dev CA:        %s (certificate and key; agents trust %s)
-`, grpcAddr, agentAddr, webAddr, dev.dir, dev.agentYAML, dev.agentYAML, dev.caDir, dev.agentCA)
+`, grpcAddr, agentAddr, webAddr, dev.dir, dev.agentYAML, dev.agentLocalYAML, orOff(agentWeb), dev.agentYAML, dev.caDir, dev.agentCA)
 	} else {
 		fmt.Fprintf(stdout, "plumbline server: gRPC %s, HTTP %s\n", grpcAddr, webAddr)
 	}
@@ -373,6 +385,13 @@ func serve(ctx context.Context, cfg Config, stdout io.Writer, logger *slog.Logge
 	}
 	logger.Info("stopped")
 	return serveErr
+}
+
+func orOff(addr string) string {
+	if addr == "" {
+		return "off (no free loopback port)"
+	}
+	return "http://" + addr + "/metrics"
 }
 
 // defaultBaselineInterval is --baseline.interval's default.

@@ -292,7 +292,7 @@ func TestUpgradedSpoolLegacyRecords(t *testing.T) {
 	for i := range legacy {
 		if _, err := sp.Append(func(seq uint64) ([]byte, error) {
 			legacy[i] = &plumblinev1.Record{Sequence: seq, ProducedAt: timestamppb.Now(),
-				Payload: &plumblinev1.Record_Geometry{Geometry: &plumblinev1.GeometrySnapshot{Inventory: inv, Trigger: "interval"}}}
+				Payload: &plumblinev1.Record_Geometry{Geometry: &plumblinev1.GeometrySnapshot{Inventory: inv.Inventory, Trigger: "interval"}}}
 			return proto.Marshal(legacy[i])
 		}); err != nil {
 			t.Fatal(err)

@@ -30,9 +30,10 @@
 // (the request syncs the hosts of records newer than any sync covered:
 // one index probe when there are none); one whose transaction commits
 // late (after a sync read a newer one) shows within SyncPeriod plus a sync
-// (default 2 s + well under a second at rest). In a summary, a change
-// shows within SummaryRefresh + SyncPeriod + one computation (defaults
-// 10 s + 2 s + well under a second; see summaryCache). A host rename
+// (default 2 s + well under a second at rest). A summary agrees with the
+// pages read at the same moment: a cached one is served only while it is
+// at the store's generation, else the request computes it (see
+// summaryCache). A host rename
 // without a new snapshot shows within FullSyncInterval. Baseline states
 // (the evaluator's) are joined when a page is read, so pages show them at
 // once.

@@ -525,6 +525,14 @@ func TestBadParameters(t *testing.T) {
 		{"/api/v1/summary?limit=5", "limit", true},
 	}
 	_ = code
+	// An empty next_page_token is the first page (the OpenAPI allows it).
+	for _, path := range []string{"/api/v1/volumes?limit=1", "/api/v1/hosts?limit=1"} {
+		_, first := get(t, srv.URL+path)
+		code, body := get(t, srv.URL+path+"&next_page_token=")
+		if code != http.StatusOK || fmt.Sprint(body) != fmt.Sprint(first) {
+			t.Errorf("GET %s&next_page_token= = %d %v, want 200 and the first page %v", path, code, body, first)
+		}
+	}
 	for _, tt := range tests {
 		code, body := get(t, srv.URL+tt.path)
 		if code != http.StatusBadRequest || body["parameter"] != tt.param || body["error"] == nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/plumbline/plumbline/internal/bytesize"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -59,26 +60,13 @@ func orDash(s string) string {
 	return s
 }
 
-// size writes a byte count with the largest exact binary unit: 4KiB,
-// 1MiB, 31.5KiB; "-" when unknown.
+// size writes a byte count with the largest binary unit it is a whole or
+// half multiple of: 4KiB, 1MiB, 31.5KiB; "-" when unknown (0).
 func size(n uint64) string {
 	if n == 0 {
 		return "-"
 	}
-	for _, u := range []struct {
-		name string
-		v    uint64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n >= u.v {
-			if n%u.v == 0 {
-				return fmt.Sprintf("%d%s", n/u.v, u.name)
-			}
-			if (n*2)%u.v == 0 {
-				return fmt.Sprintf("%.1f%s", float64(n)/float64(u.v), u.name)
-			}
-		}
-	}
-	return fmt.Sprintf("%dB", n)
+	return bytesize.Size(n).Human()
 }
 
 func offset(data, disk *uint64) string {
