@@ -45,6 +45,12 @@ type GRPCConfig struct {
 	MaxRecvSize   bytesize.Size `yaml:"max_recv_msg_size"`
 	MaxBatch      int           `yaml:"max_batch_records"`
 	RateLimit     RateConfig    `yaml:"rate_limit"`
+	// Admission bounds (ingest.Options): calls per connection, bytes of
+	// messages in flight server-wide and per agent (0: twice
+	// max_recv_msg_size).
+	MaxConcurrentStreams  uint32        `yaml:"max_concurrent_streams"`
+	MaxInflightBytes      bytesize.Size `yaml:"max_inflight_bytes"`
+	MaxAgentInflightBytes bytesize.Size `yaml:"max_agent_inflight_bytes"`
 }
 
 // TLSConfig names the server's certificate and the CA that signs agent
@@ -121,6 +127,9 @@ func DefaultConfig() Config {
 			MaxRecvSize:   ingest.DefaultMaxRecvMsgSize,
 			MaxBatch:      ingest.DefaultLimits().MaxBatchRecords,
 			RateLimit:     RateConfig{CallsPerSecond: 20, Burst: 40},
+
+			MaxConcurrentStreams: ingest.DefaultMaxConcurrentStreams,
+			MaxInflightBytes:     ingest.DefaultMaxInflightBytes,
 		},
 		Web:             WebConfig{ListenAddress: defaultWebAddress},
 		Agents:          AgentConfig{GeometryRefreshInterval: 15 * time.Minute, ReportInterval: 10 * time.Second},
@@ -186,6 +195,15 @@ func (c Config) Validate() error {
 	}
 	if s := c.GRPC.MaxRecvSize; s < 64<<10 || s > 256<<20 {
 		bad("grpc.max_recv_msg_size %s: want 64KiB to 256MiB", s)
+	}
+	if n := c.GRPC.MaxConcurrentStreams; n < 1 || n > 1000 {
+		bad("grpc.max_concurrent_streams %d: want 1 to 1000", n)
+	}
+	if s := c.GRPC.MaxInflightBytes; s < c.GRPC.MaxRecvSize {
+		bad("grpc.max_inflight_bytes %s: want at least grpc.max_recv_msg_size (%s)", s, c.GRPC.MaxRecvSize)
+	}
+	if s := c.GRPC.MaxAgentInflightBytes; s != 0 && (s < c.GRPC.MaxRecvSize || s > c.GRPC.MaxInflightBytes) {
+		bad("grpc.max_agent_inflight_bytes %s: want 0 (twice max_recv_msg_size) or from grpc.max_recv_msg_size (%s) to grpc.max_inflight_bytes (%s)", s, c.GRPC.MaxRecvSize, c.GRPC.MaxInflightBytes)
 	}
 	if c.GRPC.MaxBatch < 1 || c.GRPC.MaxBatch > 100_000 {
 		bad("grpc.max_batch_records %d: want 1 to 100000", c.GRPC.MaxBatch)

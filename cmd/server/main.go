@@ -244,6 +244,9 @@ func serve(ctx context.Context, cfg Config, stdout io.Writer, logger *slog.Logge
 	svcOpts := ingest.Options{
 		Limits:                  ingest.Limits{MaxBatchRecords: cfg.GRPC.MaxBatch},
 		MaxRecvMsgSize:          int(cfg.GRPC.MaxRecvSize),
+		MaxConcurrentStreams:    cfg.GRPC.MaxConcurrentStreams,
+		MaxInflightBytes:        int64(cfg.GRPC.MaxInflightBytes),
+		MaxAgentInflightBytes:   int64(cfg.GRPC.MaxAgentInflightBytes),
 		GeometryRefreshInterval: cfg.Agents.GeometryRefreshInterval,
 		ReportInterval:          cfg.Agents.ReportInterval,
 		RatePerSecond:           cfg.GRPC.RateLimit.CallsPerSecond,

@@ -2,6 +2,7 @@ package align
 
 import (
 	"fmt"
+	"math/bits"
 	"strings"
 
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
@@ -111,14 +112,19 @@ func (s *stack) findStripe() stripe {
 }
 
 // offsetAbove sums the offsets of the layers above position idx of path:
-// where the file system's data starts on that layer's device.
+// where the file system's data starts on that layer's device. A sum that
+// does not fit in 64 bits is not known (a wrapped sum could pass for
+// aligned); unknownOffsetReason says so.
 func (s *stack) offsetAbove(path []int, idx int) (uint64, bool) {
 	var sum uint64
 	for pi := 0; pi < idx; pi++ {
 		l := s.layers[path[pi]]
 		switch {
 		case l.OffsetBytes != nil:
-			sum += l.GetOffsetBytes()
+			var carry uint64
+			if sum, carry = bits.Add64(sum, l.GetOffsetBytes(), 0); carry != 0 {
+				return 0, false
+			}
 		case l.GetKind() == "filesystem":
 			// A file system starts at the start of its device.
 		default:
@@ -128,11 +134,20 @@ func (s *stack) offsetAbove(path []int, idx int) (uint64, bool) {
 	return sum, true
 }
 
-// unknownOffsetReason names the first layer above idx whose offset is unknown, and why.
+// unknownOffsetReason names the first layer above idx whose offset is
+// unknown, and why, or says that the offsets overflow.
 func (s *stack) unknownOffsetReason(path []int, idx int) string {
+	var sum uint64
 	for pi := 0; pi < idx && pi < len(path); pi++ {
 		l := s.layers[path[pi]]
-		if l.OffsetBytes != nil || l.GetKind() == "filesystem" {
+		if l.OffsetBytes != nil {
+			var carry uint64
+			if sum, carry = bits.Add64(sum, l.GetOffsetBytes(), 0); carry != 0 {
+				return fmt.Sprintf("the offsets of the layers down to %s %s add up to more than 2^64-1 bytes", l.GetKind(), nameOr(l))
+			}
+			continue
+		}
+		if l.GetKind() == "filesystem" {
 			continue
 		}
 		for _, u := range l.GetUnknown() {

@@ -2,6 +2,7 @@ package evaluator
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -177,6 +178,50 @@ func TestFailingStreak(t *testing.T) {
 			}
 			if diff := cmp.Diff(want, stops); diff != "" {
 				t.Errorf("stop counts (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A run whose latencies would overflow the volume's merged histogram (its
+// sum past 2^63-1 ns) is left out of it: the stored histogram stays valid
+// — before, the sum wrapped negative, the stored histogram no longer
+// decoded and the volume's latency series vanished from /metrics.
+func TestMergeOverflowKeepsHistogramValid(t *testing.T) {
+	for _, e := range engines {
+		t.Run(e.Name, func(t *testing.T) {
+			ctx := context.Background()
+			st, err := store.Open(ctx, e.DSN(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			if err := st.UpsertAgent(ctx, store.Agent{ID: "a1", Hostname: "h1"}); err != nil {
+				t.Fatal(err)
+			}
+			t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+			huge := time.Duration(math.MaxInt64 / 80) // 50 of them: 5/8 of the int64 range
+			recs := []store.Record{probeRec(t, 1, t0, huge), probeRec(t, 2, t0.Add(time.Hour), huge)}
+			if _, err := st.AppendBatch(ctx, "a1", recs); err != nil {
+				t.Fatal(err)
+			}
+			ev, err := New(st, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ev.Pass(ctx); err != nil {
+				t.Fatal(err)
+			}
+			bs, err := st.ListProbeBaselines(ctx)
+			if err != nil || len(bs) != 1 {
+				t.Fatalf("baselines %+v, %v: want one", bs, err)
+			}
+			h, err := decodeHistogram(bs[0].Histogram)
+			if err != nil {
+				t.Fatalf("stored histogram does not decode: %v", err)
+			}
+			if h.Count() != 50 || h.Sum() != 50*huge || bs[0].Runs != 1 {
+				t.Fatalf("stored histogram count %d sum %v over %d runs: want the first run only (50, %v, 1)", h.Count(), h.Sum(), bs[0].Runs, 50*huge)
 			}
 		})
 	}

@@ -23,8 +23,9 @@
 // to Gather.
 //
 // Every per-volume metric carries host and mount_point. With default
-// settings a volume costs at most 30 series: see README's metrics reference
-// and TestSeriesPerVolume.
+// settings a volume costs at most 80 series (63 of them its three latency
+// histograms' classic buckets): see README's metrics reference and
+// TestSeriesPerVolume.
 package exporter
 
 import (
@@ -57,14 +58,24 @@ import (
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
-// DefaultClassicBuckets are the classic bucket bounds of the probe latency
-// histograms (seconds): 2^-10 ≈ 0.98 ms (flash answers below it) and 2^-6 ≈
-// 15.6 ms (a rotating disk's random I/O stays below it; beyond is queueing or
-// a sick device). They are bounds of the schema-3 native buckets, so each
-// classic count is exact. Two bounds keep a volume within its series budget;
-// the native buckets (~9% wide) carry the full distribution, and _sum/_count
-// the exact mean.
-var DefaultClassicBuckets = []float64{0x1p-10, 0x1p-6}
+// DefaultClassicBuckets returns the classic bucket bounds of the probe
+// latency histograms (seconds): the powers of two from 2^-14 ≈ 61 µs (below
+// it only cache hits and the fastest flash) to 2^3 = 8 s (beyond is a stalled
+// device; +Inf counts it), 18 bounds, so a heatmap of the classic buckets
+// shows where a distribution sits within a factor of two: NVMe reads
+// (~100 µs), SSD (~200 µs), synced log writes (0.1–5 ms), a rotating disk's
+// random I/O (4–15 ms), queueing beyond. They are bounds of the schema-3 native
+// buckets, so each classic count is exact. A histogram costs 21 series
+// (18 bounds, +Inf, _sum, _count): a volume with three probe kinds 63. The
+// native buckets (~9% wide, one series per histogram in Prometheus) carry
+// the full distribution, and _sum/_count the exact mean.
+func DefaultClassicBuckets() []float64 {
+	b := make([]float64, 0, 18)
+	for e := -14; e <= 3; e++ {
+		b = append(b, math.Ldexp(1, e))
+	}
+	return b
+}
 
 // EvaluatorStatus is what the exporter shows about the baseline evaluator.
 // Passes and Failures count finished passes: when either moves, the
@@ -80,7 +91,7 @@ type EvaluatorStatus struct {
 type Options struct {
 	// ClassicBuckets are the classic bucket upper bounds in seconds,
 	// ascending, each a schema-3 bucket bound (2^(i/8)); default
-	// DefaultClassicBuckets.
+	// DefaultClassicBuckets().
 	ClassicBuckets []float64
 	// AgentStaleAfter is how long after its last report an agent counts as
 	// down (default 5m).
@@ -105,9 +116,10 @@ type Options struct {
 
 // Collector builds the exposition of the whole server and serves it.
 type Collector struct {
-	st   *store.Store
-	opts Options
-	fams [numFamilies]family
+	st      *store.Store
+	opts    Options
+	fams    [numFamilies]family
+	classic classicBounds // opts.ClassicBuckets, formatted once
 
 	mu  sync.Mutex // held by the scrape that refreshes; the others wait and share its result
 	gen uint64     // refreshes so far
@@ -165,7 +177,7 @@ type volKey struct{ agent, mount string }
 // New returns a Collector over st.
 func New(st *store.Store, opts Options) (*Collector, error) {
 	if opts.ClassicBuckets == nil {
-		opts.ClassicBuckets = DefaultClassicBuckets
+		opts.ClassicBuckets = DefaultClassicBuckets()
 	}
 	for i, b := range opts.ClassicBuckets {
 		if !(b > 0) || math.IsInf(b, 0) || histogram.UpperBound(histogram.Index(b)) != b {
@@ -193,7 +205,8 @@ func New(st *store.Store, opts Options) (*Collector, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Collector{st: st, opts: opts, fams: newFamilies(), volParts: map[volKey]*volPart{}, baseParts: map[volKey]*basePart{}}, nil
+	return &Collector{st: st, opts: opts, fams: newFamilies(), classic: newClassicBounds(opts.ClassicBuckets),
+		volParts: map[volKey]*volPart{}, baseParts: map[volKey]*basePart{}}, nil
 }
 
 // Handler serves c's exposition on GET /metrics.
@@ -802,7 +815,7 @@ func (c *Collector) baselineSeries(k volKey, p *basePart) []*series {
 			p.hists[b.Kind] = h
 		}
 		if h.ok {
-			ss = append(ss, c.fams[famLatency].encodeHistogram(famLatency, []string{host, mount, b.Kind}, c.opts.ClassicBuckets, &h.nativeHist))
+			ss = append(ss, c.fams[famLatency].encodeHistogram(famLatency, []string{host, mount, b.Kind}, c.classic, &h.nativeHist))
 		}
 	}
 	for kind := range p.hists {
@@ -908,17 +921,16 @@ func (c *Collector) histFactsOf(b store.MetricsBaseline) *histFacts {
 	f.spans, f.deltas = h.Spans()
 	// The classic counts from the native buckets: each span starts its
 	// offset past the end of the one before (the first, at its offset).
+	// Buckets ascend, so each one's count goes to the first classic bound
+	// at or above it (none: only +Inf), then the counts accumulate.
 	limits := make([]int32, len(c.opts.ClassicBuckets))
 	for i, bound := range c.opts.ClassicBuckets {
 		limits[i] = histogram.Index(bound)
 	}
 	f.classic = make([]uint64, len(limits))
-	for i := range f.classic {
-		f.classic[i] = h.ZeroCount()
-	}
 	var idx int32
 	var count int64
-	k := 0
+	k, li := 0, 0
 	for si, sp := range f.spans {
 		if si == 0 {
 			idx = sp.Offset
@@ -928,13 +940,19 @@ func (c *Collector) histFactsOf(b store.MetricsBaseline) *histFacts {
 		for range sp.Length {
 			count += f.deltas[k]
 			k++
-			for i, limit := range limits {
-				if idx <= limit {
-					f.classic[i] += uint64(count)
-				}
+			for li < len(limits) && idx > limits[li] {
+				li++
+			}
+			if li < len(limits) {
+				f.classic[li] += uint64(count)
 			}
 			idx++
 		}
+	}
+	cum := h.ZeroCount()
+	for i := range f.classic {
+		cum += f.classic[i]
+		f.classic[i] = cum
 	}
 	if len(f.spans) == 0 {
 		// An empty native histogram still says it is one.

@@ -58,7 +58,9 @@ type Record struct {
 	Sequence   uint64
 	Kind       RecordKind
 	ProducedAt time.Time
-	// Payload is the plumbline.v1.Record as received.
+	// Payload is the serialised plumbline.v1.Record, with only the fields
+	// the server knows (ingest drops unknown ones); of a KindRejected
+	// record, only its first bytes (ingest.MaxRejectedPayloadBytes).
 	Payload []byte
 	// Reason says why a KindRejected record was refused.
 	Reason string
