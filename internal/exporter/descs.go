@@ -22,7 +22,8 @@ type family struct {
 
 // Families, in name order.
 const (
-	famAgentLast = iota
+	famAgentConflicts = iota
+	famAgentLast
 	famAgentUp
 	famDegradedSince
 	famRatio
@@ -94,6 +95,8 @@ func newFamilies() [numFamilies]family {
 		withVolume("kind", "reference"))
 	d(famStops, "probe_stops_total", counter, "Probe runs of any kind skipped or stopped before their op budget, by reason (busy, busy-during, latency-ceiling, max-duration, interrupted, io-errors, refused, failed, lock-timeout, skipped).",
 		withVolume("reason"))
+	d(famAgentConflicts, "agent_identity_conflicts_total", counter, "Times two live agents were seen on this agent identity (an agent spool incarnation that a newer one had replaced spoke again: two hosts sharing one certificate, or a copied spool). Present only for agents with at least one.",
+		[]string{"agent_id", "host"})
 	d(famFailingSince, "probe_failing_since_timestamp_seconds", gauge, "Present while the volume's latest runs of the probe kind never ran because the agent refused them (reason refused: free-space floor, unsafe path, foreign file, no cache bypass) or failed to open, create or fill the probe file (reason failed): when the first of those runs started (Unix time). Gone once a run does I/O again. The agent's message is in the inventory API and the agent's log.",
 		withVolume("kind", "reason"))
 	d(famAgentLast, "agent_last_report_timestamp_seconds", gauge, "When the agent last registered or sent a report (Unix time).",

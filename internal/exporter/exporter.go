@@ -593,7 +593,11 @@ func (c *Collector) sweep(p *part) {
 func (c *Collector) buildAgents(now time.Time) {
 	last := make([]*series, 0, len(c.hosts))
 	up := make([]*series, 0, len(c.hosts))
+	var conflicts []*series
 	for _, a := range c.hosts {
+		if a.IdentityConflicts > 0 {
+			conflicts = append(conflicts, c.series(famAgentConflicts, float64(a.IdentityConflicts), a.ID, a.Hostname))
+		}
 		v := 0.0
 		if !a.LastSeen.IsZero() && now.Sub(a.LastSeen) <= c.opts.AgentStaleAfter {
 			v = 1
@@ -601,6 +605,7 @@ func (c *Collector) buildAgents(now time.Time) {
 		last = append(last, c.series(famAgentLast, seconds(a.LastSeen), a.ID, a.Hostname))
 		up = append(up, c.series(famAgentUp, v, a.ID, a.Hostname))
 	}
+	c.set(famAgentConflicts, conflicts)
 	c.set(famAgentLast, last)
 	c.set(famAgentUp, up)
 	var ingest []*series

@@ -281,3 +281,32 @@ func TestStoreFailure(t *testing.T) {
 	}
 	_ = io.Discard
 }
+
+// TestIdentityConflictsMetric: an agent identity on which two live spool
+// incarnations take turns gets plumbline_agent_identity_conflicts_total;
+// an agent without conflicts has no such series.
+func TestIdentityConflictsMetric(t *testing.T) {
+	st := openStore(t)
+	seed(t, st, goldenFleet())
+	c, err := New(st, fixedOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := scrape(t, c); strings.Contains(body, "plumbline_agent_identity_conflicts_total{") {
+		t.Fatalf("a conflict series before any conflict:\n%s", body)
+	}
+	hosts, err := st.ListHosts(t.Context())
+	if err != nil || len(hosts) == 0 {
+		t.Fatalf("ListHosts = %v, %v", hosts, err)
+	}
+	a := hosts[0]
+	for _, inc := range []string{"host-a", "host-b", "host-a", "host-b"} {
+		if _, err := st.Hello(t.Context(), a.ID, inc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := `plumbline_agent_identity_conflicts_total{agent_id="` + a.ID + `",host="` + a.Hostname + `"} 2`
+	if body := scrape(t, c); !strings.Contains(body, want) {
+		t.Errorf("no %s in:\n%s", want, body)
+	}
+}

@@ -147,7 +147,7 @@ func TestImpersonation(t *testing.T) {
 	hello(t, a, "agent-a")
 	_, err = a.Report(ctxT(t), &plumblinev1.ReportRequest{AgentId: "agent-b", Records: probeRecords(1, 1)})
 	wantCode(t, "Report as B with A's certificate", err, codes.PermissionDenied, "may report only for itself")
-	if hw, _ := e.store.HighWater(ctxT(t), "agent-b"); hw != 0 {
+	if hw, _ := e.store.HighWater(ctxT(t), "agent-b", ""); hw != 0 {
 		t.Errorf("agent-b high water %d after A's report in its name", hw)
 	}
 }

@@ -622,18 +622,17 @@ type HostQuery struct {
 	Limit int
 }
 
-const hostColumns = `a.agent_id, a.hostname, a.os, a.kernel, a.machine_id, a.agent_version, a.first_seen_ns, a.last_seen_ns, a.high_water,
+const hostColumns = agentColumns + `,
     (SELECT COUNT(*) FROM inventory_volumes f WHERE f.agent_id = a.agent_id),
     (SELECT COUNT(*) FROM inventory_volumes f WHERE f.agent_id = a.agent_id AND f.verdict = 'misaligned')`
 
 func scanHost(rows *sql.Rows) (*InventoryHost, error) {
 	var h InventoryHost
-	var first, last, hw int64
-	if err := rows.Scan(&h.ID, &h.Hostname, &h.OS, &h.Kernel, &h.MachineID, &h.AgentVersion, &first, &last, &hw,
-		&h.Volumes, &h.Misaligned); err != nil {
+	a, err := scanAgent(rows, &h.Volumes, &h.Misaligned)
+	if err != nil {
 		return nil, err
 	}
-	h.FirstSeen, h.LastSeen, h.HighWater = fromUnixNano(first), fromUnixNano(last), uint64(hw)
+	h.Agent = a
 	return &h, nil
 }
 
