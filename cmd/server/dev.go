@@ -121,7 +121,7 @@ func prepareDev(cfg *Config) (devLayout, error) {
 	}, func() (*devca.Leaf, error) { return ca.IssueAgent(id) }); err != nil {
 		return l, fmt.Errorf("dev: agent certificate: %w", err)
 	}
-	if err := writeFileAtomic(l.agentCA, ca.CertPEM, 0o644); err != nil {
+	if err := devca.WriteFileAtomic(l.agentCA, ca.CertPEM, 0o644); err != nil {
 		return l, fmt.Errorf("dev: %w", err)
 	}
 	cfg.GRPC.TLS = TLSConfig{CertFile: l.serverCert, KeyFile: l.serverKey, ClientCAFile: ca.CertPath()}
@@ -234,13 +234,13 @@ override_files: [agent.local.yaml]
 `, yamlScalar(l.agentYAML), yamlScalar(devAgentID()), yamlScalar(grpcAddr), yamlScalar(l.agentCA), yamlScalar(l.agentCert),
 		yamlScalar(l.agentK), insecure, yamlScalar(l.spoolDir), yamlScalar(globQuote(mp)), yamlScalar(l.probeDir), yamlScalar(webAddr))
 	if _, err := os.Lstat(l.agentLocalYAML); errors.Is(err, os.ErrNotExist) {
-		if err := writeFileAtomic(l.agentLocalYAML, []byte(devAgentLocalExample), 0o600); err != nil {
+		if err := devca.WriteFileAtomic(l.agentLocalYAML, []byte(devAgentLocalExample), 0o600); err != nil {
 			return err
 		}
 	} else if err != nil {
 		return err
 	}
-	return writeFileAtomic(l.agentYAML, []byte(text), 0o600)
+	return devca.WriteFileAtomic(l.agentYAML, []byte(text), 0o600)
 }
 
 var plainYAML = regexp.MustCompile(`^[A-Za-z0-9_./][A-Za-z0-9_./:@-]*$`)
@@ -274,29 +274,4 @@ func globQuote(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
-}
-
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

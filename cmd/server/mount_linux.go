@@ -1,11 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
+
+	"github.com/plumbline/plumbline/internal/geometry"
 )
 
 // mountPointOf is the mount point of the file system holding dir: the
@@ -15,20 +15,13 @@ func mountPointOf(dir string) string {
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = real
 	}
-	f, err := os.Open("/proc/self/mountinfo")
+	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return "/"
 	}
-	defer f.Close()
+	mps, _ := geometry.MountPoints(b) // a line that does not parse names no mount point
 	best := "/"
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		mp := unescapeMountinfo(fields[4])
+	for _, mp := range mps {
 		if within(dir, mp) && len(mp) > len(best) {
 			best = mp
 		}
@@ -42,23 +35,4 @@ func within(path, mp string) bool {
 		return strings.HasPrefix(path, "/")
 	}
 	return path == mp || strings.HasPrefix(path, mp+"/")
-}
-
-// unescapeMountinfo undoes the kernel's octal escapes (\040 for a space).
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }

@@ -117,10 +117,10 @@ func Create(dir string) (*CA, error) {
 		return nil, fmt.Errorf("create CA: %w", err)
 	}
 	ca := &CA{Cert: cert, CertPEM: encodeCert(der), key: key, dir: dir}
-	if err := writeFile(keyPath, keyPEM, 0o600); err != nil {
+	if err := WriteFileAtomic(keyPath, keyPEM, 0o600); err != nil {
 		return nil, fmt.Errorf("create CA: %w", err)
 	}
-	if err := writeFile(certPath, ca.CertPEM, 0o644); err != nil {
+	if err := WriteFileAtomic(certPath, ca.CertPEM, 0o644); err != nil {
 		return nil, fmt.Errorf("create CA: %w", err)
 	}
 	return ca, nil
@@ -271,10 +271,10 @@ func (l *Leaf) TLSCertificate() tls.Certificate {
 // WriteFiles writes the certificate (mode 0644) and the key (mode 0600),
 // each atomically (a temporary file renamed into place).
 func (l *Leaf) WriteFiles(certPath, keyPath string) error {
-	if err := writeFile(keyPath, l.KeyPEM, 0o600); err != nil {
+	if err := WriteFileAtomic(keyPath, l.KeyPEM, 0o600); err != nil {
 		return err
 	}
-	return writeFile(certPath, l.CertPEM, 0o644)
+	return WriteFileAtomic(certPath, l.CertPEM, 0o644)
 }
 
 // LoadLeaf reads a certificate and key pair written by WriteFiles (or any
@@ -332,8 +332,11 @@ func encodeKey(key *ecdsa.PrivateKey) ([]byte, error) {
 	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
 }
 
-// writeFile writes data to path atomically with the given mode.
-func writeFile(path string, data []byte, mode os.FileMode) error {
+// WriteFileAtomic writes data to path atomically with the given mode: a
+// temporary file beside it, synced, then renamed over it (the directory
+// is created when missing). The server's dev mode writes its agent config
+// with it too: one atomic writer.
+func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
