@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/plumbline/plumbline/internal/server/config"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,41 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/plumbline/plumbline/internal/devca"
 )
 
-const exampleConfig = "../../deploy/examples/server.yaml"
-
-func TestExampleConfig(t *testing.T) {
-	cfg, err := LoadConfig(exampleConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatalf("%s: %v", exampleConfig, err)
-	}
-	// The example lists every default: it must read back as DefaultConfig
-	// plus its TLS paths.
-	want := DefaultConfig()
-	want.GRPC.TLS = TLSConfig{CertFile: "/etc/plumbline/tls/server.crt", KeyFile: "/etc/plumbline/tls/server.key", ClientCAFile: "/etc/plumbline/tls/agents-ca.crt"}
-	if diff := cmp.Diff(want, cfg); diff != "" {
-		t.Errorf("example config differs from the defaults (-want +got):\n%s", diff)
-	}
-	// Every key of Config is in the example (documented).
-	b, _ := os.ReadFile(exampleConfig)
-	for _, key := range []string{"data_dir:", "listen_address:", "cert_file:", "key_file:", "client_ca_file:", "insecure:", "max_recv_msg_size:",
-		"max_batch_records:", "calls_per_second:", "burst:", "bearer_token_file:", "bearer_tokens:", "token_file:", "role:", "config_file:", "dsn:", "geometry_refresh_interval:", "report_interval:",
-		"level:", "format:", "shutdown_timeout:"} {
-		if !bytes.Contains(b, []byte(key)) {
-			t.Errorf("%s does not document %s", exampleConfig, key)
-		}
-	}
-}
-
 // TestConfigErrorLines: the server's validation errors name the line of
 // the key in the file, unless a flag set the value.
+const exampleConfig = "../../deploy/examples/server.yaml"
+
 func TestConfigErrorLines(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "server.yaml")
 	os.WriteFile(path, []byte("grpc:\n  insecure: true\n  max_recv_msg_size: 1KiB\nlog:\n  level: loud\n"), 0o600)
@@ -58,41 +31,6 @@ func TestConfigErrorLines(t *testing.T) {
 	_, _, err = parseFlags([]string{"--config", path, "--log.level", "noisy"}, &out, &errb)
 	if err == nil || !strings.Contains(err.Error(), "\nlog.level \"noisy\"") {
 		t.Errorf("parseFlags with --log.level = %v\nwant log.level without the file's line", err)
-	}
-}
-
-func TestBadConfig(t *testing.T) {
-	tests := []struct{ name, yaml, want string }{
-		{"unknown key", "grpc:\n  listen_adress: :1\n", `line 2: grpc: unknown key "listen_adress" (did you mean "listen_address"?); valid keys in grpc: listen_address, tls, insecure,`},
-		{"unknown top-level key", "storage:\n  dsn: x\n", `line 1: unknown key "storage" (did you mean "store"?); valid keys at the top level: data_dir, grpc, web, store, agents, log, shutdown_timeout`},
-		{"nested list key", "web:\n  bearer_tokens:\n    - {name: a, tokenfile: /x}\n", `line 3: web.bearer_tokens[0]: unknown key "tokenfile" (did you mean "token_file"?)`},
-		{"bad duration", "agents:\n  report_interval: often\n", `line 2: agents.report_interval: "often" is not a duration`},
-		{"bad size", "grpc:\n  max_recv_msg_size: 4 megs\n", `line 2: grpc.max_recv_msg_size: invalid size "4 megs"`},
-		{"size spellings", "grpc:\n  insecure: true\n  max_recv_msg_size: 16mb\n  max_batch_records: 0\n", "max_batch_records 0"},
-		{"two documents", "data_dir: /a\n---\ndata_dir: /b\n", "line 2: a second YAML document"},
-		{"no TLS", "data_dir: /tmp/x\n", "grpc.tls.cert_file, key_file and client_ca_file are required"},
-		{"tiny message limit", "grpc:\n  insecure: true\n  max_recv_msg_size: 1KiB\n", "max_recv_msg_size 1KiB"},
-		{"batch limit", "grpc:\n  insecure: true\n  max_batch_records: 0\n", "max_batch_records 0"},
-		{"report interval", "grpc:\n  insecure: true\nagents:\n  report_interval: 10ms\n", "report_interval 10ms"},
-		{"log level", "grpc:\n  insecure: true\nlog:\n  level: loud\n", `log.level "loud"`},
-		{"listen address", "grpc:\n  insecure: true\n  listen_address: 7443\n", "grpc.listen_address"},
-		{"same addresses", "grpc:\n  insecure: true\n  listen_address: :1\nweb:\n  listen_address: :1\n", "both"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "server.yaml")
-			os.WriteFile(path, []byte(tt.yaml), 0o600)
-			cfg, err := LoadConfig(path)
-			if err == nil {
-				err = cfg.Validate()
-			}
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("LoadConfig+Validate(%q) = %v, want an error saying %q", tt.yaml, err, tt.want)
-			}
-			if err != nil && strings.Contains(err.Error(), "main.") {
-				t.Errorf("error names a Go type: %v", err)
-			}
-		})
 	}
 }
 
@@ -116,7 +54,7 @@ func TestFlagsOverrideConfig(t *testing.T) {
 	}
 	// --dev: loopback listeners, and it needs --data-dir.
 	cfg, _, err = parseFlags([]string{"--dev", "--data-dir", "/d"}, &out, &errb)
-	if err != nil || cfg.GRPC.ListenAddress != devGRPCAddress || cfg.Web.ListenAddress != devWebAddress {
+	if err != nil || cfg.GRPC.ListenAddress != config.DevGRPCAddress || cfg.Web.ListenAddress != config.DevWebAddress {
 		t.Errorf("--dev: %+v, %v", cfg, err)
 	}
 	if _, _, err := parseFlags([]string{"--dev"}, &out, &errb); err == nil || !strings.Contains(err.Error(), "--data-dir") {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/plumbline/plumbline/internal/server/config"
 	"io"
 	"net/http"
 	"net/url"
@@ -62,7 +63,7 @@ func runInventory(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	cmd := args[0]
 	fs := flag.NewFlagSet("server inventory "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	base := fs.String("url", "http://"+devWebAddress, "the server's HTTP `URL`")
+	base := fs.String("url", "http://"+config.DevWebAddress, "the server's HTTP `URL`")
 	tokenFile := fs.String("token-file", "", "`file` holding an API bearer token (default: $PLUMBLINE_TOKEN)")
 	caFile := fs.String("ca-file", "", "CA `file` (PEM) to verify an https server")
 	format := fs.String("format", "table", "output: table, json or csv (list)")

@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"github.com/plumbline/plumbline/internal/server"
 	"io"
 	"net"
 	"net/http"
@@ -272,7 +273,7 @@ func TestDevEndToEnd(t *testing.T) {
 			if _, err := config.LoadRun(filepath.Join(dir, "dev", "agent.yaml")); err != nil {
 				t.Errorf("config.LoadRun(DIR/dev/agent.yaml): %v", err)
 			}
-			host := devAgentID()
+			host := server.DevAgentID()
 			checks := []struct {
 				name      string
 				got, want any
@@ -388,9 +389,9 @@ func TestDevRestartReusesCA(t *testing.T) {
 		t.Fatalf("Hello after restart: %v", err)
 	}
 	// The fleet simulator's path: load the CA, mint another agent.
-	dca, err := devca.Load(filepath.Join(dir, "dev", DevCADir))
+	dca, err := devca.Load(filepath.Join(dir, "dev", server.DevCADir))
 	if err != nil {
-		t.Fatalf("devca.Load(DIR/dev/%s): %v", DevCADir, err)
+		t.Fatalf("devca.Load(DIR/dev/%s): %v", server.DevCADir, err)
 	}
 	if _, err := dca.IssueAgent("sim-0001"); err != nil {
 		t.Fatal(err)

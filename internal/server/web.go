@@ -1,8 +1,9 @@
-package main
+package server
 
 import (
 	"errors"
 	"fmt"
+	"github.com/plumbline/plumbline/internal/server/config"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,23 +16,10 @@ import (
 	"github.com/plumbline/plumbline/internal/inventory"
 )
 
-// loopback says whether a listen address binds loopback only.
-func loopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 // apiTokens reads the inventory API's bearer tokens. In --dev mode on a
 // loopback address none is needed, and none is enforced.
-func apiTokens(cfg Config) ([]inventory.Token, error) {
-	if cfg.Dev && loopback(cfg.Web.ListenAddress) {
+func apiTokens(cfg config.Config) ([]inventory.Token, error) {
+	if cfg.Dev && config.Loopback(cfg.Web.ListenAddress) {
 		return nil, nil
 	}
 	var out []inventory.Token
@@ -87,7 +75,7 @@ func basicAuthUsers(path string) (int, error) {
 
 // checkWebConfig validates the exporter-toolkit web configuration file
 // (TLS files readable, bcrypt hashes well-formed).
-func checkWebConfig(cfg Config) error {
+func checkWebConfig(cfg config.Config) error {
 	if cfg.Web.ConfigFile == "" {
 		return nil
 	}
@@ -99,8 +87,8 @@ func checkWebConfig(cfg Config) error {
 
 // warnOpenAPI logs when the inventory API is reachable beyond loopback
 // without any authentication.
-func warnOpenAPI(cfg Config, tokens []inventory.Token, logger *slog.Logger) {
-	if len(tokens) > 0 || loopback(cfg.Web.ListenAddress) {
+func warnOpenAPI(cfg config.Config, tokens []inventory.Token, logger *slog.Logger) {
+	if len(tokens) > 0 || config.Loopback(cfg.Web.ListenAddress) {
 		return
 	}
 	if cfg.Web.ConfigFile != "" {
@@ -113,7 +101,7 @@ func warnOpenAPI(cfg Config, tokens []inventory.Token, logger *slog.Logger) {
 
 // serveWeb serves the HTTP listener through exporter-toolkit: TLS and basic
 // auth from web.config_file when set, plain HTTP otherwise.
-func serveWeb(l net.Listener, srv *http.Server, cfg Config, logger *slog.Logger) error {
+func serveWeb(l net.Listener, srv *http.Server, cfg config.Config, logger *slog.Logger) error {
 	file := cfg.Web.ConfigFile
 	systemd := false
 	addrs := []string{cfg.Web.ListenAddress}

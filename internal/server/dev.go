@@ -1,10 +1,11 @@
-package main
+package server
 
 import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/plumbline/plumbline/internal/server/config"
 	"net"
 	"os"
 	"path/filepath"
@@ -78,8 +79,8 @@ func devHosts() []string {
 	return hosts
 }
 
-// devAgentID is the dev agent's identity: this host's name.
-func devAgentID() string {
+// DevAgentID is the dev agent's identity: this host's name.
+func DevAgentID() string {
 	h, err := os.Hostname()
 	if err != nil || ingest.CheckAgentID(h) != nil {
 		return "localhost"
@@ -90,7 +91,7 @@ func devAgentID() string {
 // prepareDev creates (or reuses) the CA and the certificates, and the
 // directories, and points cfg's TLS settings at them. It returns the
 // layout; writeDevAgentConfig writes agent.yaml once the address is known.
-func prepareDev(cfg *Config) (devLayout, error) {
+func prepareDev(cfg *config.Config) (devLayout, error) {
 	l, err := newDevLayout(cfg.DataDir)
 	if err != nil {
 		return l, err
@@ -114,7 +115,7 @@ func prepareDev(cfg *Config) (devLayout, error) {
 	}, func() (*devca.Leaf, error) { return ca.IssueServer(devHosts()...) }); err != nil {
 		return l, fmt.Errorf("dev: server certificate: %w", err)
 	}
-	id := devAgentID()
+	id := DevAgentID()
 	if err := reuseOrIssue(ca, l.agentCert, l.agentK, x509.ExtKeyUsageClientAuth, func(c *x509.Certificate) bool {
 		got, err := ingest.AgentIdentity(c)
 		return err == nil && got == id
@@ -124,7 +125,7 @@ func prepareDev(cfg *Config) (devLayout, error) {
 	if err := devca.WriteFileAtomic(l.agentCA, ca.CertPEM, 0o644); err != nil {
 		return l, fmt.Errorf("dev: %w", err)
 	}
-	cfg.GRPC.TLS = TLSConfig{CertFile: l.serverCert, KeyFile: l.serverKey, ClientCAFile: ca.CertPath()}
+	cfg.GRPC.TLS = config.TLSConfig{CertFile: l.serverCert, KeyFile: l.serverKey, ClientCAFile: ca.CertPath()}
 	return l, nil
 }
 
@@ -231,7 +232,7 @@ probes:
 web:
   listen_address: %[11]s  # agent /healthz and /metrics (a free port); empty = off
 override_files: [agent.local.yaml]
-`, yamlScalar(l.agentYAML), yamlScalar(devAgentID()), yamlScalar(grpcAddr), yamlScalar(l.agentCA), yamlScalar(l.agentCert),
+`, yamlScalar(l.agentYAML), yamlScalar(DevAgentID()), yamlScalar(grpcAddr), yamlScalar(l.agentCA), yamlScalar(l.agentCert),
 		yamlScalar(l.agentK), insecure, yamlScalar(l.spoolDir), yamlScalar(globQuote(mp)), yamlScalar(l.probeDir), yamlScalar(webAddr))
 	if _, err := os.Lstat(l.agentLocalYAML); errors.Is(err, os.ErrNotExist) {
 		if err := devca.WriteFileAtomic(l.agentLocalYAML, []byte(devAgentLocalExample), 0o600); err != nil {

@@ -1,4 +1,8 @@
-package main
+// Package config loads and validates the server's YAML configuration file
+// (deploy/examples/server.yaml documents every key), in the style of the
+// agent's internal/config: Default, Load, Validate, errors from
+// strictyaml that name the key path and line. Flags override it (cmd/server).
+package config
 
 import (
 	"errors"
@@ -110,20 +114,22 @@ type LogConfig struct {
 
 // Defaults.
 const (
-	defaultGRPCAddress    = ":7443"
-	defaultWebAddress     = ":9464"
-	devGRPCAddress        = "127.0.0.1:7443"
-	devWebAddress         = "127.0.0.1:9464"
-	defaultDataDir        = "/var/lib/plumbline"
-	defaultShutdownTimout = 15 * time.Second
+	DefaultGRPCAddress     = ":7443"
+	DefaultWebAddress      = ":9464"
+	DevGRPCAddress         = "127.0.0.1:7443"
+	DevWebAddress          = "127.0.0.1:9464"
+	DefaultDataDir         = "/var/lib/plumbline"
+	DefaultShutdownTimeout = 15 * time.Second
+	// DefaultBaselineInterval is --baseline.interval's default.
+	DefaultBaselineInterval = 30 * time.Second
 )
 
-// DefaultConfig is the configuration without a file or flags.
-func DefaultConfig() Config {
+// Default is the configuration without a file or flags.
+func Default() Config {
 	return Config{
-		DataDir: defaultDataDir,
+		DataDir: DefaultDataDir,
 		GRPC: GRPCConfig{
-			ListenAddress: defaultGRPCAddress,
+			ListenAddress: DefaultGRPCAddress,
 			MaxRecvSize:   ingest.DefaultMaxRecvMsgSize,
 			MaxBatch:      ingest.DefaultLimits().MaxBatchRecords,
 			RateLimit:     RateConfig{CallsPerSecond: 20, Burst: 40},
@@ -131,36 +137,36 @@ func DefaultConfig() Config {
 			MaxConcurrentStreams: ingest.DefaultMaxConcurrentStreams,
 			MaxInflightBytes:     ingest.DefaultMaxInflightBytes,
 		},
-		Web:             WebConfig{ListenAddress: defaultWebAddress},
+		Web:             WebConfig{ListenAddress: DefaultWebAddress},
 		Agents:          AgentConfig{GeometryRefreshInterval: 15 * time.Minute, ReportInterval: 10 * time.Second},
 		Log:             LogConfig{Level: "info", Format: "text"},
-		ShutdownTimeout: defaultShutdownTimout,
+		ShutdownTimeout: DefaultShutdownTimeout,
 	}
 }
 
-// LoadConfig reads a YAML file over the defaults. Unknown keys are errors.
-func LoadConfig(path string) (Config, error) {
-	cfg, _, err := loadConfigLines(path)
+// Load reads a YAML file over the defaults. Unknown keys are errors.
+func Load(path string) (Config, error) {
+	cfg, _, err := LoadLines(path)
 	return cfg, err
 }
 
-// loadConfigLines is LoadConfig that also returns the line of each key
+// LoadLines is Load that also returns the line of each key
 // path in the file, for Validate's errors (strictyaml.WithLines).
-func loadConfigLines(path string) (Config, map[string]int, error) {
-	cfg := DefaultConfig()
+func LoadLines(path string) (Config, map[string]int, error) {
+	cfg := Default()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return cfg, nil, fmt.Errorf("config: %w", err)
 	}
-	if err := decodeConfig(b, &cfg); err != nil {
+	if err := Decode(b, &cfg); err != nil {
 		return cfg, nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	return cfg, strictyaml.Lines(b), nil
 }
 
-// decodeConfig decodes b over cfg: errors name the key path and line
+// Decode decodes b over cfg: errors name the key path and line
 // (strictyaml); an empty file leaves the defaults.
-func decodeConfig(b []byte, cfg *Config) error {
+func Decode(b []byte, cfg *Config) error {
 	return strictyaml.Decode(b, cfg)
 }
 
@@ -236,7 +242,7 @@ func (c Config) Validate() error {
 			bad("web.bearer_tokens[%d].role %q: want read-only (the only role)", i, tk.Role)
 		}
 	}
-	if c.Dev && !loopback(c.Web.ListenAddress) && len(c.Web.BearerTokens) == 0 && c.Web.BearerTokenFile == "" {
+	if c.Dev && !Loopback(c.Web.ListenAddress) && len(c.Web.BearerTokens) == 0 && c.Web.BearerTokenFile == "" {
 		bad("web.listen_address %q is not a loopback address: in --dev mode that needs web.bearer_tokens", c.Web.ListenAddress)
 	}
 	if c.ShutdownTimeout <= 0 {
@@ -253,4 +259,17 @@ func (c Config) Validate() error {
 		bad("log.format %q: want text or json", c.Log.Format)
 	}
 	return errors.Join(errs...)
+}
+
+// Loopback says whether a listen address binds loopback only.
+func Loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

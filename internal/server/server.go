@@ -1,0 +1,318 @@
+// Package server is Plumbline's central server: it ingests agent reports
+// over gRPC with mutual TLS, keeps the fleet's inventory in a store and
+// serves the inventory API and /metrics over HTTP. A Server owns its
+// listeners and goroutines: Run returns when all of them have stopped.
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/plumbline/plumbline/internal/evaluator"
+	"github.com/plumbline/plumbline/internal/exporter"
+	"github.com/plumbline/plumbline/internal/ingest"
+	"github.com/plumbline/plumbline/internal/inventory"
+	"github.com/plumbline/plumbline/internal/server/config"
+	"github.com/plumbline/plumbline/internal/store"
+)
+
+// Options are what a Server needs besides its configuration.
+type Options struct {
+	// Stdout gets the start banner (addresses, in dev mode the paths of
+	// the agent config and the dev CA); nil: none.
+	Stdout io.Writer
+	// Version is logged when the server serves.
+	Version string
+	// Ready is told the bound addresses once the server serves (tests).
+	Ready func(grpcAddr, webAddr string)
+}
+
+// Server is one configured server; Run serves it.
+type Server struct {
+	cfg    config.Config
+	logger *slog.Logger
+	opts   Options
+}
+
+// New checks what can be checked before serving. cfg must be valid
+// (config.Config.Validate).
+func New(cfg config.Config, logger *slog.Logger, opts Options) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
+	if opts.Stdout == nil {
+		opts.Stdout = io.Discard
+	}
+	return &Server{cfg: cfg, logger: logger, opts: opts}, nil
+}
+
+// Check is --config.check: what Validate checks, plus the TLS files and
+// the bearer token files are readable and well-formed.
+func Check(cfg config.Config) error {
+	if !cfg.Dev && !cfg.GRPC.Insecure {
+		if _, err := ingest.ServerTLSConfig(cfg.GRPC.TLS.CertFile, cfg.GRPC.TLS.KeyFile, cfg.GRPC.TLS.ClientCAFile); err != nil {
+			return err
+		}
+	}
+	if _, err := apiTokens(cfg); err != nil {
+		return err
+	}
+	return checkWebConfig(cfg)
+}
+
+// Run serves until ctx is cancelled or a listener fails, then stops
+// gracefully (bounded by shutdown_timeout) and returns once every
+// goroutine it started has returned.
+func (s *Server) Run(ctx context.Context) error {
+	cfg, logger := s.cfg, s.logger
+	var dev devLayout
+	if cfg.Dev {
+		var err error
+		if dev, err = prepareDev(&cfg); err != nil {
+			return err
+		}
+	} else if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil && cfg.Store.DSN == "" {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	tokens, err := apiTokens(cfg)
+	if err != nil {
+		return err
+	}
+	if err := checkWebConfig(cfg); err != nil {
+		return err
+	}
+	warnOpenAPI(cfg, tokens, logger)
+	tlsConf, err := grpcTLS(cfg, logger)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	svc := ingest.New(st, ingestOptions(cfg, logger))
+	gs, hs, err := ingest.NewGRPCServer(svc, tlsConf)
+	if err != nil {
+		return err
+	}
+	api := inventory.New(st, inventory.Options{Tokens: tokens, Logger: logger.With("component", "inventory")})
+	eval, err := evaluator.New(st, evaluator.Options{Interval: cfg.BaselineInterval, Logger: logger.With("component", "evaluator")})
+	if err != nil {
+		return err
+	}
+	metrics, err := metricsHandler(st, eval, cfg, tokens, logger)
+	if err != nil {
+		return err
+	}
+	web := http.NewServeMux()
+	web.Handle("GET /metrics", metrics)
+	web.Handle("/", api)
+	hsrv := &http.Server{Handler: web, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+
+	// The listeners: one close path for every error below (closing a
+	// listener a server has already closed is harmless).
+	var listeners []net.Listener
+	defer func() {
+		for _, l := range listeners {
+			l.Close()
+		}
+	}()
+	gl, err := net.Listen("tcp", cfg.GRPC.ListenAddress)
+	if err != nil {
+		return fmt.Errorf("grpc listener: %w", err)
+	}
+	listeners = append(listeners, gl)
+	wl, err := net.Listen("tcp", cfg.Web.ListenAddress)
+	if err != nil {
+		return fmt.Errorf("web listener: %w", err)
+	}
+	listeners = append(listeners, wl)
+	if cfg.PprofAddress != "" {
+		stopPprof, _, err := startPprof(cfg.PprofAddress, logger)
+		if err != nil {
+			return err
+		}
+		defer stopPprof()
+	}
+
+	// The background loops stop after the listeners, when Run returns.
+	bg, stopBG := context.WithCancel(context.Background())
+	var loops errgroup.Group
+	defer func() { stopBG(); loops.Wait() }()
+	loops.Go(func() error { eval.Run(bg); return nil })
+	loops.Go(func() error { api.Run(bg); return nil }) // the inventory's full sync (requests sync incrementally)
+
+	// The listeners: the first to fail stops the others.
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return gs.Serve(gl) })
+	g.Go(func() error {
+		if err := serveWeb(wl, hsrv, cfg, logger); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	serveErr := s.announce(cfg, dev, gl.Addr(), wl.Addr())
+	failed := false // a listener failed (not asked to stop)
+	if serveErr == nil {
+		<-gctx.Done()
+		if failed = ctx.Err() == nil; !failed {
+			logger.Info("stopping")
+		}
+	}
+	hs.Shutdown() // health: NOT_SERVING, so balancers move agents away
+	s.stop(gs.GracefulStop, gs.Stop, hsrv)
+	// Once asked to stop, a listener's error is the stop's (gRPC's Serve
+	// says ErrServerStopped when the stop came first): only a failure
+	// before it is the server's.
+	if err := g.Wait(); failed {
+		logger.Error("listener failed", "err", err)
+		serveErr = err
+	}
+	logger.Info("stopped")
+	return serveErr
+}
+
+// grpcTLS is the gRPC listener's mutual TLS configuration; nil (and a
+// warning) with grpc.insecure.
+func grpcTLS(cfg config.Config, logger *slog.Logger) (*tls.Config, error) {
+	if cfg.GRPC.Insecure {
+		logger.Warn("INSECURE: gRPC is served in PLAINTEXT without client certificates; any client can report as any agent. Never use --insecure outside a test.")
+		return nil, nil
+	}
+	return ingest.ServerTLSConfig(cfg.GRPC.TLS.CertFile, cfg.GRPC.TLS.KeyFile, cfg.GRPC.TLS.ClientCAFile)
+}
+
+// ingestOptions are the ingest service's limits from the configuration.
+func ingestOptions(cfg config.Config, logger *slog.Logger) ingest.Options {
+	o := ingest.Options{
+		Limits:                  ingest.Limits{MaxBatchRecords: cfg.GRPC.MaxBatch},
+		MaxRecvMsgSize:          int(cfg.GRPC.MaxRecvSize),
+		MaxConcurrentStreams:    cfg.GRPC.MaxConcurrentStreams,
+		MaxInflightBytes:        int64(cfg.GRPC.MaxInflightBytes),
+		MaxAgentInflightBytes:   int64(cfg.GRPC.MaxAgentInflightBytes),
+		GeometryRefreshInterval: cfg.Agents.GeometryRefreshInterval,
+		ReportInterval:          cfg.Agents.ReportInterval,
+		RatePerSecond:           cfg.GRPC.RateLimit.CallsPerSecond,
+		RateBurst:               cfg.GRPC.RateLimit.Burst,
+		Insecure:                cfg.GRPC.Insecure,
+		Logger:                  logger,
+	}
+	if o.RatePerSecond == 0 {
+		o.RatePerSecond = -1 // 0 in the config: off
+	}
+	return o
+}
+
+// openStore opens the store and re-judges the stored volumes: stored
+// verdicts follow this server's rules, also for volumes whose agents send
+// no new snapshot.
+func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*store.Store, error) {
+	openCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	st, err := store.Open(openCtx, cfg.StoreDSN())
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	logger.Info("store open", "engine", st.Engine())
+	start := time.Now()
+	if changed, failed, err := st.RejudgeVolumes(ctx, ingest.Rejudge); err != nil {
+		logger.Warn("re-judging stored volumes with the current alignment rules failed; they keep their verdicts until their next snapshot", "err", err)
+	} else if changed > 0 || failed > 0 {
+		logger.Info("re-judged stored volumes with the current alignment rules", "changed", changed, "undecodable", failed, "took", time.Since(start).Round(time.Millisecond))
+	}
+	return st, nil
+}
+
+// announce logs and prints the bound addresses, in dev mode writes the
+// agent config for them, and tells Options.Ready.
+func (s *Server) announce(cfg config.Config, dev devLayout, gAddr, wAddr net.Addr) error {
+	grpcAddr, webAddr := gAddr.String(), wAddr.String()
+	s.logger.Info("serving", "grpc", grpcAddr, "http", webAddr, "tls", !cfg.GRPC.Insecure, "version", s.opts.Version)
+	if cfg.Dev {
+		agentAddr := agentAddress(gAddr)
+		agentWeb := devAgentWebAddress(wAddr)
+		if err := writeDevAgentConfig(dev, agentAddr, agentWeb, cfg.GRPC.Insecure); err != nil {
+			return fmt.Errorf("dev agent config: %w", err)
+		}
+		fmt.Fprintf(s.opts.Stdout, `plumbline server (dev mode)
+  gRPC:          %s (agents dial %s)
+  HTTP:          http://%s/api/v1/volumes
+  data dir:      %s
+  agent config:  %s (your keys: %s, never rewritten)
+  agent web:     %s
+  run an agent:  agent run --config %s
+  dev CA:        %s (certificate and key; agents trust %s)
+`, grpcAddr, agentAddr, webAddr, dev.dir, dev.agentYAML, dev.agentLocalYAML, orOff(agentWeb), dev.agentYAML, dev.caDir, dev.agentCA)
+	} else {
+		fmt.Fprintf(s.opts.Stdout, "plumbline server: gRPC %s, HTTP %s\n", grpcAddr, webAddr)
+	}
+	if s.opts.Ready != nil {
+		s.opts.Ready(grpcAddr, webAddr)
+	}
+	return nil
+}
+
+// stop stops the gRPC and HTTP servers gracefully within shutdown_timeout,
+// then closes the connections left.
+func (s *Server) stop(gracefulStop, hardStop func(), hsrv *http.Server) {
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	stopped := make(chan struct{})
+	go func() { gracefulStop(); close(stopped) }()
+	if err := hsrv.Shutdown(shutdownCtx); err != nil {
+		hsrv.Close()
+	}
+	select {
+	case <-stopped:
+	case <-shutdownCtx.Done():
+		s.logger.Warn("graceful stop timed out; closing connections", "timeout", s.cfg.ShutdownTimeout)
+		hardStop()
+		<-stopped
+	}
+}
+
+func orOff(addr string) string {
+	if addr == "" {
+		return "off (no free loopback port)"
+	}
+	return "http://" + addr + "/metrics"
+}
+
+// metricsHandler serves /metrics: the exporter over the store, behind the
+// same bearer-token check as the inventory API (inventory.RequireToken:
+// any token of web.bearer_tokens or web.bearer_token_file).
+func metricsHandler(st *store.Store, eval *evaluator.Evaluator, cfg config.Config, tokens []inventory.Token, logger *slog.Logger) (http.Handler, error) {
+	stale := 3 * cfg.Agents.ReportInterval
+	if stale < time.Minute {
+		stale = time.Minute
+	}
+	c, err := exporter.New(st, exporter.Options{
+		AgentStaleAfter: stale,
+		Evaluator: func() exporter.EvaluatorStatus {
+			s := eval.Status()
+			return exporter.EvaluatorStatus{LastSuccess: s.LastSuccess, Passes: s.Passes, Runs: s.Runs, Failures: s.Failures}
+		},
+		MaxAge: cfg.BaselineInterval, // a change nothing signals shows within one evaluator interval
+		Logger: logger.With("component", "exporter"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	h, err := exporter.Handler(c)
+	if err != nil {
+		return nil, err
+	}
+	return inventory.RequireToken(tokens, h), nil
+}
