@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"github.com/plumbline/plumbline/internal/server/config"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/plumbline/plumbline/internal/devca"
+	"github.com/plumbline/plumbline/internal/server/config"
 )
 
 // TestConfigErrorLines: the server's validation errors name the line of

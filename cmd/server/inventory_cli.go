@@ -2,23 +2,20 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/plumbline/plumbline/internal/server/config"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/plumbline/plumbline/internal/bytesize"
+	"github.com/plumbline/plumbline/internal/inventory/client"
+	"github.com/plumbline/plumbline/internal/server/config"
 )
 
 // inventoryFilters are the /api/v1/volumes filters the CLI passes on.
@@ -118,7 +115,7 @@ func runInventory(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	if cmd == "summary" {
 		var out json.RawMessage
-		if err := c.get(ctx, "/api/v1/summary", q, &out); err != nil {
+		if err := c.Get(ctx, "/api/v1/summary", q, &out); err != nil {
 			fmt.Fprintf(stderr, "server inventory: %v\n", err)
 			return 1
 		}
@@ -131,7 +128,7 @@ func runInventory(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	switch *format {
 	case "csv":
 		q.Set("format", "csv")
-		if err := c.stream(ctx, "/api/v1/volumes", q, stdout); err != nil {
+		if err := c.Stream(ctx, "/api/v1/volumes", q, stdout); err != nil {
 			fmt.Fprintf(stderr, "server inventory: %v\n", err)
 			return 1
 		}
@@ -152,7 +149,7 @@ func runInventory(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			Volumes []json.RawMessage `json:"volumes"`
 			Next    string            `json:"next_page_token"`
 		}
-		if err := c.get(ctx, "/api/v1/volumes", q, &page); err != nil {
+		if err := c.Get(ctx, "/api/v1/volumes", q, &page); err != nil {
 			fmt.Fprintf(stderr, "server inventory: %v\n", err)
 			return 1
 		}
@@ -221,78 +218,16 @@ func (a aliasValue) String() string {
 }
 func (a aliasValue) Set(v string) error { *a.p = v; return nil }
 
-type apiClient struct {
-	base  string
-	token string
-	hc    *http.Client
-}
-
-func newAPIClient(base, tokenFile, caFile string) (*apiClient, error) {
-	c := &apiClient{base: strings.TrimSuffix(base, "/"), token: os.Getenv("PLUMBLINE_TOKEN"),
-		hc: &http.Client{Timeout: 5 * time.Minute}}
+// newAPIClient is the inventory API client the flags ask for: the token
+// from --token-file, else $PLUMBLINE_TOKEN; --ca-file's CA for https.
+func newAPIClient(base, tokenFile, caFile string) (*client.Client, error) {
+	token := os.Getenv("PLUMBLINE_TOKEN")
 	if tokenFile != "" {
 		b, err := os.ReadFile(tokenFile)
 		if err != nil {
 			return nil, err
 		}
-		c.token = strings.TrimSpace(string(b))
+		token = strings.TrimSpace(string(b))
 	}
-	if caFile != "" {
-		pem, err := os.ReadFile(caFile)
-		if err != nil {
-			return nil, err
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%s: no PEM certificate", caFile)
-		}
-		c.hc.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
-	}
-	return c, nil
-}
-
-func (c *apiClient) do(ctx context.Context, path string, q url.Values) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path+"?"+q.Encode(), nil)
-	if err != nil {
-		return nil, err
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		defer resp.Body.Close()
-		var e struct {
-			Error   string   `json:"error"`
-			Allowed []string `json:"allowed"`
-		}
-		json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&e)
-		if len(e.Allowed) > 0 {
-			return nil, fmt.Errorf("%s: %s: %s (allowed: %s)", path, resp.Status, e.Error, strings.Join(e.Allowed, ", "))
-		}
-		return nil, fmt.Errorf("%s: %s: %s", path, resp.Status, e.Error)
-	}
-	return resp, nil
-}
-
-func (c *apiClient) get(ctx context.Context, path string, q url.Values, out any) error {
-	resp, err := c.do(ctx, path, q)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	return json.NewDecoder(resp.Body).Decode(out)
-}
-
-func (c *apiClient) stream(ctx context.Context, path string, q url.Values, w io.Writer) error {
-	resp, err := c.do(ctx, path, q)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	_, err = io.Copy(w, resp.Body)
-	return err
+	return client.New(base, client.Options{Token: token, CAFile: caFile})
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/plumbline/plumbline/internal/server/config"
 	"net"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/plumbline/plumbline/internal/devca"
 	"github.com/plumbline/plumbline/internal/ingest"
+	"github.com/plumbline/plumbline/internal/server/config"
 )
 
 // Dev mode lays out DIR (--data-dir) like this:

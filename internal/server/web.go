@@ -3,7 +3,6 @@ package server
 import (
 	"errors"
 	"fmt"
-	"github.com/plumbline/plumbline/internal/server/config"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/plumbline/plumbline/internal/inventory"
+	"github.com/plumbline/plumbline/internal/server/config"
 )
 
 // apiTokens reads the inventory API's bearer tokens. In --dev mode on a
