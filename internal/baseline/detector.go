@@ -40,6 +40,14 @@ type Config struct {
 	// baseline (default 0.05), so that a reference with no spread at all
 	// (MAD 0) does not make every small wobble infinitely significant.
 	MinRelativeSpread float64
+
+	// Tail, Mean and Rate are the constants of the signals other than the
+	// median (SignalTail, SignalMean, SignalRate), each judged against its
+	// own history with its own spread: defaults ratio 2 to degrade and 1.5
+	// to recover for the tail (a p99 is noisier than a median), 1.5 and
+	// 1.2 for the mean and the rate; sustain and recover 3 runs; at least
+	// 50 ops for the tail, 10 for the mean and the rate.
+	Tail, Mean, Rate SignalConfig
 }
 
 // DefaultConfig is the configuration every zero field of a Config takes.
@@ -49,6 +57,9 @@ func DefaultConfig() Config {
 		DegradeRatio: 1.5, DegradeZ: 3, Sustain: 3,
 		RecoverRatio: 1.2, RecoverZ: 2, Recover: 3,
 		MinRelativeSpread: 0.05,
+		Tail:              SignalConfig{DegradeRatio: 2, RecoverRatio: 1.5, Sustain: 3, Recover: 3, MinOps: 50},
+		Mean:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 3, Recover: 3, MinOps: 10},
+		Rate:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 3, Recover: 3, MinOps: 10},
 	}
 }
 
@@ -78,6 +89,9 @@ func (c Config) withDefaults() Config {
 	setF(&c.RecoverRatio, d.RecoverRatio)
 	setF(&c.RecoverZ, d.RecoverZ)
 	setF(&c.MinRelativeSpread, d.MinRelativeSpread)
+	c.Tail.fill(d.Tail)
+	c.Mean.fill(d.Mean)
+	c.Rate.fill(d.Rate)
 	return c
 }
 
@@ -106,7 +120,17 @@ func (c Config) Validate() error {
 	if !(c.MinRelativeSpread > 0 && c.MinRelativeSpread < 1) {
 		errs = append(errs, fmt.Errorf("min relative spread %v: want between 0 and 1", c.MinRelativeSpread))
 	}
+	for i, sc := range c.signalConfigs() {
+		if err := sc.validate(allSignals[i+1]); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// signalConfigs are the extra signals' constants in track order.
+func (c *Config) signalConfigs() [numSignals - 1]SignalConfig {
+	return [numSignals - 1]SignalConfig{c.Tail, c.Mean, c.Rate}
 }
 
 // Status is a volume's degradation state for one probe kind.
@@ -141,9 +165,13 @@ const (
 // judged by where it sits, not by which mode the last run hit.
 type Comparison struct {
 	Baseline float64 // seconds: history or cohort median, prior's typical
-	Sigma    float64 // seconds: Stats.Sigma floored at MinRelativeSpread × Baseline; prior: (high−typical)/DegradeZ
-	Ratio    float64 // latency (history) or level (cohort, prior) / Baseline
-	Z        float64 // (value − Baseline) / Sigma
+	// Sigma: Stats.Sigma floored at MinRelativeSpread × Baseline; prior:
+	// (high−typical)/DegradeZ. Against a history, Sigma and Z are computed
+	// only when Ratio >= the recovery ratio (below it a run is normal
+	// whatever the spread), else they are 0.
+	Sigma float64
+	Ratio float64 // latency (history) or level (cohort, prior) / Baseline
+	Z     float64 // (value − Baseline) / Sigma
 }
 
 // Available reports whether the reference was there to compare with.
@@ -174,6 +202,37 @@ type State struct {
 	// cohort and the prior judge.
 	Level                  float64
 	History, Cohort, Prior Comparison
+
+	// Signal is what the state is about: while degraded, the signal that
+	// moved (the median when it did; else the rate when it fell short with
+	// the median steady — a throttled volume, Throttled; else the signal
+	// that moved first); otherwise the median.
+	Signal Signal
+	// IOPS and Cap are this run's achieved rate and IOPS cap (0: uncapped
+	// or not carried).
+	IOPS, Cap float64
+}
+
+// Throttled reports a volume degraded on its rate alone, its median
+// steady: it cannot reach its IOPS cap though each operation is as fast as
+// ever — a cloud volume out of burst credits or at its provisioned IOPS,
+// whose remedy is not a disk swap.
+func (s State) Throttled() bool { return s.Status == Degraded && s.Signal == SignalRate }
+
+// Detail says in words which signal the state is about and by how much:
+// "median ×2.1 vs history", "p99 ×40 vs history", "rate 20/50 IOPS".
+func (s State) Detail() string {
+	sig := s.Signal
+	if sig == "" {
+		sig = SignalMedian
+	}
+	switch {
+	case sig == SignalRate && s.Cap > 0 && s.IOPS > 0:
+		return fmt.Sprintf("rate %.3g/%.3g IOPS, %.2g× below its history", s.IOPS, s.Cap, s.Ratio)
+	case sig == SignalMedian:
+		return fmt.Sprintf("median ×%.2g vs %s", s.Ratio, orNone(s.Reference))
+	}
+	return fmt.Sprintf("%s ×%.2g vs history", sig, s.Ratio)
 }
 
 func (s State) String() string {
@@ -212,9 +271,28 @@ type Detector struct {
 	// pending: committed if the streak breaks, dropped if it turns degraded.
 	held []float64
 
-	last State // the last run's state; persisted without the comparisons
+	last medianState // the median's last state; persisted without the comparisons
 	// streakSince is the time of the first run of the current streak.
 	streakSince time.Time
+
+	// tracks are the signals after the median (tail, mean, rate), their
+	// windows slices of one block; view is the last state of all of them.
+	tracks [numSignals - 1]track
+	// iops and cap are the last run's rate and cap (0: not carried).
+	iops, cap float64
+}
+
+// medianState is the median's part of State: what its state machine keeps
+// between runs.
+type medianState struct {
+	Status                 Status
+	Reference              Reference
+	Ratio                  float64
+	Since                  time.Time
+	Streak                 int
+	Time                   time.Time
+	Latency, Level         float64
+	History, Cohort, Prior Comparison
 }
 
 // NewDetector returns an empty Detector. Zero fields of cfg take their
@@ -224,7 +302,15 @@ func NewDetector(cfg Config) (*Detector, error) {
 		return nil, fmt.Errorf("baseline config: %w", err)
 	}
 	cfg = cfg.withDefaults()
-	return &Detector{cfg: cfg, ring: make([]float64, 0, cfg.Window), byValue: make([]float64, 0, cfg.Window)}, nil
+	med := make([]float64, 2*cfg.Window)
+	d := &Detector{cfg: cfg, ring: med[:0:cfg.Window], byValue: med[cfg.Window : cfg.Window : 2*cfg.Window]}
+	block := make([]float32, 2*len(d.tracks)*cfg.Window)
+	for i, sc := range []*SignalConfig{&d.cfg.Tail, &d.cfg.Mean, &d.cfg.Rate} {
+		d.tracks[i].sc = sc
+		w := block[2*i*cfg.Window : 2*(i+1)*cfg.Window]
+		d.tracks[i].win = window{ring: w[:0:cfg.Window], byValue: w[cfg.Window : cfg.Window : 2*cfg.Window]}
+	}
+	return d, nil
 }
 
 // Config is the Detector's configuration, defaults applied.
@@ -232,7 +318,7 @@ func (d *Detector) Config() Config { return d.cfg }
 
 // State is the last run's state (the zero State before the first run).
 // After UnmarshalBinary its comparisons are zero.
-func (d *Detector) State() State { return d.last }
+func (d *Detector) State() State { return d.combine() }
 
 // History summarises the window: its length, median, MAD and 95th
 // percentile. The history is a reference once N >= Config.MinHistory
@@ -245,21 +331,50 @@ func (d *Detector) Trusted() bool { return len(d.ring) >= d.cfg.MinHistory }
 // Reset forgets the history and the state, for an operator who accepts a
 // volume's new level (a new array, a changed workload) as its normal.
 func (d *Detector) Reset() {
-	d.ring, d.byValue, d.head, d.held, d.last, d.streakSince = d.ring[:0], d.byValue[:0], 0, d.held[:0], State{}, time.Time{}
+	d.ring, d.byValue, d.head, d.held, d.last, d.streakSince = d.ring[:0], d.byValue[:0], 0, d.held[:0], medianState{}, time.Time{}
+	for i := range d.tracks {
+		d.tracks[i].reset()
+	}
+	d.iops, d.cap = 0, 0
 }
 
 func (d *Detector) push(x float64) {
 	if len(d.ring) < cap(d.ring) {
 		d.ring = append(d.ring, x)
-	} else {
-		old := d.ring[d.head]
-		d.ring[d.head] = x
-		d.head = (d.head + 1) % len(d.ring)
-		i, _ := slices.BinarySearch(d.byValue, old)
-		d.byValue = slices.Delete(d.byValue, i, i+1)
+		i, _ := slices.BinarySearch(d.byValue, x)
+		d.byValue = slices.Insert(d.byValue, i, x)
+		return
 	}
-	i, _ := slices.BinarySearch(d.byValue, x)
-	d.byValue = slices.Insert(d.byValue, i, x)
+	old := d.ring[d.head]
+	d.ring[d.head] = x
+	d.head = (d.head + 1) % len(d.ring)
+	replaceSorted(d.byValue, old, x)
+}
+
+// replaceSorted replaces old, which sorted s holds, with x, keeping s
+// sorted: one shift of the values between the two places. The places are
+// found by counting, not by binary search: over a 48-run window a pass
+// without data-dependent branches beats twelve mispredicted ones.
+func replaceSorted[T float32 | float64](s []T, old, x T) {
+	i, j := 0, 0
+	for _, y := range s {
+		i += lessInt(y, old)
+		j += lessInt(y, x)
+	}
+	if j > i {
+		copy(s[i:j-1], s[i+1:j])
+		s[j-1] = x
+		return
+	}
+	copy(s[j+1:i+1], s[j:i])
+	s[j] = x
+}
+
+func lessInt[T float32 | float64](a, b T) int {
+	if a < b {
+		return 1
+	}
+	return 0
 }
 
 func (d *Detector) compare(x, baseline, sigma float64) Comparison {
@@ -301,13 +416,93 @@ func (d *Detector) normal(c Comparison) bool {
 // Degraded against the cohort or the prior only, the history goes on
 // learning the volume's own level.
 func (d *Detector) Observe(t time.Time, latency float64, refs Refs) State {
-	if !valid(latency) || !d.last.Time.IsZero() && !t.After(d.last.Time) {
-		return d.last
+	return d.ObserveRun(t, Run{Median: latency}, refs)
+}
+
+// ObserveRun judges one run on every signal it carries: the median as
+// Observe does, and the tail, the mean and the rate each against its own
+// history with its own SignalConfig. A run without a valid median, or not
+// later than the last, changes nothing. The state is degraded when any
+// signal is; State.Signal and State.Detail say which.
+func (d *Detector) ObserveRun(t time.Time, run Run, refs Refs) State {
+	if !valid(run.Median) || !d.last.Time.IsZero() && !t.After(d.last.Time) {
+		return d.combine()
 	}
-	s := State{Time: t, Latency: latency}
+	d.observeMedian(t, run.Median, refs)
+	vals := [numSignals - 1]float64{run.P99, run.Mean, 0}
+	if run.Cap > 0 && run.IOPS > 0 && !math.IsInf(run.Cap, 0) {
+		vals[2] = run.Cap / run.IOPS
+	}
+	for i := range d.tracks {
+		x := vals[i]
+		if run.Ops < d.tracks[i].sc.MinOps {
+			x = 0
+		}
+		d.tracks[i].observe(t, x, &d.cfg)
+	}
+	d.iops, d.cap = 0, 0
+	if vals[2] > 0 {
+		d.iops, d.cap = run.IOPS, run.Cap
+	}
+	return d.combine()
+}
+
+// combine folds the median's state and the other signals' into one State.
+func (d *Detector) combine() State {
+	med := &d.last
+	s := State{Status: med.Status, Reference: med.Reference, Ratio: med.Ratio, Since: med.Since, Streak: med.Streak,
+		Time: med.Time, Latency: med.Latency, Level: med.Level, History: med.History, Cohort: med.Cohort, Prior: med.Prior,
+		Signal: SignalMedian, IOPS: d.iops, Cap: d.cap}
+	if med.Status == Degraded {
+		return s
+	}
+	per := &d.tracks
+	lead := -1
+	if per[2].st.Status == Degraded {
+		lead = 2
+	} else {
+		for i := range per {
+			if per[i].st.Status == Degraded && (lead < 0 || per[i].st.Since.Before(per[lead].st.Since)) {
+				lead = i
+			}
+		}
+	}
+	if lead < 0 {
+		return s
+	}
+	s.Status, s.Reference, s.Signal = Degraded, History, allSignals[lead+1]
+	s.Since, s.Streak, s.Ratio = per[lead].st.Since, per[lead].st.Streak, per[lead].ratio
+	return s
+}
+
+// Of returns the last run's state of one signal against its own history
+// (the median's: its state machine and History comparison, whatever the
+// reference). The zero SignalState for an unknown signal.
+func (d *Detector) Of(sig Signal) SignalState {
+	switch i := signalIndex(sig); {
+	case i == 0:
+		m := &d.last
+		return SignalState{Status: m.Status, Since: m.Since, Streak: m.Streak, Value: m.Latency, History: m.History}
+	case i > 0:
+		return d.tracks[i-1].st
+	}
+	return SignalState{}
+}
+
+// observeMedian is the median's state machine (Observe's rule); it sets
+// d.last.
+func (d *Detector) observeMedian(t time.Time, latency float64, refs Refs) {
+	s := medianState{Time: t, Latency: latency}
 	if d.Trusted() {
-		h := d.History()
-		s.History = d.compare(latency, h.Median, h.Sigma())
+		// The spread (a pass over the window) only when the ratio reaches
+		// the recovery threshold: below it the run is normal, and cannot
+		// be beyond, whatever the spread.
+		if med := sortedMedian(d.byValue); med > 0 && latency/med < d.cfg.RecoverRatio {
+			s.History = Comparison{Baseline: med, Ratio: latency / med}
+		} else {
+			h := d.History()
+			s.History = d.compare(latency, h.Median, h.Sigma())
+		}
 	}
 	s.Level = medianWith(d.byValue, latency)
 	if refs.Cohort.N >= d.cfg.MinCohort {
@@ -401,5 +596,4 @@ func (d *Detector) Observe(t time.Time, latency float64, refs Refs) State {
 		s.Ratio = s.Prior.Ratio
 	}
 	d.last = s
-	return s
 }
