@@ -17,10 +17,11 @@ const (
 	// only signal also judged against the cohort and the prior.
 	SignalMedian Signal = "median"
 	// SignalTail is the run's 99th-percentile latency: stalls and tails.
-	// At the default 50 ops per run it lies between the two slowest
-	// operations, so one stalled operation in fifty moves it half way and
-	// two move it fully; a p95 would need three (6% of the run) and miss a
-	// member that stalls 3% of its operations.
+	// At the default 50 ops per run its rank (49.5) falls on the slowest
+	// operation, so one stalled operation in fifty moves it; a p95 (rank
+	// 47.5) needs three (6% of the run) and misses a member that stalls 3%
+	// of its operations. Its noise (a healthy run's slowest op) is what its
+	// own history's spread and the higher ratio threshold absorb.
 	SignalTail Signal = "p99"
 	// SignalMean is the run's mean latency (what SQLIO, diskspd and the
 	// seeds report): many moderately slow operations.

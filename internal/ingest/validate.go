@@ -638,7 +638,7 @@ func convertProbe(p *plumblinev1.ProbeResult, now time.Time, lim Limits) (*store
 	if hist.Count() != ops {
 		return nil, fmt.Errorf("latency: %d observations for %d ops: want one per completed op", hist.Count(), ops)
 	}
-	if c := p.GetIopsCap(); c < 0 {
+	if c := p.GetIopsCap(); !(c >= 0) || math.IsInf(c, 0) {
 		return nil, fmt.Errorf("iops_cap %v: want 0 (uncapped) or more", c)
 	}
 	if bp := p.GetBusyPercent(); bp < 0 || bp > 100 {
@@ -666,5 +666,6 @@ func convertProbe(p *plumblinev1.ProbeResult, now time.Time, lim Limits) (*store
 		StoppedReason:  p.GetStoppedReason(),
 		Failure:        failure,
 		Histogram:      histBytes,
+		IOPSCap:        p.GetIopsCap(),
 	}, nil
 }
