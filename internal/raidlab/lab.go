@@ -1,3 +1,5 @@
+//go:build linux
+
 package raidlab
 
 import (
@@ -36,6 +38,7 @@ type Config struct {
 	StateRoot string // default DefaultStateRoot
 	DataRoot  string // default DefaultDataRoot
 	ID        string // default: random; its state directory may already exist (empty, or holding only a log)
+	Daemon    bool   // the owning process is a `raidlab serve` daemon, which `raidlab down` may signal
 }
 
 // State is what a lab records about itself in <state root>/<id>/state.json,
@@ -52,6 +55,7 @@ type State struct {
 	Geometry   Geometry `json:"geometry"`
 	Preset     string   `json:"preset"`
 	Started    string   `json:"started"`
+	Daemon     bool     `json:"daemon"` // owned by a `raidlab serve` process (SIGTERM stops it cleanly)
 }
 
 // Lab is a running emulated array: FUSE mount, loop device, control socket.
@@ -116,7 +120,7 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 		Control:    filepath.Join(dir, "control.sock"),
 		DataFile:   filepath.Join(cfg.DataRoot, cfg.ID, "array.img"),
 		Geometry:   cfg.Geometry, Preset: cfg.Preset.Name,
-		Started: time.Now().UTC().Format(time.RFC3339),
+		Started: time.Now().UTC().Format(time.RFC3339), Daemon: cfg.Daemon,
 	}}
 	// The state file goes first: from here on a crash leaves something
 	// the reaper can find.
@@ -258,16 +262,8 @@ func teardownDevice(dev, want string) error {
 	}
 	var errs []error
 	for _, mp := range mountsOf(dev) {
-		var out []byte
-		var err error
-		for range 30 {
-			if out, err = exec.Command("umount", mp).CombinedOutput(); err == nil {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("raidlab: umount %s: %w: %s", mp, err, strings.TrimSpace(string(out))))
+		if err := umount(mp); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	exec.Command("partx", "-d", dev).Run()
@@ -290,6 +286,19 @@ func teardownDevice(dev, want string) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return errors.Join(append(errs, fmt.Errorf("raidlab: losetup -d %s: still attached: %v %s", dev, err, strings.TrimSpace(string(out))))...)
+}
+
+// umount unmounts mp, retrying for a few seconds while it is busy.
+func umount(mp string) error {
+	var out []byte
+	var err error
+	for range 30 {
+		if out, err = exec.Command("umount", mp).CombinedOutput(); err == nil {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("raidlab: umount %s: %w: %s", mp, err, strings.TrimSpace(string(out)))
 }
 
 // mountsOf lists the mount points of file systems whose source is dev or
