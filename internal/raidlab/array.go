@@ -329,9 +329,12 @@ func (a *Array) planRAID5Read(off, n int64) ([][]memberOp, error) {
 // planRAID5Write writes stripe by stripe. A write covering a whole stripe
 // writes its data and parity with no reads. A partial-stripe write reads
 // before it writes, by whichever of the two usual methods reads less
-// (ties go to read-modify-write, what hardware controllers do for small
-// writes): read-modify-write reads the old data it replaces and the old
-// parity; reconstruct-write reads the stripe's other data. With a member
+// (ties go to read-modify-write, what controllers do for small writes):
+// read-modify-write reads the old data it replaces and the old parity;
+// reconstruct-write reads the stripe's other data. Both work on the
+// columns (byte ranges inside the chunk) the write touches, as md does:
+// a write that crosses a chunk boundary touches two disjoint columns, and
+// each is its own operation on the members that need it. With a member
 // failed, the method that does not need it is used, and nothing is queued
 // on it.
 func (a *Array) planRAID5Write(off, n int64) ([][]memberOp, error) {
@@ -354,30 +357,33 @@ func (a *Array) planRAID5Write(off, n int64) ([][]memberOp, error) {
 		i = j
 		s := stripe[0].stripe
 		pm := g.parityMember(s)
-		lo, hi := u, int64(0)
+		var cols []span
 		touched := make(map[int]piece, len(stripe)) // by data index
 		for _, p := range stripe {
-			lo = min(lo, p.inChunk)
-			hi = max(hi, p.inChunk+p.len)
+			cols = addSpan(cols, span{p.inChunk, p.inChunk + p.len})
 			touched[p.dataIdx] = p
 		}
-		full := len(stripe) == dataPer && lo == 0 && hi == u
+		full := len(stripe) == dataPer && len(cols) == 1 && cols[0] == span{0, u}
 		for _, p := range stripe {
 			if !isFailed(p.member) {
 				writes = append(writes, memberOp{member: p.member, off: p.memberOf, len: p.len, write: true})
 			}
 		}
-		parity := memberOp{member: pm, off: s*u + lo, len: hi - lo}
+		var parity []memberOp
+		for _, c := range cols {
+			parity = append(parity, memberOp{member: pm, off: s*u + c.lo, len: c.hi - c.lo})
+		}
 		if !isFailed(pm) {
-			pw := parity
-			pw.write = true
-			writes = append(writes, pw)
+			for _, op := range parity {
+				op.write = true
+				writes = append(writes, op)
+			}
 		}
 		if full || isFailed(pm) {
 			continue // no old data or parity is needed
 		}
 		// Read-modify-write: old data of each piece, old parity.
-		rmw := []memberOp{parity}
+		rmw := append([]memberOp(nil), parity...)
 		rmwOK := true
 		for _, p := range stripe {
 			if isFailed(p.member) {
@@ -385,18 +391,20 @@ func (a *Array) planRAID5Write(off, n int64) ([][]memberOp, error) {
 			}
 			rmw = append(rmw, memberOp{member: p.member, off: p.memberOf, len: p.len})
 		}
-		// Reconstruct-write: the other data over the parity range.
+		// Reconstruct-write: every data chunk's bytes in the touched
+		// columns that this write does not replace.
 		var rcw []memberOp
 		rcwOK := true
 		for d := range dataPer {
 			m := (pm + 1 + d) % g.Members
-			if p, ok := touched[d]; ok && p.inChunk == lo && p.len == hi-lo {
-				continue // fully rewritten over the range
+			for _, c := range cols {
+				for _, need := range c.minus(touched, d) {
+					if isFailed(m) {
+						rcwOK = false
+					}
+					rcw = append(rcw, memberOp{member: m, off: s*u + need.lo, len: need.hi - need.lo})
+				}
 			}
-			if isFailed(m) {
-				rcwOK = false
-			}
-			rcw = append(rcw, memberOp{member: m, off: s*u + lo, len: hi - lo})
 		}
 		switch {
 		case rmwOK && (!rcwOK || len(rmw) <= len(rcw)):
@@ -412,4 +420,41 @@ func (a *Array) planRAID5Write(off, n int64) ([][]memberOp, error) {
 		phases = append(phases, mergeOps(reads))
 	}
 	return append(phases, mergeOps(writes)), nil
+}
+
+// span is a byte range [lo, hi) inside a chunk.
+type span struct{ lo, hi int64 }
+
+// addSpan adds s to a sorted list of disjoint spans, joining overlaps.
+func addSpan(ss []span, s span) []span {
+	out := make([]span, 0, len(ss)+1)
+	for _, t := range ss {
+		if t.hi < s.lo || s.hi < t.lo {
+			out = append(out, t)
+			continue
+		}
+		s = span{min(s.lo, t.lo), max(s.hi, t.hi)}
+	}
+	out = append(out, s)
+	for i := len(out) - 1; i > 0 && out[i].lo < out[i-1].lo; i-- {
+		out[i], out[i-1] = out[i-1], out[i]
+	}
+	return out
+}
+
+// minus is the part of column c that data chunk d does not rewrite.
+func (c span) minus(touched map[int]piece, d int) []span {
+	p, ok := touched[d]
+	if !ok {
+		return []span{c}
+	}
+	w := span{p.inChunk, p.inChunk + p.len}
+	var out []span
+	if w.lo > c.lo {
+		out = append(out, span{c.lo, min(w.lo, c.hi)})
+	}
+	if w.hi < c.hi {
+		out = append(out, span{max(w.hi, c.lo), c.hi})
+	}
+	return out
 }
