@@ -96,7 +96,7 @@ type Stats struct {
 	WriteBytes    uint64        `json:"write_bytes"`
 	Failed        uint64        `json:"failed_requests"` // answered with an I/O error
 	InFlight      int           `json:"in_flight"`
-	MaxInFlight   int           `json:"max_in_flight"` // most requests served at once since start
+	MaxInFlight   int           `json:"max_in_flight"` // most requests served at once since start (or ResetPeak)
 	AddLatency    time.Duration `json:"add_latency"`
 	MemberStats   []MemberStats `json:"member_stats"`
 }
@@ -120,6 +120,14 @@ func (s Stats) Ops() uint64 {
 		n += m.ReadOps + m.WriteOps
 	}
 	return n
+}
+
+// ResetPeak restarts MaxInFlight from the requests in flight now, so that
+// a caller can see the concurrency of one run.
+func (a *Array) ResetPeak() {
+	a.mu.Lock()
+	a.c.maxInFlight = a.c.inFlight
+	a.mu.Unlock()
 }
 
 // Stats returns a snapshot of the counters.
