@@ -34,7 +34,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("seeds", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		only   = fs.String("only", "", "comma-separated experiment ids (default: all)")
+		ids    = fs.String("only", "", "comma-separated experiment ids (default: all)")
 		preset = fs.String("preset", "sas15k", "member model (the seeds ran 15K SAS disks)")
 		agent  = fs.String("agent", "", "agent binary (default: built from ./cmd/agent)")
 		work   = fs.String("work", "/var/tmp/plumbline-seeds", "mount points and backing files")
@@ -45,6 +45,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&r.Rounds, "rounds", 5, "rounds per experiment (medians are taken over them)")
 	fs.IntVar(&r.Ops, "ops", 3000, "8 KiB random ops per run")
 	fs.IntVar(&r.LogOps, "log-ops", 1000, "log writes per run")
+	fs.IntVar(&r.QD, "qd", 8, "queue depth of the 8 KiB random runs (the seeds: SQLIO, 4-16 threads)")
+	only := fs.String("workloads", "", "comma-separated workloads to run (read, write, log8k, log64k; default all)")
 	fileMiB := fs.Int64("file-mib", 256, "probe file size, MiB")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -55,6 +57,9 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	r.Preset, r.Fio, r.FileSize = p, !*noFio, *fileMiB<<20
+	if *only != "" {
+		r.Only = strings.Split(*only, ",")
+	}
 	r.Work = filepath.Join(*work, "mnt")
 	r.DataRoot = filepath.Join(*work, "data")
 	r.StateRoot = raidlab.DefaultStateRoot
@@ -74,12 +79,12 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 
 	var exps []Experiment
 	for _, e := range Experiments() {
-		if *only == "" || slices.Contains(strings.Split(*only, ","), e.ID) {
+		if *ids == "" || slices.Contains(strings.Split(*ids, ","), e.ID) {
 			exps = append(exps, e)
 		}
 	}
 	if len(exps) == 0 {
-		fmt.Fprintf(stderr, "no experiment matches %q\n", *only)
+		fmt.Fprintf(stderr, "no experiment matches %q\n", *ids)
 		return 2
 	}
 	var results []Result
@@ -91,8 +96,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		}
 		results = append(results, res)
 	}
-	fmt.Fprintf(stdout, "preset %s, file system %s, %d rounds, %d random ops / %d log ops per run, probe file %d MiB\n\n",
-		r.Preset.Name, r.FS, r.Rounds, r.Ops, r.LogOps, *fileMiB)
+	fmt.Fprintf(stdout, "preset %s, file system %s, %d rounds, %d random ops at QD %d / %d log ops per run, probe file %d MiB\n\n",
+		r.Preset.Name, r.FS, r.Rounds, r.Ops, r.QD, r.LogOps, *fileMiB)
 	printTable(stdout, results)
 	fmt.Fprintln(stdout)
 	for _, res := range results {
@@ -105,7 +110,13 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 // details are the per-workload losses after the three required fields.
 func details(res Result, s Summary) string {
 	var b strings.Builder
+	// A split costs one more member op: at saturation the array serves
+	// 1/(1+f) as many requests, a loss of f/(1+f).
+	fmt.Fprintf(&b, " loss_if_saturated=%.4f", s.Predicted/(1+s.Predicted))
 	for _, w := range res.Experiment.Workloads() {
+		if _, ok := s.Loss[w.Name]["probe"]; !ok {
+			continue
+		}
 		fmt.Fprintf(&b, " %s_probe=%.4f", w.Name, s.Loss[w.Name]["probe"])
 		if v, ok := s.Loss[w.Name]["fio"]; ok {
 			fmt.Fprintf(&b, " %s_fio=%.4f", w.Name, v)

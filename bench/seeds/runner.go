@@ -94,6 +94,21 @@ type Runner struct {
 	DataRoot  string
 	Work      string // mount points go here
 	Log       io.Writer
+	Only      []string // workload names to run (default: all of the experiment's)
+	QD        int      // queue depth of the random workloads (default 8, the seeds' SQLIO threads)
+}
+
+func (r *Runner) workloads(e Experiment) []Workload {
+	var ws []Workload
+	for _, w := range e.Workloads() {
+		if r.QD > 0 && w.QD > 1 {
+			w.QD = r.QD
+		}
+		if len(r.Only) == 0 || slices.Contains(r.Only, w.Name) {
+			ws = append(ws, w)
+		}
+	}
+	return ws
 }
 
 // Grid is the placement grid of 8 KiB I/Os the runner's file system gives:
@@ -154,7 +169,7 @@ func (r *Runner) Run(ctx context.Context, e Experiment) (res Result, err error) 
 		if round%2 == 1 {
 			sides = []int{1, 0}
 		}
-		for _, w := range e.Workloads() {
+		for _, w := range r.workloads(e) {
 			for _, si := range sides {
 				side := "AB"[si : si+1]
 				for _, tool := range r.tools() {
