@@ -131,6 +131,9 @@ func printTable(w io.Writer, results []Result) {
 	for _, res := range results {
 		s := res.Summarize()
 		for _, wl := range res.Experiment.Workloads() {
+			if _, ok := s.Loss[wl.Name]["probe"]; !ok {
+				continue
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%.4f\t%.4f\t%.0f\t%.0f\t%+.1f%%\t%s\t%.2f%%\t%s\t%s → %s\n",
 				res.Experiment.ID, wl.Name, s.Split["A"][wl.Name], s.Split["B"][wl.Name],
 				medianIOPS(res, wl.Name, "A"), medianIOPS(res, wl.Name, "B"),
