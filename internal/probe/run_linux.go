@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -72,7 +73,11 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return res, err
 	}
 	defer f.close()
-	f.rawIO = o.RawIO
+	// A raw system call keeps its P while it blocks: with more workers
+	// than Ps, raw I/O would cap the queue depth at GOMAXPROCS (at QD 8 on
+	// 2 CPUs, 2 I/Os in flight, not 8) and starve the busy monitor. Raw
+	// I/O is used only while a P stays free for everything else.
+	f.rawIO = o.RawIO && o.QueueDepth < runtime.GOMAXPROCS(0)
 	if f.filled {
 		res.FillSeconds = time.Since(fillStart).Seconds()
 		res.FileRewrittenFrom = f.rewrittenFrom
