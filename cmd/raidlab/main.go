@@ -9,6 +9,9 @@
 //	raidlab fault DEV slow --member N --factor F
 //	raidlab fault DEV latency --add DUR [--member N]
 //	raidlab fault DEV fail --member N
+//	raidlab fault DEV throttle --iops N --burst B
+//	raidlab fault DEV stall --member N --fraction F --latency DUR
+//	raidlab fault DEV rebuild --member N [--load F]
 //	raidlab fault DEV restore
 //	raidlab stats DEV [--format table|json]
 //	raidlab list
@@ -44,7 +47,9 @@ const usage = `usage: raidlab <command> [flags]
 commands:
   up      start an emulated array in the background; prints its loop device last
   down    DEV: unmount what is mounted from DEV, detach it, stop its emulator
-  fault   DEV slow --member N --factor F | latency --add DUR [--member N] | fail --member N | restore
+  fault   DEV slow --member N --factor F | latency --add DUR [--member N] | fail --member N |
+          throttle --iops N --burst B | stall --member N --fraction F --latency DUR |
+          rebuild --member N [--load F] | restore
   stats   DEV: requests, split requests and member operations
   list    the labs on this machine
   reap    remove the leftovers of labs whose process died
@@ -355,7 +360,7 @@ func runFault(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if len(rest) == 0 {
-		fmt.Fprintln(stderr, "usage: raidlab fault DEV slow|latency|fail|restore [flags]")
+		fmt.Fprintln(stderr, "usage: raidlab fault DEV slow|latency|fail|throttle|stall|rebuild|restore [flags]")
 		return errUsage
 	}
 	kind := raidlab.FaultKind(rest[0])
@@ -363,10 +368,18 @@ func runFault(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	member := fs.Int("member", -1, "member (from 0)")
 	factor := fs.Float64("factor", 0, "slow: service-time multiplier")
 	add := fs.Duration("add", 0, "latency: added to every request (or, with --member, to that member's every op)")
+	iops := fs.Float64("iops", 0, "throttle: requests per second the token bucket admits (0 lifts it)")
+	burst := fs.Int("burst", 0, "throttle: requests an idle bucket admits at once")
+	fraction := fs.Float64("fraction", 0, "stall: share of the member's ops that stall (0 to 1)")
+	stallFor := fs.Duration("latency", 0, "stall: how much longer a stalled op takes")
+	load := fs.Float64("load", 0, "rebuild: share of each member's time the background takes (default 0.5)")
 	if err := parseFlags(fs, rest[1:]); err != nil {
 		return err
 	}
-	f := raidlab.Fault{Kind: kind, Factor: *factor, Add: *add}
+	f := raidlab.Fault{Kind: kind, Factor: *factor, Add: *add, IOPS: *iops, Burst: *burst, Fraction: *fraction, Load: *load}
+	if kind == raidlab.FaultStall {
+		f.Add = *stallFor
+	}
 	if *member >= 0 {
 		f.Member = member
 	}
@@ -383,9 +396,21 @@ func runFault(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if *add == 0 && !flagSet(fs, "add") {
 			return errors.New("fault latency needs --add (0 clears it)")
 		}
+	case raidlab.FaultThrottle:
+		if !flagSet(fs, "iops") || *iops > 0 && *burst < 1 {
+			return errors.New("fault throttle needs --iops and --burst (--iops 0 lifts it)")
+		}
+	case raidlab.FaultStall:
+		if *member < 0 || *fraction <= 0 || *stallFor <= 0 {
+			return errors.New("fault stall needs --member, --fraction and --latency")
+		}
+	case raidlab.FaultRebuild:
+		if *member < 0 {
+			return errors.New("fault rebuild needs --member")
+		}
 	case raidlab.FaultRestore:
 	default:
-		return fmt.Errorf("unknown fault %q (want slow, latency, fail or restore)", kind)
+		return fmt.Errorf("unknown fault %q (want slow, latency, fail, throttle, stall, rebuild or restore)", kind)
 	}
 	c, _, err := client(*root, dev)
 	if err != nil {
@@ -415,6 +440,19 @@ func describe(f raidlab.Fault) string {
 			return fmt.Sprintf("member %d +%v per op", *f.Member, f.Add)
 		}
 		return fmt.Sprintf("+%v per request", f.Add)
+	case raidlab.FaultThrottle:
+		if f.IOPS == 0 {
+			return "throttle lifted"
+		}
+		return fmt.Sprintf("throttle %g IOPS, burst %d", f.IOPS, f.Burst)
+	case raidlab.FaultStall:
+		return fmt.Sprintf("member %d stalls %g%% of its ops for %v", *f.Member, 100*f.Fraction, f.Add)
+	case raidlab.FaultRebuild:
+		load := f.Load
+		if load == 0 {
+			load = 0.5
+		}
+		return fmt.Sprintf("member %d rebuilding (background load %g on every member)", *f.Member, load)
 	}
 	return "restore (all faults cleared)"
 }
@@ -449,6 +487,9 @@ func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stdout, "%s: %s, %d members, stripe unit %d, size %d, preset %s\n", dev, s.Level, s.Members, s.StripeUnit, s.Size, s.Preset)
 	fmt.Fprintf(stdout, "requests: %d reads (%d split), %d writes (%d split), %d flushes, %d failed; member ops %d; most in flight %d; added latency %v\n",
 		s.ReadRequests, s.SplitReads, s.WriteRequests, s.SplitWrites, s.Flushes, s.Failed, s.Ops(), s.MaxInFlight, s.AddLatency)
+	if s.ThrottleIOPS > 0 || s.Throttled > 0 {
+		fmt.Fprintf(stdout, "throttle: %g IOPS, burst %d; %d requests waited for a token, %v in all\n", s.ThrottleIOPS, s.ThrottleBurst, s.Throttled, s.ThrottleWaited)
+	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "MEMBER\tREAD_OPS\tWRITE_OPS\tREAD_BYTES\tWRITE_BYTES\tBUSY_S\tSTATE")
 	for i, m := range s.MemberStats {
@@ -462,6 +503,16 @@ func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			state = fmt.Sprintf("slow ×%g", m.SlowFactor)
 		case m.AddLatency > 0:
 			state = fmt.Sprintf("+%v per op", m.AddLatency)
+		}
+		if m.StallFraction > 0 {
+			state += fmt.Sprintf(", stalls %g%% for %v (%d so far)", 100*m.StallFraction, m.StallLatency, m.Stalls)
+		}
+		if m.RebuildEvery > 0 {
+			verb := "read"
+			if m.RebuildWrite {
+				verb = "written"
+			}
+			state += fmt.Sprintf(", rebuild: %s every %v (%d ops)", verb, m.RebuildEvery, m.RebuildOps)
 		}
 		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%.3f\t%s\n", i, m.ReadOps, m.WriteOps, m.ReadBytes, m.WriteBytes, m.BusySeconds, state)
 	}

@@ -140,8 +140,11 @@ func TestUpFaultStatsDown(t *testing.T) {
 	c.must("fault", dev, "slow", "--member", "2", "--factor", "3")
 	c.must("fault", dev, "latency", "--add", "5ms")
 	c.must("fault", dev, "fail", "--member", "1")
+	c.must("fault", dev, "throttle", "--iops", "500", "--burst", "50")
+	c.must("fault", dev, "stall", "--member", "3", "--fraction", "0.03", "--latency", "100ms")
+	c.must("fault", dev, "rebuild", "--member", "0", "--load", "0.2")
 	stats := c.must("stats", dev)
-	for _, w := range []string{"slow ×3", "failed", "added latency 5ms"} {
+	for _, w := range []string{"slow ×3", "failed", "added latency 5ms", "throttle: 500 IOPS, burst 50", "stalls 3% for 100ms", "rebuild: written every", "rebuild: read every"} {
 		if !strings.Contains(stats, w) {
 			t.Errorf("stats after faults lack %q:\n%s", w, stats)
 		}
@@ -157,11 +160,14 @@ func TestUpFaultStatsDown(t *testing.T) {
 		t.Errorf("read took %v with 5 ms of added latency", d)
 	}
 	c.must("fault", dev, "restore")
-	if stats := c.must("stats", dev); strings.Contains(stats, "failed\n") || strings.Contains(stats, "slow") {
+	if stats := c.must("stats", dev); strings.Contains(stats, "failed\n") || strings.Contains(stats, "slow") || strings.Contains(stats, "stalls") || strings.Contains(stats, "rebuild") || strings.Contains(stats, "throttle: 500") {
 		t.Errorf("restore left faults:\n%s", stats)
 	}
 	if _, errs, code := c.run("fault", dev, "slow", "--member", "9", "--factor", "2"); code == 0 || !strings.Contains(errs, "out of range") {
 		t.Errorf("fault on member 9 of 4: exit %d, %q", code, errs)
+	}
+	if _, errs, code := c.run("fault", dev, "stall", "--member", "1", "--fraction", "0.03"); code == 0 || !strings.Contains(errs, "--latency") {
+		t.Errorf("fault stall without --latency: exit %d, %q", code, errs)
 	}
 	f.Close()
 

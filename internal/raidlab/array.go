@@ -32,7 +32,40 @@ type Array struct {
 	rng        *rand.Rand
 	members    []member
 	addLatency time.Duration // added to every request's response time
+	throttle   throttle
 	c          counters
+}
+
+// throttle is a token bucket in front of the array, a cloud volume's
+// provisioned IOPS with a burst allowance, kept as a theoretical arrival
+// time (GCRA): a request is admitted at max(now, tat − burst/iops) and
+// moves tat on by 1/iops, so an idle bucket admits burst requests at once
+// and then one per 1/iops.
+type throttle struct {
+	iops      float64 // 0: no throttle
+	burst     int
+	tat       time.Time
+	throttled uint64 // requests that waited for a token
+	waited    time.Duration
+}
+
+// admit is when a request arriving at now may start.
+func (t *throttle) admit(now time.Time) time.Time {
+	if t.iops <= 0 {
+		return now
+	}
+	interval := time.Duration(float64(time.Second) / t.iops)
+	if t.tat.Before(now) {
+		t.tat = now
+	}
+	t.tat = t.tat.Add(interval)
+	at := t.tat.Add(-time.Duration(t.burst) * interval)
+	if !at.After(now) {
+		return now
+	}
+	t.throttled++
+	t.waited += at.Sub(now)
+	return at
 }
 
 type member struct {
@@ -40,6 +73,18 @@ type member struct {
 	failed     bool
 	factor     float64       // service-time multiplier (slow fault); 0 means 1
 	addLatency time.Duration // added to every operation's service time
+	// stall fault: each operation stalls for stallFor with probability
+	// stallFrac, holding the member's queue (a disk retrying a sector).
+	stallFrac float64
+	stallFor  time.Duration
+	stalls    uint64
+	// rebuild fault: background operations of rebuildLen bytes arrive
+	// every rebuildEvery (the member rebuilt is written, the others read)
+	// and queue with the foreground; rebuildNext is the next arrival.
+	rebuildEvery time.Duration
+	rebuildWrite bool
+	rebuildNext  time.Time
+	rebuildOps   uint64
 	readOps    uint64
 	writeOps   uint64
 	readBytes  uint64
@@ -182,11 +227,12 @@ func (a *Array) serve(write bool, off, n int64) (time.Time, error) {
 		a.c.failedRequests++
 		return time.Time{}, err
 	}
-	start := now
+	start := a.throttle.admit(now)
 	for _, ops := range phases {
 		end := start
 		for _, op := range ops {
 			m := &a.members[op.member]
+			a.background(m, start)
 			s := start
 			if m.busyUntil.After(s) {
 				s = m.busyUntil
@@ -228,7 +274,39 @@ func (a *Array) serviceTime(m *member, n int64) time.Duration {
 	if m.factor > 0 {
 		d = time.Duration(float64(d) * m.factor)
 	}
+	if m.stallFrac > 0 && a.rng.Float64() < m.stallFrac {
+		d += m.stallFor
+		m.stalls++
+	}
 	return d + m.addLatency
+}
+
+// rebuildLen is the size of a rebuild's background operations (md's
+// resync works in 64 KiB chunks by default).
+const rebuildLen = 64 << 10
+
+// background queues the rebuild operations that arrived on m up to t,
+// ahead of a foreground operation arriving at t. After a long idle spell
+// only the last second's arrivals can still hold the queue (the member
+// keeps up with them: its load is below 1), so older ones are skipped.
+func (a *Array) background(m *member, t time.Time) {
+	if m.rebuildEvery <= 0 {
+		return
+	}
+	if floor := t.Add(-time.Second); m.rebuildNext.Before(floor) {
+		m.rebuildNext = floor
+	}
+	for !m.rebuildNext.After(t) {
+		s := m.rebuildNext
+		if m.busyUntil.After(s) {
+			s = m.busyUntil
+		}
+		svc := a.serviceTime(m, rebuildLen)
+		m.busyUntil = s.Add(svc)
+		m.busy += svc
+		m.rebuildOps++
+		m.rebuildNext = m.rebuildNext.Add(m.rebuildEvery)
+	}
 }
 
 // plan maps a request onto member operations, in phases: every operation
