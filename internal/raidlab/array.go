@@ -85,11 +85,11 @@ type member struct {
 	rebuildWrite bool
 	rebuildNext  time.Time
 	rebuildOps   uint64
-	readOps    uint64
-	writeOps   uint64
-	readBytes  uint64
-	writeBytes uint64
-	busy       time.Duration
+	readOps      uint64
+	writeOps     uint64
+	readBytes    uint64
+	writeBytes   uint64
+	busy         time.Duration
 }
 
 type counters struct {

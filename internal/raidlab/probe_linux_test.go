@@ -19,12 +19,19 @@ import (
 // the process serving the lab's FUSE mount.
 const probeDirEnv = "PLUMBLINE_RAIDLAB_TEST_PROBE_DIR"
 
+// probeQD1Env makes that probe a paced QD 1 run instead: 200 random
+// reads under a 100 IOPS cap (the agent's shape, more ops per run).
+const probeQD1Env = "PLUMBLINE_RAIDLAB_TEST_PROBE_QD1"
+
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(probeDirEnv); dir != "" {
 		o := probe.DefaultOptions()
 		o.Dir, o.FileSize, o.FillRate, o.IOPS = dir, 16<<20, 0, 0
 		o.MinFreeBytes, o.MinFreePercent, o.BusyThreshold, o.LatencyCeiling = 0, 0, 0, 0
 		o.RawIO, o.QueueDepth, o.Ops, o.MaxDuration = true, 8, 160, 30*time.Second
+		if os.Getenv(probeQD1Env) != "" {
+			o.QueueDepth, o.Ops, o.IOPS = 1, 200, 100
+		}
 		res, err := probe.Run(context.Background(), o)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
