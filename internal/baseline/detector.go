@@ -45,8 +45,10 @@ type Config struct {
 	// median (SignalTail, SignalMean, SignalRate), each judged against its
 	// own history with its own spread: defaults ratio 2 to degrade and 1.5
 	// to recover for the tail (a p99 is noisier than a median), 1.5 and
-	// 1.2 for the mean and the rate; sustain and recover 3 runs; at least
-	// 50 ops for the tail, 10 for the mean and the rate.
+	// 1.2 for the mean and the rate; 3 beyond runs of the last 5 to degrade
+	// on the tail or the mean, 3 in a row on the rate; 3 normal runs in a
+	// row to recover; at least 50 ops for the tail, 10 for the mean and the
+	// rate.
 	Tail, Mean, Rate SignalConfig
 }
 
@@ -57,9 +59,9 @@ func DefaultConfig() Config {
 		DegradeRatio: 1.5, DegradeZ: 3, Sustain: 3,
 		RecoverRatio: 1.2, RecoverZ: 2, Recover: 3,
 		MinRelativeSpread: 0.05,
-		Tail:              SignalConfig{DegradeRatio: 2, RecoverRatio: 1.5, Sustain: 3, Recover: 3, MinOps: 50},
-		Mean:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 3, Recover: 3, MinOps: 10},
-		Rate:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 3, Recover: 3, MinOps: 10},
+		Tail:              SignalConfig{DegradeRatio: 2, RecoverRatio: 1.5, Sustain: 3, Within: 5, Recover: 3, MinOps: 50},
+		Mean:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 3, Within: 5, Recover: 3, MinOps: 10},
+		Rate:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 3, Within: 3, Recover: 3, MinOps: 10},
 	}
 }
 

@@ -3,6 +3,7 @@ package baseline
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"time"
 )
@@ -69,9 +70,12 @@ type Run struct {
 type SignalConfig struct {
 	// DegradeRatio and RecoverRatio are as in Config.
 	DegradeRatio, RecoverRatio float64
-	// Sustain beyond runs in a row turn the signal degraded, Recover
-	// normal runs in a row back.
-	Sustain, Recover int
+	// Sustain beyond runs among the last Within turn the signal degraded
+	// (Within = Sustain: in a row); Recover normal runs in a row back. A
+	// tail moved by intermittent stalls is beyond in most runs, not all:
+	// "3 of the last 5" catches it where "3 in a row" waits for a lucky
+	// streak, and a single stalled run still never alerts.
+	Sustain, Within, Recover int
 	// MinOps is the fewest completed operations a run needs for the
 	// signal to be judged.
 	MinOps int
@@ -87,6 +91,9 @@ func (c *SignalConfig) fill(d SignalConfig) {
 	if c.Sustain == 0 {
 		c.Sustain = d.Sustain
 	}
+	if c.Within == 0 {
+		c.Within = max(d.Within, c.Sustain)
+	}
 	if c.Recover == 0 {
 		c.Recover = d.Recover
 	}
@@ -95,12 +102,15 @@ func (c *SignalConfig) fill(d SignalConfig) {
 	}
 }
 
+// maxWithin bounds SignalConfig.Within (the beyond runs are a 16-bit mask).
+const maxWithin = 16
+
 func (c SignalConfig) validate(name Signal) error {
 	switch {
 	case !(c.DegradeRatio > 1) || !(c.RecoverRatio >= 1) || c.RecoverRatio > c.DegradeRatio || math.IsInf(c.DegradeRatio, 0):
 		return fmt.Errorf("%s ratios: degrade %v, recover %v: want 1 <= recover <= degrade, degrade > 1", name, c.DegradeRatio, c.RecoverRatio)
-	case c.Sustain < 1 || c.Sustain > maxHeld || c.Recover < 1 || c.Recover > maxHeld:
-		return fmt.Errorf("%s sustain %d, recover %d: want 1 to %d", name, c.Sustain, c.Recover, maxHeld)
+	case c.Sustain < 1 || c.Within < c.Sustain || c.Within > maxWithin || c.Recover < 1 || c.Recover > maxHeld:
+		return fmt.Errorf("%s sustain %d of %d, recover %d: want 1 <= sustain <= within <= %d, recover 1 to %d", name, c.Sustain, c.Within, c.Recover, maxWithin, maxHeld)
 	case c.MinOps < 1:
 		return fmt.Errorf("%s min ops %d: want at least 1", name, c.MinOps)
 	}
@@ -196,6 +206,9 @@ type track struct {
 	held        []float64
 	st          SignalState // the last run's; Value and History zero after a restore
 	streakSince time.Time
+	// recent has bit i set when the run i runs ago (among the last Within
+	// that carried the signal) was beyond, while not degraded.
+	recent uint16
 	// ratio is the last run that carried the signal against its history
 	// (what a state degraded on it reports while runs lack it).
 	ratio float64
@@ -247,6 +260,7 @@ func (k *track) observe(t time.Time, x float64, c *Config) {
 		}
 		if s.Streak >= sc.Recover {
 			s.Status, s.Since, s.Streak = OK, k.streakSince, 0
+			k.recent = 0
 		}
 		k.st = s
 		return
@@ -258,28 +272,35 @@ func (k *track) observe(t time.Time, x float64, c *Config) {
 	if prev.Status != s.Status || prev.Since.IsZero() {
 		s.Since = t
 	}
+	// Streak: the beyond runs among the last Within. Held runs wait out
+	// of the history until every one of them has left that window.
+	k.recent = k.recent << 1 & (1<<sc.Within - 1)
 	if !beyond {
-		for _, v := range k.held {
-			k.win.push(v)
-		}
-		k.held = k.held[:0]
 		k.win.push(x)
+		if k.recent == 0 {
+			for _, v := range k.held {
+				k.win.push(v)
+			}
+			k.held = k.held[:0]
+		}
+		s.Streak = bits.OnesCount16(k.recent)
 		k.st = s
 		return
 	}
-	s.Streak = prev.Streak + 1
-	if s.Streak == 1 {
+	if k.recent == 0 {
 		k.streakSince = t
 	}
+	k.recent |= 1
+	s.Streak = bits.OnesCount16(k.recent)
 	k.held = append(k.held, x)
 	if s.Streak >= sc.Sustain {
 		s.Status, s.Since, s.Streak = Degraded, k.streakSince, 0
-		k.held = k.held[:0]
+		k.held, k.recent = k.held[:0], 0
 	}
 	k.st = s
 }
 
 func (k *track) reset() {
 	k.win.ring, k.win.byValue, k.win.head = k.win.ring[:0], k.win.byValue[:0], 0
-	k.held, k.st, k.streakSince, k.ratio = k.held[:0], SignalState{}, time.Time{}, 0
+	k.held, k.st, k.streakSince, k.ratio, k.recent = k.held[:0], SignalState{}, time.Time{}, 0, 0
 }

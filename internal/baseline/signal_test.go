@@ -245,10 +245,52 @@ func TestSignalsFreezeAndHold(t *testing.T) {
 	}
 }
 
+// TestTailSustainWithin: the tail degrades on 3 beyond runs among the
+// last 5, not only 3 in a row; 2 in every 5 never does.
+func TestTailSustainWithin(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		pattern string // S: a stalled run, .: a healthy one (repeated)
+		want    bool
+	}{
+		{"S.S.S: degraded at the third stalled run", "S.S.S.....", true},
+		{"S..S..S..S: 2 in every 5 at most, never", "S..S.", false},
+		{"SS...: a pair every 5 runs, never", "SS...", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(7, 15))
+			d, _ := NewDetector(Config{})
+			for i := range 60 {
+				d.ObserveRun(at(i), healthyRun(rng), Refs{})
+			}
+			degraded := -1
+			for i := range 100 {
+				r := healthyRun(rng)
+				if tc.pattern[i%len(tc.pattern)] == 'S' {
+					r = opsRun(stallOps(rng, 50, 0.35*ms, 0.06, 100*ms), 50, 45)
+				}
+				if s := d.ObserveRun(at(60+i), r, Refs{}); s.Status == Degraded && degraded < 0 {
+					degraded = i
+					if s.Signal != SignalTail || !s.Since.Equal(at(60)) {
+						t.Errorf("degraded at run %d: %v on %s, want the p99 since the first stalled run", i, s, s.Signal)
+					}
+				}
+			}
+			if got := degraded >= 0; got != tc.want {
+				t.Errorf("degraded at run %d of the pattern %q repeated, want degraded: %v", degraded, tc.pattern, tc.want)
+			}
+			if tc.want && degraded != 4 {
+				t.Errorf("degraded at run %d, want 4 (the third stalled run of S.S.S)", degraded)
+			}
+		})
+	}
+}
+
 func TestSignalConfigValidate(t *testing.T) {
 	for _, c := range []Config{
 		{Tail: SignalConfig{DegradeRatio: 0.5}}, {Mean: SignalConfig{RecoverRatio: 3}},
 		{Rate: SignalConfig{Sustain: 65}}, {Tail: SignalConfig{MinOps: -1}},
+		{Tail: SignalConfig{Sustain: 4, Within: 3}}, {Mean: SignalConfig{Within: 17}},
 	} {
 		if err := c.Validate(); err == nil {
 			t.Errorf("%+v.Validate() = nil, want an error", c)

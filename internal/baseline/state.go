@@ -25,7 +25,7 @@ import (
 //	flags                       one byte: since, streak since
 //	since, streak since         varint Unix nanoseconds, each if flagged
 //	ratio                       float64 bits
-//	streak                      uvarint
+//	streak, recent              uvarint each (recent: the beyond-run mask)
 //	history                     uvarint n, then n float32s, oldest first
 //	held                        uvarint n, then n float64s
 //
@@ -102,6 +102,7 @@ func (d *Detector) MarshalBinary() ([]byte, error) {
 		}
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(k.ratio))
 		b = binary.AppendUvarint(b, uint64(k.st.Streak))
+		b = binary.AppendUvarint(b, uint64(k.recent))
 		b = binary.AppendUvarint(b, uint64(len(k.win.ring)))
 		for j := range k.win.ring {
 			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(k.win.ring[(k.win.head+j)%len(k.win.ring)]))
@@ -189,6 +190,8 @@ func (d *Detector) UnmarshalBinary(b []byte) error {
 		k.held = append(k.held[:0], t.held...)
 		k.st = SignalState{Status: t.status, Since: t.since, Streak: t.streak}
 		k.streakSince, k.ratio = t.streakSince, t.ratio
+		// A mask wider than this configuration's window keeps its recent end.
+		k.recent = t.recent & (1<<k.sc.Within - 1)
 	}
 	d.iops, d.cap = 0, 0
 	return nil
@@ -200,6 +203,7 @@ type savedTrack struct {
 	since, streakSince time.Time
 	ratio              float64
 	streak             int
+	recent             uint16
 	hist, held         []float64
 }
 
@@ -228,6 +232,11 @@ func (r *reader) track() savedTrack {
 		r.fail("signal streak %d", streak)
 	}
 	t.streak = int(streak)
+	recent := r.uvarint()
+	if recent > 1<<maxWithin-1 {
+		r.fail("signal recent mask %#x", recent)
+	}
+	t.recent = uint16(recent)
 	t.hist = r.values32(maxWindow)
 	t.held = r.values(maxHeld)
 	return t
