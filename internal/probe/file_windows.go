@@ -225,7 +225,7 @@ func openProbeFile(ctx context.Context, o Options) (*probeFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &probeFile{h: windows.InvalidHandle, dir: dir, path: joinPath(o.Dir, o.FileName), cacheBypass: true}
+	f := &probeFile{h: windows.InvalidHandle, dir: dir, path: joinPath(o.Dir, o.FileName)}
 	ok := false
 	defer func() {
 		if !ok {
@@ -262,6 +262,7 @@ func openProbeFile(ctx context.Context, o Options) (*probeFile, error) {
 			return nil, err
 		}
 	}
+	f.cacheBypass = f.modeBypassesCache()
 	if f.hdr.State != stateReady || f.hdr.FileSize != o.FileSize {
 		if !f.created && f.hdr.FileSize != 0 && f.hdr.FileSize != o.FileSize {
 			f.rewrittenFrom = f.hdr.FileSize
@@ -281,6 +282,15 @@ func openProbeFile(ctx context.Context, o Options) (*probeFile, error) {
 	}
 	ok = true
 	return f, nil
+}
+
+// modeBypassesCache asks Windows whether the open handle really has
+// FILE_NO_INTERMEDIATE_BUFFERING (handleBypassesCache).
+func (f *probeFile) modeBypassesCache() bool {
+	var mode uint32
+	var iosb windows.IO_STATUS_BLOCK
+	err := windows.NtQueryInformationFile(f.h, &iosb, (*byte)(unsafe.Pointer(&mode)), uint32(unsafe.Sizeof(mode)), fileModeInformationClass)
+	return handleBypassesCache(mode, err)
 }
 
 func (f *probeFile) info() (windows.ByHandleFileInformation, error) {
