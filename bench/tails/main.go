@@ -25,6 +25,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -69,9 +70,25 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		forDur     = fs.Duration("for", 5*time.Minute, "the alert's for: (added to detection)")
 		days       = fs.Float64("replay-days", 7, "days of noise replayed from the recorded healthy runs")
 		only       = fs.String("only", "", "comma-separated fault kinds (default all: slow, stall, throttle, rebuild)")
+		record     = fs.String("record", "", "write the recorded healthy runs here (JSON lines)")
+		replayFrom = fs.String("replay-from", "", "no lab: replay the healthy runs recorded in this file")
+		within     = fs.Int("within", 0, "override the tail's and the mean's SignalConfig.Within (0: default)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	det := baseline.Config{}
+	if *within > 0 {
+		det.Tail.Within, det.Mean.Within = *within, *within
+	}
+	if *replayFrom != "" {
+		runs, err := readRuns(*replayFrom)
+		if err != nil {
+			fmt.Fprintln(stderr, "tails:", err)
+			return 1
+		}
+		replay(stdout, stderr, det, runs, *every, *days)
+		return 0
 	}
 	if *raidlabBin == "" {
 		fmt.Fprintln(stderr, "tails: -raidlab is required")
@@ -80,6 +97,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if err := run(context.Background(), stdout, stderr, cfg{
 		raidlab: *raidlabBin, work: *work, level: *level, disks: *disks, preset: *preset, every: *every, ops: *ops,
 		iops: *iops, healthy: *healthy, maxRuns: *maxRuns, trials: *trials, extra: *pass + *forDur, days: *days, only: *only,
+		record: *record, det: det,
 	}); err != nil {
 		fmt.Fprintln(stderr, "tails:", err)
 		return 1
@@ -88,7 +106,9 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 }
 
 type cfg struct {
-	raidlab, work, level, preset, only string
+	raidlab, work, level, preset, only   string
+	record                               string
+	det                                  baseline.Config
 	disks, ops, healthy, maxRuns, trials int
 	iops, days                           float64
 	every, extra                         time.Duration
@@ -158,7 +178,10 @@ func run(ctx context.Context, stdout, stderr io.Writer, c cfg) error {
 			if _, err := lab.Fault(ctx, raidlab.Fault{Kind: raidlab.FaultRestore}); err != nil {
 				return err
 			}
-			d, _ := baseline.NewDetector(baseline.Config{})
+			d, err := baseline.NewDetector(c.det)
+			if err != nil {
+				return err
+			}
 			for range c.healthy {
 				r, err := probeRun()
 				if err != nil {
@@ -206,22 +229,64 @@ func run(ctx context.Context, stdout, stderr io.Writer, c cfg) error {
 		slices.Sort(sigs)
 		fmt.Fprintf(stdout, "fault=%s signal=%s runs=%v detect_seconds=%s\n", k.name, strings.Join(sigs, ","), runsTo, detect)
 	}
-	// The noise-only replay: recorded healthy runs drawn at random.
-	n := int(c.days * 24 * float64(time.Hour/c.every))
+	if c.record != "" {
+		if err := writeRuns(c.record, recorded); err != nil {
+			return err
+		}
+	}
+	replay(stdout, stderr, c.det, recorded, c.every, c.days)
+	return nil
+}
+
+// replay feeds days of the recorded healthy runs, drawn at random, through
+// a fresh detector and counts its degraded episodes: false alerts.
+func replay(stdout, stderr io.Writer, det baseline.Config, recorded []baseline.Run, every time.Duration, days float64) {
+	n := int(days * 24 * float64(time.Hour/every))
 	rng := rand.New(rand.NewPCG(1, 1))
-	d, _ := baseline.NewDetector(baseline.Config{})
+	d, _ := baseline.NewDetector(det)
+	t := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	falseAlerts := 0
 	prev := baseline.OK
 	for i := range n {
-		s := d.ObserveRun(t.Add(time.Duration(i+1)*c.every), recorded[rng.IntN(len(recorded))], baseline.Refs{})
+		s := d.ObserveRun(t.Add(time.Duration(i+1)*every), recorded[rng.IntN(len(recorded))], baseline.Refs{})
 		if s.Status == baseline.Degraded && prev != baseline.Degraded {
 			falseAlerts++
 			fmt.Fprintf(stderr, "# replay run %d: degraded (%s)\n", i, s.Detail())
 		}
 		prev = s.Status
 	}
-	fmt.Fprintf(stdout, "false_alerts=%d replay_days=%g healthy_runs=%d\n", falseAlerts, c.days, len(recorded))
-	return nil
+	fmt.Fprintf(stdout, "false_alerts=%d replay_days=%g healthy_runs=%d\n", falseAlerts, days, len(recorded))
+}
+
+func writeRuns(path string, runs []baseline.Run) error {
+	var b []byte
+	for _, r := range runs {
+		line, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		b = append(append(b, line...), '\n')
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
+func readRuns(path string) ([]baseline.Run, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []baseline.Run
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r baseline.Run
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		out = append(out, r)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no runs", path)
+	}
+	return out, nil
 }
 
 func medianInt(xs []int) int {

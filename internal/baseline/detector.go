@@ -207,8 +207,10 @@ type State struct {
 
 	// Signal is what the state is about: while degraded, the signal that
 	// moved (the median when it did; else the rate when it fell short with
-	// the median steady — a throttled volume, Throttled; else the signal
-	// that moved first); otherwise the median.
+	// the median steady — a throttled volume, Throttled — even while the
+	// tail or the mean degraded first and the rate is still beyond in its
+	// recent runs; else the signal that moved first); otherwise the
+	// median.
 	Signal Signal
 	// IOPS and Cap are this run's achieved rate and IOPS cap (0: uncapped
 	// or not carried).
@@ -458,22 +460,26 @@ func (d *Detector) combine() State {
 	if med.Status == Degraded {
 		return s
 	}
+	// The first signal to degrade leads, unless the rate has fallen short
+	// too (degraded, or beyond in its recent runs): a token bucket makes
+	// the waiting operations' tail and mean move with the rate, often a
+	// run or two before the rate's own streak completes, and the remedy is
+	// the rate's.
 	per := &d.tracks
 	lead := -1
-	if per[2].st.Status == Degraded {
-		lead = 2
-	} else {
-		for i := range per {
-			if per[i].st.Status == Degraded && (lead < 0 || per[i].st.Since.Before(per[lead].st.Since)) {
-				lead = i
-			}
+	for i := range per {
+		if per[i].st.Status == Degraded && (lead < 0 || per[i].st.Since.Before(per[lead].st.Since)) {
+			lead = i
 		}
 	}
 	if lead < 0 {
 		return s
 	}
-	s.Status, s.Reference, s.Signal = Degraded, History, allSignals[lead+1]
-	s.Since, s.Streak, s.Ratio = per[lead].st.Since, per[lead].st.Streak, per[lead].ratio
+	s.Status, s.Reference, s.Since = Degraded, History, per[lead].st.Since
+	if r := &per[2]; r.st.Status == Degraded || r.st.Streak > 0 {
+		lead = 2
+	}
+	s.Signal, s.Streak, s.Ratio = allSignals[lead+1], per[lead].st.Streak, per[lead].ratio
 	return s
 }
 

@@ -301,3 +301,25 @@ func TestSignalConfigValidate(t *testing.T) {
 		t.Errorf("DefaultConfig() tail/rate = %+v / %+v", c.Tail, c.Rate)
 	}
 }
+
+// TestThrottleLeadsTheTail: the waits of a throttle move the p99 in the
+// same runs as the rate; when the tail's "3 of 5" completes before the
+// rate's "3 in a row", the state still names the rate (throttled).
+func TestThrottleLeadsTheTail(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 15))
+	d, _ := NewDetector(Config{})
+	for i := range 60 {
+		d.ObserveRun(at(i), healthyRun(rng), Refs{})
+	}
+	stalls := func(achieved float64) Run { return opsRun(stallOps(rng, 50, 0.35*ms, 0.1, 80*ms), 50, achieved) }
+	// Two runs whose stalls cost little rate, then a throttled one.
+	d.ObserveRun(at(60), stalls(46), Refs{})
+	d.ObserveRun(at(61), stalls(46), Refs{})
+	s := d.ObserveRun(at(62), stalls(20), Refs{})
+	if d.Of(SignalTail).Status != Degraded || d.Of(SignalRate).Status == Degraded {
+		t.Fatalf("tail %+v, rate %+v: want the tail degraded and the rate not yet", d.Of(SignalTail), d.Of(SignalRate))
+	}
+	if s.Status != Degraded || !s.Throttled() || !s.Since.Equal(at(60)) {
+		t.Errorf("ObserveRun = %v on %s (%s), want degraded and throttled since run 60", s, s.Signal, s.Detail())
+	}
+}
