@@ -73,6 +73,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		record     = fs.String("record", "", "write the recorded healthy runs here (JSON lines)")
 		replayFrom = fs.String("replay-from", "", "no lab: replay the healthy runs recorded in this file")
 		within     = fs.Int("within", 0, "override the tail's and the mean's SignalConfig.Within (0: default)")
+		tailRatio  = fs.Float64("tail-ratio", 0, "override the tail's DegradeRatio (0: default)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -81,6 +82,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if *within > 0 {
 		det.Tail.Within, det.Mean.Within = *within, *within
 	}
+	det.Tail.DegradeRatio = *tailRatio
 	if *replayFrom != "" {
 		runs, err := readRuns(*replayFrom)
 		if err != nil {

@@ -43,12 +43,13 @@ type Config struct {
 
 	// Tail, Mean and Rate are the constants of the signals other than the
 	// median (SignalTail, SignalMean, SignalRate), each judged against its
-	// own history with its own spread: defaults ratio 2 to degrade and 1.5
-	// to recover for the tail (a p99 is noisier than a median), 1.5 and
-	// 1.2 for the mean and the rate; 3 beyond runs of the last 5 to degrade
-	// on the tail or the mean, 3 in a row on the rate; 3 normal runs in a
-	// row to recover; at least 50 ops for the tail, 10 for the mean and the
-	// rate.
+	// own history with its own spread: defaults ratio 3 to degrade and 2
+	// to recover for the tail (a 50-op run's p99 is its slowest op: one
+	// host hiccup moves it), 1.5 and 1.2 for the mean and the rate; 3
+	// beyond runs in a row to degrade (Within 3: "3 of the last 5" caught a
+	// stalling RAID 1 member sooner but alerted 3.2 times a week on the
+	// lab's noise, bench/degrade-tails.sh), 3 normal runs in a row to
+	// recover; at least 50 ops for the tail, 10 for the mean and the rate.
 	Tail, Mean, Rate SignalConfig
 }
 
@@ -59,8 +60,8 @@ func DefaultConfig() Config {
 		DegradeRatio: 1.5, DegradeZ: 3, Sustain: 3,
 		RecoverRatio: 1.2, RecoverZ: 2, Recover: 3,
 		MinRelativeSpread: 0.05,
-		Tail:              SignalConfig{DegradeRatio: 2, RecoverRatio: 1.5, Sustain: 3, Within: 5, Recover: 3, MinOps: 50},
-		Mean:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 3, Within: 5, Recover: 3, MinOps: 10},
+		Tail:              SignalConfig{DegradeRatio: 3, RecoverRatio: 2, Sustain: 3, Within: 3, Recover: 3, MinOps: 50},
+		Mean:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 3, Within: 3, Recover: 3, MinOps: 10},
 		Rate:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 3, Within: 3, Recover: 3, MinOps: 10},
 	}
 }

@@ -71,10 +71,10 @@ type SignalConfig struct {
 	// DegradeRatio and RecoverRatio are as in Config.
 	DegradeRatio, RecoverRatio float64
 	// Sustain beyond runs among the last Within turn the signal degraded
-	// (Within = Sustain: in a row); Recover normal runs in a row back. A
-	// tail moved by intermittent stalls is beyond in most runs, not all:
-	// "3 of the last 5" catches it where "3 in a row" waits for a lucky
-	// streak, and a single stalled run still never alerts.
+	// (Within = Sustain, the default: in a row); Recover normal runs in a
+	// row back. A tail moved by intermittent stalls is beyond in most runs,
+	// not all: "3 of the last 5" catches it where "3 in a row" waits for a
+	// lucky streak — at the price of more false alerts on noisy tails.
 	Sustain, Within, Recover int
 	// MinOps is the fewest completed operations a run needs for the
 	// signal to be judged.

@@ -245,8 +245,9 @@ func TestSignalsFreezeAndHold(t *testing.T) {
 	}
 }
 
-// TestTailSustainWithin: the tail degrades on 3 beyond runs among the
-// last 5, not only 3 in a row; 2 in every 5 never does.
+// TestTailSustainWithin: configured "3 of the last 5", the tail degrades
+// on 3 beyond runs among the last 5, not only 3 in a row; 2 in every 5
+// never does.
 func TestTailSustainWithin(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -259,7 +260,10 @@ func TestTailSustainWithin(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(7, 15))
-			d, _ := NewDetector(Config{})
+			d, err := NewDetector(Config{Tail: SignalConfig{Within: 5}, Mean: SignalConfig{Within: 5}})
+			if err != nil {
+				t.Fatal(err)
+			}
 			for i := range 60 {
 				d.ObserveRun(at(i), healthyRun(rng), Refs{})
 			}
