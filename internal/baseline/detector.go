@@ -283,9 +283,17 @@ type Detector struct {
 	// tracks are the signals after the median (tail, mean, rate), their
 	// windows slices of one block; view is the last state of all of them.
 	tracks [numSignals - 1]track
-	// iops and cap are the last run's rate and cap (0: not carried).
-	iops, cap float64
+	// iops and cap are the last run's rate and cap (0: not carried);
+	// waitShare its (mean − median)/(p99 − median), not persisted.
+	iops, cap, waitShare float64
 }
+
+// minWaitShare is the least (mean − median)/(p99 − median) of a run for a
+// rate shortfall to lead over a tail that moved with it: a token bucket
+// makes a good share of a run's ops wait (the throttled volume:
+// 40% of its ops at 80 ms, 0.4), a stalling disk a few (3 stalled ops of
+// 50: 0.06), whose lost time also costs a short run its rate.
+const minWaitShare = 0.1
 
 // medianState is the median's part of State: what its state machine keeps
 // between runs.
@@ -445,9 +453,12 @@ func (d *Detector) ObserveRun(t time.Time, run Run, refs Refs) State {
 		}
 		d.tracks[i].observe(t, x, &d.cfg)
 	}
-	d.iops, d.cap = 0, 0
+	d.iops, d.cap, d.waitShare = 0, 0, 0
 	if vals[2] > 0 {
 		d.iops, d.cap = run.IOPS, run.Cap
+	}
+	if run.P99 > run.Median && run.Mean > run.Median {
+		d.waitShare = (run.Mean - run.Median) / (run.P99 - run.Median)
 	}
 	return d.combine()
 }
@@ -462,10 +473,11 @@ func (d *Detector) combine() State {
 		return s
 	}
 	// The first signal to degrade leads, unless the rate has fallen short
-	// too (degraded, or beyond in its recent runs): a token bucket makes
-	// the waiting operations' tail and mean move with the rate, often a
-	// run or two before the rate's own streak completes, and the remedy is
-	// the rate's.
+	// too (degraded, or beyond in its recent runs) and the run's lost time
+	// is spread over many ops (minWaitShare), or the tail and the mean are
+	// steady: a token bucket makes the waiting ops' tail and mean move
+	// with the rate, often a run or two before the rate's own streak
+	// completes, and the remedy is the rate's.
 	per := &d.tracks
 	lead := -1
 	for i := range per {
@@ -477,7 +489,8 @@ func (d *Detector) combine() State {
 		return s
 	}
 	s.Status, s.Reference, s.Since = Degraded, History, per[lead].st.Since
-	if r := &per[2]; r.st.Status == Degraded || r.st.Streak > 0 {
+	tailsSteady := per[0].st.Status != Degraded && per[1].st.Status != Degraded
+	if r := &per[2]; (r.st.Status == Degraded || r.st.Streak > 0) && (tailsSteady || d.waitShare >= minWaitShare) {
 		lead = 2
 	}
 	s.Signal, s.Streak, s.Ratio = allSignals[lead+1], per[lead].st.Streak, per[lead].ratio

@@ -307,11 +307,12 @@ func TestSignalConfigValidate(t *testing.T) {
 }
 
 // TestThrottleLeadsTheTail: the waits of a throttle move the p99 in the
-// same runs as the rate; when the tail's "3 of 5" completes before the
-// rate's "3 in a row", the state still names the rate (throttled).
+// same runs as the rate; when the tail's streak completes before the
+// rate's, the state still names the rate (throttled) — but a shortfall
+// carried by a few stalled ops (a stalling disk) leaves the tail leading.
 func TestThrottleLeadsTheTail(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 15))
-	d, _ := NewDetector(Config{})
+	d, _ := NewDetector(Config{Tail: SignalConfig{Within: 5}})
 	for i := range 60 {
 		d.ObserveRun(at(i), healthyRun(rng), Refs{})
 	}
@@ -319,11 +320,26 @@ func TestThrottleLeadsTheTail(t *testing.T) {
 	// Two runs whose stalls cost little rate, then a throttled one.
 	d.ObserveRun(at(60), stalls(46), Refs{})
 	d.ObserveRun(at(61), stalls(46), Refs{})
-	s := d.ObserveRun(at(62), stalls(20), Refs{})
+	s := d.ObserveRun(at(62), opsRun(stallOps(rng, 50, 0.35*ms, 0.4, 80*ms), 50, 20), Refs{})
 	if d.Of(SignalTail).Status != Degraded || d.Of(SignalRate).Status == Degraded {
 		t.Fatalf("tail %+v, rate %+v: want the tail degraded and the rate not yet", d.Of(SignalTail), d.Of(SignalRate))
 	}
 	if s.Status != Degraded || !s.Throttled() || !s.Since.Equal(at(60)) {
 		t.Errorf("ObserveRun = %v on %s (%s), want degraded and throttled since run 60", s, s.Signal, s.Detail())
+	}
+
+	// A stalling disk: 2 of 50 ops at 100 ms cost a short run 40% of its
+	// rate, but the wait share is small: the p99 leads.
+	d2, _ := NewDetector(Config{})
+	for i := range 60 {
+		d2.ObserveRun(at(i), healthyRun(rng), Refs{})
+	}
+	for i := 60; i < 63; i++ {
+		ops := healthyOps(rng, 50, 0.35*ms)
+		ops[10], ops[30] = 100*ms, 100*ms
+		s = d2.ObserveRun(at(i), opsRun(ops, 50, 30), Refs{})
+	}
+	if d2.Of(SignalRate).Status != Degraded || s.Status != Degraded || s.Throttled() || s.Signal != SignalTail {
+		t.Errorf("stalling disk: %v on %s (%s), rate %+v: want degraded on the p99, not throttled", s, s.Signal, s.Detail(), d2.Of(SignalRate))
 	}
 }
