@@ -201,6 +201,14 @@ func run(ctx context.Context, stdout, stderr io.Writer, c cfg) error {
 			got := -1
 			var last baseline.State
 			for i := range c.maxRuns {
+				if k.fault.Kind == raidlab.FaultThrottle && i > 0 {
+					// The runs follow each other at once in real time; at the
+					// simulated schedule the bucket refills between them
+					// (every × iops tokens ≥ burst): start it full again.
+					if _, err := lab.Fault(ctx, k.fault); err != nil {
+						return err
+					}
+				}
 				r, err := probeRun()
 				if err != nil {
 					return err
