@@ -49,8 +49,8 @@ func TestMarshalSize(t *testing.T) {
 		d.ObserveRun(at(i), Run{Median: 1 * ms, P99: 3 * ms, Mean: 1.2 * ms, Ops: 50, IOPS: 49, Cap: 50}, Refs{})
 	}
 	b, _ := d.MarshalBinary()
-	if len(b) > 1210 {
-		t.Errorf("MarshalBinary() of full 48-run windows of every signal = %d bytes, want <= 1210", len(b))
+	if len(b) > 930 {
+		t.Errorf("MarshalBinary() of full windows of every signal = %d bytes, want <= 930", len(b))
 	}
 }
 
