@@ -6,10 +6,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // How block devices are found on kernels of every age:
@@ -207,112 +209,98 @@ func (d *discoverer) readPartitionNumber(l *plumblinev1.Layer, dir string) {
 	addUnknown(l, "partition_number", fmt.Sprintf("%s: absent, no PARTN in uevent, and the name %s does not end in a number", d.rel(p), filepath.Base(dir)))
 }
 
-// readMounts reads the mount table: <procfs>/self/mountinfo, or on
-// kernels before 2.6.26, which have none, <procfs>/mounts with each
-// block device's number found in sysfs by the source's name.
-func (d *discoverer) readMounts() ([]mountInfo, error) {
-	mi := filepath.Join(d.opts.ProcfsRoot, "self", "mountinfo")
-	raw, err := os.ReadFile(mi)
+func (d *discoverer) readSize(l *plumblinev1.Layer, dir string) {
+	d.readUint(l, "size_bytes", filepath.Join(dir, "size"), sectorBytes, SourceSysfs, func(v uint64) { l.SizeBytes = v })
+}
+
+func (d *discoverer) readAlignmentOffset(l *plumblinev1.Layer, dir string) {
+	p := filepath.Join(dir, "alignment_offset")
+	b, err := d.readFile(p)
 	if err == nil {
-		d.recFile(mi, raw)
-		mounts, bad := parseMountInfo(raw)
-		for _, e := range bad {
-			d.warnings = append(d.warnings, e.Error())
+		var v int64
+		v, err = parseSysfsInt(b)
+		if err == nil {
+			l.AlignmentOffsetBytes = proto.Int64(v)
+			l.Sources["alignment_offset_bytes"] = SourceSysfs
+			return
 		}
-		return mounts, nil
 	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("read %s: %w: %w", mi, ErrRoot, err)
+	addUnknown(l, "alignment_offset_bytes", d.reason(p, err))
+}
+
+// readQueue reads queue/ sector sizes and I/O hints.
+func (d *discoverer) readQueue(l *plumblinev1.Layer, q string, rotational bool) {
+	// Before 2.6.31 the logical sector was only queue/hw_sector_size.
+	d.readUintOr(l, "logical_sector_bytes", filepath.Join(q, "logical_block_size"), filepath.Join(q, "hw_sector_size"), SourceSysfs,
+		func(v uint64) { l.LogicalSectorBytes = uint32(v) })
+	d.readUint(l, "physical_sector_bytes", filepath.Join(q, "physical_block_size"), 1, SourceSysfs, func(v uint64) { l.PhysicalSectorBytes = uint32(v) })
+	d.readUint(l, "min_io_bytes", filepath.Join(q, "minimum_io_size"), 1, SourceKernelHint, func(v uint64) { l.MinIoBytes = uint32(v) })
+	d.readUint(l, "opt_io_bytes", filepath.Join(q, "optimal_io_size"), 1, SourceKernelHint, func(v uint64) { l.OptIoBytes = uint32(v) })
+	if rotational {
+		p := filepath.Join(q, "rotational")
+		b, err := d.readFile(p)
+		if err == nil {
+			var v uint64
+			if v, err = parseSysfsUint(b); err == nil && v <= 1 {
+				l.Rotational = proto.Bool(v == 1)
+				l.Sources["rotational"] = SourceSysfs
+				return
+			} else if err == nil {
+				err = fmt.Errorf("value %d is not 0 or 1", v)
+			}
+		}
+		addUnknown(l, "rotational", d.reason(p, err))
 	}
-	pm := filepath.Join(d.opts.ProcfsRoot, "mounts")
-	raw, err2 := os.ReadFile(pm)
-	if err2 != nil {
-		return nil, fmt.Errorf("read %s: %w: %w (and %s: %w)", mi, ErrRoot, err, pm, err2)
+}
+
+func (d *discoverer) readModelSerial(l *plumblinev1.Layer, dir string) {
+	if s, err := d.readString(filepath.Join(dir, "device", "model")); err == nil {
+		l.Model = s
+		l.Sources["model"] = SourceSysfs
+	} else {
+		addUnknown(l, "model", d.reason(filepath.Join(dir, "device", "model"), err))
 	}
-	d.recFile(pm, raw)
-	mounts, bad := parseProcMounts(raw)
-	for _, e := range bad {
-		d.warnings = append(d.warnings, e.Error())
+	var tried []string
+	for _, p := range []string{
+		filepath.Join(dir, "device", "serial"),
+		filepath.Join(dir, "serial"),
+		filepath.Join(dir, "wwid"),
+		filepath.Join(dir, "device", "wwid"),
+	} {
+		if s, err := d.readString(p); err == nil {
+			l.Serial = s
+			l.Sources["serial"] = SourceSysfs
+			return
+		}
+		tried = append(tried, d.rel(p))
 	}
-	devs := d.blockDevices()
-	var unresolved []string
-	for i := range mounts {
-		m := &mounts[i]
-		if _, pseudo := pseudoFSTypes[m.FSType]; pseudo || !strings.HasPrefix(m.Source, "/dev/") {
+	addUnknown(l, "serial", "none of "+strings.Join(tried, ", ")+" is readable")
+}
+
+// slaves lists the devices below dir from its slaves/ directory.
+func (d *discoverer) slaves(l *plumblinev1.Layer, dir string) []string {
+	sd := filepath.Join(dir, "slaves")
+	ents, err := os.ReadDir(sd)
+	if err != nil {
+		if l.Kind != KindDisk {
+			addUnknown(l, "below", d.reason(sd, err))
+		}
+		return nil
+	}
+	d.recDir(sd)
+	var out []string
+	for _, e := range ents {
+		target, err := d.resolveLink(filepath.Join(sd, e.Name()))
+		if err != nil {
+			addUnknown(l, "below", err.Error())
 			continue
 		}
-		dir, ok := d.mountSourceDir(m.Source, devs)
-		if ok {
-			if b, err := d.readFile(filepath.Join(dir, "dev")); err == nil {
-				if s, err := parseSysfsString(b); err == nil {
-					if ma, mi, err := parseDevNumber(s); err == nil {
-						m.Major, m.Minor = ma, mi
-						continue
-					}
-				}
-			}
-		}
-		m.Unresolved = true
-		unresolved = append(unresolved, m.Source+" ("+m.MountPoint+")")
+		out = append(out, target)
+		l.Below = append(l.Below, filepath.Base(target))
 	}
-	if len(unresolved) > 0 {
-		d.warnings = append(d.warnings, fmt.Sprintf("%s has no mountinfo (Linux before 2.6.26) and %s names no block device sysfs knows: %s", d.opts.ProcfsRoot, pm, strings.Join(unresolved, ", ")))
+	sort.Strings(out)
+	if len(out) > 0 {
+		l.Sources["below"] = SourceSysfs
 	}
-	return mounts, nil
-}
-
-// mountSourceDir finds the sysfs directory of a mount source from
-// /proc/mounts: /dev/sda1 and /dev/md0 by kernel name, /dev/mapper/NAME by
-// the dm name, links under DevRoot (/dev/disk/by-uuid/...) by following them.
-func (d *discoverer) mountSourceDir(src string, devs map[string]string) (string, bool) {
-	if name, ok := strings.CutPrefix(src, "/dev/mapper/"); ok {
-		for _, dir := range devs {
-			if n, err := d.readString(filepath.Join(dir, "dm", "name")); err == nil && n == name {
-				return dir, true
-			}
-		}
-	}
-	if n, ok := d.devLinkName(src); ok {
-		if dir, ok := devs[n]; ok {
-			return dir, true
-		}
-	}
-	dir, ok := devs[filepath.Base(src)]
-	return dir, ok
-}
-
-// devLinkName follows a /dev path's symlinks under DevRoot (at most 16,
-// never out of /dev) and returns the name it ends at: /dev/disk/by-id/x
-// -> sdb. ok is false when the path is not under /dev or DevRoot is unset.
-func (d *discoverer) devLinkName(p string) (string, bool) {
-	if !strings.HasPrefix(p, "/dev/") || d.opts.DevRoot == "" {
-		return "", false
-	}
-	host := filepath.Join(d.opts.DevRoot, strings.TrimPrefix(p, "/dev/"))
-	for range 16 {
-		target, err := os.Readlink(host)
-		if err != nil {
-			break
-		}
-		if filepath.IsAbs(target) {
-			if !strings.HasPrefix(target, "/dev/") {
-				break
-			}
-			host = filepath.Join(d.opts.DevRoot, strings.TrimPrefix(target, "/dev/"))
-		} else {
-			host = filepath.Join(filepath.Dir(host), target)
-		}
-	}
-	return filepath.Base(host), true
-}
-
-// emptyDir says whether dir lists nothing (or cannot be listed).
-func emptyDir(dir string) bool {
-	f, err := os.Open(dir)
-	if err != nil {
-		return true
-	}
-	defer f.Close()
-	names, _ := f.Readdirnames(1)
-	return len(names) == 0
+	return out
 }

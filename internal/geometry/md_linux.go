@@ -1,0 +1,148 @@
+package geometry
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// readMD reads an md array's level, chunk, members and data offset.
+func (d *discoverer) readMD(l *plumblinev1.Layer, dir string) {
+	md := filepath.Join(dir, "md")
+	level, err := d.readString(filepath.Join(md, "level"))
+	if err != nil {
+		addUnknown(l, "raid_level", d.reason(filepath.Join(md, "level"), err))
+	} else {
+		l.RaidLevel = level
+		l.Sources["raid_level"] = SourceSysfs
+	}
+	// During a reshape raid_disks, chunk_size and layout read "new (old)":
+	// the layer gets the new geometry, Layer.reshape the old one.
+	var reshape plumblinev1.RaidReshape
+	reshaping := d.mdReshaping(md)
+	var disks uint64
+	if v, prev, ok := d.readMDUint(l, "raid_disks", filepath.Join(md, "raid_disks"), false); ok {
+		disks = v
+		l.RaidDisks = uint32(v)
+		if prev != v && prev != 0 {
+			reshape.PreviousRaidDisks, reshaping = uint32(prev), true
+		}
+	}
+	switch level {
+	case "raid1", "linear", "multipath", "faulty":
+		addUnknown(l, "stripe_unit_bytes", level+" has no chunk")
+	default:
+		if v, prev, ok := d.readMDUint(l, "stripe_unit_bytes", filepath.Join(md, "chunk_size"), false); ok {
+			l.StripeUnitBytes = v
+			if prev != v && prev != 0 {
+				reshape.PreviousStripeUnitBytes, reshaping = prev, true
+			}
+		}
+	}
+	var copies uint64
+	if level == "raid10" || level == "raid5" || level == "raid6" {
+		if n, prev, ok := d.readMDUint(l, "raid_layout", filepath.Join(md, "layout"), true); ok {
+			if desc, c, ok := mdLayout(level, n); ok {
+				l.RaidLayout = desc
+				l.Sources["raid_layout"] = SourceSysfs
+				copies = c
+			} else {
+				addUnknown(l, "raid_layout", fmt.Sprintf("%s layout %d is not one this reader knows", level, n))
+			}
+			if prev != n {
+				reshaping = true
+				if desc, _, ok := mdLayout(level, prev); ok {
+					reshape.PreviousRaidLayout = desc
+				} else {
+					reshape.PreviousRaidLayout = fmt.Sprintf("layout %d", prev)
+				}
+			}
+		}
+	}
+	if reshaping {
+		l.Reshape = &reshape
+		l.Sources["reshape"] = SourceSysfs
+	}
+	if level != "" && disks > 0 {
+		if n, err := mdDataDisks(level, disks, copies); err != nil {
+			addUnknown(l, "raid_data_disks", err.Error())
+		} else {
+			l.RaidDataDisks = uint32(n)
+			l.Sources["raid_data_disks"] = SourceSysfs
+		}
+	}
+	// md's data starts at each member's data offset; one offset for the
+	// layer when all members agree.
+	var offs []uint64
+	var why []string
+	for _, m := range l.Below {
+		p := filepath.Join(md, "dev-"+m, "offset")
+		b, err := d.readFile(p)
+		var v uint64
+		if err == nil {
+			v, err = parseSysfsUint(b)
+		}
+		if err != nil {
+			why = append(why, d.reason(p, err))
+			continue
+		}
+		offs = append(offs, v)
+	}
+	switch {
+	case len(why) > 0:
+		addUnknown(l, "offset_bytes", strings.Join(why, "; "))
+	case len(offs) == 0:
+		addUnknown(l, "offset_bytes", "no member data offsets")
+	default:
+		for _, o := range offs[1:] {
+			if o != offs[0] {
+				addUnknown(l, "offset_bytes", fmt.Sprintf("members' data offsets differ: %v sectors", offs))
+				return
+			}
+		}
+		l.OffsetBytes = proto.Uint64(offs[0] * sectorBytes)
+		l.Sources["offset_bytes"] = SourceSysfs
+	}
+}
+
+// readMDUint reads an md attribute that holds one number, or "new (old)"
+// during a reshape. It returns the new and the old value (old == new when
+// there is only one) and records why when it cannot; 0 is "no value"
+// unless zeroOK (a raid5 layout of 0 is left-asymmetric).
+func (d *discoverer) readMDUint(l *plumblinev1.Layer, field, p string, zeroOK bool) (cur, prev uint64, ok bool) {
+	b, err := d.readFile(p)
+	var pair bool
+	if err == nil {
+		cur, prev, pair, err = parseSysfsUintPair(b)
+	}
+	if err != nil {
+		addUnknown(l, field, d.reason(p, err))
+		return 0, 0, false
+	}
+	if !pair {
+		prev = cur
+	}
+	if cur == 0 && !zeroOK {
+		addUnknown(l, field, d.rel(p)+": the kernel reports 0 (no value)")
+		return 0, 0, false
+	}
+	if field != "raid_layout" {
+		l.Sources[field] = SourceSysfs
+	}
+	return cur, prev, true
+}
+
+// mdReshaping says whether md/reshape_position names a position (a reshape
+// is running) rather than "none". Kernels without the file say nothing.
+func (d *discoverer) mdReshaping(md string) bool {
+	s, err := d.readString(filepath.Join(md, "reshape_position"))
+	if err != nil || s == "none" {
+		return false
+	}
+	_, err = strconv.ParseUint(s, 10, 64)
+	return err == nil
+}

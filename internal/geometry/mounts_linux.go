@@ -1,0 +1,162 @@
+package geometry
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// readMounts reads the mount table: <procfs>/self/mountinfo, or on
+// kernels before 2.6.26, which have none, <procfs>/mounts with each
+// block device's number found in sysfs by the source's name.
+func (d *discoverer) readMounts() ([]mountInfo, error) {
+	mi := filepath.Join(d.opts.ProcfsRoot, "self", "mountinfo")
+	raw, err := os.ReadFile(mi)
+	if err == nil {
+		d.recFile(mi, raw)
+		mounts, bad := parseMountInfo(raw)
+		for _, e := range bad {
+			d.warnings = append(d.warnings, e.Error())
+		}
+		return mounts, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read %s: %w: %w", mi, ErrRoot, err)
+	}
+	pm := filepath.Join(d.opts.ProcfsRoot, "mounts")
+	raw, err2 := os.ReadFile(pm)
+	if err2 != nil {
+		return nil, fmt.Errorf("read %s: %w: %w (and %s: %w)", mi, ErrRoot, err, pm, err2)
+	}
+	d.recFile(pm, raw)
+	mounts, bad := parseProcMounts(raw)
+	for _, e := range bad {
+		d.warnings = append(d.warnings, e.Error())
+	}
+	devs := d.blockDevices()
+	var unresolved []string
+	for i := range mounts {
+		m := &mounts[i]
+		if _, pseudo := pseudoFSTypes[m.FSType]; pseudo || !strings.HasPrefix(m.Source, "/dev/") {
+			continue
+		}
+		dir, ok := d.mountSourceDir(m.Source, devs)
+		if ok {
+			if b, err := d.readFile(filepath.Join(dir, "dev")); err == nil {
+				if s, err := parseSysfsString(b); err == nil {
+					if ma, mi, err := parseDevNumber(s); err == nil {
+						m.Major, m.Minor = ma, mi
+						continue
+					}
+				}
+			}
+		}
+		m.Unresolved = true
+		unresolved = append(unresolved, m.Source+" ("+m.MountPoint+")")
+	}
+	if len(unresolved) > 0 {
+		d.warnings = append(d.warnings, fmt.Sprintf("%s has no mountinfo (Linux before 2.6.26) and %s names no block device sysfs knows: %s", d.opts.ProcfsRoot, pm, strings.Join(unresolved, ", ")))
+	}
+	return mounts, nil
+}
+
+// mountSourceDir finds the sysfs directory of a mount source from
+// /proc/mounts: /dev/sda1 and /dev/md0 by kernel name, /dev/mapper/NAME by
+// the dm name, links under DevRoot (/dev/disk/by-uuid/...) by following them.
+func (d *discoverer) mountSourceDir(src string, devs map[string]string) (string, bool) {
+	if name, ok := strings.CutPrefix(src, "/dev/mapper/"); ok {
+		for _, dir := range devs {
+			if n, err := d.readString(filepath.Join(dir, "dm", "name")); err == nil && n == name {
+				return dir, true
+			}
+		}
+	}
+	if n, ok := d.devLinkName(src); ok {
+		if dir, ok := devs[n]; ok {
+			return dir, true
+		}
+	}
+	dir, ok := devs[filepath.Base(src)]
+	return dir, ok
+}
+
+// devLinkName follows a /dev path's symlinks under DevRoot (at most 16,
+// never out of /dev) and returns the name it ends at: /dev/disk/by-id/x
+// -> sdb. ok is false when the path is not under /dev or DevRoot is unset.
+func (d *discoverer) devLinkName(p string) (string, bool) {
+	if !strings.HasPrefix(p, "/dev/") || d.opts.DevRoot == "" {
+		return "", false
+	}
+	host := filepath.Join(d.opts.DevRoot, strings.TrimPrefix(p, "/dev/"))
+	for range 16 {
+		target, err := os.Readlink(host)
+		if err != nil {
+			break
+		}
+		if filepath.IsAbs(target) {
+			if !strings.HasPrefix(target, "/dev/") {
+				break
+			}
+			host = filepath.Join(d.opts.DevRoot, strings.TrimPrefix(target, "/dev/"))
+		} else {
+			host = filepath.Join(filepath.Dir(host), target)
+		}
+	}
+	return filepath.Base(host), true
+}
+
+// pseudoFSTypes are file systems never reported as volumes, even when the
+// mount table gives them a block device number. The value is the reason
+// Result.Filtered gives; "" for kernel interfaces that are never a volume
+// and are not listed at all.
+var pseudoFSTypes = map[string]string{
+	"proc": "", "sysfs": "", "devtmpfs": "", "autofs": "", "cgroup": "", "cgroup2": "", "devpts": "", "mqueue": "",
+	"debugfs": "", "tracefs": "", "securityfs": "", "pstore": "", "bpf": "", "configfs": "", "fusectl": "",
+	"hugetlbfs": "", "efivarfs": "", "binfmt_misc": "", "swap": "", "nsfs": "", "rpc_pipefs": "",
+	"tmpfs": FilterInMemory, "ramfs": FilterInMemory,
+	"overlay": FilterNoBlockDevice, "nfs": FilterNoBlockDevice, "nfs4": FilterNoBlockDevice, "cifs": FilterNoBlockDevice,
+	"smb3": FilterNoBlockDevice, "smbfs": FilterNoBlockDevice, "ceph": FilterNoBlockDevice,
+}
+
+// preferMount says whether a is a better representative of a device than
+// b: a mount of the file system's root beats a bind mount of a
+// subdirectory, then the shorter mount point wins.
+func preferMount(a, b mountInfo) bool {
+	if (a.Root == "/") != (b.Root == "/") {
+		return a.Root == "/"
+	}
+	return len(a.MountPoint) < len(b.MountPoint)
+}
+
+// selected says whether m is a volume candidate, and if not, why (a
+// Filtered reason, or "" for a kernel interface never mentioned).
+func (d *discoverer) selected(m mountInfo) (bool, string) {
+	if reason, ok := pseudoFSTypes[m.FSType]; ok {
+		return false, reason
+	}
+	if m.FSType == "fuse" || strings.HasPrefix(m.FSType, "fuse.") {
+		return false, FilterNoBlockDevice
+	}
+	o := d.opts
+	switch {
+	case len(o.IncludeMountPoints) > 0 && !matchAny(o.IncludeMountPoints, m.MountPoint),
+		matchAny(o.ExcludeMountPoints, m.MountPoint),
+		len(o.IncludeFSTypes) > 0 && !containsString(o.IncludeFSTypes, m.FSType),
+		containsString(o.ExcludeFSTypes, m.FSType):
+		return false, FilterExcluded
+	}
+	return true, ""
+}
+
+func matchAny(globs []string, s string) bool {
+	for _, g := range globs {
+		if ok, _ := path.Match(g, s); ok {
+			return true
+		}
+	}
+	return false
+}
