@@ -38,7 +38,7 @@ type blockIndex struct {
 }
 
 // devBlockDir is /sys/dev/block under the sysfs root.
-func (d *discoverer) devBlockDir() string { return filepath.Join(d.sys, "dev", "block") }
+func (d *discoverer) devBlockDir() string { return d.sys.Path("dev", "block") }
 
 // openBlockDevices checks that the sysfs root lists block devices, and
 // indexes them by hand on kernels without /sys/dev/block.
@@ -58,7 +58,7 @@ func (d *discoverer) openBlockDevices() error {
 			return nil // an empty /sys/dev/block: a host with no block devices
 		}
 		return fmt.Errorf("read %s: %w: %w (and neither %s nor %s lists a block device)", blockDir, ErrRoot, err,
-			filepath.Join(d.sys, "block"), filepath.Join(d.sys, "class", "block"))
+			d.sys.Path("block"), d.sys.Path("class", "block"))
 	}
 	d.index = idx
 	return nil
@@ -88,7 +88,7 @@ func (d *discoverer) scanBlockDevices() *blockIndex {
 		}
 		return true
 	}
-	for _, top := range []string{filepath.Join(d.sys, "block"), filepath.Join(d.sys, "class", "block")} {
+	for _, top := range []string{d.sys.Path("block"), d.sys.Path("class", "block")} {
 		ents, err := os.ReadDir(top)
 		if err != nil {
 			continue
@@ -191,7 +191,7 @@ func (d *discoverer) uevent(dir string) map[string]string {
 func (d *discoverer) readPartitionNumber(l *plumblinev1.Layer, dir string) {
 	p := filepath.Join(dir, "partition")
 	if _, err := os.Stat(p); err == nil {
-		d.readUint(l, "partition_number", p, 1, SourceSysfs, func(v uint64) { l.PartitionNumber = uint32(v) })
+		d.readUint(l, "partition_number", p, 1, zeroValue, SourceSysfs, func(v uint64) { l.PartitionNumber = uint32(v) })
 		return
 	}
 	if v, ok := d.uevent(dir)["PARTN"]; ok {
@@ -210,7 +210,7 @@ func (d *discoverer) readPartitionNumber(l *plumblinev1.Layer, dir string) {
 }
 
 func (d *discoverer) readSize(l *plumblinev1.Layer, dir string) {
-	d.readUint(l, "size_bytes", filepath.Join(dir, "size"), sectorBytes, SourceSysfs, func(v uint64) { l.SizeBytes = v })
+	d.readUint(l, "size_bytes", filepath.Join(dir, "size"), sectorBytes, zeroUnknown, SourceSysfs, func(v uint64) { l.SizeBytes = v })
 }
 
 func (d *discoverer) readAlignmentOffset(l *plumblinev1.Layer, dir string) {
@@ -231,11 +231,11 @@ func (d *discoverer) readAlignmentOffset(l *plumblinev1.Layer, dir string) {
 // readQueue reads queue/ sector sizes and I/O hints.
 func (d *discoverer) readQueue(l *plumblinev1.Layer, q string, rotational bool) {
 	// Before 2.6.31 the logical sector was only queue/hw_sector_size.
-	d.readUintOr(l, "logical_sector_bytes", filepath.Join(q, "logical_block_size"), filepath.Join(q, "hw_sector_size"), SourceSysfs,
+	d.readUintOr(l, "logical_sector_bytes", filepath.Join(q, "logical_block_size"), filepath.Join(q, "hw_sector_size"), zeroUnknown, SourceSysfs,
 		func(v uint64) { l.LogicalSectorBytes = uint32(v) })
-	d.readUint(l, "physical_sector_bytes", filepath.Join(q, "physical_block_size"), 1, SourceSysfs, func(v uint64) { l.PhysicalSectorBytes = uint32(v) })
-	d.readUint(l, "min_io_bytes", filepath.Join(q, "minimum_io_size"), 1, SourceKernelHint, func(v uint64) { l.MinIoBytes = uint32(v) })
-	d.readUint(l, "opt_io_bytes", filepath.Join(q, "optimal_io_size"), 1, SourceKernelHint, func(v uint64) { l.OptIoBytes = uint32(v) })
+	d.readUint(l, "physical_sector_bytes", filepath.Join(q, "physical_block_size"), 1, zeroUnknown, SourceSysfs, func(v uint64) { l.PhysicalSectorBytes = uint32(v) })
+	d.readUint(l, "min_io_bytes", filepath.Join(q, "minimum_io_size"), 1, zeroUnknown, SourceKernelHint, func(v uint64) { l.MinIoBytes = uint32(v) })
+	d.readUint(l, "opt_io_bytes", filepath.Join(q, "optimal_io_size"), 1, zeroUnknown, SourceKernelHint, func(v uint64) { l.OptIoBytes = uint32(v) })
 	if rotational {
 		p := filepath.Join(q, "rotational")
 		b, err := d.readFile(p)

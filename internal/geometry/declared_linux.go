@@ -27,7 +27,7 @@ func (d *discoverer) resolveDeclared() {
 		}
 		name := d.declaredName(decl)
 		if name == "" {
-			d.warnings = append(d.warnings, fmt.Sprintf("declared device %s matches no block device in %s", decl.Device, filepath.Join(d.sys, "dev", "block")))
+			d.warnings = append(d.warnings, fmt.Sprintf("declared device %s matches no block device in %s", decl.Device, d.devBlockDir()))
 			continue
 		}
 		if d.isPartition(d.blockDevs[name]) {

@@ -1,5 +1,13 @@
 package geometry
 
+// Linux discovery, one file per thing it reads: mounts_linux.go (the
+// mount table and which mounts are volumes), filesystem_linux.go (statfs,
+// mount options, superblocks), blockdev_linux.go (block devices and their
+// sysfs attributes), dm_linux.go, lvm_linux.go (LVM metadata backups),
+// md_linux.go, declared_linux.go (declared hardware arrays) and
+// sysfs_linux.go (bounded, recorded reads). This file walks each volume's
+// device chain. Paths are built from the roots in root.go.
+
 import (
 	"context"
 	"errors"
@@ -21,7 +29,7 @@ const sectorBytes = 512
 
 type discoverer struct {
 	opts  Options
-	sys   string // cleaned SysfsRoot
+	roots // where sysfs, procfs, /dev and the LVM backups are read
 	rec   recorder
 	cache map[string][]*plumblinev1.Layer
 
@@ -40,7 +48,7 @@ type discoverer struct {
 func newDiscoverer(opts Options, rec recorder) *discoverer {
 	return &discoverer{
 		opts:         opts,
-		sys:          filepath.Clean(opts.SysfsRoot),
+		roots:        newRoots(opts),
 		rec:          rec,
 		cache:        map[string][]*plumblinev1.Layer{},
 		declared:     map[string]DeclaredDevice{},
@@ -232,7 +240,7 @@ func (d *discoverer) deviceLayer(dir string) (*plumblinev1.Layer, []string) {
 		l.Kind = KindPartition
 		parent := filepath.Dir(dir)
 		d.readPartitionNumber(l, dir)
-		d.readUint(l, "offset_bytes", filepath.Join(dir, "start"), sectorBytes, SourceSysfs, func(v uint64) { l.OffsetBytes = proto.Uint64(v) })
+		d.readUint(l, "offset_bytes", filepath.Join(dir, "start"), sectorBytes, zeroValue, SourceSysfs, func(v uint64) { l.OffsetBytes = proto.Uint64(v) })
 		addUnknown(l, "partition_table", "the table type is not in sysfs; it needs a read of the device")
 		d.readQueue(l, filepath.Join(parent, "queue"), false)
 		if d.exists(filepath.Join(parent, "dev")) {

@@ -119,7 +119,7 @@ func superblockWord(l *plumblinev1.Layer) string {
 // kernel name under DevRoot) and takes block size, stripe hints, uuid and
 // size from it. The superblock wins over mount options.
 func (d *discoverer) readSuperblock(l *plumblinev1.Layer, m mountInfo, kname string) {
-	devPath := filepath.Join(d.opts.DevRoot, kname)
+	devPath := d.dev.Path(kname)
 	buf, err := readDeviceHead(devPath, m.Major, m.Minor, superblockReadBytes)
 	if err != nil {
 		addUnknown(l, "uuid", "superblock: "+err.Error())

@@ -20,14 +20,31 @@ func (d *discoverer) readMD(l *plumblinev1.Layer, dir string) {
 		l.RaidLevel = level
 		l.Sources["raid_level"] = SourceSysfs
 	}
+	disks, copies := d.readMDShape(l, md, level)
+	if level != "" && disks > 0 {
+		if n, err := mdDataDisks(level, disks, copies); err != nil {
+			addUnknown(l, "raid_data_disks", err.Error())
+		} else {
+			l.RaidDataDisks = uint32(n)
+			l.Sources["raid_data_disks"] = SourceSysfs
+		}
+	}
+	d.readMDDataOffset(l, md)
+}
+
+// readMDShape reads an md array's disks, chunk and layout, and the ones
+// they replace while a reshape runs. It returns the member count and the
+// copies the layout keeps of each chunk (0 when none is known), which give
+// the data disks.
+func (d *discoverer) readMDShape(l *plumblinev1.Layer, md, level string) (disks, copies uint64) {
 	// During a reshape raid_disks, chunk_size and layout read "new (old)":
 	// the layer gets the new geometry, Layer.reshape the old one.
 	var reshape plumblinev1.RaidReshape
 	reshaping := d.mdReshaping(md)
-	var disks uint64
-	if v, prev, ok := d.readMDUint(l, "raid_disks", filepath.Join(md, "raid_disks"), false); ok {
+	if v, prev, ok := d.readMDUint(l, "raid_disks", filepath.Join(md, "raid_disks"), zeroUnknown); ok {
 		disks = v
 		l.RaidDisks = uint32(v)
+		l.Sources["raid_disks"] = SourceSysfs
 		if prev != v && prev != 0 {
 			reshape.PreviousRaidDisks, reshaping = uint32(prev), true
 		}
@@ -36,16 +53,16 @@ func (d *discoverer) readMD(l *plumblinev1.Layer, dir string) {
 	case "raid1", "linear", "multipath", "faulty":
 		addUnknown(l, "stripe_unit_bytes", level+" has no chunk")
 	default:
-		if v, prev, ok := d.readMDUint(l, "stripe_unit_bytes", filepath.Join(md, "chunk_size"), false); ok {
+		if v, prev, ok := d.readMDUint(l, "stripe_unit_bytes", filepath.Join(md, "chunk_size"), zeroUnknown); ok {
 			l.StripeUnitBytes = v
+			l.Sources["stripe_unit_bytes"] = SourceSysfs
 			if prev != v && prev != 0 {
 				reshape.PreviousStripeUnitBytes, reshaping = prev, true
 			}
 		}
 	}
-	var copies uint64
 	if level == "raid10" || level == "raid5" || level == "raid6" {
-		if n, prev, ok := d.readMDUint(l, "raid_layout", filepath.Join(md, "layout"), true); ok {
+		if n, prev, ok := d.readMDUint(l, "raid_layout", filepath.Join(md, "layout"), zeroValue); ok {
 			if desc, c, ok := mdLayout(level, n); ok {
 				l.RaidLayout = desc
 				l.Sources["raid_layout"] = SourceSysfs
@@ -67,14 +84,13 @@ func (d *discoverer) readMD(l *plumblinev1.Layer, dir string) {
 		l.Reshape = &reshape
 		l.Sources["reshape"] = SourceSysfs
 	}
-	if level != "" && disks > 0 {
-		if n, err := mdDataDisks(level, disks, copies); err != nil {
-			addUnknown(l, "raid_data_disks", err.Error())
-		} else {
-			l.RaidDataDisks = uint32(n)
-			l.Sources["raid_data_disks"] = SourceSysfs
-		}
-	}
+	return disks, copies
+}
+
+// readMDDataOffset reads the members' data offsets: md's data starts at
+// each member's data offset; one offset for the layer when all members
+// agree.
+func (d *discoverer) readMDDataOffset(l *plumblinev1.Layer, md string) {
 	// md's data starts at each member's data offset; one offset for the
 	// layer when all members agree.
 	var offs []uint64
@@ -111,9 +127,9 @@ func (d *discoverer) readMD(l *plumblinev1.Layer, dir string) {
 
 // readMDUint reads an md attribute that holds one number, or "new (old)"
 // during a reshape. It returns the new and the old value (old == new when
-// there is only one) and records why when it cannot; 0 is "no value"
-// unless zeroOK (a raid5 layout of 0 is left-asymmetric).
-func (d *discoverer) readMDUint(l *plumblinev1.Layer, field, p string, zeroOK bool) (cur, prev uint64, ok bool) {
+// there is only one) and records why when it cannot (a raid5 layout of 0
+// is left-asymmetric: zeroValue). The caller records the source.
+func (d *discoverer) readMDUint(l *plumblinev1.Layer, field, p string, zero zeroMeans) (cur, prev uint64, ok bool) {
 	b, err := d.readFile(p)
 	var pair bool
 	if err == nil {
@@ -126,12 +142,9 @@ func (d *discoverer) readMDUint(l *plumblinev1.Layer, field, p string, zeroOK bo
 	if !pair {
 		prev = cur
 	}
-	if cur == 0 && !zeroOK {
+	if cur == 0 && zero == zeroUnknown {
 		addUnknown(l, field, d.rel(p)+": the kernel reports 0 (no value)")
 		return 0, 0, false
-	}
-	if field != "raid_layout" {
-		l.Sources[field] = SourceSysfs
 	}
 	return cur, prev, true
 }

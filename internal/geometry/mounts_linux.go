@@ -14,7 +14,7 @@ import (
 // kernels before 2.6.26, which have none, <procfs>/mounts with each
 // block device's number found in sysfs by the source's name.
 func (d *discoverer) readMounts() ([]mountInfo, error) {
-	mi := filepath.Join(d.opts.ProcfsRoot, "self", "mountinfo")
+	mi := d.proc.Path("self", "mountinfo")
 	raw, err := os.ReadFile(mi)
 	if err == nil {
 		d.recFile(mi, raw)
@@ -27,7 +27,7 @@ func (d *discoverer) readMounts() ([]mountInfo, error) {
 	if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("read %s: %w: %w", mi, ErrRoot, err)
 	}
-	pm := filepath.Join(d.opts.ProcfsRoot, "mounts")
+	pm := d.proc.Path("mounts")
 	raw, err2 := os.ReadFile(pm)
 	if err2 != nil {
 		return nil, fmt.Errorf("read %s: %w: %w (and %s: %w)", mi, ErrRoot, err, pm, err2)
@@ -59,7 +59,7 @@ func (d *discoverer) readMounts() ([]mountInfo, error) {
 		unresolved = append(unresolved, m.Source+" ("+m.MountPoint+")")
 	}
 	if len(unresolved) > 0 {
-		d.warnings = append(d.warnings, fmt.Sprintf("%s has no mountinfo (Linux before 2.6.26) and %s names no block device sysfs knows: %s", d.opts.ProcfsRoot, pm, strings.Join(unresolved, ", ")))
+		d.warnings = append(d.warnings, fmt.Sprintf("%s has no mountinfo (Linux before 2.6.26) and %s names no block device sysfs knows: %s", d.proc, pm, strings.Join(unresolved, ", ")))
 	}
 	return mounts, nil
 }
@@ -88,10 +88,10 @@ func (d *discoverer) mountSourceDir(src string, devs map[string]string) (string,
 // never out of /dev) and returns the name it ends at: /dev/disk/by-id/x
 // -> sdb. ok is false when the path is not under /dev or DevRoot is unset.
 func (d *discoverer) devLinkName(p string) (string, bool) {
-	if !strings.HasPrefix(p, "/dev/") || d.opts.DevRoot == "" {
+	if !strings.HasPrefix(p, "/dev/") || d.dev == "" {
 		return "", false
 	}
-	host := filepath.Join(d.opts.DevRoot, strings.TrimPrefix(p, "/dev/"))
+	host := d.dev.Path(strings.TrimPrefix(p, "/dev/"))
 	for range 16 {
 		target, err := os.Readlink(host)
 		if err != nil {
@@ -101,7 +101,7 @@ func (d *discoverer) devLinkName(p string) (string, bool) {
 			if !strings.HasPrefix(target, "/dev/") {
 				break
 			}
-			host = filepath.Join(d.opts.DevRoot, strings.TrimPrefix(target, "/dev/"))
+			host = d.dev.Path(strings.TrimPrefix(target, "/dev/"))
 		} else {
 			host = filepath.Join(filepath.Dir(host), target)
 		}

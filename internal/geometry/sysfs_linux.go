@@ -36,33 +36,45 @@ func (d *discoverer) resolveLink(link string) (string, error) {
 		return "", fmt.Errorf("link %s -> %s is absolute; it must stay inside the sysfs root", d.rel(link), target)
 	}
 	res := filepath.Join(filepath.Dir(link), target)
-	if r, err := filepath.Rel(d.sys, res); err != nil || r == ".." || strings.HasPrefix(r, "../") {
+	if r, err := filepath.Rel(string(d.sys), res); err != nil || r == ".." || strings.HasPrefix(r, "../") {
 		return "", fmt.Errorf("link %s -> %s escapes the sysfs root", d.rel(link), target)
 	}
 	return res, nil
 }
 
+// zeroMeans says what a sysfs number of 0 stands for.
+type zeroMeans bool
+
+const (
+	// zeroUnknown: the kernel writes 0 for "no value" (sizes, sector
+	// sizes, I/O hints); the field becomes an unknown.
+	zeroUnknown zeroMeans = false
+	// zeroValue: 0 is a real value (a partition's start sector, the
+	// partition number some old kernels report).
+	zeroValue zeroMeans = true
+)
+
 // readUint reads one sysfs number, scales it and hands it to set with its
 // source, or records why it could not.
-func (d *discoverer) readUint(l *plumblinev1.Layer, field, p string, scale uint64, src string, set func(uint64)) {
+func (d *discoverer) readUint(l *plumblinev1.Layer, field, p string, scale uint64, zero zeroMeans, src string, set func(uint64)) {
 	b, err := d.readFile(p)
-	d.setUint(l, field, p, b, err, scale, src, set)
+	d.setUint(l, field, p, b, err, scale, zero, src, set)
 }
 
 // readUintOr is readUint of p, or of old when p does not exist (a kernel
 // that predates p and wrote the value to old).
-func (d *discoverer) readUintOr(l *plumblinev1.Layer, field, p, old string, src string, set func(uint64)) {
+func (d *discoverer) readUintOr(l *plumblinev1.Layer, field, p, old string, zero zeroMeans, src string, set func(uint64)) {
 	b, err := d.readFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		if ob, oerr := d.readFile(old); oerr == nil {
 			p, b, err = old, ob, nil
 		}
 	}
-	d.setUint(l, field, p, b, err, 1, src, set)
+	d.setUint(l, field, p, b, err, 1, zero, src, set)
 }
 
 // setUint parses what was read from p (b, or the read's error) into field.
-func (d *discoverer) setUint(l *plumblinev1.Layer, field, p string, b []byte, err error, scale uint64, src string, set func(uint64)) {
+func (d *discoverer) setUint(l *plumblinev1.Layer, field, p string, b []byte, err error, scale uint64, zero zeroMeans, src string, set func(uint64)) {
 	var v uint64
 	if err == nil {
 		v, err = parseSysfsUint(b)
@@ -75,7 +87,7 @@ func (d *discoverer) setUint(l *plumblinev1.Layer, field, p string, b []byte, er
 		return
 	}
 	v *= scale
-	if v == 0 && field != "offset_bytes" && field != "partition_number" {
+	if v == 0 && zero == zeroUnknown {
 		addUnknown(l, field, d.rel(p)+": the kernel reports 0 (no value)")
 		return
 	}
@@ -143,7 +155,7 @@ func (d *discoverer) recDir(p string) {
 
 // rel names a path relative to the sysfs root for messages.
 func (d *discoverer) rel(p string) string {
-	if r, err := filepath.Rel(d.sys, p); err == nil && !strings.HasPrefix(r, "..") {
+	if r, err := filepath.Rel(string(d.sys), p); err == nil && !strings.HasPrefix(r, "..") {
 		return "sysfs " + r
 	}
 	return p
