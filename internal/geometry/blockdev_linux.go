@@ -6,7 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -33,20 +33,20 @@ import (
 // blockIndex maps device numbers to sysfs device directories when
 // /sys/dev/block is missing.
 type blockIndex struct {
-	byDev  map[string]string // "MAJ:MIN" -> dir
-	byName map[string]string // kernel name -> dir
+	byDev  map[string]root // "MAJ:MIN" -> dir
+	byName map[string]root // kernel name -> dir
 }
 
 // devBlockDir is /sys/dev/block under the sysfs root.
-func (d *discoverer) devBlockDir() string { return d.sys.Path("dev", "block") }
+func (d *discoverer) devBlockDir() root { return d.sys.Sub("dev", "block") }
 
 // openBlockDevices checks that the sysfs root lists block devices, and
 // indexes them by hand on kernels without /sys/dev/block.
 func (d *discoverer) openBlockDevices() error {
 	blockDir := d.devBlockDir()
-	st, err := os.Stat(blockDir)
+	st, err := os.Stat(string(blockDir))
 	present := err == nil && st.IsDir()
-	if present && !emptyDir(blockDir) {
+	if present && !emptyDir(string(blockDir)) {
 		return nil
 	}
 	if err == nil && !present {
@@ -67,9 +67,9 @@ func (d *discoverer) openBlockDevices() error {
 // scanBlockDevices indexes /sys/block/* and /sys/class/block/* and the
 // disks' child directories by the MAJ:MIN in their dev files.
 func (d *discoverer) scanBlockDevices() *blockIndex {
-	idx := &blockIndex{byDev: map[string]string{}, byName: map[string]string{}}
-	add := func(dir string) bool {
-		b, err := d.readFile(filepath.Join(dir, "dev"))
+	idx := &blockIndex{byDev: map[string]root{}, byName: map[string]root{}}
+	add := func(dir root) bool {
+		b, err := d.readFile(dir.Path("dev"))
 		if err != nil {
 			return false
 		}
@@ -84,19 +84,19 @@ func (d *discoverer) scanBlockDevices() *blockIndex {
 		key := fmt.Sprintf("%d:%d", ma, mi)
 		if _, ok := idx.byDev[key]; !ok {
 			idx.byDev[key] = dir
-			idx.byName[filepath.Base(dir)] = dir
+			idx.byName[dir.Base()] = dir
 		}
 		return true
 	}
-	for _, top := range []string{d.sys.Path("block"), d.sys.Path("class", "block")} {
-		ents, err := os.ReadDir(top)
+	for _, top := range []root{d.sys.Sub("block"), d.sys.Sub("class", "block")} {
+		ents, err := os.ReadDir(string(top))
 		if err != nil {
 			continue
 		}
-		d.recDir(top)
+		d.recDir(string(top))
 		for _, e := range ents {
-			p := filepath.Join(top, e.Name())
-			dir := p
+			p := top.Path(e.Name())
+			dir := root(p)
 			if e.Type()&fs.ModeSymlink != 0 {
 				var err error
 				if dir, err = d.resolveLink(p); err != nil {
@@ -109,13 +109,13 @@ func (d *discoverer) scanBlockDevices() *blockIndex {
 				continue
 			}
 			// A disk's partitions are its child directories with a dev file.
-			kids, err := os.ReadDir(dir)
+			kids, err := os.ReadDir(string(dir))
 			if err != nil {
 				continue
 			}
 			for _, k := range kids {
-				if k.IsDir() && k.Type()&fs.ModeSymlink == 0 && d.exists(filepath.Join(dir, k.Name(), "dev")) {
-					add(filepath.Join(dir, k.Name()))
+				if k.IsDir() && k.Type()&fs.ModeSymlink == 0 && d.exists(dir.Path(k.Name(), "dev")) {
+					add(dir.Sub(k.Name()))
 				}
 			}
 		}
@@ -125,7 +125,7 @@ func (d *discoverer) scanBlockDevices() *blockIndex {
 
 // deviceDir is the sysfs directory of block device MAJ:MIN; the error
 // wraps fs.ErrNotExist when sysfs has no such block device.
-func (d *discoverer) deviceDir(major, minor uint32) (string, error) {
+func (d *discoverer) deviceDir(major, minor uint32) (root, error) {
 	key := fmt.Sprintf("%d:%d", major, minor)
 	if d.index != nil {
 		if dir, ok := d.index.byDev[key]; ok {
@@ -133,25 +133,25 @@ func (d *discoverer) deviceDir(major, minor uint32) (string, error) {
 		}
 		return "", fs.ErrNotExist
 	}
-	return d.resolveLink(filepath.Join(d.devBlockDir(), key))
+	return d.resolveLink(d.devBlockDir().Path(key))
 }
 
 // blockDevices maps every block device's kernel name to its directory.
-func (d *discoverer) blockDevices() map[string]string {
-	out := map[string]string{}
+func (d *discoverer) blockDevices() map[string]root {
+	out := map[string]root{}
 	if d.index != nil {
 		for n, dir := range d.index.byName {
 			out[n] = dir
 		}
 		return out
 	}
-	ents, err := os.ReadDir(d.devBlockDir())
+	ents, err := os.ReadDir(string(d.devBlockDir()))
 	if err != nil {
 		return out
 	}
 	for _, e := range ents {
-		if dir, err := d.resolveLink(filepath.Join(d.devBlockDir(), e.Name())); err == nil {
-			out[filepath.Base(dir)] = dir
+		if dir, err := d.resolveLink(d.devBlockDir().Path(e.Name())); err == nil {
+			out[dir.Base()] = dir
 		}
 	}
 	return out
@@ -159,11 +159,11 @@ func (d *discoverer) blockDevices() map[string]string {
 
 // isPartition says whether the block device at dir is a partition (see
 // the comment at the top of this file).
-func (d *discoverer) isPartition(dir string) bool {
-	if d.exists(filepath.Join(dir, "partition")) {
+func (d *discoverer) isPartition(dir root) bool {
+	if d.exists(dir.Path("partition")) {
 		return true
 	}
-	if !d.exists(filepath.Join(dir, "start")) {
+	if !d.exists(dir.Path("start")) {
 		return false // every kernel gives a partition its start
 	}
 	if ue := d.uevent(dir); ue != nil {
@@ -174,12 +174,12 @@ func (d *discoverer) isPartition(dir string) bool {
 			return false
 		}
 	}
-	return d.exists(filepath.Join(filepath.Dir(dir), "dev"))
+	return d.exists(dir.Parent().Path("dev"))
 }
 
 // uevent reads dir/uevent; nil when it is absent or unreadable.
-func (d *discoverer) uevent(dir string) map[string]string {
-	b, err := d.readFile(filepath.Join(dir, "uevent"))
+func (d *discoverer) uevent(dir root) map[string]string {
+	b, err := d.readFile(dir.Path("uevent"))
 	if err != nil {
 		return nil
 	}
@@ -188,8 +188,8 @@ func (d *discoverer) uevent(dir string) map[string]string {
 
 // readPartitionNumber sets a partition's number from the partition file,
 // uevent PARTN, or its name, in that order.
-func (d *discoverer) readPartitionNumber(l *plumblinev1.Layer, dir string) {
-	p := filepath.Join(dir, "partition")
+func (d *discoverer) readPartitionNumber(l *plumblinev1.Layer, dir root) {
+	p := dir.Path("partition")
 	if _, err := os.Stat(p); err == nil {
 		d.readUint(l, "partition_number", p, 1, zeroValue, SourceSysfs, func(v uint64) { l.PartitionNumber = uint32(v) })
 		return
@@ -201,20 +201,20 @@ func (d *discoverer) readPartitionNumber(l *plumblinev1.Layer, dir string) {
 			return
 		}
 	}
-	if n, ok := partitionNumberFromName(filepath.Base(dir), filepath.Base(filepath.Dir(dir))); ok {
+	if n, ok := partitionNumberFromName(dir.Base(), dir.Parent().Base()); ok {
 		l.PartitionNumber = n
 		l.Sources["partition_number"] = SourceDeviceName
 		return
 	}
-	addUnknown(l, "partition_number", fmt.Sprintf("%s: absent, no PARTN in uevent, and the name %s does not end in a number", d.rel(p), filepath.Base(dir)))
+	addUnknown(l, "partition_number", fmt.Sprintf("%s: absent, no PARTN in uevent, and the name %s does not end in a number", d.rel(p), dir.Base()))
 }
 
-func (d *discoverer) readSize(l *plumblinev1.Layer, dir string) {
-	d.readUint(l, "size_bytes", filepath.Join(dir, "size"), sectorBytes, zeroUnknown, SourceSysfs, func(v uint64) { l.SizeBytes = v })
+func (d *discoverer) readSize(l *plumblinev1.Layer, dir root) {
+	d.readUint(l, "size_bytes", dir.Path("size"), sectorBytes, zeroUnknown, SourceSysfs, func(v uint64) { l.SizeBytes = v })
 }
 
-func (d *discoverer) readAlignmentOffset(l *plumblinev1.Layer, dir string) {
-	p := filepath.Join(dir, "alignment_offset")
+func (d *discoverer) readAlignmentOffset(l *plumblinev1.Layer, dir root) {
+	p := dir.Path("alignment_offset")
 	b, err := d.readFile(p)
 	if err == nil {
 		var v int64
@@ -229,15 +229,15 @@ func (d *discoverer) readAlignmentOffset(l *plumblinev1.Layer, dir string) {
 }
 
 // readQueue reads queue/ sector sizes and I/O hints.
-func (d *discoverer) readQueue(l *plumblinev1.Layer, q string, rotational bool) {
+func (d *discoverer) readQueue(l *plumblinev1.Layer, q root, rotational bool) {
 	// Before 2.6.31 the logical sector was only queue/hw_sector_size.
-	d.readUintOr(l, "logical_sector_bytes", filepath.Join(q, "logical_block_size"), filepath.Join(q, "hw_sector_size"), zeroUnknown, SourceSysfs,
+	d.readUintOr(l, "logical_sector_bytes", q.Path("logical_block_size"), q.Path("hw_sector_size"), zeroUnknown, SourceSysfs,
 		func(v uint64) { l.LogicalSectorBytes = uint32(v) })
-	d.readUint(l, "physical_sector_bytes", filepath.Join(q, "physical_block_size"), 1, zeroUnknown, SourceSysfs, func(v uint64) { l.PhysicalSectorBytes = uint32(v) })
-	d.readUint(l, "min_io_bytes", filepath.Join(q, "minimum_io_size"), 1, zeroUnknown, SourceKernelHint, func(v uint64) { l.MinIoBytes = uint32(v) })
-	d.readUint(l, "opt_io_bytes", filepath.Join(q, "optimal_io_size"), 1, zeroUnknown, SourceKernelHint, func(v uint64) { l.OptIoBytes = uint32(v) })
+	d.readUint(l, "physical_sector_bytes", q.Path("physical_block_size"), 1, zeroUnknown, SourceSysfs, func(v uint64) { l.PhysicalSectorBytes = uint32(v) })
+	d.readUint(l, "min_io_bytes", q.Path("minimum_io_size"), 1, zeroUnknown, SourceKernelHint, func(v uint64) { l.MinIoBytes = uint32(v) })
+	d.readUint(l, "opt_io_bytes", q.Path("optimal_io_size"), 1, zeroUnknown, SourceKernelHint, func(v uint64) { l.OptIoBytes = uint32(v) })
 	if rotational {
-		p := filepath.Join(q, "rotational")
+		p := q.Path("rotational")
 		b, err := d.readFile(p)
 		if err == nil {
 			var v uint64
@@ -253,19 +253,19 @@ func (d *discoverer) readQueue(l *plumblinev1.Layer, q string, rotational bool) 
 	}
 }
 
-func (d *discoverer) readModelSerial(l *plumblinev1.Layer, dir string) {
-	if s, err := d.readString(filepath.Join(dir, "device", "model")); err == nil {
+func (d *discoverer) readModelSerial(l *plumblinev1.Layer, dir root) {
+	if s, err := d.readString(dir.Path("device", "model")); err == nil {
 		l.Model = s
 		l.Sources["model"] = SourceSysfs
 	} else {
-		addUnknown(l, "model", d.reason(filepath.Join(dir, "device", "model"), err))
+		addUnknown(l, "model", d.reason(dir.Path("device", "model"), err))
 	}
 	var tried []string
 	for _, p := range []string{
-		filepath.Join(dir, "device", "serial"),
-		filepath.Join(dir, "serial"),
-		filepath.Join(dir, "wwid"),
-		filepath.Join(dir, "device", "wwid"),
+		dir.Path("device", "serial"),
+		dir.Path("serial"),
+		dir.Path("wwid"),
+		dir.Path("device", "wwid"),
 	} {
 		if s, err := d.readString(p); err == nil {
 			l.Serial = s
@@ -278,8 +278,8 @@ func (d *discoverer) readModelSerial(l *plumblinev1.Layer, dir string) {
 }
 
 // slaves lists the devices below dir from its slaves/ directory.
-func (d *discoverer) slaves(l *plumblinev1.Layer, dir string) []string {
-	sd := filepath.Join(dir, "slaves")
+func (d *discoverer) slaves(l *plumblinev1.Layer, dir root) []root {
+	sd := dir.Path("slaves")
 	ents, err := os.ReadDir(sd)
 	if err != nil {
 		if l.Kind != KindDisk {
@@ -288,7 +288,7 @@ func (d *discoverer) slaves(l *plumblinev1.Layer, dir string) []string {
 		return nil
 	}
 	d.recDir(sd)
-	var out []string
+	var out []root
 	for _, e := range ents {
 		target, err := d.resolveLink(filepath.Join(sd, e.Name()))
 		if err != nil {
@@ -296,9 +296,9 @@ func (d *discoverer) slaves(l *plumblinev1.Layer, dir string) []string {
 			continue
 		}
 		out = append(out, target)
-		l.Below = append(l.Below, filepath.Base(target))
+		l.Below = append(l.Below, target.Base())
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	if len(out) > 0 {
 		l.Sources["below"] = SourceSysfs
 	}

@@ -13,7 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path/filepath"
+	"slices"
 	"sort"
 
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
@@ -31,7 +31,7 @@ type discoverer struct {
 	opts  Options
 	roots // where sysfs, procfs, /dev and the LVM backups are read
 	rec   recorder
-	cache map[string][]*plumblinev1.Layer
+	cache map[root][]*plumblinev1.Layer
 
 	index *blockIndex // nil when /sys/dev/block lists the block devices
 
@@ -39,7 +39,7 @@ type discoverer struct {
 	lvm       map[string]lvmMatch // by dm name
 	lvmVGErr  map[string]string   // VG name -> why its backup could not be used
 
-	blockDevs    map[string]string         // kernel name -> sysfs dir, for declared devices
+	blockDevs    map[string]root           // kernel name -> sysfs dir, for declared devices
 	declared     map[string]DeclaredDevice // by kernel name of a whole disk
 	declaredUsed map[string]bool
 	warnings     []string
@@ -50,7 +50,7 @@ func newDiscoverer(opts Options, rec recorder) *discoverer {
 		opts:         opts,
 		roots:        newRoots(opts),
 		rec:          rec,
-		cache:        map[string][]*plumblinev1.Layer{},
+		cache:        map[root][]*plumblinev1.Layer{},
 		declared:     map[string]DeclaredDevice{},
 		declaredUsed: map[string]bool{},
 	}
@@ -72,7 +72,7 @@ func discover(ctx context.Context, opts Options, rec recorder) (Result, error) {
 
 	type candidate struct {
 		m   mountInfo
-		dir string // resolved sysfs device dir, "" when the link is odd
+		dir root // resolved sysfs device dir, "" when the link is odd
 		err error
 	}
 	var cands []candidate
@@ -134,17 +134,8 @@ func discover(ctx context.Context, opts Options, rec recorder) (Result, error) {
 	return res, nil
 }
 
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // volume builds one Volume: the file-system layer, then the device chain.
-func (d *discoverer) volume(m mountInfo, dir string, linkErr error) *plumblinev1.Volume {
+func (d *discoverer) volume(m mountInfo, dir root, linkErr error) *plumblinev1.Volume {
 	fsl := d.filesystemLayer(m, dir)
 	v := &plumblinev1.Volume{
 		MountPoint: m.MountPoint,
@@ -154,7 +145,7 @@ func (d *discoverer) volume(m mountInfo, dir string, linkErr error) *plumblinev1
 	if linkErr != nil {
 		addUnknown(fsl, "below", linkErr.Error())
 	} else {
-		fsl.Below = []string{filepath.Base(dir)}
+		fsl.Below = []string{dir.Base()}
 		fsl.Sources["below"] = SourceSysfs
 		v.Layers = append(v.Layers, d.chain(dir, nil, 0)...)
 	}
@@ -189,7 +180,7 @@ func (d *discoverer) volume(m mountInfo, dir string, linkErr error) *plumblinev1
 
 // chain returns the layer of the device at sysfs dir followed, depth first,
 // by the layers of the devices below it.
-func (d *discoverer) chain(dir string, stack []string, depth int) []*plumblinev1.Layer {
+func (d *discoverer) chain(dir root, stack []root, depth int) []*plumblinev1.Layer {
 	if cached, ok := d.cache[dir]; ok {
 		out := make([]*plumblinev1.Layer, len(cached))
 		for i, l := range cached {
@@ -202,8 +193,8 @@ func (d *discoverer) chain(dir string, stack []string, depth int) []*plumblinev1
 	out := []*plumblinev1.Layer{l}
 	stack = append(stack, dir)
 	for _, bd := range belowDirs {
-		if depth+1 >= maxChainDepth || containsString(stack, bd) {
-			addUnknown(l, "below", fmt.Sprintf("device chain loops or is deeper than %d at %s", maxChainDepth, d.rel(bd)))
+		if depth+1 >= maxChainDepth || slices.Contains(stack, bd) {
+			addUnknown(l, "below", fmt.Sprintf("device chain loops or is deeper than %d at %s", maxChainDepth, d.rel(string(bd))))
 			continue
 		}
 		out = append(out, d.chain(bd, stack, depth+1)...)
@@ -227,41 +218,41 @@ func (d *discoverer) markDeclared(ls []*plumblinev1.Layer) {
 
 // deviceLayer reads one block device and returns its layer and the sysfs
 // dirs of the devices directly below it.
-func (d *discoverer) deviceLayer(dir string) (*plumblinev1.Layer, []string) {
-	name := filepath.Base(dir)
+func (d *discoverer) deviceLayer(dir root) (*plumblinev1.Layer, []root) {
+	name := dir.Base()
 	l := &plumblinev1.Layer{Device: name, Source: SourceSysfs, Sources: map[string]string{}}
-	d.recDir(dir)
+	d.recDir(string(dir))
 	d.readSize(l, dir)
 	d.readAlignmentOffset(l, dir)
 
-	var below []string
+	var below []root
 	switch {
 	case d.isPartition(dir):
 		l.Kind = KindPartition
-		parent := filepath.Dir(dir)
+		parent := dir.Parent()
 		d.readPartitionNumber(l, dir)
-		d.readUint(l, "offset_bytes", filepath.Join(dir, "start"), sectorBytes, zeroValue, SourceSysfs, func(v uint64) { l.OffsetBytes = proto.Uint64(v) })
+		d.readUint(l, "offset_bytes", dir.Path("start"), sectorBytes, zeroValue, SourceSysfs, func(v uint64) { l.OffsetBytes = proto.Uint64(v) })
 		addUnknown(l, "partition_table", "the table type is not in sysfs; it needs a read of the device")
-		d.readQueue(l, filepath.Join(parent, "queue"), false)
-		if d.exists(filepath.Join(parent, "dev")) {
-			below = []string{parent}
-			l.Below = []string{filepath.Base(parent)}
+		d.readQueue(l, parent.Sub("queue"), false)
+		if d.exists(parent.Path("dev")) {
+			below = []root{parent}
+			l.Below = []string{parent.Base()}
 			l.Sources["below"] = SourceSysfs
 		} else {
-			addUnknown(l, "below", "parent "+d.rel(parent)+" is not a block device")
+			addUnknown(l, "below", "parent "+d.rel(string(parent))+" is not a block device")
 		}
-	case d.exists(filepath.Join(dir, "dm")):
+	case d.exists(dir.Path("dm")):
 		d.readDM(l, dir)
-		d.readQueue(l, filepath.Join(dir, "queue"), false)
+		d.readQueue(l, dir.Sub("queue"), false)
 		below = d.slaves(l, dir)
-	case d.exists(filepath.Join(dir, "md")):
+	case d.exists(dir.Path("md")):
 		l.Kind = KindRAID
-		d.readQueue(l, filepath.Join(dir, "queue"), false)
+		d.readQueue(l, dir.Sub("queue"), false)
 		below = d.slaves(l, dir)
 		d.readMD(l, dir)
 	default:
 		l.Kind = KindDisk
-		d.readQueue(l, filepath.Join(dir, "queue"), true)
+		d.readQueue(l, dir.Sub("queue"), true)
 		d.readModelSerial(l, dir)
 		if decl, ok := d.declared[name]; ok {
 			d.applyDeclared(l, decl)

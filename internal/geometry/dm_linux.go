@@ -2,7 +2,6 @@ package geometry
 
 import (
 	"errors"
-	"path/filepath"
 	"strings"
 
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
@@ -10,19 +9,19 @@ import (
 
 // readDM reads a device-mapper device: name, uuid, and for LVM the
 // metadata backup.
-func (d *discoverer) readDM(l *plumblinev1.Layer, dir string) {
+func (d *discoverer) readDM(l *plumblinev1.Layer, dir root) {
 	l.Kind = KindDM
-	if s, err := d.readString(filepath.Join(dir, "dm", "name")); err == nil {
+	if s, err := d.readString(dir.Path("dm", "name")); err == nil {
 		l.Name = s
 		l.Sources["name"] = SourceSysfs
 	} else {
-		addUnknown(l, "name", d.reason(filepath.Join(dir, "dm", "name"), err))
+		addUnknown(l, "name", d.reason(dir.Path("dm", "name"), err))
 	}
-	if s, err := d.readString(filepath.Join(dir, "dm", "uuid")); err == nil {
+	if s, err := d.readString(dir.Path("dm", "uuid")); err == nil {
 		l.Uuid = s
 		l.Sources["uuid"] = SourceSysfs
 	} else if !errors.Is(err, errEmpty) {
-		addUnknown(l, "uuid", d.reason(filepath.Join(dir, "dm", "uuid"), err))
+		addUnknown(l, "uuid", d.reason(dir.Path("dm", "uuid"), err))
 	}
 	if !strings.HasPrefix(l.Uuid, "LVM-") {
 		addUnknown(l, "offset_bytes", "device-mapper tables are not in sysfs (they need the DM_TABLE_STATUS ioctl)")

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -30,7 +29,7 @@ func joinOptions(a, b string) string {
 
 // filesystemLayer reads what the mount table, statfs and the superblock say
 // about the mounted file system.
-func (d *discoverer) filesystemLayer(m mountInfo, dir string) *plumblinev1.Layer {
+func (d *discoverer) filesystemLayer(m mountInfo, dir root) *plumblinev1.Layer {
 	l := &plumblinev1.Layer{
 		Kind:        KindFilesystem,
 		Device:      m.Source,
@@ -81,7 +80,7 @@ func (d *discoverer) filesystemLayer(m mountInfo, dir string) *plumblinev1.Layer
 	}
 
 	if d.opts.ReadSuperblocks && dir != "" {
-		d.readSuperblock(l, m, filepath.Base(dir))
+		d.readSuperblock(l, m, dir.Base())
 	}
 	if ext4Stripe > 0 && l.Sources["stripe_width_bytes"] != SourceSuperblock {
 		if l.BlockSizeBytes == 0 {

@@ -2,7 +2,6 @@ package geometry
 
 import (
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -11,11 +10,11 @@ import (
 )
 
 // readMD reads an md array's level, chunk, members and data offset.
-func (d *discoverer) readMD(l *plumblinev1.Layer, dir string) {
-	md := filepath.Join(dir, "md")
-	level, err := d.readString(filepath.Join(md, "level"))
+func (d *discoverer) readMD(l *plumblinev1.Layer, dir root) {
+	md := dir.Sub("md")
+	level, err := d.readString(md.Path("level"))
 	if err != nil {
-		addUnknown(l, "raid_level", d.reason(filepath.Join(md, "level"), err))
+		addUnknown(l, "raid_level", d.reason(md.Path("level"), err))
 	} else {
 		l.RaidLevel = level
 		l.Sources["raid_level"] = SourceSysfs
@@ -36,12 +35,12 @@ func (d *discoverer) readMD(l *plumblinev1.Layer, dir string) {
 // they replace while a reshape runs. It returns the member count and the
 // copies the layout keeps of each chunk (0 when none is known), which give
 // the data disks.
-func (d *discoverer) readMDShape(l *plumblinev1.Layer, md, level string) (disks, copies uint64) {
+func (d *discoverer) readMDShape(l *plumblinev1.Layer, md root, level string) (disks, copies uint64) {
 	// During a reshape raid_disks, chunk_size and layout read "new (old)":
 	// the layer gets the new geometry, Layer.reshape the old one.
 	var reshape plumblinev1.RaidReshape
 	reshaping := d.mdReshaping(md)
-	if v, prev, ok := d.readMDUint(l, "raid_disks", filepath.Join(md, "raid_disks"), zeroUnknown); ok {
+	if v, prev, ok := d.readMDUint(l, "raid_disks", md.Path("raid_disks"), zeroUnknown); ok {
 		disks = v
 		l.RaidDisks = uint32(v)
 		l.Sources["raid_disks"] = SourceSysfs
@@ -53,7 +52,7 @@ func (d *discoverer) readMDShape(l *plumblinev1.Layer, md, level string) (disks,
 	case "raid1", "linear", "multipath", "faulty":
 		addUnknown(l, "stripe_unit_bytes", level+" has no chunk")
 	default:
-		if v, prev, ok := d.readMDUint(l, "stripe_unit_bytes", filepath.Join(md, "chunk_size"), zeroUnknown); ok {
+		if v, prev, ok := d.readMDUint(l, "stripe_unit_bytes", md.Path("chunk_size"), zeroUnknown); ok {
 			l.StripeUnitBytes = v
 			l.Sources["stripe_unit_bytes"] = SourceSysfs
 			if prev != v && prev != 0 {
@@ -62,7 +61,7 @@ func (d *discoverer) readMDShape(l *plumblinev1.Layer, md, level string) (disks,
 		}
 	}
 	if level == "raid10" || level == "raid5" || level == "raid6" {
-		if n, prev, ok := d.readMDUint(l, "raid_layout", filepath.Join(md, "layout"), zeroValue); ok {
+		if n, prev, ok := d.readMDUint(l, "raid_layout", md.Path("layout"), zeroValue); ok {
 			if desc, c, ok := mdLayout(level, n); ok {
 				l.RaidLayout = desc
 				l.Sources["raid_layout"] = SourceSysfs
@@ -90,13 +89,13 @@ func (d *discoverer) readMDShape(l *plumblinev1.Layer, md, level string) (disks,
 // readMDDataOffset reads the members' data offsets: md's data starts at
 // each member's data offset; one offset for the layer when all members
 // agree.
-func (d *discoverer) readMDDataOffset(l *plumblinev1.Layer, md string) {
+func (d *discoverer) readMDDataOffset(l *plumblinev1.Layer, md root) {
 	// md's data starts at each member's data offset; one offset for the
 	// layer when all members agree.
 	var offs []uint64
 	var why []string
 	for _, m := range l.Below {
-		p := filepath.Join(md, "dev-"+m, "offset")
+		p := md.Path("dev-"+m, "offset")
 		b, err := d.readFile(p)
 		var v uint64
 		if err == nil {
@@ -151,8 +150,8 @@ func (d *discoverer) readMDUint(l *plumblinev1.Layer, field, p string, zero zero
 
 // mdReshaping says whether md/reshape_position names a position (a reshape
 // is running) rather than "none". Kernels without the file say nothing.
-func (d *discoverer) mdReshaping(md string) bool {
-	s, err := d.readString(filepath.Join(md, "reshape_position"))
+func (d *discoverer) mdReshaping(md root) bool {
+	s, err := d.readString(md.Path("reshape_position"))
 	if err != nil || s == "none" {
 		return false
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -46,7 +47,7 @@ func (d *discoverer) readMounts() ([]mountInfo, error) {
 		}
 		dir, ok := d.mountSourceDir(m.Source, devs)
 		if ok {
-			if b, err := d.readFile(filepath.Join(dir, "dev")); err == nil {
+			if b, err := d.readFile(dir.Path("dev")); err == nil {
 				if s, err := parseSysfsString(b); err == nil {
 					if ma, mi, err := parseDevNumber(s); err == nil {
 						m.Major, m.Minor = ma, mi
@@ -67,10 +68,10 @@ func (d *discoverer) readMounts() ([]mountInfo, error) {
 // mountSourceDir finds the sysfs directory of a mount source from
 // /proc/mounts: /dev/sda1 and /dev/md0 by kernel name, /dev/mapper/NAME by
 // the dm name, links under DevRoot (/dev/disk/by-uuid/...) by following them.
-func (d *discoverer) mountSourceDir(src string, devs map[string]string) (string, bool) {
+func (d *discoverer) mountSourceDir(src string, devs map[string]root) (root, bool) {
 	if name, ok := strings.CutPrefix(src, "/dev/mapper/"); ok {
 		for _, dir := range devs {
-			if n, err := d.readString(filepath.Join(dir, "dm", "name")); err == nil && n == name {
+			if n, err := d.readString(dir.Path("dm", "name")); err == nil && n == name {
 				return dir, true
 			}
 		}
@@ -145,8 +146,8 @@ func (d *discoverer) selected(m mountInfo) (bool, string) {
 	switch {
 	case len(o.IncludeMountPoints) > 0 && !matchAny(o.IncludeMountPoints, m.MountPoint),
 		matchAny(o.ExcludeMountPoints, m.MountPoint),
-		len(o.IncludeFSTypes) > 0 && !containsString(o.IncludeFSTypes, m.FSType),
-		containsString(o.ExcludeFSTypes, m.FSType):
+		len(o.IncludeFSTypes) > 0 && !slices.Contains(o.IncludeFSTypes, m.FSType),
+		slices.Contains(o.ExcludeFSTypes, m.FSType):
 		return false, FilterExcluded
 	}
 	return true, ""

@@ -31,3 +31,13 @@ func newRoots(o Options) roots {
 		lvmBackup: root(o.LVMBackupDir),
 	}
 }
+
+// Sub is the directory elem below the root, as a root of its own (a
+// device's sysfs directory, its queue/).
+func (r root) Sub(elem ...string) root { return root(r.Path(elem...)) }
+
+// Base is the root's last element: a device directory's kernel name.
+func (r root) Base() string { return filepath.Base(string(r)) }
+
+// Parent is the directory that holds the root.
+func (r root) Parent() root { return root(filepath.Dir(string(r))) }

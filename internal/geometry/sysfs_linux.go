@@ -21,7 +21,7 @@ type recorder interface {
 }
 
 // resolveLink resolves a sysfs symlink; it must stay inside the sysfs root.
-func (d *discoverer) resolveLink(link string) (string, error) {
+func (d *discoverer) resolveLink(link string) (root, error) {
 	target, err := os.Readlink(link)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -39,7 +39,7 @@ func (d *discoverer) resolveLink(link string) (string, error) {
 	if r, err := filepath.Rel(string(d.sys), res); err != nil || r == ".." || strings.HasPrefix(r, "../") {
 		return "", fmt.Errorf("link %s -> %s escapes the sysfs root", d.rel(link), target)
 	}
-	return res, nil
+	return root(res), nil
 }
 
 // zeroMeans says what a sysfs number of 0 stands for.
