@@ -10,9 +10,7 @@ package geometry
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"slices"
 	"sort"
 
@@ -70,52 +68,7 @@ func discover(ctx context.Context, opts Options, rec recorder) (Result, error) {
 	}
 	d.resolveDeclared()
 
-	type candidate struct {
-		m   mountInfo
-		dir root // resolved sysfs device dir, "" when the link is odd
-		err error
-	}
-	var cands []candidate
-	byDev := map[[2]uint32]int{}
-	var filtered []Filtered
-	filter := func(m mountInfo, reason string) {
-		filtered = append(filtered, Filtered{MountPoint: m.MountPoint, FSType: m.FSType, Source: m.Source, Reason: reason})
-	}
-	for _, m := range mounts {
-		if ok, reason := d.selected(m); !ok {
-			if reason != "" {
-				filter(m, reason)
-			}
-			continue
-		}
-		if m.Unresolved {
-			filter(m, FilterUnknownDevice) // /proc/mounts names a /dev path sysfs does not know
-			continue
-		}
-		if m.Major == 0 {
-			filter(m, FilterNoBlockDevice)
-			continue
-		}
-		dir, err := d.deviceDir(m.Major, m.Minor)
-		if errors.Is(err, fs.ErrNotExist) {
-			filter(m, FilterUnknownDevice) // not a block device this sysfs knows
-			continue
-		}
-		c := candidate{m: m, dir: dir, err: err}
-		key := [2]uint32{m.Major, m.Minor}
-		if i, ok := byDev[key]; ok {
-			if preferMount(m, cands[i].m) {
-				filter(cands[i].m, FilterDuplicate)
-				cands[i] = c
-			} else {
-				filter(m, FilterDuplicate)
-			}
-			continue
-		}
-		byDev[key] = len(cands)
-		cands = append(cands, c)
-	}
-
+	cands, filtered := d.candidates(mounts)
 	var res Result
 	for _, c := range cands {
 		if err := ctx.Err(); err != nil {

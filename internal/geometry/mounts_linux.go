@@ -161,3 +161,55 @@ func matchAny(globs []string, s string) bool {
 	}
 	return false
 }
+
+// candidate is a mount that becomes a volume: one per block device.
+type candidate struct {
+	m   mountInfo
+	dir root  // resolved sysfs device dir, "" when the link is odd
+	err error // why dir could not be resolved
+}
+
+// candidates picks the mounts that become volumes, one per block device
+// (preferMount decides between mounts of the same device), and says why
+// each other mount was left out.
+func (d *discoverer) candidates(mounts []mountInfo) (cands []candidate, filtered []Filtered) {
+	byDev := map[[2]uint32]int{}
+	filter := func(m mountInfo, reason string) {
+		filtered = append(filtered, Filtered{MountPoint: m.MountPoint, FSType: m.FSType, Source: m.Source, Reason: reason})
+	}
+	for _, m := range mounts {
+		if ok, reason := d.selected(m); !ok {
+			if reason != "" {
+				filter(m, reason)
+			}
+			continue
+		}
+		if m.Unresolved {
+			filter(m, FilterUnknownDevice) // /proc/mounts names a /dev path sysfs does not know
+			continue
+		}
+		if m.Major == 0 {
+			filter(m, FilterNoBlockDevice)
+			continue
+		}
+		dir, err := d.deviceDir(m.Major, m.Minor)
+		if errors.Is(err, fs.ErrNotExist) {
+			filter(m, FilterUnknownDevice) // not a block device this sysfs knows
+			continue
+		}
+		c := candidate{m: m, dir: dir, err: err}
+		key := [2]uint32{m.Major, m.Minor}
+		if i, ok := byDev[key]; ok {
+			if preferMount(m, cands[i].m) {
+				filter(cands[i].m, FilterDuplicate)
+				cands[i] = c
+			} else {
+				filter(m, FilterDuplicate)
+			}
+			continue
+		}
+		byDev[key] = len(cands)
+		cands = append(cands, c)
+	}
+	return cands, filtered
+}
