@@ -119,7 +119,7 @@ func (f *probeFile) prepare(ctx context.Context, o Options) error {
 	if f.hdr.FileSize != o.FileSize {
 		used, err := f.file.used()
 		if err != nil {
-			return fmt.Errorf("stat %s: %w", f.path, err)
+			return err
 		}
 		if err := checkFreeSpace(f.dir, o.FileSize-used, o); err != nil {
 			return err

@@ -83,7 +83,7 @@ func (f *fdFile) Allocate(size int64) error {
 func (f *fdFile) used() (int64, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(f.fd, &st); err != nil {
-		return 0, err
+		return 0, fmt.Errorf("stat %s: %w", f.path, err)
 	}
 	return st.Blocks * 512, nil
 }
@@ -219,15 +219,16 @@ func (d *probeDir) openOwn(name, path string, st *unix.Stat_t, flags int) (*fdFi
 	if err != nil {
 		return nil, nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	h := &fdFile{fd: fd, dir: d, name: name, path: path}
 	var fst unix.Stat_t
 	if err := unix.Fstat(fd, &fst); err != nil {
-		return h, nil, fmt.Errorf("stat %s: %w", path, err)
+		unix.Close(fd)
+		return nil, nil, fmt.Errorf("stat %s: %w", path, err)
 	}
 	if fst.Dev != st.Dev || fst.Ino != st.Ino {
-		return h, nil, fmt.Errorf("%w: %s changed while being opened", ErrUnsafePath, path)
+		unix.Close(fd)
+		return nil, nil, fmt.Errorf("%w: %s changed while being opened", ErrUnsafePath, path)
 	}
-	return h, &fst, nil
+	return &fdFile{fd: fd, dir: d, name: name, path: path}, &fst, nil
 }
 
 // openExisting opens a probe file left by an earlier run and proves it is
@@ -235,12 +236,10 @@ func (d *probeDir) openOwn(name, path string, st *unix.Stat_t, flags int) (*fdFi
 // system, owned by us, carrying a valid Plumbline header.
 func (d *probeDir) openExisting(f *probeFile, o Options, st *unix.Stat_t, tryDirect bool) error {
 	h, fst, err := d.openOwn(o.FileName, f.path, st, unix.O_RDWR)
-	if h != nil {
-		f.file = h
-	}
 	if err != nil {
 		return err
 	}
+	f.file = h
 	if err := checkOwnFile(f.path, fst, d.dev); err != nil {
 		return err
 	}
@@ -368,16 +367,12 @@ func (d *probeDir) openToRemove(name, path string) (handle, error) {
 		return nil, fmt.Errorf("stat %s: %w", path, err)
 	}
 	h, _, err := d.openOwn(name, path, &st, unix.O_RDONLY)
-	if err == nil {
-		if _, err = readHeader(h.fd); err != nil {
-			err = fmt.Errorf("%w: %s: %v; not removing a file Plumbline did not create", ErrForeignFile, path, err)
-		}
-	}
 	if err != nil {
-		if h != nil {
-			h.Close()
-		}
 		return nil, err
+	}
+	if _, err := readHeader(h.fd); err != nil {
+		h.Close()
+		return nil, fmt.Errorf("%w: %s: %v; not removing a file Plumbline did not create", ErrForeignFile, path, err)
 	}
 	return h, nil
 }
