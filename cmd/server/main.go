@@ -29,7 +29,6 @@ package main
 
 import (
 	"context"
-	"crypto/subtle"
 	"crypto/tls"
 	"errors"
 	"flag"
@@ -40,7 +39,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -217,28 +215,10 @@ func checkConfig(cfg Config) error {
 			return err
 		}
 	}
-	if _, err := bearerToken(cfg); err != nil {
-		return err
-	}
 	if _, err := apiTokens(cfg); err != nil {
 		return err
 	}
 	return checkWebConfig(cfg)
-}
-
-func bearerToken(cfg Config) (string, error) {
-	if cfg.Dev || cfg.Web.BearerTokenFile == "" {
-		return "", nil // dev: loopback, no token
-	}
-	b, err := os.ReadFile(cfg.Web.BearerTokenFile)
-	if err != nil {
-		return "", fmt.Errorf("web.bearer_token_file: %w", err)
-	}
-	tok := strings.TrimSpace(string(b))
-	if tok == "" {
-		return "", fmt.Errorf("web.bearer_token_file %s is empty", cfg.Web.BearerTokenFile)
-	}
-	return tok, nil
 }
 
 // serve runs the server until ctx is cancelled, then stops it gracefully.
@@ -251,10 +231,6 @@ func serve(ctx context.Context, cfg Config, stdout io.Writer, logger *slog.Logge
 		}
 	} else if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil && cfg.Store.DSN == "" {
 		return fmt.Errorf("data dir: %w", err)
-	}
-	token, err := bearerToken(cfg)
-	if err != nil {
-		return err
 	}
 	tokens, err := apiTokens(cfg)
 	if err != nil {
@@ -301,6 +277,14 @@ func serve(ctx context.Context, cfg Config, stdout io.Writer, logger *slog.Logge
 	}
 	defer st.Close()
 	logger.Info("store open", "engine", st.Engine())
+	// Stored verdicts follow this server's rules, also for volumes whose
+	// agents send no new snapshot.
+	rejudgeStart := time.Now()
+	if changed, failed, err := st.RejudgeVolumes(ctx, ingest.Rejudge); err != nil {
+		logger.Warn("re-judging stored volumes with the current alignment rules failed; they keep their verdicts until their next snapshot", "err", err)
+	} else if changed > 0 || failed > 0 {
+		logger.Info("re-judged stored volumes with the current alignment rules", "changed", changed, "undecodable", failed, "took", time.Since(rejudgeStart).Round(time.Millisecond))
+	}
 
 	svc := ingest.New(st, svcOpts)
 	gs, hs, err := ingest.NewGRPCServer(svc, tlsConf)
@@ -323,7 +307,7 @@ func serve(ctx context.Context, cfg Config, stdout io.Writer, logger *slog.Logge
 		wl.Close()
 		return err
 	}
-	metrics, err := metricsHandler(st, eval, cfg, token, logger)
+	metrics, err := metricsHandler(st, eval, cfg, tokens, logger)
 	if err != nil {
 		gl.Close()
 		wl.Close()
@@ -425,8 +409,9 @@ func orOff(addr string) string {
 const defaultBaselineInterval = 30 * time.Second
 
 // metricsHandler serves /metrics: the exporter over the store, behind the
-// web bearer token when one is configured.
-func metricsHandler(st *store.Store, eval *evaluator.Evaluator, cfg Config, token string, logger *slog.Logger) (http.Handler, error) {
+// same bearer-token check as the inventory API (inventory.RequireToken:
+// any token of web.bearer_tokens or web.bearer_token_file).
+func metricsHandler(st *store.Store, eval *evaluator.Evaluator, cfg Config, tokens []inventory.Token, logger *slog.Logger) (http.Handler, error) {
 	stale := 3 * cfg.Agents.ReportInterval
 	if stale < time.Minute {
 		stale = time.Minute
@@ -447,16 +432,5 @@ func metricsHandler(st *store.Store, eval *evaluator.Evaluator, cfg Config, toke
 	if err != nil {
 		return nil, err
 	}
-	if token == "" {
-		return h, nil
-	}
-	want := "Bearer " + token
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte(want)) != 1 {
-			w.Header().Set("WWW-Authenticate", "Bearer")
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		h.ServeHTTP(w, r)
-	}), nil
+	return inventory.RequireToken(tokens, h), nil
 }

@@ -498,7 +498,7 @@ func TestKillMidBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if hw, err := st.HighWater(ctxT(t), a.AgentID); err != nil || hw != h.GetHighWaterSequence() {
+	if hw, err := st.HighWater(ctxT(t), a.AgentID, ""); err != nil || hw != h.GetHighWaterSequence() {
 		t.Errorf("store high water %d, %v; Hello said %d", hw, err, h.GetHighWaterSequence())
 	}
 	// The resent tail is acknowledged exactly once more.

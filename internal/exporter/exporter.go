@@ -593,7 +593,11 @@ func (c *Collector) sweep(p *part) {
 func (c *Collector) buildAgents(now time.Time) {
 	last := make([]*series, 0, len(c.hosts))
 	up := make([]*series, 0, len(c.hosts))
+	var conflicts []*series
 	for _, a := range c.hosts {
+		if a.IdentityConflicts > 0 {
+			conflicts = append(conflicts, c.series(famAgentConflicts, float64(a.IdentityConflicts), a.ID, a.Hostname))
+		}
 		v := 0.0
 		if !a.LastSeen.IsZero() && now.Sub(a.LastSeen) <= c.opts.AgentStaleAfter {
 			v = 1
@@ -601,6 +605,7 @@ func (c *Collector) buildAgents(now time.Time) {
 		last = append(last, c.series(famAgentLast, seconds(a.LastSeen), a.ID, a.Hostname))
 		up = append(up, c.series(famAgentUp, v, a.ID, a.Hostname))
 	}
+	c.set(famAgentConflicts, conflicts)
 	c.set(famAgentLast, last)
 	c.set(famAgentUp, up)
 	var ingest []*series
@@ -662,6 +667,11 @@ func (c *Collector) volumeSeries(v store.Volume, f *volumeFacts) []*series {
 	}
 	if v.SplitFraction64K != nil {
 		ss = append(ss, c.series(famVolSplit, *v.SplitFraction64K, host, mount, "65536"))
+	}
+	for _, size := range []uint32{8 << 10, 64 << 10} {
+		if g, ok := f.granularity[size]; ok {
+			ss = append(ss, c.series(famVolGranSplit, g, host, mount, strconv.FormatUint(uint64(size), 10)))
+		}
 	}
 	for _, fd := range f.findings {
 		ss = append(ss, c.series(famVolFinding, 1, host, mount, fd[0], fd[1]))
@@ -850,6 +860,9 @@ type volumeFacts struct {
 	raidLevel, cluster, media, profile string
 	findings                           [][2]string // rule, severity
 	raids                              []raidFacts
+	// granularity is the split at any offset by I/O size (the volumes
+	// table keeps only the offset-caused split).
+	granularity map[uint32]float64
 }
 
 type raidFacts struct {
@@ -868,6 +881,7 @@ func factsOf(v store.Volume) volumeFacts {
 	if p.AllocationUnit > 0 {
 		f.cluster = strconv.FormatUint(uint64(p.AllocationUnit), 10)
 	}
+	f.granularity = pv.GetAlignment().GetGranularitySplitFraction()
 	seen := map[[2]string]bool{}
 	for _, fd := range pv.GetAlignment().GetFindings() {
 		k := [2]string{fd.GetRule(), fd.GetSeverity()}

@@ -107,7 +107,8 @@ func requireTool(t testing.TB, name string) string {
 // TestSeriesPerVolume counts the series of each volume of the golden fleet
 // (histogram buckets, _sum and _count each count as one) and holds the
 // budget: at most 80 per volume with default settings (30 before the
-// classic buckets went from 2 bounds to 18).
+// classic buckets went from 2 bounds to 18; the split reported by cause,
+// offset and allocation granularity, adds 2 where a stripe unit is known).
 func TestSeriesPerVolume(t *testing.T) {
 	c := goldenCollector(t)
 	mfs, err := prometheus.Gatherers{c}.Gather() // the registry's consistency checks
@@ -135,15 +136,15 @@ func TestSeriesPerVolume(t *testing.T) {
 	// Default classic buckets: a histogram is 18 bounds + +Inf + _sum + _count = 21 series.
 	const hist = 18 + 1 + 2
 	want := map[string]int{
-		// info, split ×2, findings ×2, last probe, latency 3 kinds, ratios history ×3 + prior ×3,
-		// degraded since ×1 (random-read)
-		"db01.example.com:/data": 1 + 2 + 2 + 1 + 3*hist + 6 + 1,
+		// info, split ×2, granularity split ×2, findings ×2, last probe, latency 3 kinds,
+		// ratios history ×3 + prior ×3, degraded since ×1 (random-read)
+		"db01.example.com:/data": 1 + 2 + 2 + 2 + 1 + 3*hist + 6 + 1,
 		// info, finding ×1 (stripe-unit-unknown), last probe, latency 3 kinds, ratios ×6 (no stripe: no split fraction),
 		// stops ×1 (refused), failing since ×1 (random-write refused)
 		"db01.example.com:/log": 1 + 1 + 1 + 3*hist + 6 + 1 + 1,
-		// info, split ×2, finding ×1, raid missing members, last probe, latency 3 kinds,
+		// info, split ×2, granularity split ×2, finding ×1, raid missing members, last probe, latency 3 kinds,
 		// ratios ×6, stops ×2 (busy, latency-ceiling)
-		"db02.example.com:/srv/pg": 1 + 2 + 1 + 1 + 1 + 3*hist + 6 + 2,
+		"db02.example.com:/srv/pg": 1 + 2 + 2 + 1 + 1 + 1 + 3*hist + 6 + 2,
 	}
 	for id, n := range perVolume {
 		t.Logf("%s: %d series", id, n)
@@ -279,4 +280,33 @@ func TestStoreFailure(t *testing.T) {
 		t.Errorf("closed store: exposition lacks plumbline_exporter_store_success 0:\n%s", got)
 	}
 	_ = io.Discard
+}
+
+// TestIdentityConflictsMetric: an agent identity on which two live spool
+// incarnations take turns gets plumbline_agent_identity_conflicts_total;
+// an agent without conflicts has no such series.
+func TestIdentityConflictsMetric(t *testing.T) {
+	st := openStore(t)
+	seed(t, st, goldenFleet())
+	c, err := New(st, fixedOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := scrape(t, c); strings.Contains(body, "plumbline_agent_identity_conflicts_total{") {
+		t.Fatalf("a conflict series before any conflict:\n%s", body)
+	}
+	hosts, err := st.ListHosts(t.Context())
+	if err != nil || len(hosts) == 0 {
+		t.Fatalf("ListHosts = %v, %v", hosts, err)
+	}
+	a := hosts[0]
+	for _, inc := range []string{"host-a", "host-b", "host-a", "host-b"} {
+		if _, err := st.Hello(t.Context(), a.ID, inc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := `plumbline_agent_identity_conflicts_total{agent_id="` + a.ID + `",host="` + a.Hostname + `"} 2`
+	if body := scrape(t, c); !strings.Contains(body, want) {
+		t.Errorf("no %s in:\n%s", want, body)
+	}
 }

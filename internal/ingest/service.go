@@ -15,6 +15,7 @@ package ingest
 import (
 	"context"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -136,7 +137,9 @@ type Service struct {
 	store *store.Store
 	opts  Options
 	lim   *limiters
-	adm   *admission
+	// conflictLog rate-limits the identity-conflict log line per agent.
+	conflictLog logLimiter
+	adm         *admission
 }
 
 // New returns a Service storing into st.
@@ -292,6 +295,9 @@ func (s *Service) Hello(ctx context.Context, req *plumblinev1.HelloRequest) (*pl
 	if err := s.checkCaller(ctx, req.GetAgentId()); err != nil {
 		return nil, err
 	}
+	if err := CheckIncarnation(req.GetIncarnation()); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
 	h := req.GetHost()
 	for _, f := range []struct{ name, v string }{
 		{"host.hostname", h.GetHostname()}, {"host.os", h.GetOs()}, {"host.kernel", h.GetKernel()},
@@ -313,18 +319,37 @@ func (s *Service) Hello(ctx context.Context, req *plumblinev1.HelloRequest) (*pl
 	if err != nil {
 		return nil, s.storeError(ctx, "hello", req.GetAgentId(), err)
 	}
-	hw, err := s.store.HighWater(ctx, req.GetAgentId())
+	inc := req.GetIncarnation()
+	st, err := s.store.Hello(ctx, req.GetAgentId(), inc)
 	if err != nil {
 		return nil, s.storeError(ctx, "hello", req.GetAgentId(), err)
 	}
-	s.opts.Logger.Debug("hello", "agent", req.GetAgentId(), "version", req.GetAgentVersion(), "high_water", hw)
+	if st.IdentityConflict {
+		s.identityConflict(req.GetAgentId(), inc, st.Superseded, "hello")
+	}
+	s.opts.Logger.Debug("hello", "agent", req.GetAgentId(), "incarnation", inc, "version", req.GetAgentVersion(), "high_water", st.HighWater)
+	digest, _ := hex.DecodeString(st.GeometryDigest) // written by the store from a checked digest
 	return &plumblinev1.HelloResponse{
 		GeometryRefreshInterval: durationpb.New(s.opts.GeometryRefreshInterval),
 		ReportInterval:          durationpb.New(s.opts.ReportInterval),
-		HighWaterSequence:       hw,
+		HighWaterSequence:       st.HighWater,
 		MaxBatchRecords:         uint32(s.opts.Limits.MaxBatchRecords),
 		ServerTime:              timestamppb.New(now),
+		GeometryDigest:          digest,
 	}, nil
+}
+
+// identityConflict says that two live agents share one identity: an
+// incarnation that a newer one (superseded by) had replaced spoke again.
+// The store counts it (the hosts API and the
+// plumbline_agent_identity_conflicts_total metric show it); the log says
+// it at most once per agent per conflictLogEvery.
+func (s *Service) identityConflict(agent, incarnation, current, op string) {
+	if !s.conflictLog.allow(agent, s.opts.Now()) {
+		return
+	}
+	s.opts.Logger.Error("two agents are reporting as one identity (two hosts sharing one certificate, or a copied spool): records of both are kept, but the host's geometry flips between them",
+		"agent", agent, "incarnation", incarnation, "other_incarnation", current, "call", op)
 }
 
 // maxHostFieldBytes bounds each host fact of a Hello.
@@ -353,16 +378,22 @@ func (s *Service) Report(ctx context.Context, req *plumblinev1.ReportRequest) (*
 	if err := s.checkCaller(ctx, req.GetAgentId()); err != nil {
 		return nil, err
 	}
-	agent := req.GetAgentId()
+	agent, inc := req.GetAgentId(), req.GetIncarnation()
+	if err := CheckIncarnation(inc); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
 	b, err := ValidateReport(req, s.opts.Limits, s.opts.Now())
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	// One commit for first_sequence and the records (grouped with other
 	// agents' batches on SQLite): nothing is acknowledged before it.
-	res, err := s.store.AppendBatchFrom(ctx, agent, b.FirstSequence, b.Records)
+	res, err := s.store.AppendBatchFrom(ctx, agent, inc, b.FirstSequence, b.Records)
 	if err != nil {
 		return nil, s.storeError(ctx, "report", agent, err)
+	}
+	if res.IdentityConflict {
+		s.identityConflict(agent, inc, "", "report")
 	}
 	resp := &plumblinev1.ReportResponse{HighWaterSequence: res.HighWater, Rejections: b.Rejections}
 	for _, r := range b.Records { // ascending
@@ -391,6 +422,38 @@ func (s *Service) storeError(ctx context.Context, op, agent string, err error) e
 	}
 	s.opts.Logger.Error("store", "op", op, "agent", agent, "err", err)
 	return status.Error(codes.Unavailable, fmt.Sprintf("%s: store unavailable; retry later", op))
+}
+
+// conflictLogEvery is the least time between two identity-conflict log
+// lines of one agent.
+const conflictLogEvery = time.Minute
+
+// logLimiter allows one log line per key per conflictLogEvery. Entries
+// older than that are dropped when the map grows, so it stays bounded by
+// the keys of the last minute.
+type logLimiter struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+func (l *logLimiter) allow(key string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.last == nil {
+		l.last = map[string]time.Time{}
+	}
+	if t, ok := l.last[key]; ok && now.Sub(t) < conflictLogEvery {
+		return false
+	}
+	if len(l.last) >= 1024 {
+		for k, t := range l.last {
+			if now.Sub(t) >= conflictLogEvery {
+				delete(l.last, k)
+			}
+		}
+	}
+	l.last[key] = now
+	return true
 }
 
 // limiters is a token bucket per agent identity. Buckets idle for

@@ -1,6 +1,8 @@
 package ingest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -257,7 +259,11 @@ func convertRecord(r *plumblinev1.Record, lim Limits, now time.Time) (rec store.
 		if err != nil {
 			return store.Record{}, fmt.Errorf("geometry: %w", err)
 		}
+		if d := p.Geometry.GetDigest(); len(d) != 0 && len(d) != sha256.Size {
+			return store.Record{}, fmt.Errorf("geometry: digest of %d bytes: want %d (SHA-256) or none", len(d), sha256.Size)
+		}
 		rec.Kind, rec.Volumes = store.KindGeometry, vols
+		rec.GeometryDigest = hex.EncodeToString(p.Geometry.GetDigest())
 	case *plumblinev1.Record_Probe:
 		if p.Probe == nil {
 			return store.Record{}, errors.New("probe: empty payload")
@@ -416,7 +422,7 @@ func checkTime(ts *timestamppb.Timestamp, name string, now time.Time, lim Limits
 
 // Geometry enumerations, from geometry.proto.
 var (
-	triggers   = []string{"start", "changed", "interval"}
+	triggers   = []string{"start", "changed", "interval", "resync"}
 	layerKinds = []string{"filesystem", "lvm", "dm", "raid", "partition", "disk"}
 	raidLevels = []string{"raid0", "raid1", "raid5", "raid6", "raid10", "raid50", "raid60", "linear"}
 )
@@ -453,6 +459,21 @@ func convertGeometry(g *plumblinev1.GeometrySnapshot, lim Limits) ([]store.Volum
 		out = append(out, sv)
 	}
 	return out, nil
+}
+
+// Rejudge is the store.JudgeFunc of the server's rules: it re-evaluates a
+// stored geometry's alignment, so that a rule change reaches volumes whose
+// agents send no new snapshot (store.RejudgeVolumes, run at server start).
+func Rejudge(geometry []byte) (store.Volume, error) {
+	var v plumblinev1.Volume
+	if err := proto.Unmarshal(geometry, &v); err != nil {
+		return store.Volume{}, fmt.Errorf("stored geometry: %w", err)
+	}
+	sv, err := judge(&v)
+	if err != nil {
+		return store.Volume{}, err
+	}
+	return sv, nil
 }
 
 // judge re-evaluates a volume's alignment with the server's rules (the

@@ -438,7 +438,7 @@ func liveFleet(b *testing.B, st *store.Store, rate int) (stop func()) {
 			h := (k * 7919) % hosts
 			id := fmt.Sprintf("agent-%06d", h)
 			hostname := fmt.Sprintf("db%06d.example", h)
-			hw, err := st.HighWater(ctx, id)
+			hw, err := st.HighWater(ctx, id, "")
 			if err != nil {
 				continue
 			}

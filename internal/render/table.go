@@ -14,16 +14,23 @@ import (
 // per volume, then every finding with its fix.
 func Table(w io.Writer, inv *plumblinev1.Inventory) error {
 	h := inv.GetHost()
-	fmt.Fprintf(w, "host %s (%s %s)\n\n", orDash(h.GetHostname()), orDash(h.GetOs()), orDash(h.GetKernel()))
+	name := h.GetHostname()
+	if name == "" {
+		name = "unknown" // a captured tree that names no host
+	}
+	fmt.Fprintf(w, "host %s (%s %s)\n\n", name, orDash(h.GetOs()), orDash(h.GetKernel()))
 	if len(inv.GetVolumes()) == 0 {
 		_, err := fmt.Fprintln(w, "no block-backed file systems found")
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "MOUNT\tFS\tCLUSTER\tOFFSET\tSTRIPE\tRAID\tVERDICT\tSPLIT 8K/64K\tWORST FINDING")
+	// OFFSET SPLIT is what the offset adds (what re-partitioning removes);
+	// GRAIN SPLIT splits at any offset, from I/Os placed on a grid finer
+	// than their size (the allocation unit), and is no misalignment.
+	fmt.Fprintln(tw, "MOUNT\tFS\tCLUSTER\tOFFSET\tSTRIPE\tRAID\tVERDICT\tOFFSET SPLIT 8K/64K\tGRAIN SPLIT 8K/64K\tWORST FINDING")
 	for _, v := range inv.GetVolumes() {
 		a := v.GetAlignment()
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			v.GetMountPoint(),
 			orDash(v.GetFilesystem().GetType()),
 			size(uint64(v.GetFilesystem().GetBlockSizeBytes())),
@@ -31,7 +38,8 @@ func Table(w io.Writer, inv *plumblinev1.Inventory) error {
 			stripeCell(a),
 			raidCell(v),
 			orDash(a.GetVerdict()),
-			splitCell(a),
+			splitCell(a.GetSplitFraction()),
+			splitCell(a.GetGranularitySplitFraction()),
 			worst(a))
 	}
 	if err := tw.Flush(); err != nil {
@@ -106,8 +114,9 @@ func raidCell(v *plumblinev1.Volume) string {
 	return "-"
 }
 
-func splitCell(a *plumblinev1.Alignment) string {
-	sf := a.GetSplitFraction()
+// splitCell writes a split figure for 8 KiB and 64 KiB I/Os; "-" when
+// none was computed (no stripe unit or offset known).
+func splitCell(sf map[uint32]float64) string {
 	if len(sf) == 0 {
 		return "-"
 	}
