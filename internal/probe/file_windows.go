@@ -36,15 +36,6 @@ type fileEndOfFileInfo struct{ EndOfFile int64 }
 // fileDispositionInfo is FILE_DISPOSITION_INFO.
 type fileDispositionInfo struct{ DeleteFile uint8 }
 
-// noBusyGuard is the busy guard's status on Windows, which has no
-// per-device busy time for it yet.
-const noBusyGuard = "unavailable: no per-device busy time on Windows yet"
-
-// newBusySampler: none on Windows (noBusyGuard).
-func newBusySampler(Options, *probeDir) (utilSampler, string, string) {
-	return nil, "", noBusyGuard
-}
-
 // winFile is the probe file's overlapped HANDLE.
 type winFile struct {
 	h        windows.Handle
