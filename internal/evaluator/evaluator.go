@@ -1,7 +1,9 @@
 // Package evaluator is the server's baseline loop: it reads the probe
-// results the store has not judged yet, feeds each run's median latency to
-// the baseline.Detector of its volume and probe kind — against the volume's
-// history, its profile's cohort and the profile's prior — and persists the
+// results the store has not judged yet, feeds each run (RunOf: its median,
+// p99 and mean latency and its rate against its IOPS cap) to the
+// baseline.Detector of its volume and probe kind — against the volume's
+// history of each signal, its profile's cohort and the profile's prior
+// (the median) — and persists the
 // detectors, their states and cumulative probe statistics for the exporter
 // and the inventory, with each volume and kind's failing streak (runs the
 // agent refused or failed to start, until one does I/O again).
