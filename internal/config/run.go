@@ -14,6 +14,7 @@ import (
 	"github.com/plumbline/plumbline/internal/bytesize"
 	"github.com/plumbline/plumbline/internal/geometry"
 	"github.com/plumbline/plumbline/internal/probe"
+	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 // Defaults of the `agent run` keys.
@@ -143,7 +144,7 @@ func (a *Agent) applyDefaults() {
 	for i := range a.Probes {
 		p := &a.Probes[i]
 		if len(p.Kinds) == 0 {
-			p.Kinds = slices.Clone(probe.Kinds)
+			p.Kinds = probe.Kinds()
 		}
 		if p.Every == 0 {
 			p.Every = DefaultProbeEvery
@@ -222,8 +223,8 @@ func (a Agent) validateRun() []error {
 			add("%s.dir %q: want an absolute path", w, p.Dir)
 		}
 		for j, k := range p.Kinds {
-			if !slices.Contains(probe.Kinds, k) {
-				add("%s.kinds[%d] %q: want random-read, random-write or log-write", w, j, k)
+			if !slices.Contains(probe.Kinds(), k) {
+				add("%s.kinds[%d] %q: want %s", w, j, k, orList(vocab.ProbeKindNames()))
 			}
 			key := p.MountPoint + "\x00" + string(k)
 			if seen[key] {
@@ -343,4 +344,12 @@ func isLoopback(host string) bool {
 // validates on any OS.
 func isWindowsAbs(p string) bool {
 	return len(p) >= 3 && (p[0]|0x20 >= 'a' && p[0]|0x20 <= 'z') && p[1] == ':' && (p[2] == '\\' || p[2] == '/')
+}
+
+// orList joins words for a message: "a, b or c".
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }

@@ -26,8 +26,8 @@ import (
 
 	"github.com/plumbline/plumbline/internal/baseline"
 	"github.com/plumbline/plumbline/internal/histogram"
-	"github.com/plumbline/plumbline/internal/probe"
 	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/vocab"
 	"github.com/plumbline/plumbline/internal/wire"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
@@ -287,7 +287,7 @@ func (e *Evaluator) judge(ctx context.Context, runs []store.ProbeRun) error {
 		// lock-timeout) neither prove nor disprove anything.
 		pk := store.ProbeKey{AgentID: r.AgentID, MountPoint: r.MountPoint, Kind: r.Kind}
 		switch {
-		case r.StoppedReason == probe.StopRefused || r.StoppedReason == probe.StopFailed:
+		case r.StoppedReason == vocab.StopRefused || r.StoppedReason == vocab.StopFailed:
 			f := failing[pk]
 			if f == nil {
 				f = &store.ProbeFailing{AgentID: r.AgentID, MountPoint: r.MountPoint, Kind: r.Kind, Since: r.StartedAt}
