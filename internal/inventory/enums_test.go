@@ -3,6 +3,7 @@ package inventory
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -52,5 +53,14 @@ func TestOpenAPIEnums(t *testing.T) {
 	}
 	if got, want := schemaEnum("Alignment", "verdict"), vocab.Verdicts(); !slices.Equal(got, want) {
 		t.Errorf("openapi.yaml Alignment.verdict: enum %v, want %v", got, want)
+	}
+	if got, want := schemaEnum("ProbeSummary", "kind"), vocab.ProbeKindNames(); !slices.Equal(got, want) {
+		t.Errorf("openapi.yaml ProbeSummary.kind: enum %v, want %v", got, want)
+	}
+	desc := doc.Components.Schemas["ProbeSummary"].Value.Properties["stopped_reason"].Value.Description
+	for _, r := range vocab.StopReasons() {
+		if !strings.Contains(desc, r) {
+			t.Errorf("openapi.yaml ProbeSummary.stopped_reason does not name stop reason %q: %s", r, desc)
+		}
 	}
 }

@@ -268,8 +268,8 @@ func (o *Options) validate() error {
 	} else {
 		o.Sync = ""
 	}
-	if o.QueueDepth < 1 || o.QueueDepth > 256 {
-		return bad("queue depth %d: want 1 to 256", o.QueueDepth)
+	if o.QueueDepth < 1 || o.QueueDepth > vocab.MaxQueueDepth {
+		return bad("queue depth %d: want 1 to %d", o.QueueDepth, vocab.MaxQueueDepth)
 	}
 	if o.FileSize%HeaderSize != 0 || o.FileSize < HeaderSize+int64(max(bs, HeaderSize)) {
 		return bad("file size %d: want a multiple of 1MiB, at least 2MiB", o.FileSize)
