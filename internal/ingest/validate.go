@@ -424,7 +424,6 @@ func checkTime(ts *timestamppb.Timestamp, name string, now time.Time, lim Limits
 var (
 	triggers   = []string{"start", "changed", "interval", "resync"}
 	layerKinds = []string{"filesystem", "lvm", "dm", "raid", "partition", "disk"}
-	raidLevels = []string{"raid0", "raid1", "raid5", "raid6", "raid10", "raid50", "raid60", "linear"}
 )
 
 func convertGeometry(g *plumblinev1.GeometrySnapshot, lim Limits) ([]store.Volume, error) {
@@ -552,8 +551,8 @@ func checkLayer(l *plumblinev1.Layer) error {
 	if !slices.Contains(layerKinds, l.GetKind()) {
 		return fmt.Errorf("kind %q: want one of %s", l.GetKind(), strings.Join(layerKinds, ", "))
 	}
-	if lv := l.GetRaidLevel(); lv != "" && !slices.Contains(raidLevels, lv) {
-		return fmt.Errorf("raid_level %q: want one of %s", lv, strings.Join(raidLevels, ", "))
+	if lv := l.GetRaidLevel(); lv != "" && !slices.Contains(vocab.LayerRAIDLevels(), lv) {
+		return fmt.Errorf("raid_level %q: want one of %s", lv, strings.Join(vocab.LayerRAIDLevels(), ", "))
 	}
 	for _, f := range []struct {
 		name string

@@ -67,7 +67,7 @@ func TestListsAreImmutable(t *testing.T) {
 	lists := map[string]func() []string{
 		"ProbeKindNames": ProbeKindNames, "SyncModeNames": SyncModeNames, "StopReasons": StopReasons,
 		"NotRunReasons": NotRunReasons, "IOSizeNames": IOSizeNames, "Verdicts": Verdicts,
-		"Severities": Severities, "RAIDLevels": RAIDLevels, "DeclarableRAIDLevels": DeclarableRAIDLevels,
+		"Severities": Severities, "RAIDLevels": RAIDLevels, "DeclarableRAIDLevels": DeclarableRAIDLevels, "LayerRAIDLevels": LayerRAIDLevels,
 	}
 	for name, f := range lists {
 		a := f()
@@ -108,6 +108,9 @@ func TestWords(t *testing.T) {
 	}
 	if n, ok := RAIDMinDisks("raid60"); !ok || n != 8 {
 		t.Errorf("RAIDMinDisks(raid60) = %d, %v, want 8", n, ok)
+	}
+	if got := LayerRAIDLevels(); slices.Contains(got, NoRAID) || len(got) != len(RAIDLevels())-1 {
+		t.Errorf("LayerRAIDLevels() = %v: want every level but %s", got, NoRAID)
 	}
 	for _, l := range []string{NoRAID, "linear", "raid7"} {
 		if _, ok := RAIDMinDisks(l); ok {

@@ -83,6 +83,18 @@ func RAIDLevels() []string {
 	return out
 }
 
+// LayerRAIDLevels lists the levels a RAID or striped layer of a volume can
+// carry: every level but NoRAID.
+func LayerRAIDLevels() []string {
+	var out []string
+	for _, r := range raidLevels {
+		if r.level != NoRAID {
+			out = append(out, r.level)
+		}
+	}
+	return out
+}
+
 // DeclarableRAIDLevels lists the levels a declared hardware RAID device may
 // have.
 func DeclarableRAIDLevels() []string {
