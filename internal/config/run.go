@@ -246,17 +246,22 @@ func (a Agent) validateRun() []error {
 		}
 		if bs := uint64(p.BlockSize); bs < probe.MinBlockSize || bs > probe.MaxBlockSize || bits.OnesCount64(bs) != 1 {
 			add("%s.block_size %s: want a power of two from 512B to 1MiB", w, p.BlockSize)
-		} else if bs > probe.MaxLogBlockSize && slices.Contains(p.Kinds, probe.LogWrite) {
-			add("%s.block_size %s: log-write wants 512B to 64KiB", w, p.BlockSize)
+		} else {
+			for _, k := range p.Kinds {
+				if spec, ok := vocab.LookupProbeKind(k); ok && bs > uint64(spec.MaxBlockSize) {
+					add("%s.block_size %s: %s wants %s to %s", w, p.BlockSize, k, bytesize.Size(vocab.MinBlockSize), bytesize.Size(spec.MaxBlockSize))
+					break
+				}
+			}
 		}
 		if fs := uint64(p.FileSize); fs%probe.HeaderSize != 0 || fs < 2*probe.HeaderSize || fs < probe.HeaderSize+uint64(p.BlockSize) {
 			add("%s.file_size %s: want a multiple of 1MiB, at least 2MiB", w, p.FileSize)
 		}
-		if p.QueueDepth < 1 || p.QueueDepth > 256 {
-			add("%s.queue_depth %d: want 1 to 256 (log-write always runs at 1)", w, p.QueueDepth)
+		if p.QueueDepth < 1 || p.QueueDepth > vocab.MaxQueueDepth {
+			add("%s.queue_depth %d: want 1 to %d (log-write always runs at 1)", w, p.QueueDepth, vocab.MaxQueueDepth)
 		}
-		if p.Sync != probe.SyncDsync && p.Sync != probe.SyncFdatasync {
-			add("%s.sync %q: want dsync or fdatasync", w, p.Sync)
+		if !slices.Contains(vocab.SyncModes(), p.Sync) {
+			add("%s.sync %q: want %s", w, p.Sync, orList(vocab.SyncModeNames()))
 		}
 		if p.BusyThreshold != nil && (*p.BusyThreshold < 0 || *p.BusyThreshold > 100) {
 			add("%s.busy_threshold %g: want 0 (off) to 100 percent", w, *p.BusyThreshold)
