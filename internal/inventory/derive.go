@@ -13,6 +13,11 @@ import (
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
+// FilterValues lists the values the enumerated filter param (verdict,
+// raid_level, media, rule, severity, io_size_bytes) accepts, for a client's
+// flag help; nil for a filter that takes free text or numbers.
+func FilterValues(param string) []string { return filterEnums()[param] }
+
 // filterEnums are the values each enumerated filter of /volumes and
 // /summary accepts, from the words' homes: vocab (verdicts, RAID levels,
 // severities, I/O sizes), align (rule ids) and baseline (media classes).

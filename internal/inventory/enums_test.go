@@ -41,6 +41,12 @@ func TestOpenAPIEnums(t *testing.T) {
 			t.Errorf("openapi.yaml parameter %s: enum %v, the server accepts %v", name, got, want)
 		}
 	}
+	if got := FilterValues("raid_level"); !slices.Equal(got, vocab.RAIDLevels()) {
+		t.Errorf("FilterValues(raid_level) = %v, want %v", got, vocab.RAIDLevels())
+	}
+	if got := FilterValues("host"); got != nil {
+		t.Errorf("FilterValues(host) = %v: want nil for a free-text filter", got)
+	}
 	schemaEnum := func(schema, prop string) []string {
 		s := doc.Components.Schemas[schema]
 		if s == nil || s.Value == nil || s.Value.Properties[prop] == nil {
