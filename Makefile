@@ -65,8 +65,9 @@ fuzz:
 	@set -e; for spec in \
 	  internal/geometry:FuzzParseExt4Superblock internal/geometry:FuzzParseXFSSuperblock \
 	  internal/geometry:FuzzParseSysfsValue internal/geometry:FuzzParseMountInfo internal/geometry:FuzzParseLVMMetadata \
-	  internal/config:FuzzParse internal/spool:FuzzReadSegment internal/ingest:FuzzValidateReport \
-	  internal/wire:FuzzHistogramFromProto internal/probe:FuzzParseHeader internal/baseline:FuzzUnmarshalBinary; do \
+	  internal/config:FuzzParse internal/spool:FuzzReadSegment internal/spool:FuzzParseIncarnation internal/ingest:FuzzValidateReport \
+	  internal/wire:FuzzHistogramFromProto internal/probe:FuzzParseHeader internal/baseline:FuzzUnmarshalBinary \
+	  internal/strictyaml:FuzzDecode internal/bytesize:FuzzParse; do \
 	  pkg=$${spec%%:*}; fn=$${spec##*:}; echo "== $$pkg $$fn"; \
 	  $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./$$pkg; \
 	done

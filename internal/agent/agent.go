@@ -40,8 +40,15 @@ import (
 // ProbeFunc runs one probe; probe.Run in production, a fake in tests.
 type ProbeFunc func(ctx context.Context, o probe.Options) (probe.Result, error)
 
-// DiscoverFunc returns the host's inventory, alignment verdicts included.
-type DiscoverFunc func(ctx context.Context) (*plumblinev1.Inventory, error)
+// DiscoverFunc returns the host's inventory, alignment verdicts included,
+// and the mounts discovery left out.
+type DiscoverFunc func(ctx context.Context) (Discovery, error)
+
+// Discovery is one geometry discovery's answer.
+type Discovery struct {
+	Inventory *plumblinev1.Inventory
+	Filtered  []geometry.Filtered // mounts that are not volumes, and why
+}
 
 // Options configure an Agent.
 type Options struct {
@@ -75,6 +82,17 @@ type Agent struct {
 	reportInterval atomic.Int64
 	maxBatch       atomic.Int64
 	host           atomic.Pointer[plumblinev1.Host]
+	// lastSnap is the geometry snapshot spooled last; resync asks the
+	// geometry loop for a new one (the server holds another digest).
+	lastSnap atomic.Pointer[spooledSnapshot]
+	resync   chan struct{}
+}
+
+// spooledSnapshot is a geometry snapshot in the spool: its digest
+// (GeometrySnapshot.digest) and sequence.
+type spooledSnapshot struct {
+	digest []byte
+	seq    uint64
 }
 
 // New opens the spool; Run does the rest.
@@ -102,13 +120,14 @@ func New(o Options) (*Agent, error) {
 	}
 	if o.Discover == nil {
 		g := o.Geometry
-		o.Discover = func(ctx context.Context) (*plumblinev1.Inventory, error) { return discover(ctx, g) }
+		o.Discover = func(ctx context.Context) (Discovery, error) { return discover(ctx, g) }
 	}
 	sp, err := spool.Open(spool.Options{Dir: o.Config.Spool.Dir, MaxBytes: int64(o.Config.Spool.MaxBytes)})
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{o: o, log: o.Logger, spool: sp, metrics: newMetrics(sp), locks: newDeviceLocks(), mounts: newMountTable(o.ProcRoot)}
+	a := &Agent{o: o, log: o.Logger, spool: sp, metrics: newMetrics(sp), locks: newDeviceLocks(), mounts: newMountTable(o.ProcRoot),
+		resync: make(chan struct{}, 1)}
 	a.host.Store(hostFacts(o))
 	a.geomInterval.Store(int64(o.Config.Intervals.GeometryRefresh))
 	a.reportInterval.Store(int64(o.Config.Intervals.Report))
@@ -166,16 +185,16 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	sched := &scheduler{a: a, running: map[string]context.CancelFunc{}}
 	wg.Go(func() { a.geometryLoop(ctx, sched) })
-	wg.Go(func() { a.sendLoop(ctx, plumblinev1.NewAgentServiceClient(conn)) })
+	wg.Go(func() { a.sendLoop(ctx, conn) })
 	<-ctx.Done()
 	wg.Wait()
 	sched.stop()
 	return nil
 }
 
-// append spools one record with the next sequence.
-func (a *Agent) append(rec *plumblinev1.Record) error {
-	_, err := a.spool.Append(func(seq uint64) ([]byte, error) {
+// append spools one record with the next sequence and returns it.
+func (a *Agent) append(rec *plumblinev1.Record) (uint64, error) {
+	seq, err := a.spool.Append(func(seq uint64) ([]byte, error) {
 		rec.Sequence = seq
 		rec.ProducedAt = timestamppb.Now()
 		return proto.Marshal(rec)
@@ -184,7 +203,7 @@ func (a *Agent) append(rec *plumblinev1.Record) error {
 		a.metrics.spoolErrors.Inc()
 		a.log.Error("spool append", "err", err)
 	}
-	return err
+	return seq, err
 }
 
 // hostFacts is what Hello says about the host before the first geometry
@@ -201,25 +220,32 @@ func hostFacts(o Options) *plumblinev1.Host {
 }
 
 // discover is the production DiscoverFunc: `agent inspect`'s answer.
-func discover(ctx context.Context, opts geometry.Options) (*plumblinev1.Inventory, error) {
+func discover(ctx context.Context, opts geometry.Options) (Discovery, error) {
 	res, err := geometry.InspectVolumes(ctx, opts)
 	if err != nil {
-		return nil, err
+		return Discovery{}, err
 	}
 	for _, v := range res.Volumes {
 		v.Alignment = align.Evaluate(v)
 	}
-	return &plumblinev1.Inventory{Host: geometry.DiscoverHost(opts), Volumes: res.Volumes}, nil
+	return Discovery{Inventory: &plumblinev1.Inventory{Host: geometry.DiscoverHost(opts), Volumes: res.Volumes}, Filtered: res.Filtered}, nil
 }
 
 // geometryLoop discovers at start, when the mount table changes (a.mounts) and every
 // geometry refresh interval; a snapshot is spooled when the inventory
-// differs from the last one spooled (and always at start).
+// differs from the last one spooled, and always at start and when the
+// sender asks for a resync (the server holds another snapshot than the
+// last one spooled, see session).
 func (a *Agent) geometryLoop(ctx context.Context, sched *scheduler) {
 	lastMount := a.mounts.fingerprint()
 	var lastInv []byte
+	cov := newCoverage(a.log, a.metrics, a.o.Config.Probes)
 	run := func(trigger string) {
-		inv, err := a.o.Discover(ctx)
+		d, err := a.o.Discover(ctx)
+		inv := d.Inventory
+		if err == nil && inv == nil {
+			err = errors.New("discovery returned no inventory")
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				a.metrics.geometryError.Inc()
@@ -232,14 +258,16 @@ func (a *Agent) geometryLoop(ctx context.Context, sched *scheduler) {
 			a.host.Store(proto.Clone(inv.Host).(*plumblinev1.Host))
 		}
 		key := inventoryKey(inv)
-		if trigger == "start" || !bytes.Equal(key, lastInv) {
-			snap := &plumblinev1.Record{Payload: &plumblinev1.Record_Geometry{Geometry: &plumblinev1.GeometrySnapshot{Inventory: inv, Trigger: trigger}}}
-			if a.append(snap) == nil {
+		if trigger == "start" || trigger == "resync" || !bytes.Equal(key, lastInv) {
+			snap := &plumblinev1.Record{Payload: &plumblinev1.Record_Geometry{Geometry: &plumblinev1.GeometrySnapshot{Inventory: inv, Trigger: trigger, Digest: key}}}
+			if seq, err := a.append(snap); err == nil {
 				lastInv = key
+				a.lastSnap.Store(&spooledSnapshot{digest: key, seq: seq})
 				a.metrics.snapshots.WithLabelValues(trigger).Inc()
 			}
 		}
 		sched.update(ctx, inv.GetVolumes())
+		cov.update(ctx, inv.GetVolumes(), d.Filtered)
 	}
 	run("start")
 	refresh := time.NewTimer(time.Duration(a.geomInterval.Load()))
@@ -258,11 +286,14 @@ func (a *Agent) geometryLoop(ctx context.Context, sched *scheduler) {
 		case <-refresh.C:
 			run("interval")
 			refresh.Reset(time.Duration(a.geomInterval.Load()))
+		case <-a.resync:
+			run("resync")
 		}
 	}
 }
 
-// inventoryKey identifies an inventory's content: collection times aside.
+// inventoryKey identifies an inventory's content, collection times aside:
+// the SHA-256 sent as GeometrySnapshot.digest.
 func inventoryKey(inv *plumblinev1.Inventory) []byte {
 	c := proto.Clone(inv).(*plumblinev1.Inventory)
 	if c.Host != nil {
@@ -283,11 +314,12 @@ type mountTable interface {
 
 // target is one (volume, kind) probe timer.
 type target struct {
-	mount    string
-	device   string
-	lockKeys []string
-	kind     probe.Kind
-	sched    config.ProbeSchedule
+	mount      string
+	device     string
+	lockKeys   []string
+	kind       probe.Kind
+	sched      config.ProbeSchedule
+	schedIndex int // in Config.Probes
 }
 
 func (t target) key() string {
@@ -309,7 +341,7 @@ func targetsFor(vols []*plumblinev1.Volume, scheds []config.ProbeSchedule) []tar
 	var out []target
 	for _, v := range vols {
 		done := map[probe.Kind]bool{}
-		for _, s := range scheds {
+		for i, s := range scheds {
 			if !geometry.MatchMountPoint(s.MountPoint, v.GetMountPoint()) {
 				continue
 			}
@@ -318,7 +350,7 @@ func targetsFor(vols []*plumblinev1.Volume, scheds []config.ProbeSchedule) []tar
 					continue
 				}
 				done[k] = true
-				out = append(out, target{mount: v.GetMountPoint(), device: v.GetDevice(), lockKeys: lockKeys(v), kind: k, sched: s})
+				out = append(out, target{mount: v.GetMountPoint(), device: v.GetDevice(), lockKeys: lockKeys(v), kind: k, sched: s, schedIndex: i})
 			}
 		}
 	}
@@ -428,18 +460,34 @@ func (a *Agent) probeOnce(ctx context.Context, t target) {
 	kind := string(t.kind)
 	release, err := a.locks.acquire(rctx, t.lockKeys)
 	if err != nil {
-		if ctx.Err() == nil {
-			a.metrics.probeRuns.WithLabelValues(kind, "skipped").Inc()
-			a.metrics.probeSkips.WithLabelValues(kind, "lock-timeout").Inc()
+		if ctx.Err() != nil {
+			return // shutting down
 		}
+		a.metrics.probeRuns.WithLabelValues(kind, "skipped").Inc()
+		a.metrics.probeSkips.WithLabelValues(kind, probe.StopLockTimeout).Inc()
+		err = fmt.Errorf("another probe held %v for the whole run timeout of %s", t.lockKeys, runTimeout(o))
+		a.log.Warn("probe skipped", "mount_point", t.mount, "kind", kind, "reason", probe.StopLockTimeout, "err", err)
+		a.spoolProbe(t, notRun(o, probe.Result{}, probe.StopLockTimeout, err))
 		return
 	}
 	res, err := a.o.Probe(rctx, o)
 	release()
 	if err != nil {
+		if ctx.Err() != nil {
+			return // shutting down: says nothing about the volume
+		}
+		// A refused or failed run is reported like any other, so the
+		// server sees a volume whose probes never run.
+		reason := probe.FailureReason(err)
 		a.metrics.probeRuns.WithLabelValues(kind, "error").Inc()
-		a.log.Error("probe", "mount_point", t.mount, "kind", kind, "err", err)
+		a.metrics.probeSkips.WithLabelValues(kind, reason).Inc()
+		a.log.Error("probe", "mount_point", t.mount, "kind", kind, "reason", reason, "err", err)
+		a.spoolProbe(t, notRun(o, res, reason, err))
 		return
+	}
+	if res.FileRewrittenFrom > 0 {
+		a.log.Warn("probe file rewritten: its size changed", "mount_point", t.mount, "file", res.File,
+			"old_size_bytes", res.FileRewrittenFrom, "new_size_bytes", res.FileSize, "fill_seconds", res.FillSeconds)
 	}
 	switch {
 	case res.Skipped:
@@ -454,6 +502,11 @@ func (a *Agent) probeOnce(ctx context.Context, t target) {
 	if res.StoppedReason == probe.StopInterrupted && ctx.Err() != nil {
 		return // shutting down: an interrupted run says nothing about the volume
 	}
+	a.spoolProbe(t, res)
+}
+
+// spoolProbe spools one run of t.
+func (a *Agent) spoolProbe(t target, res probe.Result) {
 	pr := ProbeResultToProto(t.mount, res)
 	if pr.Device == "" {
 		pr.Device = path.Base(t.device)

@@ -23,8 +23,9 @@
 // to Gather.
 //
 // Every per-volume metric carries host and mount_point. With default
-// settings a volume costs at most 30 series: see README's metrics reference
-// and TestSeriesPerVolume.
+// settings a volume costs at most 80 series (63 of them its three latency
+// histograms' classic buckets): see README's metrics reference and
+// TestSeriesPerVolume.
 package exporter
 
 import (
@@ -57,14 +58,24 @@ import (
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
-// DefaultClassicBuckets are the classic bucket bounds of the probe latency
-// histograms (seconds): 2^-10 ≈ 0.98 ms (flash answers below it) and 2^-6 ≈
-// 15.6 ms (a rotating disk's random I/O stays below it; beyond is queueing or
-// a sick device). They are bounds of the schema-3 native buckets, so each
-// classic count is exact. Two bounds keep a volume within its series budget;
-// the native buckets (~9% wide) carry the full distribution, and _sum/_count
-// the exact mean.
-var DefaultClassicBuckets = []float64{0x1p-10, 0x1p-6}
+// DefaultClassicBuckets returns the classic bucket bounds of the probe
+// latency histograms (seconds): the powers of two from 2^-14 ≈ 61 µs (below
+// it only cache hits and the fastest flash) to 2^3 = 8 s (beyond is a stalled
+// device; +Inf counts it), 18 bounds, so a heatmap of the classic buckets
+// shows where a distribution sits within a factor of two: NVMe reads
+// (~100 µs), SSD (~200 µs), synced log writes (0.1–5 ms), a rotating disk's
+// random I/O (4–15 ms), queueing beyond. They are bounds of the schema-3 native
+// buckets, so each classic count is exact. A histogram costs 21 series
+// (18 bounds, +Inf, _sum, _count): a volume with three probe kinds 63. The
+// native buckets (~9% wide, one series per histogram in Prometheus) carry
+// the full distribution, and _sum/_count the exact mean.
+func DefaultClassicBuckets() []float64 {
+	b := make([]float64, 0, 18)
+	for e := -14; e <= 3; e++ {
+		b = append(b, math.Ldexp(1, e))
+	}
+	return b
+}
 
 // EvaluatorStatus is what the exporter shows about the baseline evaluator.
 // Passes and Failures count finished passes: when either moves, the
@@ -80,7 +91,7 @@ type EvaluatorStatus struct {
 type Options struct {
 	// ClassicBuckets are the classic bucket upper bounds in seconds,
 	// ascending, each a schema-3 bucket bound (2^(i/8)); default
-	// DefaultClassicBuckets.
+	// DefaultClassicBuckets().
 	ClassicBuckets []float64
 	// AgentStaleAfter is how long after its last report an agent counts as
 	// down (default 5m).
@@ -105,9 +116,10 @@ type Options struct {
 
 // Collector builds the exposition of the whole server and serves it.
 type Collector struct {
-	st   *store.Store
-	opts Options
-	fams [numFamilies]family
+	st      *store.Store
+	opts    Options
+	fams    [numFamilies]family
+	classic classicBounds // opts.ClassicBuckets, formatted once
 
 	mu  sync.Mutex // held by the scrape that refreshes; the others wait and share its result
 	gen uint64     // refreshes so far
@@ -119,6 +131,7 @@ type Collector struct {
 	volsOK    bool
 	baselines []store.MetricsBaseline
 	stops     []store.StopCount
+	failing   []store.ProbeFailing
 	cohorts   []store.Cohort
 	baseOK    bool
 	baseGen   EvaluatorStatus
@@ -148,12 +161,13 @@ type volPart struct {
 // rebuilt when one of its rows changes.
 type basePart struct {
 	part
-	gen   uint64
-	built bool
-	host  string
-	rows  []store.MetricsBaseline
-	stops []store.StopCount
-	hists map[string]*histFacts // by kind
+	gen     uint64
+	built   bool
+	host    string
+	rows    []store.MetricsBaseline
+	stops   []store.StopCount
+	failing []store.ProbeFailing
+	hists   map[string]*histFacts // by kind
 }
 
 type bodyKey struct{ protobuf, gzip bool }
@@ -163,7 +177,7 @@ type volKey struct{ agent, mount string }
 // New returns a Collector over st.
 func New(st *store.Store, opts Options) (*Collector, error) {
 	if opts.ClassicBuckets == nil {
-		opts.ClassicBuckets = DefaultClassicBuckets
+		opts.ClassicBuckets = DefaultClassicBuckets()
 	}
 	for i, b := range opts.ClassicBuckets {
 		if !(b > 0) || math.IsInf(b, 0) || histogram.UpperBound(histogram.Index(b)) != b {
@@ -191,7 +205,8 @@ func New(st *store.Store, opts Options) (*Collector, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Collector{st: st, opts: opts, fams: newFamilies(), volParts: map[volKey]*volPart{}, baseParts: map[volKey]*basePart{}}, nil
+	return &Collector{st: st, opts: opts, fams: newFamilies(), classic: newClassicBounds(opts.ClassicBuckets),
+		volParts: map[volKey]*volPart{}, baseParts: map[volKey]*basePart{}}, nil
 }
 
 // Handler serves c's exposition on GET /metrics.
@@ -330,7 +345,7 @@ func (c *Collector) refresh() {
 	if err != nil {
 		c.opts.Logger.Error("metrics snapshot", "err", err)
 		c.hosts, c.seqs, c.vols, c.volsOK, c.baseOK, c.present = nil, nil, nil, false, false, nil
-		c.baselines, c.stops, c.cohorts = nil, nil, nil
+		c.baselines, c.stops, c.failing, c.cohorts = nil, nil, nil, nil
 		c.volParts, c.baseParts = map[volKey]*volPart{}, map[volKey]*basePart{}
 		for i := range c.out {
 			switch i {
@@ -392,12 +407,15 @@ func (c *Collector) read(ctx context.Context, now time.Time, ev EvaluatorStatus)
 	if !c.baseOK || expired || evaluated {
 		// The stop counts and cohorts while the baselines are read.
 		var stops []store.StopCount
+		var failing []store.ProbeFailing
 		var cohorts []store.Cohort
 		var stopsErr error
 		var wg sync.WaitGroup
 		wg.Go(func() {
 			if stops, stopsErr = c.st.ListStopCounts(ctx); stopsErr == nil {
-				cohorts, stopsErr = c.st.ListCohorts(ctx)
+				if failing, stopsErr = c.st.ListProbeFailing(ctx); stopsErr == nil {
+					cohorts, stopsErr = c.st.ListCohorts(ctx)
+				}
 			}
 		})
 		var baselines []store.MetricsBaseline
@@ -416,7 +434,7 @@ func (c *Collector) read(ctx context.Context, now time.Time, ev EvaluatorStatus)
 		if err != nil {
 			return false, false, err
 		}
-		c.baselines, c.stops, c.cohorts = baselines, stops, cohorts
+		c.baselines, c.stops, c.failing, c.cohorts = baselines, stops, failing, cohorts
 		c.baseGen, c.baseOK, rebuildBase = ev, true, true
 	}
 	if expired {
@@ -575,7 +593,11 @@ func (c *Collector) sweep(p *part) {
 func (c *Collector) buildAgents(now time.Time) {
 	last := make([]*series, 0, len(c.hosts))
 	up := make([]*series, 0, len(c.hosts))
+	var conflicts []*series
 	for _, a := range c.hosts {
+		if a.IdentityConflicts > 0 {
+			conflicts = append(conflicts, c.series(famAgentConflicts, float64(a.IdentityConflicts), a.ID, a.Hostname))
+		}
 		v := 0.0
 		if !a.LastSeen.IsZero() && now.Sub(a.LastSeen) <= c.opts.AgentStaleAfter {
 			v = 1
@@ -583,6 +605,7 @@ func (c *Collector) buildAgents(now time.Time) {
 		last = append(last, c.series(famAgentLast, seconds(a.LastSeen), a.ID, a.Hostname))
 		up = append(up, c.series(famAgentUp, v, a.ID, a.Hostname))
 	}
+	c.set(famAgentConflicts, conflicts)
 	c.set(famAgentLast, last)
 	c.set(famAgentUp, up)
 	var ingest []*series
@@ -645,6 +668,11 @@ func (c *Collector) volumeSeries(v store.Volume, f *volumeFacts) []*series {
 	if v.SplitFraction64K != nil {
 		ss = append(ss, c.series(famVolSplit, *v.SplitFraction64K, host, mount, "65536"))
 	}
+	for _, size := range []uint32{8 << 10, 64 << 10} {
+		if g, ok := f.granularity[size]; ok {
+			ss = append(ss, c.series(famVolGranSplit, g, host, mount, strconv.FormatUint(uint64(size), 10)))
+		}
+	}
 	for _, fd := range f.findings {
 		ss = append(ss, c.series(famVolFinding, 1, host, mount, fd[0], fd[1]))
 	}
@@ -667,6 +695,16 @@ func (c *Collector) buildBaselines() {
 		stops[k] = c.stops[i:j:j]
 		i = j
 	}
+	failing := make(map[volKey][]store.ProbeFailing)
+	for i := 0; i < len(c.failing); {
+		k := volKey{c.failing[i].AgentID, c.failing[i].MountPoint}
+		j := i + 1
+		for j < len(c.failing) && c.failing[j].AgentID == k.agent && c.failing[j].MountPoint == k.mount {
+			j++
+		}
+		failing[k] = c.failing[i:j:j]
+		i = j
+	}
 	// Which volumes' rows to compare (serially: the maps), then compare
 	// and encode on every CPU (each job touches only its own part), then
 	// put the series of those that changed (serially: the families).
@@ -676,6 +714,7 @@ func (c *Collector) buildBaselines() {
 		host    string
 		rows    []store.MetricsBaseline
 		stops   []store.StopCount
+		failing []store.ProbeFailing
 		rebuilt bool
 		series  []*series
 	}
@@ -685,15 +724,16 @@ func (c *Collector) buildBaselines() {
 		if !ok {
 			return
 		}
-		st := stops[k]
+		st, fl := stops[k], failing[k]
 		delete(stops, k)
+		delete(failing, k)
 		p := c.baseParts[k]
 		if p == nil {
 			p = &basePart{hists: map[string]*histFacts{}}
 			c.baseParts[k] = p
 		}
 		p.gen = c.gen
-		jobs = append(jobs, job{k: k, p: p, host: host, rows: rows, stops: st})
+		jobs = append(jobs, job{k: k, p: p, host: host, rows: rows, stops: st, failing: fl})
 	}
 	for i := 0; i < len(c.baselines); {
 		k := volKey{c.baselines[i].AgentID, c.baselines[i].MountPoint}
@@ -707,12 +747,16 @@ func (c *Collector) buildBaselines() {
 	for k := range stops { // stop counts of volumes without a baseline
 		visit(k, nil)
 	}
+	for k := range failing { // failing volumes without a baseline or a stop count
+		visit(k, nil)
+	}
 	do := func(jobs []job) {
 		for i := range jobs {
 			j := &jobs[i]
 			p := j.p
-			same := p.built && p.host == j.host && slices.EqualFunc(p.rows, j.rows, sameBaseline) && slices.Equal(p.stops, j.stops)
-			p.rows, p.stops = j.rows, j.stops // the latest read's, so older reads can be freed
+			same := p.built && p.host == j.host && slices.EqualFunc(p.rows, j.rows, sameBaseline) && slices.Equal(p.stops, j.stops) &&
+				slices.EqualFunc(p.failing, j.failing, sameFailing)
+			p.rows, p.stops, p.failing = j.rows, j.stops, j.failing // the latest read's, so older reads can be freed
 			if !same {
 				p.host, p.built = j.host, true
 				j.rebuilt, j.series = true, c.baselineSeries(j.k, p)
@@ -776,7 +820,7 @@ func (c *Collector) baselineSeries(k volKey, p *basePart) []*series {
 			p.hists[b.Kind] = h
 		}
 		if h.ok {
-			ss = append(ss, c.fams[famLatency].encodeHistogram(famLatency, []string{host, mount, b.Kind}, c.opts.ClassicBuckets, &h.nativeHist))
+			ss = append(ss, c.fams[famLatency].encodeHistogram(famLatency, []string{host, mount, b.Kind}, c.classic, &h.nativeHist))
 		}
 	}
 	for kind := range p.hists {
@@ -799,7 +843,15 @@ func (c *Collector) baselineSeries(k volKey, p *basePart) []*series {
 	for _, r := range reasons {
 		ss = append(ss, c.series(famStops, float64(sums[r]), host, mount, r))
 	}
+	for _, f := range p.failing {
+		ss = append(ss, c.series(famFailingSince, seconds(f.Since), host, mount, f.Kind, f.Reason))
+	}
 	return ss
+}
+
+// sameFailing: the same failing streak as far as the exposition goes.
+func sameFailing(a, b store.ProbeFailing) bool {
+	return a.AgentID == b.AgentID && a.MountPoint == b.MountPoint && a.Kind == b.Kind && a.Reason == b.Reason && a.Since.Equal(b.Since)
 }
 
 // volumeFacts is what the exporter derives from a volume's geometry.
@@ -808,6 +860,9 @@ type volumeFacts struct {
 	raidLevel, cluster, media, profile string
 	findings                           [][2]string // rule, severity
 	raids                              []raidFacts
+	// granularity is the split at any offset by I/O size (the volumes
+	// table keeps only the offset-caused split).
+	granularity map[uint32]float64
 }
 
 type raidFacts struct {
@@ -826,6 +881,7 @@ func factsOf(v store.Volume) volumeFacts {
 	if p.AllocationUnit > 0 {
 		f.cluster = strconv.FormatUint(uint64(p.AllocationUnit), 10)
 	}
+	f.granularity = pv.GetAlignment().GetGranularitySplitFraction()
 	seen := map[[2]string]bool{}
 	for _, fd := range pv.GetAlignment().GetFindings() {
 		k := [2]string{fd.GetRule(), fd.GetSeverity()}
@@ -874,17 +930,16 @@ func (c *Collector) histFactsOf(b store.MetricsBaseline) *histFacts {
 	f.spans, f.deltas = h.Spans()
 	// The classic counts from the native buckets: each span starts its
 	// offset past the end of the one before (the first, at its offset).
+	// Buckets ascend, so each one's count goes to the first classic bound
+	// at or above it (none: only +Inf), then the counts accumulate.
 	limits := make([]int32, len(c.opts.ClassicBuckets))
 	for i, bound := range c.opts.ClassicBuckets {
 		limits[i] = histogram.Index(bound)
 	}
 	f.classic = make([]uint64, len(limits))
-	for i := range f.classic {
-		f.classic[i] = h.ZeroCount()
-	}
 	var idx int32
 	var count int64
-	k := 0
+	k, li := 0, 0
 	for si, sp := range f.spans {
 		if si == 0 {
 			idx = sp.Offset
@@ -894,13 +949,19 @@ func (c *Collector) histFactsOf(b store.MetricsBaseline) *histFacts {
 		for range sp.Length {
 			count += f.deltas[k]
 			k++
-			for i, limit := range limits {
-				if idx <= limit {
-					f.classic[i] += uint64(count)
-				}
+			for li < len(limits) && idx > limits[li] {
+				li++
+			}
+			if li < len(limits) {
+				f.classic[li] += uint64(count)
 			}
 			idx++
 		}
+	}
+	cum := h.ZeroCount()
+	for i := range f.classic {
+		cum += f.classic[i]
+		f.classic[i] = cum
 	}
 	if len(f.spans) == 0 {
 		// An empty native histogram still says it is one.

@@ -32,15 +32,17 @@ const maxChainDepth = 16
 // whatever the device's logical sector size.
 const sectorBytes = 512
 
-// pseudoFSTypes are file systems never reported, even when the mount
-// table gives them a block device number.
-var pseudoFSTypes = map[string]bool{
-	"proc": true, "sysfs": true, "tmpfs": true, "devtmpfs": true, "overlay": true,
-	"nfs": true, "nfs4": true, "cifs": true, "smb3": true, "smbfs": true, "ceph": true,
-	"autofs": true, "cgroup": true, "cgroup2": true, "devpts": true, "mqueue": true,
-	"debugfs": true, "tracefs": true, "securityfs": true, "pstore": true, "bpf": true,
-	"configfs": true, "fusectl": true, "hugetlbfs": true, "efivarfs": true, "binfmt_misc": true,
-	"swap": true, "ramfs": true, "nsfs": true, "rpc_pipefs": true,
+// pseudoFSTypes are file systems never reported as volumes, even when the
+// mount table gives them a block device number. The value is the reason
+// Result.Filtered gives; "" for kernel interfaces that are never a volume
+// and are not listed at all.
+var pseudoFSTypes = map[string]string{
+	"proc": "", "sysfs": "", "devtmpfs": "", "autofs": "", "cgroup": "", "cgroup2": "", "devpts": "", "mqueue": "",
+	"debugfs": "", "tracefs": "", "securityfs": "", "pstore": "", "bpf": "", "configfs": "", "fusectl": "",
+	"hugetlbfs": "", "efivarfs": "", "binfmt_misc": "", "swap": "", "nsfs": "", "rpc_pipefs": "",
+	"tmpfs": FilterInMemory, "ramfs": FilterInMemory,
+	"overlay": FilterNoBlockDevice, "nfs": FilterNoBlockDevice, "nfs4": FilterNoBlockDevice, "cifs": FilterNoBlockDevice,
+	"smb3": FilterNoBlockDevice, "smbfs": FilterNoBlockDevice, "ceph": FilterNoBlockDevice,
 }
 
 type discoverer struct {
@@ -48,6 +50,8 @@ type discoverer struct {
 	sys   string // cleaned SysfsRoot
 	rec   recorder
 	cache map[string][]*plumblinev1.Layer
+
+	index *blockIndex // nil when /sys/dev/block lists the block devices
 
 	lvmLoaded bool
 	lvm       map[string]lvmMatch // by dm name
@@ -80,22 +84,12 @@ func discover(ctx context.Context, opts Options, rec recorder) (Result, error) {
 	if opts.SysfsRoot == "" {
 		return Result{}, fmt.Errorf("sysfs root not set: %w", ErrRoot)
 	}
-	blockDir := filepath.Join(d.sys, "dev", "block")
-	if st, err := os.Stat(blockDir); err != nil || !st.IsDir() {
-		if err == nil {
-			err = errors.New("not a directory")
-		}
-		return Result{}, fmt.Errorf("read %s: %w: %w", blockDir, ErrRoot, err)
+	if err := d.openBlockDevices(); err != nil {
+		return Result{}, err
 	}
-	mi := filepath.Join(opts.ProcfsRoot, "self", "mountinfo")
-	raw, err := os.ReadFile(mi)
+	mounts, err := d.readMounts()
 	if err != nil {
-		return Result{}, fmt.Errorf("read %s: %w: %w", mi, ErrRoot, err)
-	}
-	d.recFile(mi, raw)
-	mounts, bad := parseMountInfo(raw)
-	for _, e := range bad {
-		d.warnings = append(d.warnings, e.Error())
+		return Result{}, err
 	}
 	d.resolveDeclared()
 
@@ -106,23 +100,38 @@ func discover(ctx context.Context, opts Options, rec recorder) (Result, error) {
 	}
 	var cands []candidate
 	byDev := map[[2]uint32]int{}
+	var filtered []Filtered
+	filter := func(m mountInfo, reason string) {
+		filtered = append(filtered, Filtered{MountPoint: m.MountPoint, FSType: m.FSType, Source: m.Source, Reason: reason})
+	}
 	for _, m := range mounts {
-		if !d.selected(m) {
+		if ok, reason := d.selected(m); !ok {
+			if reason != "" {
+				filter(m, reason)
+			}
+			continue
+		}
+		if m.Unresolved {
+			filter(m, FilterUnknownDevice) // /proc/mounts names a /dev path sysfs does not know
 			continue
 		}
 		if m.Major == 0 {
+			filter(m, FilterNoBlockDevice)
 			continue
 		}
-		link := filepath.Join(blockDir, fmt.Sprintf("%d:%d", m.Major, m.Minor))
-		dir, err := d.resolveLink(link)
+		dir, err := d.deviceDir(m.Major, m.Minor)
 		if errors.Is(err, fs.ErrNotExist) {
-			continue // not a block device this sysfs knows
+			filter(m, FilterUnknownDevice) // not a block device this sysfs knows
+			continue
 		}
 		c := candidate{m: m, dir: dir, err: err}
 		key := [2]uint32{m.Major, m.Minor}
 		if i, ok := byDev[key]; ok {
 			if preferMount(m, cands[i].m) {
+				filter(cands[i].m, FilterDuplicate)
 				cands[i] = c
+			} else {
+				filter(m, FilterDuplicate)
 			}
 			continue
 		}
@@ -144,6 +153,7 @@ func discover(ctx context.Context, opts Options, rec recorder) (Result, error) {
 		}
 	}
 	res.Warnings = d.warnings
+	res.Filtered = filtered
 	return res, nil
 }
 
@@ -157,21 +167,24 @@ func preferMount(a, b mountInfo) bool {
 	return len(a.MountPoint) < len(b.MountPoint)
 }
 
-func (d *discoverer) selected(m mountInfo) bool {
-	if pseudoFSTypes[m.FSType] || strings.HasPrefix(m.FSType, "fuse.") {
-		return false
+// selected says whether m is a volume candidate, and if not, why (a
+// Filtered reason, or "" for a kernel interface never mentioned).
+func (d *discoverer) selected(m mountInfo) (bool, string) {
+	if reason, ok := pseudoFSTypes[m.FSType]; ok {
+		return false, reason
+	}
+	if m.FSType == "fuse" || strings.HasPrefix(m.FSType, "fuse.") {
+		return false, FilterNoBlockDevice
 	}
 	o := d.opts
-	if len(o.IncludeMountPoints) > 0 && !matchAny(o.IncludeMountPoints, m.MountPoint) {
-		return false
+	switch {
+	case len(o.IncludeMountPoints) > 0 && !matchAny(o.IncludeMountPoints, m.MountPoint),
+		matchAny(o.ExcludeMountPoints, m.MountPoint),
+		len(o.IncludeFSTypes) > 0 && !containsString(o.IncludeFSTypes, m.FSType),
+		containsString(o.ExcludeFSTypes, m.FSType):
+		return false, FilterExcluded
 	}
-	if matchAny(o.ExcludeMountPoints, m.MountPoint) {
-		return false
-	}
-	if len(o.IncludeFSTypes) > 0 && !containsString(o.IncludeFSTypes, m.FSType) {
-		return false
-	}
-	return !containsString(o.ExcludeFSTypes, m.FSType)
+	return true, ""
 }
 
 func matchAny(globs []string, s string) bool {
@@ -429,10 +442,10 @@ func (d *discoverer) deviceLayer(dir string) (*plumblinev1.Layer, []string) {
 
 	var below []string
 	switch {
-	case d.exists(filepath.Join(dir, "partition")):
+	case d.isPartition(dir):
 		l.Kind = KindPartition
 		parent := filepath.Dir(dir)
-		d.readUint(l, "partition_number", filepath.Join(dir, "partition"), 1, SourceSysfs, func(v uint64) { l.PartitionNumber = uint32(v) })
+		d.readPartitionNumber(l, dir)
 		d.readUint(l, "offset_bytes", filepath.Join(dir, "start"), sectorBytes, SourceSysfs, func(v uint64) { l.OffsetBytes = proto.Uint64(v) })
 		addUnknown(l, "partition_table", "the table type is not in sysfs; it needs a read of the device")
 		d.readQueue(l, filepath.Join(parent, "queue"), false)
@@ -488,7 +501,9 @@ func (d *discoverer) readAlignmentOffset(l *plumblinev1.Layer, dir string) {
 
 // readQueue reads queue/ sector sizes and I/O hints.
 func (d *discoverer) readQueue(l *plumblinev1.Layer, q string, rotational bool) {
-	d.readUint(l, "logical_sector_bytes", filepath.Join(q, "logical_block_size"), 1, SourceSysfs, func(v uint64) { l.LogicalSectorBytes = uint32(v) })
+	// Before 2.6.31 the logical sector was only queue/hw_sector_size.
+	d.readUintOr(l, "logical_sector_bytes", filepath.Join(q, "logical_block_size"), filepath.Join(q, "hw_sector_size"), SourceSysfs,
+		func(v uint64) { l.LogicalSectorBytes = uint32(v) })
 	d.readUint(l, "physical_sector_bytes", filepath.Join(q, "physical_block_size"), 1, SourceSysfs, func(v uint64) { l.PhysicalSectorBytes = uint32(v) })
 	d.readUint(l, "min_io_bytes", filepath.Join(q, "minimum_io_size"), 1, SourceKernelHint, func(v uint64) { l.MinIoBytes = uint32(v) })
 	d.readUint(l, "opt_io_bytes", filepath.Join(q, "optimal_io_size"), 1, SourceKernelHint, func(v uint64) { l.OptIoBytes = uint32(v) })
@@ -682,31 +697,52 @@ func (d *discoverer) readMD(l *plumblinev1.Layer, dir string) {
 		l.RaidLevel = level
 		l.Sources["raid_level"] = SourceSysfs
 	}
+	// During a reshape raid_disks, chunk_size and layout read "new (old)":
+	// the layer gets the new geometry, Layer.reshape the old one.
+	var reshape plumblinev1.RaidReshape
+	reshaping := d.mdReshaping(md)
 	var disks uint64
-	d.readUint(l, "raid_disks", filepath.Join(md, "raid_disks"), 1, SourceSysfs, func(v uint64) { disks = v; l.RaidDisks = uint32(v) })
+	if v, prev, ok := d.readMDUint(l, "raid_disks", filepath.Join(md, "raid_disks"), false); ok {
+		disks = v
+		l.RaidDisks = uint32(v)
+		if prev != v && prev != 0 {
+			reshape.PreviousRaidDisks, reshaping = uint32(prev), true
+		}
+	}
 	switch level {
 	case "raid1", "linear", "multipath", "faulty":
 		addUnknown(l, "stripe_unit_bytes", level+" has no chunk")
 	default:
-		d.readUint(l, "stripe_unit_bytes", filepath.Join(md, "chunk_size"), 1, SourceSysfs, func(v uint64) { l.StripeUnitBytes = v })
+		if v, prev, ok := d.readMDUint(l, "stripe_unit_bytes", filepath.Join(md, "chunk_size"), false); ok {
+			l.StripeUnitBytes = v
+			if prev != v && prev != 0 {
+				reshape.PreviousStripeUnitBytes, reshaping = prev, true
+			}
+		}
 	}
 	var copies uint64
 	if level == "raid10" || level == "raid5" || level == "raid6" {
-		p := filepath.Join(md, "layout")
-		b, err := d.readFile(p)
-		var n uint64
-		if err == nil {
-			n, err = parseSysfsUint(b)
+		if n, prev, ok := d.readMDUint(l, "raid_layout", filepath.Join(md, "layout"), true); ok {
+			if desc, c, ok := mdLayout(level, n); ok {
+				l.RaidLayout = desc
+				l.Sources["raid_layout"] = SourceSysfs
+				copies = c
+			} else {
+				addUnknown(l, "raid_layout", fmt.Sprintf("%s layout %d is not one this reader knows", level, n))
+			}
+			if prev != n {
+				reshaping = true
+				if desc, _, ok := mdLayout(level, prev); ok {
+					reshape.PreviousRaidLayout = desc
+				} else {
+					reshape.PreviousRaidLayout = fmt.Sprintf("layout %d", prev)
+				}
+			}
 		}
-		if err != nil {
-			addUnknown(l, "raid_layout", d.reason(p, err))
-		} else if desc, c, ok := mdLayout(level, n); ok {
-			l.RaidLayout = desc
-			l.Sources["raid_layout"] = SourceSysfs
-			copies = c
-		} else {
-			addUnknown(l, "raid_layout", fmt.Sprintf("%s layout %d is not one this reader knows", level, n))
-		}
+	}
+	if reshaping {
+		l.Reshape = &reshape
+		l.Sources["reshape"] = SourceSysfs
 	}
 	if level != "" && disks > 0 {
 		if n, err := mdDataDisks(level, disks, copies); err != nil {
@@ -750,6 +786,44 @@ func (d *discoverer) readMD(l *plumblinev1.Layer, dir string) {
 	}
 }
 
+// readMDUint reads an md attribute that holds one number, or "new (old)"
+// during a reshape. It returns the new and the old value (old == new when
+// there is only one) and records why when it cannot; 0 is "no value"
+// unless zeroOK (a raid5 layout of 0 is left-asymmetric).
+func (d *discoverer) readMDUint(l *plumblinev1.Layer, field, p string, zeroOK bool) (cur, prev uint64, ok bool) {
+	b, err := d.readFile(p)
+	var pair bool
+	if err == nil {
+		cur, prev, pair, err = parseSysfsUintPair(b)
+	}
+	if err != nil {
+		addUnknown(l, field, d.reason(p, err))
+		return 0, 0, false
+	}
+	if !pair {
+		prev = cur
+	}
+	if cur == 0 && !zeroOK {
+		addUnknown(l, field, d.rel(p)+": the kernel reports 0 (no value)")
+		return 0, 0, false
+	}
+	if field != "raid_layout" {
+		l.Sources[field] = SourceSysfs
+	}
+	return cur, prev, true
+}
+
+// mdReshaping says whether md/reshape_position names a position (a reshape
+// is running) rather than "none". Kernels without the file say nothing.
+func (d *discoverer) mdReshaping(md string) bool {
+	s, err := d.readString(filepath.Join(md, "reshape_position"))
+	if err != nil || s == "none" {
+		return false
+	}
+	_, err = strconv.ParseUint(s, 10, 64)
+	return err == nil
+}
+
 // applyDeclared turns a whole disk the operator declared as a hardware
 // array into a raid layer.
 func (d *discoverer) applyDeclared(l *plumblinev1.Layer, decl DeclaredDevice) {
@@ -762,15 +836,7 @@ func (d *discoverer) resolveDeclared() {
 	if len(d.opts.Declared) == 0 {
 		return
 	}
-	d.blockDevs = map[string]string{}
-	blockDir := filepath.Join(d.sys, "dev", "block")
-	if ents, err := os.ReadDir(blockDir); err == nil {
-		for _, e := range ents {
-			if dir, err := d.resolveLink(filepath.Join(blockDir, e.Name())); err == nil {
-				d.blockDevs[filepath.Base(dir)] = dir
-			}
-		}
-	}
+	d.blockDevs = d.blockDevices()
 	for _, decl := range d.opts.Declared {
 		if decl.Device == "" {
 			d.warnings = append(d.warnings, fmt.Sprintf("declared device %s: matching by serial or model is Windows-only; on Linux name the disk (device: /dev/disk/by-id/...)", declaredLabel(decl)))
@@ -781,7 +847,7 @@ func (d *discoverer) resolveDeclared() {
 			d.warnings = append(d.warnings, fmt.Sprintf("declared device %s matches no block device in %s", decl.Device, filepath.Join(d.sys, "dev", "block")))
 			continue
 		}
-		if d.exists(filepath.Join(d.blockDevs[name], "partition")) {
+		if d.isPartition(d.blockDevs[name]) {
 			d.warnings = append(d.warnings, fmt.Sprintf("declared device %s (%s) is not a whole disk; declare the disk the array presents", decl.Device, name))
 			continue
 		}
@@ -798,25 +864,8 @@ func (d *discoverer) declaredName(decl DeclaredDevice) string {
 		return ok
 	}
 	p := decl.Device
-	if strings.HasPrefix(p, "/dev/") && d.opts.DevRoot != "" {
-		host := filepath.Join(d.opts.DevRoot, strings.TrimPrefix(p, "/dev/"))
-		for range 16 {
-			target, err := os.Readlink(host)
-			if err != nil {
-				break
-			}
-			if filepath.IsAbs(target) {
-				if !strings.HasPrefix(target, "/dev/") {
-					break
-				}
-				host = filepath.Join(d.opts.DevRoot, strings.TrimPrefix(target, "/dev/"))
-			} else {
-				host = filepath.Join(filepath.Dir(host), target)
-			}
-		}
-		if n := filepath.Base(host); known(n) {
-			return n
-		}
+	if n, ok := d.devLinkName(p); ok && known(n) {
+		return n
 	}
 	if n := filepath.Base(p); known(n) {
 		return n
@@ -850,6 +899,23 @@ func (d *discoverer) resolveLink(link string) (string, error) {
 // source, or records why it could not.
 func (d *discoverer) readUint(l *plumblinev1.Layer, field, p string, scale uint64, src string, set func(uint64)) {
 	b, err := d.readFile(p)
+	d.setUint(l, field, p, b, err, scale, src, set)
+}
+
+// readUintOr is readUint of p, or of old when p does not exist (a kernel
+// that predates p and wrote the value to old).
+func (d *discoverer) readUintOr(l *plumblinev1.Layer, field, p, old string, src string, set func(uint64)) {
+	b, err := d.readFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		if ob, oerr := d.readFile(old); oerr == nil {
+			p, b, err = old, ob, nil
+		}
+	}
+	d.setUint(l, field, p, b, err, 1, src, set)
+}
+
+// setUint parses what was read from p (b, or the read's error) into field.
+func (d *discoverer) setUint(l *plumblinev1.Layer, field, p string, b []byte, err error, scale uint64, src string, set func(uint64)) {
 	var v uint64
 	if err == nil {
 		v, err = parseSysfsUint(b)

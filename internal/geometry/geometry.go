@@ -35,6 +35,9 @@ const (
 	SourceLVMMetadata = "lvm-metadata"
 	SourceStatfs      = "statfs"
 	SourceIoctl       = "ioctl"
+	// SourceDeviceName is the kernel's device name: a partition's number
+	// on kernels whose sysfs has neither a partition file nor uevent PARTN.
+	SourceDeviceName = "device-name"
 )
 
 // Layer kinds (Layer.kind).
@@ -66,6 +69,10 @@ type Options struct {
 	// block size. Only for the live host: a captured tree's mount points do
 	// not belong to this machine.
 	StatMounts bool
+	// Captured says the roots describe a captured tree, not this machine:
+	// DiscoverHost then takes host facts only from the tree and never
+	// from this machine (its hostname, Windows build, MachineGuid).
+	Captured bool
 
 	Declared []DeclaredDevice
 
@@ -102,7 +109,30 @@ type DeclaredRAID struct {
 type Result struct {
 	Volumes  []*plumblinev1.Volume
 	Warnings []string
+	// Filtered are the mounted file systems discovery left out, and why
+	// (kernel interfaces such as proc, sysfs and cgroup are not listed).
+	Filtered []Filtered
 }
+
+// Filtered is a mounted file system that is not a volume of the result.
+type Filtered struct {
+	MountPoint string
+	FSType     string
+	Source     string // the mount source (device or remote), as the mount table says
+	Reason     string // one of FilterReasons
+}
+
+// Why a mount is not a volume (Filtered.Reason).
+const (
+	FilterExcluded      = "excluded"        // the include/exclude mount_points or fs_types settings
+	FilterInMemory      = "in-memory"       // tmpfs, ramfs: no disk under it
+	FilterNoBlockDevice = "no-block-device" // no local block device: network (NFS, CIFS, Ceph), FUSE, overlay, or an anonymous device number (btrfs, ZFS)
+	FilterUnknownDevice = "unknown-device"  // the block device number is not in sysfs
+	FilterDuplicate     = "duplicate"       // another mount of the same device is the volume (a bind mount)
+)
+
+// FilterReasons lists every Filtered.Reason.
+var FilterReasons = []string{FilterExcluded, FilterInMemory, FilterNoBlockDevice, FilterUnknownDevice, FilterDuplicate}
 
 // Discover returns every mounted, block-backed file system selected by
 // opts with its layers, top to bottom. It does not fill Volume.alignment.

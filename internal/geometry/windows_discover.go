@@ -29,8 +29,12 @@ const (
 	SourceWMI = "wmi"
 )
 
-// driveFixed is GetDriveType's DRIVE_FIXED.
-const driveFixed = 3
+// GetDriveType's answers that matter here.
+const (
+	driveUnknown   = 0 // DRIVE_UNKNOWN
+	driveNoRootDir = 1 // DRIVE_NO_ROOT_DIR: the path names no volume root
+	driveFixed     = 3 // DRIVE_FIXED
+)
 
 // winSource is what Windows discovery reads. Each IOCTL answer is the raw
 // output buffer; decoding is this package's (windows_layout.go).
@@ -55,7 +59,11 @@ type winVolume struct {
 	// NTDevice is QueryDosDevice's answer, \Device\HarddiskVolume3.
 	NTDevice    string   `json:"nt_device,omitempty"`
 	MountPoints []string `json:"mount_points"`
-	DriveType   uint32   `json:"drive_type"` // GetDriveType
+	DriveType   uint32   `json:"drive_type"` // GetDriveType of the GUID path
+	// MountDriveType is GetDriveType of the first mount point, asked only
+	// when the GUID path's answer is DRIVE_UNKNOWN or DRIVE_NO_ROOT_DIR
+	// (some implementations, Wine among them, do not resolve GUID paths).
+	MountDriveType uint32 `json:"mount_drive_type,omitempty"`
 	// GetVolumeInformation; InfoError when it failed.
 	FSName       string `json:"fs_name"`
 	Label        string `json:"label,omitempty"`
@@ -297,6 +305,10 @@ func discoverWindows(ctx context.Context, opts Options, src winSource) (Result, 
 		if err := ctx.Err(); err != nil {
 			return Result{}, err
 		}
+		if len(v.MountPoints) > 0 && (v.driveType() == driveUnknown || v.driveType() == driveNoRootDir) {
+			d.warnings = append(d.warnings, fmt.Sprintf("volume %s (%s) skipped: Windows reports its drive type as unknown (GetDriveType %d, mount point %d)",
+				v.mountPoint(), v.GUIDPath, v.DriveType, v.MountDriveType))
+		}
 		if !d.selected(v) {
 			continue
 		}
@@ -329,8 +341,17 @@ func (v winVolume) mountPoint() string {
 
 func (v winVolume) fsType() string { return strings.ToLower(v.FSName) }
 
+// driveType is the volume's drive type: the GUID path's, or the mount
+// point's where the GUID path's is unknown.
+func (v winVolume) driveType() uint32 {
+	if v.DriveType == driveUnknown || v.DriveType == driveNoRootDir {
+		return v.MountDriveType
+	}
+	return v.DriveType
+}
+
 func (d *winDiscoverer) selected(v winVolume) bool {
-	if v.DriveType != driveFixed || len(v.MountPoints) == 0 {
+	if v.driveType() != driveFixed || len(v.MountPoints) == 0 {
 		return false
 	}
 	o := d.opts

@@ -80,6 +80,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	f.rawIO = o.RawIO && o.QueueDepth < runtime.GOMAXPROCS(0)
 	if f.filled {
 		res.FillSeconds = time.Since(fillStart).Seconds()
+		res.FileRewrittenFrom = f.rewrittenFrom
 	}
 	res.CacheBypass = f.cacheBypass
 
