@@ -59,18 +59,11 @@ bench-inspect:
 lab-seeds:
 	./bench/seeds.sh
 
-# Fuzz the parsers of outside bytes for FUZZTIME each (seeds run in make test).
+# Fuzz every fuzz target in the code for FUZZTIME each (seeds run in make test);
+# scripts/fuzz.sh finds them (scripts/fuzz.sh --list shows which).
 FUZZTIME ?= 30s
 fuzz:
-	@set -e; for spec in \
-	  internal/geometry:FuzzParseExt4Superblock internal/geometry:FuzzParseXFSSuperblock \
-	  internal/geometry:FuzzParseSysfsValue internal/geometry:FuzzParseMountInfo internal/geometry:FuzzParseLVMMetadata \
-	  internal/config:FuzzParse internal/spool:FuzzReadSegment internal/spool:FuzzParseIncarnation internal/ingest:FuzzValidateReport \
-	  internal/wire:FuzzHistogramFromProto internal/probe:FuzzParseHeader internal/baseline:FuzzUnmarshalBinary \
-	  internal/strictyaml:FuzzDecode internal/bytesize:FuzzParse; do \
-	  pkg=$${spec%%:*}; fn=$${spec##*:}; echo "== $$pkg $$fn"; \
-	  $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./$$pkg; \
-	done
+	GO=$(GO) FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
 clean:
 	rm -rf $(BIN)
