@@ -6,7 +6,7 @@ GO      ?= go
 BIN     ?= bin
 PROTOS  := $(shell find proto -name '*.proto')
 
-.PHONY: all build run test test-unit proto proto-check lint windows bench bench-probe bench-fleet bench-inspect fuzz clean
+.PHONY: all build run test test-unit proto proto-check lint windows bench bench-probe bench-fleet bench-inspect lab-seeds fuzz clean
 
 all: build
 
@@ -53,6 +53,11 @@ bench-fleet:
 
 bench-inspect:
 	./bench/inspect-vs-lsblk.sh
+
+# The seeds' alignment experiments on RAID lab arrays (root, /dev/fuse, fio;
+# ~30 min; see README "Lab" and bench/RESULTS-lab.md).
+lab-seeds:
+	./bench/seeds.sh
 
 # Fuzz every fuzz target in the code for FUZZTIME each (seeds run in make test);
 # scripts/fuzz.sh finds them (scripts/fuzz.sh --list shows which).

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"time"
 
 	"github.com/plumbline/plumbline/internal/histogram"
@@ -71,7 +72,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	res.CacheBypass = f.cacheBypass
 
 	p := newPlan(o, seed, f.memAlign)
-	out := measure(ctx, p, f.file.ioTarget(o.RawIO), util)
+	// A raw system call keeps its P while it blocks: with more workers
+	// than Ps, raw I/O would cap the queue depth at GOMAXPROCS (at QD 8 on
+	// 2 CPUs, 2 I/Os in flight, not 8) and starve the busy monitor. Raw
+	// I/O is used only while a P stays free for everything else.
+	rawIO := o.RawIO && o.QueueDepth < runtime.GOMAXPROCS(0)
+	out := measure(ctx, p, f.file.ioTarget(rawIO), util)
 	fillResult(&res, out, o.BlockSize)
 	return res, nil
 }
