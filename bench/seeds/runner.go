@@ -402,13 +402,16 @@ type Summary struct {
 	// Loss[workload][tool] is the median over rounds of 1 − IOPS(A)/IOPS(B).
 	Loss map[string]map[string]float64
 	// Split[side][workload] is the median counted split fraction.
-	Split    map[string]map[string]float64
-	Measured float64 // the probe engine's loss, mean over the workloads
+	Split map[string]map[string]float64
+	// OpsPerRequest[side][workload] is the median of member ops per request.
+	OpsPerRequest map[string]map[string]float64
+	Measured      float64 // the probe engine's loss, mean over the workloads
 }
 
 // Summarize pairs the rounds' A and B samples and takes medians.
 func (res Result) Summarize() Summary {
-	s := Summary{Predicted: res.Predicted, Loss: map[string]map[string]float64{}, Split: map[string]map[string]float64{"A": {}, "B": {}}}
+	s := Summary{Predicted: res.Predicted, Loss: map[string]map[string]float64{},
+		Split: map[string]map[string]float64{"A": {}, "B": {}}, OpsPerRequest: map[string]map[string]float64{"A": {}, "B": {}}}
 	type key struct{ w, tool, side string }
 	by := map[key][]Sample{}
 	for _, x := range res.Samples {
@@ -435,12 +438,14 @@ func (res Result) Summarize() Summary {
 			}
 		}
 		for _, side := range []string{"A", "B"} {
-			var sp []float64
+			var sp, ops []float64
 			for _, x := range by[key{w.Name, "probe", side}] {
 				sp = append(sp, x.Split)
+				ops = append(ops, x.Ops)
 			}
 			if len(sp) > 0 {
 				s.Split[side][w.Name] = median(sp)
+				s.OpsPerRequest[side][w.Name] = median(ops)
 			}
 		}
 	}

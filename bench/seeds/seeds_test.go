@@ -16,11 +16,14 @@ import (
 // TestSeedsRAID10Short is bench/seeds.sh's first experiment, cut down for
 // `make test`: RAID 10, 4 × 15K SAS, 64 KiB stripe unit, partitions at 63
 // and 128 sectors, ext4 with 64 KiB clusters, 8 KiB random reads at QD 8
-// from the real `agent probe`, two rounds of 600 ops. The array's own
+// from the real `agent probe`, three rounds of 800 ops. The array's own
 // counters must show the model's 12.5% of reads split at 63 sectors and
-// none at 128, and the reads at 63 sectors must be measurably slower: a
-// loose bound (3–25% fewer IOPS; the model's 12.5%, the seeds' 11%) that
-// still fails when a split does not cost a second member operation.
+// none at 128, each split costing a second member operation (1.125 vs
+// 1.0 per read), and the reads at 63 sectors must be slower: a loose
+// bound (2–25% fewer IOPS; the model's 12.5%, the seeds' 10%) because the
+// machine is shared. With splits served as one operation the op count
+// check fails (checked by hand: +0.002 ops per read, loss 1.8–3.6% — noise alone
+// can pass the IOPS bound, the op count cannot).
 func TestSeedsRAID10Short(t *testing.T) {
 	loopdev.Require(t, "mkfs.ext4")
 	if _, err := os.Stat("/dev/fuse"); err != nil {
@@ -41,7 +44,7 @@ func TestSeedsRAID10Short(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &Runner{
-		Agent: agent, Preset: p, FS: "ext4-bigalloc", Rounds: 2, Ops: 600, FileSize: 32 << 20,
+		Agent: agent, Preset: p, FS: "ext4-bigalloc", Rounds: 3, Ops: 800, FileSize: 32 << 20,
 		StateRoot: filepath.Join(work, "state"), DataRoot: filepath.Join(work, "data"), Work: filepath.Join(work, "mnt"),
 		Only: []string{"read"}, Log: testWriter{t},
 	}
@@ -55,7 +58,8 @@ func TestSeedsRAID10Short(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := res.Summarize()
-	t.Logf("predicted %.4f, split A %.4f B %.4f, loss %.4f", s.Predicted, s.Split["A"]["read"], s.Split["B"]["read"], s.Loss["read"]["probe"])
+	t.Logf("predicted %.4f, split A %.4f B %.4f, member ops per read A %.3f B %.3f, loss %.4f", s.Predicted,
+		s.Split["A"]["read"], s.Split["B"]["read"], s.OpsPerRequest["A"]["read"], s.OpsPerRequest["B"]["read"], s.Loss["read"]["probe"])
 	if s.Predicted != 0.125 {
 		t.Errorf("model predicts %v for RAID 10 64 KiB at 31.5 KiB vs 64 KiB, want 0.125", s.Predicted)
 	}
@@ -65,8 +69,12 @@ func TestSeedsRAID10Short(t *testing.T) {
 	if b := s.Split["B"]["read"]; b != 0 {
 		t.Errorf("the array counted %.3f of reads split at 128 sectors, want 0", b)
 	}
-	if l := s.Loss["read"]["probe"]; l < 0.03 || l > 0.25 {
-		t.Errorf("IOPS loss at 63 sectors %.3f, want 0.03–0.25 (model 0.125, seeds 0.11)", l)
+	if d := s.OpsPerRequest["A"]["read"] - s.OpsPerRequest["B"]["read"]; d < 0.08 || d > 0.17 {
+		t.Errorf("member ops per read: %.3f at 63 sectors, %.3f at 128: a split should cost one more op (+0.125)",
+			s.OpsPerRequest["A"]["read"], s.OpsPerRequest["B"]["read"])
+	}
+	if l := s.Loss["read"]["probe"]; l < 0.02 || l > 0.25 {
+		t.Errorf("IOPS loss at 63 sectors %.3f, want 0.02–0.25 (model 0.125, seeds 0.10)", l)
 	}
 }
 

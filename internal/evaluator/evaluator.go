@@ -28,8 +28,8 @@ import (
 
 	"github.com/plumbline/plumbline/internal/baseline"
 	"github.com/plumbline/plumbline/internal/histogram"
-	"github.com/plumbline/plumbline/internal/probe"
 	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/vocab"
 	"github.com/plumbline/plumbline/internal/wire"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
@@ -289,7 +289,7 @@ func (e *Evaluator) judge(ctx context.Context, runs []store.ProbeRun) error {
 		// lock-timeout) neither prove nor disprove anything.
 		pk := store.ProbeKey{AgentID: r.AgentID, MountPoint: r.MountPoint, Kind: r.Kind}
 		switch {
-		case r.StoppedReason == probe.StopRefused || r.StoppedReason == probe.StopFailed:
+		case r.StoppedReason == vocab.StopRefused || r.StoppedReason == vocab.StopFailed:
 			f := failing[pk]
 			if f == nil {
 				f = &store.ProbeFailing{AgentID: r.AgentID, MountPoint: r.MountPoint, Kind: r.Kind, Since: r.StartedAt}
@@ -486,7 +486,7 @@ func decodeHistogram(b []byte) (*histogram.Histogram, error) {
 // rate it achieved (ops over the measured duration) against that cap.
 func RunOf(r *store.ProbeRun, h *histogram.Histogram) baseline.Run {
 	run := baseline.Run{Median: Median(h), P99: Quantile(h, 0.99), Mean: h.Mean().Seconds(), Ops: int(min(h.Count(), 1<<31-1))}
-	if r.IOPSCap > 0 && r.Duration > 0 && (r.StoppedReason == "" || r.StoppedReason == probe.StopMaxDuration) {
+	if r.IOPSCap > 0 && r.Duration > 0 && (r.StoppedReason == "" || r.StoppedReason == vocab.StopMaxDuration) {
 		run.IOPS, run.Cap = float64(r.Ops)/r.Duration.Seconds(), r.IOPSCap
 	}
 	return run

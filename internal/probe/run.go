@@ -76,7 +76,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	// than Ps, raw I/O would cap the queue depth at GOMAXPROCS (at QD 8 on
 	// 2 CPUs, 2 I/Os in flight, not 8) and starve the busy monitor. Raw
 	// I/O is used only while a P stays free for everything else.
-	out := measure(ctx, p, f.file.ioTarget(o.RawIO && o.QueueDepth < runtime.GOMAXPROCS(0)), util)
+	rawIO := o.RawIO && o.QueueDepth < runtime.GOMAXPROCS(0)
+	out := measure(ctx, p, f.file.ioTarget(rawIO), util)
 	fillResult(&res, out, o.BlockSize)
 	return res, nil
 }
