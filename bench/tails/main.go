@@ -129,14 +129,22 @@ func run(ctx context.Context, stdout, stderr io.Writer, c cfg) error {
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	dev := lines[len(lines)-1]
-	defer exec.Command(c.raidlab, "down", dev, "--state-root", root).Run()
+	defer func() {
+		if out, err := exec.Command(c.raidlab, "down", dev, "--state-root", root).CombinedOutput(); err != nil {
+			fmt.Fprintf(stderr, "# raidlab down %s: %v: %s (clean up with raidlab reap --state-root %s)\n", dev, err, out, root)
+		}
+	}()
 	if out, err := exec.CommandContext(ctx, "mkfs.ext4", "-q", "-F", dev).CombinedOutput(); err != nil {
 		return fmt.Errorf("mkfs: %v: %s", err, out)
 	}
 	if out, err := exec.CommandContext(ctx, "mount", dev, mnt).CombinedOutput(); err != nil {
 		return fmt.Errorf("mount: %v: %s", err, out)
 	}
-	defer exec.Command("umount", mnt).Run()
+	defer func() {
+		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+			fmt.Fprintf(stderr, "# umount %s: %v: %s\n", mnt, err, out)
+		}
+	}()
 	st, err := raidlab.Find(root, dev)
 	if err != nil {
 		return err
