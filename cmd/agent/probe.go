@@ -49,7 +49,7 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		seed      uint64
 		kindNames []string
 	)
-	for _, k := range probe.Kinds {
+	for _, k := range probe.Kinds() {
 		kindNames = append(kindNames, string(k))
 	}
 	fs.StringVar(&o.Dir, "dir", "", "directory on the volume to probe; holds the probe file (required)")

@@ -52,7 +52,7 @@ func TestProfilesValidate(t *testing.T) {
 			seen["fs="+v.FSType] = true
 			seen[fmt.Sprintf("offset=%d", v.Offset)] = true
 			seen[fmt.Sprintf("stripe=%d", v.StripeUnit)] = true
-			for _, k := range probe.Kinds {
+			for _, k := range probe.Kinds() {
 				add(&plumblinev1.Record{Payload: &plumblinev1.Record_Probe{Probe: pool.ProbeRecord(r, &h.Volumes[vi], verdict == "misaligned", k, now)}})
 			}
 		}

@@ -280,9 +280,10 @@ func (a *simAgent) generate(now time.Time) {
 	default:
 	}
 	due := int64(a.f.cfg.perAgentRate() * now.Sub(a.f.start).Seconds())
+	kinds := probe.Kinds()
 	for ; a.produced < due; a.produced++ {
 		vi := a.kindIdx % len(a.prof.Volumes)
-		kind := probe.Kinds[(a.kindIdx/len(a.prof.Volumes))%len(probe.Kinds)]
+		kind := kinds[(a.kindIdx/len(a.prof.Volumes))%len(kinds)]
 		a.kindIdx++
 		v := &a.prof.Volumes[vi]
 		pr := a.f.pool.ProbeRecord(a.r, v, a.mis[vi], kind, now)

@@ -10,21 +10,22 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/plumbline/plumbline/internal/vocab"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
-// Verdicts.
+// Verdicts (vocab defines them).
 const (
-	Aligned    = "aligned"
-	Misaligned = "misaligned"
-	Unknown    = "unknown"
+	Aligned    = vocab.Aligned
+	Misaligned = vocab.Misaligned
+	Unknown    = vocab.Unknown
 )
 
-// Severities.
+// Severities (vocab defines them and their ranking).
 const (
-	Critical = "critical"
-	Warning  = "warning"
-	Info     = "info"
+	Critical = vocab.Critical
+	Warning  = vocab.Warning
+	Info     = vocab.Info
 )
 
 // Rule ids. They are stable: alerts, dashboards and scripts match on them.
@@ -63,8 +64,8 @@ func Rules() []string {
 }
 
 // IOSizes are the I/O sizes every verdict carries a split fraction for: a
-// database page and a read-ahead extent.
-func IOSizes() []uint32 { return []uint32{8 << 10, 64 << 10} }
+// database page and a read-ahead extent (vocab.IOSizes).
+func IOSizes() []uint32 { return vocab.IOSizes() }
 
 // recommendedStart is where a re-created partition should start: 1 MiB, the
 // Windows Server 2008+ and parted default, which every common stripe unit divides.

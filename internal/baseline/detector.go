@@ -40,6 +40,24 @@ type Config struct {
 	// baseline (default 0.05), so that a reference with no spread at all
 	// (MAD 0) does not make every small wobble infinitely significant.
 	MinRelativeSpread float64
+
+	// SignalWindow is how many runs the history of each signal after the
+	// median keeps (default 24, at most Window): a tail or a rate is about
+	// episodes, not drifts (the median's 48 runs and the cohort watch
+	// those), and a shorter window keeps a volume's four histories in
+	// 1.5 KiB and BenchmarkObserve within twice the median alone's cost.
+	SignalWindow int
+
+	// Tail, Mean and Rate are the constants of the signals other than the
+	// median (SignalTail, SignalMean, SignalRate), each judged against its
+	// own history with its own spread: defaults ratio 3 to degrade and 2
+	// to recover for the tail (a 50-op run's p99 is its slowest op: one
+	// host hiccup moves it), 1.5 and 1.2 for the mean and the rate; 3
+	// beyond runs in a row to degrade (Within 3: "3 of the last 5" caught a
+	// stalling RAID 1 member sooner but alerted 3.2 times a week on the
+	// lab's noise, bench/degrade-tails.sh), 3 normal runs in a row to
+	// recover; at least 50 ops for the tail, 10 for the mean and the rate.
+	Tail, Mean, Rate SignalConfig
 }
 
 // DefaultConfig is the configuration every zero field of a Config takes.
@@ -49,6 +67,10 @@ func DefaultConfig() Config {
 		DegradeRatio: 1.5, DegradeZ: 3, Sustain: 3,
 		RecoverRatio: 1.2, RecoverZ: 2, Recover: 3,
 		MinRelativeSpread: 0.05,
+		SignalWindow:      24,
+		Tail:              SignalConfig{DegradeRatio: 3, RecoverRatio: 2, Sustain: 3, Within: 3, Recover: 3, MinOps: 50},
+		Mean:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 3, Within: 3, Recover: 3, MinOps: 10},
+		Rate:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 3, Within: 3, Recover: 3, MinOps: 10},
 	}
 }
 
@@ -71,6 +93,9 @@ func (c Config) withDefaults() Config {
 	setI(&c.Window, d.Window)
 	setI(&c.MinHistory, d.MinHistory)
 	setI(&c.MinCohort, d.MinCohort)
+	if c.SignalWindow == 0 {
+		c.SignalWindow = min(d.SignalWindow, c.Window)
+	}
 	setI(&c.Sustain, d.Sustain)
 	setI(&c.Recover, d.Recover)
 	setF(&c.DegradeRatio, d.DegradeRatio)
@@ -78,6 +103,9 @@ func (c Config) withDefaults() Config {
 	setF(&c.RecoverRatio, d.RecoverRatio)
 	setF(&c.RecoverZ, d.RecoverZ)
 	setF(&c.MinRelativeSpread, d.MinRelativeSpread)
+	c.Tail.fill(d.Tail)
+	c.Mean.fill(d.Mean)
+	c.Rate.fill(d.Rate)
 	return c
 }
 
@@ -90,6 +118,9 @@ func (c Config) Validate() error {
 	}
 	if c.MinHistory < 3 || c.MinHistory > c.Window {
 		errs = append(errs, fmt.Errorf("min history %d: want 3 to the window (%d)", c.MinHistory, c.Window))
+	}
+	if c.SignalWindow < c.MinHistory || c.SignalWindow > c.Window {
+		errs = append(errs, fmt.Errorf("signal window %d: want the min history (%d) to the window (%d)", c.SignalWindow, c.MinHistory, c.Window))
 	}
 	if c.MinCohort < 3 {
 		errs = append(errs, fmt.Errorf("min cohort %d: want at least 3", c.MinCohort))
@@ -106,7 +137,17 @@ func (c Config) Validate() error {
 	if !(c.MinRelativeSpread > 0 && c.MinRelativeSpread < 1) {
 		errs = append(errs, fmt.Errorf("min relative spread %v: want between 0 and 1", c.MinRelativeSpread))
 	}
+	for i, sc := range c.signalConfigs() {
+		if err := sc.validate(allSignals[i+1]); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// signalConfigs are the extra signals' constants in track order.
+func (c *Config) signalConfigs() [numSignals - 1]SignalConfig {
+	return [numSignals - 1]SignalConfig{c.Tail, c.Mean, c.Rate}
 }
 
 // Status is a volume's degradation state for one probe kind.
@@ -141,9 +182,13 @@ const (
 // judged by where it sits, not by which mode the last run hit.
 type Comparison struct {
 	Baseline float64 // seconds: history or cohort median, prior's typical
-	Sigma    float64 // seconds: Stats.Sigma floored at MinRelativeSpread × Baseline; prior: (high−typical)/DegradeZ
-	Ratio    float64 // latency (history) or level (cohort, prior) / Baseline
-	Z        float64 // (value − Baseline) / Sigma
+	// Sigma: Stats.Sigma floored at MinRelativeSpread × Baseline; prior:
+	// (high−typical)/DegradeZ. Against a history, Sigma and Z are computed
+	// only when Ratio >= the recovery ratio (below it a run is normal
+	// whatever the spread), else they are 0.
+	Sigma float64
+	Ratio float64 // latency (history) or level (cohort, prior) / Baseline
+	Z     float64 // (value − Baseline) / Sigma
 }
 
 // Available reports whether the reference was there to compare with.
@@ -174,6 +219,39 @@ type State struct {
 	// cohort and the prior judge.
 	Level                  float64
 	History, Cohort, Prior Comparison
+
+	// Signal is what the state is about: while degraded, the signal that
+	// moved (the median when it did; else the rate when it fell short with
+	// the median steady — a throttled volume, Throttled — even while the
+	// tail or the mean degraded first and the rate is still beyond in its
+	// recent runs; else the signal that moved first); otherwise the
+	// median.
+	Signal Signal
+	// IOPS and Cap are this run's achieved rate and IOPS cap (0: uncapped
+	// or not carried).
+	IOPS, Cap float64
+}
+
+// Throttled reports a volume degraded on its rate alone, its median
+// steady: it cannot reach its IOPS cap though each operation is as fast as
+// ever — a cloud volume out of burst credits or at its provisioned IOPS,
+// whose remedy is not a disk swap.
+func (s State) Throttled() bool { return s.Status == Degraded && s.Signal == SignalRate }
+
+// Detail says in words which signal the state is about and by how much:
+// "median ×2.1 vs history", "p99 ×40 vs history", "rate 20/50 IOPS".
+func (s State) Detail() string {
+	sig := s.Signal
+	if sig == "" {
+		sig = SignalMedian
+	}
+	switch {
+	case sig == SignalRate && s.Cap > 0 && s.IOPS > 0:
+		return fmt.Sprintf("rate %.3g/%.3g IOPS, %.2g× below its history", s.IOPS, s.Cap, s.Ratio)
+	case sig == SignalMedian:
+		return fmt.Sprintf("median ×%.2g vs %s", s.Ratio, orNone(s.Reference))
+	}
+	return fmt.Sprintf("%s ×%.2g vs history", sig, s.Ratio)
 }
 
 func (s State) String() string {
@@ -212,9 +290,36 @@ type Detector struct {
 	// pending: committed if the streak breaks, dropped if it turns degraded.
 	held []float64
 
-	last State // the last run's state; persisted without the comparisons
+	last medianState // the median's last state; persisted without the comparisons
 	// streakSince is the time of the first run of the current streak.
 	streakSince time.Time
+
+	// tracks are the signals after the median (tail, mean, rate), their
+	// windows slices of one block; view is the last state of all of them.
+	tracks [numSignals - 1]track
+	// iops and cap are the last run's rate and cap (0: not carried);
+	// waitShare its (mean − median)/(p99 − median), not persisted.
+	iops, cap, waitShare float64
+}
+
+// minWaitShare is the least (mean − median)/(p99 − median) of a run for a
+// rate shortfall to lead over a tail that moved with it: a token bucket
+// makes a good share of a run's ops wait (the throttled volume:
+// 40% of its ops at 80 ms, 0.4), a stalling disk a few (3 stalled ops of
+// 50: 0.06), whose lost time also costs a short run its rate.
+const minWaitShare = 0.1
+
+// medianState is the median's part of State: what its state machine keeps
+// between runs.
+type medianState struct {
+	Status                 Status
+	Reference              Reference
+	Ratio                  float64
+	Since                  time.Time
+	Streak                 int
+	Time                   time.Time
+	Latency, Level         float64
+	History, Cohort, Prior Comparison
 }
 
 // NewDetector returns an empty Detector. Zero fields of cfg take their
@@ -224,7 +329,16 @@ func NewDetector(cfg Config) (*Detector, error) {
 		return nil, fmt.Errorf("baseline config: %w", err)
 	}
 	cfg = cfg.withDefaults()
-	return &Detector{cfg: cfg, ring: make([]float64, 0, cfg.Window), byValue: make([]float64, 0, cfg.Window)}, nil
+	med := make([]float64, 2*cfg.Window)
+	d := &Detector{cfg: cfg, ring: med[:0:cfg.Window], byValue: med[cfg.Window : cfg.Window : 2*cfg.Window]}
+	sw := cfg.SignalWindow
+	block := make([]float32, 2*len(d.tracks)*sw)
+	for i, sc := range []*SignalConfig{&d.cfg.Tail, &d.cfg.Mean, &d.cfg.Rate} {
+		d.tracks[i].sc = sc
+		w := block[2*i*sw : 2*(i+1)*sw]
+		d.tracks[i].win = window{ring: w[:0:sw], byValue: w[sw : sw : 2*sw]}
+	}
+	return d, nil
 }
 
 // Config is the Detector's configuration, defaults applied.
@@ -232,7 +346,7 @@ func (d *Detector) Config() Config { return d.cfg }
 
 // State is the last run's state (the zero State before the first run).
 // After UnmarshalBinary its comparisons are zero.
-func (d *Detector) State() State { return d.last }
+func (d *Detector) State() State { return d.combine() }
 
 // History summarises the window: its length, median, MAD and 95th
 // percentile. The history is a reference once N >= Config.MinHistory
@@ -245,21 +359,43 @@ func (d *Detector) Trusted() bool { return len(d.ring) >= d.cfg.MinHistory }
 // Reset forgets the history and the state, for an operator who accepts a
 // volume's new level (a new array, a changed workload) as its normal.
 func (d *Detector) Reset() {
-	d.ring, d.byValue, d.head, d.held, d.last, d.streakSince = d.ring[:0], d.byValue[:0], 0, d.held[:0], State{}, time.Time{}
+	d.ring, d.byValue, d.head, d.held, d.last, d.streakSince = d.ring[:0], d.byValue[:0], 0, d.held[:0], medianState{}, time.Time{}
+	for i := range d.tracks {
+		d.tracks[i].reset()
+	}
+	d.iops, d.cap = 0, 0
 }
 
 func (d *Detector) push(x float64) {
 	if len(d.ring) < cap(d.ring) {
 		d.ring = append(d.ring, x)
-	} else {
-		old := d.ring[d.head]
-		d.ring[d.head] = x
-		d.head = (d.head + 1) % len(d.ring)
-		i, _ := slices.BinarySearch(d.byValue, old)
-		d.byValue = slices.Delete(d.byValue, i, i+1)
+		i, _ := slices.BinarySearch(d.byValue, x)
+		d.byValue = slices.Insert(d.byValue, i, x)
+		return
 	}
-	i, _ := slices.BinarySearch(d.byValue, x)
-	d.byValue = slices.Insert(d.byValue, i, x)
+	old := d.ring[d.head]
+	d.ring[d.head] = x
+	d.head = (d.head + 1) % len(d.ring)
+	replaceSorted(d.byValue, old, x)
+}
+
+// replaceSorted replaces old, which sorted s holds, with x, keeping s
+// sorted: old's place by binary search, then one insertion-sort pass from
+// it towards x's place, shifting only the values in between.
+func replaceSorted[T float32 | float64](s []T, old, x T) {
+	i, _ := slices.BinarySearch(s, old)
+	if x >= old {
+		for i+1 < len(s) && s[i+1] < x {
+			s[i] = s[i+1]
+			i++
+		}
+	} else {
+		for i > 0 && s[i-1] > x {
+			s[i] = s[i-1]
+			i--
+		}
+	}
+	s[i] = x
 }
 
 func (d *Detector) compare(x, baseline, sigma float64) Comparison {
@@ -301,13 +437,102 @@ func (d *Detector) normal(c Comparison) bool {
 // Degraded against the cohort or the prior only, the history goes on
 // learning the volume's own level.
 func (d *Detector) Observe(t time.Time, latency float64, refs Refs) State {
-	if !valid(latency) || !d.last.Time.IsZero() && !t.After(d.last.Time) {
-		return d.last
+	return d.ObserveRun(t, Run{Median: latency}, refs)
+}
+
+// ObserveRun judges one run on every signal it carries: the median as
+// Observe does, and the tail, the mean and the rate each against its own
+// history with its own SignalConfig. A run without a valid median, or not
+// later than the last, changes nothing. The state is degraded when any
+// signal is; State.Signal and State.Detail say which.
+func (d *Detector) ObserveRun(t time.Time, run Run, refs Refs) State {
+	if !valid(run.Median) || !d.last.Time.IsZero() && !t.After(d.last.Time) {
+		return d.combine()
 	}
-	s := State{Time: t, Latency: latency}
+	d.observeMedian(t, run.Median, refs)
+	vals := [numSignals - 1]float64{run.P99, run.Mean, 0}
+	if run.Cap > 0 && run.IOPS > 0 && !math.IsInf(run.Cap, 0) {
+		vals[2] = run.Cap / run.IOPS
+	}
+	for i := range d.tracks {
+		x := vals[i]
+		if run.Ops < d.tracks[i].sc.MinOps {
+			x = 0
+		}
+		d.tracks[i].observe(t, x, &d.cfg)
+	}
+	d.iops, d.cap, d.waitShare = 0, 0, 0
+	if vals[2] > 0 {
+		d.iops, d.cap = run.IOPS, run.Cap
+	}
+	if run.P99 > run.Median && run.Mean > run.Median {
+		d.waitShare = (run.Mean - run.Median) / (run.P99 - run.Median)
+	}
+	return d.combine()
+}
+
+// combine folds the median's state and the other signals' into one State.
+func (d *Detector) combine() State {
+	med := &d.last
+	s := State{Status: med.Status, Reference: med.Reference, Ratio: med.Ratio, Since: med.Since, Streak: med.Streak,
+		Time: med.Time, Latency: med.Latency, Level: med.Level, History: med.History, Cohort: med.Cohort, Prior: med.Prior,
+		Signal: SignalMedian, IOPS: d.iops, Cap: d.cap}
+	if med.Status == Degraded {
+		return s
+	}
+	// The first signal to degrade leads, unless the rate has fallen short
+	// too (degraded, or beyond in its recent runs) and the run's lost time
+	// is spread over many ops (minWaitShare), or the tail and the mean are
+	// steady: a token bucket makes the waiting ops' tail and mean move
+	// with the rate, often a run or two before the rate's own streak
+	// completes, and the remedy is the rate's.
+	per := &d.tracks
+	lead := -1
+	for i := range per {
+		if per[i].st.Status == Degraded && (lead < 0 || per[i].st.Since.Before(per[lead].st.Since)) {
+			lead = i
+		}
+	}
+	if lead < 0 {
+		return s
+	}
+	s.Status, s.Reference, s.Since = Degraded, History, per[lead].st.Since
+	tailsSteady := per[0].st.Status != Degraded && per[1].st.Status != Degraded
+	if r := &per[2]; (r.st.Status == Degraded || r.st.Streak > 0) && (tailsSteady || d.waitShare >= minWaitShare) {
+		lead = 2
+	}
+	s.Signal, s.Streak, s.Ratio = allSignals[lead+1], per[lead].st.Streak, per[lead].ratio
+	return s
+}
+
+// Of returns the last run's state of one signal against its own history
+// (the median's: its state machine and History comparison, whatever the
+// reference). The zero SignalState for an unknown signal.
+func (d *Detector) Of(sig Signal) SignalState {
+	switch i := signalIndex(sig); {
+	case i == 0:
+		m := &d.last
+		return SignalState{Status: m.Status, Since: m.Since, Streak: m.Streak, Value: m.Latency, History: m.History}
+	case i > 0:
+		return d.tracks[i-1].st
+	}
+	return SignalState{}
+}
+
+// observeMedian is the median's state machine (Observe's rule); it sets
+// d.last.
+func (d *Detector) observeMedian(t time.Time, latency float64, refs Refs) {
+	s := medianState{Time: t, Latency: latency}
 	if d.Trusted() {
-		h := d.History()
-		s.History = d.compare(latency, h.Median, h.Sigma())
+		// The spread (a pass over the window) only when the ratio reaches
+		// the recovery threshold: below it the run is normal, and cannot
+		// be beyond, whatever the spread.
+		if med := sortedMedian(d.byValue); med > 0 && latency/med < d.cfg.RecoverRatio {
+			s.History = Comparison{Baseline: med, Ratio: latency / med}
+		} else {
+			h := d.History()
+			s.History = d.compare(latency, h.Median, h.Sigma())
+		}
 	}
 	s.Level = medianWith(d.byValue, latency)
 	if refs.Cohort.N >= d.cfg.MinCohort {
@@ -401,5 +626,4 @@ func (d *Detector) Observe(t time.Time, latency float64, refs Refs) State {
 		s.Ratio = s.Prior.Ratio
 	}
 	d.last = s
-	return s
 }

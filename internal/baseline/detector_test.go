@@ -331,10 +331,16 @@ func TestWindowStaysSorted(t *testing.T) {
 		if i == 250 {
 			d.Reset()
 		}
-		d.Observe(at(i), x, Refs{})
+		d.ObserveRun(at(i), Run{Median: x, P99: 2 * x, Mean: float64(1+rng.IntN(5)) * ms, Ops: 50}, Refs{})
 		want := slices.Sorted(slices.Values(d.ring))
 		if !slices.Equal(d.byValue, want) {
 			t.Fatalf("after run %d: byValue = %v, want %v", i, d.byValue, want)
+		}
+		for k := range d.tracks {
+			w := &d.tracks[k].win
+			if want := slices.Sorted(slices.Values(w.ring)); !slices.Equal(w.byValue, want) {
+				t.Fatalf("after run %d: signal %d byValue = %v, want %v", i, k, w.byValue, want)
+			}
 		}
 	}
 }

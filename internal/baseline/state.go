@@ -20,10 +20,26 @@ import (
 //	history                     uvarint n, then n float64s, oldest first
 //	held                        uvarint n, then n float64s
 //
+//	(version 2) for each signal after the median — tail, mean, rate:
+//	status                      one byte
+//	flags                       one byte: since, streak since
+//	since, streak since         varint Unix nanoseconds, each if flagged
+//	ratio                       float64 bits
+//	streak, recent              uvarint each (recent: the beyond-run mask)
+//	history                     uvarint n, then n float32s, oldest first
+//	held                        uvarint n, then n float64s
+//
 // The configuration is not part of it: UnmarshalBinary keeps the
 // Detector's own, and trims a longer history to its window. A state with
-// a 48-run window takes at most 4+3+30+16+1+1+384+1+8×3 ≈ 460 bytes.
-var magic = [4]byte{'P', 'L', 'B', 1}
+// a 48-run window takes at most 4+3+30+16+1+1+384+1+8×3 ≈ 460 bytes for
+// the median and, with 24-run signal windows, 2+20+8+1+3+1+96+1+8×3 ≈ 156
+// more per signal: ≈ 930 (785 measured with nothing held).
+// Version 1 (the median alone) is still read: the other signals start
+// learning.
+var (
+	magic   = [4]byte{'P', 'L', 'B', 2}
+	magicV1 = [4]byte{'P', 'L', 'B', 1}
+)
 
 var (
 	statusCodes = []Status{"", Learning, OK, Degraded}
@@ -68,11 +84,41 @@ func (d *Detector) MarshalBinary() ([]byte, error) {
 	for i := range d.ring {
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(d.ring[(d.head+i)%len(d.ring)]))
 	}
-	b = binary.AppendUvarint(b, uint64(len(d.held)))
-	for _, x := range d.held {
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
+	b = appendFloats(b, d.held)
+	for i := range d.tracks {
+		k := &d.tracks[i]
+		b = append(b, byte(index(statusCodes, k.st.Status)))
+		var flags byte
+		times := []time.Time{k.st.Since, k.streakSince}
+		for i, t := range times {
+			if !t.IsZero() {
+				flags |= 1 << i
+			}
+		}
+		b = append(b, flags)
+		for _, t := range times {
+			if !t.IsZero() {
+				b = binary.AppendVarint(b, t.UnixNano())
+			}
+		}
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(k.ratio))
+		b = binary.AppendUvarint(b, uint64(k.st.Streak))
+		b = binary.AppendUvarint(b, uint64(k.recent))
+		b = binary.AppendUvarint(b, uint64(len(k.win.ring)))
+		for j := range k.win.ring {
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(k.win.ring[(k.win.head+j)%len(k.win.ring)]))
+		}
+		b = appendFloats(b, k.held)
 	}
 	return b, nil
+}
+
+func appendFloats(b []byte, xs []float64) []byte {
+	b = binary.AppendUvarint(b, uint64(len(xs)))
+	for _, x := range xs {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
+	}
+	return b
 }
 
 func index[T comparable](list []T, v T) int {
@@ -88,11 +134,12 @@ func index[T comparable](list []T, v T) int {
 // keeping d's configuration. On error d is unchanged.
 func (d *Detector) UnmarshalBinary(b []byte) error {
 	r := reader{b: b}
-	if len(b) < len(magic) || [4]byte(b[:4]) != magic {
+	if len(b) < len(magic) || [4]byte(b[:4]) != magic && [4]byte(b[:4]) != magicV1 {
 		return fmt.Errorf("%w: bad magic or version", ErrCorruptState)
 	}
+	v1 := [4]byte(b[:4]) == magicV1
 	r.b = b[4:]
-	var st State
+	var st medianState
 	sc, rc, flags := r.byte(), r.byte(), r.byte()
 	if int(sc) >= len(statusCodes) || int(rc) >= len(refCodes) || flags&^(flagSince|flagTime|flagStreakSince) != 0 {
 		r.fail("status %d, reference %d, flags %#x", sc, rc, flags)
@@ -116,6 +163,12 @@ func (d *Detector) UnmarshalBinary(b []byte) error {
 	st.Streak = int(streak)
 	hist := r.values(maxWindow)
 	held := r.values(maxHeld)
+	var tracks [numSignals - 1]savedTrack
+	if !v1 {
+		for i := range tracks {
+			tracks[i] = r.track()
+		}
+	}
 	if r.err == nil && len(r.b) != 0 {
 		r.fail("%d trailing bytes", len(r.b))
 	}
@@ -125,14 +178,92 @@ func (d *Detector) UnmarshalBinary(b []byte) error {
 	if len(hist) > d.cfg.Window {
 		hist = hist[len(hist)-d.cfg.Window:]
 	}
-	d.ring = append(make([]float64, 0, d.cfg.Window), hist...)
-	d.byValue = slices.Sorted(slices.Values(d.ring))
-	d.byValue = slices.Grow(d.byValue, d.cfg.Window-len(d.byValue))
+	d.ring = append(d.ring[:0], hist...)
+	d.byValue = append(d.byValue[:0], hist...)
+	slices.Sort(d.byValue)
 	d.head = 0
 	d.held = held
 	d.last = st
 	d.streakSince = streakSince
+	for i := range d.tracks {
+		k, t := &d.tracks[i], &tracks[i]
+		k.win.load(t.hist)
+		k.held = append(k.held[:0], t.held...)
+		k.st = SignalState{Status: t.status, Since: t.since, Streak: t.streak}
+		k.streakSince, k.ratio = t.streakSince, t.ratio
+		// A mask wider than this configuration's window keeps its recent end.
+		k.recent = t.recent & (1<<k.sc.Within - 1)
+	}
+	d.iops, d.cap = 0, 0
 	return nil
+}
+
+// savedTrack is one decoded signal track.
+type savedTrack struct {
+	status             Status
+	since, streakSince time.Time
+	ratio              float64
+	streak             int
+	recent             uint16
+	hist, held         []float64
+}
+
+func (r *reader) track() savedTrack {
+	var t savedTrack
+	sc, flags := r.byte(), r.byte()
+	if r.err != nil {
+		return t
+	}
+	if int(sc) >= len(statusCodes) || flags&^3 != 0 {
+		r.fail("signal status %d, flags %#x", sc, flags)
+		return t
+	}
+	t.status = statusCodes[sc]
+	for i, p := range []*time.Time{&t.since, &t.streakSince} {
+		if flags&(1<<i) != 0 {
+			*p = time.Unix(0, r.varint()).UTC()
+		}
+	}
+	t.ratio = r.float()
+	if !(t.ratio >= 0) || math.IsInf(t.ratio, 1) {
+		r.fail("signal ratio %v", t.ratio)
+	}
+	streak := r.uvarint()
+	if streak > maxHeld {
+		r.fail("signal streak %d", streak)
+	}
+	t.streak = int(streak)
+	recent := r.uvarint()
+	if recent > 1<<maxWithin-1 {
+		r.fail("signal recent mask %#x", recent)
+	}
+	t.recent = uint16(recent)
+	t.hist = r.values32(maxWindow)
+	t.held = r.values(maxHeld)
+	return t
+}
+
+// values32 reads a count (at most max) and that many positive finite
+// float32s.
+func (r *reader) values32(max int) []float64 {
+	n := r.uvarint()
+	if r.err != nil {
+		return nil
+	}
+	if n > uint64(max) || n*4 > uint64(len(r.b)) {
+		r.fail("%d values: want at most %d and the bytes to hold them", n, max)
+		return nil
+	}
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(r.b)))
+		r.b = r.b[4:]
+		if !valid(out[i]) {
+			r.fail("value %v: want a positive finite value", out[i])
+			return nil
+		}
+	}
+	return out
 }
 
 // reader decodes with a sticky error.

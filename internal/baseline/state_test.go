@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
+	"os"
 	"testing"
 	"time"
 
@@ -45,11 +46,48 @@ func TestMarshalRoundTrip(t *testing.T) {
 func TestMarshalSize(t *testing.T) {
 	d, _ := NewDetector(Config{})
 	for i := range 200 {
-		d.Observe(at(i), 1*ms, Refs{})
+		d.ObserveRun(at(i), Run{Median: 1 * ms, P99: 3 * ms, Mean: 1.2 * ms, Ops: 50, IOPS: 49, Cap: 50}, Refs{})
 	}
 	b, _ := d.MarshalBinary()
-	if len(b) > 460 {
-		t.Errorf("MarshalBinary() of a full 48-run window = %d bytes, want <= 460", len(b))
+	if len(b) > 930 {
+		t.Errorf("MarshalBinary() of full windows of every signal = %d bytes, want <= 930", len(b))
+	}
+}
+
+// TestUnmarshalVersion1: a state written before the other signals existed
+// (the median alone, format version 1) is read: the median goes on where
+// it was, the other signals start learning.
+func TestUnmarshalVersion1(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	series := concat(steady(rng, 60, 1*ms, 0.1), steady(rng, 2, 3*ms, 0.1))
+	live, _ := NewDetector(Config{})
+	for i, x := range series {
+		live.Observe(at(i), x, Refs{})
+	}
+	b, _ := live.MarshalBinary()
+	// testdata/detector-v1.bin: this same series persisted by the version
+	// before the other signals (commit 8edb0c2).
+	old, err := os.ReadFile("testdata/detector-v1.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(old[:4]) != "PLB\x01" {
+		t.Fatalf("testdata/detector-v1.bin starts %q, want version 1", old[:4])
+	}
+	restored, _ := NewDetector(Config{})
+	if err := restored.UnmarshalBinary(old); err != nil {
+		t.Fatalf("UnmarshalBinary(version 1) = %v", err)
+	}
+	if b2, _ := restored.MarshalBinary(); !bytes.Equal(b, b2) {
+		t.Errorf("version 1 restored re-encodes differently:\n%x\n%x", b, b2)
+	}
+	// The step goes on to degrade at its third run, as it would have.
+	got := restored.Observe(at(62), 3*ms, Refs{})
+	if want := live.Observe(at(62), 3*ms, Refs{}); got.Status != Degraded || got.Since != want.Since {
+		t.Errorf("Observe after a version-1 restore = %v, want %v", got, want)
+	}
+	if s := restored.Of(SignalTail); s.Status != "" {
+		t.Errorf("tail after a version-1 restore = %+v, want no state", s)
 	}
 }
 
@@ -80,7 +118,7 @@ func TestUnmarshalCorrupt(t *testing.T) {
 	tests := map[string][]byte{
 		"empty":          nil,
 		"bad magic":      mutate(func(b []byte) []byte { b[0] = 'X'; return b }),
-		"future version": mutate(func(b []byte) []byte { b[3] = 2; return b }),
+		"future version": mutate(func(b []byte) []byte { b[3] = 3; return b }),
 		"bad status":     mutate(func(b []byte) []byte { b[4] = 9; return b }),
 		"bad reference":  mutate(func(b []byte) []byte { b[5] = 9; return b }),
 		"bad flags":      mutate(func(b []byte) []byte { b[6] |= 0x80; return b }),
@@ -108,11 +146,18 @@ func FuzzUnmarshalBinary(f *testing.F) {
 		if i > 60 {
 			x = 4 * ms
 		}
-		d.Observe(at(i), x, Refs{Cohort: Stats{N: 5, Median: 1 * ms, MAD: 0.1 * ms}})
-		if i%20 == 0 || i == 62 {
+		p99 := 3 * x
+		if i > 70 {
+			p99 = 100 * ms
+		}
+		d.ObserveRun(at(i), Run{Median: x, P99: p99, Mean: 1.2 * x, Ops: 50, IOPS: 50 - float64(i%3), Cap: 50}, Refs{Cohort: Stats{N: 5, Median: 1 * ms, MAD: 0.1 * ms}})
+		if i%20 == 0 || i == 62 || i == 73 {
 			b, _ := d.MarshalBinary()
 			f.Add(b)
 		}
+	}
+	if v1, err := os.ReadFile("testdata/detector-v1.bin"); err == nil {
+		f.Add(v1)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		d, _ := NewDetector(Config{})
@@ -135,12 +180,13 @@ func FuzzUnmarshalBinary(f *testing.F) {
 		if b3, _ := d2.MarshalBinary(); !bytes.Equal(b2, b3) {
 			t.Fatalf("re-encoding is not stable:\n%x\n%x", b2, b3)
 		}
-		d.Observe(d.State().Time.Add(time.Hour), 1*ms, Refs{Cohort: Stats{N: 5, Median: 1 * ms}})
+		d.ObserveRun(d.State().Time.Add(time.Hour), Run{Median: 1 * ms, P99: 2 * ms, Mean: 1 * ms, Ops: 50, IOPS: 50, Cap: 50}, Refs{Cohort: Stats{N: 5, Median: 1 * ms}})
 	})
 }
 
 // BenchmarkObserve updates 10,000 volumes' detectors by one run each (one
-// fleet-wide probe round, full 48-run windows, a cohort to compare with).
+// fleet-wide probe round, full 48-run windows of every signal — median,
+// p99, mean, rate — and a cohort to compare with).
 func BenchmarkObserve(b *testing.B) {
 	const volumes = 10000
 	rng := rand.New(rand.NewPCG(9, 9))
@@ -148,7 +194,7 @@ func BenchmarkObserve(b *testing.B) {
 	for v := range ds {
 		ds[v], _ = NewDetector(Config{})
 		for i, x := range steady(rng, 48, 1*ms, 0.1) {
-			ds[v].Observe(at(i), x, Refs{})
+			ds[v].ObserveRun(at(i), Run{Median: x, P99: 3 * x, Mean: 1.2 * x, Ops: 50, IOPS: 49 + x/ms, Cap: 50}, Refs{})
 		}
 	}
 	refs := Refs{Cohort: CohortOf(steady(rng, 50, 1*ms, 0.05))}
@@ -158,7 +204,7 @@ func BenchmarkObserve(b *testing.B) {
 	for b.Loop() {
 		t := at(run)
 		for v, d := range ds {
-			d.Observe(t, xs[v], refs)
+			d.ObserveRun(t, Run{Median: xs[v], P99: 3 * xs[v], Mean: 1.2 * xs[v], Ops: 50, IOPS: 49 + xs[v]/ms, Cap: 50}, refs)
 		}
 		run++
 	}

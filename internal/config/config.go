@@ -15,6 +15,7 @@ import (
 	"github.com/plumbline/plumbline/internal/bytesize"
 	"github.com/plumbline/plumbline/internal/geometry"
 	"github.com/plumbline/plumbline/internal/strictyaml"
+	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 // Agent is the agent's configuration file.
@@ -183,11 +184,6 @@ func decodeFile(file string) (a Agent, lines map[string]int, err error) {
 	return a, lines, nil
 }
 
-// minDisks is the smallest member count each RAID level can have.
-var minDisks = map[string]uint32{
-	"raid0": 2, "raid1": 2, "raid5": 3, "raid6": 4, "raid10": 4, "raid50": 6, "raid60": 8,
-}
-
 // Validate checks every value and says which one is wrong.
 func (a Agent) Validate() error {
 	var errs []error
@@ -207,9 +203,9 @@ func (a Agent) Validate() error {
 			errs = append(errs, fmt.Errorf("%s (%s) is declared twice", where, declaredName(d)))
 		}
 		seen[key] = true
-		min, ok := minDisks[d.RAID.Level]
+		min, ok := vocab.RAIDMinDisks(d.RAID.Level)
 		if !ok {
-			errs = append(errs, fmt.Errorf("%s.raid.level %q: want one of raid0, raid1, raid5, raid6, raid10, raid50, raid60", where, d.RAID.Level))
+			errs = append(errs, fmt.Errorf("%s.raid.level %q: want one of %s", where, d.RAID.Level, strings.Join(vocab.DeclarableRAIDLevels(), ", ")))
 			continue
 		}
 		if d.RAID.Disks < min {

@@ -14,6 +14,7 @@ import (
 	"github.com/plumbline/plumbline/internal/bytesize"
 	"github.com/plumbline/plumbline/internal/geometry"
 	"github.com/plumbline/plumbline/internal/probe"
+	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 // Defaults of the `agent run` keys.
@@ -143,7 +144,7 @@ func (a *Agent) applyDefaults() {
 	for i := range a.Probes {
 		p := &a.Probes[i]
 		if len(p.Kinds) == 0 {
-			p.Kinds = slices.Clone(probe.Kinds)
+			p.Kinds = probe.Kinds()
 		}
 		if p.Every == 0 {
 			p.Every = DefaultProbeEvery
@@ -222,8 +223,8 @@ func (a Agent) validateRun() []error {
 			add("%s.dir %q: want an absolute path", w, p.Dir)
 		}
 		for j, k := range p.Kinds {
-			if !slices.Contains(probe.Kinds, k) {
-				add("%s.kinds[%d] %q: want random-read, random-write or log-write", w, j, k)
+			if !slices.Contains(probe.Kinds(), k) {
+				add("%s.kinds[%d] %q: want %s", w, j, k, orList(vocab.ProbeKindNames()))
 			}
 			key := p.MountPoint + "\x00" + string(k)
 			if seen[key] {
@@ -245,17 +246,22 @@ func (a Agent) validateRun() []error {
 		}
 		if bs := uint64(p.BlockSize); bs < probe.MinBlockSize || bs > probe.MaxBlockSize || bits.OnesCount64(bs) != 1 {
 			add("%s.block_size %s: want a power of two from 512B to 1MiB", w, p.BlockSize)
-		} else if bs > probe.MaxLogBlockSize && slices.Contains(p.Kinds, probe.LogWrite) {
-			add("%s.block_size %s: log-write wants 512B to 64KiB", w, p.BlockSize)
+		} else {
+			for _, k := range p.Kinds {
+				if spec, ok := vocab.LookupProbeKind(k); ok && bs > uint64(spec.MaxBlockSize) {
+					add("%s.block_size %s: %s wants %s to %s", w, p.BlockSize, k, bytesize.Size(vocab.MinBlockSize), bytesize.Size(spec.MaxBlockSize))
+					break
+				}
+			}
 		}
 		if fs := uint64(p.FileSize); fs%probe.HeaderSize != 0 || fs < 2*probe.HeaderSize || fs < probe.HeaderSize+uint64(p.BlockSize) {
 			add("%s.file_size %s: want a multiple of 1MiB, at least 2MiB", w, p.FileSize)
 		}
-		if p.QueueDepth < 1 || p.QueueDepth > 256 {
-			add("%s.queue_depth %d: want 1 to 256 (log-write always runs at 1)", w, p.QueueDepth)
+		if p.QueueDepth < 1 || p.QueueDepth > vocab.MaxQueueDepth {
+			add("%s.queue_depth %d: want 1 to %d (log-write always runs at 1)", w, p.QueueDepth, vocab.MaxQueueDepth)
 		}
-		if p.Sync != probe.SyncDsync && p.Sync != probe.SyncFdatasync {
-			add("%s.sync %q: want dsync or fdatasync", w, p.Sync)
+		if !slices.Contains(vocab.SyncModes(), p.Sync) {
+			add("%s.sync %q: want %s", w, p.Sync, orList(vocab.SyncModeNames()))
 		}
 		if p.BusyThreshold != nil && (*p.BusyThreshold < 0 || *p.BusyThreshold > 100) {
 			add("%s.busy_threshold %g: want 0 (off) to 100 percent", w, *p.BusyThreshold)
@@ -343,4 +349,12 @@ func isLoopback(host string) bool {
 // validates on any OS.
 func isWindowsAbs(p string) bool {
 	return len(p) >= 3 && (p[0]|0x20 >= 'a' && p[0]|0x20 <= 'z') && p[1] == ':' && (p[2] == '\\' || p[2] == '/')
+}
+
+// orList joins words for a message: "a, b or c".
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }

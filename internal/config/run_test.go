@@ -59,7 +59,7 @@ func TestRunDefaults(t *testing.T) {
 	if a.Spool.MaxBytes != 64*bytesize.MiB || a.Intervals.GeometryRefresh != 15*time.Minute || a.Intervals.Report != 10*time.Second {
 		t.Errorf("defaults = %+v %+v", a.Spool, a.Intervals)
 	}
-	if diff := cmp.Diff(probe.Kinds, a.Probes[0].Kinds); diff != "" {
+	if diff := cmp.Diff(probe.Kinds(), a.Probes[0].Kinds); diff != "" {
 		t.Errorf("default kinds (-want +got):\n%s", diff)
 	}
 	if a.Probes[0].IOPS == nil || *a.Probes[0].IOPS != 100 || *a.Probes[0].BusyThreshold != 70 {

@@ -1,7 +1,9 @@
 // Package evaluator is the server's baseline loop: it reads the probe
-// results the store has not judged yet, feeds each run's median latency to
-// the baseline.Detector of its volume and probe kind — against the volume's
-// history, its profile's cohort and the profile's prior — and persists the
+// results the store has not judged yet, feeds each run (RunOf: its median,
+// p99 and mean latency and its rate against its IOPS cap) to the
+// baseline.Detector of its volume and probe kind — against the volume's
+// history of each signal, its profile's cohort and the profile's prior
+// (the median) — and persists the
 // detectors, their states and cumulative probe statistics for the exporter
 // and the inventory, with each volume and kind's failing streak (runs the
 // agent refused or failed to start, until one does I/O again).
@@ -26,8 +28,8 @@ import (
 
 	"github.com/plumbline/plumbline/internal/baseline"
 	"github.com/plumbline/plumbline/internal/histogram"
-	"github.com/plumbline/plumbline/internal/probe"
 	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/vocab"
 	"github.com/plumbline/plumbline/internal/wire"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
@@ -287,7 +289,7 @@ func (e *Evaluator) judge(ctx context.Context, runs []store.ProbeRun) error {
 		// lock-timeout) neither prove nor disprove anything.
 		pk := store.ProbeKey{AgentID: r.AgentID, MountPoint: r.MountPoint, Kind: r.Kind}
 		switch {
-		case r.StoppedReason == probe.StopRefused || r.StoppedReason == probe.StopFailed:
+		case r.StoppedReason == vocab.StopRefused || r.StoppedReason == vocab.StopFailed:
 			f := failing[pk]
 			if f == nil {
 				f = &store.ProbeFailing{AgentID: r.AgentID, MountPoint: r.MountPoint, Kind: r.Kind, Since: r.StartedAt}
@@ -333,12 +335,20 @@ func (e *Evaluator) judge(ctx context.Context, runs []store.ProbeRun) error {
 				"kind", r.Kind, "sequence", r.Sequence, "err", err)
 			continue
 		}
-		s := en.det.Observe(r.StartedAt, Median(h), refs)
+		en.det.ObserveRun(r.StartedAt, RunOf(r, h), refs)
+		s := en.det.State()
 		en.row.Runs++
 		if r.StartedAt.After(en.row.LastRun) {
 			en.row.LastRun = r.StartedAt
 		}
 		en.row.Status, en.row.Reference, en.row.Ratio, en.row.Since = string(s.Status), string(s.Reference), s.Ratio, s.Since
+		en.row.Signal, en.row.Detail = string(s.Signal), ""
+		if s.Status == baseline.Degraded {
+			en.row.Detail = s.Detail()
+		}
+		en.row.TailRatio = en.det.Of(baseline.SignalTail).History.Ratio
+		en.row.MeanRatio = en.det.Of(baseline.SignalMean).History.Ratio
+		en.row.RateRatio = en.det.Of(baseline.SignalRate).History.Ratio
 		en.row.HistoryRatio, en.row.CohortRatio, en.row.CohortReference = 0, 0, ""
 		if s.History.Available() {
 			en.row.HistoryRatio = s.History.Ratio
@@ -436,7 +446,11 @@ func (e *Evaluator) volumeSummaries(touched []*entry) []store.BaselineState {
 			switch baseline.Status(en.row.Status) {
 			case baseline.Degraded:
 				st.State, st.Degraded = string(baseline.Degraded), true
-				reasons = append(reasons, fmt.Sprintf("%s %.2f× %s since %s", kind, en.row.Ratio, en.row.Reference, en.row.Since.UTC().Format(time.RFC3339)))
+				detail := en.row.Detail
+				if detail == "" {
+					detail = fmt.Sprintf("%.2f× %s", en.row.Ratio, en.row.Reference)
+				}
+				reasons = append(reasons, fmt.Sprintf("%s %s since %s", kind, detail, en.row.Since.UTC().Format(time.RFC3339)))
 			case baseline.OK:
 				if !st.Degraded {
 					st.State = string(baseline.OK)
@@ -465,15 +479,31 @@ func decodeHistogram(b []byte) (*histogram.Histogram, error) {
 	return wire.HistogramFromProto(&p)
 }
 
-// Median is the histogram's 50th percentile in seconds, interpolated
+// RunOf is what the detector judges of one probe run: the histogram's
+// median, p99 and exact mean, its op count, and — for a run that went its
+// whole course or was cut by its time limit (not one stopped because the
+// device was busy or a latency ceiling) and ran under an IOPS cap — the
+// rate it achieved (ops over the measured duration) against that cap.
+func RunOf(r *store.ProbeRun, h *histogram.Histogram) baseline.Run {
+	run := baseline.Run{Median: Median(h), P99: Quantile(h, 0.99), Mean: h.Mean().Seconds(), Ops: int(min(h.Count(), 1<<31-1))}
+	if r.IOPSCap > 0 && r.Duration > 0 && (r.StoppedReason == "" || r.StoppedReason == vocab.StopMaxDuration) {
+		run.IOPS, run.Cap = float64(r.Ops)/r.Duration.Seconds(), r.IOPSCap
+	}
+	return run
+}
+
+// Median is the histogram's 50th percentile in seconds (Quantile 0.5).
+func Median(h *histogram.Histogram) float64 { return Quantile(h, 0.5) }
+
+// Quantile is the histogram's q-quantile in seconds, interpolated
 // log-linearly inside its bucket (buckets are ~9% wide) and clamped to the
 // exact minimum and maximum. 0 for an empty histogram.
-func Median(h *histogram.Histogram) float64 {
+func Quantile(h *histogram.Histogram, q float64) float64 {
 	n := h.Count()
 	if n == 0 {
 		return 0
 	}
-	rank := float64(n) / 2
+	rank := float64(n) * q
 	cum := float64(h.ZeroCount())
 	v := 0.0
 	if cum < rank {

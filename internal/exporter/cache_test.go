@@ -280,7 +280,7 @@ func TestCacheInvalidation(t *testing.T) {
 	if err := st.SaveBaselines(ctx, store.BaselineUpdate{States: changed}); err != nil {
 		t.Fatal(err)
 	}
-	const ratio = `plumbline_baseline_ratio{host="db02.example.com",kind="random-write",mount_point="/srv/pg",reference="history"} 7.25`
+	const ratio = `plumbline_baseline_ratio{host="db02.example.com",kind="random-write",mount_point="/srv/pg",reference="history",signal="median"} 7.25`
 	if got := scrape(); strings.Contains(got, ratio) {
 		t.Log("unsignalled change already shown (the volumes were re-read)")
 	}

@@ -89,10 +89,10 @@ func newFamilies() [numFamilies]family {
 		volumeLabels)
 	d(famLatency, "probe_latency_seconds", histog, "Latency of every probe operation on the volume, by probe kind (random-read, random-write: 8 KiB QD1 O_DIRECT; log-write: synced sequential writes), cumulative over every judged run. Classic buckets and schema-3 native buckets.",
 		withVolume("kind"))
-	d(famRatio, "baseline_ratio", gauge, "The last run's median latency over a reference: history (the volume's own rolling median), cohort (the median of volumes of the same profile) or prior (the profile's expected band, while the cohort is too small).",
-		withVolume("kind", "reference"))
-	d(famDegradedSince, "baseline_degraded_since_timestamp_seconds", gauge, "Present while the volume is degraded for the probe kind: when the sustained shift began (Unix time), and against which reference.",
-		withVolume("kind", "reference"))
+	d(famRatio, "baseline_ratio", gauge, "The last run against a reference, by signal: against the history (the volume's own rolling median of the signal) the run's median, p99 and mean latency and its rate shortfall (IOPS cap over achieved IOPS), signal median, p99, mean, rate; against the cohort (the median of volumes of the same profile) or the prior (the profile's expected band, while the cohort is too small) the median only.",
+		withVolume("kind", "reference", "signal"))
+	d(famDegradedSince, "baseline_degraded_since_timestamp_seconds", gauge, "Present while the volume is degraded for the probe kind: when the sustained shift began (Unix time), against which reference, and on which signal (median, p99, mean; rate: throttled, the median steady).",
+		withVolume("kind", "reference", "signal"))
 	d(famStops, "probe_stops_total", counter, "Probe runs of any kind skipped or stopped before their op budget, by reason (busy, busy-during, latency-ceiling, max-duration, interrupted, io-errors, refused, failed, lock-timeout, skipped).",
 		withVolume("reason"))
 	d(famAgentConflicts, "agent_identity_conflicts_total", counter, "Times two live agents were seen on this agent identity (an agent spool incarnation that a newer one had replaced spoke again: two hosts sharing one certificate, or a copied spool). Present only for agents with at least one.",

@@ -792,7 +792,8 @@ func (c *Collector) buildBaselines() {
 func sameBaseline(a, b store.MetricsBaseline) bool {
 	return a.AgentID == b.AgentID && a.MountPoint == b.MountPoint && a.Kind == b.Kind && a.Status == b.Status &&
 		a.Reference == b.Reference && a.Since.Equal(b.Since) && a.HistoryRatio == b.HistoryRatio && a.CohortRatio == b.CohortRatio &&
-		a.CohortReference == b.CohortReference && a.LastRun.Equal(b.LastRun) && a.Runs == b.Runs && bytes.Equal(a.Histogram, b.Histogram)
+		a.CohortReference == b.CohortReference && a.LastRun.Equal(b.LastRun) && a.Runs == b.Runs && bytes.Equal(a.Histogram, b.Histogram) &&
+		a.Signal == b.Signal && a.TailRatio == b.TailRatio && a.MeanRatio == b.MeanRatio && a.RateRatio == b.RateRatio
 }
 
 func (c *Collector) baselineSeries(k volKey, p *basePart) []*series {
@@ -804,14 +805,23 @@ func (c *Collector) baselineSeries(k volKey, p *basePart) []*series {
 		if b.LastRun.After(lastRun) {
 			lastRun = b.LastRun
 		}
-		if b.HistoryRatio > 0 {
-			ss = append(ss, c.series(famRatio, b.HistoryRatio, host, mount, b.Kind, string(baseline.History)))
+		for _, r := range [...]struct {
+			sig baseline.Signal
+			v   float64
+		}{{baseline.SignalMedian, b.HistoryRatio}, {baseline.SignalTail, b.TailRatio}, {baseline.SignalMean, b.MeanRatio}, {baseline.SignalRate, b.RateRatio}} {
+			if r.v > 0 {
+				ss = append(ss, c.series(famRatio, r.v, host, mount, b.Kind, string(baseline.History), string(r.sig)))
+			}
 		}
 		if b.CohortRatio > 0 && b.CohortReference != "" {
-			ss = append(ss, c.series(famRatio, b.CohortRatio, host, mount, b.Kind, b.CohortReference))
+			ss = append(ss, c.series(famRatio, b.CohortRatio, host, mount, b.Kind, b.CohortReference, string(baseline.SignalMedian)))
 		}
 		if b.Status == string(baseline.Degraded) {
-			ss = append(ss, c.series(famDegradedSince, seconds(b.Since), host, mount, b.Kind, b.Reference))
+			sig := b.Signal
+			if sig == "" {
+				sig = string(baseline.SignalMedian)
+			}
+			ss = append(ss, c.series(famDegradedSince, seconds(b.Since), host, mount, b.Kind, b.Reference, sig))
 		}
 		kinds[b.Kind] = true
 		h := p.hists[b.Kind]

@@ -165,7 +165,7 @@ func seed(tb testing.TB, st *store.Store, fleet []host) {
 			if r.skipped {
 				p.Histogram = runHistogram(tb, 0, 0)
 			} else {
-				p.Ops, p.Bytes, p.Histogram = 100, 100*8*kib, runHistogram(tb, r.median, 100)
+				p.Ops, p.Bytes, p.Histogram, p.IOPSCap = 100, 100*8*kib, runHistogram(tb, r.median, 100), 50
 			}
 			recs = append(recs, store.Record{Sequence: first + uint64(i), Kind: store.KindProbe, ProducedAt: r.at, Probe: p})
 		}

@@ -6,10 +6,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // How block devices are found on kernels of every age:
@@ -31,20 +33,20 @@ import (
 // blockIndex maps device numbers to sysfs device directories when
 // /sys/dev/block is missing.
 type blockIndex struct {
-	byDev  map[string]string // "MAJ:MIN" -> dir
-	byName map[string]string // kernel name -> dir
+	byDev  map[string]root // "MAJ:MIN" -> dir
+	byName map[string]root // kernel name -> dir
 }
 
 // devBlockDir is /sys/dev/block under the sysfs root.
-func (d *discoverer) devBlockDir() string { return filepath.Join(d.sys, "dev", "block") }
+func (d *discoverer) devBlockDir() root { return d.sys.Sub("dev", "block") }
 
 // openBlockDevices checks that the sysfs root lists block devices, and
 // indexes them by hand on kernels without /sys/dev/block.
 func (d *discoverer) openBlockDevices() error {
 	blockDir := d.devBlockDir()
-	st, err := os.Stat(blockDir)
+	st, err := os.Stat(string(blockDir))
 	present := err == nil && st.IsDir()
-	if present && !emptyDir(blockDir) {
+	if present && !emptyDir(string(blockDir)) {
 		return nil
 	}
 	if err == nil && !present {
@@ -56,7 +58,7 @@ func (d *discoverer) openBlockDevices() error {
 			return nil // an empty /sys/dev/block: a host with no block devices
 		}
 		return fmt.Errorf("read %s: %w: %w (and neither %s nor %s lists a block device)", blockDir, ErrRoot, err,
-			filepath.Join(d.sys, "block"), filepath.Join(d.sys, "class", "block"))
+			d.sys.Path("block"), d.sys.Path("class", "block"))
 	}
 	d.index = idx
 	return nil
@@ -65,9 +67,9 @@ func (d *discoverer) openBlockDevices() error {
 // scanBlockDevices indexes /sys/block/* and /sys/class/block/* and the
 // disks' child directories by the MAJ:MIN in their dev files.
 func (d *discoverer) scanBlockDevices() *blockIndex {
-	idx := &blockIndex{byDev: map[string]string{}, byName: map[string]string{}}
-	add := func(dir string) bool {
-		b, err := d.readFile(filepath.Join(dir, "dev"))
+	idx := &blockIndex{byDev: map[string]root{}, byName: map[string]root{}}
+	add := func(dir root) bool {
+		b, err := d.readFile(dir.Path("dev"))
 		if err != nil {
 			return false
 		}
@@ -82,19 +84,19 @@ func (d *discoverer) scanBlockDevices() *blockIndex {
 		key := fmt.Sprintf("%d:%d", ma, mi)
 		if _, ok := idx.byDev[key]; !ok {
 			idx.byDev[key] = dir
-			idx.byName[filepath.Base(dir)] = dir
+			idx.byName[dir.Base()] = dir
 		}
 		return true
 	}
-	for _, top := range []string{filepath.Join(d.sys, "block"), filepath.Join(d.sys, "class", "block")} {
-		ents, err := os.ReadDir(top)
+	for _, top := range []root{d.sys.Sub("block"), d.sys.Sub("class", "block")} {
+		ents, err := os.ReadDir(string(top))
 		if err != nil {
 			continue
 		}
-		d.recDir(top)
+		d.recDir(string(top))
 		for _, e := range ents {
-			p := filepath.Join(top, e.Name())
-			dir := p
+			p := top.Path(e.Name())
+			dir := root(p)
 			if e.Type()&fs.ModeSymlink != 0 {
 				var err error
 				if dir, err = d.resolveLink(p); err != nil {
@@ -107,13 +109,13 @@ func (d *discoverer) scanBlockDevices() *blockIndex {
 				continue
 			}
 			// A disk's partitions are its child directories with a dev file.
-			kids, err := os.ReadDir(dir)
+			kids, err := os.ReadDir(string(dir))
 			if err != nil {
 				continue
 			}
 			for _, k := range kids {
-				if k.IsDir() && k.Type()&fs.ModeSymlink == 0 && d.exists(filepath.Join(dir, k.Name(), "dev")) {
-					add(filepath.Join(dir, k.Name()))
+				if k.IsDir() && k.Type()&fs.ModeSymlink == 0 && d.exists(dir.Path(k.Name(), "dev")) {
+					add(dir.Sub(k.Name()))
 				}
 			}
 		}
@@ -123,7 +125,7 @@ func (d *discoverer) scanBlockDevices() *blockIndex {
 
 // deviceDir is the sysfs directory of block device MAJ:MIN; the error
 // wraps fs.ErrNotExist when sysfs has no such block device.
-func (d *discoverer) deviceDir(major, minor uint32) (string, error) {
+func (d *discoverer) deviceDir(major, minor uint32) (root, error) {
 	key := fmt.Sprintf("%d:%d", major, minor)
 	if d.index != nil {
 		if dir, ok := d.index.byDev[key]; ok {
@@ -131,25 +133,25 @@ func (d *discoverer) deviceDir(major, minor uint32) (string, error) {
 		}
 		return "", fs.ErrNotExist
 	}
-	return d.resolveLink(filepath.Join(d.devBlockDir(), key))
+	return d.resolveLink(d.devBlockDir().Path(key))
 }
 
 // blockDevices maps every block device's kernel name to its directory.
-func (d *discoverer) blockDevices() map[string]string {
-	out := map[string]string{}
+func (d *discoverer) blockDevices() map[string]root {
+	out := map[string]root{}
 	if d.index != nil {
 		for n, dir := range d.index.byName {
 			out[n] = dir
 		}
 		return out
 	}
-	ents, err := os.ReadDir(d.devBlockDir())
+	ents, err := os.ReadDir(string(d.devBlockDir()))
 	if err != nil {
 		return out
 	}
 	for _, e := range ents {
-		if dir, err := d.resolveLink(filepath.Join(d.devBlockDir(), e.Name())); err == nil {
-			out[filepath.Base(dir)] = dir
+		if dir, err := d.resolveLink(d.devBlockDir().Path(e.Name())); err == nil {
+			out[dir.Base()] = dir
 		}
 	}
 	return out
@@ -157,11 +159,11 @@ func (d *discoverer) blockDevices() map[string]string {
 
 // isPartition says whether the block device at dir is a partition (see
 // the comment at the top of this file).
-func (d *discoverer) isPartition(dir string) bool {
-	if d.exists(filepath.Join(dir, "partition")) {
+func (d *discoverer) isPartition(dir root) bool {
+	if d.exists(dir.Path("partition")) {
 		return true
 	}
-	if !d.exists(filepath.Join(dir, "start")) {
+	if !d.exists(dir.Path("start")) {
 		return false // every kernel gives a partition its start
 	}
 	if ue := d.uevent(dir); ue != nil {
@@ -172,12 +174,12 @@ func (d *discoverer) isPartition(dir string) bool {
 			return false
 		}
 	}
-	return d.exists(filepath.Join(filepath.Dir(dir), "dev"))
+	return d.exists(dir.Parent().Path("dev"))
 }
 
 // uevent reads dir/uevent; nil when it is absent or unreadable.
-func (d *discoverer) uevent(dir string) map[string]string {
-	b, err := d.readFile(filepath.Join(dir, "uevent"))
+func (d *discoverer) uevent(dir root) map[string]string {
+	b, err := d.readFile(dir.Path("uevent"))
 	if err != nil {
 		return nil
 	}
@@ -186,10 +188,10 @@ func (d *discoverer) uevent(dir string) map[string]string {
 
 // readPartitionNumber sets a partition's number from the partition file,
 // uevent PARTN, or its name, in that order.
-func (d *discoverer) readPartitionNumber(l *plumblinev1.Layer, dir string) {
-	p := filepath.Join(dir, "partition")
+func (d *discoverer) readPartitionNumber(l *plumblinev1.Layer, dir root) {
+	p := dir.Path("partition")
 	if _, err := os.Stat(p); err == nil {
-		d.readUint(l, "partition_number", p, 1, SourceSysfs, func(v uint64) { l.PartitionNumber = uint32(v) })
+		d.readUint(l, "partition_number", p, 1, zeroValue, SourceSysfs, func(v uint64) { l.PartitionNumber = uint32(v) })
 		return
 	}
 	if v, ok := d.uevent(dir)["PARTN"]; ok {
@@ -199,120 +201,106 @@ func (d *discoverer) readPartitionNumber(l *plumblinev1.Layer, dir string) {
 			return
 		}
 	}
-	if n, ok := partitionNumberFromName(filepath.Base(dir), filepath.Base(filepath.Dir(dir))); ok {
+	if n, ok := partitionNumberFromName(dir.Base(), dir.Parent().Base()); ok {
 		l.PartitionNumber = n
 		l.Sources["partition_number"] = SourceDeviceName
 		return
 	}
-	addUnknown(l, "partition_number", fmt.Sprintf("%s: absent, no PARTN in uevent, and the name %s does not end in a number", d.rel(p), filepath.Base(dir)))
+	addUnknown(l, "partition_number", fmt.Sprintf("%s: absent, no PARTN in uevent, and the name %s does not end in a number", d.rel(p), dir.Base()))
 }
 
-// readMounts reads the mount table: <procfs>/self/mountinfo, or on
-// kernels before 2.6.26, which have none, <procfs>/mounts with each
-// block device's number found in sysfs by the source's name.
-func (d *discoverer) readMounts() ([]mountInfo, error) {
-	mi := filepath.Join(d.opts.ProcfsRoot, "self", "mountinfo")
-	raw, err := os.ReadFile(mi)
+func (d *discoverer) readSize(l *plumblinev1.Layer, dir root) {
+	d.readUint(l, "size_bytes", dir.Path("size"), sectorBytes, zeroUnknown, SourceSysfs, func(v uint64) { l.SizeBytes = v })
+}
+
+func (d *discoverer) readAlignmentOffset(l *plumblinev1.Layer, dir root) {
+	p := dir.Path("alignment_offset")
+	b, err := d.readFile(p)
 	if err == nil {
-		d.recFile(mi, raw)
-		mounts, bad := parseMountInfo(raw)
-		for _, e := range bad {
-			d.warnings = append(d.warnings, e.Error())
+		var v int64
+		v, err = parseSysfsInt(b)
+		if err == nil {
+			l.AlignmentOffsetBytes = proto.Int64(v)
+			l.Sources["alignment_offset_bytes"] = SourceSysfs
+			return
 		}
-		return mounts, nil
 	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("read %s: %w: %w", mi, ErrRoot, err)
+	addUnknown(l, "alignment_offset_bytes", d.reason(p, err))
+}
+
+// readQueue reads queue/ sector sizes and I/O hints.
+func (d *discoverer) readQueue(l *plumblinev1.Layer, q root, rotational bool) {
+	// Before 2.6.31 the logical sector was only queue/hw_sector_size.
+	d.readUintOr(l, "logical_sector_bytes", q.Path("logical_block_size"), q.Path("hw_sector_size"), zeroUnknown, SourceSysfs,
+		func(v uint64) { l.LogicalSectorBytes = uint32(v) })
+	d.readUint(l, "physical_sector_bytes", q.Path("physical_block_size"), 1, zeroUnknown, SourceSysfs, func(v uint64) { l.PhysicalSectorBytes = uint32(v) })
+	d.readUint(l, "min_io_bytes", q.Path("minimum_io_size"), 1, zeroUnknown, SourceKernelHint, func(v uint64) { l.MinIoBytes = uint32(v) })
+	d.readUint(l, "opt_io_bytes", q.Path("optimal_io_size"), 1, zeroUnknown, SourceKernelHint, func(v uint64) { l.OptIoBytes = uint32(v) })
+	if rotational {
+		p := q.Path("rotational")
+		b, err := d.readFile(p)
+		if err == nil {
+			var v uint64
+			if v, err = parseSysfsUint(b); err == nil && v <= 1 {
+				l.Rotational = proto.Bool(v == 1)
+				l.Sources["rotational"] = SourceSysfs
+				return
+			} else if err == nil {
+				err = fmt.Errorf("value %d is not 0 or 1", v)
+			}
+		}
+		addUnknown(l, "rotational", d.reason(p, err))
 	}
-	pm := filepath.Join(d.opts.ProcfsRoot, "mounts")
-	raw, err2 := os.ReadFile(pm)
-	if err2 != nil {
-		return nil, fmt.Errorf("read %s: %w: %w (and %s: %w)", mi, ErrRoot, err, pm, err2)
+}
+
+func (d *discoverer) readModelSerial(l *plumblinev1.Layer, dir root) {
+	if s, err := d.readString(dir.Path("device", "model")); err == nil {
+		l.Model = s
+		l.Sources["model"] = SourceSysfs
+	} else {
+		addUnknown(l, "model", d.reason(dir.Path("device", "model"), err))
 	}
-	d.recFile(pm, raw)
-	mounts, bad := parseProcMounts(raw)
-	for _, e := range bad {
-		d.warnings = append(d.warnings, e.Error())
+	var tried []string
+	for _, p := range []string{
+		dir.Path("device", "serial"),
+		dir.Path("serial"),
+		dir.Path("wwid"),
+		dir.Path("device", "wwid"),
+	} {
+		if s, err := d.readString(p); err == nil {
+			l.Serial = s
+			l.Sources["serial"] = SourceSysfs
+			return
+		}
+		tried = append(tried, d.rel(p))
 	}
-	devs := d.blockDevices()
-	var unresolved []string
-	for i := range mounts {
-		m := &mounts[i]
-		if _, pseudo := pseudoFSTypes[m.FSType]; pseudo || !strings.HasPrefix(m.Source, "/dev/") {
+	addUnknown(l, "serial", "none of "+strings.Join(tried, ", ")+" is readable")
+}
+
+// slaves lists the devices below dir from its slaves/ directory.
+func (d *discoverer) slaves(l *plumblinev1.Layer, dir root) []root {
+	sd := dir.Path("slaves")
+	ents, err := os.ReadDir(sd)
+	if err != nil {
+		if l.Kind != KindDisk {
+			addUnknown(l, "below", d.reason(sd, err))
+		}
+		return nil
+	}
+	d.recDir(sd)
+	var out []root
+	for _, e := range ents {
+		target, err := d.resolveLink(filepath.Join(sd, e.Name()))
+		if err != nil {
+			addUnknown(l, "below", err.Error())
 			continue
 		}
-		dir, ok := d.mountSourceDir(m.Source, devs)
-		if ok {
-			if b, err := d.readFile(filepath.Join(dir, "dev")); err == nil {
-				if s, err := parseSysfsString(b); err == nil {
-					if ma, mi, err := parseDevNumber(s); err == nil {
-						m.Major, m.Minor = ma, mi
-						continue
-					}
-				}
-			}
-		}
-		m.Unresolved = true
-		unresolved = append(unresolved, m.Source+" ("+m.MountPoint+")")
+		out = append(out, target)
+		l.Below = append(l.Below, target.Base())
 	}
-	if len(unresolved) > 0 {
-		d.warnings = append(d.warnings, fmt.Sprintf("%s has no mountinfo (Linux before 2.6.26) and %s names no block device sysfs knows: %s", d.opts.ProcfsRoot, pm, strings.Join(unresolved, ", ")))
+	slices.Sort(out)
+	if len(out) > 0 {
+		l.Sources["below"] = SourceSysfs
 	}
-	return mounts, nil
-}
-
-// mountSourceDir finds the sysfs directory of a mount source from
-// /proc/mounts: /dev/sda1 and /dev/md0 by kernel name, /dev/mapper/NAME by
-// the dm name, links under DevRoot (/dev/disk/by-uuid/...) by following them.
-func (d *discoverer) mountSourceDir(src string, devs map[string]string) (string, bool) {
-	if name, ok := strings.CutPrefix(src, "/dev/mapper/"); ok {
-		for _, dir := range devs {
-			if n, err := d.readString(filepath.Join(dir, "dm", "name")); err == nil && n == name {
-				return dir, true
-			}
-		}
-	}
-	if n, ok := d.devLinkName(src); ok {
-		if dir, ok := devs[n]; ok {
-			return dir, true
-		}
-	}
-	dir, ok := devs[filepath.Base(src)]
-	return dir, ok
-}
-
-// devLinkName follows a /dev path's symlinks under DevRoot (at most 16,
-// never out of /dev) and returns the name it ends at: /dev/disk/by-id/x
-// -> sdb. ok is false when the path is not under /dev or DevRoot is unset.
-func (d *discoverer) devLinkName(p string) (string, bool) {
-	if !strings.HasPrefix(p, "/dev/") || d.opts.DevRoot == "" {
-		return "", false
-	}
-	host := filepath.Join(d.opts.DevRoot, strings.TrimPrefix(p, "/dev/"))
-	for range 16 {
-		target, err := os.Readlink(host)
-		if err != nil {
-			break
-		}
-		if filepath.IsAbs(target) {
-			if !strings.HasPrefix(target, "/dev/") {
-				break
-			}
-			host = filepath.Join(d.opts.DevRoot, strings.TrimPrefix(target, "/dev/"))
-		} else {
-			host = filepath.Join(filepath.Dir(host), target)
-		}
-	}
-	return filepath.Base(host), true
-}
-
-// emptyDir says whether dir lists nothing (or cannot be listed).
-func emptyDir(dir string) bool {
-	f, err := os.Open(dir)
-	if err != nil {
-		return true
-	}
-	defer f.Close()
-	names, _ := f.Readdirnames(1)
-	return len(names) == 0
+	return out
 }

@@ -2,7 +2,6 @@ package geometry
 
 import (
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 
@@ -19,12 +18,13 @@ import (
 // the caller's.
 func DiscoverHost(opts Options) *plumblinev1.Host {
 	h := &plumblinev1.Host{Os: runtime.GOOS}
-	if opts.ProcfsRoot != "" {
-		h.Hostname = readTrimmed(filepath.Join(opts.ProcfsRoot, "sys", "kernel", "hostname"))
-		h.Kernel = readTrimmed(filepath.Join(opts.ProcfsRoot, "sys", "kernel", "osrelease"))
+	r := newRoots(opts)
+	if r.proc != "" {
+		h.Hostname = readTrimmed(r.proc.Path("sys", "kernel", "hostname"))
+		h.Kernel = readTrimmed(r.proc.Path("sys", "kernel", "osrelease"))
 	}
-	if opts.EtcRoot != "" {
-		h.MachineId = readTrimmed(filepath.Join(opts.EtcRoot, "machine-id"))
+	if r.etc != "" {
+		h.MachineId = readTrimmed(r.etc.Path("machine-id"))
 	}
 	if opts.Captured {
 		return h

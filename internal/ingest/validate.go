@@ -20,8 +20,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/plumbline/plumbline/internal/align"
-	"github.com/plumbline/plumbline/internal/probe"
 	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/vocab"
 	"github.com/plumbline/plumbline/internal/wire"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
@@ -424,7 +424,6 @@ func checkTime(ts *timestamppb.Timestamp, name string, now time.Time, lim Limits
 var (
 	triggers   = []string{"start", "changed", "interval", "resync"}
 	layerKinds = []string{"filesystem", "lvm", "dm", "raid", "partition", "disk"}
-	raidLevels = []string{"raid0", "raid1", "raid5", "raid6", "raid10", "raid50", "raid60", "linear"}
 )
 
 func convertGeometry(g *plumblinev1.GeometrySnapshot, lim Limits) ([]store.Volume, error) {
@@ -552,8 +551,8 @@ func checkLayer(l *plumblinev1.Layer) error {
 	if !slices.Contains(layerKinds, l.GetKind()) {
 		return fmt.Errorf("kind %q: want one of %s", l.GetKind(), strings.Join(layerKinds, ", "))
 	}
-	if lv := l.GetRaidLevel(); lv != "" && !slices.Contains(raidLevels, lv) {
-		return fmt.Errorf("raid_level %q: want one of %s", lv, strings.Join(raidLevels, ", "))
+	if lv := l.GetRaidLevel(); lv != "" && !slices.Contains(vocab.LayerRAIDLevels(), lv) {
+		return fmt.Errorf("raid_level %q: want one of %s", lv, strings.Join(vocab.LayerRAIDLevels(), ", "))
 	}
 	for _, f := range []struct {
 		name string
@@ -624,20 +623,6 @@ func checkMountPoint(mp string) error {
 
 func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
 
-// Probe enumerations, from agent.proto.
-var (
-	syncModes    = []string{string(probe.SyncDsync), string(probe.SyncFdatasync)}
-	stopReasons  = append([]string{""}, probe.StopReasons...)
-	maxQueue     = uint32(256)
-	probeKindSet = func() []string {
-		out := make([]string, len(probe.Kinds))
-		for i, k := range probe.Kinds {
-			out[i] = string(k)
-		}
-		return out
-	}()
-)
-
 func convertProbe(p *plumblinev1.ProbeResult, now time.Time, lim Limits) (*store.ProbeResult, error) {
 	if err := checkMountPoint(p.GetMountPoint()); err != nil {
 		return nil, err
@@ -646,37 +631,33 @@ func convertProbe(p *plumblinev1.ProbeResult, now time.Time, lim Limits) (*store
 		return nil, fmt.Errorf("device %q: want a kernel device name (sdb, dm-3, md0)", d)
 	}
 	kind := p.GetKind()
-	if !slices.Contains(probeKindSet, kind) {
-		return nil, fmt.Errorf("kind %q: want one of %s", kind, strings.Join(probeKindSet, ", "))
+	spec, ok := vocab.LookupProbeKind(vocab.ProbeKind(kind))
+	if !ok {
+		return nil, fmt.Errorf("kind %q: want one of %s", kind, vocab.ProbeKindList())
 	}
-	logWrite := kind == string(probe.LogWrite)
 	bs := uint64(p.GetBlockSizeBytes())
-	maxBS := uint64(probe.MaxBlockSize)
-	if logWrite {
-		maxBS = probe.MaxLogBlockSize
-	}
-	if !powerOfTwo(bs) || bs < probe.MinBlockSize || bs > maxBS {
-		return nil, fmt.Errorf("block_size_bytes %d: want a power of two from %d to %d for %s", bs, probe.MinBlockSize, maxBS, kind)
+	if maxBS := uint64(spec.MaxBlockSize); !powerOfTwo(bs) || bs < vocab.MinBlockSize || bs > maxBS {
+		return nil, fmt.Errorf("block_size_bytes %d: want a power of two from %d to %d for %s", bs, vocab.MinBlockSize, maxBS, kind)
 	}
 	qd := p.GetQueueDepth()
 	switch {
-	case logWrite && qd != 1:
-		return nil, fmt.Errorf("queue_depth %d: want 1 for log-write", qd)
-	case qd < 1 || qd > maxQueue:
-		return nil, fmt.Errorf("queue_depth %d: want 1 to %d", qd, maxQueue)
+	case spec.Synced && qd != 1:
+		return nil, fmt.Errorf("queue_depth %d: want 1 for %s", qd, kind)
+	case qd < 1 || qd > vocab.MaxQueueDepth:
+		return nil, fmt.Errorf("queue_depth %d: want 1 to %d", qd, vocab.MaxQueueDepth)
 	}
 	switch s := p.GetSync(); {
-	case logWrite && !slices.Contains(syncModes, s):
-		return nil, fmt.Errorf("sync %q: want one of %s for log-write", s, strings.Join(syncModes, ", "))
-	case !logWrite && s != "":
+	case spec.Synced && !slices.Contains(vocab.SyncModeNames(), s):
+		return nil, fmt.Errorf("sync %q: want one of %s for %s", s, strings.Join(vocab.SyncModeNames(), ", "), kind)
+	case !spec.Synced && s != "":
 		return nil, fmt.Errorf("sync %q: want empty for %s", s, kind)
 	}
-	if !slices.Contains(stopReasons, p.GetStoppedReason()) {
-		return nil, fmt.Errorf("stopped_reason %q: want empty or one of %s", p.GetStoppedReason(), strings.Join(stopReasons[1:], ", "))
+	if r := p.GetStoppedReason(); r != "" && !slices.Contains(vocab.StopReasons(), r) {
+		return nil, fmt.Errorf("stopped_reason %q: want empty or one of %s", r, strings.Join(vocab.StopReasons(), ", "))
 	}
 	ops, errs := p.GetOps(), p.GetErrors()
-	if ops > probe.MaxOps || errs > probe.MaxOps {
-		return nil, fmt.Errorf("ops %d, errors %d: want at most %d each", ops, errs, probe.MaxOps)
+	if ops > vocab.MaxOps || errs > vocab.MaxOps {
+		return nil, fmt.Errorf("ops %d, errors %d: want at most %d each", ops, errs, vocab.MaxOps)
 	}
 	if b := p.GetBytes(); b > ops*bs {
 		return nil, fmt.Errorf("bytes %d: more than ops × block_size_bytes (%d × %d)", b, ops, bs)
@@ -684,16 +665,16 @@ func convertProbe(p *plumblinev1.ProbeResult, now time.Time, lim Limits) (*store
 	if p.GetSkipped() && ops != 0 {
 		return nil, fmt.Errorf("skipped with ops %d: a skipped run has no operations", ops)
 	}
-	notRun := slices.Contains(probe.NotRunReasons, p.GetStoppedReason())
+	notRun := vocab.IsNotRun(p.GetStoppedReason())
 	if notRun && (!p.GetSkipped() || ops != 0 || errs != 0) {
 		return nil, fmt.Errorf("stopped_reason %s with ops %d, errors %d, skipped %v: a run that never started has no operations and is skipped", p.GetStoppedReason(), ops, errs, p.GetSkipped())
 	}
 	failure := p.GetFailure()
 	switch {
 	case failure != "" && !notRun:
-		return nil, fmt.Errorf("failure set with stopped_reason %q: want it only with %s", p.GetStoppedReason(), strings.Join(probe.NotRunReasons, ", "))
-	case len(failure) > probe.MaxFailureBytes:
-		return nil, fmt.Errorf("failure: %d bytes, want at most %d", len(failure), probe.MaxFailureBytes)
+		return nil, fmt.Errorf("failure set with stopped_reason %q: want it only with %s", p.GetStoppedReason(), strings.Join(vocab.NotRunReasons(), ", "))
+	case len(failure) > vocab.MaxFailureBytes:
+		return nil, fmt.Errorf("failure: %d bytes, want at most %d", len(failure), vocab.MaxFailureBytes)
 	case !utf8.ValidString(failure) || strings.ContainsFunc(failure, unicode.IsControl):
 		return nil, fmt.Errorf("failure %q: want UTF-8 text without control characters", failure)
 	}
@@ -727,7 +708,7 @@ func convertProbe(p *plumblinev1.ProbeResult, now time.Time, lim Limits) (*store
 	if hi, lo := bits.Mul64(uint64(qd), uint64(maxProbeDuration)); hi != 0 || uint64(hist.Sum()) > lo {
 		return nil, fmt.Errorf("latency: sum %s: more than queue_depth %d × %s", hist.Sum(), qd, maxProbeDuration)
 	}
-	if c := p.GetIopsCap(); c < 0 {
+	if c := p.GetIopsCap(); !(c >= 0) || math.IsInf(c, 0) {
 		return nil, fmt.Errorf("iops_cap %v: want 0 (uncapped) or more", c)
 	}
 	if bp := p.GetBusyPercent(); bp < 0 || bp > 100 {
@@ -755,5 +736,6 @@ func convertProbe(p *plumblinev1.ProbeResult, now time.Time, lim Limits) (*store
 		StoppedReason:  p.GetStoppedReason(),
 		Failure:        failure,
 		Histogram:      histBytes,
+		IOPSCap:        p.GetIopsCap(),
 	}, nil
 }

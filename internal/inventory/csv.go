@@ -3,6 +3,7 @@ package inventory
 import (
 	"bytes"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,7 +16,9 @@ import (
 // VolumeCSVColumns are the columns of GET /api/v1/volumes?format=csv: what
 // a change ticket needs to name the volume, say what is wrong, and how to
 // fix it. Unknown numbers are empty cells.
-var VolumeCSVColumns = []string{
+func VolumeCSVColumns() []string { return slices.Clone(volumeCSVColumns[:]) }
+
+var volumeCSVColumns = [...]string{
 	"id", "host", "agent_id", "mount_point", "device", "fs_type", "verdict",
 	"data_offset_bytes", "stripe_unit_bytes", "allocation_unit_bytes", "raid_level", "media", "profile",
 	"split_fraction_8k", "split_fraction_64k", "severity", "rules",
@@ -27,7 +30,9 @@ var VolumeCSVColumns = []string{
 }
 
 // HostCSVColumns are the columns of GET /api/v1/hosts?format=csv.
-var HostCSVColumns = []string{
+func HostCSVColumns() []string { return slices.Clone(hostCSVColumns[:]) }
+
+var hostCSVColumns = [...]string{
 	"host", "agent_id", "os", "kernel", "agent_version", "first_seen", "last_seen", "volume_count", "misaligned_count",
 }
 
@@ -265,7 +270,7 @@ func (a *API) volumesCSV(w http.ResponseWriter, r *http.Request, q store.VolumeQ
 			a.fail(w, r, err)
 			return
 		}
-		c := newCSV(w, "plumbline-volumes.csv", next, VolumeCSVColumns)
+		c := newCSV(w, "plumbline-volumes.csv", next, VolumeCSVColumns())
 		for _, v := range rows {
 			if err := c.volumeRow(v); err != nil {
 				return
@@ -277,7 +282,7 @@ func (a *API) volumesCSV(w http.ResponseWriter, r *http.Request, q store.VolumeQ
 	var c *csvWriter
 	err := a.st.QueryVolumes(r.Context(), q, func(v *store.InventoryVolume) error {
 		if c == nil {
-			c = newCSV(w, "plumbline-volumes.csv", "", VolumeCSVColumns)
+			c = newCSV(w, "plumbline-volumes.csv", "", VolumeCSVColumns())
 		}
 		return c.volumeRow(v)
 	})
@@ -290,7 +295,7 @@ func (a *API) volumesCSV(w http.ResponseWriter, r *http.Request, q store.VolumeQ
 		a.opts.Logger.Error("inventory CSV", "err", err)
 		panic(http.ErrAbortHandler)
 	case c == nil:
-		newCSV(w, "plumbline-volumes.csv", "", VolumeCSVColumns).flush()
+		newCSV(w, "plumbline-volumes.csv", "", VolumeCSVColumns()).flush()
 	default:
 		c.flush()
 	}

@@ -9,32 +9,32 @@ import (
 	"github.com/plumbline/plumbline/internal/align"
 	"github.com/plumbline/plumbline/internal/baseline"
 	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/vocab"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
-// Rules lists the alignment rule ids the `rule` filter accepts: every rule
-// align has.
-var Rules = align.Rules()
+// FilterValues lists the values the enumerated filter param (verdict,
+// raid_level, media, rule, severity, io_size_bytes) accepts, for a client's
+// flag help; nil for a filter that takes free text or numbers.
+func FilterValues(param string) []string { return filterEnums()[param] }
 
-// Severities, worst first, and their ranks.
-var (
-	Severities   = []string{align.Critical, align.Warning, align.Info}
-	severityRank = map[string]int{align.Critical: 3, align.Warning: 2, align.Info: 1}
-)
-
-// Verdicts the `verdict` filter accepts.
-var Verdicts = []string{align.Aligned, align.Misaligned, align.Unknown}
-
-// RAIDLevels the `raid_level` filter accepts ("none": no RAID layer).
-var RAIDLevels = []string{baseline.NoRAID, "linear", "raid0", "raid1", "raid10", "raid5", "raid50", "raid6", "raid60"}
-
-// mediaClasses the `media` filter accepts.
-func mediaClasses() []string {
-	var out []string
+// filterEnums are the values each enumerated filter of /volumes and
+// /summary accepts, from the words' homes: vocab (verdicts, RAID levels,
+// severities, I/O sizes), align (rule ids) and baseline (media classes).
+// api/openapi.yaml lists the same (TestOpenAPIEnums).
+func filterEnums() map[string][]string {
+	var media []string
 	for _, m := range baseline.MediaClasses() {
-		out = append(out, string(m))
+		media = append(media, string(m))
 	}
-	return out
+	return map[string][]string{
+		"verdict":       vocab.Verdicts(),
+		"raid_level":    vocab.RAIDLevels(),
+		"media":         media,
+		"rule":          align.Rules(),
+		"severity":      vocab.Severities(),
+		"io_size_bytes": vocab.IOSizeNames(),
+	}
 }
 
 // derive is the store.DeriveFunc of the inventory: the query columns of a
@@ -47,7 +47,7 @@ func derive(v store.Volume) (store.InventoryVolume, error) {
 		Device: v.Device, FSType: v.FSType, Verdict: v.Verdict,
 		DataOffsetBytes: -1, StripeUnitBytes: int64(v.StripeUnitBytes), AllocationUnitBytes: -1,
 		SplitFraction8K: -1, SplitFraction64K: -1, GranularitySplit8K: -1, GranularitySplit64K: -1, Severity: "none",
-		RAIDLevel: baseline.NoRAID, Media: string(baseline.UnknownMedia),
+		RAIDLevel: vocab.NoRAID, Media: string(baseline.UnknownMedia),
 	}
 	if v.DataOffsetBytes != nil {
 		iv.DataOffsetBytes = int64(*v.DataOffsetBytes)
@@ -79,14 +79,14 @@ func derive(v store.Volume) (store.InventoryVolume, error) {
 	iv.Media = string(p.Media)
 	iv.RAIDLevel = p.RAIDLevel
 	if iv.RAIDLevel == "" {
-		iv.RAIDLevel = baseline.NoRAID
+		iv.RAIDLevel = vocab.NoRAID
 	}
 	if p.AllocationUnit > 0 {
 		iv.AllocationUnitBytes = int64(p.AllocationUnit)
 	}
 	findings := slices.Clone(a.GetFindings())
 	slices.SortStableFunc(findings, func(x, y *plumblinev1.Finding) int {
-		return cmp.Compare(severityRank[y.GetSeverity()], severityRank[x.GetSeverity()])
+		return cmp.Compare(vocab.SeverityRank(y.GetSeverity()), vocab.SeverityRank(x.GetSeverity()))
 	})
 	for _, f := range findings {
 		iv.Findings = append(iv.Findings, store.Finding{Rule: f.GetRule(), Severity: f.GetSeverity(), Message: f.GetMessage(), Remediation: f.GetRemediation()})
@@ -97,7 +97,7 @@ func derive(v store.Volume) (store.InventoryVolume, error) {
 	slices.Sort(iv.Rules)
 	if len(findings) > 0 {
 		iv.Severity = findings[0].GetSeverity()
-		iv.SeverityRank = severityRank[iv.Severity]
+		iv.SeverityRank = vocab.SeverityRank(iv.Severity)
 	}
 	if iv.Severity == "" {
 		iv.Severity = "none"

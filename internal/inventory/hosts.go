@@ -89,7 +89,7 @@ func (a *API) hosts(w http.ResponseWriter, r *http.Request) {
 		var c *csvWriter
 		err := a.st.QueryHosts(r.Context(), q, func(h *store.InventoryHost) error {
 			if c == nil {
-				c = newCSV(w, "plumbline-hosts.csv", "", HostCSVColumns)
+				c = newCSV(w, "plumbline-hosts.csv", "", HostCSVColumns())
 			}
 			return c.row(hostRow(h))
 		})
@@ -100,7 +100,7 @@ func (a *API) hosts(w http.ResponseWriter, r *http.Request) {
 			a.opts.Logger.Error("inventory CSV", "err", err)
 			panic(http.ErrAbortHandler)
 		case c == nil:
-			newCSV(w, "plumbline-hosts.csv", "", HostCSVColumns).flush()
+			newCSV(w, "plumbline-hosts.csv", "", HostCSVColumns()).flush()
 		default:
 			c.flush()
 		}
@@ -122,7 +122,7 @@ func (a *API) hosts(w http.ResponseWriter, r *http.Request) {
 		next = encodeToken(hash, []any{last.Hostname, last.ID})
 	}
 	if format == "csv" {
-		c := newCSV(w, "plumbline-hosts.csv", next, HostCSVColumns)
+		c := newCSV(w, "plumbline-hosts.csv", next, HostCSVColumns())
 		for _, h := range rows {
 			if c.row(hostRow(h)) != nil {
 				return

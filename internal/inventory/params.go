@@ -138,15 +138,16 @@ func (p *params) volumeFilter() (store.VolumeFilter, error) {
 			*dst, err = p.str(name)
 		}
 	}
-	set(&f.Verdict, "verdict", Verdicts)
+	enums := filterEnums()
+	set(&f.Verdict, "verdict", enums["verdict"])
 	set(&f.Host, "host", nil)
 	set(&f.MountPoint, "mount_point", nil)
 	set(&f.FSType, "fs", nil)
-	set(&f.RAIDLevel, "raid_level", RAIDLevels)
-	set(&f.Media, "media", mediaClasses())
+	set(&f.RAIDLevel, "raid_level", enums["raid_level"])
+	set(&f.Media, "media", enums["media"])
 	set(&f.Profile, "profile", nil)
-	set(&f.Rule, "rule", Rules)
-	set(&f.Severity, "severity", Severities)
+	set(&f.Rule, "rule", enums["rule"])
+	set(&f.Severity, "severity", enums["severity"])
 	if err != nil {
 		return f, err
 	}
@@ -159,7 +160,7 @@ func (p *params) volumeFilter() (store.VolumeFilter, error) {
 	if f.MinSplitFraction, err = p.float("min_split_fraction", 0, 1); err != nil {
 		return f, err
 	}
-	size, err := p.enum("io_size_bytes", []string{"8192", "65536"})
+	size, err := p.enum("io_size_bytes", enums["io_size_bytes"])
 	if err != nil {
 		return f, err
 	}

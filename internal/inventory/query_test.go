@@ -432,7 +432,7 @@ func TestCSV(t *testing.T) {
 				if err != nil {
 					t.Fatalf("CSV does not parse: %v\n%s", err, body)
 				}
-				if diff := gocmp.Diff(VolumeCSVColumns, recs[0]); diff != "" {
+				if diff := gocmp.Diff(VolumeCSVColumns(), recs[0]); diff != "" {
 					t.Errorf("header (-want +got):\n%s", diff)
 				}
 				want := 7
@@ -446,7 +446,7 @@ func TestCSV(t *testing.T) {
 				if len(recs)-1 != want {
 					t.Errorf("%s: %d rows, want %d", how.query, len(recs)-1, want)
 				}
-				col := func(r []string, name string) string { return r[slices.Index(VolumeCSVColumns, name)] }
+				col := func(r []string, name string) string { return r[slices.Index(VolumeCSVColumns(), name)] }
 				for _, r := range recs[1:] {
 					if col(r, "agent_id") != "evil" {
 						continue
@@ -480,7 +480,7 @@ func TestCSV(t *testing.T) {
 			}
 			recs, err := csv.NewReader(resp.Body).ReadAll()
 			resp.Body.Close()
-			if err != nil || len(recs) != 5 || !slices.Equal(recs[0], HostCSVColumns) {
+			if err != nil || len(recs) != 5 || !slices.Equal(recs[0], HostCSVColumns()) {
 				t.Errorf("hosts CSV: %v %v", recs, err)
 			}
 		})

@@ -76,7 +76,7 @@ func testPlan(kind Kind) plan {
 }
 
 func TestMeasureBudgetAndCounts(t *testing.T) {
-	for _, kind := range Kinds {
+	for _, kind := range Kinds() {
 		for _, qd := range []int{1, 4} {
 			if kind == LogWrite && qd > 1 {
 				continue

@@ -26,28 +26,29 @@ import (
 	"time"
 
 	"github.com/plumbline/plumbline/internal/histogram"
+	"github.com/plumbline/plumbline/internal/vocab"
 )
 
-// Kind is the I/O shape of a probe.
-type Kind string
+// Kind is the I/O shape of a probe; the kinds are vocab's.
+type Kind = vocab.ProbeKind
 
-// The probe kinds.
+// The probe kinds this engine runs.
 const (
-	RandomRead  Kind = "random-read"  // random reads of BlockSize, aligned to BlockSize
-	RandomWrite Kind = "random-write" // random writes of BlockSize, aligned to BlockSize
-	LogWrite    Kind = "log-write"    // sequential writes, each synced before the next, wrapping
+	RandomRead  = vocab.RandomRead
+	RandomWrite = vocab.RandomWrite
+	LogWrite    = vocab.LogWrite
 )
 
-// Kinds lists every kind, for flag help and validation.
-var Kinds = []Kind{RandomRead, RandomWrite, LogWrite}
+// Kinds lists every kind agents run, for flag help and validation.
+func Kinds() []Kind { return vocab.ProbeKinds() }
 
 // SyncMode is how a log-write makes each write durable.
-type SyncMode string
+type SyncMode = vocab.SyncMode
 
 // The sync modes.
 const (
-	SyncDsync     SyncMode = "dsync"     // the file is opened O_DSYNC
-	SyncFdatasync SyncMode = "fdatasync" // fdatasync(2) after every write
+	SyncDsync     = vocab.SyncDsync
+	SyncFdatasync = vocab.SyncFdatasync
 )
 
 // DefaultFileName is the one name a probe file has inside its directory.
@@ -58,11 +59,11 @@ const DefaultFileName = ".plumbline-probe"
 // data offset aligned to any block size up to MaxBlockSize.
 const HeaderSize = 1 << 20
 
-// Block size limits.
+// Block size limits, from vocab.
 const (
-	MinBlockSize    = 512
-	MaxBlockSize    = 1 << 20
-	MaxLogBlockSize = 64 << 10
+	MinBlockSize    = vocab.MinBlockSize
+	MaxBlockSize    = vocab.MaxBlockSize
+	MaxLogBlockSize = vocab.MaxLogBlockSize
 )
 
 // The free-space floor: creating or growing the probe file must leave at
@@ -108,37 +109,27 @@ func (o Options) freeSpaceError(grow, after, total, floor int64) error {
 }
 
 // MaxOps bounds Options.Ops: a run keeps one 8-byte latency sample per op.
-const MaxOps = 10_000_000
+const MaxOps = vocab.MaxOps
 
-// Stop reasons reported in Result.StoppedReason. The empty string means the
-// run did all its ops.
+// Stop reasons reported in Result.StoppedReason (vocab defines them). The
+// empty string means the run did all its ops. Run itself never sets the
+// not-run reasons (StopRefused, StopFailed, StopLockTimeout): callers that
+// report runs (the agent) do.
 const (
-	StopMaxDuration    = "max-duration"    // --max-duration reached before --ops
-	StopBusy           = "busy"            // device busy before the first op: run skipped
-	StopBusyDuring     = "busy-during"     // device became busy during the run
-	StopLatencyCeiling = "latency-ceiling" // recent probe latency above the ceiling
-	StopInterrupted    = "interrupted"     // the caller's context was cancelled (SIGINT/SIGTERM)
-	StopIOErrors       = "io-errors"       // too many I/O errors
-
-	// A run that never started its I/O because Run returned an error
-	// (FailureReason says which), or because the agent's scheduler could
-	// not get the disk. Run itself never sets these: callers that report
-	// runs (the agent) do.
-	StopRefused     = "refused"      // a safety check said no: free-space floor, unsafe path, foreign file, no cache bypass, bad options
-	StopFailed      = "failed"       // the probe file could not be opened, created or filled, or the run's time limit came first
-	StopLockTimeout = "lock-timeout" // another probe held the disk for the whole run timeout
+	StopMaxDuration    = vocab.StopMaxDuration
+	StopBusy           = vocab.StopBusy
+	StopBusyDuring     = vocab.StopBusyDuring
+	StopLatencyCeiling = vocab.StopLatencyCeiling
+	StopInterrupted    = vocab.StopInterrupted
+	StopIOErrors       = vocab.StopIOErrors
+	StopRefused        = vocab.StopRefused
+	StopFailed         = vocab.StopFailed
+	StopLockTimeout    = vocab.StopLockTimeout
 )
-
-// StopReasons lists every stop reason, for validation and documentation.
-var StopReasons = []string{StopMaxDuration, StopBusy, StopBusyDuring, StopLatencyCeiling, StopInterrupted, StopIOErrors, StopRefused, StopFailed, StopLockTimeout}
-
-// NotRunReasons are the stop reasons of a run that never started its I/O;
-// only such a run carries Result.Failure.
-var NotRunReasons = []string{StopRefused, StopFailed, StopLockTimeout}
 
 // MaxFailureBytes bounds Result.Failure as reported (agent.proto's
 // ProbeResult.failure).
-const MaxFailureBytes = 1024
+const MaxFailureBytes = vocab.MaxFailureBytes
 
 // FailureReason classifies an error of Run: StopRefused for the refusals
 // (ErrUnsafePath, ErrForeignFile, ErrNoCacheBypass, ErrFreeSpace,
@@ -199,7 +190,9 @@ type Options struct {
 	// saves about a fifth of the CPU per op, but a stuck I/O then holds
 	// its P and delays garbage collection for the whole process. Only for
 	// a process that does nothing else: the one-shot CLI sets it, a
-	// long-running agent must not.
+	// long-running agent must not. It is ignored (ordinary calls are
+	// used) unless QueueDepth < GOMAXPROCS: a blocked raw call holds its
+	// P, so more workers than Ps would not all have an I/O in flight.
 	RawIO bool
 
 	ProcRoot string // procfs mount point, for /proc/diskstats
@@ -252,10 +245,8 @@ func (o *Options) validate() error {
 	if err := checkFileName(o.FileName); err != nil {
 		return err
 	}
-	switch o.Kind {
-	case RandomRead, RandomWrite, LogWrite:
-	default:
-		return bad("kind %q: want one of %s", o.Kind, kindList())
+	if _, ok := vocab.LookupProbeKind(o.Kind); !ok {
+		return bad("kind %q: want one of %s", o.Kind, vocab.ProbeKindList())
 	}
 	bs := o.BlockSize
 	if bs < MinBlockSize || bs > MaxBlockSize || bs&(bs-1) != 0 {
@@ -279,8 +270,8 @@ func (o *Options) validate() error {
 	} else {
 		o.Sync = ""
 	}
-	if o.QueueDepth < 1 || o.QueueDepth > 256 {
-		return bad("queue depth %d: want 1 to 256", o.QueueDepth)
+	if o.QueueDepth < 1 || o.QueueDepth > vocab.MaxQueueDepth {
+		return bad("queue depth %d: want 1 to %d", o.QueueDepth, vocab.MaxQueueDepth)
 	}
 	if o.FileSize%HeaderSize != 0 || o.FileSize < HeaderSize+int64(max(bs, HeaderSize)) {
 		return bad("file size %d: want a multiple of 1MiB, at least 2MiB", o.FileSize)
@@ -328,14 +319,6 @@ func checkFileName(name string) error {
 		return fmt.Errorf("%w: file name %q must be a single name inside --dir", ErrUnsafePath, name)
 	}
 	return nil
-}
-
-func kindList() string {
-	s := make([]string, len(Kinds))
-	for i, k := range Kinds {
-		s[i] = string(k)
-	}
-	return strings.Join(s, ", ")
 }
 
 // Latency summarises the run's latencies in seconds. The percentiles are

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/plumbline/plumbline/internal/bytesize"
+	"github.com/plumbline/plumbline/internal/vocab"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -27,7 +28,8 @@ func Table(w io.Writer, inv *plumblinev1.Inventory) error {
 	// OFFSET SPLIT is what the offset adds (what re-partitioning removes);
 	// GRAIN SPLIT splits at any offset, from I/Os placed on a grid finer
 	// than their size (the allocation unit), and is no misalignment.
-	fmt.Fprintln(tw, "MOUNT\tFS\tCLUSTER\tOFFSET\tSTRIPE\tRAID\tVERDICT\tOFFSET SPLIT 8K/64K\tGRAIN SPLIT 8K/64K\tWORST FINDING")
+	sizes := splitSizes()
+	fmt.Fprintf(tw, "MOUNT\tFS\tCLUSTER\tOFFSET\tSTRIPE\tRAID\tVERDICT\tOFFSET SPLIT %s\tGRAIN SPLIT %s\tWORST FINDING\n", sizes, sizes)
 	for _, v := range inv.GetVolumes() {
 		a := v.GetAlignment()
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
@@ -114,13 +116,26 @@ func raidCell(v *plumblinev1.Volume) string {
 	return "-"
 }
 
-// splitCell writes a split figure for 8 KiB and 64 KiB I/Os; "-" when
-// none was computed (no stripe unit or offset known).
+// splitSizes names the split columns' I/O sizes: "8K/64K".
+func splitSizes() string {
+	var s []string
+	for _, n := range vocab.IOSizes() {
+		s = append(s, fmt.Sprintf("%dK", n>>10))
+	}
+	return strings.Join(s, "/")
+}
+
+// splitCell writes a split figure for each of vocab.IOSizes (8 KiB and
+// 64 KiB I/Os); "-" when none was computed (no stripe unit or offset known).
 func splitCell(sf map[uint32]float64) string {
 	if len(sf) == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%s/%s", percent(sf[8192]), percent(sf[65536]))
+	var s []string
+	for _, n := range vocab.IOSizes() {
+		s = append(s, percent(sf[n]))
+	}
+	return strings.Join(s, "/")
 }
 
 func percent(x float64) string {
@@ -128,12 +143,10 @@ func percent(x float64) string {
 	return s + "%"
 }
 
-var severityRank = map[string]int{"critical": 3, "warning": 2, "info": 1}
-
 func worst(a *plumblinev1.Alignment) string {
 	var best *plumblinev1.Finding
 	for _, f := range a.GetFindings() {
-		if best == nil || severityRank[f.GetSeverity()] > severityRank[best.GetSeverity()] {
+		if best == nil || vocab.SeverityRank(f.GetSeverity()) > vocab.SeverityRank(best.GetSeverity()) {
 			best = f
 		}
 	}

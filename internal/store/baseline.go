@@ -47,6 +47,12 @@ type ProbeBaseline struct {
 	Runs uint64
 	// Histogram is the plumbline.v1.Histogram of every judged run, merged.
 	Histogram []byte
+	// Signal is the baseline.Signal the state is about and Detail its
+	// State.Detail; TailRatio, MeanRatio and RateRatio the last run's p99,
+	// mean and rate shortfall over their histories (0: not trusted or not
+	// carried).
+	Signal, Detail                  string
+	TailRatio, MeanRatio, RateRatio float64
 }
 
 // StopCount counts probe runs of one volume and kind that were skipped or
@@ -114,7 +120,7 @@ type BaselineUpdate struct {
 func (s *Store) PendingProbeRuns(ctx context.Context, limit int) ([]ProbeRun, error) {
 	rows, err := s.db.QueryContext(ctx, s.q(`
 SELECT p.agent_id, p.sequence, p.mount_point, p.device, p.kind, p.block_size_bytes, p.queue_depth,
-    p.started_ns, p.duration_ns, p.ops, p.errors, p.bytes, p.skipped, p.stopped_reason, p.failure, p.latency_histogram
+    p.started_ns, p.duration_ns, p.ops, p.errors, p.bytes, p.skipped, p.stopped_reason, p.failure, p.latency_histogram, p.iops_cap
 FROM probe_results p
 JOIN agents a ON a.agent_id = p.agent_id
 LEFT JOIN baseline_watermarks w ON w.agent_id = p.agent_id
@@ -130,7 +136,7 @@ LIMIT ?`), limit)
 		var r ProbeRun
 		var seq, bs, qd, started, dur, ops, errs, bytes int64
 		if err := rows.Scan(&r.AgentID, &seq, &r.MountPoint, &r.Device, &r.Kind, &bs, &qd,
-			&started, &dur, &ops, &errs, &bytes, &r.Skipped, &r.StoppedReason, &r.Failure, &r.Histogram); err != nil {
+			&started, &dur, &ops, &errs, &bytes, &r.Skipped, &r.StoppedReason, &r.Failure, &r.Histogram, &r.IOPSCap); err != nil {
 			return nil, fmt.Errorf("pending probe runs: %w", err)
 		}
 		r.Sequence, r.BlockSizeBytes, r.QueueDepth = uint64(seq), uint32(bs), uint32(qd)
@@ -227,13 +233,14 @@ func (s *Store) putStates(ctx context.Context, tx *sql.Tx, states []ProbeBaselin
 	for chunk := range slices.Chunk(states, rowsPerInsert) {
 		var b strings.Builder
 		b.WriteString(`INSERT INTO baseline_states (agent_id, mount_point, kind, profile, detector, status, reference, ratio,
-    since_ns, history_ratio, cohort_ratio, cohort_reference, history_median, trusted, last_run_ns, runs, latency_histogram) VALUES `)
-		args := make([]any, 0, len(chunk)*17)
+    since_ns, history_ratio, cohort_ratio, cohort_reference, history_median, trusted, last_run_ns, runs, latency_histogram,
+    signal, detail, p99_ratio, mean_ratio, rate_ratio) VALUES `)
+		args := make([]any, 0, len(chunk)*22)
 		for i, st := range chunk {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 			det, hist := st.Detector, st.Histogram
 			if det == nil {
 				det = []byte{}
@@ -243,14 +250,15 @@ func (s *Store) putStates(ctx context.Context, tx *sql.Tx, states []ProbeBaselin
 			}
 			args = append(args, st.AgentID, st.MountPoint, st.Kind, st.Profile, det, st.Status, st.Reference, st.Ratio,
 				unixNano(st.Since), st.HistoryRatio, st.CohortRatio, st.CohortReference, st.HistoryMedian, st.Trusted,
-				unixNano(st.LastRun), int64(st.Runs), hist)
+				unixNano(st.LastRun), int64(st.Runs), hist, signalOrMedian(st.Signal), st.Detail, st.TailRatio, st.MeanRatio, st.RateRatio)
 		}
 		b.WriteString(` ON CONFLICT (agent_id, mount_point, kind) DO UPDATE SET
     profile = excluded.profile, detector = excluded.detector, status = excluded.status, reference = excluded.reference,
     ratio = excluded.ratio, since_ns = excluded.since_ns, history_ratio = excluded.history_ratio,
     cohort_ratio = excluded.cohort_ratio, cohort_reference = excluded.cohort_reference,
     history_median = excluded.history_median, trusted = excluded.trusted, last_run_ns = excluded.last_run_ns,
-    runs = excluded.runs, latency_histogram = excluded.latency_histogram`)
+    runs = excluded.runs, latency_histogram = excluded.latency_histogram, signal = excluded.signal,
+    detail = excluded.detail, p99_ratio = excluded.p99_ratio, mean_ratio = excluded.mean_ratio, rate_ratio = excluded.rate_ratio`)
 		if _, err := tx.ExecContext(ctx, s.q(b.String()), args...); err != nil {
 			return fmt.Errorf("baseline states: %w", err)
 		}
@@ -263,7 +271,8 @@ func (s *Store) putStates(ctx context.Context, tx *sql.Tx, states []ProbeBaselin
 func (s *Store) ListProbeBaselines(ctx context.Context) ([]ProbeBaseline, error) {
 	rows, err := s.db.QueryContext(ctx, `
 SELECT agent_id, mount_point, kind, profile, detector, status, reference, ratio, since_ns, history_ratio,
-    cohort_ratio, cohort_reference, history_median, trusted, last_run_ns, runs, latency_histogram
+    cohort_ratio, cohort_reference, history_median, trusted, last_run_ns, runs, latency_histogram,
+    signal, detail, p99_ratio, mean_ratio, rate_ratio
 FROM baseline_states ORDER BY agent_id, mount_point, kind`)
 	if err != nil {
 		return nil, fmt.Errorf("list baselines: %w", err)
@@ -275,7 +284,7 @@ FROM baseline_states ORDER BY agent_id, mount_point, kind`)
 		var since, last, runs int64
 		if err := rows.Scan(&st.AgentID, &st.MountPoint, &st.Kind, &st.Profile, &st.Detector, &st.Status, &st.Reference,
 			&st.Ratio, &since, &st.HistoryRatio, &st.CohortRatio, &st.CohortReference, &st.HistoryMedian, &st.Trusted,
-			&last, &runs, &st.Histogram); err != nil {
+			&last, &runs, &st.Histogram, &st.Signal, &st.Detail, &st.TailRatio, &st.MeanRatio, &st.RateRatio); err != nil {
 			return nil, fmt.Errorf("list baselines: %w", err)
 		}
 		st.Since, st.LastRun, st.Runs = fromUnixNano(since), fromUnixNano(last), uint64(runs)
@@ -359,4 +368,12 @@ ORDER BY agent_id, mount_point, kind`)
 		return nil, fmt.Errorf("list probe failing: %w", err)
 	}
 	return out, nil
+}
+
+// signalOrMedian: a state written without a signal is about the median.
+func signalOrMedian(s string) string {
+	if s == "" {
+		return "median"
+	}
+	return s
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 // VolumeFilter selects inventory volumes; every set field must match.
@@ -714,7 +716,7 @@ ORDER BY a.last_seen_ns DESC, a.agent_id LIMIT 1`), key)
 // by kind.
 func (s *Store) LatestProbes(ctx context.Context, agentID, mountPoint string) ([]ProbeResult, error) {
 	var out []ProbeResult
-	for _, kind := range []string{"log-write", "random-read", "random-write"} {
+	for _, kind := range slices.Sorted(slices.Values(vocab.ProbeKindNames())) {
 		var p ProbeResult
 		var bs, qd, started, dur, ops, errs, bytes int64
 		err := s.db.QueryRowContext(ctx, s.q(`SELECT device, block_size_bytes, queue_depth, started_ns, duration_ns, ops, errors, bytes,

@@ -84,6 +84,9 @@ type MetricsBaseline struct {
 	Runs            uint64
 	// Histogram is the plumbline.v1.Histogram of every judged run, merged.
 	Histogram []byte
+	// Signal, TailRatio, MeanRatio and RateRatio as in ProbeBaseline.
+	Signal                          string
+	TailRatio, MeanRatio, RateRatio float64
 }
 
 // ListMetricsBaselines returns what the exporter shows of every baseline
@@ -138,7 +141,7 @@ func (s *Store) ListMetricsBaselinesOf(ctx context.Context, volumes []VolumeKey)
 func (s *Store) listMetricsBaselines(ctx context.Context, where string, args []any) ([]MetricsBaseline, error) {
 	rows, err := s.db.QueryContext(ctx, s.q(`
 SELECT agent_id, mount_point, kind, status, reference, since_ns, history_ratio, cohort_ratio, cohort_reference,
-    last_run_ns, runs, latency_histogram
+    last_run_ns, runs, latency_histogram, signal, p99_ratio, mean_ratio, rate_ratio
 FROM baseline_states `+where+` ORDER BY agent_id, mount_point, kind`), args...)
 	if err != nil {
 		return nil, fmt.Errorf("list metrics baselines: %w", err)
@@ -149,7 +152,7 @@ FROM baseline_states `+where+` ORDER BY agent_id, mount_point, kind`), args...)
 		var b MetricsBaseline
 		var since, last, runs int64
 		if err := rows.Scan(&b.AgentID, &b.MountPoint, &b.Kind, &b.Status, &b.Reference, &since, &b.HistoryRatio,
-			&b.CohortRatio, &b.CohortReference, &last, &runs, &b.Histogram); err != nil {
+			&b.CohortRatio, &b.CohortReference, &last, &runs, &b.Histogram, &b.Signal, &b.TailRatio, &b.MeanRatio, &b.RateRatio); err != nil {
 			return nil, fmt.Errorf("list metrics baselines: %w", err)
 		}
 		b.Since, b.LastRun, b.Runs = fromUnixNano(since), fromUnixNano(last), uint64(runs)

@@ -121,6 +121,8 @@ type ProbeResult struct {
 	Failure string
 	// Histogram is the plumbline.v1.Histogram of the latency.
 	Histogram []byte
+	// IOPSCap is the run's IOPS cap (0: uncapped).
+	IOPSCap float64
 }
 
 // AppendResult says what AppendBatch did with each record.
@@ -629,8 +631,8 @@ func (s *Store) insertRecords(ctx context.Context, tx *sql.Tx, agentID, incarnat
 const (
 	insertRecordSQL = `INSERT INTO records (agent_id, sequence, incarnation, agent_sequence, kind, produced_ns, received_ns, payload, reason) VALUES `
 	insertProbeSQL  = `INSERT INTO probe_results (agent_id, sequence, mount_point, device, kind, block_size_bytes, queue_depth,
-    started_ns, duration_ns, ops, errors, bytes, skipped, stopped_reason, failure, latency_histogram) VALUES `
-	probeRowSQL = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    started_ns, duration_ns, ops, errors, bytes, skipped, stopped_reason, failure, latency_histogram, iops_cap) VALUES `
+	probeRowSQL = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 func probeArgs(args []any, agentID string, r stored) []any {
@@ -641,7 +643,7 @@ func probeArgs(args []any, agentID string, r stored) []any {
 	}
 	return append(args, agentID, int64(r.server), p.MountPoint, p.Device, p.Kind,
 		int64(p.BlockSizeBytes), int64(p.QueueDepth), unixNano(p.StartedAt), int64(p.Duration),
-		int64(p.Ops), int64(p.Errors), int64(p.Bytes), p.Skipped, p.StoppedReason, p.Failure, hist)
+		int64(p.Ops), int64(p.Errors), int64(p.Bytes), p.Skipped, p.StoppedReason, p.Failure, hist, p.IOPSCap)
 }
 
 func (s *Store) insertProbes(ctx context.Context, tx *sql.Tx, agentID string, probes []stored) error {

@@ -21,17 +21,20 @@ import (
 var ErrInvalidHistogram = errors.New("invalid histogram")
 
 // Bucket indexes a histogram of time.Duration observations can hold: the
-// bucket of 1 ns and the bucket of the longest Duration. Observe puts
-// nothing outside this range, so an index outside it is a forged message;
-// the range also bounds the number of buckets a valid message can carry.
-var (
-	MinBucketIndex = histogram.Index(time.Duration(1).Seconds())
-	MaxBucketIndex = histogram.Index(time.Duration(math.MaxInt64).Seconds())
+// bucket of 1 ns, histogram.Index(time.Duration(1).Seconds()), and the
+// bucket of the longest Duration, histogram.Index(math.MaxInt64 ns) —
+// constants, so nothing can change them; TestBucketIndexConstants checks them
+// against histogram.Index. Observe puts nothing outside this range, so an
+// index outside it is a forged message; the range also bounds the number of
+// buckets a valid message can carry.
+const (
+	MinBucketIndex int32 = -239
+	MaxBucketIndex int32 = 265
 )
 
 // MaxBuckets is the most buckets a valid Histogram message holds (one per
 // index from MinBucketIndex to MaxBucketIndex).
-var MaxBuckets = int(MaxBucketIndex-MinBucketIndex) + 1
+const MaxBuckets = int(MaxBucketIndex-MinBucketIndex) + 1
 
 // HistogramToProto returns the wire form of h (nil: an empty histogram).
 func HistogramToProto(h *histogram.Histogram) *plumblinev1.Histogram {

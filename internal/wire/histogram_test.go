@@ -232,3 +232,14 @@ func FuzzHistogramFromProto(f *testing.F) {
 		}
 	})
 }
+
+// The bucket range constants are the buckets of 1 ns and of the longest
+// time.Duration, as histogram.Index computes them.
+func TestBucketIndexConstants(t *testing.T) {
+	if got := histogram.Index(time.Duration(1).Seconds()); got != MinBucketIndex {
+		t.Errorf("histogram.Index(1ns) = %d, MinBucketIndex = %d", got, MinBucketIndex)
+	}
+	if got := histogram.Index(time.Duration(math.MaxInt64).Seconds()); got != MaxBucketIndex {
+		t.Errorf("histogram.Index(MaxInt64 ns) = %d, MaxBucketIndex = %d", got, MaxBucketIndex)
+	}
+}

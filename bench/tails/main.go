@@ -1,0 +1,328 @@
+//go:build linux
+
+// Command tails measures how fast the degradation detector (internal/
+// baseline, as the server's evaluator drives it) catches each lab fault
+// kind, at a given probe schedule, on real probe runs: a lab array
+// (cmd/raidlab up, in its own process), ext4 on it, Plumbline's probe
+// engine in this process. The runs are real I/O; only the time between
+// them is simulated (each run is stamped -every after the last), so a
+// 3-minute schedule is measured in seconds. For every fault kind and trial
+// it runs -healthy runs, applies the fault through the lab's control
+// socket and runs until the volume is degraded (at most -max-runs),
+// then restores. Finally it replays the healthy runs it recorded, drawn
+// at random, as -replay-days of noise through a fresh detector and counts
+// the degraded episodes (false alerts). Output, one line per fault kind
+// and a last line:
+//
+//	fault=<kind> signal=<signal that named it> runs=<faulted runs to degraded, per trial> detect_seconds=<median>
+//	false_alerts=<n> replay_days=<d> healthy_runs=<recorded>
+//
+// detect_seconds = runs × every (the fault began just after the last
+// healthy run: a whole interval before the first faulted one) + the
+// evaluator's pass interval + the alert's for:. Run it through
+// bench/degrade-tails.sh.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/plumbline/plumbline/internal/baseline"
+	"github.com/plumbline/plumbline/internal/evaluator"
+	"github.com/plumbline/plumbline/internal/probe"
+	"github.com/plumbline/plumbline/internal/raidlab"
+	"github.com/plumbline/plumbline/internal/store"
+)
+
+func main() { os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr)) }
+
+type faultKind struct {
+	name  string
+	fault raidlab.Fault
+}
+
+func runMain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("tails", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		raidlabBin = fs.String("raidlab", "", "the raidlab binary (cmd/raidlab)")
+		work       = fs.String("work", "/var/tmp/plumbline-tails", "mount point and lab state")
+		level      = fs.String("level", "raid1", "lab array level")
+		disks      = fs.Int("disks", 2, "lab array members")
+		preset     = fs.String("preset", "sas15k", "member model")
+		every      = fs.Duration("every", 3*time.Minute, "probe schedule (simulated)")
+		ops        = fs.Int("ops", 50, "ops per run")
+		iops       = fs.Float64("iops", 100, "IOPS cap of a run")
+		healthy    = fs.Int("healthy", 16, "healthy runs before each fault")
+		maxRuns    = fs.Int("max-runs", 14, "faulted runs before giving up")
+		trials     = fs.Int("trials", 3, "trials per fault kind")
+		pass       = fs.Duration("pass", 30*time.Second, "evaluator pass interval (added to detection)")
+		forDur     = fs.Duration("for", 5*time.Minute, "the alert's for: (added to detection)")
+		days       = fs.Float64("replay-days", 7, "days of noise replayed from the recorded healthy runs")
+		only       = fs.String("only", "", "comma-separated fault kinds (default all: slow, stall, throttle, rebuild)")
+		record     = fs.String("record", "", "write the recorded healthy runs here (JSON lines)")
+		replayFrom = fs.String("replay-from", "", "no lab: replay the healthy runs recorded in this file")
+		within     = fs.Int("within", 0, "override the tail's and the mean's SignalConfig.Within (0: default)")
+		tailRatio  = fs.Float64("tail-ratio", 0, "override the tail's DegradeRatio (0: default)")
+	)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	det := baseline.Config{}
+	if *within > 0 {
+		det.Tail.Within, det.Mean.Within = *within, *within
+	}
+	det.Tail.DegradeRatio = *tailRatio
+	if *replayFrom != "" {
+		runs, err := readRuns(*replayFrom)
+		if err != nil {
+			fmt.Fprintln(stderr, "tails:", err)
+			return 1
+		}
+		replay(stdout, stderr, det, runs, *every, *days)
+		return 0
+	}
+	if *raidlabBin == "" {
+		fmt.Fprintln(stderr, "tails: -raidlab is required")
+		return 2
+	}
+	if err := run(context.Background(), stdout, stderr, cfg{
+		raidlab: *raidlabBin, work: *work, level: *level, disks: *disks, preset: *preset, every: *every, ops: *ops,
+		iops: *iops, healthy: *healthy, maxRuns: *maxRuns, trials: *trials, extra: *pass + *forDur, days: *days, only: *only,
+		record: *record, det: det,
+	}); err != nil {
+		fmt.Fprintln(stderr, "tails:", err)
+		return 1
+	}
+	return 0
+}
+
+type cfg struct {
+	raidlab, work, level, preset, only   string
+	record                               string
+	det                                  baseline.Config
+	disks, ops, healthy, maxRuns, trials int
+	iops, days                           float64
+	every, extra                         time.Duration
+}
+
+func run(ctx context.Context, stdout, stderr io.Writer, c cfg) error {
+	root := filepath.Join(c.work, "state")
+	mnt := filepath.Join(c.work, "mnt")
+	if err := os.MkdirAll(mnt, 0o755); err != nil {
+		return err
+	}
+	out, err := exec.CommandContext(ctx, c.raidlab, "up", "--state-root", root, "--data-root", c.work,
+		"--level", c.level, "--disks", fmt.Sprint(c.disks), "--size", "512MiB", "--preset", c.preset).Output()
+	if err != nil {
+		return fmt.Errorf("raidlab up: %w", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	dev := lines[len(lines)-1]
+	defer func() {
+		if out, err := exec.Command(c.raidlab, "down", dev, "--state-root", root).CombinedOutput(); err != nil {
+			fmt.Fprintf(stderr, "# raidlab down %s: %v: %s (clean up with raidlab reap --state-root %s)\n", dev, err, out, root)
+		}
+	}()
+	if out, err := exec.CommandContext(ctx, "mkfs.ext4", "-q", "-F", dev).CombinedOutput(); err != nil {
+		return fmt.Errorf("mkfs: %v: %s", err, out)
+	}
+	if out, err := exec.CommandContext(ctx, "mount", dev, mnt).CombinedOutput(); err != nil {
+		return fmt.Errorf("mount: %v: %s", err, out)
+	}
+	defer func() {
+		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+			fmt.Fprintf(stderr, "# umount %s: %v: %s\n", mnt, err, out)
+		}
+	}()
+	st, err := raidlab.Find(root, dev)
+	if err != nil {
+		return err
+	}
+	lab := raidlab.NewClient(st.Control)
+	fmt.Fprintf(stderr, "# lab %s: %s ×%d %s, ext4 at %s; %d ops per run at %g IOPS, every %v (simulated)\n",
+		dev, c.level, c.disks, c.preset, mnt, c.ops, c.iops, c.every)
+
+	o := probe.DefaultOptions()
+	o.Dir, o.FileSize, o.FillRate = mnt, 64<<20, 0
+	o.MinFreeBytes, o.MinFreePercent, o.BusyThreshold, o.LatencyCeiling = 0, 0, 0, 0
+	o.Kind, o.QueueDepth, o.Ops, o.IOPS, o.MaxDuration = probe.RandomRead, 1, c.ops, c.iops, 30*time.Second
+	probeRun := func() (baseline.Run, error) {
+		res, err := probe.Run(ctx, o)
+		if err != nil {
+			return baseline.Run{}, err
+		}
+		pr := &store.ProbeRun{ProbeResult: store.ProbeResult{Ops: uint64(res.Ops), IOPSCap: res.IOPSCap,
+			Duration: time.Duration(res.Duration * float64(time.Second)), StoppedReason: res.StoppedReason}}
+		return evaluator.RunOf(pr, res.Histogram), nil
+	}
+	if _, err := probeRun(); err != nil { // creates and fills the probe file
+		return err
+	}
+	m0 := 0
+	kinds := []faultKind{
+		{"slow", raidlab.Fault{Kind: raidlab.FaultSlow, Member: &m0, Factor: 3}},
+		{"stall", raidlab.Fault{Kind: raidlab.FaultStall, Member: &m0, Fraction: 0.03, Add: 100 * time.Millisecond}},
+		{"throttle", raidlab.Fault{Kind: raidlab.FaultThrottle, IOPS: 20, Burst: 30}},
+		{"rebuild", raidlab.Fault{Kind: raidlab.FaultRebuild, Member: &m0, Load: 0.8}},
+	}
+	var recorded []baseline.Run
+	t := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, k := range kinds {
+		if c.only != "" && !slices.Contains(strings.Split(c.only, ","), k.name) {
+			continue
+		}
+		var runsTo []int
+		signals := map[baseline.Signal]int{}
+		for trial := range c.trials {
+			if _, err := lab.Fault(ctx, raidlab.Fault{Kind: raidlab.FaultRestore}); err != nil {
+				return err
+			}
+			d, err := baseline.NewDetector(c.det)
+			if err != nil {
+				return err
+			}
+			for range c.healthy {
+				r, err := probeRun()
+				if err != nil {
+					return err
+				}
+				recorded = append(recorded, r)
+				t = t.Add(c.every)
+				if s := d.ObserveRun(t, r, baseline.Refs{}); s.Status == baseline.Degraded {
+					fmt.Fprintf(stderr, "# %s trial %d: degraded before the fault (%s)\n", k.name, trial, s.Detail())
+				}
+			}
+			if _, err := lab.Fault(ctx, k.fault); err != nil {
+				return err
+			}
+			got := -1
+			var last baseline.State
+			for i := range c.maxRuns {
+				if k.fault.Kind == raidlab.FaultThrottle && i > 0 {
+					// The runs follow each other at once in real time; at the
+					// simulated schedule the bucket refills between them
+					// (every × iops tokens ≥ burst): start it full again.
+					if _, err := lab.Fault(ctx, k.fault); err != nil {
+						return err
+					}
+				}
+				r, err := probeRun()
+				if err != nil {
+					return err
+				}
+				t = t.Add(c.every)
+				last = d.ObserveRun(t, r, baseline.Refs{})
+				if last.Status == baseline.Degraded {
+					got = i + 1
+					signals[last.Signal]++
+					break
+				}
+			}
+			fmt.Fprintf(stderr, "# %s trial %d: %d faulted runs to degraded (%s)\n", k.name, trial, got, last.Detail())
+			runsTo = append(runsTo, got)
+		}
+		if _, err := lab.Fault(ctx, raidlab.Fault{Kind: raidlab.FaultRestore}); err != nil {
+			return err
+		}
+		med := medianInt(runsTo)
+		detect := "none"
+		if med > 0 {
+			detect = fmt.Sprintf("%.0f", (time.Duration(med)*c.every + c.extra).Seconds())
+		}
+		var sigs []string
+		for s, n := range signals {
+			sigs = append(sigs, fmt.Sprintf("%s:%d", s, n))
+		}
+		slices.Sort(sigs)
+		fmt.Fprintf(stdout, "fault=%s signal=%s runs=%v detect_seconds=%s\n", k.name, strings.Join(sigs, ","), runsTo, detect)
+	}
+	if c.record != "" {
+		if err := writeRuns(c.record, recorded); err != nil {
+			return err
+		}
+	}
+	replay(stdout, stderr, c.det, recorded, c.every, c.days)
+	return nil
+}
+
+// replay feeds days of the recorded healthy runs, drawn at random, through
+// a fresh detector and counts its degraded episodes: false alerts.
+func replay(stdout, stderr io.Writer, det baseline.Config, recorded []baseline.Run, every time.Duration, days float64) {
+	n := int(days * 24 * float64(time.Hour/every))
+	rng := rand.New(rand.NewPCG(1, 1))
+	d, _ := baseline.NewDetector(det)
+	t := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	falseAlerts := 0
+	prev := baseline.OK
+	for i := range n {
+		s := d.ObserveRun(t.Add(time.Duration(i+1)*every), recorded[rng.IntN(len(recorded))], baseline.Refs{})
+		if s.Status == baseline.Degraded && prev != baseline.Degraded {
+			falseAlerts++
+			fmt.Fprintf(stderr, "# replay run %d: degraded (%s)\n", i, s.Detail())
+		}
+		prev = s.Status
+	}
+	fmt.Fprintf(stdout, "false_alerts=%d replay_days=%g healthy_runs=%d\n", falseAlerts, days, len(recorded))
+}
+
+func writeRuns(path string, runs []baseline.Run) error {
+	var b []byte
+	for _, r := range runs {
+		line, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		b = append(append(b, line...), '\n')
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
+func readRuns(path string) ([]baseline.Run, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []baseline.Run
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r baseline.Run
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		out = append(out, r)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no runs", path)
+	}
+	return out, nil
+}
+
+func medianInt(xs []int) int {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return -1
+	}
+	// A trial that never degraded (-1) counts as the slowest.
+	for i, x := range s {
+		if x < 0 {
+			s[i] = 1 << 30
+		}
+	}
+	slices.Sort(s)
+	m := s[len(s)/2]
+	if m == 1<<30 {
+		return -1
+	}
+	return m
+}

@@ -1,0 +1,306 @@
+package baseline
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"slices"
+	"time"
+)
+
+// Signal is a shape of a probe run judged on its own history. Every signal
+// is a value where higher is worse.
+type Signal string
+
+// Signals.
+const (
+	// SignalMedian is the run's median latency: steady slowness. It is the
+	// only signal also judged against the cohort and the prior.
+	SignalMedian Signal = "median"
+	// SignalTail is the run's 99th-percentile latency: stalls and tails.
+	// At the default 50 ops per run its rank (49.5) falls on the slowest
+	// operation, so one stalled operation in fifty moves it; a p95 (rank
+	// 47.5) needs three (6% of the run) and misses a member that stalls 3%
+	// of its operations. Its noise (a healthy run's slowest op) is what its
+	// own history's spread and the higher ratio threshold absorb.
+	SignalTail Signal = "p99"
+	// SignalMean is the run's mean latency (what SQLIO, diskspd and the
+	// seeds report): many moderately slow operations.
+	SignalMean Signal = "mean"
+	// SignalRate is the run's IOPS cap over the rate it achieved (1 when
+	// it kept up with its cap, 2.5 at 20 of 50 IOPS): a volume that cannot
+	// reach its cap on an idle device is throttled.
+	SignalRate Signal = "rate"
+)
+
+// allSignals is the order of State.PerSignal and of the serialised tracks.
+var allSignals = [numSignals]Signal{SignalMedian, SignalTail, SignalMean, SignalRate}
+
+const numSignals = 4
+
+// Signals returns every signal, the median first.
+func Signals() []Signal { return slices.Clone(allSignals[:]) }
+
+func signalIndex(s Signal) int {
+	for i, x := range allSignals {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// Run is what one probe run shows. Median is required; a zero P99, Mean or
+// Cap leaves that signal out of this run (too few ops for a p99, an
+// uncapped run has no rate to fall short of).
+type Run struct {
+	Median, P99, Mean float64 // seconds
+	// Ops is how many operations completed: the tail is judged only on
+	// runs with at least SignalConfig.MinOps of them.
+	Ops int
+	// IOPS is the rate the run achieved (ops over its measured duration)
+	// and Cap the IOPS cap it ran under (0: uncapped).
+	IOPS, Cap float64
+}
+
+// SignalConfig is the detection constants of one signal other than the
+// median (the median's are Config's own). Zero fields take the signal's
+// default (DefaultConfig); the z thresholds, MinHistory, Window and
+// MinRelativeSpread are Config's.
+type SignalConfig struct {
+	// DegradeRatio and RecoverRatio are as in Config.
+	DegradeRatio, RecoverRatio float64
+	// Sustain beyond runs among the last Within turn the signal degraded
+	// (Within = Sustain, the default: in a row); Recover normal runs in a
+	// row back. A tail moved by intermittent stalls is beyond in most runs,
+	// not all: "3 of the last 5" catches it where "3 in a row" waits for a
+	// lucky streak — at the price of more false alerts on noisy tails.
+	Sustain, Within, Recover int
+	// MinOps is the fewest completed operations a run needs for the
+	// signal to be judged.
+	MinOps int
+}
+
+func (c *SignalConfig) fill(d SignalConfig) {
+	if c.DegradeRatio == 0 {
+		c.DegradeRatio = d.DegradeRatio
+	}
+	if c.RecoverRatio == 0 {
+		c.RecoverRatio = d.RecoverRatio
+	}
+	if c.Sustain == 0 {
+		c.Sustain = d.Sustain
+	}
+	if c.Within == 0 {
+		c.Within = max(d.Within, c.Sustain)
+	}
+	if c.Recover == 0 {
+		c.Recover = d.Recover
+	}
+	if c.MinOps == 0 {
+		c.MinOps = d.MinOps
+	}
+}
+
+// maxWithin bounds SignalConfig.Within (the beyond runs are a 16-bit mask).
+const maxWithin = 16
+
+func (c SignalConfig) validate(name Signal) error {
+	switch {
+	case !(c.DegradeRatio > 1) || !(c.RecoverRatio >= 1) || c.RecoverRatio > c.DegradeRatio || math.IsInf(c.DegradeRatio, 0):
+		return fmt.Errorf("%s ratios: degrade %v, recover %v: want 1 <= recover <= degrade, degrade > 1", name, c.DegradeRatio, c.RecoverRatio)
+	case c.Sustain < 1 || c.Within < c.Sustain || c.Within > maxWithin || c.Recover < 1 || c.Recover > maxHeld:
+		return fmt.Errorf("%s sustain %d of %d, recover %d: want 1 <= sustain <= within <= %d, recover 1 to %d", name, c.Sustain, c.Within, c.Recover, maxWithin, maxHeld)
+	case c.MinOps < 1:
+		return fmt.Errorf("%s min ops %d: want at least 1", name, c.MinOps)
+	}
+	return nil
+}
+
+// SignalState is one signal of one run against the volume's own history.
+type SignalState struct {
+	// Status is the signal's own state machine: learning until its history
+	// is trusted, degraded after a sustained shift.
+	Status Status
+	// Since and Streak are as in State, for this signal alone.
+	Since  time.Time
+	Streak int
+	// Value is this run's value (seconds; for the rate, cap/achieved);
+	// 0 when the run did not carry the signal.
+	Value float64
+	// History is this run's value against the signal's history (zero
+	// while it is not trusted, and for a run that did not carry it).
+	History Comparison
+}
+
+// window is a ring of the last values of one signal and the same values
+// sorted, in float32 (a signal is a ratio of latencies to the history's
+// median; 7 digits are plenty) so that the three extra signals of a volume
+// cost one contiguous 1.1 KiB block.
+type window struct {
+	ring    []float32 // capacity Window; ring[head] is the oldest once full
+	head    int
+	byValue []float32
+}
+
+func (w *window) push(x float64) {
+	v := float32(x)
+	if len(w.ring) < cap(w.ring) {
+		w.ring = append(w.ring, v)
+		i, _ := slices.BinarySearch(w.byValue, v)
+		w.byValue = slices.Insert(w.byValue, i, v)
+		return
+	}
+	old := w.ring[w.head]
+	w.ring[w.head] = v
+	w.head = (w.head + 1) % len(w.ring)
+	replaceSorted(w.byValue, old, v)
+}
+
+// values returns the ring oldest first.
+func (w *window) values() []float64 {
+	out := make([]float64, 0, len(w.ring))
+	for i := range w.ring {
+		out = append(out, float64(w.ring[(w.head+i)%len(w.ring)]))
+	}
+	return out
+}
+
+func (w *window) load(vals []float64) {
+	if len(vals) > cap(w.ring) {
+		vals = vals[len(vals)-cap(w.ring):]
+	}
+	w.ring, w.byValue, w.head = w.ring[:0], w.byValue[:0], 0
+	for _, x := range vals {
+		w.ring = append(w.ring, float32(x))
+	}
+	w.byValue = append(w.byValue, w.ring...)
+	slices.Sort(w.byValue)
+}
+
+func (w *window) median() float64 {
+	s, n := w.byValue, len(w.byValue)
+	if n%2 == 1 {
+		return float64(s[n/2])
+	}
+	return (float64(s[n/2-1]) + float64(s[n/2])) / 2
+}
+
+// stats summarises the window (only when a comparison needs its spread).
+func (w *window) stats() Stats {
+	buf := make([]float64, len(w.byValue))
+	for i, v := range w.byValue {
+		buf[i] = float64(v)
+	}
+	return summarizeSorted(buf)
+}
+
+// track is the state machine of one signal other than the median, against
+// the signal's own history only: the same rule as the median's history
+// (beyond = ratio and z both over their thresholds, Sustain in a row to
+// degrade, Recover normal in a row to recover, runs beyond the history
+// held out of it, the window frozen while degraded).
+type track struct {
+	sc          *SignalConfig // in the Detector's Config
+	win         window
+	held        []float64
+	st          SignalState // the last run's; Value and History zero after a restore
+	streakSince time.Time
+	// recent has bit i set when the run i runs ago (among the last Within
+	// that carried the signal) was beyond, while not degraded.
+	recent uint16
+	// ratio is the last run that carried the signal against its history
+	// (what a state degraded on it reports while runs lack it).
+	ratio float64
+}
+
+func (k *track) trusted(minHistory int) bool { return len(k.win.ring) >= minHistory }
+
+// compare judges x against the window. The spread (a pass over the window)
+// is computed only when the ratio reaches the recovery threshold: below it
+// a run is normal and cannot be beyond whatever the spread.
+func (k *track) compare(x float64, c *Config, sc *SignalConfig) Comparison {
+	if !k.trusted(c.MinHistory) {
+		return Comparison{}
+	}
+	med := k.win.median()
+	if !(med > 0) {
+		return Comparison{}
+	}
+	cmp := Comparison{Baseline: med, Ratio: x / med}
+	if cmp.Ratio >= sc.RecoverRatio {
+		cmp.Sigma = math.Max(k.win.stats().Sigma(), c.MinRelativeSpread*med)
+		cmp.Z = (x - med) / cmp.Sigma
+	}
+	return cmp
+}
+
+// observe judges one run's value of the signal (x not valid: the run did
+// not carry it, and only Value and History are cleared).
+func (k *track) observe(t time.Time, x float64, c *Config) {
+	sc := k.sc
+	prev := k.st
+	if !valid(x) || !valid(float64(float32(x))) {
+		k.st.Value, k.st.History = 0, Comparison{}
+		return
+	}
+	s := SignalState{Value: x, History: k.compare(x, c, sc)}
+	h := s.History
+	k.ratio = h.Ratio
+	beyond := h.Available() && h.Ratio >= sc.DegradeRatio && h.Z >= c.DegradeZ
+	normal := !h.Available() || h.Ratio < sc.RecoverRatio || h.Z < c.RecoverZ
+	if prev.Status == Degraded {
+		s.Status, s.Since = Degraded, prev.Since
+		if normal {
+			s.Streak = prev.Streak + 1
+			if s.Streak == 1 {
+				k.streakSince = t
+			}
+			k.win.push(x)
+		}
+		if s.Streak >= sc.Recover {
+			s.Status, s.Since, s.Streak = OK, k.streakSince, 0
+			k.recent = 0
+		}
+		k.st = s
+		return
+	}
+	s.Status, s.Since = Learning, prev.Since
+	if h.Available() {
+		s.Status = OK
+	}
+	if prev.Status != s.Status || prev.Since.IsZero() {
+		s.Since = t
+	}
+	// Streak: the beyond runs among the last Within. Held runs wait out
+	// of the history until every one of them has left that window.
+	k.recent = k.recent << 1 & (1<<sc.Within - 1)
+	if !beyond {
+		k.win.push(x)
+		if k.recent == 0 {
+			for _, v := range k.held {
+				k.win.push(v)
+			}
+			k.held = k.held[:0]
+		}
+		s.Streak = bits.OnesCount16(k.recent)
+		k.st = s
+		return
+	}
+	if k.recent == 0 {
+		k.streakSince = t
+	}
+	k.recent |= 1
+	s.Streak = bits.OnesCount16(k.recent)
+	k.held = append(k.held, x)
+	if s.Streak >= sc.Sustain {
+		s.Status, s.Since, s.Streak = Degraded, k.streakSince, 0
+		k.held, k.recent = k.held[:0], 0
+	}
+	k.st = s
+}
+
+func (k *track) reset() {
+	k.win.ring, k.win.byValue, k.win.head = k.win.ring[:0], k.win.byValue[:0], 0
+	k.held, k.st, k.streakSince, k.ratio, k.recent = k.held[:0], SignalState{}, time.Time{}, 0, 0
+}

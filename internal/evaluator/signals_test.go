@@ -1,0 +1,109 @@
+package evaluator
+
+import (
+	"context"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/plumbline/plumbline/internal/baseline"
+	"github.com/plumbline/plumbline/internal/histogram"
+	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/wire"
+)
+
+// shapedRec is a 50-op run under a 50 IOPS cap: ops around 350 µs, of
+// which stallEvery-th (0: none) stall for stall; it took dur.
+func shapedRec(t testing.TB, rng *rand.Rand, seq uint64, at time.Time, stallEvery int, stall, dur time.Duration) store.Record {
+	var h histogram.Histogram
+	for i := range 50 {
+		d := time.Duration(float64(350*time.Microsecond) * (0.9 + 0.2*rng.Float64()))
+		if stallEvery > 0 && i%stallEvery == stallEvery-1 {
+			d = stall
+		}
+		h.Observe(d)
+	}
+	b, err := proto.Marshal(wire.HistogramToProto(&h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store.Record{Sequence: seq, Kind: store.KindProbe, ProducedAt: at, Probe: &store.ProbeResult{
+		MountPoint: "/data", Kind: "random-read", BlockSizeBytes: 8192, QueueDepth: 1, StartedAt: at,
+		Ops: 50, Bytes: 50 * 8192, Duration: dur, Histogram: b, IOPSCap: 50}}
+}
+
+// TestSignalsThroughTheStore: runs whose median never moves — first
+// throttled to 20 of 50 IOPS, then (after recovery) stalling one op in
+// twenty-five for 100 ms — degrade the volume on the rate (throttled) and
+// on the p99, and the stored state and the inventory say so.
+func TestSignalsThroughTheStore(t *testing.T) {
+	for _, e := range engines {
+		t.Run(e.Name, func(t *testing.T) {
+			ctx := context.Background()
+			st, err := store.Open(ctx, e.DSN(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			if err := st.UpsertAgent(ctx, store.Agent{ID: "a1", Hostname: "h1"}); err != nil {
+				t.Fatal(err)
+			}
+			ev, err := New(st, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(1, 15))
+			t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+			seq := uint64(0)
+			feed := func(n int, stallEvery int, stall, dur time.Duration) store.ProbeBaseline {
+				t.Helper()
+				var recs []store.Record
+				for range n {
+					seq++
+					recs = append(recs, shapedRec(t, rng, seq, t0.Add(time.Duration(seq)*3*time.Minute), stallEvery, stall, dur))
+				}
+				if _, err := st.AppendBatch(ctx, "a1", recs); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := ev.Pass(ctx); err != nil {
+					t.Fatal(err)
+				}
+				rows, err := st.ListProbeBaselines(ctx)
+				if err != nil || len(rows) != 1 {
+					t.Fatalf("ListProbeBaselines = %d rows, %v; want 1", len(rows), err)
+				}
+				return rows[0]
+			}
+			row := feed(20, 0, 0, time.Second)
+			if row.Status != "ok" || row.Signal != "median" || row.TailRatio == 0 || row.RateRatio == 0 {
+				t.Fatalf("after 20 healthy runs: %+v, want ok on the median with p99 and rate ratios", row)
+			}
+			row = feed(3, 0, 0, 2500*time.Millisecond) // 20 IOPS
+			if row.Status != "degraded" || row.Signal != string(baseline.SignalRate) || !strings.Contains(row.Detail, "rate 20/50 IOPS") {
+				t.Fatalf("after 3 throttled runs: status %s signal %s detail %q, want degraded on the rate, \"rate 20/50 IOPS\"", row.Status, row.Signal, row.Detail)
+			}
+			if row.RateRatio < 2 || row.HistoryRatio > 1.3 {
+				t.Errorf("throttled: rate ratio %v, median ratio %v; want >= 2 and the median steady", row.RateRatio, row.HistoryRatio)
+			}
+			row = feed(3, 0, 0, time.Second)
+			if row.Status != "ok" {
+				t.Fatalf("after 3 runs at the cap again: %s (%s), want ok", row.Status, row.Detail)
+			}
+			row = feed(3, 25, 100*time.Millisecond, 1200*time.Millisecond)
+			if row.Status != "degraded" || row.Signal != string(baseline.SignalTail) || !strings.Contains(row.Detail, "p99 ×") {
+				t.Fatalf("after 3 stalling runs: status %s signal %s detail %q, want degraded on the p99", row.Status, row.Signal, row.Detail)
+			}
+			var touched []*entry
+			for _, en := range ev.entries {
+				touched = append(touched, en)
+			}
+			states := ev.volumeSummaries(touched)
+			if len(states) != 1 || !states[0].Degraded || !strings.Contains(states[0].Reason, "random-read p99 ×") {
+				t.Errorf("inventory states = %+v, want degraded with the reason naming the p99", states)
+			}
+		})
+	}
+}

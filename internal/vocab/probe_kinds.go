@@ -1,0 +1,182 @@
+package vocab
+
+import (
+	"slices"
+	"strings"
+)
+
+// ProbeKind is the I/O shape of a probe run.
+type ProbeKind string
+
+// The probe kinds.
+const (
+	RandomRead  ProbeKind = "random-read"  // random reads of the block size, aligned to it
+	RandomWrite ProbeKind = "random-write" // random writes of the block size, aligned to it
+	LogWrite    ProbeKind = "log-write"    // sequential writes, each synced before the next, wrapping
+	// StripeScan is the geometry probe (issue 13): listed so its name is
+	// reserved, but not yet Reported — agents do not run it and the server
+	// refuses a result of this kind.
+	StripeScan ProbeKind = "stripe-scan"
+)
+
+// Block-size limits every probe kind shares.
+const (
+	MinBlockSize = 512     // bytes: the smallest logical sector
+	MaxBlockSize = 1 << 20 // bytes
+)
+
+// ProbeKindSpec is what the agent's checks and the server's validation know
+// of one probe kind.
+type ProbeKindSpec struct {
+	Kind ProbeKind
+	// Reported: agents run this kind and the server accepts its results.
+	// A kind that is not Reported is only a reserved name.
+	Reported bool
+	// MaxBlockSize is the largest block size of a run of this kind.
+	MaxBlockSize uint32
+	// Synced: each write is made durable before the next (a sync mode is
+	// required), and the queue depth is 1.
+	Synced bool
+}
+
+// probeKinds is the one list of probe kinds, in the order flag help,
+// validation messages and the agent's default schedule use.
+var probeKinds = [...]ProbeKindSpec{
+	{Kind: RandomRead, Reported: true, MaxBlockSize: MaxBlockSize},
+	{Kind: RandomWrite, Reported: true, MaxBlockSize: MaxBlockSize},
+	{Kind: LogWrite, Reported: true, MaxBlockSize: MaxLogBlockSize, Synced: true},
+	{Kind: StripeScan, Reported: false, MaxBlockSize: MaxBlockSize},
+}
+
+// MaxLogBlockSize is the largest block size of a log-write run.
+const MaxLogBlockSize = 64 << 10
+
+// ProbeKinds lists every kind agents run and the server accepts, in order.
+func ProbeKinds() []ProbeKind {
+	var out []ProbeKind
+	for _, s := range probeKinds {
+		if s.Reported {
+			out = append(out, s.Kind)
+		}
+	}
+	return out
+}
+
+// ListedProbeKinds lists every probe kind name, reserved ones included.
+func ListedProbeKinds() []ProbeKind {
+	out := make([]ProbeKind, len(probeKinds))
+	for i, s := range probeKinds {
+		out[i] = s.Kind
+	}
+	return out
+}
+
+// LookupProbeKind returns the spec of a Reported kind; false for an unknown
+// or only reserved name.
+func LookupProbeKind(k ProbeKind) (ProbeKindSpec, bool) {
+	for _, s := range probeKinds {
+		if s.Kind == k && s.Reported {
+			return s, true
+		}
+	}
+	return ProbeKindSpec{}, false
+}
+
+// ProbeKindNames is ProbeKinds as strings.
+func ProbeKindNames() []string { return names(ProbeKinds()) }
+
+// ProbeKindList is ProbeKinds for messages and flag help: "a, b, c".
+func ProbeKindList() string { return strings.Join(ProbeKindNames(), ", ") }
+
+// SyncMode is how a synced kind (log-write) makes each write durable.
+type SyncMode string
+
+// The sync modes.
+const (
+	SyncDsync     SyncMode = "dsync"     // the file is opened O_DSYNC
+	SyncFdatasync SyncMode = "fdatasync" // fdatasync(2) after every write
+)
+
+// SyncModes lists every sync mode, the default first.
+func SyncModes() []SyncMode { return []SyncMode{SyncDsync, SyncFdatasync} }
+
+// SyncModeNames is SyncModes as strings.
+func SyncModeNames() []string { return names(SyncModes()) }
+
+// MaxQueueDepth bounds a run's queue depth.
+const MaxQueueDepth = 256
+
+// MaxOps bounds a run's ops: a run keeps one 8-byte latency sample per op.
+const MaxOps = 10_000_000
+
+// MaxFailureBytes bounds a reported run's failure text (agent.proto's
+// ProbeResult.failure).
+const MaxFailureBytes = 1024
+
+// Stop reasons, as reported in ProbeResult.stopped_reason. The empty string
+// means the run did all its ops.
+const (
+	StopMaxDuration    = "max-duration"    // --max-duration reached before --ops
+	StopBusy           = "busy"            // device busy before the first op: run skipped
+	StopBusyDuring     = "busy-during"     // device became busy during the run
+	StopLatencyCeiling = "latency-ceiling" // recent probe latency above the ceiling
+	StopInterrupted    = "interrupted"     // the caller's context was cancelled (SIGINT/SIGTERM)
+	StopIOErrors       = "io-errors"       // too many I/O errors
+
+	// A run that never started its I/O because the probe engine returned
+	// an error, or because the agent's scheduler could not get the disk.
+	// The engine itself never sets these: callers that report runs (the
+	// agent) do.
+	StopRefused     = "refused"      // a safety check said no: free-space floor, unsafe path, foreign file, no cache bypass, bad options
+	StopFailed      = "failed"       // the probe file could not be opened, created or filled, or the run's time limit came first
+	StopLockTimeout = "lock-timeout" // another probe held the disk for the whole run timeout
+)
+
+// stopReasons is the one list of stop reasons; notRun marks those of a run
+// that never started its I/O.
+var stopReasons = [...]struct {
+	reason string
+	notRun bool
+}{
+	{StopMaxDuration, false},
+	{StopBusy, false},
+	{StopBusyDuring, false},
+	{StopLatencyCeiling, false},
+	{StopInterrupted, false},
+	{StopIOErrors, false},
+	{StopRefused, true},
+	{StopFailed, true},
+	{StopLockTimeout, true},
+}
+
+// StopReasons lists every stop reason, for validation and documentation.
+func StopReasons() []string {
+	out := make([]string, len(stopReasons))
+	for i, s := range stopReasons {
+		out[i] = s.reason
+	}
+	return out
+}
+
+// NotRunReasons are the stop reasons of a run that never started its I/O;
+// only such a run carries a failure text.
+func NotRunReasons() []string {
+	var out []string
+	for _, s := range stopReasons {
+		if s.notRun {
+			out = append(out, s.reason)
+		}
+	}
+	return out
+}
+
+// IsNotRun reports whether reason is one of NotRunReasons.
+func IsNotRun(reason string) bool { return slices.Contains(NotRunReasons(), reason) }
+
+func names[S ~string](in []S) []string {
+	out := make([]string, len(in))
+	for i, s := range in {
+		out[i] = string(s)
+	}
+	return out
+}

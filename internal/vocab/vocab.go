@@ -1,0 +1,22 @@
+// Package vocab is Plumbline's vocabulary: the words agent and server
+// exchange and judge with — probe kinds, sync modes, stop reasons, the
+// limits of a probe run as reported, the I/O sizes a verdict carries,
+// verdicts, severities and RAID levels — each defined once, here.
+//
+// Why a package and not proto enums: the wire carries these words as
+// strings (ProbeResult.kind, stopped_reason, sync; Alignment.verdict;
+// Finding.severity), and so do the store, the inventory API, the CSV
+// export, metric labels and alert rules. Turning them into enums would
+// change the wire format and every stored payload — a behaviour change —
+// and several words (severity ranks, RAID levels, per-kind block-size
+// limits) are not wire fields at all. A small Go package, importing only
+// the standard library, lets both sides share the words without the server
+// linking the agent's probe engine (internal/probe) just to read constants.
+//
+// Every list is returned fresh by a function (or is an array): nothing here
+// is an exported mutable slice.
+//
+// Adding a probe kind: one entry in probeKinds (probe_kinds.go) plus its
+// engine in internal/probe. Adding an I/O size: one entry in ioSizes
+// (iosizes.go). Rule ids stay beside their rules in internal/align.
+package vocab

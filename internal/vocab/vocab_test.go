@@ -1,0 +1,120 @@
+package vocab
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The server binary must not link the agent's O_DIRECT probe engine just to
+// read the words it validates with (issue 12 §1): it reads them here.
+func TestServerDoesNotImportProbe(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/plumbline/plumbline/cmd/server").Output()
+	if err != nil {
+		t.Fatalf("go list -deps ./cmd/server: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	for _, want := range []string{"github.com/plumbline/plumbline/internal/ingest", "github.com/plumbline/plumbline/internal/vocab"} {
+		if !slices.Contains(deps, want) {
+			t.Fatalf("go list -deps ./cmd/server lacks %s: not the server's dependencies?\n%s", want, out)
+		}
+	}
+	if slices.Contains(deps, "github.com/plumbline/plumbline/internal/probe") {
+		t.Error("cmd/server depends on internal/probe; take the words from internal/vocab instead")
+	}
+}
+
+// vocab is the bottom of the import graph: both sides import it, it imports
+// nothing of Plumbline's.
+func TestImportsOnlyTheStandardLibrary(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", "github.com/plumbline/plumbline/internal/vocab").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(string(out)); !slices.Equal(got, []string{"github.com/plumbline/plumbline/internal/vocab"}) {
+		t.Errorf("internal/vocab depends on %v: want only the standard library", got)
+	}
+}
+
+// stripe-scan is a reserved name: listed, but neither the agent nor the
+// server accepts it until its engine exists.
+func TestStripeScanReservedNotReported(t *testing.T) {
+	if !slices.Contains(ListedProbeKinds(), StripeScan) {
+		t.Errorf("ListedProbeKinds() = %v: want %s listed", ListedProbeKinds(), StripeScan)
+	}
+	if slices.Contains(ProbeKinds(), StripeScan) {
+		t.Errorf("ProbeKinds() = %v: %s must not be reported yet", ProbeKinds(), StripeScan)
+	}
+	if _, ok := LookupProbeKind(StripeScan); ok {
+		t.Errorf("LookupProbeKind(%s) accepted a kind that has no engine", StripeScan)
+	}
+	if want := []ProbeKind{RandomRead, RandomWrite, LogWrite}; !slices.Equal(ProbeKinds(), want) {
+		t.Errorf("ProbeKinds() = %v, want %v", ProbeKinds(), want)
+	}
+	s, ok := LookupProbeKind(LogWrite)
+	if !ok || !s.Synced || s.MaxBlockSize != MaxLogBlockSize {
+		t.Errorf("LookupProbeKind(log-write) = %+v, %v: want synced, at most %d", s, ok, MaxLogBlockSize)
+	}
+	if s, _ := LookupProbeKind(RandomRead); s.Synced || s.MaxBlockSize != MaxBlockSize {
+		t.Errorf("LookupProbeKind(random-read) = %+v: want unsynced, at most %d", s, MaxBlockSize)
+	}
+}
+
+// Every list is a fresh copy: a caller that writes into one changes nothing
+// for the next.
+func TestListsAreImmutable(t *testing.T) {
+	lists := map[string]func() []string{
+		"ProbeKindNames": ProbeKindNames, "SyncModeNames": SyncModeNames, "StopReasons": StopReasons,
+		"NotRunReasons": NotRunReasons, "IOSizeNames": IOSizeNames, "Verdicts": Verdicts,
+		"Severities": Severities, "RAIDLevels": RAIDLevels, "DeclarableRAIDLevels": DeclarableRAIDLevels, "LayerRAIDLevels": LayerRAIDLevels,
+	}
+	for name, f := range lists {
+		a := f()
+		if len(a) == 0 {
+			t.Errorf("%s() is empty", name)
+			continue
+		}
+		want := slices.Clone(a)
+		a[0] = "scribbled"
+		if got := f(); !slices.Equal(got, want) {
+			t.Errorf("%s() after a caller wrote into its result = %v, want %v", name, got, want)
+		}
+	}
+	s := IOSizes()
+	s[0] = 1
+	if IOSizes()[0] != 8<<10 {
+		t.Errorf("IOSizes() changed by a caller: %v", IOSizes())
+	}
+}
+
+func TestWords(t *testing.T) {
+	for _, r := range NotRunReasons() {
+		if !slices.Contains(StopReasons(), r) {
+			t.Errorf("not-run reason %q is not a stop reason", r)
+		}
+	}
+	if got, want := NotRunReasons(), []string{StopRefused, StopFailed, StopLockTimeout}; !slices.Equal(got, want) {
+		t.Errorf("NotRunReasons() = %v, want %v", got, want)
+	}
+	if IsNotRun(StopBusy) || IsNotRun("") || !IsNotRun(StopLockTimeout) {
+		t.Error("IsNotRun: want true only for refused, failed, lock-timeout")
+	}
+	if !(SeverityRank(Critical) > SeverityRank(Warning) && SeverityRank(Warning) > SeverityRank(Info) && SeverityRank(Info) > SeverityRank("none")) {
+		t.Errorf("SeverityRank: critical %d, warning %d, info %d, none %d: want strictly descending", SeverityRank(Critical), SeverityRank(Warning), SeverityRank(Info), SeverityRank("none"))
+	}
+	if got := IOSizeNames(); !slices.Equal(got, []string{"8192", "65536"}) {
+		t.Errorf("IOSizeNames() = %v", got)
+	}
+	if n, ok := RAIDMinDisks("raid60"); !ok || n != 8 {
+		t.Errorf("RAIDMinDisks(raid60) = %d, %v, want 8", n, ok)
+	}
+	if got := LayerRAIDLevels(); slices.Contains(got, NoRAID) || len(got) != len(RAIDLevels())-1 {
+		t.Errorf("LayerRAIDLevels() = %v: want every level but %s", got, NoRAID)
+	}
+	for _, l := range []string{NoRAID, "linear", "raid7"} {
+		if _, ok := RAIDMinDisks(l); ok {
+			t.Errorf("RAIDMinDisks(%q): want not declarable", l)
+		}
+	}
+}
