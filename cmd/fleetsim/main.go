@@ -18,60 +18,18 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
-
-	"github.com/plumbline/plumbline/internal/config"
-	"github.com/plumbline/plumbline/internal/devca"
 )
 
 // version is the agent_version the simulated agents announce.
 const version = "fleetsim"
-
-// Config is fleetsim's configuration (its flags).
-type Config struct {
-	DevDir  string // DIR/dev of a `server --dev --data-dir DIR`
-	Address string // overrides the address in DIR/dev/agent.yaml
-
-	Agents       int
-	Duration     time.Duration
-	Rate         float64 // records/s, whole fleet
-	RatePerAgent float64 // records/s per agent; overrides Rate when > 0
-	// ReportInterval overrides the interval the server announces in Hello.
-	ReportInterval time.Duration
-	MaxBatch       int // at most the server's max_batch_records; 0: the server's
-	// ConnectConcurrency bounds the Hellos in flight during the connect
-	// phase; ConnectTimeout bounds the phase.
-	ConnectConcurrency int
-	ConnectTimeout     time.Duration
-	// Drain bounds the final flush after Duration.
-	Drain time.Duration
-	// Reconnect: stop as soon as every agent has reported again after the
-	// first failure (a server restart), and print how long that took.
-	Reconnect bool
-
-	BackoffBase, BackoffMax time.Duration
-	IDPrefix                string
-	Seed                    uint64
-	Progress                time.Duration // progress lines on stderr; 0: none
-}
-
-func (c Config) perAgentRate() float64 {
-	if c.RatePerAgent > 0 {
-		return c.RatePerAgent
-	}
-	return c.Rate / float64(c.Agents)
-}
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
@@ -151,48 +109,4 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 		return Config{}, errors.New("--backoff.base must be > 0 and at most --backoff.max")
 	}
 	return c, nil
-}
-
-// devTarget reads DIR/dev/agent.yaml (server address, CA file, server
-// name) and loads the dev CA at DIR/dev/../ca to mint agent certificates.
-func devTarget(c Config) (Target, Issuer, error) {
-	ac, err := config.Load(filepath.Join(c.DevDir, "agent.yaml"))
-	if err != nil {
-		return Target{}, nil, fmt.Errorf("dev dir: %w", err)
-	}
-	ca, err := devca.Load(filepath.Join(c.DevDir, "..", "ca"))
-	if err != nil {
-		return Target{}, nil, fmt.Errorf("dev dir: %w (fleetsim mints agent certificates with the dev CA in DIR/ca)", err)
-	}
-	roots := x509.NewCertPool()
-	caFile := ac.Server.TLS.CAFile
-	if caFile == "" {
-		caFile = filepath.Join(c.DevDir, "ca.crt")
-	}
-	pem, err := os.ReadFile(caFile)
-	if err != nil {
-		return Target{}, nil, fmt.Errorf("dev dir: server CA: %w", err)
-	}
-	if !roots.AppendCertsFromPEM(pem) {
-		return Target{}, nil, fmt.Errorf("dev dir: %s holds no PEM certificate", caFile)
-	}
-	addr := ac.Server.Address
-	if c.Address != "" {
-		addr = c.Address
-	}
-	if addr == "" {
-		return Target{}, nil, errors.New("dev dir: agent.yaml names no server.address (and no --server)")
-	}
-	name := ac.Server.TLS.ServerName
-	if name == "" {
-		name, _, _ = net.SplitHostPort(addr)
-	}
-	issue := func(id string) (tls.Certificate, error) {
-		leaf, err := ca.IssueAgent(id)
-		if err != nil {
-			return tls.Certificate{}, err
-		}
-		return leaf.TLSCertificate(), nil
-	}
-	return Target{Address: addr, ServerName: name, Roots: roots}, issue, nil
 }
