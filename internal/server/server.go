@@ -75,24 +75,7 @@ func Check(cfg config.Config) error {
 // goroutine it started has returned.
 func (s *Server) Run(ctx context.Context) error {
 	cfg, logger := s.cfg, s.logger
-	var dev devLayout
-	if cfg.Dev {
-		var err error
-		if dev, err = prepareDev(&cfg); err != nil {
-			return err
-		}
-	} else if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil && cfg.Store.DSN == "" {
-		return fmt.Errorf("data dir: %w", err)
-	}
-	tokens, err := apiTokens(cfg)
-	if err != nil {
-		return err
-	}
-	if err := checkWebConfig(cfg); err != nil {
-		return err
-	}
-	warnOpenAPI(cfg, tokens, logger)
-	tlsConf, err := grpcTLS(cfg, logger)
+	dev, tokens, tlsConf, err := prepare(&cfg, logger)
 	if err != nil {
 		return err
 	}
@@ -107,19 +90,10 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	api := inventory.New(st, inventory.Options{Tokens: tokens, Logger: logger.With("component", "inventory")})
-	eval, err := evaluator.New(st, evaluator.Options{Interval: cfg.BaselineInterval, Logger: logger.With("component", "evaluator")})
+	api, eval, hsrv, err := webServer(st, cfg, tokens, logger)
 	if err != nil {
 		return err
 	}
-	metrics, err := metricsHandler(st, eval, cfg, tokens, logger)
-	if err != nil {
-		return err
-	}
-	web := http.NewServeMux()
-	web.Handle("GET /metrics", metrics)
-	web.Handle("/", api)
-	hsrv := &http.Server{Handler: web, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 
 	// The listeners: one close path for every error below (closing a
 	// listener a server has already closed is harmless).
@@ -182,6 +156,50 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	logger.Info("stopped")
 	return serveErr
+}
+
+// prepare is what comes before the store: in dev mode the CA,
+// certificates and directories (and cfg's TLS files pointed at them), the
+// data directory, the API tokens, the web config check and the gRPC TLS
+// configuration.
+func prepare(cfg *config.Config, logger *slog.Logger) (devLayout, []inventory.Token, *tls.Config, error) {
+	var dev devLayout
+	if cfg.Dev {
+		var err error
+		if dev, err = prepareDev(cfg); err != nil {
+			return dev, nil, nil, err
+		}
+	} else if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil && cfg.Store.DSN == "" {
+		return dev, nil, nil, fmt.Errorf("data dir: %w", err)
+	}
+	tokens, err := apiTokens(*cfg)
+	if err != nil {
+		return dev, nil, nil, err
+	}
+	if err := checkWebConfig(*cfg); err != nil {
+		return dev, nil, nil, err
+	}
+	warnOpenAPI(*cfg, tokens, logger)
+	tlsConf, err := grpcTLS(*cfg, logger)
+	return dev, tokens, tlsConf, err
+}
+
+// webServer is the HTTP side: the inventory API and /metrics (the
+// exporter, fed by the evaluator's status), and the loops they need run.
+func webServer(st *store.Store, cfg config.Config, tokens []inventory.Token, logger *slog.Logger) (*inventory.API, *evaluator.Evaluator, *http.Server, error) {
+	api := inventory.New(st, inventory.Options{Tokens: tokens, Logger: logger.With("component", "inventory")})
+	eval, err := evaluator.New(st, evaluator.Options{Interval: cfg.BaselineInterval, Logger: logger.With("component", "evaluator")})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	metrics, err := metricsHandler(st, eval, cfg, tokens, logger)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	web := http.NewServeMux()
+	web.Handle("GET /metrics", metrics)
+	web.Handle("/", api)
+	return api, eval, &http.Server{Handler: web, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}, nil
 }
 
 // grpcTLS is the gRPC listener's mutual TLS configuration; nil (and a
