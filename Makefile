@@ -6,7 +6,7 @@ GO      ?= go
 BIN     ?= bin
 PROTOS  := $(shell find proto -name '*.proto')
 
-.PHONY: all build run test test-unit proto proto-check lint windows bench bench-probe bench-fleet bench-inspect fuzz clean
+.PHONY: all build run test test-unit proto proto-check lint windows bench bench-probe bench-fleet bench-inspect lab-degrade fuzz clean
 
 all: build
 
@@ -54,6 +54,11 @@ bench-fleet:
 bench-inspect:
 	./bench/inspect-vs-lsblk.sh
 
+# Degradation on the lab: 7-day noise-only replay, simulated detection
+# times, and the live fault on lab arrays (root; ~60-70 min; README).
+lab-degrade:
+	./bench/degrade.sh
+
 # Fuzz the parsers of outside bytes for FUZZTIME each (seeds run in make test).
 FUZZTIME ?= 30s
 fuzz:
@@ -61,7 +66,8 @@ fuzz:
 	  internal/geometry:FuzzParseExt4Superblock internal/geometry:FuzzParseXFSSuperblock \
 	  internal/geometry:FuzzParseSysfsValue internal/geometry:FuzzParseMountInfo internal/geometry:FuzzParseLVMMetadata \
 	  internal/config:FuzzParse internal/spool:FuzzReadSegment internal/ingest:FuzzValidateReport \
-	  internal/wire:FuzzHistogramFromProto internal/probe:FuzzParseHeader internal/baseline:FuzzUnmarshalBinary; do \
+	  internal/wire:FuzzHistogramFromProto internal/probe:FuzzParseHeader internal/baseline:FuzzUnmarshalBinary \
+	  internal/replay:FuzzRead; do \
 	  pkg=$${spec%%:*}; fn=$${spec##*:}; echo "== $$pkg $$fn"; \
 	  $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./$$pkg; \
 	done

@@ -305,7 +305,9 @@ func Run(ctx context.Context, opts Options) (Outcome, error) {
 			walkers[volKind{vi, k}] = &walker{atoms: atoms, pos: (v.Offset + ki*len(atoms)/7) % len(atoms), dir: 1}
 		}
 	}
-	atomsPerRun := func(v int) int { return max(1, (opts.Schedule.Ops+opts.Volumes[v].Noise.AtomOps/2)/opts.Volumes[v].Noise.AtomOps) }
+	atomsPerRun := func(v int) int {
+		return max(1, (opts.Schedule.Ops+opts.Volumes[v].Noise.AtomOps/2)/opts.Volumes[v].Noise.AtomOps)
+	}
 
 	out := Outcome{Days: opts.Duration.Hours() / 24}
 	last := map[volKind]baseline.Status{}
