@@ -244,3 +244,44 @@ func TestScaleDoubles(t *testing.T) {
 		t.Errorf("Shift(2), Shift(1) = %d, %d; want 8, 0", Shift(2), Shift(1))
 	}
 }
+
+// TestLabWithinPriors: what the lab measures for a sas15k RAID 1 (the
+// median of the recording's 50-op runs, per kind) lies inside the prior
+// band of the matching profile, hdd-15k/raid1/-/aligned/4KiB — and inside
+// the band of the profile the real stack derives for a lab volume, whose
+// media is unknown (a loop device; the agent cannot declare media).
+func TestLabWithinPriors(t *testing.T) {
+	priors, err := baseline.DefaultPriors()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, rec := range loadRecordings(t) {
+		if rec.Source != "lab-sas15k-raid1" {
+			continue
+		}
+		for _, media := range []baseline.Media{baseline.HDD15K, baseline.UnknownMedia} {
+			prof := baseline.Profile{Media: media, RAIDLevel: "raid1", Offset: baseline.Aligned, AllocationUnit: 4096}
+			for _, k := range kinds {
+				var medians []float64
+				w := &walker{atoms: rec.Atoms[k], dir: 1}
+				for range len(rec.Atoms[k]) / 5 {
+					medians = append(medians, evaluator.Median(w.next(5)))
+				}
+				got := baseline.Summarize(medians).Median
+				x, err := priors.Expect(prof, baseline.Kind(k))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("%s %s: lab median %.2f ms, prior band %.2f–%.2f–%.2f ms (×%.2f typical)", prof.Key(), k, got*1e3, x.Band.Low*1e3, x.Band.Typical*1e3, x.Band.High*1e3, got/x.Band.Typical)
+				if got < x.Band.Low || got > x.Band.High {
+					t.Errorf("%s %s: lab median %.2f ms outside the prior band %.2f–%.2f ms", prof.Key(), k, got*1e3, x.Band.Low*1e3, x.Band.High*1e3)
+				}
+				checked++
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no lab-sas15k-raid1 recording")
+	}
+}
