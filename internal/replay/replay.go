@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"sort"
 	"strings"
@@ -147,28 +148,42 @@ func (o Outcome) Fired(name string, volume int) []Alert {
 	return out
 }
 
-// walker strings a recording's atoms into runs: it walks them in order,
-// turning back at either end (no seam where the end of the recording
-// would meet its start), so that runs keep the recording's own ups and
-// downs from one to the next.
+// walker strings a recording's atoms into runs the way time would: a run
+// is n consecutive atoms (recorded seconds apart), and the next run starts
+// where the recording was one schedule interval later — so consecutive
+// runs are as alike as the recording's own runs that far apart were.
+// Where the recording ends (it is minutes long; a simulated week is not),
+// the walk jumps to a random place in it: runs farther apart than the
+// recording is long are independent draws from it. Replaying atoms back to
+// back instead would stretch a 20-second burst over several runs and
+// report it as a sustained shift.
 type walker struct {
 	atoms []Atom
-	pos   int
-	dir   int
+	every time.Duration
+	rng   *rand.Rand
+	pos   int // the next run's first atom
+}
+
+func newWalker(atoms []Atom, every time.Duration, seed uint64, start int) *walker {
+	return &walker{atoms: atoms, every: every, rng: rand.New(rand.NewPCG(seed, 0x5eed)), pos: start % len(atoms)}
 }
 
 func (w *walker) next(n int) *histogram.Histogram {
 	h := &histogram.Histogram{}
-	for range n {
-		h.Merge(w.atoms[w.pos].Hist)
-		if len(w.atoms) == 1 {
-			continue
+	if n >= len(w.atoms) {
+		for i := range n {
+			h.Merge(w.atoms[i%len(w.atoms)].Hist)
 		}
-		if w.pos+w.dir < 0 || w.pos+w.dir >= len(w.atoms) {
-			w.dir = -w.dir
-		}
-		w.pos += w.dir
+		return h
 	}
+	if w.pos+n > len(w.atoms) {
+		w.pos = w.rng.IntN(len(w.atoms) - n + 1)
+	}
+	for _, a := range w.atoms[w.pos : w.pos+n] {
+		h.Merge(a.Hist)
+	}
+	at := w.atoms[w.pos].At.Add(w.every)
+	w.pos, _ = slices.BinarySearchFunc(w.atoms, at, func(a Atom, t time.Time) int { return a.At.Compare(t) })
 	return h
 }
 
@@ -302,7 +317,7 @@ func Run(ctx context.Context, opts Options) (Outcome, error) {
 			atoms := v.Noise.Atoms[k]
 			// Kinds of one volume start at different places too, so that
 			// the kinds of a volume do not replay one moment together.
-			walkers[volKind{vi, k}] = &walker{atoms: atoms, pos: (v.Offset + ki*len(atoms)/7) % len(atoms), dir: 1}
+			walkers[volKind{vi, k}] = newWalker(atoms, opts.Schedule.Every, uint64(vi*len(opts.Kinds)+ki+1), v.Offset+ki*len(atoms)/7)
 		}
 	}
 	atomsPerRun := func(v int) int {

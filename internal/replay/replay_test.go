@@ -264,9 +264,9 @@ func TestLabWithinPriors(t *testing.T) {
 			prof := baseline.Profile{Media: media, RAIDLevel: "raid1", Offset: baseline.Aligned, AllocationUnit: 4096}
 			for _, k := range kinds {
 				var medians []float64
-				w := &walker{atoms: rec.Atoms[k], dir: 1}
-				for range len(rec.Atoms[k]) / 5 {
-					medians = append(medians, evaluator.Median(w.next(5)))
+				atoms := rec.Atoms[k]
+				for i := 0; i+5 <= len(atoms); i += 5 {
+					medians = append(medians, evaluator.Median(newWalker(atoms[i:i+5], time.Hour, 1, 0).next(5)))
 				}
 				got := baseline.Summarize(medians).Median
 				x, err := priors.Expect(prof, baseline.Kind(k))
@@ -283,5 +283,30 @@ func TestLabWithinPriors(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatal("no lab-sas15k-raid1 recording")
+	}
+}
+
+// TestWalkerKeepsTime: consecutive runs start one schedule interval apart
+// in the recording's own time; past its end the walk jumps to a random
+// place and carries on from there.
+func TestWalkerKeepsTime(t *testing.T) {
+	var atoms []Atom
+	for i := range 100 {
+		h := &histogram.Histogram{}
+		h.Observe(time.Duration(i+1) * time.Millisecond)
+		atoms = append(atoms, Atom{At: t0.Add(time.Duration(i) * time.Second), Hist: h})
+	}
+	w := newWalker(atoms, 10*time.Second, 1, 0)
+	for run := range 9 {
+		h := w.next(2)
+		if want := time.Duration(10*run+1) * time.Millisecond; h.Min() != want || h.Count() != 2 {
+			t.Fatalf("run %d: min %s count %d, want the atoms from second %d on (min %s)", run, h.Min(), h.Count(), 10*run, want)
+		}
+	}
+	// Run 10 would start at second 90 and fit; the one after it would not.
+	w.next(2)
+	h := w.next(2)
+	if h.Count() != 2 || h.Min() < time.Millisecond || h.Max()-h.Min() != time.Millisecond {
+		t.Errorf("after the end: %d atoms min %s max %s, want two consecutive atoms from a random place", h.Count(), h.Min(), h.Max())
 	}
 }
