@@ -12,7 +12,8 @@ import (
 // its default (DefaultConfig).
 type Config struct {
 	// Window is how many per-run medians the history keeps (default 48:
-	// two days of hourly runs, 384 bytes per volume and kind).
+	// 2.4 hours of the agent's default 3-minute runs, two days of hourly
+	// ones; 384 bytes per volume and kind).
 	Window int
 	// MinHistory is how many runs the history needs before it is a
 	// reference (default 12).
@@ -24,8 +25,8 @@ type Config struct {
 	// A run is beyond a reference when latency/baseline >= DegradeRatio
 	// and its robust z-score >= DegradeZ (defaults 1.5 and 3): both
 	// significant (outside the reference's own noise) and big enough to
-	// matter. Sustain consecutive runs beyond (default 3) turn the state
-	// degraded.
+	// matter. Sustain consecutive runs beyond (default 4: 9+ minutes at
+	// the agent's default 3-minute schedule) turn the state degraded.
 	DegradeRatio float64
 	DegradeZ     float64
 	Sustain      int
@@ -46,7 +47,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Window: 48, MinHistory: 12, MinCohort: 5,
-		DegradeRatio: 1.5, DegradeZ: 3, Sustain: 3,
+		DegradeRatio: 1.5, DegradeZ: 3, Sustain: 4,
 		RecoverRatio: 1.2, RecoverZ: 2, Recover: 3,
 		MinRelativeSpread: 0.05,
 	}
