@@ -92,6 +92,9 @@ type Options struct {
 	// immediately (an agent reports every 10s).
 	PassEvery time.Duration
 	Rules     Rules
+	// Seed varies where the walks through the recordings jump (0 is a
+	// seed like any other).
+	Seed uint64
 }
 
 // Transition is a change of a volume's degradation status for one kind.
@@ -317,7 +320,7 @@ func Run(ctx context.Context, opts Options) (Outcome, error) {
 			atoms := v.Noise.Atoms[k]
 			// Kinds of one volume start at different places too, so that
 			// the kinds of a volume do not replay one moment together.
-			walkers[volKind{vi, k}] = newWalker(atoms, opts.Schedule.Every, uint64(vi*len(opts.Kinds)+ki+1), v.Offset+ki*len(atoms)/7)
+			walkers[volKind{vi, k}] = newWalker(atoms, opts.Schedule.Every, opts.Seed<<16+uint64(vi*len(opts.Kinds)+ki+1), v.Offset+ki*len(atoms)/7)
 		}
 	}
 	atomsPerRun := func(v int) int {
