@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/plumbline/plumbline/internal/bytesize"
+	"github.com/plumbline/plumbline/internal/config"
 	"github.com/plumbline/plumbline/internal/probe"
 )
 
@@ -42,7 +43,7 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		blockSize = bytesize.Size(o.BlockSize)
 		fileSize  = bytesize.Size(o.FileSize)
 		fillRate  = bytesize.Size(o.FillRate)
-		minFree   = bytesize.Size(o.MinFreeBytes)
+		minFree   = config.MinFree(o.MinFreeBytes)
 		format    = "table"
 		cleanup   bool
 		seed      uint64
@@ -62,8 +63,8 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.Float64Var(&o.IOPS, "iops", o.IOPS, "IOPS cap (token bucket); 0 = unlimited, for calibration only")
 	fs.DurationVar(&o.Jitter, "jitter", 0, "random start delay in [0, jitter)")
 	fs.Var(&fillRate, "fill-rate", "bytes per second for the one-time fill of a new probe file; 0 = unlimited")
-	fs.Float64Var(&o.MinFreePercent, "min-free-percent", o.MinFreePercent, "refuse to create or grow the probe file below this % free")
-	fs.Var(&minFree, "min-free", "refuse to create or grow the probe file below this many bytes free")
+	fs.Float64Var(&o.MinFreePercent, "min-free-percent", o.MinFreePercent, "refuse to create or grow the probe file if it would leave less than this % of the file system free")
+	fs.Var(&minFree, "min-free", "refuse to create or grow the probe file if it would leave less than this many bytes free; auto: twice --file-size (the larger of the two floors wins)")
 	fs.Float64Var(&o.BusyThreshold, "busy-threshold", o.BusyThreshold, "skip or stop when the device is busier than this % (others' io_ticks); 0 = off")
 	fs.DurationVar(&o.BusyWindow, "busy-window", o.BusyWindow, "how long to sample the device before the run")
 	fs.DurationVar(&o.BusyInterval, "busy-interval", o.BusyInterval, "how often to re-check the device during the run")
@@ -116,7 +117,12 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	o.MinFreeBytes = int64(minFree)
 	o.Seed = seed
 
+	// Progress on a terminal (the first run fills the file: tens of
+	// seconds), nothing extra when stderr is piped.
+	o.Progress = &probe.Progress{}
+	pp := startProgress(stderr, stderrIsTerminal(stderr), o.Progress, o.FileSize)
 	res, err := probe.Run(ctx, o)
+	pp.finish(res)
 	if err != nil {
 		fmt.Fprintf(stderr, "agent probe: %v\n", err)
 		if errors.Is(err, probe.ErrInvalid) {

@@ -26,7 +26,6 @@ import (
 	"github.com/plumbline/plumbline/internal/config"
 	"github.com/plumbline/plumbline/internal/geometry"
 	"github.com/plumbline/plumbline/internal/loopdev"
-	"github.com/plumbline/plumbline/internal/probe"
 )
 
 // TestPrometheusEndToEnd: the server (dev mode, 1s evaluator), one agent
@@ -98,7 +97,7 @@ func TestPrometheusEndToEnd(t *testing.T) {
 	def := geometry.DefaultOptions()
 	def.StatMounts = true
 	a, err := agent.New(agent.Options{Config: cfg, AgentID: id, Version: "e2e", Creds: credentials.NewTLS(tc),
-		Geometry: cfg.GeometryOptions(def), Probe: smallVolumeProbe, MountPoll: time.Second, Logger: slog.New(slog.NewTextHandler(&testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		Geometry: cfg.GeometryOptions(def), MountPoll: time.Second, Logger: slog.New(slog.NewTextHandler(&testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,13 +218,6 @@ scrape_configs:
 		t.Logf("PlumblineVolumeMisaligned for %s, not for %s; latency counts %v; median %v", misMount, alMount, counts, median)
 		done = true
 	}
-}
-
-// smallVolumeProbe is probe.Run with the free-space floor (5 GiB by
-// default, not configurable) lowered for 1 GiB test volumes.
-func smallVolumeProbe(ctx context.Context, o probe.Options) (probe.Result, error) {
-	o.MinFreeBytes, o.MinFreePercent = 64<<20, 5
-	return probe.Run(ctx, o)
 }
 
 // requirePrometheus finds the prometheus binary, or skips — except under

@@ -40,8 +40,15 @@ import (
 // ProbeFunc runs one probe; probe.Run in production, a fake in tests.
 type ProbeFunc func(ctx context.Context, o probe.Options) (probe.Result, error)
 
-// DiscoverFunc returns the host's inventory, alignment verdicts included.
-type DiscoverFunc func(ctx context.Context) (*plumblinev1.Inventory, error)
+// DiscoverFunc returns the host's inventory, alignment verdicts included,
+// and the mounts discovery left out.
+type DiscoverFunc func(ctx context.Context) (Discovery, error)
+
+// Discovery is one geometry discovery's answer.
+type Discovery struct {
+	Inventory *plumblinev1.Inventory
+	Filtered  []geometry.Filtered // mounts that are not volumes, and why
+}
 
 // Options configure an Agent.
 type Options struct {
@@ -102,7 +109,7 @@ func New(o Options) (*Agent, error) {
 	}
 	if o.Discover == nil {
 		g := o.Geometry
-		o.Discover = func(ctx context.Context) (*plumblinev1.Inventory, error) { return discover(ctx, g) }
+		o.Discover = func(ctx context.Context) (Discovery, error) { return discover(ctx, g) }
 	}
 	sp, err := spool.Open(spool.Options{Dir: o.Config.Spool.Dir, MaxBytes: int64(o.Config.Spool.MaxBytes)})
 	if err != nil {
@@ -201,15 +208,15 @@ func hostFacts(o Options) *plumblinev1.Host {
 }
 
 // discover is the production DiscoverFunc: `agent inspect`'s answer.
-func discover(ctx context.Context, opts geometry.Options) (*plumblinev1.Inventory, error) {
+func discover(ctx context.Context, opts geometry.Options) (Discovery, error) {
 	res, err := geometry.InspectVolumes(ctx, opts)
 	if err != nil {
-		return nil, err
+		return Discovery{}, err
 	}
 	for _, v := range res.Volumes {
 		v.Alignment = align.Evaluate(v)
 	}
-	return &plumblinev1.Inventory{Host: geometry.DiscoverHost(opts), Volumes: res.Volumes}, nil
+	return Discovery{Inventory: &plumblinev1.Inventory{Host: geometry.DiscoverHost(opts), Volumes: res.Volumes}, Filtered: res.Filtered}, nil
 }
 
 // geometryLoop discovers at start, when the mount table changes (a.mounts) and every
@@ -218,8 +225,13 @@ func discover(ctx context.Context, opts geometry.Options) (*plumblinev1.Inventor
 func (a *Agent) geometryLoop(ctx context.Context, sched *scheduler) {
 	lastMount := a.mounts.fingerprint()
 	var lastInv []byte
+	cov := newCoverage(a.log, a.metrics, a.o.Config.Probes)
 	run := func(trigger string) {
-		inv, err := a.o.Discover(ctx)
+		d, err := a.o.Discover(ctx)
+		inv := d.Inventory
+		if err == nil && inv == nil {
+			err = errors.New("discovery returned no inventory")
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				a.metrics.geometryError.Inc()
@@ -240,6 +252,7 @@ func (a *Agent) geometryLoop(ctx context.Context, sched *scheduler) {
 			}
 		}
 		sched.update(ctx, inv.GetVolumes())
+		cov.update(ctx, inv.GetVolumes(), d.Filtered)
 	}
 	run("start")
 	refresh := time.NewTimer(time.Duration(a.geomInterval.Load()))
@@ -283,11 +296,12 @@ type mountTable interface {
 
 // target is one (volume, kind) probe timer.
 type target struct {
-	mount    string
-	device   string
-	lockKeys []string
-	kind     probe.Kind
-	sched    config.ProbeSchedule
+	mount      string
+	device     string
+	lockKeys   []string
+	kind       probe.Kind
+	sched      config.ProbeSchedule
+	schedIndex int // in Config.Probes
 }
 
 func (t target) key() string {
@@ -309,7 +323,7 @@ func targetsFor(vols []*plumblinev1.Volume, scheds []config.ProbeSchedule) []tar
 	var out []target
 	for _, v := range vols {
 		done := map[probe.Kind]bool{}
-		for _, s := range scheds {
+		for i, s := range scheds {
 			if !geometry.MatchMountPoint(s.MountPoint, v.GetMountPoint()) {
 				continue
 			}
@@ -318,7 +332,7 @@ func targetsFor(vols []*plumblinev1.Volume, scheds []config.ProbeSchedule) []tar
 					continue
 				}
 				done[k] = true
-				out = append(out, target{mount: v.GetMountPoint(), device: v.GetDevice(), lockKeys: lockKeys(v), kind: k, sched: s})
+				out = append(out, target{mount: v.GetMountPoint(), device: v.GetDevice(), lockKeys: lockKeys(v), kind: k, sched: s, schedIndex: i})
 			}
 		}
 	}
@@ -428,18 +442,34 @@ func (a *Agent) probeOnce(ctx context.Context, t target) {
 	kind := string(t.kind)
 	release, err := a.locks.acquire(rctx, t.lockKeys)
 	if err != nil {
-		if ctx.Err() == nil {
-			a.metrics.probeRuns.WithLabelValues(kind, "skipped").Inc()
-			a.metrics.probeSkips.WithLabelValues(kind, "lock-timeout").Inc()
+		if ctx.Err() != nil {
+			return // shutting down
 		}
+		a.metrics.probeRuns.WithLabelValues(kind, "skipped").Inc()
+		a.metrics.probeSkips.WithLabelValues(kind, probe.StopLockTimeout).Inc()
+		err = fmt.Errorf("another probe held %v for the whole run timeout of %s", t.lockKeys, runTimeout(o))
+		a.log.Warn("probe skipped", "mount_point", t.mount, "kind", kind, "reason", probe.StopLockTimeout, "err", err)
+		a.spoolProbe(t, notRun(o, probe.Result{}, probe.StopLockTimeout, err))
 		return
 	}
 	res, err := a.o.Probe(rctx, o)
 	release()
 	if err != nil {
+		if ctx.Err() != nil {
+			return // shutting down: says nothing about the volume
+		}
+		// A refused or failed run is reported like any other, so the
+		// server sees a volume whose probes never run.
+		reason := probe.FailureReason(err)
 		a.metrics.probeRuns.WithLabelValues(kind, "error").Inc()
-		a.log.Error("probe", "mount_point", t.mount, "kind", kind, "err", err)
+		a.metrics.probeSkips.WithLabelValues(kind, reason).Inc()
+		a.log.Error("probe", "mount_point", t.mount, "kind", kind, "reason", reason, "err", err)
+		a.spoolProbe(t, notRun(o, res, reason, err))
 		return
+	}
+	if res.FileRewrittenFrom > 0 {
+		a.log.Warn("probe file rewritten: its size changed", "mount_point", t.mount, "file", res.File,
+			"old_size_bytes", res.FileRewrittenFrom, "new_size_bytes", res.FileSize, "fill_seconds", res.FillSeconds)
 	}
 	switch {
 	case res.Skipped:
@@ -454,6 +484,11 @@ func (a *Agent) probeOnce(ctx context.Context, t target) {
 	if res.StoppedReason == probe.StopInterrupted && ctx.Err() != nil {
 		return // shutting down: an interrupted run says nothing about the volume
 	}
+	a.spoolProbe(t, res)
+}
+
+// spoolProbe spools one run of t.
+func (a *Agent) spoolProbe(t target, res probe.Result) {
 	pr := ProbeResultToProto(t.mount, res)
 	if pr.Device == "" {
 		pr.Device = path.Base(t.device)

@@ -232,7 +232,7 @@ func (s *testServer) snapshot() (stored []uint64, hw uint64, received int) {
 // --- fakes ----------------------------------------------------------------
 
 func fakeInventory(vols ...string) DiscoverFunc {
-	return func(context.Context) (*plumblinev1.Inventory, error) {
+	return func(context.Context) (Discovery, error) {
 		inv := &plumblinev1.Inventory{Host: &plumblinev1.Host{Hostname: "db1", Os: "linux"}}
 		for i, m := range vols {
 			inv.Volumes = append(inv.Volumes, &plumblinev1.Volume{
@@ -240,7 +240,7 @@ func fakeInventory(vols ...string) DiscoverFunc {
 				Layers: []*plumblinev1.Layer{{Kind: "partition", Device: fmt.Sprintf("sdb%d", i+1)}, {Kind: "disk", Device: "sdb"}},
 			})
 		}
-		return inv, nil
+		return Discovery{Inventory: inv}, nil
 	}
 }
 
@@ -583,7 +583,8 @@ func TestDeviceLocks(t *testing.T) {
 }
 
 func TestTargetsFor(t *testing.T) {
-	inv, _ := fakeInventory("/data1", "/other")(context.Background())
+	d, _ := fakeInventory("/data1", "/other")(context.Background())
+	inv := d.Inventory
 	s := []config.ProbeSchedule{
 		{MountPoint: "/data*", Dir: "/data1/p", Kinds: []probe.Kind{probe.RandomRead}},
 		{MountPoint: "/data1", Dir: "/x", Kinds: []probe.Kind{probe.RandomRead, probe.LogWrite}},
@@ -654,7 +655,7 @@ func TestHelloCarriesHost(t *testing.T) {
 	defer srv.stop()
 	dir := t.TempDir()
 	c := testConfig(srv.addr, p, dir)
-	failing := func(context.Context) (*plumblinev1.Inventory, error) { return nil, errors.New("no geometry here") }
+	failing := func(context.Context) (Discovery, error) { return Discovery{}, errors.New("no geometry here") }
 	fp := &fakeProber{sleep: time.Millisecond}
 	a := newTestAgent(t, c, p, fp.run, failing)
 	ctx, cancel := context.WithCancel(context.Background())

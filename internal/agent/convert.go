@@ -1,7 +1,10 @@
 package agent
 
 import (
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -36,6 +39,7 @@ func ProbeResultToProto(mountPoint string, r probe.Result) *plumblinev1.ProbeRes
 		BusyGuard:          r.BusyGuard,
 		BusyPercent:        r.BusyPercent,
 		FirstError:         r.FirstError,
+		Failure:            r.Failure,
 	}
 	if r.Kind != probe.LogWrite {
 		p.Sync = ""
@@ -44,4 +48,48 @@ func ProbeResultToProto(mountPoint string, r probe.Result) *plumblinev1.ProbeRes
 		p.StartedAt = timestamppb.New(r.StartedAt)
 	}
 	return p
+}
+
+// notRun is the result reported for a run that never started its I/O:
+// Run's error (reason from probe.FailureReason) or a lock timeout. It
+// keeps what Run already knew (device, busy guard) and takes the rest from
+// the options.
+func notRun(o probe.Options, partial probe.Result, reason string, err error) probe.Result {
+	r := partial
+	r.Kind, r.BlockSize, r.QueueDepth, r.Sync = o.Kind, o.BlockSize, o.QueueDepth, o.Sync
+	if o.Kind == probe.LogWrite {
+		r.QueueDepth = 1
+		if r.Sync == "" {
+			r.Sync = probe.SyncDsync
+		}
+	}
+	r.FileSize, r.OpsBudget, r.IOPSCap = o.FileSize, o.Ops, o.IOPS
+	if r.StartedAt.IsZero() {
+		r.StartedAt = time.Now().UTC()
+	}
+	if r.BusyGuard == "" {
+		r.BusyGuard = "off"
+	}
+	r.Ops, r.Errors, r.Bytes, r.Duration, r.IOPS, r.Throughput, r.Histogram = 0, 0, 0, 0, 0, 0, nil
+	r.Skipped, r.StoppedReason, r.Failure = true, reason, failureText(err.Error())
+	return r
+}
+
+// failureText makes an error message fit ProbeResult.failure: control
+// characters replaced, valid UTF-8, at most probe.MaxFailureBytes.
+func failureText(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "?"))
+	if len(s) <= probe.MaxFailureBytes {
+		return s
+	}
+	cut := probe.MaxFailureBytes - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

@@ -23,6 +23,8 @@ type metrics struct {
 	snapshots     *prometheus.CounterVec // trigger
 	geometryError prometheus.Counter
 	spoolErrors   prometheus.Counter
+	filtered      *prometheus.GaugeVec // reason
+	unmatched     *prometheus.GaugeVec // schedule, mount_point
 }
 
 func newMetrics(sp *spool.Spool) *metrics {
@@ -40,9 +42,13 @@ func newMetrics(sp *spool.Spool) *metrics {
 		snapshots:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: ns + "geometry_snapshots_total", Help: "Geometry snapshots spooled, by trigger: start, changed, interval."}, []string{"trigger"}),
 		geometryError: prometheus.NewCounter(prometheus.CounterOpts{Name: ns + "geometry_errors_total", Help: "Failed geometry discoveries."}),
 		spoolErrors:   prometheus.NewCounter(prometheus.CounterOpts{Name: ns + "spool_errors_total", Help: "Failed spool appends, reads and acks."}),
+		filtered: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: ns + "volumes_filtered", Help: "Mounted file systems the last geometry discovery left out (not volumes, never probed), by reason: excluded, in-memory, no-block-device, unknown-device, duplicate."},
+			[]string{"reason"}),
+		unmatched: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: ns + "schedule_unmatched", Help: "1 when the probe schedule (its index in probes and its mount_point glob) matches no volume of the last geometry discovery: nothing is probed for it."},
+			[]string{"schedule", "mount_point"}),
 	}
 	stat := func(f func(spool.Stats) float64) func() float64 { return func() float64 { return f(sp.Stats()) } }
-	m.reg.MustRegister(m.sent, m.acked, m.rejected, m.sendErrors, m.lastReport, m.connected, m.probeRuns, m.probeSkips, m.snapshots, m.geometryError, m.spoolErrors,
+	m.reg.MustRegister(m.sent, m.acked, m.rejected, m.sendErrors, m.lastReport, m.connected, m.probeRuns, m.probeSkips, m.snapshots, m.geometryError, m.spoolErrors, m.filtered, m.unmatched,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: ns + "spool_bytes", Help: "Bytes in spool segment files."}, stat(func(s spool.Stats) float64 { return float64(s.Bytes) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: ns + "spool_records", Help: "Unacknowledged records in the spool."}, stat(func(s spool.Stats) float64 { return float64(s.Records) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: ns + "spool_dropped_records_total", Help: "Unacknowledged records dropped by the spool size cap."}, stat(func(s spool.Stats) float64 { return float64(s.Dropped) })),

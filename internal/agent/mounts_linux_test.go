@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/plumbline/plumbline/internal/config"
-	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
 // fakeMountTable is a mountTable whose fingerprint the test sets, as the
@@ -32,7 +31,7 @@ func TestGeometryOnMountChange(t *testing.T) {
 	var calls atomic.Int32
 	vols := []string{"/data1"}
 	var mu sync.Mutex
-	discover := func(ctx context.Context) (*plumblinev1.Inventory, error) {
+	discover := func(ctx context.Context) (Discovery, error) {
 		calls.Add(1)
 		mu.Lock()
 		defer mu.Unlock()

@@ -88,6 +88,8 @@ func TestLoadBad(t *testing.T) {
 		"bad-probe-ops.yml":          "probes[0].ops -1",
 		"bad-probe-max-duration.yml": "probes[0].max_duration 2m0s",
 		"bad-probe-busy.yml":         "probes[0].busy_threshold 120",
+		"bad-probe-min-free.yml":     `"5GB"`,
+		"bad-probe-min-free-pct.yml": "probes[0].min_free_percent 100",
 		"bad-probe-sync.yml":         `probes[0].sync "osync"`,
 		"bad-probe-qd.yml":           "probes[0].queue_depth 1000",
 		"bad-probe-twice.yml":        "scheduled twice",

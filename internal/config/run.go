@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"net"
 	"path"
@@ -20,7 +21,7 @@ import (
 // Probe schedule: every kind runs every 3 minutes with 50 operations —
 // 20 runs × 50 = 1,000 operations (8 MB at 8 KiB) per kind per hour, the
 // same I/O budget as one 1,000-op run an hour, but a sustained 2× slowdown
-// is alerted within ~15 minutes instead of ~3 hours (README, "Degradation
+// is alerted within ~17 minutes instead of ~3 hours (README, "Degradation
 // on the lab"; internal/replay measures both on recorded noise).
 //
 // Spool size: the default traffic of one host is one ProbeResult per
@@ -94,7 +95,49 @@ type ProbeSchedule struct {
 	BusyThreshold *float64       `yaml:"busy_threshold"` // 0: guard off
 	Jitter        time.Duration  `yaml:"jitter"`         // random extra delay in [0, jitter) before each run
 	AllowCached   bool           `yaml:"allow_cached"`
+	// The free-space floor (probe.Options.FreeSpaceFloor): creating or
+	// growing the probe file must leave the larger of min_free_percent of
+	// the file system (default 10) and min_free (default auto: twice
+	// file_size) free.
+	MinFree        *MinFree `yaml:"min_free"`
+	MinFreePercent *float64 `yaml:"min_free_percent"`
 }
+
+// MinFree is the byte part of the free-space floor: a size, or "auto"
+// (probe.MinFreeAuto: twice the probe file). It is the YAML key min_free
+// and the flag --min-free.
+type MinFree int64
+
+// String is "auto" or the size.
+func (m MinFree) String() string {
+	if m == probe.MinFreeAuto {
+		return "auto"
+	}
+	return bytesize.Size(m).String()
+}
+
+// Set implements flag.Value.
+func (m *MinFree) Set(v string) error {
+	if strings.TrimSpace(v) == "auto" {
+		*m = probe.MinFreeAuto
+		return nil
+	}
+	n, err := bytesize.Parse(v)
+	if err != nil {
+		return fmt.Errorf("%w (or auto)", err)
+	}
+	if n > bytesize.Size(math.MaxInt64) {
+		return fmt.Errorf("%w %q: too large", bytesize.ErrSyntax, v)
+	}
+	*m = MinFree(n)
+	return nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler (YAML).
+func (m *MinFree) UnmarshalText(b []byte) error { return m.Set(string(b)) }
+
+// MarshalText implements encoding.TextMarshaler.
+func (m MinFree) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
 
 // Web is the agent's own /healthz and /metrics endpoint.
 type Web struct {
@@ -139,6 +182,13 @@ func (a *Agent) applyDefaults() {
 		}
 		if p.BusyThreshold == nil {
 			p.BusyThreshold = &d.BusyThreshold
+		}
+		if p.MinFree == nil {
+			m := MinFree(d.MinFreeBytes)
+			p.MinFree = &m
+		}
+		if p.MinFreePercent == nil {
+			p.MinFreePercent = &d.MinFreePercent
 		}
 	}
 }
@@ -221,6 +271,9 @@ func (a Agent) validateRun() []error {
 		if p.BusyThreshold != nil && (*p.BusyThreshold < 0 || *p.BusyThreshold > 100) {
 			add("%s.busy_threshold %g: want 0 (off) to 100 percent", w, *p.BusyThreshold)
 		}
+		if p.MinFreePercent != nil && (*p.MinFreePercent < 0 || *p.MinFreePercent >= 100) {
+			add("%s.min_free_percent %g: want 0 to less than 100", w, *p.MinFreePercent)
+		}
 		if p.Jitter < 0 || p.Jitter > p.Every {
 			add("%s.jitter %s: want 0 to every (%s)", w, p.Jitter, p.Every)
 		}
@@ -279,6 +332,12 @@ func (p ProbeSchedule) ProbeOptions(kind probe.Kind) probe.Options {
 		o.BusyThreshold = *p.BusyThreshold
 	}
 	o.AllowCached = p.AllowCached
+	if p.MinFree != nil {
+		o.MinFreeBytes = int64(*p.MinFree)
+	}
+	if p.MinFreePercent != nil {
+		o.MinFreePercent = *p.MinFreePercent
+	}
 	o.Jitter = 0
 	return o
 }

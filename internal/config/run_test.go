@@ -39,12 +39,17 @@ func TestLoadGoodRun(t *testing.T) {
 	// run, see DefaultProbeEvery) and otherwise the `agent probe` ones; an
 	// explicit 0 turns the IOPS cap and the busy guard off.
 	p := a.Probes[1]
-	if p.Every != 3*time.Minute || p.Ops != 50 || p.BlockSize != 8*bytesize.KiB || p.FileSize != bytesize.GiB {
+	if p.Every != 3*time.Minute || p.Ops != 50 || p.BlockSize != 8*bytesize.KiB || p.FileSize != 64*bytesize.MiB {
 		t.Errorf("defaults not applied: %+v", p)
 	}
 	o := p.ProbeOptions(probe.LogWrite)
 	if o.IOPS != 0 || o.BusyThreshold != 0 || o.QueueDepth != 1 || o.Sync != probe.SyncDsync {
 		t.Errorf("ProbeOptions(log-write) = %+v, want iops 0, busy 0, qd 1, dsync", o)
+	}
+	// The free-space floor is the schedule's: a small log volume's probe
+	// can run with a floor of its own.
+	if o.MinFreeBytes != 128<<20 || o.MinFreePercent != 0 || o.FreeSpaceFloor(2<<30) != 128<<20 {
+		t.Errorf("ProbeOptions(log-write) floor = %d bytes, %g%%; want 128MiB, 0%%", o.MinFreeBytes, o.MinFreePercent)
 	}
 }
 
@@ -61,6 +66,9 @@ func TestRunDefaults(t *testing.T) {
 	}
 	if a.Probes[0].IOPS == nil || *a.Probes[0].IOPS != 100 || *a.Probes[0].BusyThreshold != 70 {
 		t.Errorf("default iops/busy_threshold not 100/70")
+	}
+	if o := a.Probes[0].ProbeOptions(probe.RandomRead); o.MinFreeBytes != probe.MinFreeAuto || o.MinFreePercent != 10 {
+		t.Errorf("default floor = %d bytes, %g%%; want auto, 10%%", o.MinFreeBytes, o.MinFreePercent)
 	}
 }
 
@@ -105,7 +113,12 @@ func TestDeployExampleLoads(t *testing.T) {
 	if err != nil {
 		t.Fatalf("LoadRun(deploy/examples/agent.yaml) = %v", err)
 	}
-	if len(a.Probes) != 1 || len(a.DeclaredDevices) != 1 || a.Server.Address == "" {
+	if len(a.Probes) != 2 || len(a.DeclaredDevices) != 1 || a.Server.Address == "" {
 		t.Errorf("example config lost keys: %+v", a)
+	}
+	// The small log volume's schedule runs under the default floor on a
+	// 2 GiB volume: its file is a small share of the free space.
+	if o := a.Probes[len(a.Probes)-1].ProbeOptions(probe.LogWrite); o.FileSize != 64<<20 || o.FreeSpaceFloor(2<<30) != 2<<30/10 {
+		t.Errorf("log volume schedule: file %d, floor on 2 GiB %d", o.FileSize, o.FreeSpaceFloor(2<<30))
 	}
 }

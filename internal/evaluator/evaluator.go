@@ -3,7 +3,8 @@
 // the baseline.Detector of its volume and probe kind — against the volume's
 // history, its profile's cohort and the profile's prior — and persists the
 // detectors, their states and cumulative probe statistics for the exporter
-// and the inventory.
+// and the inventory, with each volume and kind's failing streak (runs the
+// agent refused or failed to start, until one does I/O again).
 //
 // Progress is a per-agent watermark in the store (store.PendingProbeRuns):
 // a pass that fails writes nothing and the next one judges the same runs
@@ -25,6 +26,7 @@ import (
 
 	"github.com/plumbline/plumbline/internal/baseline"
 	"github.com/plumbline/plumbline/internal/histogram"
+	"github.com/plumbline/plumbline/internal/probe"
 	"github.com/plumbline/plumbline/internal/store"
 	"github.com/plumbline/plumbline/internal/wire"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
@@ -268,6 +270,8 @@ func (e *Evaluator) judge(ctx context.Context, runs []store.ProbeRun) error {
 	cohorts := e.cohorts()
 	u := store.BaselineUpdate{Watermarks: map[string]uint64{}}
 	stops := map[store.StopCount]uint64{}
+	failing := map[store.ProbeKey]*store.ProbeFailing{}
+	recovered := map[store.ProbeKey]bool{}
 	for i := range runs {
 		r := &runs[i]
 		u.Watermarks[r.AgentID] = max(u.Watermarks[r.AgentID], r.Sequence)
@@ -277,6 +281,23 @@ func (e *Evaluator) judge(ctx context.Context, runs []store.ProbeRun) error {
 				reason = "skipped"
 			}
 			stops[store.StopCount{AgentID: r.AgentID, MountPoint: r.MountPoint, Kind: r.Kind, Reason: reason}]++
+		}
+		// A refused or failed run starts or extends the volume's failing
+		// streak for the kind; a run that did I/O ends it. Skips (busy,
+		// lock-timeout) neither prove nor disprove anything.
+		pk := store.ProbeKey{AgentID: r.AgentID, MountPoint: r.MountPoint, Kind: r.Kind}
+		switch {
+		case r.StoppedReason == probe.StopRefused || r.StoppedReason == probe.StopFailed:
+			f := failing[pk]
+			if f == nil {
+				f = &store.ProbeFailing{AgentID: r.AgentID, MountPoint: r.MountPoint, Kind: r.Kind, Since: r.StartedAt}
+				failing[pk] = f
+			}
+			f.Reason, f.Failure, f.Last = r.StoppedReason, r.Failure, r.StartedAt
+			f.Runs++
+		case r.Ops > 0:
+			delete(failing, pk)
+			recovered[pk] = true
 		}
 		if r.Skipped || r.Ops == 0 {
 			continue
@@ -350,6 +371,18 @@ func (e *Evaluator) judge(ctx context.Context, runs []store.ProbeRun) error {
 	}
 	slices.SortFunc(u.StopCounts, func(a, b store.StopCount) int {
 		return strings.Compare(a.AgentID+a.MountPoint+a.Kind+a.Reason, b.AgentID+b.MountPoint+b.Kind+b.Reason)
+	})
+	for k := range recovered {
+		u.Recovered = append(u.Recovered, k)
+	}
+	slices.SortFunc(u.Recovered, func(a, b store.ProbeKey) int {
+		return strings.Compare(a.AgentID+"\x00"+a.MountPoint+"\x00"+a.Kind, b.AgentID+"\x00"+b.MountPoint+"\x00"+b.Kind)
+	})
+	for _, f := range failing {
+		u.Failing = append(u.Failing, *f)
+	}
+	slices.SortFunc(u.Failing, func(a, b store.ProbeFailing) int {
+		return strings.Compare(a.AgentID+"\x00"+a.MountPoint+"\x00"+a.Kind, b.AgentID+"\x00"+b.MountPoint+"\x00"+b.Kind)
 	})
 	u.Cohorts = []store.Cohort{}
 	for ck, c := range e.cohorts() {

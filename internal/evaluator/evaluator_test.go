@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/plumbline/plumbline/internal/histogram"
@@ -31,7 +33,7 @@ func hist(t testing.TB, d time.Duration) []byte {
 	return b
 }
 
-func probe(t testing.TB, seq uint64, at time.Time, d time.Duration) store.Record {
+func probeRec(t testing.TB, seq uint64, at time.Time, d time.Duration) store.Record {
 	return store.Record{Sequence: seq, Kind: store.KindProbe, ProducedAt: at, Probe: &store.ProbeResult{
 		MountPoint: "/data", Kind: "random-read", BlockSizeBytes: 8192, QueueDepth: 1, StartedAt: at,
 		Ops: 50, Bytes: 50 * 8192, Duration: time.Second, Histogram: hist(t, d)}}
@@ -55,10 +57,10 @@ func TestPassIdempotentAndLate(t *testing.T) {
 			t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 			var recs []store.Record
 			for i := range 12 {
-				recs = append(recs, probe(t, uint64(i+1), t0.Add(time.Duration(i)*time.Hour), time.Millisecond))
+				recs = append(recs, probeRec(t, uint64(i+1), t0.Add(time.Duration(i)*time.Hour), time.Millisecond))
 			}
 			// 14 arrives before 13.
-			recs = append(recs, probe(t, 14, t0.Add(13*time.Hour), time.Millisecond))
+			recs = append(recs, probeRec(t, 14, t0.Add(13*time.Hour), time.Millisecond))
 			if _, err := st.AppendBatch(ctx, "a1", recs); err != nil {
 				t.Fatal(err)
 			}
@@ -72,7 +74,7 @@ func TestPassIdempotentAndLate(t *testing.T) {
 			if n, err := ev.Pass(ctx); err != nil || n != 0 {
 				t.Fatalf("second Pass = %d, %v; want 0", n, err)
 			}
-			if _, err := st.AppendBatch(ctx, "a1", []store.Record{probe(t, 13, t0.Add(12*time.Hour), time.Millisecond)}); err != nil {
+			if _, err := st.AppendBatch(ctx, "a1", []store.Record{probeRec(t, 13, t0.Add(12*time.Hour), time.Millisecond)}); err != nil {
 				t.Fatal(err)
 			}
 			ev2, err := New(st, Options{}) // a restarted server
@@ -107,5 +109,74 @@ func TestMedian(t *testing.T) {
 	}
 	if m := Median(&histogram.Histogram{}); m != 0 {
 		t.Errorf("Median(empty) = %g, want 0", m)
+	}
+}
+
+// notRun is a run the agent could not start: refused or failed, no ops.
+func notRun(seq uint64, at time.Time, reason, failure string) store.Record {
+	return store.Record{Sequence: seq, Kind: store.KindProbe, ProducedAt: at, Probe: &store.ProbeResult{
+		MountPoint: "/data", Kind: "random-read", BlockSizeBytes: 8192, QueueDepth: 1, StartedAt: at,
+		Skipped: true, StoppedReason: reason, Failure: failure}}
+}
+
+// TestFailingStreak: refused and failed runs start a failing streak for the
+// volume and kind (since its first run, with the latest reason and
+// message), are counted as stops, and a run that does I/O ends the streak;
+// a streak that ends and starts again inside one pass starts again.
+func TestFailingStreak(t *testing.T) {
+	for _, e := range engines {
+		t.Run(e.Name, func(t *testing.T) {
+			ctx := context.Background()
+			st, err := store.Open(ctx, e.DSN(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			if err := st.UpsertAgent(ctx, store.Agent{ID: "a1", Hostname: "h1"}); err != nil {
+				t.Fatal(err)
+			}
+			ev, err := New(st, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+			h := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Hour) }
+			step := func(recs []store.Record, want []store.ProbeFailing) {
+				t.Helper()
+				if _, err := st.AppendBatch(ctx, "a1", recs); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := ev.Pass(ctx); err != nil {
+					t.Fatal(err)
+				}
+				got, err := st.ListProbeFailing(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+					t.Errorf("failing (-want +got):\n%s", diff)
+				}
+			}
+			streak := func(since, last time.Time, reason, msg string, runs uint64) []store.ProbeFailing {
+				return []store.ProbeFailing{{AgentID: "a1", MountPoint: "/data", Kind: "random-read", Reason: reason, Failure: msg, Since: since, Last: last, Runs: runs}}
+			}
+			step([]store.Record{notRun(1, h(0), "refused", "below the floor")}, streak(h(0), h(0), "refused", "below the floor", 1))
+			step([]store.Record{notRun(2, h(1), "refused", "below the floor"), notRun(3, h(2), "failed", "fill: EIO")},
+				streak(h(0), h(2), "failed", "fill: EIO", 3))
+			step([]store.Record{probeRec(t, 4, h(3), time.Millisecond)}, nil)
+			step([]store.Record{notRun(5, h(4), "refused", "a"), probeRec(t, 6, h(5), time.Millisecond), notRun(7, h(6), "refused", "b")},
+				streak(h(6), h(6), "refused", "b", 1))
+			stops, err := st.ListStopCounts(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []store.StopCount{
+				{AgentID: "a1", MountPoint: "/data", Kind: "random-read", Reason: "failed", Runs: 1},
+				{AgentID: "a1", MountPoint: "/data", Kind: "random-read", Reason: "refused", Runs: 4},
+			}
+			if diff := cmp.Diff(want, stops); diff != "" {
+				t.Errorf("stop counts (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -33,6 +33,7 @@ const (
 	famEvalRuns
 	famStoreSuccess
 	famIngestRecords
+	famFailingSince
 	famLatency
 	famStops
 	famVolFinding
@@ -88,8 +89,10 @@ func newFamilies() [numFamilies]family {
 		withVolume("kind", "reference"))
 	d(famDegradedSince, "baseline_degraded_since_timestamp_seconds", gauge, "Present while the volume is degraded for the probe kind: when the sustained shift began (Unix time), and against which reference.",
 		withVolume("kind", "reference"))
-	d(famStops, "probe_stops_total", counter, "Probe runs of any kind skipped or stopped before their op budget, by reason (busy, busy-during, latency-ceiling, max-duration, interrupted, io-errors, skipped).",
+	d(famStops, "probe_stops_total", counter, "Probe runs of any kind skipped or stopped before their op budget, by reason (busy, busy-during, latency-ceiling, max-duration, interrupted, io-errors, refused, failed, lock-timeout, skipped).",
 		withVolume("reason"))
+	d(famFailingSince, "probe_failing_since_timestamp_seconds", gauge, "Present while the volume's latest runs of the probe kind never ran because the agent refused them (reason refused: free-space floor, unsafe path, foreign file, no cache bypass) or failed to open, create or fill the probe file (reason failed): when the first of those runs started (Unix time). Gone once a run does I/O again. The agent's message is in the inventory API and the agent's log.",
+		withVolume("kind", "reason"))
 	d(famAgentLast, "agent_last_report_timestamp_seconds", gauge, "When the agent last registered or sent a report (Unix time).",
 		[]string{"agent_id", "host"})
 	d(famAgentUp, "agent_up", gauge, "1 when the agent reported within the stale threshold, else 0.",

@@ -119,6 +119,7 @@ type Collector struct {
 	volsOK    bool
 	baselines []store.MetricsBaseline
 	stops     []store.StopCount
+	failing   []store.ProbeFailing
 	cohorts   []store.Cohort
 	baseOK    bool
 	baseGen   EvaluatorStatus
@@ -148,12 +149,13 @@ type volPart struct {
 // rebuilt when one of its rows changes.
 type basePart struct {
 	part
-	gen   uint64
-	built bool
-	host  string
-	rows  []store.MetricsBaseline
-	stops []store.StopCount
-	hists map[string]*histFacts // by kind
+	gen     uint64
+	built   bool
+	host    string
+	rows    []store.MetricsBaseline
+	stops   []store.StopCount
+	failing []store.ProbeFailing
+	hists   map[string]*histFacts // by kind
 }
 
 type bodyKey struct{ protobuf, gzip bool }
@@ -330,7 +332,7 @@ func (c *Collector) refresh() {
 	if err != nil {
 		c.opts.Logger.Error("metrics snapshot", "err", err)
 		c.hosts, c.seqs, c.vols, c.volsOK, c.baseOK, c.present = nil, nil, nil, false, false, nil
-		c.baselines, c.stops, c.cohorts = nil, nil, nil
+		c.baselines, c.stops, c.failing, c.cohorts = nil, nil, nil, nil
 		c.volParts, c.baseParts = map[volKey]*volPart{}, map[volKey]*basePart{}
 		for i := range c.out {
 			switch i {
@@ -392,12 +394,15 @@ func (c *Collector) read(ctx context.Context, now time.Time, ev EvaluatorStatus)
 	if !c.baseOK || expired || evaluated {
 		// The stop counts and cohorts while the baselines are read.
 		var stops []store.StopCount
+		var failing []store.ProbeFailing
 		var cohorts []store.Cohort
 		var stopsErr error
 		var wg sync.WaitGroup
 		wg.Go(func() {
 			if stops, stopsErr = c.st.ListStopCounts(ctx); stopsErr == nil {
-				cohorts, stopsErr = c.st.ListCohorts(ctx)
+				if failing, stopsErr = c.st.ListProbeFailing(ctx); stopsErr == nil {
+					cohorts, stopsErr = c.st.ListCohorts(ctx)
+				}
 			}
 		})
 		var baselines []store.MetricsBaseline
@@ -416,7 +421,7 @@ func (c *Collector) read(ctx context.Context, now time.Time, ev EvaluatorStatus)
 		if err != nil {
 			return false, false, err
 		}
-		c.baselines, c.stops, c.cohorts = baselines, stops, cohorts
+		c.baselines, c.stops, c.failing, c.cohorts = baselines, stops, failing, cohorts
 		c.baseGen, c.baseOK, rebuildBase = ev, true, true
 	}
 	if expired {
@@ -667,6 +672,16 @@ func (c *Collector) buildBaselines() {
 		stops[k] = c.stops[i:j:j]
 		i = j
 	}
+	failing := make(map[volKey][]store.ProbeFailing)
+	for i := 0; i < len(c.failing); {
+		k := volKey{c.failing[i].AgentID, c.failing[i].MountPoint}
+		j := i + 1
+		for j < len(c.failing) && c.failing[j].AgentID == k.agent && c.failing[j].MountPoint == k.mount {
+			j++
+		}
+		failing[k] = c.failing[i:j:j]
+		i = j
+	}
 	// Which volumes' rows to compare (serially: the maps), then compare
 	// and encode on every CPU (each job touches only its own part), then
 	// put the series of those that changed (serially: the families).
@@ -676,6 +691,7 @@ func (c *Collector) buildBaselines() {
 		host    string
 		rows    []store.MetricsBaseline
 		stops   []store.StopCount
+		failing []store.ProbeFailing
 		rebuilt bool
 		series  []*series
 	}
@@ -685,15 +701,16 @@ func (c *Collector) buildBaselines() {
 		if !ok {
 			return
 		}
-		st := stops[k]
+		st, fl := stops[k], failing[k]
 		delete(stops, k)
+		delete(failing, k)
 		p := c.baseParts[k]
 		if p == nil {
 			p = &basePart{hists: map[string]*histFacts{}}
 			c.baseParts[k] = p
 		}
 		p.gen = c.gen
-		jobs = append(jobs, job{k: k, p: p, host: host, rows: rows, stops: st})
+		jobs = append(jobs, job{k: k, p: p, host: host, rows: rows, stops: st, failing: fl})
 	}
 	for i := 0; i < len(c.baselines); {
 		k := volKey{c.baselines[i].AgentID, c.baselines[i].MountPoint}
@@ -707,12 +724,16 @@ func (c *Collector) buildBaselines() {
 	for k := range stops { // stop counts of volumes without a baseline
 		visit(k, nil)
 	}
+	for k := range failing { // failing volumes without a baseline or a stop count
+		visit(k, nil)
+	}
 	do := func(jobs []job) {
 		for i := range jobs {
 			j := &jobs[i]
 			p := j.p
-			same := p.built && p.host == j.host && slices.EqualFunc(p.rows, j.rows, sameBaseline) && slices.Equal(p.stops, j.stops)
-			p.rows, p.stops = j.rows, j.stops // the latest read's, so older reads can be freed
+			same := p.built && p.host == j.host && slices.EqualFunc(p.rows, j.rows, sameBaseline) && slices.Equal(p.stops, j.stops) &&
+				slices.EqualFunc(p.failing, j.failing, sameFailing)
+			p.rows, p.stops, p.failing = j.rows, j.stops, j.failing // the latest read's, so older reads can be freed
 			if !same {
 				p.host, p.built = j.host, true
 				j.rebuilt, j.series = true, c.baselineSeries(j.k, p)
@@ -799,7 +820,15 @@ func (c *Collector) baselineSeries(k volKey, p *basePart) []*series {
 	for _, r := range reasons {
 		ss = append(ss, c.series(famStops, float64(sums[r]), host, mount, r))
 	}
+	for _, f := range p.failing {
+		ss = append(ss, c.series(famFailingSince, seconds(f.Since), host, mount, f.Kind, f.Reason))
+	}
 	return ss
+}
+
+// sameFailing: the same failing streak as far as the exposition goes.
+func sameFailing(a, b store.ProbeFailing) bool {
+	return a.AgentID == b.AgentID && a.MountPoint == b.MountPoint && a.Kind == b.Kind && a.Reason == b.Reason && a.Since.Equal(b.Since)
 }
 
 // volumeFacts is what the exporter derives from a volume's geometry.

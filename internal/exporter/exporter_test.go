@@ -129,8 +129,9 @@ func TestSeriesPerVolume(t *testing.T) {
 		// info, split ×2, findings ×2, last probe, latency 3×5, ratios history ×3 + prior ×3,
 		// degraded since ×1 (random-read)
 		"db01.example.com:/data": 1 + 2 + 2 + 1 + 15 + 6 + 1,
-		// info, finding ×1 (stripe-unit-unknown), last probe, latency 3×5, ratios ×6 (no stripe: no split fraction)
-		"db01.example.com:/log": 1 + 1 + 1 + 15 + 6,
+		// info, finding ×1 (stripe-unit-unknown), last probe, latency 3×5, ratios ×6 (no stripe: no split fraction),
+		// stops ×1 (refused), failing since ×1 (random-write refused)
+		"db01.example.com:/log": 1 + 1 + 1 + 15 + 6 + 1 + 1,
 		// info, split ×2, finding ×1, raid missing members, last probe, latency 3×5,
 		// ratios ×6, stops ×2 (busy, latency-ceiling)
 		"db02.example.com:/srv/pg": 1 + 2 + 1 + 1 + 1 + 15 + 6 + 2,

@@ -159,6 +159,9 @@ func seed(tb testing.TB, st *store.Store, fleet []host) {
 		for i, r := range h.runs {
 			p := &store.ProbeResult{MountPoint: r.mount, Device: "sdx", Kind: r.kind, BlockSizeBytes: 8 * kib, QueueDepth: 1,
 				StartedAt: r.at, Duration: 2 * time.Second, Skipped: r.skipped, StoppedReason: r.stopped}
+			if r.stopped == "refused" || r.stopped == "failed" {
+				p.Failure = "the agent's message"
+			}
 			if r.skipped {
 				p.Histogram = runHistogram(tb, 0, 0)
 			} else {
@@ -199,7 +202,7 @@ func steady(mount string, start time.Time, n int, medians map[string]time.Durati
 }
 
 // goldenFleet: a legacy-misaligned hardware RAID 10 whose random reads
-// degraded, an aligned NVMe volume, an md RAID 10 missing a member with a
+// degraded, an aligned NVMe volume whose last random writes were refused, an md RAID 10 missing a member with a
 // skipped and a stopped run, and an agent that went silent.
 func goldenFleet() []host {
 	hdd := map[string]time.Duration{"random-read": 6 * time.Millisecond, "random-write": 7 * time.Millisecond, "log-write": 2 * time.Millisecond}
@@ -212,6 +215,9 @@ func goldenFleet() []host {
 		db01 = append(db01, run{mount: "/data", kind: "random-read", at: start.Add(time.Duration(i) * time.Hour), median: 18 * time.Millisecond})
 	}
 	db01 = append(db01, steady("/log", start, 14, nvme)...)
+	for i := 14; i < 16; i++ { // then random writes refused (say, by the free-space floor)
+		db01 = append(db01, run{mount: "/log", kind: "random-write", at: start.Add(time.Duration(i) * time.Hour), skipped: true, stopped: "refused"})
+	}
 
 	db02 := steady("/srv/pg", start, 13, ssd)
 	db02 = append(db02,

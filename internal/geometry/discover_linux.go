@@ -32,15 +32,17 @@ const maxChainDepth = 16
 // whatever the device's logical sector size.
 const sectorBytes = 512
 
-// pseudoFSTypes are file systems never reported, even when the mount
-// table gives them a block device number.
-var pseudoFSTypes = map[string]bool{
-	"proc": true, "sysfs": true, "tmpfs": true, "devtmpfs": true, "overlay": true,
-	"nfs": true, "nfs4": true, "cifs": true, "smb3": true, "smbfs": true, "ceph": true,
-	"autofs": true, "cgroup": true, "cgroup2": true, "devpts": true, "mqueue": true,
-	"debugfs": true, "tracefs": true, "securityfs": true, "pstore": true, "bpf": true,
-	"configfs": true, "fusectl": true, "hugetlbfs": true, "efivarfs": true, "binfmt_misc": true,
-	"swap": true, "ramfs": true, "nsfs": true, "rpc_pipefs": true,
+// pseudoFSTypes are file systems never reported as volumes, even when the
+// mount table gives them a block device number. The value is the reason
+// Result.Filtered gives; "" for kernel interfaces that are never a volume
+// and are not listed at all.
+var pseudoFSTypes = map[string]string{
+	"proc": "", "sysfs": "", "devtmpfs": "", "autofs": "", "cgroup": "", "cgroup2": "", "devpts": "", "mqueue": "",
+	"debugfs": "", "tracefs": "", "securityfs": "", "pstore": "", "bpf": "", "configfs": "", "fusectl": "",
+	"hugetlbfs": "", "efivarfs": "", "binfmt_misc": "", "swap": "", "nsfs": "", "rpc_pipefs": "",
+	"tmpfs": FilterInMemory, "ramfs": FilterInMemory,
+	"overlay": FilterNoBlockDevice, "nfs": FilterNoBlockDevice, "nfs4": FilterNoBlockDevice, "cifs": FilterNoBlockDevice,
+	"smb3": FilterNoBlockDevice, "smbfs": FilterNoBlockDevice, "ceph": FilterNoBlockDevice,
 }
 
 type discoverer struct {
@@ -106,23 +108,35 @@ func discover(ctx context.Context, opts Options, rec recorder) (Result, error) {
 	}
 	var cands []candidate
 	byDev := map[[2]uint32]int{}
+	var filtered []Filtered
+	filter := func(m mountInfo, reason string) {
+		filtered = append(filtered, Filtered{MountPoint: m.MountPoint, FSType: m.FSType, Source: m.Source, Reason: reason})
+	}
 	for _, m := range mounts {
-		if !d.selected(m) {
+		if ok, reason := d.selected(m); !ok {
+			if reason != "" {
+				filter(m, reason)
+			}
 			continue
 		}
 		if m.Major == 0 {
+			filter(m, FilterNoBlockDevice)
 			continue
 		}
 		link := filepath.Join(blockDir, fmt.Sprintf("%d:%d", m.Major, m.Minor))
 		dir, err := d.resolveLink(link)
 		if errors.Is(err, fs.ErrNotExist) {
-			continue // not a block device this sysfs knows
+			filter(m, FilterUnknownDevice) // not a block device this sysfs knows
+			continue
 		}
 		c := candidate{m: m, dir: dir, err: err}
 		key := [2]uint32{m.Major, m.Minor}
 		if i, ok := byDev[key]; ok {
 			if preferMount(m, cands[i].m) {
+				filter(cands[i].m, FilterDuplicate)
 				cands[i] = c
+			} else {
+				filter(m, FilterDuplicate)
 			}
 			continue
 		}
@@ -144,6 +158,7 @@ func discover(ctx context.Context, opts Options, rec recorder) (Result, error) {
 		}
 	}
 	res.Warnings = d.warnings
+	res.Filtered = filtered
 	return res, nil
 }
 
@@ -157,21 +172,24 @@ func preferMount(a, b mountInfo) bool {
 	return len(a.MountPoint) < len(b.MountPoint)
 }
 
-func (d *discoverer) selected(m mountInfo) bool {
-	if pseudoFSTypes[m.FSType] || strings.HasPrefix(m.FSType, "fuse.") {
-		return false
+// selected says whether m is a volume candidate, and if not, why (a
+// Filtered reason, or "" for a kernel interface never mentioned).
+func (d *discoverer) selected(m mountInfo) (bool, string) {
+	if reason, ok := pseudoFSTypes[m.FSType]; ok {
+		return false, reason
+	}
+	if m.FSType == "fuse" || strings.HasPrefix(m.FSType, "fuse.") {
+		return false, FilterNoBlockDevice
 	}
 	o := d.opts
-	if len(o.IncludeMountPoints) > 0 && !matchAny(o.IncludeMountPoints, m.MountPoint) {
-		return false
+	switch {
+	case len(o.IncludeMountPoints) > 0 && !matchAny(o.IncludeMountPoints, m.MountPoint),
+		matchAny(o.ExcludeMountPoints, m.MountPoint),
+		len(o.IncludeFSTypes) > 0 && !containsString(o.IncludeFSTypes, m.FSType),
+		containsString(o.ExcludeFSTypes, m.FSType):
+		return false, FilterExcluded
 	}
-	if matchAny(o.ExcludeMountPoints, m.MountPoint) {
-		return false
-	}
-	if len(o.IncludeFSTypes) > 0 && !containsString(o.IncludeFSTypes, m.FSType) {
-		return false
-	}
-	return !containsString(o.ExcludeFSTypes, m.FSType)
+	return true, ""
 }
 
 func matchAny(globs []string, s string) bool {

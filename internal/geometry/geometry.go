@@ -102,7 +102,30 @@ type DeclaredRAID struct {
 type Result struct {
 	Volumes  []*plumblinev1.Volume
 	Warnings []string
+	// Filtered are the mounted file systems discovery left out, and why
+	// (kernel interfaces such as proc, sysfs and cgroup are not listed).
+	Filtered []Filtered
 }
+
+// Filtered is a mounted file system that is not a volume of the result.
+type Filtered struct {
+	MountPoint string
+	FSType     string
+	Source     string // the mount source (device or remote), as the mount table says
+	Reason     string // one of FilterReasons
+}
+
+// Why a mount is not a volume (Filtered.Reason).
+const (
+	FilterExcluded      = "excluded"        // the include/exclude mount_points or fs_types settings
+	FilterInMemory      = "in-memory"       // tmpfs, ramfs: no disk under it
+	FilterNoBlockDevice = "no-block-device" // no local block device: network (NFS, CIFS, Ceph), FUSE, overlay, or an anonymous device number (btrfs, ZFS)
+	FilterUnknownDevice = "unknown-device"  // the block device number is not in sysfs
+	FilterDuplicate     = "duplicate"       // another mount of the same device is the volume (a bind mount)
+)
+
+// FilterReasons lists every Filtered.Reason.
+var FilterReasons = []string{FilterExcluded, FilterInMemory, FilterNoBlockDevice, FilterUnknownDevice, FilterDuplicate}
 
 // Discover returns every mounted, block-backed file system selected by
 // opts with its layers, top to bottom. It does not fill Volume.alignment.

@@ -202,7 +202,7 @@ func comparePeer(t *testing.T, root string) peerCount {
 	}
 	mounts, _ := parseMountInfo(raw)
 	for _, m := range mounts {
-		if m.Major == 0 || pseudoFSTypes[m.FSType] {
+		if _, pseudo := pseudoFSTypes[m.FSType]; m.Major == 0 || pseudo {
 			continue
 		}
 		if _, err := os.Lstat(filepath.Join(root, "sys", "dev", "block", fmt.Sprintf("%d:%d", m.Major, m.Minor))); err != nil {

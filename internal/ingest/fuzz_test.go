@@ -23,6 +23,7 @@ func FuzzValidateReport(f *testing.F) {
 		{AgentId: "db1", FirstSequence: 7, Records: []*plumblinev1.Record{probeRecord(7), bad}},
 		{AgentId: "db1", Records: []*plumblinev1.Record{{Sequence: 1}}},
 		{AgentId: "db1", FirstSequence: 3},
+		{AgentId: "db1", Records: []*plumblinev1.Record{refusedProbe(5, testNow)}},
 	}
 	for _, s := range seeds {
 		b, err := proto.Marshal(s)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -546,7 +547,7 @@ func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 // Probe enumerations, from agent.proto.
 var (
 	syncModes    = []string{string(probe.SyncDsync), string(probe.SyncFdatasync)}
-	stopReasons  = []string{"", probe.StopMaxDuration, probe.StopBusy, probe.StopBusyDuring, probe.StopLatencyCeiling, probe.StopInterrupted, probe.StopIOErrors}
+	stopReasons  = append([]string{""}, probe.StopReasons...)
 	maxQueue     = uint32(256)
 	probeKindSet = func() []string {
 		out := make([]string, len(probe.Kinds))
@@ -603,6 +604,19 @@ func convertProbe(p *plumblinev1.ProbeResult, now time.Time, lim Limits) (*store
 	if p.GetSkipped() && ops != 0 {
 		return nil, fmt.Errorf("skipped with ops %d: a skipped run has no operations", ops)
 	}
+	notRun := slices.Contains(probe.NotRunReasons, p.GetStoppedReason())
+	if notRun && (!p.GetSkipped() || ops != 0 || errs != 0) {
+		return nil, fmt.Errorf("stopped_reason %s with ops %d, errors %d, skipped %v: a run that never started has no operations and is skipped", p.GetStoppedReason(), ops, errs, p.GetSkipped())
+	}
+	failure := p.GetFailure()
+	switch {
+	case failure != "" && !notRun:
+		return nil, fmt.Errorf("failure set with stopped_reason %q: want it only with %s", p.GetStoppedReason(), strings.Join(probe.NotRunReasons, ", "))
+	case len(failure) > probe.MaxFailureBytes:
+		return nil, fmt.Errorf("failure: %d bytes, want at most %d", len(failure), probe.MaxFailureBytes)
+	case !utf8.ValidString(failure) || strings.ContainsFunc(failure, unicode.IsControl):
+		return nil, fmt.Errorf("failure %q: want UTF-8 text without control characters", failure)
+	}
 	var dur time.Duration
 	if d := p.GetDuration(); d != nil {
 		if err := d.CheckValid(); err != nil {
@@ -650,6 +664,7 @@ func convertProbe(p *plumblinev1.ProbeResult, now time.Time, lim Limits) (*store
 		Bytes:          p.GetBytes(),
 		Skipped:        p.GetSkipped(),
 		StoppedReason:  p.GetStoppedReason(),
+		Failure:        failure,
 		Histogram:      histBytes,
 	}, nil
 }

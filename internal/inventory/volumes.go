@@ -266,6 +266,9 @@ type ProbeSummary struct {
 	BytesPerSecond  float64   `json:"bytes_per_second"`
 	Skipped         bool      `json:"skipped"`
 	StoppedReason   string    `json:"stopped_reason"`
+	// Failure is the agent's message for a run that never ran (stopped
+	// reason refused, failed, lock-timeout).
+	Failure string `json:"failure,omitempty"`
 	// Latency quantiles in seconds, from the histogram (a quantile is its
 	// bucket's upper bound, at most the maximum); absent without samples.
 	Latency *Latency `json:"latency_seconds,omitempty"`
@@ -284,7 +287,7 @@ type Latency struct {
 func probeSummary(p store.ProbeResult) ProbeSummary {
 	s := ProbeSummary{Kind: p.Kind, Device: p.Device, BlockSizeBytes: p.BlockSizeBytes, QueueDepth: p.QueueDepth,
 		StartedAt: p.StartedAt, DurationSeconds: p.Duration.Seconds(), Ops: p.Ops, Errors: p.Errors, Bytes: p.Bytes,
-		Skipped: p.Skipped, StoppedReason: p.StoppedReason}
+		Skipped: p.Skipped, StoppedReason: p.StoppedReason, Failure: p.Failure}
 	if d := p.Duration.Seconds(); d > 0 {
 		s.IOPS = float64(p.Ops) / d
 		s.BytesPerSecond = float64(p.Bytes) / d

@@ -48,6 +48,7 @@ type plan struct {
 	latWindow     int
 	maxErrors     int
 	seed          uint64
+	progress      *Progress // nil: none
 }
 
 // outcome is what the engine measured.
@@ -89,6 +90,7 @@ func measure(ctx context.Context, p plan, tgt target, util utilSampler) outcome 
 		firstErr atomic.Pointer[error]
 		logNext  atomic.Int64 // log-write: next sequential block
 	)
+	p.progress.startMeasure(p.ops)
 	start := time.Now()
 	for w := range p.qd {
 		wg.Add(1)
@@ -123,6 +125,7 @@ func measure(ctx context.Context, p plan, tgt target, util utilSampler) outcome 
 				err := doOp(p, tgt, buf, off)
 				lat := time.Since(t0)
 				busy.end()
+				p.progress.opDone()
 				if err != nil {
 					firstErr.CompareAndSwap(nil, &err)
 					if errCount.Add(1) >= int64(p.maxErrors) {

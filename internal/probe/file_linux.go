@@ -25,6 +25,9 @@ type probeFile struct {
 	rawIO       bool // see Options.RawIO
 	created     bool // this run created the file
 	filled      bool // this run wrote the file in full
+	// rewrittenFrom is the old size of an existing probe file whose size
+	// changed (it is written again in full); 0 otherwise.
+	rewrittenFrom int64
 }
 
 func (f *probeFile) ReadAt(p []byte, off int64) (int, error) {
@@ -98,22 +101,20 @@ func checkFS(dirFd int, dir string, allowCached bool) (tryDirect bool, err error
 }
 
 // checkFreeSpace refuses to grow the file system's usage by grow bytes when
-// that would leave less free than the floor: the larger of minPercent of
-// the file system and minBytes.
-func checkFreeSpace(dirFd int, dir string, grow int64, minPercent float64, minBytes int64) error {
+// that would leave less free than o.FreeSpaceFloor.
+func checkFreeSpace(dirFd int, grow int64, o Options) error {
 	if grow <= 0 {
 		return nil
 	}
 	var sfs unix.Statfs_t
 	if err := unix.Fstatfs(dirFd, &sfs); err != nil {
-		return fmt.Errorf("statfs %s: %w", dir, err)
+		return fmt.Errorf("statfs %s: %w", o.Dir, err)
 	}
 	total := int64(sfs.Blocks) * int64(sfs.Bsize)
 	avail := int64(sfs.Bavail) * int64(sfs.Bsize)
-	floor := max(int64(float64(total)*minPercent/100), minBytes)
+	floor := o.FreeSpaceFloor(total)
 	if after := avail - grow; after < floor {
-		return fmt.Errorf("%w in %s: writing the %d-byte probe file would leave %d bytes free of %d, below the floor of %d bytes (--min-free-percent %g, --min-free %d); use a smaller --file-size or lower the floor",
-			ErrFreeSpace, dir, grow, max(after, 0), total, floor, minPercent, minBytes)
+		return o.freeSpaceError(grow, after, total, floor)
 	}
 	return nil
 }
@@ -146,7 +147,7 @@ func openProbeFile(ctx context.Context, o Options) (*probeFile, error) {
 	err = unix.Fstatat(dirFd, o.FileName, &st, unix.AT_SYMLINK_NOFOLLOW)
 	switch {
 	case errors.Is(err, unix.ENOENT):
-		if err := checkFreeSpace(dirFd, o.Dir, o.FileSize, o.MinFreePercent, o.MinFreeBytes); err != nil {
+		if err := checkFreeSpace(dirFd, o.FileSize, o); err != nil {
 			return nil, err
 		}
 		if err := f.create(o, tryDirect); err != nil {
@@ -161,12 +162,15 @@ func openProbeFile(ctx context.Context, o Options) (*probeFile, error) {
 	}
 
 	if f.hdr.State != stateReady || f.hdr.FileSize != o.FileSize {
+		if !f.created && f.hdr.FileSize != 0 && f.hdr.FileSize != o.FileSize {
+			f.rewrittenFrom = f.hdr.FileSize
+		}
 		if f.hdr.FileSize != o.FileSize {
 			var cur unix.Stat_t
 			if err := unix.Fstat(f.fd, &cur); err != nil {
 				return nil, fmt.Errorf("stat %s: %w", f.path, err)
 			}
-			if err := checkFreeSpace(dirFd, o.Dir, o.FileSize-cur.Blocks*512, o.MinFreePercent, o.MinFreeBytes); err != nil {
+			if err := checkFreeSpace(dirFd, o.FileSize-cur.Blocks*512, o); err != nil {
 				return nil, err
 			}
 		}
@@ -374,6 +378,7 @@ func (f *probeFile) fill(ctx context.Context, o Options) error {
 	if o.FillRate > 0 {
 		pace = newPacer(float64(o.FillRate) / chunk)
 	}
+	o.Progress.startFill(o.FileSize-HeaderSize, f.rewrittenFrom)
 	for off := int64(HeaderSize); off < o.FileSize; off += chunk {
 		if err := pace.wait(ctx); err != nil {
 			return fmt.Errorf("fill %s interrupted: %w", f.path, err)
@@ -382,6 +387,7 @@ func (f *probeFile) fill(ctx context.Context, o Options) error {
 		if _, err := unix.Pwrite(f.fd, buf, off); err != nil {
 			return fmt.Errorf("fill %s at offset %d: %w", f.path, off, err)
 		}
+		o.Progress.filled(chunk)
 	}
 	if err := unix.Fdatasync(f.fd); err != nil {
 		return fmt.Errorf("sync %s: %w", f.path, err)

@@ -51,6 +51,9 @@ type probeFile struct {
 	hdr         header
 	created     bool
 	filled      bool
+	// rewrittenFrom is the old size of an existing probe file whose size
+	// changed (it is written again in full); 0 otherwise.
+	rewrittenFrom int64
 
 	mu     sync.Mutex
 	events []windows.Handle // free manual-reset events for overlapped I/O
@@ -106,22 +109,21 @@ func openDir(dir string) (*probeDir, error) {
 
 // checkFreeSpace refuses to grow the volume's usage by grow bytes when that
 // would leave less free than the floor (GetDiskFreeSpaceEx, as the caller sees it).
-func checkFreeSpace(dir string, grow int64, minPercent float64, minBytes int64) error {
+func checkFreeSpace(grow int64, o Options) error {
 	if grow <= 0 {
 		return nil
 	}
-	p16, err := windows.UTF16PtrFromString(dir)
+	p16, err := windows.UTF16PtrFromString(o.Dir)
 	if err != nil {
 		return err
 	}
 	var availCaller, total, free uint64
 	if err := windows.GetDiskFreeSpaceEx(p16, &availCaller, &total, &free); err != nil {
-		return fmt.Errorf("GetDiskFreeSpaceEx %s: %w", dir, err)
+		return fmt.Errorf("GetDiskFreeSpaceEx %s: %w", o.Dir, err)
 	}
-	floor := max(int64(float64(total)*minPercent/100), minBytes)
+	floor := o.FreeSpaceFloor(int64(total))
 	if after := int64(availCaller) - grow; after < floor {
-		return fmt.Errorf("%w in %s: writing the %d-byte probe file would leave %d bytes free of %d, below the floor of %d bytes (--min-free-percent %g, --min-free %d); use a smaller --file-size or lower the floor",
-			ErrFreeSpace, dir, grow, max(after, 0), total, floor, minPercent, minBytes)
+		return o.freeSpaceError(grow, after, int64(total), floor)
 	}
 	return nil
 }
@@ -237,7 +239,7 @@ func openProbeFile(ctx context.Context, o Options) (*probeFile, error) {
 	h, err := windows.CreateFile(p16, windows.GENERIC_READ|windows.GENERIC_WRITE, windows.FILE_SHARE_READ, nil, windows.OPEN_EXISTING, probeFileFlags, 0)
 	switch {
 	case errors.Is(err, windows.ERROR_FILE_NOT_FOUND):
-		if err := checkFreeSpace(o.Dir, o.FileSize, o.MinFreePercent, o.MinFreeBytes); err != nil {
+		if err := checkFreeSpace(o.FileSize, o); err != nil {
 			return nil, err
 		}
 		h, err = windows.CreateFile(p16, windows.GENERIC_READ|windows.GENERIC_WRITE|windows.DELETE, windows.FILE_SHARE_READ, nil, windows.CREATE_NEW, probeFileFlags, 0)
@@ -261,12 +263,15 @@ func openProbeFile(ctx context.Context, o Options) (*probeFile, error) {
 		}
 	}
 	if f.hdr.State != stateReady || f.hdr.FileSize != o.FileSize {
+		if !f.created && f.hdr.FileSize != 0 && f.hdr.FileSize != o.FileSize {
+			f.rewrittenFrom = f.hdr.FileSize
+		}
 		if f.hdr.FileSize != o.FileSize {
 			size, err := f.size()
 			if err != nil {
 				return nil, err
 			}
-			if err := checkFreeSpace(o.Dir, o.FileSize-size, o.MinFreePercent, o.MinFreeBytes); err != nil {
+			if err := checkFreeSpace(o.FileSize-size, o); err != nil {
 				return nil, err
 			}
 		}
@@ -392,6 +397,7 @@ func (f *probeFile) fill(ctx context.Context, o Options) error {
 	if o.FillRate > 0 {
 		pace = newPacer(float64(o.FillRate) / chunk)
 	}
+	o.Progress.startFill(o.FileSize-HeaderSize, f.rewrittenFrom)
 	for off := int64(HeaderSize); off < o.FileSize; off += chunk {
 		if err := pace.wait(ctx); err != nil {
 			return fmt.Errorf("fill %s interrupted: %w", f.path, err)
@@ -400,6 +406,7 @@ func (f *probeFile) fill(ctx context.Context, o Options) error {
 		if _, err := f.WriteAt(buf.b, off); err != nil {
 			return fmt.Errorf("fill %s at offset %d: %w", f.path, off, err)
 		}
+		o.Progress.filled(chunk)
 	}
 	if err := f.Datasync(); err != nil {
 		return fmt.Errorf("flush %s: %w", f.path, err)

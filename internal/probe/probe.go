@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"time"
@@ -64,6 +65,48 @@ const (
 	MaxLogBlockSize = 64 << 10
 )
 
+// The free-space floor: creating or growing the probe file must leave at
+// least FreeSpaceFloor bytes free. By default that is the larger of 10% of
+// the file system and twice the probe file: the file never pushes a volume
+// below 10% free, and never takes more than a third of the free space it
+// finds. A 2 GiB log volume can hold a 64 MiB probe file (it needs 269 MiB
+// free); a 1 GiB file on it is refused.
+const (
+	DefaultMinFreePercent = 10
+	// MinFreeAuto as Options.MinFreeBytes: the byte floor is twice FileSize.
+	MinFreeAuto = -1
+)
+
+// FreeSpaceFloor is the free space, in bytes, that must remain on a file
+// system of total bytes once the probe file is written: the larger of
+// MinFreePercent of total and MinFreeBytes (MinFreeAuto: 2 × FileSize).
+func (o Options) FreeSpaceFloor(total int64) int64 {
+	byBytes := o.MinFreeBytes
+	if byBytes == MinFreeAuto {
+		byBytes = math.MaxInt64
+		if o.FileSize <= math.MaxInt64/2 {
+			byBytes = 2 * o.FileSize
+		}
+	}
+	byPercent := int64(min(float64(max(total, 0))*o.MinFreePercent/100, math.MaxInt64/2))
+	return max(byPercent, byBytes)
+}
+
+// minFreeString describes the byte floor for messages.
+func (o Options) minFreeString() string {
+	if o.MinFreeBytes == MinFreeAuto {
+		return fmt.Sprintf("auto: twice the %d-byte file", o.FileSize)
+	}
+	return fmt.Sprintf("%d", o.MinFreeBytes)
+}
+
+// freeSpaceError is the refusal when writing grow more bytes would leave
+// after bytes free of total, below floor.
+func (o Options) freeSpaceError(grow, after, total, floor int64) error {
+	return fmt.Errorf("%w in %s: writing the %d-byte probe file would leave %d bytes free of %d, below the floor of %d bytes (the larger of --min-free-percent %g and --min-free %s); use a smaller --file-size (file_size) or lower the floor (min_free, min_free_percent)",
+		ErrFreeSpace, o.Dir, grow, max(after, 0), total, floor, o.MinFreePercent, o.minFreeString())
+}
+
 // MaxOps bounds Options.Ops: a run keeps one 8-byte latency sample per op.
 const MaxOps = 10_000_000
 
@@ -76,7 +119,38 @@ const (
 	StopLatencyCeiling = "latency-ceiling" // recent probe latency above the ceiling
 	StopInterrupted    = "interrupted"     // the caller's context was cancelled (SIGINT/SIGTERM)
 	StopIOErrors       = "io-errors"       // too many I/O errors
+
+	// A run that never started its I/O because Run returned an error
+	// (FailureReason says which), or because the agent's scheduler could
+	// not get the disk. Run itself never sets these: callers that report
+	// runs (the agent) do.
+	StopRefused     = "refused"      // a safety check said no: free-space floor, unsafe path, foreign file, no cache bypass, bad options
+	StopFailed      = "failed"       // the probe file could not be opened, created or filled, or the run's time limit came first
+	StopLockTimeout = "lock-timeout" // another probe held the disk for the whole run timeout
 )
+
+// StopReasons lists every stop reason, for validation and documentation.
+var StopReasons = []string{StopMaxDuration, StopBusy, StopBusyDuring, StopLatencyCeiling, StopInterrupted, StopIOErrors, StopRefused, StopFailed, StopLockTimeout}
+
+// NotRunReasons are the stop reasons of a run that never started its I/O;
+// only such a run carries Result.Failure.
+var NotRunReasons = []string{StopRefused, StopFailed, StopLockTimeout}
+
+// MaxFailureBytes bounds Result.Failure as reported (agent.proto's
+// ProbeResult.failure).
+const MaxFailureBytes = 1024
+
+// FailureReason classifies an error of Run: StopRefused for the refusals
+// (ErrUnsafePath, ErrForeignFile, ErrNoCacheBypass, ErrFreeSpace,
+// ErrInvalid, ErrNotSupported), StopFailed for anything else.
+func FailureReason(err error) string {
+	for _, r := range []error{ErrUnsafePath, ErrForeignFile, ErrNoCacheBypass, ErrFreeSpace, ErrInvalid, ErrNotSupported} {
+		if errors.Is(err, r) {
+			return StopRefused
+		}
+	}
+	return StopFailed
+}
 
 // Errors a caller may want to tell apart (wrapped; use errors.Is).
 var (
@@ -108,7 +182,7 @@ type Options struct {
 	FillRate int64 // bytes per second for the one-time fill; 0 = unlimited
 
 	MinFreePercent float64 // free-space floor, % of the file system
-	MinFreeBytes   int64   // free-space floor, bytes; the larger floor wins
+	MinFreeBytes   int64   // free-space floor, bytes, or MinFreeAuto; the larger floor wins (FreeSpaceFloor)
 
 	BusyThreshold  float64       // percent utilisation of the backing device; 0 = guard off
 	BusyWindow     time.Duration // sampling window before the run
@@ -132,6 +206,10 @@ type Options struct {
 	SysRoot  string // sysfs mount point (procfs library wants one)
 
 	Seed uint64 // random offsets seed; 0 = from the clock
+
+	// Progress, when set, is updated while the run fills its file and
+	// measures, for a caller that shows progress (nil: no tracking).
+	Progress *Progress
 }
 
 // DefaultOptions returns the defaults of `agent probe`.
@@ -147,8 +225,8 @@ func DefaultOptions() Options {
 		MaxDuration:    60 * time.Second,
 		IOPS:           100,
 		FillRate:       64 << 20,
-		MinFreePercent: 10,
-		MinFreeBytes:   5 << 30,
+		MinFreePercent: DefaultMinFreePercent,
+		MinFreeBytes:   MinFreeAuto,
 		BusyThreshold:  70,
 		BusyWindow:     time.Second,
 		BusyInterval:   time.Second,
@@ -213,7 +291,7 @@ func (o *Options) validate() error {
 	if o.MaxDuration <= 0 {
 		return bad("max duration must be positive")
 	}
-	if o.IOPS < 0 || o.FillRate < 0 || o.Jitter < 0 || o.MinFreeBytes < 0 || o.LatencyCeiling < 0 {
+	if o.IOPS < 0 || o.FillRate < 0 || o.Jitter < 0 || (o.MinFreeBytes < 0 && o.MinFreeBytes != MinFreeAuto) || o.LatencyCeiling < 0 {
 		return bad("rates, sizes and durations must not be negative")
 	}
 	if o.MinFreePercent < 0 || o.MinFreePercent >= 100 {
@@ -292,12 +370,16 @@ type Result struct {
 	StartedAt     time.Time `json:"started_at"`
 	FileSize      int64     `json:"file_size_bytes"`
 	FillSeconds   float64   `json:"fill_seconds"` // 0 unless this run (re)wrote the file
-	OpsBudget     int       `json:"ops_budget"`
-	IOPSCap       float64   `json:"iops_cap"`
-	Device        string    `json:"device,omitempty"`      // diskstats name of the backing device
-	BusyGuard     string    `json:"busy_guard"`            // "on", "off", or "unavailable: why"
-	BusyPercent   float64   `json:"busy_percent"`          // others' utilisation seen last (before or during)
-	FirstError    string    `json:"first_error,omitempty"` // the first I/O error, if any
+	// FileRewrittenFrom is the old size of a probe file this run rewrote
+	// because FileSize changed; 0 otherwise.
+	FileRewrittenFrom int64   `json:"file_rewritten_from_bytes,omitempty"`
+	OpsBudget         int     `json:"ops_budget"`
+	IOPSCap           float64 `json:"iops_cap"`
+	Device            string  `json:"device,omitempty"`      // diskstats name of the backing device
+	BusyGuard         string  `json:"busy_guard"`            // "on", "off", or "unavailable: why"
+	BusyPercent       float64 `json:"busy_percent"`          // others' utilisation seen last (before or during)
+	FirstError        string  `json:"first_error,omitempty"` // the first I/O error, if any
+	Failure           string  `json:"failure,omitempty"`     // why a refused, failed or lock-timeout run never ran (set by the caller that reports it)
 
 	// Histogram is the mergeable latency distribution (seconds); it is
 	// serialised as "latency_histogram".

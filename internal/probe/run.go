@@ -64,5 +64,6 @@ func newPlan(o Options, seed uint64, memAlign int, busyThreshold float64) plan {
 		latWindow:     o.LatencyWindow,
 		maxErrors:     o.MaxErrors,
 		seed:          seed,
+		progress:      o.Progress,
 	}
 }

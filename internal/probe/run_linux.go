@@ -75,6 +75,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	f.rawIO = o.RawIO
 	if f.filled {
 		res.FillSeconds = time.Since(fillStart).Seconds()
+		res.FileRewrittenFrom = f.rewrittenFrom
 	}
 	res.CacheBypass = f.cacheBypass
 

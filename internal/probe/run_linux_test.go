@@ -383,9 +383,11 @@ func TestRunRefusals(t *testing.T) {
 	}
 }
 
-// A small loop-mounted file system: the default floor (10% and 5 GiB)
-// refuses any probe file; with the floor lowered a file that would dip
-// below 10% is still refused; nothing is written either time.
+// A small loop-mounted file system (a log volume): the default floor lets
+// a small probe file run (the old fixed 5 GiB floor refused every file on
+// any volume under ~5.5 GiB); it refuses a file that would take more than a
+// third of the free space, and one that would dip below 10% free with the
+// byte floor lowered; nothing is written by a refused run.
 func TestRunFreeSpaceFloorLoop(t *testing.T) {
 	loopdev.Require(t, "mkfs.ext4")
 	d := loopdev.New(t, loopdev.Options{SizeBytes: 64 << 20})
@@ -397,10 +399,12 @@ func TestRunFreeSpaceFloorLoop(t *testing.T) {
 	freeBefore := sfs.Bfree
 
 	o := testOptions(dir, RandomRead)
-	o.MinFreePercent, o.MinFreeBytes = 10, 5<<30 // the defaults
-	o.FileSize = 8 << 20
-	if _, err := Run(t.Context(), o); !errors.Is(err, ErrFreeSpace) {
-		t.Errorf("default floor on a 64 MiB fs: err = %v, want ErrFreeSpace", err)
+	def := DefaultOptions()
+	o.MinFreePercent, o.MinFreeBytes = def.MinFreePercent, def.MinFreeBytes
+	o.FileSize = 24 << 20 // more than a third of the ~58 MiB free
+	_, err := Run(t.Context(), o)
+	if !errors.Is(err, ErrFreeSpace) || !strings.Contains(err.Error(), "auto: twice the 25165824-byte file") {
+		t.Errorf("default floor, 24 MiB file on a 64 MiB fs: err = %v, want ErrFreeSpace naming the auto floor", err)
 	}
 	o.MinFreeBytes = 0
 	o.FileSize = 56 << 20 // leaves less than 10% of 64 MiB
@@ -411,9 +415,36 @@ func TestRunFreeSpaceFloorLoop(t *testing.T) {
 	if diff := cmp.Diff(before, snapshot(t, dir)); diff != "" || sfs.Bfree != freeBefore {
 		t.Errorf("refused runs wrote something (free blocks %d → %d):\n%s", freeBefore, sfs.Bfree, diff)
 	}
+	o.MinFreeBytes = def.MinFreeBytes
 	o.FileSize = 8 << 20
 	if res, err := Run(t.Context(), o); err != nil || res.Ops != o.Ops {
-		t.Errorf("8 MiB with a 10%% floor: %v, ops %d; want it to run", err, res.Ops)
+		t.Errorf("8 MiB with the default floor: %v, ops %d; want it to run", err, res.Ops)
+	}
+}
+
+func TestFreeSpaceFloor(t *testing.T) {
+	const MiB, GiB = 1 << 20, 1 << 30
+	tests := []struct {
+		name            string
+		total, fileSize int64
+		percent         float64
+		minBytes        int64
+		want            int64
+	}{
+		{"2GiB log volume, 64MiB file: 10% wins", 2 * GiB, 64 * MiB, 10, MinFreeAuto, 2 * GiB / 10},
+		{"2GiB volume, 1GiB file: twice the file", 2 * GiB, 1 * GiB, 10, MinFreeAuto, 2 * GiB},
+		{"1TiB volume: 10% wins", 1024 * GiB, 1 * GiB, 10, MinFreeAuto, 1024 * GiB / 10},
+		{"explicit bytes", 2 * GiB, 64 * MiB, 0, 100 * MiB, 100 * MiB},
+		{"explicit zero", 2 * GiB, 64 * MiB, 0, 0, 0},
+		{"huge file saturates", 2 * GiB, 1 << 62, 10, MinFreeAuto, 1<<63 - 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := Options{FileSize: tt.fileSize, MinFreePercent: tt.percent, MinFreeBytes: tt.minBytes}
+			if got := o.FreeSpaceFloor(tt.total); got != tt.want {
+				t.Errorf("FreeSpaceFloor(%d) = %d, want %d", tt.total, got, tt.want)
+			}
+		})
 	}
 }
 
@@ -652,5 +683,32 @@ func TestBusyGuardStopsDuringRun(t *testing.T) {
 	if res.StoppedReason != StopBusyDuring || res.Skipped || res.Ops == 0 || res.Ops >= o.Ops || res.Histogram.Count() != uint64(res.Ops) {
 		t.Errorf("busy during the run: reason %q skipped %v ops %d busy %.1f%%; want busy-during with a partial result",
 			res.StoppedReason, res.Skipped, res.Ops, res.BusyPercent)
+	}
+}
+
+// TestRunReportsRewrite: a probe file whose size changed is written again
+// in full, and the result says from which size; an unchanged one is not.
+// Progress follows the fill and the ops.
+func TestRunReportsRewrite(t *testing.T) {
+	dir := t.TempDir()
+	o := testOptions(dir, RandomRead)
+	o.FileSize, o.Ops = 8<<20, 20
+	if res, err := Run(t.Context(), o); err != nil || res.FileRewrittenFrom != 0 || res.FillSeconds == 0 {
+		t.Fatalf("new file: %+v, %v; want a fill and no rewrite", res, err)
+	}
+	if res, err := Run(t.Context(), o); err != nil || res.FileRewrittenFrom != 0 || res.FillSeconds != 0 {
+		t.Fatalf("same size: rewritten from %d, fill %v s, %v; want neither", res.FileRewrittenFrom, res.FillSeconds, err)
+	}
+	o.FileSize = 4 << 20
+	o.Progress = &Progress{}
+	res, err := Run(t.Context(), o)
+	if err != nil || res.FileRewrittenFrom != 8<<20 || res.FillSeconds == 0 {
+		t.Fatalf("changed size: rewritten from %d, fill %v s, %v; want 8MiB and a fill", res.FileRewrittenFrom, res.FillSeconds, err)
+	}
+	want := ProgressSnapshot{Phase: PhaseMeasure, FillDone: 3 << 20, FillTotal: 3 << 20, RewriteFrom: 8 << 20, Ops: 20, OpsBudget: 20}
+	got := o.Progress.Snapshot()
+	got.PhaseStarted = time.Time{}
+	if got != want {
+		t.Errorf("progress = %+v, want %+v", got, want)
 	}
 }

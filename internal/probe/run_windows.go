@@ -44,6 +44,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	defer f.close()
 	if f.filled {
 		res.FillSeconds = time.Since(fillStart).Seconds()
+		res.FileRewrittenFrom = f.rewrittenFrom
 	}
 	res.CacheBypass = f.cacheBypass
 	p := newPlan(o, seed, f.memAlign, 0)

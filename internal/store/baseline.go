@@ -59,6 +59,27 @@ type StopCount struct {
 	Runs       uint64
 }
 
+// ProbeFailing is a volume and kind whose latest probe runs were refused or
+// failed (stopped reason refused, failed): since the first run of the
+// streak, with the latest run's reason and message (table probe_failing).
+type ProbeFailing struct {
+	AgentID    string
+	MountPoint string
+	Kind       string
+	Reason     string
+	Failure    string
+	Since      time.Time // the first refused or failed run of the streak started
+	Last       time.Time // the latest one started
+	Runs       uint64    // runs in the streak
+}
+
+// ProbeKey names one volume and probe kind.
+type ProbeKey struct {
+	AgentID    string
+	MountPoint string
+	Kind       string
+}
+
 // Cohort is the summary of one profile's cohort for one probe kind.
 type Cohort struct {
 	Profile string
@@ -78,6 +99,12 @@ type BaselineUpdate struct {
 	Watermarks map[string]uint64
 	// Cohorts, when not nil, replace every stored cohort.
 	Cohorts []Cohort
+	// Recovered end the failing streaks of these volumes and kinds (a run
+	// did I/O); applied before Failing.
+	Recovered []ProbeKey
+	// Failing extend (or start) failing streaks: a stored streak keeps its
+	// Since and adds Runs; Reason, Failure and Last are replaced.
+	Failing []ProbeFailing
 }
 
 // PendingProbeRuns returns up to limit probe results the evaluator has not
@@ -87,7 +114,7 @@ type BaselineUpdate struct {
 func (s *Store) PendingProbeRuns(ctx context.Context, limit int) ([]ProbeRun, error) {
 	rows, err := s.db.QueryContext(ctx, s.q(`
 SELECT p.agent_id, p.sequence, p.mount_point, p.device, p.kind, p.block_size_bytes, p.queue_depth,
-    p.started_ns, p.duration_ns, p.ops, p.errors, p.bytes, p.skipped, p.stopped_reason, p.latency_histogram
+    p.started_ns, p.duration_ns, p.ops, p.errors, p.bytes, p.skipped, p.stopped_reason, p.failure, p.latency_histogram
 FROM probe_results p
 JOIN agents a ON a.agent_id = p.agent_id
 LEFT JOIN baseline_watermarks w ON w.agent_id = p.agent_id
@@ -103,7 +130,7 @@ LIMIT ?`), limit)
 		var r ProbeRun
 		var seq, bs, qd, started, dur, ops, errs, bytes int64
 		if err := rows.Scan(&r.AgentID, &seq, &r.MountPoint, &r.Device, &r.Kind, &bs, &qd,
-			&started, &dur, &ops, &errs, &bytes, &r.Skipped, &r.StoppedReason, &r.Histogram); err != nil {
+			&started, &dur, &ops, &errs, &bytes, &r.Skipped, &r.StoppedReason, &r.Failure, &r.Histogram); err != nil {
 			return nil, fmt.Errorf("pending probe runs: %w", err)
 		}
 		r.Sequence, r.BlockSizeBytes, r.QueueDepth = uint64(seq), uint32(bs), uint32(qd)
@@ -137,6 +164,21 @@ INSERT INTO probe_stop_counts (agent_id, mount_point, kind, reason, runs) VALUES
 ON CONFLICT (agent_id, mount_point, kind, reason) DO UPDATE SET runs = probe_stop_counts.runs + excluded.runs`),
 				c.AgentID, c.MountPoint, c.Kind, c.Reason, int64(c.Runs)); err != nil {
 				return fmt.Errorf("stop counts: %w", err)
+			}
+		}
+		for _, k := range u.Recovered {
+			if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM probe_failing WHERE agent_id = ? AND mount_point = ? AND kind = ?`),
+				k.AgentID, k.MountPoint, k.Kind); err != nil {
+				return fmt.Errorf("probe failing: %w", err)
+			}
+		}
+		for _, f := range u.Failing {
+			if _, err := tx.ExecContext(ctx, s.q(`
+INSERT INTO probe_failing (agent_id, mount_point, kind, reason, failure, since_ns, last_ns, runs) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (agent_id, mount_point, kind) DO UPDATE SET reason = excluded.reason, failure = excluded.failure,
+    last_ns = excluded.last_ns, runs = probe_failing.runs + excluded.runs`),
+				f.AgentID, f.MountPoint, f.Kind, f.Reason, f.Failure, unixNano(f.Since), unixNano(f.Last), int64(f.Runs)); err != nil {
+				return fmt.Errorf("probe failing: %w", err)
 			}
 		}
 		agents := make([]string, 0, len(u.Watermarks))
@@ -289,6 +331,32 @@ func (s *Store) ListCohorts(ctx context.Context) ([]Cohort, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list cohorts: %w", err)
+	}
+	return out, nil
+}
+
+// ListProbeFailing returns every failing streak, by agent, mount point and
+// kind.
+func (s *Store) ListProbeFailing(ctx context.Context) ([]ProbeFailing, error) {
+	rows, err := s.db.QueryContext(ctx, `
+SELECT agent_id, mount_point, kind, reason, failure, since_ns, last_ns, runs FROM probe_failing
+ORDER BY agent_id, mount_point, kind`)
+	if err != nil {
+		return nil, fmt.Errorf("list probe failing: %w", err)
+	}
+	defer rows.Close()
+	var out []ProbeFailing
+	for rows.Next() {
+		var f ProbeFailing
+		var since, last, n int64
+		if err := rows.Scan(&f.AgentID, &f.MountPoint, &f.Kind, &f.Reason, &f.Failure, &since, &last, &n); err != nil {
+			return nil, fmt.Errorf("list probe failing: %w", err)
+		}
+		f.Since, f.Last, f.Runs = fromUnixNano(since), fromUnixNano(last), uint64(n)
+		out = append(out, f)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list probe failing: %w", err)
 	}
 	return out, nil
 }

@@ -718,9 +718,9 @@ func (s *Store) LatestProbes(ctx context.Context, agentID, mountPoint string) ([
 		var p ProbeResult
 		var bs, qd, started, dur, ops, errs, bytes int64
 		err := s.db.QueryRowContext(ctx, s.q(`SELECT device, block_size_bytes, queue_depth, started_ns, duration_ns, ops, errors, bytes,
-    skipped, stopped_reason, latency_histogram
+    skipped, stopped_reason, failure, latency_histogram
 FROM probe_results WHERE agent_id = ? AND mount_point = ? AND kind = ? ORDER BY started_ns DESC LIMIT 1`),
-			agentID, mountPoint, kind).Scan(&p.Device, &bs, &qd, &started, &dur, &ops, &errs, &bytes, &p.Skipped, &p.StoppedReason, &p.Histogram)
+			agentID, mountPoint, kind).Scan(&p.Device, &bs, &qd, &started, &dur, &ops, &errs, &bytes, &p.Skipped, &p.StoppedReason, &p.Failure, &p.Histogram)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}

@@ -14,11 +14,12 @@ type MetricsSnapshot struct {
 	Volumes    []Volume
 	Baselines  []ProbeBaseline
 	StopCounts []StopCount
+	Failing    []ProbeFailing
 	Cohorts    []Cohort
 }
 
 // MetricsSnapshot reads the hosts, present volumes, baseline states, stop
-// counts and cohorts. Each list is read in one statement; the lists are
+// counts, failing streaks and cohorts. Each list is read in one statement; the lists are
 // not one transaction (a scrape may see a volume before its first state).
 func (s *Store) MetricsSnapshot(ctx context.Context) (MetricsSnapshot, error) {
 	var m MetricsSnapshot
@@ -33,6 +34,9 @@ func (s *Store) MetricsSnapshot(ctx context.Context) (MetricsSnapshot, error) {
 		return m, err
 	}
 	if m.StopCounts, err = s.ListStopCounts(ctx); err != nil {
+		return m, err
+	}
+	if m.Failing, err = s.ListProbeFailing(ctx); err != nil {
 		return m, err
 	}
 	if m.Cohorts, err = s.ListCohorts(ctx); err != nil {

@@ -96,6 +96,9 @@ type ProbeResult struct {
 	Bytes          uint64
 	Skipped        bool
 	StoppedReason  string
+	// Failure is the agent's message for a run that never ran (stopped
+	// reason refused, failed, lock-timeout); empty otherwise.
+	Failure string
 	// Histogram is the plumbline.v1.Histogram of the latency.
 	Histogram []byte
 }
@@ -448,8 +451,8 @@ func (s *Store) insertRecords(ctx context.Context, tx *sql.Tx, agentID string, r
 const (
 	insertRecordSQL = `INSERT INTO records (agent_id, sequence, kind, produced_ns, received_ns, payload, reason) VALUES `
 	insertProbeSQL  = `INSERT INTO probe_results (agent_id, sequence, mount_point, device, kind, block_size_bytes, queue_depth,
-    started_ns, duration_ns, ops, errors, bytes, skipped, stopped_reason, latency_histogram) VALUES `
-	probeRowSQL = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    started_ns, duration_ns, ops, errors, bytes, skipped, stopped_reason, failure, latency_histogram) VALUES `
+	probeRowSQL = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 func probeArgs(args []any, agentID string, r *Record) []any {
@@ -460,14 +463,14 @@ func probeArgs(args []any, agentID string, r *Record) []any {
 	}
 	return append(args, agentID, int64(r.Sequence), p.MountPoint, p.Device, p.Kind,
 		int64(p.BlockSizeBytes), int64(p.QueueDepth), unixNano(p.StartedAt), int64(p.Duration),
-		int64(p.Ops), int64(p.Errors), int64(p.Bytes), p.Skipped, p.StoppedReason, hist)
+		int64(p.Ops), int64(p.Errors), int64(p.Bytes), p.Skipped, p.StoppedReason, p.Failure, hist)
 }
 
 func (s *Store) insertProbes(ctx context.Context, tx *sql.Tx, agentID string, probes []*Record) error {
 	for chunk := range slices.Chunk(probes, s.recordRowsPerInsert()) {
 		var b strings.Builder
 		b.WriteString(insertProbeSQL)
-		args := make([]any, 0, len(chunk)*15)
+		args := make([]any, 0, len(chunk)*16)
 		for i, r := range chunk {
 			if i > 0 {
 				b.WriteString(", ")

@@ -581,9 +581,14 @@ type ProbeResult struct {
 	CacheBypass bool `protobuf:"varint,12,opt,name=cache_bypass,json=cacheBypass,proto3" json:"cache_bypass,omitempty"`
 	// Why the run stopped before its op budget; empty when it completed. One
 	// of: max-duration, busy, busy-during, latency-ceiling, interrupted,
-	// io-errors.
+	// io-errors; or, for a run that never started its I/O: refused (a safety
+	// check said no: the free-space floor, an unsafe path, a foreign file, no
+	// cache bypass), failed (the probe file could not be opened, created or
+	// filled, or the run hit its time limit first), lock-timeout (another
+	// probe held the disk the whole time). failure says why in words.
 	StoppedReason string `protobuf:"bytes,13,opt,name=stopped_reason,json=stoppedReason,proto3" json:"stopped_reason,omitempty"`
-	// True when no operation ran (device busy before start, or interrupted).
+	// True when no operation ran (device busy before start, interrupted,
+	// refused, failed, lock-timeout).
 	Skipped bool `protobuf:"varint,14,opt,name=skipped,proto3" json:"skipped,omitempty"`
 	// The latency of every completed operation.
 	Latency *Histogram `protobuf:"bytes,15,opt,name=latency,proto3" json:"latency,omitempty"`
@@ -598,7 +603,11 @@ type ProbeResult struct {
 	BusyGuard   string  `protobuf:"bytes,20,opt,name=busy_guard,json=busyGuard,proto3" json:"busy_guard,omitempty"`
 	BusyPercent float64 `protobuf:"fixed64,21,opt,name=busy_percent,json=busyPercent,proto3" json:"busy_percent,omitempty"`
 	// The first I/O error, if any.
-	FirstError    string `protobuf:"bytes,22,opt,name=first_error,json=firstError,proto3" json:"first_error,omitempty"` // Next tag: 23
+	FirstError string `protobuf:"bytes,22,opt,name=first_error,json=firstError,proto3" json:"first_error,omitempty"`
+	// For stopped_reason refused, failed and lock-timeout: the agent's error
+	// message (at most 1024 bytes of UTF-8, no control characters); empty
+	// otherwise.
+	Failure       string `protobuf:"bytes,23,opt,name=failure,proto3" json:"failure,omitempty"` // Next tag: 24
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -783,6 +792,13 @@ func (x *ProbeResult) GetBusyPercent() float64 {
 func (x *ProbeResult) GetFirstError() string {
 	if x != nil {
 		return x.FirstError
+	}
+	return ""
+}
+
+func (x *ProbeResult) GetFailure() string {
+	if x != nil {
+		return x.Failure
 	}
 	return ""
 }
@@ -996,7 +1012,7 @@ const file_plumbline_v1_agent_proto_rawDesc = "" +
 	"\apayload\"c\n" +
 	"\x10GeometrySnapshot\x125\n" +
 	"\tinventory\x18\x01 \x01(\v2\x17.plumbline.v1.InventoryR\tinventory\x12\x18\n" +
-	"\atrigger\x18\x02 \x01(\tR\atrigger\"\xf1\x05\n" +
+	"\atrigger\x18\x02 \x01(\tR\atrigger\"\x8b\x06\n" +
 	"\vProbeResult\x12\x1f\n" +
 	"\vmount_point\x18\x01 \x01(\tR\n" +
 	"mountPoint\x12\x16\n" +
@@ -1027,7 +1043,8 @@ const file_plumbline_v1_agent_proto_rawDesc = "" +
 	"busy_guard\x18\x14 \x01(\tR\tbusyGuard\x12!\n" +
 	"\fbusy_percent\x18\x15 \x01(\x01R\vbusyPercent\x12\x1f\n" +
 	"\vfirst_error\x18\x16 \x01(\tR\n" +
-	"firstError\"\xc2\x02\n" +
+	"firstError\x12\x18\n" +
+	"\afailure\x18\x17 \x01(\tR\afailure\"\xc2\x02\n" +
 	"\tHistogram\x12\x16\n" +
 	"\x06schema\x18\x01 \x01(\x11R\x06schema\x124\n" +
 	"\x16zero_threshold_seconds\x18\x02 \x01(\x01R\x14zeroThresholdSeconds\x12\x1d\n" +
