@@ -38,7 +38,7 @@ BIN=${BIN:-$BENCH_DIR/bin}
 SKIP_LIVE=${SKIP_LIVE:-0}
 
 say() { printf '==> %s\n' "$*" >&2; }
-mkdir -p "$BIN"
+mkdir -p "$BENCH_DIR" "$BIN"
 say "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 go build -o "$BIN/" ./cmd/server ./cmd/agent ./cmd/raidlab ./bench/degrade
 
