@@ -93,16 +93,18 @@ func fleet(rec *Recording, every time.Duration) []Volume {
 
 var t0 = time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 
-// schedules are the old defaults (one 1,000-op run an hour, alert after
-// 15m) and the new ones (50 ops every 3 minutes, alert after 5m): the same
-// 1,000 ops per kind per hour.
+// schedules are the old defaults (one 1,000-op run an hour, 3 runs
+// beyond to turn degraded, alert after 15m) and the new ones (50 ops
+// every 3 minutes, 4 runs, alert after 5m): the same 1,000 ops per kind
+// per hour.
 var schedules = []struct {
 	name  string
 	sch   Schedule
+	cfg   baseline.Config
 	rules Rules
 }{
-	{"old-default-1h-1000ops", Schedule{time.Hour, 1000}, Rules{DegradedFor: 15 * time.Minute, CohortRatio: 1.5, CohortFor: 2 * time.Hour}},
-	{"default-3m-50ops", Schedule{3 * time.Minute, 50}, Rules{DegradedFor: 5 * time.Minute, CohortRatio: 1.5, CohortFor: 2 * time.Hour}},
+	{"old-default-1h-1000ops", Schedule{time.Hour, 1000}, baseline.Config{Sustain: 3}, Rules{DegradedFor: 15 * time.Minute, CohortRatio: 1.5, CohortFor: 2 * time.Hour}},
+	{"default-3m-50ops", Schedule{3 * time.Minute, 50}, baseline.Config{}, Rules{DegradedFor: 5 * time.Minute, CohortRatio: 1.5, CohortFor: 2 * time.Hour}},
 }
 
 func days(d float64) time.Duration { return time.Duration(d * 24 * float64(time.Hour)) }
@@ -122,7 +124,7 @@ func TestNoiseReplay(t *testing.T) {
 			t.Run(rec.Source+"/"+sc.name, func(t *testing.T) {
 				start := time.Now()
 				out, err := Run(context.Background(), Options{Store: openStore(t), Start: t0, Duration: days(*replayDays),
-					Schedule: sc.sch, Kinds: kinds, Volumes: fleet(rec, sc.sch.Every), PassEvery: min(sc.sch.Every, 5*time.Minute), Rules: sc.rules})
+					Schedule: sc.sch, Kinds: kinds, Volumes: fleet(rec, sc.sch.Every), PassEvery: min(sc.sch.Every, 5*time.Minute), Rules: sc.rules, Config: sc.cfg})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -176,7 +178,7 @@ func TestReplayDetects(t *testing.T) {
 						from := t0.Add(16*sc.sch.Every + time.Duration(k)*sc.sch.Every/time.Duration(*trials) + sc.sch.Every/time.Duration(3**trials))
 						to := from.Add(max(2*time.Hour, 6*sc.sch.Every))
 						out, err := Run(context.Background(), Options{Store: openStore(t), Start: t0, Duration: to.Sub(t0) + 6*sc.sch.Every,
-							Schedule: sc.sch, Kinds: kinds, Volumes: fleet(rec, sc.sch.Every), Rules: sc.rules,
+							Schedule: sc.sch, Kinds: kinds, Volumes: fleet(rec, sc.sch.Every), Rules: sc.rules, Config: sc.cfg,
 							Faults: []Fault{{Volume: 2, From: from, To: to, Factor: factor}}})
 						if err != nil {
 							t.Fatal(err)
