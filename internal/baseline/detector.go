@@ -288,8 +288,9 @@ func (d *Detector) normal(c Comparison) bool {
 // the cohort (once it has MinCohort volumes) or, failing that, the prior.
 // It is beyond when, against any of them, ratio >= DegradeRatio and
 // z >= DegradeZ. Sustain consecutive beyond runs turn OK into Degraded,
-// with Since = the first of them and Reference = the history if the last
-// run is beyond it, else the reference with the largest ratio. While
+// with Since = the first of them and Reference = the history if every one
+// of them was beyond it, else the cohort or prior reference the last run
+// is furthest beyond (the history when it is beyond neither). While
 // Degraded, Recover consecutive runs normal against every reference
 // (ratio < RecoverRatio or z < RecoverZ) turn it back, with Since = the
 // first of those.
@@ -321,7 +322,9 @@ func (d *Detector) Observe(t time.Time, latency float64, refs Refs) State {
 		c   Comparison
 	}{{History, s.History}, {Cohort, s.Cohort}, {Prior, s.Prior}}
 
-	primary, worst := NoReference, NoReference
+	// worstOther is the cohort or prior reference this run is furthest
+	// beyond (by ratio), if any.
+	primary, worstOther := NoReference, NoReference
 	var worstRatio float64
 	isBeyond, isNormal := false, true
 	for _, rc := range cmps {
@@ -333,10 +336,8 @@ func (d *Detector) Observe(t time.Time, latency float64, refs Refs) State {
 		}
 		if d.beyond(rc.c) {
 			isBeyond = true
-			// The history, when beyond, names the shift: "slower than it
-			// used to be, since ..."; else the largest ratio does.
-			if worst != History && rc.c.Ratio > worstRatio || rc.ref == History {
-				worst, worstRatio = rc.ref, rc.c.Ratio
+			if rc.ref != History && rc.c.Ratio > worstRatio {
+				worstOther, worstRatio = rc.ref, rc.c.Ratio
 			}
 		}
 		isNormal = isNormal && d.normal(rc.c)
@@ -389,7 +390,16 @@ func (d *Detector) Observe(t time.Time, latency float64, refs Refs) State {
 			d.push(latency)
 		}
 		if s.Streak >= d.cfg.Sustain {
-			s.Status, s.Reference, s.Since, s.Streak = Degraded, worst, d.streakSince, 0
+			// The history names the shift ("slower than it used to be,
+			// since ...") when every run of the streak was beyond it —
+			// they are the held runs. A streak beyond the cohort or the
+			// prior that a spike against the history happens to end is
+			// named by the reference it was beyond, else the history.
+			ref := worstOther
+			if ref == NoReference || len(d.held) >= s.Streak {
+				ref = History
+			}
+			s.Status, s.Reference, s.Since, s.Streak = Degraded, ref, d.streakSince, 0
 			d.held = d.held[:0]
 		}
 	}

@@ -181,6 +181,19 @@ func TestObserve(t *testing.T) {
 			checks: []check{{49, OK, History, 12}, {52, OK, History, 12}, {53, Degraded, Cohort, 50}},
 		},
 		{
+			// Found on the lab: a spike that ended the streak named the
+			// history, and the volume was stuck degraded against it.
+			name:   "always-slow host whose streak against the cohort ends on a spike: degraded vs the cohort",
+			series: concat(steady(rng, 53, 3*ms, 0.1), []float64{9 * ms}, steady(rng, 20, 3*ms, 0.1)),
+			refs: func(i int) Refs {
+				if i < 50 {
+					return Refs{}
+				}
+				return Refs{Cohort: cohort1ms}
+			},
+			checks: []check{{52, OK, History, 12}, {53, Degraded, Cohort, 50}, {73, Degraded, Cohort, 50}},
+		},
+		{
 			name:   "slow drift (+0.5%/run): history adapts, the cohort catches it",
 			series: drift(steady(rng, 400, 1*ms, 0.05), 0.005),
 			refs:   fixed(Refs{Cohort: cohort1ms}),
