@@ -20,7 +20,7 @@
 #     resolved.
 #
 #   sudo bench/degrade.sh                 # ~60-70 min with the defaults
-#   EVERY=20s OPS=50 bench/degrade.sh      # the same experiment compressed (~10 min)
+#   EVERY=20s OPS=50 bench/degrade.sh      # the same experiment compressed
 #   SKIP_LIVE=1 bench/degrade.sh           # the replay only (~5 min)
 #
 # Needs: root, /dev/fuse, go, prometheus, parted, mkfs.ext4. The last line is
