@@ -6,7 +6,7 @@ GO      ?= go
 BIN     ?= bin
 PROTOS  := $(shell find proto -name '*.proto')
 
-.PHONY: all build run test test-unit proto proto-check lint windows bench bench-probe bench-fleet bench-inspect lab-degrade fuzz clean
+.PHONY: all build run test test-unit proto proto-check lint windows bench bench-probe bench-fleet bench-inspect lab-seeds lab-degrade fuzz clean
 
 all: build
 
@@ -54,23 +54,22 @@ bench-fleet:
 bench-inspect:
 	./bench/inspect-vs-lsblk.sh
 
+# The seeds' alignment experiments on RAID lab arrays (root, /dev/fuse, fio;
+# ~30 min; see README "Lab" and bench/RESULTS-lab.md).
+lab-seeds:
+	./bench/seeds.sh
+
 # Degradation on the lab: 7-day noise-only replay, simulated detection
-# times, and the live fault on lab arrays (root; ~60-70 min; README).
+# times, and the live fault on lab arrays (root, /dev/fuse; ~60-70 min;
+# README "Degradation on the lab", bench/RESULTS-degrade.md).
 lab-degrade:
 	./bench/degrade.sh
 
-# Fuzz the parsers of outside bytes for FUZZTIME each (seeds run in make test).
+# Fuzz every fuzz target in the code for FUZZTIME each (seeds run in make test);
+# scripts/fuzz.sh finds them (scripts/fuzz.sh --list shows which).
 FUZZTIME ?= 30s
 fuzz:
-	@set -e; for spec in \
-	  internal/geometry:FuzzParseExt4Superblock internal/geometry:FuzzParseXFSSuperblock \
-	  internal/geometry:FuzzParseSysfsValue internal/geometry:FuzzParseMountInfo internal/geometry:FuzzParseLVMMetadata \
-	  internal/config:FuzzParse internal/spool:FuzzReadSegment internal/ingest:FuzzValidateReport \
-	  internal/wire:FuzzHistogramFromProto internal/probe:FuzzParseHeader internal/baseline:FuzzUnmarshalBinary \
-	  internal/replay:FuzzRead; do \
-	  pkg=$${spec%%:*}; fn=$${spec##*:}; echo "== $$pkg $$fn"; \
-	  $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./$$pkg; \
-	done
+	GO=$(GO) FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
 clean:
 	rm -rf $(BIN)

@@ -20,12 +20,18 @@ declare -A pkg_for=(
   [protoc]=protobuf-compiler [xz]=xz-utils [runuser]=util-linux
   [systemd-analyze]=systemd
   [promtool]=prometheus [prometheus]=prometheus [amtool]=prometheus-alertmanager
+  # The Windows smoke test (deploy/windows/wine): agent.exe under Wine, and
+  # mingw-w64 for its stand-in bcryptprimitives.dll.
+  [wine]=wine [x86_64-w64-mingw32-gcc]=gcc-mingw-w64-x86-64
 )
 need=()
 for cmd in "${!pkg_for[@]}"; do
   command -v "$cmd" >/dev/null 2>&1 || need+=("${pkg_for[$cmd]}")
 done
 [[ -f /usr/include/google/protobuf/timestamp.proto ]] || need+=(libprotobuf-dev)
+# wine runs 64-bit programs with wine64 (not on PATH); without recommends,
+# name it.
+[[ -x /usr/lib/wine/wine64 ]] || need+=(wine64)
 # The store tests start a throwaway PostgreSQL from Debian's server binaries
 # (or use PLUMBLINE_TEST_POSTGRES_DSN when set).
 if [[ -z ${PLUMBLINE_TEST_POSTGRES_DSN:-} ]] && ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then
@@ -35,14 +41,17 @@ if ((${#need[@]})); then
   mapfile -t need < <(printf '%s\n' "${need[@]}" | sort -u)
   if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
     say "installing Debian packages: ${need[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq >/dev/null
-    apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+    # Waits for apt's locks (a fresh VM's boot-time updates) rather than failing.
+    ./scripts/apt-install.sh "${need[@]}"
   else
     missing+=("Debian packages ${need[*]} (not root or no apt-get)")
   fi
 fi
 [[ $(id -u) == 0 ]] || missing+=("root (real loop-device tests)")
+# The RAID lab (internal/raidlab, cmd/raidlab, bench/seeds) serves its arrays
+# through FUSE, mounted with mount(2) directly (no fusermount, no fuse3
+# package): it needs only the kernel's /dev/fuse.
+[[ -c /dev/fuse ]] || missing+=("/dev/fuse (RAID lab tests; load the fuse module)")
 
 if ((${#missing[@]})); then
   if [[ $ci == true ]]; then

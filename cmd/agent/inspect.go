@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/plumbline/plumbline/internal/align"
 	"github.com/plumbline/plumbline/internal/config"
@@ -71,12 +72,13 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	// are not read when the roots point at a captured tree.
 	live := *sysfs == def.SysfsRoot && *procfs == def.ProcfsRoot
 	opts.StatMounts = live
+	opts.Captured = !live
 	if !live {
 		opts.EtcRoot = ""
 	}
 	opts = cfg.GeometryOptions(opts)
 
-	inv, warnings, err := inspect(ctx, opts)
+	inv, warnings, err := inspect(ctx, opts, captureHostRoots(opts, def))
 	if err != nil {
 		fmt.Fprintf(stderr, "agent inspect: %v\n", err)
 		return exitError
@@ -109,13 +111,33 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	return exitOK
 }
 
-// inspect discovers the volumes and judges each one.
-func inspect(ctx context.Context, opts geometry.Options) (*plumblinev1.Inventory, []string, error) {
+// captureHostRoots are the roots the host facts of a captured tree come
+// from: the capture's own procfs, never this machine's. A capture given by
+// --path.sysfs alone has no procfs of its own, so no hostname or kernel.
+func captureHostRoots(opts, def geometry.Options) geometry.Options {
+	if opts.Captured && opts.ProcfsRoot == def.ProcfsRoot {
+		opts.ProcfsRoot = ""
+	}
+	return opts
+}
+
+// inspect discovers the volumes and judges each one; hostOpts say where
+// the host facts come from. A captured tree that names no host (no
+// <procfs>/sys/kernel/hostname) gets a warning and an empty hostname,
+// which the table shows as "unknown".
+func inspect(ctx context.Context, opts, hostOpts geometry.Options) (*plumblinev1.Inventory, []string, error) {
 	res, err := geometry.InspectVolumes(ctx, opts)
 	if err != nil {
 		return nil, nil, err
 	}
-	host := geometry.DiscoverHost(opts)
+	host := geometry.DiscoverHost(hostOpts)
+	if hostOpts.Captured && host.GetHostname() == "" {
+		where := "it has no procfs of its own (--path.procfs)"
+		if hostOpts.ProcfsRoot != "" {
+			where = "it has no " + filepath.Join(hostOpts.ProcfsRoot, "sys", "kernel", "hostname")
+		}
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the captured tree at %s names no host (%s): hostname left unknown", opts.SysfsRoot, where))
+	}
 	host.AgentVersion = version
 	for _, v := range res.Volumes {
 		v.Alignment = align.Evaluate(v)

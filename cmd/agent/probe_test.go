@@ -77,7 +77,7 @@ func TestProbeCLIRefusalsAndUsage(t *testing.T) {
 		{[]string{"--cleanup", "--dir", dir}, 1, "not a Plumbline probe file"},
 		{[]string{}, 2, "--dir is required"},
 		{[]string{"--dir", dir, "--kind", "scan"}, 2, `kind "scan"`},
-		{[]string{"--dir", dir, "--block-size", "8kB"}, 2, "IEC"},
+		{[]string{"--dir", dir, "--block-size", "8kbit"}, 2, "invalid size"},
 		{[]string{"--dir", dir, "--block-size", "3KiB"}, 2, "power of two"},
 		{[]string{"--dir", dir, "--kind", "log-write", "--qd", "4"}, 2, "single-threaded"},
 		{[]string{"--dir", dir, "--format", "xml"}, 2, "--format"},

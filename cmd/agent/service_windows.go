@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/windows"
 	"golang.org/x/sys/windows/svc"
@@ -49,9 +50,13 @@ func runService(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			fmt.Fprint(stderr, serviceUsage)
 			return 2
 		}
-		if err := installService(*name, *configFile); err != nil {
+		delayed, err := installService(*name, *configFile)
+		if err != nil {
 			fmt.Fprintf(stderr, "agent service install: %v\n", err)
 			return 1
+		}
+		if delayed != nil {
+			fmt.Fprintf(stderr, "agent service install: this system refused delayed auto-start (%v); service %s starts automatically without the delay\n", delayed, *name)
 		}
 		fmt.Fprintf(stdout, "service %s installed; start it with: sc.exe start %s\n", *name, *name)
 		return 0
@@ -88,48 +93,55 @@ func runService(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	return 2
 }
 
-func installService(name, configFile string) error {
+// installService registers the service. Delayed auto-start is asked for
+// after the service exists: where the system refuses it (older or partial
+// implementations, e.g. Wine) the service stays installed with plain
+// automatic start, and delayed says why.
+func installService(name, configFile string) (delayed error, err error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cfg, err := filepath.Abs(configFile)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := os.Stat(cfg); err != nil {
-		return fmt.Errorf("config: %w", err)
+		return nil, fmt.Errorf("config: %w", err)
 	}
 	m, err := mgr.Connect()
 	if err != nil {
-		return fmt.Errorf("connect to the service control manager (run as Administrator): %w", err)
+		return nil, fmt.Errorf("connect to the service control manager (run as Administrator): %w", err)
 	}
 	defer m.Disconnect()
 	if s, err := m.OpenService(name); err == nil {
 		s.Close()
-		return fmt.Errorf("service %s already exists; uninstall it first", name)
+		return nil, fmt.Errorf("service %s already exists; uninstall it first", name)
 	}
 	s, err := m.CreateService(name, exe, mgr.Config{
-		DisplayName:      "Plumbline agent",
-		Description:      "Plumbline storage geometry and I/O probe agent: reports volume alignment and probe results to the Plumbline server.",
-		StartType:        mgr.StartAutomatic,
-		DelayedAutoStart: true,
-		ErrorControl:     mgr.ErrorNormal,
+		DisplayName:  "Plumbline agent",
+		Description:  "Plumbline storage geometry and I/O probe agent: reports volume alignment and probe results to the Plumbline server.",
+		StartType:    mgr.StartAutomatic,
+		ErrorControl: mgr.ErrorNormal,
 	}, "service", "run", "--name", name, "--config", cfg)
 	if err != nil {
-		return fmt.Errorf("create service: %w", err)
+		return nil, fmt.Errorf("create service: %w", err)
 	}
 	defer s.Close()
+	info := windows.SERVICE_DELAYED_AUTO_START_INFO{IsDelayedAutoStartUp: 1}
+	if err := windows.ChangeServiceConfig2(s.Handle, windows.SERVICE_CONFIG_DELAYED_AUTO_START_INFO, (*byte)(unsafe.Pointer(&info))); err != nil {
+		delayed = fmt.Errorf("SERVICE_CONFIG_DELAYED_AUTO_START_INFO: %w", err)
+	}
 	restart := mgr.RecoveryAction{Type: mgr.ServiceRestart, Delay: 30 * time.Second}
 	if err := s.SetRecoveryActions([]mgr.RecoveryAction{restart, restart, restart}, uint32((24 * time.Hour).Seconds())); err != nil {
 		s.Delete()
-		return fmt.Errorf("set recovery actions: %w", err)
+		return nil, fmt.Errorf("set recovery actions: %w", err)
 	}
 	if err := eventlog.InstallAsEventCreate(name, eventlog.Error|eventlog.Warning|eventlog.Info); err != nil && !strings.Contains(err.Error(), "exists") {
 		s.Delete()
-		return fmt.Errorf("install event log source: %w", err)
+		return nil, fmt.Errorf("install event log source: %w", err)
 	}
-	return nil
+	return delayed, nil
 }
 
 func uninstallService(name string) error {

@@ -447,8 +447,8 @@ func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("--format %q: want table or json", *format)
 	}
 	fmt.Fprintf(stdout, "%s: %s, %d members, stripe unit %d, size %d, preset %s\n", dev, s.Level, s.Members, s.StripeUnit, s.Size, s.Preset)
-	fmt.Fprintf(stdout, "requests: %d reads (%d split), %d writes (%d split), %d failed; member ops %d; most in flight %d; added latency %v\n",
-		s.ReadRequests, s.SplitReads, s.WriteRequests, s.SplitWrites, s.Failed, s.Ops(), s.MaxInFlight, s.AddLatency)
+	fmt.Fprintf(stdout, "requests: %d reads (%d split), %d writes (%d split), %d flushes, %d failed; member ops %d; most in flight %d; added latency %v\n",
+		s.ReadRequests, s.SplitReads, s.WriteRequests, s.SplitWrites, s.Flushes, s.Failed, s.Ops(), s.MaxInFlight, s.AddLatency)
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "MEMBER\tREAD_OPS\tWRITE_OPS\tREAD_BYTES\tWRITE_BYTES\tBUSY_S\tSTATE")
 	for i, m := range s.MemberStats {

@@ -1,20 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/plumbline/plumbline/internal/bytesize"
 	"github.com/plumbline/plumbline/internal/ingest"
+	"github.com/plumbline/plumbline/internal/strictyaml"
 )
 
 // Config is the server's configuration file (deploy/examples/server.yaml
@@ -48,6 +45,12 @@ type GRPCConfig struct {
 	MaxRecvSize   bytesize.Size `yaml:"max_recv_msg_size"`
 	MaxBatch      int           `yaml:"max_batch_records"`
 	RateLimit     RateConfig    `yaml:"rate_limit"`
+	// Admission bounds (ingest.Options): calls per connection, bytes of
+	// messages in flight server-wide and per agent (0: twice
+	// max_recv_msg_size).
+	MaxConcurrentStreams  uint32        `yaml:"max_concurrent_streams"`
+	MaxInflightBytes      bytesize.Size `yaml:"max_inflight_bytes"`
+	MaxAgentInflightBytes bytesize.Size `yaml:"max_agent_inflight_bytes"`
 }
 
 // TLSConfig names the server's certificate and the CA that signs agent
@@ -124,6 +127,9 @@ func DefaultConfig() Config {
 			MaxRecvSize:   ingest.DefaultMaxRecvMsgSize,
 			MaxBatch:      ingest.DefaultLimits().MaxBatchRecords,
 			RateLimit:     RateConfig{CallsPerSecond: 20, Burst: 40},
+
+			MaxConcurrentStreams: ingest.DefaultMaxConcurrentStreams,
+			MaxInflightBytes:     ingest.DefaultMaxInflightBytes,
 		},
 		Web:             WebConfig{ListenAddress: defaultWebAddress},
 		Agents:          AgentConfig{GeometryRefreshInterval: 15 * time.Minute, ReportInterval: 10 * time.Second},
@@ -134,31 +140,28 @@ func DefaultConfig() Config {
 
 // LoadConfig reads a YAML file over the defaults. Unknown keys are errors.
 func LoadConfig(path string) (Config, error) {
+	cfg, _, err := loadConfigLines(path)
+	return cfg, err
+}
+
+// loadConfigLines is LoadConfig that also returns the line of each key
+// path in the file, for Validate's errors (strictyaml.WithLines).
+func loadConfigLines(path string) (Config, map[string]int, error) {
 	cfg := DefaultConfig()
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return cfg, fmt.Errorf("config: %w", err)
+		return cfg, nil, fmt.Errorf("config: %w", err)
 	}
-	if err := decodeConfig(bytes.NewReader(b), &cfg); err != nil {
-		return cfg, fmt.Errorf("config %s: %w", path, err)
+	if err := decodeConfig(b, &cfg); err != nil {
+		return cfg, nil, fmt.Errorf("config %s: %w", path, err)
 	}
-	return cfg, nil
+	return cfg, strictyaml.Lines(b), nil
 }
 
-func decodeConfig(r io.Reader, cfg *Config) error {
-	dec := yaml.NewDecoder(r)
-	dec.KnownFields(true)
-	if err := dec.Decode(cfg); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil // an empty file: the defaults
-		}
-		return err
-	}
-	var extra any
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return errors.New("more than one YAML document")
-	}
-	return nil
+// decodeConfig decodes b over cfg: errors name the key path and line
+// (strictyaml); an empty file leaves the defaults.
+func decodeConfig(b []byte, cfg *Config) error {
+	return strictyaml.Decode(b, cfg)
 }
 
 // StoreDSN is the configured DSN, or SQLite under the data directory.
@@ -192,6 +195,15 @@ func (c Config) Validate() error {
 	}
 	if s := c.GRPC.MaxRecvSize; s < 64<<10 || s > 256<<20 {
 		bad("grpc.max_recv_msg_size %s: want 64KiB to 256MiB", s)
+	}
+	if n := c.GRPC.MaxConcurrentStreams; n < 1 || n > 1000 {
+		bad("grpc.max_concurrent_streams %d: want 1 to 1000", n)
+	}
+	if s := c.GRPC.MaxInflightBytes; s < c.GRPC.MaxRecvSize {
+		bad("grpc.max_inflight_bytes %s: want at least grpc.max_recv_msg_size (%s)", s, c.GRPC.MaxRecvSize)
+	}
+	if s := c.GRPC.MaxAgentInflightBytes; s != 0 && (s < c.GRPC.MaxRecvSize || s > c.GRPC.MaxInflightBytes) {
+		bad("grpc.max_agent_inflight_bytes %s: want 0 (twice max_recv_msg_size) or from grpc.max_recv_msg_size (%s) to grpc.max_inflight_bytes (%s)", s, c.GRPC.MaxRecvSize, c.GRPC.MaxInflightBytes)
 	}
 	if c.GRPC.MaxBatch < 1 || c.GRPC.MaxBatch > 100_000 {
 		bad("grpc.max_batch_records %d: want 1 to 100000", c.GRPC.MaxBatch)

@@ -43,13 +43,33 @@ func TestExampleConfig(t *testing.T) {
 	}
 }
 
+// TestConfigErrorLines: the server's validation errors name the line of
+// the key in the file, unless a flag set the value.
+func TestConfigErrorLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "server.yaml")
+	os.WriteFile(path, []byte("grpc:\n  insecure: true\n  max_recv_msg_size: 1KiB\nlog:\n  level: loud\n"), 0o600)
+	var out, errb bytes.Buffer
+	_, _, err := parseFlags([]string{"--config", path}, &out, &errb)
+	for _, want := range []string{"line 3: grpc.max_recv_msg_size 1KiB: want 64KiB to 256MiB", `line 5: log.level "loud"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("parseFlags = %v\nwant it to contain %q", err, want)
+		}
+	}
+	_, _, err = parseFlags([]string{"--config", path, "--log.level", "noisy"}, &out, &errb)
+	if err == nil || !strings.Contains(err.Error(), "\nlog.level \"noisy\"") {
+		t.Errorf("parseFlags with --log.level = %v\nwant log.level without the file's line", err)
+	}
+}
+
 func TestBadConfig(t *testing.T) {
 	tests := []struct{ name, yaml, want string }{
-		{"unknown key", "grpc:\n  listen_adress: :1\n", "field listen_adress not found"},
-		{"unknown top-level key", "storage:\n  dsn: x\n", "field storage not found"},
-		{"bad duration", "agents:\n  report_interval: often\n", "often"},
-		{"bad size", "grpc:\n  max_recv_msg_size: 4 megs\n", "4 megs"},
-		{"two documents", "data_dir: /a\n---\ndata_dir: /b\n", "more than one YAML document"},
+		{"unknown key", "grpc:\n  listen_adress: :1\n", `line 2: grpc: unknown key "listen_adress" (did you mean "listen_address"?); valid keys in grpc: listen_address, tls, insecure,`},
+		{"unknown top-level key", "storage:\n  dsn: x\n", `line 1: unknown key "storage" (did you mean "store"?); valid keys at the top level: data_dir, grpc, web, store, agents, log, shutdown_timeout`},
+		{"nested list key", "web:\n  bearer_tokens:\n    - {name: a, tokenfile: /x}\n", `line 3: web.bearer_tokens[0]: unknown key "tokenfile" (did you mean "token_file"?)`},
+		{"bad duration", "agents:\n  report_interval: often\n", `line 2: agents.report_interval: "often" is not a duration`},
+		{"bad size", "grpc:\n  max_recv_msg_size: 4 megs\n", `line 2: grpc.max_recv_msg_size: invalid size "4 megs"`},
+		{"size spellings", "grpc:\n  insecure: true\n  max_recv_msg_size: 16mb\n  max_batch_records: 0\n", "max_batch_records 0"},
+		{"two documents", "data_dir: /a\n---\ndata_dir: /b\n", "line 2: a second YAML document"},
 		{"no TLS", "data_dir: /tmp/x\n", "grpc.tls.cert_file, key_file and client_ca_file are required"},
 		{"tiny message limit", "grpc:\n  insecure: true\n  max_recv_msg_size: 1KiB\n", "max_recv_msg_size 1KiB"},
 		{"batch limit", "grpc:\n  insecure: true\n  max_batch_records: 0\n", "max_batch_records 0"},
@@ -68,6 +88,9 @@ func TestBadConfig(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("LoadConfig+Validate(%q) = %v, want an error saying %q", tt.yaml, err, tt.want)
+			}
+			if err != nil && strings.Contains(err.Error(), "main.") {
+				t.Errorf("error names a Go type: %v", err)
 			}
 		})
 	}

@@ -3,11 +3,13 @@ package main
 import (
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/plumbline/plumbline/internal/devca"
@@ -20,6 +22,7 @@ import (
 //	DIR/ca/ca.crt, ca.key    the dev CA (devca.Load(DIR/ca) mints more agent certificates)
 //	DIR/tls/server.crt, .key the server certificate (localhost, 127.0.0.1, ::1, hostname)
 //	DIR/dev/agent.yaml       a ready agent config pointed at this server
+//	DIR/dev/agent.local.yaml the developer's own agent keys (override_files of agent.yaml)
 //	DIR/dev/ca.crt           the CA certificate, for agents
 //	DIR/dev/agent.crt, .key  the agent's client certificate (id: this host's name)
 //	DIR/dev/probe/           the probe directory
@@ -27,12 +30,15 @@ import (
 //
 // Everything but agent.yaml is reused when already there and still valid;
 // agent.yaml is rewritten at every start (the listen address may change).
+// agent.local.yaml is written once, as a commented example, and never
+// again: agent.yaml names it in override_files, so its keys (declared RAID,
+// other probes) replace agent.yaml's and survive restarts.
 type devLayout struct {
 	dir                        string
 	caDir                      string
 	serverCert, serverKey      string
 	devDir                     string
-	agentYAML                  string
+	agentYAML, agentLocalYAML  string
 	agentCA, agentCert, agentK string
 	probeDir, spoolDir         string
 }
@@ -48,17 +54,18 @@ func newDevLayout(dataDir string) (devLayout, error) {
 	}
 	dev := filepath.Join(dir, "dev")
 	return devLayout{
-		dir:        dir,
-		caDir:      filepath.Join(dir, "ca"),
-		serverCert: filepath.Join(dir, "tls", "server.crt"),
-		serverKey:  filepath.Join(dir, "tls", "server.key"),
-		devDir:     dev,
-		agentYAML:  filepath.Join(dev, "agent.yaml"),
-		agentCA:    filepath.Join(dev, "ca.crt"),
-		agentCert:  filepath.Join(dev, "agent.crt"),
-		agentK:     filepath.Join(dev, "agent.key"),
-		probeDir:   filepath.Join(dev, "probe"),
-		spoolDir:   filepath.Join(dev, "spool"),
+		dir:            dir,
+		caDir:          filepath.Join(dir, "ca"),
+		serverCert:     filepath.Join(dir, "tls", "server.crt"),
+		serverKey:      filepath.Join(dir, "tls", "server.key"),
+		devDir:         dev,
+		agentYAML:      filepath.Join(dev, "agent.yaml"),
+		agentLocalYAML: filepath.Join(dev, "agent.local.yaml"),
+		agentCA:        filepath.Join(dev, "ca.crt"),
+		agentCert:      filepath.Join(dev, "agent.crt"),
+		agentK:         filepath.Join(dev, "agent.key"),
+		probeDir:       filepath.Join(dev, "probe"),
+		spoolDir:       filepath.Join(dev, "spool"),
 	}, nil
 }
 
@@ -149,10 +156,52 @@ func agentAddress(addr net.Addr) string {
 	return net.JoinHostPort(host, fmt.Sprint(tcp.Port))
 }
 
-// writeDevAgentConfig writes DIR/dev/agent.yaml for an agent on this host.
-func writeDevAgentConfig(l devLayout, grpcAddr string, insecure bool) error {
+// devAgentWebAddress is the dev agent's /healthz and /metrics address:
+// the port after the server's HTTP port when it is free (9465 next to the
+// default 9464), else any free loopback port, so that dev servers side by
+// side give their agents different ports; "" (off) when none is free. (A
+// port found free may be taken before the agent binds it: dev only.)
+func devAgentWebAddress(web net.Addr) string {
+	if tcp, ok := web.(*net.TCPAddr); ok && tcp.Port > 0 && tcp.Port < 65535 {
+		if a, ok := freeLoopback(tcp.Port + 1); ok {
+			return a
+		}
+	}
+	a, _ := freeLoopback(0)
+	return a
+}
+
+// freeLoopback reports whether 127.0.0.1:port can be bound now, and the
+// address bound (port 0: one the system picks).
+func freeLoopback(port int) (string, bool) {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return "", false
+	}
+	defer l.Close()
+	return l.Addr().String(), true
+}
+
+// devAgentLocalExample is DIR/dev/agent.local.yaml as first written.
+const devAgentLocalExample = `# Your keys for the dev agent. 'server --dev' wrote this file once and
+# never rewrites it; agent.yaml (rewritten at every start) names it in
+# override_files. A key here replaces agent.yaml's; a list
+# (declared_devices, probes) replaces agent.yaml's whole list. Check with:
+#   agent run --config agent.yaml --check
+#
+# Hardware RAID the OS cannot see, for example:
+# declared_devices:
+#   - device: /dev/sdb
+#     raid: {level: raid10, stripe_unit: 64KiB, disks: 4}
+`
+
+// writeDevAgentConfig writes DIR/dev/agent.yaml for an agent on this host,
+// and DIR/dev/agent.local.yaml when it does not exist.
+func writeDevAgentConfig(l devLayout, grpcAddr, webAddr string, insecure bool) error {
 	mp := mountPointOf(l.probeDir)
 	text := fmt.Sprintf(`# Written by 'server --dev' at every start; edits are overwritten.
+# Put your own keys (declared_devices, probes, ...) in agent.local.yaml:
+# it is never rewritten, and its keys replace these.
 # Run an agent with it:  agent run --config %[1]s
 agent_id: %[2]s              # optional; defaults to the certificate CN
 server:
@@ -180,9 +229,17 @@ probes:
     file_size: 64MiB
     allow_cached: true            # dev only: tmpfs/overlay data dirs
 web:
-  listen_address: 127.0.0.1:9465  # agent /healthz and /metrics; empty = off
+  listen_address: %[11]s  # agent /healthz and /metrics (a free port); empty = off
+override_files: [agent.local.yaml]
 `, yamlScalar(l.agentYAML), yamlScalar(devAgentID()), yamlScalar(grpcAddr), yamlScalar(l.agentCA), yamlScalar(l.agentCert),
-		yamlScalar(l.agentK), insecure, yamlScalar(l.spoolDir), yamlScalar(globQuote(mp)), yamlScalar(l.probeDir))
+		yamlScalar(l.agentK), insecure, yamlScalar(l.spoolDir), yamlScalar(globQuote(mp)), yamlScalar(l.probeDir), yamlScalar(webAddr))
+	if _, err := os.Lstat(l.agentLocalYAML); errors.Is(err, os.ErrNotExist) {
+		if err := writeFileAtomic(l.agentLocalYAML, []byte(devAgentLocalExample), 0o600); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
 	return writeFileAtomic(l.agentYAML, []byte(text), 0o600)
 }
 

@@ -12,28 +12,44 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/plumbline/plumbline/internal/bytesize"
 )
 
 // inventoryFilters are the /api/v1/volumes filters the CLI passes on.
-var inventoryFilters = []struct{ name, usage string }{
-	{"verdict", "aligned, misaligned or unknown"},
-	{"host", "hostname, exact or a glob (* ?)"},
-	{"mount_point", "mount point, exact or a glob"},
-	{"fs", "file-system type (xfs, ext4, ntfs, ...)"},
-	{"raid_level", "none, linear, raid0, raid1, raid10, raid5, raid50, raid6, raid60"},
-	{"stripe_unit_bytes", "stripe unit in bytes"},
-	{"data_offset_bytes", "data offset in bytes (e.g. 32256)"},
-	{"media", "hdd-7200, hdd-10k, hdd-15k, sata-ssd, sas-ssd, nvme, unknown"},
-	{"profile", "storage profile key"},
-	{"min_split_fraction", "predicted split fraction at least this (0-1)"},
-	{"io_size_bytes", "the I/O size of --min_split_fraction: 8192 or 65536"},
-	{"degraded", "true or false"},
-	{"rule", "alignment rule id"},
-	{"severity", "critical, warning or info"},
+// Each flag is the query parameter with - for _ (--data-offset-bytes for
+// data_offset_bytes), like every other flag; the parameter's own spelling
+// is accepted too, unlisted, for scripts written before. A size filter
+// takes bytes or a size (64KiB, 64k: bytesize).
+var inventoryFilters = []struct {
+	param, usage string
+	size         bool
+}{
+	{"verdict", "aligned, misaligned or unknown", false},
+	{"host", "hostname, exact or a glob (* ?)", false},
+	{"mount_point", "mount point, exact or a glob", false},
+	{"fs", "file-system type (xfs, ext4, ntfs, ...)", false},
+	{"raid_level", "none, linear, raid0, raid1, raid10, raid5, raid50, raid6, raid60", false},
+	{"stripe_unit_bytes", "stripe unit, bytes or a size (64KiB)", true},
+	{"data_offset_bytes", "data offset, bytes or a size (32256, 1MiB)", true},
+	{"media", "hdd-7200, hdd-10k, hdd-15k, sata-ssd, sas-ssd, nvme, unknown", false},
+	{"profile", "storage profile key", false},
+	{"min_split_fraction", "predicted split fraction at least this (0-1)", false},
+	{"io_size_bytes", "the I/O size of --min-split-fraction: 8KiB or 64KiB", true},
+	{"degraded", "true or false", false},
+	{"rule", "alignment rule id", false},
+	{"severity", "critical, warning or info", false},
 }
+
+// flagName is a query parameter's flag: data_offset_bytes -> data-offset-bytes.
+func flagName(param string) string { return strings.ReplaceAll(param, "_", "-") }
+
+// unknownCell is what the table shows for a value the server does not know.
+const unknownCell = "-"
 
 // runInventory is `server inventory list|summary`: a small client of the
 // HTTP inventory API.
@@ -52,8 +68,25 @@ func runInventory(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	format := fs.String("format", "table", "output: table, json or csv (list)")
 	sort := fs.String("sort", "", "sort field, -field for descending (list)")
 	filters := map[string]*string{}
+	hidden := map[string]bool{}
 	for _, f := range inventoryFilters {
-		filters[f.name] = fs.String(f.name, "", f.usage)
+		v := fs.String(flagName(f.param), "", f.usage)
+		filters[f.param] = v
+		if flagName(f.param) != f.param {
+			fs.Var(aliasValue{v}, f.param, "same as --"+flagName(f.param))
+			hidden[f.param] = true
+		}
+	}
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage+"\nflags:\n")
+		shown := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+		shown.SetOutput(fs.Output())
+		fs.VisitAll(func(f *flag.Flag) {
+			if !hidden[f.Name] {
+				shown.Var(f.Value, f.Name, f.Usage)
+			}
+		})
+		shown.PrintDefaults()
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -62,10 +95,20 @@ func runInventory(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return 2
 	}
 	q := url.Values{}
-	for name, v := range filters {
-		if *v != "" {
-			q.Set(name, *v)
+	for _, f := range inventoryFilters {
+		v := *filters[f.param]
+		if v == "" {
+			continue
 		}
+		if f.size {
+			n, err := bytesize.Parse(v)
+			if err != nil {
+				fmt.Fprintf(stderr, "server inventory: --%s: %v\n", flagName(f.param), err)
+				return 2
+			}
+			v = strconv.FormatUint(uint64(n), 10)
+		}
+		q.Set(f.param, v)
 	}
 	c, err := newAPIClient(*base, *tokenFile, *caFile)
 	if err != nil {
@@ -134,15 +177,18 @@ func runInventory(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			v.ID, _ = m["id"].(string)
 			v.Profile, _ = m["profile"].(string)
 			v.Severity, _ = m["severity"].(string)
-			off, split := "-", "-"
+			off, stripe, split := unknownCell, unknownCell, unknownCell
 			if v.Alignment.DataOffsetBytes != nil {
-				off = fmt.Sprint(*v.Alignment.DataOffsetBytes)
+				off = bytesize.Size(*v.Alignment.DataOffsetBytes).Human()
+			}
+			if v.Alignment.StripeUnitBytes != 0 {
+				stripe = bytesize.Size(v.Alignment.StripeUnitBytes).Human()
 			}
 			if f, ok := v.Alignment.SplitFraction["8192"]; ok {
 				split = fmt.Sprintf("%.1f%%", 100*f)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", v.Host, v.MountPoint, v.Alignment.Verdict, off,
-				v.Alignment.StripeUnitBytes, split, v.Severity, v.Profile, v.ID)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(v.Host), cell(v.MountPoint), cell(v.Alignment.Verdict), off,
+				stripe, split, cell(v.Severity), cell(v.Profile), v.ID)
 		}
 		if page.Next == "" {
 			break
@@ -154,6 +200,25 @@ func runInventory(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	return 0
 }
+
+// cell is s, or the unknown marker when empty.
+func cell(s string) string {
+	if s == "" {
+		return unknownCell
+	}
+	return s
+}
+
+// aliasValue is a second name of a string flag.
+type aliasValue struct{ p *string }
+
+func (a aliasValue) String() string {
+	if a.p == nil {
+		return ""
+	}
+	return *a.p
+}
+func (a aliasValue) Set(v string) error { *a.p = v; return nil }
 
 type apiClient struct {
 	base  string

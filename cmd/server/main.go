@@ -29,7 +29,6 @@ package main
 
 import (
 	"context"
-	"crypto/subtle"
 	"crypto/tls"
 	"errors"
 	"flag"
@@ -40,7 +39,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -49,6 +47,7 @@ import (
 	"github.com/plumbline/plumbline/internal/ingest"
 	"github.com/plumbline/plumbline/internal/inventory"
 	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/strictyaml"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -140,9 +139,10 @@ func parseFlags(args []string, stdout, stderr io.Writer) (Config, bool, error) {
 		return Config{}, false, errVersion
 	}
 	cfg := DefaultConfig()
+	var lines map[string]int // the file's lines by key path, for Validate's errors
 	if *configFile != "" {
 		var err error
-		if cfg, err = LoadConfig(*configFile); err != nil {
+		if cfg, lines, err = loadConfigLines(*configFile); err != nil {
 			return Config{}, false, err
 		}
 	}
@@ -166,25 +166,33 @@ func parseFlags(args []string, stdout, stderr io.Writer) (Config, bool, error) {
 			return Config{}, false, errors.New("--dev needs --data-dir DIR (where the database, the dev CA and DIR/dev/agent.yaml go)")
 		}
 	}
-	for name, apply := range map[string]func(){
-		"data-dir":                func() { cfg.DataDir = *dataDir },
-		"store.dsn":               func() { cfg.Store.DSN = *dsn },
-		"grpc.listen-address":     func() { cfg.GRPC.ListenAddress = *grpcAddr },
-		"grpc.tls.cert-file":      func() { cfg.GRPC.TLS.CertFile = *certFile },
-		"grpc.tls.key-file":       func() { cfg.GRPC.TLS.KeyFile = *keyFile },
-		"grpc.tls.client-ca-file": func() { cfg.GRPC.TLS.ClientCAFile = *clientCA },
-		"web.listen-address":      func() { cfg.Web.ListenAddress = *webAddr },
-		"web.config.file":         func() { cfg.Web.ConfigFile = *webConfig },
-		"insecure":                func() { cfg.GRPC.Insecure = *insecure },
-		"log.level":               func() { cfg.Log.Level = *logLevel },
-		"log.format":              func() { cfg.Log.Format = *logFormat },
+	// Each flag that overrides a key: its value applies, and a line of the
+	// file no longer explains that key.
+	for name, o := range map[string]struct {
+		key   string
+		apply func()
+	}{
+		"data-dir":                {"data_dir", func() { cfg.DataDir = *dataDir }},
+		"store.dsn":               {"store.dsn", func() { cfg.Store.DSN = *dsn }},
+		"grpc.listen-address":     {"grpc.listen_address", func() { cfg.GRPC.ListenAddress = *grpcAddr }},
+		"grpc.tls.cert-file":      {"grpc.tls.cert_file", func() { cfg.GRPC.TLS.CertFile = *certFile }},
+		"grpc.tls.key-file":       {"grpc.tls.key_file", func() { cfg.GRPC.TLS.KeyFile = *keyFile }},
+		"grpc.tls.client-ca-file": {"grpc.tls.client_ca_file", func() { cfg.GRPC.TLS.ClientCAFile = *clientCA }},
+		"web.listen-address":      {"web.listen_address", func() { cfg.Web.ListenAddress = *webAddr }},
+		"web.config.file":         {"web.config_file", func() { cfg.Web.ConfigFile = *webConfig }},
+		"insecure":                {"grpc.insecure", func() { cfg.GRPC.Insecure = *insecure }},
+		"log.level":               {"log.level", func() { cfg.Log.Level = *logLevel }},
+		"log.format":              {"log.format", func() { cfg.Log.Format = *logFormat }},
 	} {
 		if set[name] {
-			apply()
+			o.apply()
+			if lines != nil {
+				lines[o.key] = 0 // the flag's value, not the file's
+			}
 		}
 	}
 	if err := cfg.Validate(); err != nil {
-		return Config{}, false, fmt.Errorf("configuration: %w", err)
+		return Config{}, false, fmt.Errorf("configuration: %w", strictyaml.WithLines(err, lines))
 	}
 	return cfg, *check, nil
 }
@@ -207,28 +215,10 @@ func checkConfig(cfg Config) error {
 			return err
 		}
 	}
-	if _, err := bearerToken(cfg); err != nil {
-		return err
-	}
 	if _, err := apiTokens(cfg); err != nil {
 		return err
 	}
 	return checkWebConfig(cfg)
-}
-
-func bearerToken(cfg Config) (string, error) {
-	if cfg.Dev || cfg.Web.BearerTokenFile == "" {
-		return "", nil // dev: loopback, no token
-	}
-	b, err := os.ReadFile(cfg.Web.BearerTokenFile)
-	if err != nil {
-		return "", fmt.Errorf("web.bearer_token_file: %w", err)
-	}
-	tok := strings.TrimSpace(string(b))
-	if tok == "" {
-		return "", fmt.Errorf("web.bearer_token_file %s is empty", cfg.Web.BearerTokenFile)
-	}
-	return tok, nil
 }
 
 // serve runs the server until ctx is cancelled, then stops it gracefully.
@@ -242,10 +232,6 @@ func serve(ctx context.Context, cfg Config, stdout io.Writer, logger *slog.Logge
 	} else if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil && cfg.Store.DSN == "" {
 		return fmt.Errorf("data dir: %w", err)
 	}
-	token, err := bearerToken(cfg)
-	if err != nil {
-		return err
-	}
 	tokens, err := apiTokens(cfg)
 	if err != nil {
 		return err
@@ -258,6 +244,9 @@ func serve(ctx context.Context, cfg Config, stdout io.Writer, logger *slog.Logge
 	svcOpts := ingest.Options{
 		Limits:                  ingest.Limits{MaxBatchRecords: cfg.GRPC.MaxBatch},
 		MaxRecvMsgSize:          int(cfg.GRPC.MaxRecvSize),
+		MaxConcurrentStreams:    cfg.GRPC.MaxConcurrentStreams,
+		MaxInflightBytes:        int64(cfg.GRPC.MaxInflightBytes),
+		MaxAgentInflightBytes:   int64(cfg.GRPC.MaxAgentInflightBytes),
 		GeometryRefreshInterval: cfg.Agents.GeometryRefreshInterval,
 		ReportInterval:          cfg.Agents.ReportInterval,
 		RatePerSecond:           cfg.GRPC.RateLimit.CallsPerSecond,
@@ -288,6 +277,14 @@ func serve(ctx context.Context, cfg Config, stdout io.Writer, logger *slog.Logge
 	}
 	defer st.Close()
 	logger.Info("store open", "engine", st.Engine())
+	// Stored verdicts follow this server's rules, also for volumes whose
+	// agents send no new snapshot.
+	rejudgeStart := time.Now()
+	if changed, failed, err := st.RejudgeVolumes(ctx, ingest.Rejudge); err != nil {
+		logger.Warn("re-judging stored volumes with the current alignment rules failed; they keep their verdicts until their next snapshot", "err", err)
+	} else if changed > 0 || failed > 0 {
+		logger.Info("re-judged stored volumes with the current alignment rules", "changed", changed, "undecodable", failed, "took", time.Since(rejudgeStart).Round(time.Millisecond))
+	}
 
 	svc := ingest.New(st, svcOpts)
 	gs, hs, err := ingest.NewGRPCServer(svc, tlsConf)
@@ -310,7 +307,7 @@ func serve(ctx context.Context, cfg Config, stdout io.Writer, logger *slog.Logge
 		wl.Close()
 		return err
 	}
-	metrics, err := metricsHandler(st, eval, cfg, token, logger)
+	metrics, err := metricsHandler(st, eval, cfg, tokens, logger)
 	if err != nil {
 		gl.Close()
 		wl.Close()
@@ -353,7 +350,8 @@ func serve(ctx context.Context, cfg Config, stdout io.Writer, logger *slog.Logge
 	logger.Info("serving", "grpc", grpcAddr, "http", webAddr, "tls", !cfg.GRPC.Insecure, "version", version)
 	if cfg.Dev {
 		agentAddr := agentAddress(gl.Addr())
-		if err := writeDevAgentConfig(dev, agentAddr, cfg.GRPC.Insecure); err != nil {
+		agentWeb := devAgentWebAddress(wl.Addr())
+		if err := writeDevAgentConfig(dev, agentAddr, agentWeb, cfg.GRPC.Insecure); err != nil {
 			gs.Stop()
 			hsrv.Close()
 			return fmt.Errorf("dev agent config: %w", err)
@@ -362,10 +360,11 @@ func serve(ctx context.Context, cfg Config, stdout io.Writer, logger *slog.Logge
   gRPC:          %s (agents dial %s)
   HTTP:          http://%s/api/v1/volumes
   data dir:      %s
-  agent config:  %s
+  agent config:  %s (your keys: %s, never rewritten)
+  agent web:     %s
   run an agent:  agent run --config %s
   dev CA:        %s (certificate and key; agents trust %s)
-`, grpcAddr, agentAddr, webAddr, dev.dir, dev.agentYAML, dev.agentYAML, dev.caDir, dev.agentCA)
+`, grpcAddr, agentAddr, webAddr, dev.dir, dev.agentYAML, dev.agentLocalYAML, orOff(agentWeb), dev.agentYAML, dev.caDir, dev.agentCA)
 	} else {
 		fmt.Fprintf(stdout, "plumbline server: gRPC %s, HTTP %s\n", grpcAddr, webAddr)
 	}
@@ -399,12 +398,20 @@ func serve(ctx context.Context, cfg Config, stdout io.Writer, logger *slog.Logge
 	return serveErr
 }
 
+func orOff(addr string) string {
+	if addr == "" {
+		return "off (no free loopback port)"
+	}
+	return "http://" + addr + "/metrics"
+}
+
 // defaultBaselineInterval is --baseline.interval's default.
 const defaultBaselineInterval = 30 * time.Second
 
 // metricsHandler serves /metrics: the exporter over the store, behind the
-// web bearer token when one is configured.
-func metricsHandler(st *store.Store, eval *evaluator.Evaluator, cfg Config, token string, logger *slog.Logger) (http.Handler, error) {
+// same bearer-token check as the inventory API (inventory.RequireToken:
+// any token of web.bearer_tokens or web.bearer_token_file).
+func metricsHandler(st *store.Store, eval *evaluator.Evaluator, cfg Config, tokens []inventory.Token, logger *slog.Logger) (http.Handler, error) {
 	stale := 3 * cfg.Agents.ReportInterval
 	if stale < time.Minute {
 		stale = time.Minute
@@ -425,16 +432,5 @@ func metricsHandler(st *store.Store, eval *evaluator.Evaluator, cfg Config, toke
 	if err != nil {
 		return nil, err
 	}
-	if token == "" {
-		return h, nil
-	}
-	want := "Bearer " + token
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte(want)) != 1 {
-			w.Header().Set("WWW-Authenticate", "Bearer")
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		h.ServeHTTP(w, r)
-	}), nil
+	return inventory.RequireToken(tokens, h), nil
 }

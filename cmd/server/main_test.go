@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -144,6 +145,7 @@ type devAgent struct {
 	Web struct {
 		ListenAddress string `yaml:"listen_address"`
 	} `yaml:"web"`
+	OverrideFiles []string `yaml:"override_files"`
 }
 
 func readDevAgent(t *testing.T, path string) devAgent {
@@ -287,7 +289,12 @@ func TestDevEndToEnd(t *testing.T) {
 				{"intervals.report", a.Intervals.Report, "10s"},
 				{"intervals.geometry_refresh", a.Intervals.GeometryRefresh, "15m"},
 				{"probes", len(a.Probes), 1},
-				{"web.listen_address", a.Web.ListenAddress, "127.0.0.1:9465"},
+				{"override_files", strings.Join(a.OverrideFiles, ","), "agent.local.yaml"},
+			}
+			// The agent's web port: the one after the server's when free,
+			// else another free loopback port; never a fixed one.
+			if h, port, err := net.SplitHostPort(a.Web.ListenAddress); err != nil || h != "127.0.0.1" || port == "0" {
+				t.Errorf("agent.yaml web.listen_address = %q, want 127.0.0.1 and a port", a.Web.ListenAddress)
 			}
 			for _, c := range checks {
 				if c.got != c.want {
@@ -491,12 +498,60 @@ func TestKillMidBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if hw, err := st.HighWater(ctxT(t), a.AgentID); err != nil || hw != h.GetHighWaterSequence() {
+	if hw, err := st.HighWater(ctxT(t), a.AgentID, ""); err != nil || hw != h.GetHighWaterSequence() {
 		t.Errorf("store high water %d, %v; Hello said %d", hw, err, h.GetHighWaterSequence())
 	}
 	// The resent tail is acknowledged exactly once more.
 	rep, err := c.Report(ctxT(t), &plumblinev1.ReportRequest{AgentId: a.AgentID, Records: probeRecords(lastAcked-9, lastAcked+10)})
 	if err != nil || rep.GetHighWaterSequence() < lastAcked+10 {
 		t.Errorf("resending around the kill point: %v, %v", rep, err)
+	}
+}
+
+// TestDevAgentConfigSideBySide: two dev servers at once give their agents
+// different free /metrics ports (not a fixed 9465 whose second bind
+// fails), and a developer's agent.local.yaml survives restarts and is
+// part of the agent's configuration.
+func TestDevAgentConfigSideBySide(t *testing.T) {
+	args := func(dir string) []string {
+		return []string{"--dev", "--data-dir", dir, "--grpc.listen-address", "127.0.0.1:0", "--web.listen-address", "127.0.0.1:0"}
+	}
+	dirA, dirB := t.TempDir(), t.TempDir()
+	startInProcess(t, args(dirA)...)
+	b := startInProcess(t, args(dirB)...)
+	webA := readDevAgent(t, filepath.Join(dirA, "dev", "agent.yaml")).Web.ListenAddress
+	webB := readDevAgent(t, filepath.Join(dirB, "dev", "agent.yaml")).Web.ListenAddress
+	if webA == "" || webB == "" || webA == webB {
+		t.Fatalf("agent web addresses %q and %q: want two different ones", webA, webB)
+	}
+	// The agent of A binds its port; B's is still free for B's agent.
+	la, err := net.Listen("tcp", webA)
+	if err != nil {
+		t.Fatalf("agent A cannot bind %s: %v", webA, err)
+	}
+	defer la.Close()
+	lb, err := net.Listen("tcp", webB)
+	if err != nil {
+		t.Fatalf("agent B cannot bind %s while agent A holds %s: %v", webB, webA, err)
+	}
+	lb.Close()
+
+	// A developer declares RAID in agent.local.yaml; a restart keeps it.
+	local := filepath.Join(dirB, "dev", "agent.local.yaml")
+	mine := "declared_devices:\n  - device: /dev/sdb\n    raid: {level: raid10, stripe_unit: 64k, disks: 4}\n"
+	if err := os.WriteFile(local, []byte(mine), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b.stop(t)
+	startInProcess(t, args(dirB)...)
+	if got, _ := os.ReadFile(local); string(got) != mine {
+		t.Errorf("agent.local.yaml after a restart:\n%s\nwant the developer's:\n%s", got, mine)
+	}
+	cfg, err := config.LoadRun(filepath.Join(dirB, "dev", "agent.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.DeclaredDevices) != 1 || cfg.DeclaredDevices[0].RAID.Level != "raid10" || len(cfg.Probes) != 1 {
+		t.Errorf("agent config = declared %+v, probes %d; want agent.local.yaml's raid10 and agent.yaml's probe", cfg.DeclaredDevices, len(cfg.Probes))
 	}
 }

@@ -78,11 +78,11 @@ func TestBadWebConfig(t *testing.T) {
 		{"grpc:\n  insecure: true\nweb:\n  bearer_tokens:\n  - name: a\n", "web.bearer_tokens[0].token_file is empty"},
 		{"grpc:\n  insecure: true\nweb:\n  bearer_tokens:\n  - {name: a, token_file: /x, role: admin}\n", `role "admin": want read-only`},
 		{"grpc:\n  insecure: true\nweb:\n  bearer_tokens:\n  - {name: a, token_file: /x}\n  - {name: a, token_file: /y}\n", "used twice"},
-		{"grpc:\n  insecure: true\nweb:\n  bearer_tokenz: []\n", "field bearer_tokenz not found"},
+		{"grpc:\n  insecure: true\nweb:\n  bearer_tokenz: []\n", `line 4: web: unknown key "bearer_tokenz" (did you mean "bearer_tokens"?)`},
 	}
 	for _, tt := range tests {
 		cfg := DefaultConfig()
-		err := decodeConfig(strings.NewReader(tt.yaml), &cfg)
+		err := decodeConfig([]byte(tt.yaml), &cfg)
 		if err == nil {
 			err = cfg.Validate()
 		}
@@ -181,8 +181,46 @@ func TestInventoryCLI(t *testing.T) {
 	if code := runContext(ctx, []string{"inventory", "list", "--url", "http://" + p.webAddr, "--verdict", "misaligned"}, &out, &errb, nil); code != 0 {
 		t.Fatalf("inventory list = %d: %s", code, errb.String())
 	}
-	if !strings.Contains(out.String(), "cli-a.example") || strings.Contains(out.String(), "cli-b.example") || !strings.Contains(out.String(), "32256") {
+	if !strings.Contains(out.String(), "cli-a.example") || strings.Contains(out.String(), "cli-b.example") {
 		t.Errorf("inventory list --verdict misaligned:\n%s", out.String())
+	}
+	// Sizes as `agent inspect` writes them, never raw bytes; one marker
+	// for unknown values.
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("inventory list: want a header and one row:\n%s", out.String())
+	}
+	row := strings.Fields(lines[1])
+	if row[3] != "31.5KiB" || row[4] != "64KiB" {
+		t.Errorf("offset, stripe unit = %q, %q; want 31.5KiB, 64KiB:\n%s", row[3], row[4], out.String())
+	}
+	for _, c := range row {
+		if c == "0" || c == "32256" || c == "65536" {
+			t.Errorf("a raw byte count or 0-for-unknown in the table: %q\n%s", c, out.String())
+		}
+	}
+	// Filters: the hyphenated flag, the old underscore spelling (hidden),
+	// and a size for a *-bytes filter.
+	for _, args := range [][]string{{"--data-offset-bytes", "32256"}, {"--data_offset_bytes", "32256"}, {"--data-offset-bytes", "1MiB"}, {"--stripe-unit-bytes", "64k"}} {
+		out.Reset()
+		if code := runContext(ctx, append([]string{"inventory", "list", "--url", "http://" + p.webAddr, "--format", "json"}, args...), &out, &errb, nil); code != 0 {
+			t.Fatalf("inventory list %v = %d: %s", args, code, errb.String())
+		}
+		want := map[string][]string{"32256": {"cli-a"}, "1MiB": {"cli-b"}, "64k": {"cli-a", "cli-b"}}[args[1]]
+		if n := strings.Count(out.String(), "\n"); n != len(want) {
+			t.Errorf("inventory list %v: %d volumes, want %d (%v):\n%s", args, n, len(want), want, out.String())
+		}
+		for _, host := range want {
+			if !strings.Contains(out.String(), host+".example") {
+				t.Errorf("inventory list %v: %s missing:\n%s", args, host, out.String())
+			}
+		}
+	}
+	out.Reset()
+	errb.Reset()
+	runContext(ctx, []string{"inventory", "list", "--help"}, &out, &errb, nil)
+	if help := errb.String(); !strings.Contains(help, "-data-offset-bytes") || strings.Contains(help, "data_offset_bytes") || !strings.Contains(help, "-token-file") {
+		t.Errorf("inventory list --help lists one flag style only; got:\n%s", help)
 	}
 	out.Reset()
 	if code := runContext(ctx, []string{"inventory", "list", "--url", "http://" + p.webAddr, "--format", "csv"}, &out, &errb, nil); code != 0 ||

@@ -82,6 +82,17 @@ type Agent struct {
 	reportInterval atomic.Int64
 	maxBatch       atomic.Int64
 	host           atomic.Pointer[plumblinev1.Host]
+	// lastSnap is the geometry snapshot spooled last; resync asks the
+	// geometry loop for a new one (the server holds another digest).
+	lastSnap atomic.Pointer[spooledSnapshot]
+	resync   chan struct{}
+}
+
+// spooledSnapshot is a geometry snapshot in the spool: its digest
+// (GeometrySnapshot.digest) and sequence.
+type spooledSnapshot struct {
+	digest []byte
+	seq    uint64
 }
 
 // New opens the spool; Run does the rest.
@@ -115,7 +126,8 @@ func New(o Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{o: o, log: o.Logger, spool: sp, metrics: newMetrics(sp), locks: newDeviceLocks(), mounts: newMountTable(o.ProcRoot)}
+	a := &Agent{o: o, log: o.Logger, spool: sp, metrics: newMetrics(sp), locks: newDeviceLocks(), mounts: newMountTable(o.ProcRoot),
+		resync: make(chan struct{}, 1)}
 	a.host.Store(hostFacts(o))
 	a.geomInterval.Store(int64(o.Config.Intervals.GeometryRefresh))
 	a.reportInterval.Store(int64(o.Config.Intervals.Report))
@@ -173,16 +185,16 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	sched := &scheduler{a: a, running: map[string]context.CancelFunc{}}
 	wg.Go(func() { a.geometryLoop(ctx, sched) })
-	wg.Go(func() { a.sendLoop(ctx, plumblinev1.NewAgentServiceClient(conn)) })
+	wg.Go(func() { a.sendLoop(ctx, conn) })
 	<-ctx.Done()
 	wg.Wait()
 	sched.stop()
 	return nil
 }
 
-// append spools one record with the next sequence.
-func (a *Agent) append(rec *plumblinev1.Record) error {
-	_, err := a.spool.Append(func(seq uint64) ([]byte, error) {
+// append spools one record with the next sequence and returns it.
+func (a *Agent) append(rec *plumblinev1.Record) (uint64, error) {
+	seq, err := a.spool.Append(func(seq uint64) ([]byte, error) {
 		rec.Sequence = seq
 		rec.ProducedAt = timestamppb.Now()
 		return proto.Marshal(rec)
@@ -191,7 +203,7 @@ func (a *Agent) append(rec *plumblinev1.Record) error {
 		a.metrics.spoolErrors.Inc()
 		a.log.Error("spool append", "err", err)
 	}
-	return err
+	return seq, err
 }
 
 // hostFacts is what Hello says about the host before the first geometry
@@ -221,7 +233,9 @@ func discover(ctx context.Context, opts geometry.Options) (Discovery, error) {
 
 // geometryLoop discovers at start, when the mount table changes (a.mounts) and every
 // geometry refresh interval; a snapshot is spooled when the inventory
-// differs from the last one spooled (and always at start).
+// differs from the last one spooled, and always at start and when the
+// sender asks for a resync (the server holds another snapshot than the
+// last one spooled, see session).
 func (a *Agent) geometryLoop(ctx context.Context, sched *scheduler) {
 	lastMount := a.mounts.fingerprint()
 	var lastInv []byte
@@ -244,10 +258,11 @@ func (a *Agent) geometryLoop(ctx context.Context, sched *scheduler) {
 			a.host.Store(proto.Clone(inv.Host).(*plumblinev1.Host))
 		}
 		key := inventoryKey(inv)
-		if trigger == "start" || !bytes.Equal(key, lastInv) {
-			snap := &plumblinev1.Record{Payload: &plumblinev1.Record_Geometry{Geometry: &plumblinev1.GeometrySnapshot{Inventory: inv, Trigger: trigger}}}
-			if a.append(snap) == nil {
+		if trigger == "start" || trigger == "resync" || !bytes.Equal(key, lastInv) {
+			snap := &plumblinev1.Record{Payload: &plumblinev1.Record_Geometry{Geometry: &plumblinev1.GeometrySnapshot{Inventory: inv, Trigger: trigger, Digest: key}}}
+			if seq, err := a.append(snap); err == nil {
 				lastInv = key
+				a.lastSnap.Store(&spooledSnapshot{digest: key, seq: seq})
 				a.metrics.snapshots.WithLabelValues(trigger).Inc()
 			}
 		}
@@ -271,11 +286,14 @@ func (a *Agent) geometryLoop(ctx context.Context, sched *scheduler) {
 		case <-refresh.C:
 			run("interval")
 			refresh.Reset(time.Duration(a.geomInterval.Load()))
+		case <-a.resync:
+			run("resync")
 		}
 	}
 }
 
-// inventoryKey identifies an inventory's content: collection times aside.
+// inventoryKey identifies an inventory's content, collection times aside:
+// the SHA-256 sent as GeometrySnapshot.digest.
 func inventoryKey(inv *plumblinev1.Inventory) []byte {
 	c := proto.Clone(inv).(*plumblinev1.Inventory)
 	if c.Host != nil {

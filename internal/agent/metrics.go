@@ -39,7 +39,7 @@ func newMetrics(sp *spool.Spool) *metrics {
 		connected:     prometheus.NewGauge(prometheus.GaugeOpts{Name: ns + "connected", Help: "1 while a session with the server (after Hello) is up."}),
 		probeRuns:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: ns + "probe_runs_total", Help: "Probe runs by kind and result: completed, stopped, skipped, error."}, []string{"kind", "result"}),
 		probeSkips:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: ns + "probe_skips_total", Help: "Probe runs skipped or stopped early, by reason (the probe's stopped_reason, or lock-timeout)."}, []string{"kind", "reason"}),
-		snapshots:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: ns + "geometry_snapshots_total", Help: "Geometry snapshots spooled, by trigger: start, changed, interval."}, []string{"trigger"}),
+		snapshots:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: ns + "geometry_snapshots_total", Help: "Geometry snapshots spooled, by trigger: start, changed, interval, resync (the server held another snapshot)."}, []string{"trigger"}),
 		geometryError: prometheus.NewCounter(prometheus.CounterOpts{Name: ns + "geometry_errors_total", Help: "Failed geometry discoveries."}),
 		spoolErrors:   prometheus.NewCounter(prometheus.CounterOpts{Name: ns + "spool_errors_total", Help: "Failed spool appends, reads and acks."}),
 		filtered: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: ns + "volumes_filtered", Help: "Mounted file systems the last geometry discovery left out (not volumes, never probed), by reason: excluded, in-memory, no-block-device, unknown-device, duplicate."},

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -9,8 +10,11 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"sync"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
@@ -65,10 +69,11 @@ func ClientTLS(c config.Server) (*tls.Config, string, error) {
 
 // sendLoop keeps a session with the server, reconnecting with jittered
 // exponential backoff.
-func (a *Agent) sendLoop(ctx context.Context, client plumblinev1.AgentServiceClient) {
+func (a *Agent) sendLoop(ctx context.Context, conn *grpc.ClientConn) {
+	client := plumblinev1.NewAgentServiceClient(conn)
 	attempt := 0
 	for {
-		helloOK, err := a.session(ctx, client)
+		helloOK, err := a.session(ctx, client, conn)
 		a.metrics.connected.Set(0)
 		if ctx.Err() != nil {
 			return
@@ -90,11 +95,26 @@ func (a *Agent) sendLoop(ctx context.Context, client plumblinev1.AgentServiceCli
 	}
 }
 
+// connState is what a session watches of its gRPC connection
+// (*grpc.ClientConn).
+type connState interface {
+	GetState() connectivity.State
+	WaitForStateChange(ctx context.Context, from connectivity.State) bool
+}
+
+// errConnectionLost ends a session whose connection is no longer ready.
+var errConnectionLost = errors.New("connection to the server lost")
+
 // session says Hello, then sends whatever the spool holds every report
-// interval until a call fails or ctx ends.
-func (a *Agent) session(ctx context.Context, client plumblinev1.AgentServiceClient) (helloOK bool, err error) {
+// interval until a call fails, the connection stops being ready, or ctx
+// ends. A session is one connection: gRPC reconnects by itself, but every
+// new connection must start with a Hello (the server may be another
+// replica, or restored from a backup, and checkServerGeometry compares its
+// geometry with the agent's).
+func (a *Agent) session(ctx context.Context, client plumblinev1.AgentServiceClient, conn connState) (helloOK bool, err error) {
 	hctx, cancel := context.WithTimeout(ctx, callTimeout)
-	hello, err := client.Hello(hctx, &plumblinev1.HelloRequest{AgentId: a.o.AgentID, Host: a.host.Load(), AgentVersion: a.o.Version})
+	hello, err := client.Hello(hctx, &plumblinev1.HelloRequest{AgentId: a.o.AgentID, Host: a.host.Load(), AgentVersion: a.o.Version,
+		Incarnation: a.spool.Incarnation()})
 	cancel()
 	if err != nil {
 		return false, fmt.Errorf("hello: %w", err)
@@ -115,7 +135,20 @@ func (a *Agent) session(ctx context.Context, client plumblinev1.AgentServiceClie
 		return true, err
 	}
 	a.metrics.connected.Set(1)
-	a.log.Info("connected", "server", a.o.Config.Server.Address, "high_water", hello.GetHighWaterSequence())
+	a.log.Info("connected", "server", a.o.Config.Server.Address, "incarnation", a.spool.Incarnation(), "high_water", hello.GetHighWaterSequence())
+	a.checkServerGeometry(hello.GetGeometryDigest())
+
+	// Watch the connection the Hello went over: when it stops being ready,
+	// the session ends and the next one says Hello on the new connection.
+	lost := make(chan struct{})
+	wctx, stopWatch := context.WithCancel(ctx)
+	var watch sync.WaitGroup
+	watch.Go(func() {
+		if conn.WaitForStateChange(wctx, connectivity.Ready) {
+			close(lost)
+		}
+	})
+	defer func() { stopWatch(); watch.Wait() }()
 	for {
 		if err := a.drain(ctx, client); err != nil {
 			return true, err
@@ -125,8 +158,30 @@ func (a *Agent) session(ctx context.Context, client plumblinev1.AgentServiceClie
 		case <-ctx.Done():
 			t.Stop()
 			return true, nil
+		case <-lost:
+			t.Stop()
+			return true, errConnectionLost
 		case <-t.C:
 		}
+	}
+}
+
+// checkServerGeometry asks the geometry loop for a fresh snapshot when the
+// server holds another one than the agent spooled last and that one is no
+// longer waiting in the spool: the server's copy was lost (a server
+// restored from a backup, a rejected snapshot, the spool's size cap) or
+// another agent on the same identity replaced it. Before the first
+// discovery there is nothing to compare: the start snapshot is coming.
+func (a *Agent) checkServerGeometry(serverDigest []byte) {
+	last := a.lastSnap.Load()
+	if last == nil || bytes.Equal(last.digest, serverDigest) || a.spool.Pending(last.seq) {
+		return
+	}
+	a.log.Info("the server holds another geometry snapshot than this agent's: sending it again",
+		"server_digest", fmt.Sprintf("%x", serverDigest), "agent_digest", fmt.Sprintf("%x", last.digest))
+	select {
+	case a.resync <- struct{}{}:
+	default: // one is already asked for
 	}
 }
 
@@ -142,7 +197,19 @@ func (a *Agent) drain(ctx context.Context, client plumblinev1.AgentServiceClient
 		if len(recs) == 0 {
 			return nil
 		}
-		req := &plumblinev1.ReportRequest{AgentId: a.o.AgentID, FirstSequence: recs[0].Seq}
+		// A spool upgraded from before incarnations sends the records it
+		// numbered back then with the legacy incarnation "", in batches of
+		// their own, so the server recognises those it already stored.
+		inc := a.spool.Incarnation()
+		if legacy := a.spool.LegacyThrough(); recs[0].Seq <= legacy {
+			inc = ""
+			n := 0
+			for n < len(recs) && recs[n].Seq <= legacy {
+				n++
+			}
+			recs = recs[:n]
+		}
+		req := &plumblinev1.ReportRequest{AgentId: a.o.AgentID, FirstSequence: recs[0].Seq, Incarnation: inc}
 		var undecodable []uint64
 		for _, r := range recs {
 			m := &plumblinev1.Record{}

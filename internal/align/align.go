@@ -39,7 +39,28 @@ const (
 	RuleStripeUnitUnknown              = "stripe-unit-unknown"
 	RuleOffsetUnknown                  = "offset-unknown"
 	RuleAllocationUnitBelowRecommended = "allocation-unit-below-recommendation"
+	RulePhysicalSectorUnknown          = "physical-sector-unknown"
+	RuleRAIDReshapeRunning             = "raid-reshape-running"
 )
+
+// Rules lists every rule id, sorted: the vocabulary API filters and docs
+// derive from.
+func Rules() []string {
+	return []string{
+		RuleAllocationUnitBelowRecommended,
+		RuleDataOffsetStripeUnit,
+		RuleFSStripeHintsMismatch,
+		RuleFSStripeHintsMissing,
+		RuleLVMDataOffsetStripeUnit,
+		RuleOffsetPhysicalSector,
+		RuleOffsetUnknown,
+		RulePartitionOffsetStripeUnit,
+		RulePhysicalSectorUnknown,
+		RuleRAIDReshapeRunning,
+		RuleStripeUnitAllocationUnit,
+		RuleStripeUnitUnknown,
+	}
+}
 
 // IOSizes are the I/O sizes every verdict carries a split fraction for: a
 // database page and a read-ahead extent.
@@ -54,8 +75,9 @@ const recommendedStart = 1 << 20
 func Evaluate(v *plumblinev1.Volume) *plumblinev1.Alignment {
 	st := newStack(v)
 	a := &plumblinev1.Alignment{
-		SplitFraction:     map[uint32]float64{},
-		SectorRmwFraction: map[uint32]float64{},
+		SplitFraction:            map[uint32]float64{},
+		GranularitySplitFraction: map[uint32]float64{},
+		SectorRmwFraction:        map[uint32]float64{},
 	}
 	fs := v.GetFilesystem()
 	a.AllocationUnitBytes = fs.GetBlockSizeBytes()
@@ -70,6 +92,7 @@ func Evaluate(v *plumblinev1.Volume) *plumblinev1.Alignment {
 
 	var f findings
 	offsetKnown := true
+	sectorChecked := true // false: the only rule left had nothing to check
 
 	// Rule: the data offset on the striped device is a multiple of the stripe unit.
 	if known {
@@ -94,17 +117,34 @@ func Evaluate(v *plumblinev1.Volume) *plumblinev1.Alignment {
 	}
 	switch {
 	case disk == nil:
+		if !known {
+			// Nothing below the file system: neither rule has anything to check.
+			offsetKnown = false
+			f.add(RuleOffsetUnknown, Warning,
+				"no device below the file system is known, so neither the stripe-unit nor the physical-sector rule could be checked: "+st.unknownOffsetReason(st.primary, len(st.primary)),
+				"check that the agent can read sysfs (/sys/dev/block) for this mount's device")
+		}
 	case !diskOK:
 		if offsetKnown {
 			// Without a stripe rule this is what decides the verdict.
 			offsetKnown = false
 			f.add(RuleOffsetUnknown, Warning,
-				fmt.Sprintf("the offset of the file system's data on disk %s cannot be read: %s", disk.GetDevice(), st.unknownOffsetReason(st.primary, len(st.primary)-1)),
+				fmt.Sprintf("the offset of the file system's data on %s cannot be read: %s", diskWord(disk), st.diskOffsetReason()),
 				"check that the agent can read sysfs and the LVM metadata backups (/etc/lvm/backup)")
 		}
 	default:
 		a.DiskOffsetBytes = &diskOff
-		if ps := uint64(disk.GetPhysicalSectorBytes()); ps != 0 && diskOff%ps != 0 {
+		ps := uint64(disk.GetPhysicalSectorBytes())
+		if ps == 0 && !known {
+			// The sector rule is the only rule left, and it has nothing
+			// to check against: "aligned" would mean nothing was checked.
+			sectorChecked = false
+			f.add(RulePhysicalSectorUnknown, Warning,
+				fmt.Sprintf("the physical sector size of %s is unknown (%s) and no stripe unit is known, so no alignment rule could be checked",
+					disk.GetDevice(), unknownReason(disk, "physical_sector_bytes", "not reported")),
+				"check that the agent can read sysfs (queue/physical_block_size) or the disk's IOCTL_STORAGE_QUERY_PROPERTY; declare the array if the disk is hardware RAID")
+		}
+		if ps != 0 && diskOff%ps != 0 {
 			f.add(RuleOffsetPhysicalSector, Critical,
 				fmt.Sprintf("data starts at byte %d of disk %s (%s), not a multiple of its %d-byte physical sector: every write smaller than %d bytes becomes a read-modify-write inside the drive",
 					diskOff, disk.GetDevice(), human(diskOff), ps, ps),
@@ -116,7 +156,7 @@ func Evaluate(v *plumblinev1.Volume) *plumblinev1.Alignment {
 	for _, size := range IOSizes() {
 		grid := gridFor(uint64(size), fs)
 		if known && a.DataOffsetBytes != nil {
-			a.SplitFraction[uint32(size)] = SplitFraction(*a.DataOffsetBytes, uint64(size), grid, stripe.unit)
+			a.SplitFraction[uint32(size)], a.GranularitySplitFraction[uint32(size)] = SplitShares(*a.DataOffsetBytes, uint64(size), grid, stripe.unit)
 		}
 		if a.DiskOffsetBytes != nil && a.PhysicalSectorBytes != 0 {
 			a.SectorRmwFraction[uint32(size)] = RMWFraction(*a.DiskOffsetBytes, uint64(size), grid, uint64(a.PhysicalSectorBytes))
@@ -128,8 +168,12 @@ func Evaluate(v *plumblinev1.Volume) *plumblinev1.Alignment {
 		if windowsFS(fs.GetType()) {
 			devKey = deviceOr(disk, "PhysicalDriveN")
 		}
+		checked := ", so only the physical-sector rule was checked"
+		if !sectorChecked || !offsetKnown {
+			checked = ""
+		}
 		f.add(RuleStripeUnitUnknown, Info,
-			"no RAID layer or stripe hint is known for this volume, so only the physical-sector rule was checked",
+			"no RAID layer or stripe hint is known for this volume"+checked,
 			fmt.Sprintf("if %s sits on hardware RAID, declare it in the agent config: declared_devices: [{device: %s, raid: {level: raid10, stripe_unit: 64KiB, disks: 4}}]",
 				deviceOr(disk, "the disk"), devKey))
 	} else {
@@ -137,18 +181,22 @@ func Evaluate(v *plumblinev1.Volume) *plumblinev1.Alignment {
 		stripeHints(&f, v, stripe)
 	}
 	allocationUnit(&f, v)
+	reshapes(&f, v)
 
 	a.Findings = f.list
 	switch {
 	case f.has(Critical):
 		a.Verdict = Misaligned
-	case !offsetKnown || disk == nil && !known:
+	case !offsetKnown || !sectorChecked || disk == nil && !known:
 		a.Verdict = Unknown
 	default:
 		a.Verdict = Aligned
 	}
 	if len(a.SplitFraction) == 0 {
 		a.SplitFraction = nil
+	}
+	if len(a.GranularitySplitFraction) == 0 {
+		a.GranularitySplitFraction = nil
 	}
 	if len(a.SectorRmwFraction) == 0 {
 		a.SectorRmwFraction = nil
@@ -170,6 +218,25 @@ func gridFor(s uint64, fs *plumblinev1.Filesystem) uint64 {
 		return s
 	}
 	return alloc
+}
+
+// diskWord names where the data lands: "disk sda", or "the disks below md0"
+// when the chain stops above them.
+func diskWord(l *plumblinev1.Layer) string {
+	if presentsDisk(l) {
+		return "disk " + l.GetDevice()
+	}
+	return "the disks below " + l.GetDevice()
+}
+
+// unknownReason is the reason a layer gives for an unknown field, or def.
+func unknownReason(l *plumblinev1.Layer, field, def string) string {
+	for _, u := range l.GetUnknown() {
+		if u.GetField() == field {
+			return u.GetReason()
+		}
+	}
+	return def
 }
 
 func deviceOr(l *plumblinev1.Layer, def string) string {

@@ -140,3 +140,33 @@ func formatTarget(v *plumblinev1.Volume) string {
 	}
 	return "X:"
 }
+
+// reshapes: an md array being reshaped has two geometries at once; the
+// verdict is judged against the new one, which the data moved so far
+// already has. Say so, with the old values, wherever the verdict is shown.
+func reshapes(f *findings, v *plumblinev1.Volume) {
+	for _, l := range v.GetLayers() {
+		r := l.GetReshape()
+		if r == nil {
+			continue
+		}
+		var changes []string
+		if r.GetPreviousRaidDisks() != 0 {
+			changes = append(changes, fmt.Sprintf("raid_disks %d -> %d", r.GetPreviousRaidDisks(), l.GetRaidDisks()))
+		}
+		if r.GetPreviousStripeUnitBytes() != 0 {
+			changes = append(changes, fmt.Sprintf("chunk %s -> %s", human(r.GetPreviousStripeUnitBytes()), widthWord(l.GetStripeUnitBytes())))
+		}
+		if r.GetPreviousRaidLayout() != "" {
+			changes = append(changes, fmt.Sprintf("layout %s -> %s", r.GetPreviousRaidLayout(), orWord(l.GetRaidLayout(), "unknown")))
+		}
+		what := "its geometry"
+		if len(changes) > 0 {
+			what = strings.Join(changes, ", ")
+		}
+		f.add(RuleRAIDReshapeRunning, Warning,
+			fmt.Sprintf("%s %s is being reshaped (%s): the verdict and split figures use the new geometry; data not yet moved still has the old one, and the array is slower until the reshape ends",
+				orWord(l.GetRaidLevel(), "array"), nameOr(l), what),
+			fmt.Sprintf("nothing to change while the reshape runs (watch it in /proc/mdstat or /sys/block/%s/md/reshape_position); the verdict is final once it ends", l.GetDevice()))
+	}
+}

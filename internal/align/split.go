@@ -14,37 +14,65 @@ package align
 // It returns 0 when unit or ioSize is 0 (nothing to split against) and uses
 // grid = ioSize when grid is 0.
 func SplitFraction(offset, ioSize, grid, unit uint64) float64 {
-	if unit == 0 || ioSize == 0 {
+	split, n := splitCount(offset, ioSize, grid, unit)
+	if n == 0 {
 		return 0
+	}
+	return float64(split) / float64(n)
+}
+
+// SplitShares divides SplitFraction into its two causes. offsetCaused is
+// the share that splits because of where the volume starts: the total
+// minus what the same I/Os would split at an aligned offset (a multiple
+// of unit). granularity is that aligned-offset share: I/Os placed on a
+// grid finer than their size (grid < ioSize) straddle boundaries however
+// the volume is placed, so it is no misalignment and no re-partitioning
+// removes it. offsetCaused + granularity == SplitFraction; both are exact
+// ratios of the same period, never negative.
+func SplitShares(offset, ioSize, grid, unit uint64) (offsetCaused, granularity float64) {
+	split, n := splitCount(offset, ioSize, grid, unit)
+	if n == 0 {
+		return 0, 0
+	}
+	base, _ := splitCount(0, ioSize, grid, unit)
+	if base > split { // cannot happen: an aligned offset splits least
+		base = split
+	}
+	return float64(split-base) / float64(n), float64(base) / float64(n)
+}
+
+// splitCount counts, over one period of n I/O start residues, the starts
+// whose I/O splits. n is 0 when there is nothing to split against.
+func splitCount(offset, ioSize, grid, unit uint64) (split, n uint64) {
+	if unit == 0 || ioSize == 0 {
+		return 0, 0
 	}
 	if grid == 0 {
 		grid = ioSize
 	}
+	d := gcd(grid, unit)
+	n = unit / d // residues per period
 	switch {
 	case ioSize > unit:
-		return 1
+		return n, n
 	case ioSize == unit:
-		d := gcd(grid, unit)
 		if offset%d != 0 {
-			return 1 // no start ever lands on a boundary
+			return n, n // no start ever lands on a boundary
 		}
 		// Starts land on a boundary once per unit/d positions.
-		n := unit / d
-		return float64(n-1) / float64(n)
+		return n - 1, n
 	}
-	d := gcd(grid, unit)
-	n := unit / d // residues per period
 	c := offset % d
 	// Residues are c + j·d, j in [0, n). Split iff c + j·d > unit - ioSize.
 	limit := unit - ioSize
 	if c > limit {
-		return 1
+		return n, n
 	}
 	fit := (limit-c)/d + 1 // residues with c + j·d <= limit
 	if fit > n {
 		fit = n
 	}
-	return float64(n-fit) / float64(n)
+	return n - fit, n
 }
 
 func gcd(a, b uint64) uint64 {

@@ -2,6 +2,7 @@ package align
 
 import (
 	"fmt"
+	"math/bits"
 	"strings"
 
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
@@ -45,6 +46,15 @@ func (s *stack) child(i int) int {
 
 func isLeaf(l *plumblinev1.Layer) bool {
 	return l.GetKind() == "disk" || l.GetKind() == "raid" && len(l.GetBelow()) == 0 && l.GetSource() == "declared"
+}
+
+// presentsDisk says whether the bottom layer of a path is what the data
+// finally lands on as far as the OS can tell: a disk, or an array that
+// presents itself as one (declared hardware RAID, a Storage Spaces virtual
+// disk whose pool members are not listed). Any other layer at the bottom
+// means the chain stopped early: the devices below it are unknown.
+func presentsDisk(l *plumblinev1.Layer) bool {
+	return isLeaf(l) || l.GetKind() == "raid" && len(l.GetBelow()) == 0 && l.GetSource() == "wmi"
 }
 
 // stripe is the striped layer a verdict is judged against.
@@ -111,14 +121,19 @@ func (s *stack) findStripe() stripe {
 }
 
 // offsetAbove sums the offsets of the layers above position idx of path:
-// where the file system's data starts on that layer's device.
+// where the file system's data starts on that layer's device. A sum that
+// does not fit in 64 bits is not known (a wrapped sum could pass for
+// aligned); unknownOffsetReason says so.
 func (s *stack) offsetAbove(path []int, idx int) (uint64, bool) {
 	var sum uint64
 	for pi := 0; pi < idx; pi++ {
 		l := s.layers[path[pi]]
 		switch {
 		case l.OffsetBytes != nil:
-			sum += l.GetOffsetBytes()
+			var carry uint64
+			if sum, carry = bits.Add64(sum, l.GetOffsetBytes(), 0); carry != 0 {
+				return 0, false
+			}
 		case l.GetKind() == "filesystem":
 			// A file system starts at the start of its device.
 		default:
@@ -128,11 +143,20 @@ func (s *stack) offsetAbove(path []int, idx int) (uint64, bool) {
 	return sum, true
 }
 
-// unknownOffsetReason names the first layer above idx whose offset is unknown, and why.
+// unknownOffsetReason names the first layer above idx whose offset is
+// unknown, and why, or says that the offsets overflow.
 func (s *stack) unknownOffsetReason(path []int, idx int) string {
+	var sum uint64
 	for pi := 0; pi < idx && pi < len(path); pi++ {
 		l := s.layers[path[pi]]
-		if l.OffsetBytes != nil || l.GetKind() == "filesystem" {
+		if l.OffsetBytes != nil {
+			var carry uint64
+			if sum, carry = bits.Add64(sum, l.GetOffsetBytes(), 0); carry != 0 {
+				return fmt.Sprintf("the offsets of the layers down to %s %s add up to more than 2^64-1 bytes", l.GetKind(), nameOr(l))
+			}
+			continue
+		}
+		if l.GetKind() == "filesystem" {
 			continue
 		}
 		for _, u := range l.GetUnknown() {
@@ -153,16 +177,42 @@ func (s *stack) diskOffset() (*plumblinev1.Layer, uint64, bool) {
 	}
 	last := len(s.primary) - 1
 	disk := s.layers[s.primary[last]]
+	if !presentsDisk(disk) {
+		// The chain stops at an md, dm or LVM layer whose devices below
+		// are unknown: its own data offset and the partitions under it
+		// are not in the sum, so no offset on a disk is known.
+		return disk, 0, false
+	}
 	off, ok := s.offsetAbove(s.primary, last)
 	return disk, off, ok
+}
+
+// diskOffsetReason says why diskOffset found no offset on a disk.
+func (s *stack) diskOffsetReason() string {
+	last := len(s.primary) - 1
+	disk := s.layers[s.primary[last]]
+	if !presentsDisk(disk) {
+		why := "it lists none"
+		for _, u := range disk.GetUnknown() {
+			if u.GetField() == "below" {
+				why = u.GetReason()
+				break
+			}
+		}
+		return fmt.Sprintf("the devices below %s layer %s are unknown (%s)", disk.GetKind(), disk.GetDevice(), why)
+	}
+	return s.unknownOffsetReason(s.primary, last)
 }
 
 // blameStripeOffset adds a finding for each layer whose offset puts the data
 // off the stripe grid, with the fix that layer needs.
 func (s *stack) blameStripeOffset(f *findings, v *plumblinev1.Volume, st stripe, total uint64) {
-	effect := fmt.Sprintf("%s of 8 KiB and %s of 64 KiB I/Os straddle two stripe units",
-		pct(SplitFraction(total, 8<<10, gridFor(8<<10, v.GetFilesystem()), st.unit)),
-		pct(SplitFraction(total, 64<<10, gridFor(64<<10, v.GetFilesystem()), st.unit)))
+	off8, gran8 := SplitShares(total, 8<<10, gridFor(8<<10, v.GetFilesystem()), st.unit)
+	off64, gran64 := SplitShares(total, 64<<10, gridFor(64<<10, v.GetFilesystem()), st.unit)
+	effect := fmt.Sprintf("%s of 8 KiB and %s of 64 KiB I/Os straddle two stripe units because of this offset", pct(off8), pct(off64))
+	if gran8 > 0 || gran64 > 0 {
+		effect += fmt.Sprintf(" (on top of the %s and %s that the allocation unit splits at any offset)", pct(gran8), pct(gran64))
+	}
 	blamed := false
 	for pi := 0; pi < st.index; pi++ {
 		l := s.layers[s.primary[pi]]

@@ -89,8 +89,10 @@ type Profile struct {
 	Offset         OffsetClass //
 	AllocationUnit uint32      // bytes; 0 when unknown
 	// Split8K is the predicted share of 8 KiB I/Os that straddle a stripe
-	// unit (align.SplitFraction). It is not part of the key: within
-	// misaligned-other it varies with the offset.
+	// unit, whatever the cause (align.SplitFraction: the offset-caused
+	// split plus the allocation-granularity split), since every split I/O
+	// costs the same. It is not part of the key: within misaligned-other
+	// it varies with the offset.
 	Split8K float64
 }
 
@@ -135,7 +137,7 @@ func ProfileOf(v *plumblinev1.Volume) Profile {
 		StripeUnit:     a.GetStripeUnitBytes(),
 		Offset:         OffsetClassOf(a),
 		AllocationUnit: a.GetAllocationUnitBytes(),
-		Split8K:        a.GetSplitFraction()[8<<10],
+		Split8K:        a.GetSplitFraction()[8<<10] + a.GetGranularitySplitFraction()[8<<10],
 	}
 	if p.AllocationUnit == 0 {
 		p.AllocationUnit = v.GetFilesystem().GetBlockSizeBytes()

@@ -18,6 +18,19 @@ func TestParse(t *testing.T) {
 		{"256MiB", 256 << 20},
 		{"1GiB", 1 << 30},
 		{" 2 TiB ", 2 << 40},
+		// Every spelling of a unit is the same power of 1024.
+		{"64k", 64 << 10},
+		{"64kb", 64 << 10},
+		{"64KB", 64 << 10},
+		{"64kB", 64 << 10},
+		{"64kib", 64 << 10},
+		{"64KIB", 64 << 10},
+		{"8 KB", 8 << 10},
+		{"1m", 1 << 20},
+		{"1MB", 1 << 20},
+		{"2gb", 2 << 30},
+		{"1t", 1 << 40},
+		{"512b", 512},
 	}
 	for _, tt := range tests {
 		got, err := Parse(tt.in)
@@ -28,7 +41,7 @@ func TestParse(t *testing.T) {
 }
 
 func TestParseErrors(t *testing.T) {
-	for _, in := range []string{"", "KiB", "8kB", "1.5GiB", "-1", "8 KB", "99999999999TiB", "1Ki"} {
+	for _, in := range []string{"", "KiB", "k", "1.5GiB", "-1", "+1", "8 K B", "99999999999TiB", "1Ki", "1kbit", "64XB", "1e3", "1PiB", "99999999999999999999"} {
 		if got, err := Parse(in); !errors.Is(err, ErrSyntax) {
 			t.Errorf("Parse(%q) = %d, %v; want ErrSyntax", in, got, err)
 		}
@@ -64,4 +77,16 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Parse(%q)=%d; round trip via %q = %d, %v", s, n, n.String(), back, err)
 		}
 	})
+}
+
+func TestHuman(t *testing.T) {
+	for n, want := range map[Size]string{
+		0: "0", 1: "1B", 512: "512B", 4096: "4KiB", 32256: "31.5KiB", 32257: "32257B",
+		1536: "1.5KiB", 64 << 10: "64KiB", 1 << 20: "1MiB", 135266304: "129MiB", 3 << 39: "1.5TiB",
+		1<<64 - 1: "18446744073709551615B", 1 << 63: "8388608TiB",
+	} {
+		if got := n.Human(); got != want {
+			t.Errorf("Size(%d).Human() = %q, want %q", uint64(n), got, want)
+		}
+	}
 }

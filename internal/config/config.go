@@ -4,19 +4,17 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"math/bits"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/plumbline/plumbline/internal/bytesize"
 	"github.com/plumbline/plumbline/internal/geometry"
+	"github.com/plumbline/plumbline/internal/strictyaml"
 )
 
 // Agent is the agent's configuration file.
@@ -43,6 +41,13 @@ type Agent struct {
 	Intervals Intervals       `yaml:"intervals"`
 	Probes    []ProbeSchedule `yaml:"probes"`
 	Web       Web             `yaml:"web"`
+
+	// OverrideFiles are YAML files read after this one, in order, whose
+	// keys replace this file's (a list is replaced whole); relative names
+	// are relative to this file's directory. `server --dev` writes
+	// agent.yaml at every start and points it at agent.local.yaml, which
+	// it never rewrites: the place for a developer's own keys.
+	OverrideFiles []string `yaml:"override_files"`
 }
 
 // DeclaredDevice is one hardware array, declared by the operator.
@@ -87,13 +92,12 @@ func Default() Agent {
 // ErrInvalid wraps every validation error.
 var ErrInvalid = errors.New("invalid configuration")
 
-// Load reads and validates a configuration file.
+// Load reads and validates a configuration file and its override_files.
 func Load(file string) (Agent, error) {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return Agent{}, fmt.Errorf("read config: %w", err)
+	a, lines, err := decodeFile(file)
+	if err == nil {
+		err = strictyaml.WithLines(a.Validate(), lines)
 	}
-	a, err := Parse(b)
 	if err != nil {
 		return Agent{}, fmt.Errorf("%s: %w", file, err)
 	}
@@ -107,7 +111,7 @@ func Parse(b []byte) (Agent, error) {
 		return Agent{}, err
 	}
 	if err := a.Validate(); err != nil {
-		return Agent{}, err
+		return Agent{}, strictyaml.WithLines(err, strictyaml.Lines(b))
 	}
 	return a, nil
 }
@@ -115,13 +119,9 @@ func Parse(b []byte) (Agent, error) {
 // LoadRun reads a configuration file for `agent run`: Load's checks and
 // ValidateRun's, all errors reported together.
 func LoadRun(file string) (Agent, error) {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return Agent{}, fmt.Errorf("read config: %w", err)
-	}
-	a, err := decode(b)
+	a, lines, err := decodeFile(file)
 	if err == nil {
-		err = a.ValidateRun()
+		err = strictyaml.WithLines(a.ValidateRun(), lines)
 	}
 	if err != nil {
 		return Agent{}, fmt.Errorf("%s: %w", file, err)
@@ -129,18 +129,58 @@ func LoadRun(file string) (Agent, error) {
 	return a, nil
 }
 
-// decode decodes configuration bytes over the defaults.
+// decode decodes configuration bytes over the defaults. override_files
+// are not read (there is no file to resolve them against): decodeFile.
 func decode(b []byte) (Agent, error) {
-	// Decoding into the defaults keeps them for omitted keys. (A custom
-	// UnmarshalYAML would lose KnownFields: yaml.v3 does not pass it on.)
+	// Decoding into the defaults keeps them for omitted keys.
 	a := Default()
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&a); err != nil && !errors.Is(err, io.EOF) {
+	if err := strictyaml.Decode(b, &a); err != nil {
 		return Agent{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	a.applyDefaults()
 	return a, nil
+}
+
+// decodeFile decodes file over the defaults, then each of its
+// override_files over the result, in order: a key an override file sets
+// replaces the value before it (a list such as declared_devices or probes
+// is replaced whole). Relative names are relative to file's directory. An
+// override file cannot name more override files. lines are the file's key
+// paths' lines when it has no override files (with them, a value's line
+// could be in either file), for the validation errors.
+func decodeFile(file string) (a Agent, lines map[string]int, err error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return Agent{}, nil, fmt.Errorf("read config: %w", err)
+	}
+	a = Default()
+	if err := strictyaml.Decode(b, &a); err != nil {
+		return Agent{}, nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	overrides := a.OverrideFiles
+	for i, o := range overrides {
+		p := o
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(filepath.Dir(file), p)
+		}
+		ob, err := os.ReadFile(p)
+		if err != nil {
+			return Agent{}, nil, fmt.Errorf("%w: override_files[%d]: %w", ErrInvalid, i, err)
+		}
+		a.OverrideFiles = nil
+		if err := strictyaml.Decode(ob, &a); err != nil {
+			return Agent{}, nil, fmt.Errorf("%w: override file %s: %w", ErrInvalid, p, err)
+		}
+		if len(a.OverrideFiles) > 0 {
+			return Agent{}, nil, fmt.Errorf("%w: override file %s: override_files: an override file cannot name more (list them all in %s)", ErrInvalid, p, file)
+		}
+	}
+	a.OverrideFiles = overrides
+	a.applyDefaults()
+	if len(overrides) == 0 {
+		lines = strictyaml.Lines(b)
+	}
+	return a, lines, nil
 }
 
 // minDisks is the smallest member count each RAID level can have.

@@ -60,23 +60,23 @@ func TestLoadBad(t *testing.T) {
 	want := map[string]string{
 		"bad-level.yml":          `raid.level "raid7"`,
 		"bad-stripe-unit.yml":    "power of two",
-		"bad-size-syntax.yml":    "IEC suffix",
+		"bad-size-syntax.yml":    `line 3: declared_devices[0].raid.stripe_unit: invalid size "64 kilobytes"`,
 		"bad-disks.yml":          "raid5 needs at least 3 disks",
 		"bad-raid10-odd.yml":     "even number",
 		"bad-device.yml":         "under /dev/",
 		"bad-device-escape.yml":  "under /dev/",
 		"bad-duplicate.yml":      "declared twice",
-		"bad-unknown-key.yml":    "field cache not found",
-		"bad-typo.yml":           "field declard_devices not found",
+		"bad-unknown-key.yml":    `line 3: declared_devices[0].raid: unknown key "cache"; valid keys in declared_devices[0].raid: level, stripe_unit, disks, spans`,
+		"bad-typo.yml":           `line 1: unknown key "declard_devices" (did you mean "declared_devices"?); valid keys at the top level: declared_devices, include, exclude,`,
 		"bad-glob.yml":           "mount_points[0]",
-		"bad-shape.yml":          "cannot unmarshal",
+		"bad-shape.yml":          "line 1: declared_devices: want a list, got a mapping",
 		"bad-missing-stripe.yml": "stripe_unit: required",
 		"bad-spans.yml":          "spans 3",
 
 		"bad-server-address.yml":     `server.address "localhost"`,
 		"bad-spool-max.yml":          "spool.max_bytes 100KiB",
 		"bad-report-interval.yml":    "intervals.report 1ms",
-		"bad-interval-syntax.yml":    "time.Duration",
+		"bad-interval-syntax.yml":    `line 1: intervals.geometry_refresh: "soon" is not a duration`,
 		"bad-web-public.yml":         "not a loopback address",
 		"bad-web-all-interfaces.yml": "not a loopback address",
 		"bad-probe-kind.yml":         `probes[0].kinds[0] "seq-read"`,
@@ -88,12 +88,12 @@ func TestLoadBad(t *testing.T) {
 		"bad-probe-ops.yml":          "probes[0].ops -1",
 		"bad-probe-max-duration.yml": "probes[0].max_duration 2m0s",
 		"bad-probe-busy.yml":         "probes[0].busy_threshold 120",
-		"bad-probe-min-free.yml":     `"5GB"`,
+		"bad-probe-min-free.yml":     `line 1: probes[0].min_free: invalid size "5 gigs"`,
 		"bad-probe-min-free-pct.yml": "probes[0].min_free_percent 100",
 		"bad-probe-sync.yml":         `probes[0].sync "osync"`,
 		"bad-probe-qd.yml":           "probes[0].queue_depth 1000",
 		"bad-probe-twice.yml":        "scheduled twice",
-		"bad-probe-unknown-key.yml":  "field iodepth not found",
+		"bad-probe-unknown-key.yml":  `line 1: probes[0]: unknown key "iodepth"; valid keys in probes[0]: mount_point, dir, kinds,`,
 		"bad-agent-id.yml":           `agent_id "db 1"`,
 	}
 	files, _ := filepath.Glob("testdata/bad-*.yml")
@@ -109,7 +109,107 @@ func TestLoadBad(t *testing.T) {
 			if phrase := want[filepath.Base(f)]; !strings.Contains(err.Error(), phrase) {
 				t.Errorf("Load(%s) = %q, want it to mention %q", f, err, phrase)
 			}
+			// The operator's words, never Go's.
+			for _, goWord := range []string{"config.", "bytesize.", "time.Duration", "!!str", "cannot unmarshal"} {
+				if strings.Contains(err.Error(), goWord) {
+					t.Errorf("Load(%s) = %q: names a Go or YAML type (%s)", f, err, goWord)
+				}
+			}
 		})
+	}
+}
+
+// TestSizeSpellings: every spelling of a unit is the same power of 1024
+// (64k, 64K, 64KB, 64kb, 64KiB, 64kib).
+func TestSizeSpellings(t *testing.T) {
+	for _, su := range []string{"64k", "64K", "64KB", "64kb", "64kB", "64KiB", "64kib", "65536"} {
+		a, err := Parse([]byte("declared_devices:\n  - device: /dev/sdb\n    raid: {level: raid0, stripe_unit: " + su + ", disks: 2}\n"))
+		if err != nil {
+			t.Errorf("stripe_unit: %s: %v", su, err)
+			continue
+		}
+		if got := a.DeclaredDevices[0].RAID.StripeUnit; got != 64*bytesize.KiB {
+			t.Errorf("stripe_unit: %s = %d, want 65536", su, got)
+		}
+	}
+}
+
+// TestUnknownKeySuggestion: the typo of the issue report gets the key it
+// meant, its line, and the valid keys.
+func TestUnknownKeySuggestion(t *testing.T) {
+	_, err := Parse([]byte("# RAID behind a controller\ndeclared_device:\n  - device: /dev/sdb\n"))
+	want := `invalid configuration: line 2: unknown key "declared_device" (did you mean "declared_devices"?); valid keys at the top level: declared_devices, include, exclude, read_superblocks, lvm_backup_dir, agent_id, server, spool, intervals, probes, web`
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("Parse = %v\nwant %s...", err, want)
+	}
+}
+
+// TestValidationErrorsHaveLines: a value that parses but is wrong is
+// reported with its key path and its line too.
+func TestValidationErrorsHaveLines(t *testing.T) {
+	_, err := Parse([]byte("declared_devices:\n  - device: /dev/sdb\n    raid:\n      level: raid7\nprobes:\n  - mount_point: /data\n    dir: /data/p\n    ops: -1\n"))
+	for _, want := range []string{`line 4: declared_devices[0].raid.level "raid7"`, "line 8: probes[0].ops -1: want 1 to"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse = %v\nwant it to contain %q", err, want)
+		}
+	}
+	if !errors.Is(err, ErrInvalid) {
+		t.Errorf("Parse = %v, want ErrInvalid", err)
+	}
+}
+
+// TestOverrideFiles: keys of an override file replace the main file's
+// (lists whole), defaults still fill what neither sets, and errors in an
+// override file name it.
+func TestOverrideFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	main := write("agent.yaml", `server: {address: 127.0.0.1:7443, insecure: true}
+agent_id: dev
+spool: {dir: /tmp/spool}
+probes:
+  - {mount_point: /, dir: /tmp/probe, every: 5m}
+override_files: [agent.local.yaml]
+`)
+	write("agent.local.yaml", `# mine
+declared_devices:
+  - device: /dev/sdb
+    raid: {level: raid10, stripe_unit: 64k, disks: 4}
+probes:
+  - {mount_point: /data, dir: /data/probe, kinds: [random-read]}
+`)
+	a, err := LoadRun(main)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.DeclaredDevices) != 1 || a.DeclaredDevices[0].RAID.StripeUnit != 64*bytesize.KiB {
+		t.Errorf("declared_devices = %+v, want the override's raid10", a.DeclaredDevices)
+	}
+	if len(a.Probes) != 1 || a.Probes[0].MountPoint != "/data" || a.Probes[0].Every != DefaultProbeEvery {
+		t.Errorf("probes = %+v, want only the override's, with defaults filled", a.Probes)
+	}
+	if a.Server.Address != "127.0.0.1:7443" || a.AgentID != "dev" {
+		t.Errorf("server.address %q agent_id %q: the main file's keys were lost", a.Server.Address, a.AgentID)
+	}
+
+	write("agent.local.yaml", "declared_devices:\n  - device: /dev/sdb\n    raid: {level: raid10, stripe_unit: 64 kilobytes, disks: 4}\n")
+	_, err = LoadRun(main)
+	if err == nil || !strings.Contains(err.Error(), "override file "+filepath.Join(dir, "agent.local.yaml")+": line 3: declared_devices[0].raid.stripe_unit") {
+		t.Errorf("bad override = %v, want its file, line and key", err)
+	}
+	write("agent.local.yaml", "override_files: [more.yaml]\n")
+	if _, err = LoadRun(main); err == nil || !strings.Contains(err.Error(), "cannot name more") {
+		t.Errorf("nested override_files = %v, want refused", err)
+	}
+	os.Remove(filepath.Join(dir, "agent.local.yaml"))
+	if _, err = LoadRun(main); !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "override_files[0]") {
+		t.Errorf("missing override file = %v, want ErrNotExist naming override_files[0]", err)
 	}
 }
 

@@ -324,8 +324,16 @@ func (e *Evaluator) judge(ctx context.Context, runs []store.ProbeRun) error {
 				refs.Prior = x.Band
 			}
 		}
+		// The volume's cumulative latency histogram: a run that would make
+		// it overflow (forged latencies; honest runs need 292 years of
+		// latency) is left out of it, said aloud, and the histogram stays
+		// valid — exposed as before rather than dropped from /metrics.
+		if err := en.hist.Merge(h); err != nil {
+			e.opts.Logger.Warn("probe run left out of the volume's latency histogram", "agent", r.AgentID, "mount_point", r.MountPoint,
+				"kind", r.Kind, "sequence", r.Sequence, "err", err)
+			continue
+		}
 		s := en.det.Observe(r.StartedAt, Median(h), refs)
-		en.hist.Merge(h)
 		en.row.Runs++
 		if r.StartedAt.After(en.row.LastRun) {
 			en.row.LastRun = r.StartedAt

@@ -160,3 +160,21 @@ func BenchmarkScrape(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEncodeHistogram: one latency histogram of a volume in both
+// formats with the default classic buckets (21 text lines).
+func BenchmarkEncodeHistogram(b *testing.B) {
+	c, err := New(openStore(b), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := c.histFactsOf(store.MetricsBaseline{Histogram: runHistogram(b, 2*time.Millisecond, 1000), Runs: 1})
+	if !f.ok {
+		b.Fatal("histogram did not decode")
+	}
+	values := []string{"db0001.example.com", "/var/lib/postgresql", "random-read"}
+	b.ReportAllocs()
+	for b.Loop() {
+		c.fams[famLatency].encodeHistogram(famLatency, values, c.classic, &f.nativeHist)
+	}
+}

@@ -224,7 +224,7 @@ func TestCacheInvalidation(t *testing.T) {
 	}
 
 	// New ingest: a geometry snapshot of db01 with a third volume.
-	hw, err := st.HighWater(ctx, "db01")
+	hw, err := st.HighWater(ctx, "db01", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +351,7 @@ func TestIncrementalMatchesFresh(t *testing.T) {
 	check("seeded")
 
 	// db01 drops /log and gains /new; db02 renames its host.
-	hw, err := st.HighWater(ctx, "db01")
+	hw, err := st.HighWater(ctx, "db01", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,7 +375,7 @@ func TestIncrementalMatchesFresh(t *testing.T) {
 	if _, err := st.AppendBatch(ctx, "db01", recs); err != nil {
 		t.Fatal(err)
 	}
-	hw2, err := st.HighWater(ctx, "db02")
+	hw2, err := st.HighWater(ctx, "db02", "")
 	if err != nil {
 		t.Fatal(err)
 	}

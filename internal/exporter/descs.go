@@ -22,7 +22,8 @@ type family struct {
 
 // Families, in name order.
 const (
-	famAgentLast = iota
+	famAgentConflicts = iota
+	famAgentLast
 	famAgentUp
 	famDegradedSince
 	famRatio
@@ -37,6 +38,7 @@ const (
 	famLatency
 	famStops
 	famVolFinding
+	famVolGranSplit
 	famVolInfo
 	famVolLastProbe
 	famVolRAIDMissing
@@ -75,7 +77,9 @@ func newFamilies() [numFamilies]family {
 	}
 	d(famVolInfo, "volume_info", gauge, "A volume the latest geometry snapshot of its host lists, with its identity, geometry and the server's alignment verdict (aligned, misaligned, unknown) as labels. Sizes are bytes; data_offset_bytes is empty when unknown, cluster (the file-system allocation unit) when unknown.",
 		withVolume("device", "fs", "raid_level", "stripe_unit_bytes", "data_offset_bytes", "cluster", "media", "profile", "verdict"))
-	d(famVolSplit, "volume_split_fraction", gauge, "Predicted share of I/Os of io_size_bytes that straddle a stripe unit and are split by the array (split-I/O model; 0 to 1). Absent when no stripe unit is known.",
+	d(famVolSplit, "volume_split_fraction", gauge, "Offset-caused split: predicted share of I/Os of io_size_bytes that straddle a stripe unit because of where the volume's data starts, beyond what an aligned offset would split (split-I/O model; 0 to 1; 0 when aligned). Re-creating the partition at an aligned offset removes it. Absent when no stripe unit or offset is known.",
+		withVolume("io_size_bytes"))
+	d(famVolGranSplit, "volume_granularity_split_fraction", gauge, "Allocation-granularity split: predicted share of I/Os of io_size_bytes that straddle a stripe unit at any offset, because the file system places them on a grid finer than their size (allocation unit or stripe hint below the I/O size). Not a misalignment; no re-partitioning removes it (0 to 1). Absent when no stripe unit or offset is known.",
 		withVolume("io_size_bytes"))
 	d(famVolFinding, "volume_finding", gauge, "An alignment finding of the server's rules on the volume (rule id, severity: critical, warning, info); always 1.",
 		withVolume("rule", "severity"))
@@ -91,6 +95,8 @@ func newFamilies() [numFamilies]family {
 		withVolume("kind", "reference"))
 	d(famStops, "probe_stops_total", counter, "Probe runs of any kind skipped or stopped before their op budget, by reason (busy, busy-during, latency-ceiling, max-duration, interrupted, io-errors, refused, failed, lock-timeout, skipped).",
 		withVolume("reason"))
+	d(famAgentConflicts, "agent_identity_conflicts_total", counter, "Times two live agents were seen on this agent identity (an agent spool incarnation that a newer one had replaced spoke again: two hosts sharing one certificate, or a copied spool). Present only for agents with at least one.",
+		[]string{"agent_id", "host"})
 	d(famFailingSince, "probe_failing_since_timestamp_seconds", gauge, "Present while the volume's latest runs of the probe kind never ran because the agent refused them (reason refused: free-space floor, unsafe path, foreign file, no cache bypass) or failed to open, create or fill the probe file (reason failed): when the first of those runs started (Unix time). Gone once a run does I/O again. The agent's message is in the inventory API and the agent's log.",
 		withVolume("kind", "reason"))
 	d(famAgentLast, "agent_last_report_timestamp_seconds", gauge, "When the agent last registered or sent a report (Unix time).",

@@ -23,8 +23,9 @@
 // to Gather.
 //
 // Every per-volume metric carries host and mount_point. With default
-// settings a volume costs at most 30 series: see README's metrics reference
-// and TestSeriesPerVolume.
+// settings a volume costs at most 80 series (63 of them its three latency
+// histograms' classic buckets): see README's metrics reference and
+// TestSeriesPerVolume.
 package exporter
 
 import (
@@ -57,14 +58,24 @@ import (
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
-// DefaultClassicBuckets are the classic bucket bounds of the probe latency
-// histograms (seconds): 2^-10 ≈ 0.98 ms (flash answers below it) and 2^-6 ≈
-// 15.6 ms (a rotating disk's random I/O stays below it; beyond is queueing or
-// a sick device). They are bounds of the schema-3 native buckets, so each
-// classic count is exact. Two bounds keep a volume within its series budget;
-// the native buckets (~9% wide) carry the full distribution, and _sum/_count
-// the exact mean.
-var DefaultClassicBuckets = []float64{0x1p-10, 0x1p-6}
+// DefaultClassicBuckets returns the classic bucket bounds of the probe
+// latency histograms (seconds): the powers of two from 2^-14 ≈ 61 µs (below
+// it only cache hits and the fastest flash) to 2^3 = 8 s (beyond is a stalled
+// device; +Inf counts it), 18 bounds, so a heatmap of the classic buckets
+// shows where a distribution sits within a factor of two: NVMe reads
+// (~100 µs), SSD (~200 µs), synced log writes (0.1–5 ms), a rotating disk's
+// random I/O (4–15 ms), queueing beyond. They are bounds of the schema-3 native
+// buckets, so each classic count is exact. A histogram costs 21 series
+// (18 bounds, +Inf, _sum, _count): a volume with three probe kinds 63. The
+// native buckets (~9% wide, one series per histogram in Prometheus) carry
+// the full distribution, and _sum/_count the exact mean.
+func DefaultClassicBuckets() []float64 {
+	b := make([]float64, 0, 18)
+	for e := -14; e <= 3; e++ {
+		b = append(b, math.Ldexp(1, e))
+	}
+	return b
+}
 
 // EvaluatorStatus is what the exporter shows about the baseline evaluator.
 // Passes and Failures count finished passes: when either moves, the
@@ -80,7 +91,7 @@ type EvaluatorStatus struct {
 type Options struct {
 	// ClassicBuckets are the classic bucket upper bounds in seconds,
 	// ascending, each a schema-3 bucket bound (2^(i/8)); default
-	// DefaultClassicBuckets.
+	// DefaultClassicBuckets().
 	ClassicBuckets []float64
 	// AgentStaleAfter is how long after its last report an agent counts as
 	// down (default 5m).
@@ -105,9 +116,10 @@ type Options struct {
 
 // Collector builds the exposition of the whole server and serves it.
 type Collector struct {
-	st   *store.Store
-	opts Options
-	fams [numFamilies]family
+	st      *store.Store
+	opts    Options
+	fams    [numFamilies]family
+	classic classicBounds // opts.ClassicBuckets, formatted once
 
 	mu  sync.Mutex // held by the scrape that refreshes; the others wait and share its result
 	gen uint64     // refreshes so far
@@ -165,7 +177,7 @@ type volKey struct{ agent, mount string }
 // New returns a Collector over st.
 func New(st *store.Store, opts Options) (*Collector, error) {
 	if opts.ClassicBuckets == nil {
-		opts.ClassicBuckets = DefaultClassicBuckets
+		opts.ClassicBuckets = DefaultClassicBuckets()
 	}
 	for i, b := range opts.ClassicBuckets {
 		if !(b > 0) || math.IsInf(b, 0) || histogram.UpperBound(histogram.Index(b)) != b {
@@ -193,7 +205,8 @@ func New(st *store.Store, opts Options) (*Collector, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Collector{st: st, opts: opts, fams: newFamilies(), volParts: map[volKey]*volPart{}, baseParts: map[volKey]*basePart{}}, nil
+	return &Collector{st: st, opts: opts, fams: newFamilies(), classic: newClassicBounds(opts.ClassicBuckets),
+		volParts: map[volKey]*volPart{}, baseParts: map[volKey]*basePart{}}, nil
 }
 
 // Handler serves c's exposition on GET /metrics.
@@ -580,7 +593,11 @@ func (c *Collector) sweep(p *part) {
 func (c *Collector) buildAgents(now time.Time) {
 	last := make([]*series, 0, len(c.hosts))
 	up := make([]*series, 0, len(c.hosts))
+	var conflicts []*series
 	for _, a := range c.hosts {
+		if a.IdentityConflicts > 0 {
+			conflicts = append(conflicts, c.series(famAgentConflicts, float64(a.IdentityConflicts), a.ID, a.Hostname))
+		}
 		v := 0.0
 		if !a.LastSeen.IsZero() && now.Sub(a.LastSeen) <= c.opts.AgentStaleAfter {
 			v = 1
@@ -588,6 +605,7 @@ func (c *Collector) buildAgents(now time.Time) {
 		last = append(last, c.series(famAgentLast, seconds(a.LastSeen), a.ID, a.Hostname))
 		up = append(up, c.series(famAgentUp, v, a.ID, a.Hostname))
 	}
+	c.set(famAgentConflicts, conflicts)
 	c.set(famAgentLast, last)
 	c.set(famAgentUp, up)
 	var ingest []*series
@@ -649,6 +667,11 @@ func (c *Collector) volumeSeries(v store.Volume, f *volumeFacts) []*series {
 	}
 	if v.SplitFraction64K != nil {
 		ss = append(ss, c.series(famVolSplit, *v.SplitFraction64K, host, mount, "65536"))
+	}
+	for _, size := range []uint32{8 << 10, 64 << 10} {
+		if g, ok := f.granularity[size]; ok {
+			ss = append(ss, c.series(famVolGranSplit, g, host, mount, strconv.FormatUint(uint64(size), 10)))
+		}
 	}
 	for _, fd := range f.findings {
 		ss = append(ss, c.series(famVolFinding, 1, host, mount, fd[0], fd[1]))
@@ -797,7 +820,7 @@ func (c *Collector) baselineSeries(k volKey, p *basePart) []*series {
 			p.hists[b.Kind] = h
 		}
 		if h.ok {
-			ss = append(ss, c.fams[famLatency].encodeHistogram(famLatency, []string{host, mount, b.Kind}, c.opts.ClassicBuckets, &h.nativeHist))
+			ss = append(ss, c.fams[famLatency].encodeHistogram(famLatency, []string{host, mount, b.Kind}, c.classic, &h.nativeHist))
 		}
 	}
 	for kind := range p.hists {
@@ -837,6 +860,9 @@ type volumeFacts struct {
 	raidLevel, cluster, media, profile string
 	findings                           [][2]string // rule, severity
 	raids                              []raidFacts
+	// granularity is the split at any offset by I/O size (the volumes
+	// table keeps only the offset-caused split).
+	granularity map[uint32]float64
 }
 
 type raidFacts struct {
@@ -855,6 +881,7 @@ func factsOf(v store.Volume) volumeFacts {
 	if p.AllocationUnit > 0 {
 		f.cluster = strconv.FormatUint(uint64(p.AllocationUnit), 10)
 	}
+	f.granularity = pv.GetAlignment().GetGranularitySplitFraction()
 	seen := map[[2]string]bool{}
 	for _, fd := range pv.GetAlignment().GetFindings() {
 		k := [2]string{fd.GetRule(), fd.GetSeverity()}
@@ -903,17 +930,16 @@ func (c *Collector) histFactsOf(b store.MetricsBaseline) *histFacts {
 	f.spans, f.deltas = h.Spans()
 	// The classic counts from the native buckets: each span starts its
 	// offset past the end of the one before (the first, at its offset).
+	// Buckets ascend, so each one's count goes to the first classic bound
+	// at or above it (none: only +Inf), then the counts accumulate.
 	limits := make([]int32, len(c.opts.ClassicBuckets))
 	for i, bound := range c.opts.ClassicBuckets {
 		limits[i] = histogram.Index(bound)
 	}
 	f.classic = make([]uint64, len(limits))
-	for i := range f.classic {
-		f.classic[i] = h.ZeroCount()
-	}
 	var idx int32
 	var count int64
-	k := 0
+	k, li := 0, 0
 	for si, sp := range f.spans {
 		if si == 0 {
 			idx = sp.Offset
@@ -923,13 +949,19 @@ func (c *Collector) histFactsOf(b store.MetricsBaseline) *histFacts {
 		for range sp.Length {
 			count += f.deltas[k]
 			k++
-			for i, limit := range limits {
-				if idx <= limit {
-					f.classic[i] += uint64(count)
-				}
+			for li < len(limits) && idx > limits[li] {
+				li++
+			}
+			if li < len(limits) {
+				f.classic[li] += uint64(count)
 			}
 			idx++
 		}
+	}
+	cum := h.ZeroCount()
+	for i := range f.classic {
+		cum += f.classic[i]
+		f.classic[i] = cum
 	}
 	if len(f.spans) == 0 {
 		// An empty native histogram still says it is one.

@@ -3,6 +3,7 @@ package exporter
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,10 +12,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/plumbline/plumbline/internal/histogram"
+	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/wire"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/metrics.golden from the current exposition")
@@ -99,7 +106,9 @@ func requireTool(t testing.TB, name string) string {
 
 // TestSeriesPerVolume counts the series of each volume of the golden fleet
 // (histogram buckets, _sum and _count each count as one) and holds the
-// budget: at most 30 per volume with default settings.
+// budget: at most 80 per volume with default settings (30 before the
+// classic buckets went from 2 bounds to 18; the split reported by cause,
+// offset and allocation granularity, adds 2 where a stripe unit is known).
 func TestSeriesPerVolume(t *testing.T) {
 	c := goldenCollector(t)
 	mfs, err := prometheus.Gatherers{c}.Gather() // the registry's consistency checks
@@ -124,22 +133,23 @@ func TestSeriesPerVolume(t *testing.T) {
 			perVolume[volumeID(host, mount)] += seriesOf(m)
 		}
 	}
-	// Default classic buckets: a histogram is 2 bounds + +Inf + _sum + _count = 5 series.
+	// Default classic buckets: a histogram is 18 bounds + +Inf + _sum + _count = 21 series.
+	const hist = 18 + 1 + 2
 	want := map[string]int{
-		// info, split ×2, findings ×2, last probe, latency 3×5, ratios history ×3 + prior ×3,
-		// degraded since ×1 (random-read)
-		"db01.example.com:/data": 1 + 2 + 2 + 1 + 15 + 6 + 1,
-		// info, finding ×1 (stripe-unit-unknown), last probe, latency 3×5, ratios ×6 (no stripe: no split fraction),
+		// info, split ×2, granularity split ×2, findings ×2, last probe, latency 3 kinds,
+		// ratios history ×3 + prior ×3, degraded since ×1 (random-read)
+		"db01.example.com:/data": 1 + 2 + 2 + 2 + 1 + 3*hist + 6 + 1,
+		// info, finding ×1 (stripe-unit-unknown), last probe, latency 3 kinds, ratios ×6 (no stripe: no split fraction),
 		// stops ×1 (refused), failing since ×1 (random-write refused)
-		"db01.example.com:/log": 1 + 1 + 1 + 15 + 6 + 1 + 1,
-		// info, split ×2, finding ×1, raid missing members, last probe, latency 3×5,
+		"db01.example.com:/log": 1 + 1 + 1 + 3*hist + 6 + 1 + 1,
+		// info, split ×2, granularity split ×2, finding ×1, raid missing members, last probe, latency 3 kinds,
 		// ratios ×6, stops ×2 (busy, latency-ceiling)
-		"db02.example.com:/srv/pg": 1 + 2 + 1 + 1 + 1 + 15 + 6 + 2,
+		"db02.example.com:/srv/pg": 1 + 2 + 2 + 1 + 1 + 1 + 3*hist + 6 + 2,
 	}
 	for id, n := range perVolume {
 		t.Logf("%s: %d series", id, n)
-		if n > 30 {
-			t.Errorf("%s: %d series, budget 30", id, n)
+		if n > 80 {
+			t.Errorf("%s: %d series, budget 80", id, n)
 		}
 		if w := want[id]; n != w {
 			t.Errorf("%s: %d series, want %d", id, n, w)
@@ -173,7 +183,7 @@ func TestNativeBuckets(t *testing.T) {
 		for _, m := range mf.GetMetric() {
 			h := m.GetHistogram()
 			found = true
-			if h.GetSchema() != 3 || len(h.GetPositiveSpan()) == 0 || len(h.GetBucket()) != len(DefaultClassicBuckets) {
+			if h.GetSchema() != 3 || len(h.GetPositiveSpan()) == 0 || len(h.GetBucket()) != len(DefaultClassicBuckets()) {
 				t.Errorf("%v: schema %d, %d spans, %d classic buckets", m.GetLabel(), h.GetSchema(), len(h.GetPositiveSpan()), len(h.GetBucket()))
 			}
 			var n, cur int64
@@ -188,6 +198,64 @@ func TestNativeBuckets(t *testing.T) {
 	}
 	if !found {
 		t.Fatal("no plumbline_probe_latency_seconds")
+	}
+}
+
+// TestDefaultBucketsResolveLatency: the default classic buckets tell the
+// latencies storage answers with apart — NVMe, SSD, synced log writes, a
+// rotating disk, queueing, a stall — each in its own bucket, from 61 µs to
+// 8 s with no bucket wider than a factor of two (issue 11: two bounds, at
+// 0.98 ms and 15.6 ms, put all of a fleet's flash in one bucket). The counts
+// are those of a stored histogram of these latencies, through histFactsOf.
+func TestDefaultBucketsResolveLatency(t *testing.T) {
+	c, err := New(openStore(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bounds := c.opts.ClassicBuckets
+	if first, last := bounds[0], bounds[len(bounds)-1]; first > 64e-6 || last < 8 {
+		t.Errorf("classic buckets span %g s to %g s, want from at most 64 µs to at least 8 s", first, last)
+	}
+	for i := 1; i < len(bounds); i++ {
+		if bounds[i] > 2*bounds[i-1] {
+			t.Errorf("classic bucket ≤ %g s is %.1f× as wide as the one below: want at most 2×", bounds[i], bounds[i]/bounds[i-1])
+		}
+	}
+	latencies := []time.Duration{
+		40 * time.Microsecond, 90 * time.Microsecond, 200 * time.Microsecond, 450 * time.Microsecond, // cache, NVMe, SSD, SAN
+		1500 * time.Microsecond, 3 * time.Millisecond, 6 * time.Millisecond, 12 * time.Millisecond, // log writes, HDD
+		40 * time.Millisecond, 300 * time.Millisecond, 3 * time.Second, 20 * time.Second, // queueing, stalls
+	}
+	var h histogram.Histogram
+	for _, d := range latencies {
+		h.Observe(d)
+	}
+	raw, err := proto.Marshal(wire.HistogramToProto(&h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := c.histFactsOf(store.MetricsBaseline{Histogram: raw})
+	if !f.ok {
+		t.Fatal("histogram did not decode")
+	}
+	// Each latency alone in its bucket: the cumulative count steps by at
+	// most one from a bound to the next, and len(latencies) buckets hold one.
+	filled, prev := 0, uint64(0)
+	for i, n := range append(f.classic, f.count) {
+		if n-prev > 1 {
+			le := "+Inf"
+			if i < len(bounds) {
+				le = fmt.Sprint(bounds[i])
+			}
+			t.Errorf("bucket le=%s holds %d of the latencies %v", le, n-prev, latencies)
+		}
+		if n > prev {
+			filled++
+		}
+		prev = n
+	}
+	if filled != len(latencies) {
+		t.Errorf("%d classic buckets hold the %d latencies, want one each: cumulative counts %v", filled, len(latencies), f.classic)
 	}
 }
 
@@ -212,4 +280,33 @@ func TestStoreFailure(t *testing.T) {
 		t.Errorf("closed store: exposition lacks plumbline_exporter_store_success 0:\n%s", got)
 	}
 	_ = io.Discard
+}
+
+// TestIdentityConflictsMetric: an agent identity on which two live spool
+// incarnations take turns gets plumbline_agent_identity_conflicts_total;
+// an agent without conflicts has no such series.
+func TestIdentityConflictsMetric(t *testing.T) {
+	st := openStore(t)
+	seed(t, st, goldenFleet())
+	c, err := New(st, fixedOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := scrape(t, c); strings.Contains(body, "plumbline_agent_identity_conflicts_total{") {
+		t.Fatalf("a conflict series before any conflict:\n%s", body)
+	}
+	hosts, err := st.ListHosts(t.Context())
+	if err != nil || len(hosts) == 0 {
+		t.Fatalf("ListHosts = %v, %v", hosts, err)
+	}
+	a := hosts[0]
+	for _, inc := range []string{"host-a", "host-b", "host-a", "host-b"} {
+		if _, err := st.Hello(t.Context(), a.ID, inc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := `plumbline_agent_identity_conflicts_total{agent_id="` + a.ID + `",host="` + a.Hostname + `"} 2`
+	if body := scrape(t, c); !strings.Contains(body, want) {
+		t.Errorf("no %s in:\n%s", want, body)
+	}
 }

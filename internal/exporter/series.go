@@ -225,19 +225,72 @@ type nativeHist struct {
 	deltas  []int64
 }
 
+// classicBounds are the classic bucket bounds of the histograms and their
+// le label values as the text format writes them (formatted once).
+type classicBounds struct {
+	bounds []float64
+	le     [][]byte
+}
+
+func newClassicBounds(bounds []float64) classicBounds {
+	c := classicBounds{bounds: bounds, le: make([][]byte, len(bounds))}
+	for i, b := range bounds {
+		c.le[i] = appendFloat(nil, b)
+	}
+	return c
+}
+
 // encodeHistogram encodes one histogram of family f: the text lines
 // (classic buckets, +Inf, _sum, _count) and the Metric message with its
 // native buckets, field by field as proto.Marshal writes a dto.Metric.
-func (f *family) encodeHistogram(fam int, values []string, bounds []float64, h *nativeHist) *series {
+// The text's label pairs are escaped once and copied into every line.
+func (f *family) encodeHistogram(fam int, values []string, cb classicBounds, h *nativeHist) *series {
+	bounds := cb.bounds
 	s := &series{fam: fam, key: f.key(values)}
 	line := f.lineSize(values)
-	text := make([]byte, 0, (len(bounds)+3)*(line+16))
-	for i, bound := range bounds {
-		text = f.appendLine(text, "_bucket", values, bound, float64(h.classic[i]))
+	pairs := make([]byte, 0, line)
+	for i, j := range f.order {
+		if i > 0 {
+			pairs = append(pairs, ',')
+		}
+		pairs = append(pairs, f.labelNames[i]...)
+		pairs = append(pairs, `="`...)
+		pairs = appendEscaped(pairs, values[j], true)
+		pairs = append(pairs, '"')
 	}
-	text = f.appendLine(text, "_bucket", values, math.Inf(+1), float64(h.count))
-	text = f.appendLine(text, "_sum", values, math.NaN(), h.sum)
-	text = f.appendLine(text, "_count", values, math.NaN(), float64(h.count))
+	text := make([]byte, 0, (len(bounds)+3)*(len(f.name)+len(pairs)+48))
+	bucket := func(le []byte, v uint64) {
+		text = append(text, f.name...)
+		text = append(text, "_bucket{"...)
+		text = append(text, pairs...)
+		if len(pairs) > 0 {
+			text = append(text, ',')
+		}
+		text = append(text, `le="`...)
+		text = append(text, le...)
+		text = append(text, `"} `...)
+		text = appendFloat(text, float64(v))
+		text = append(text, '\n')
+	}
+	for i := range bounds {
+		bucket(cb.le[i], h.classic[i])
+	}
+	bucket([]byte("+Inf"), h.count)
+	for _, x := range []struct {
+		suffix string
+		v      float64
+	}{{"_sum", h.sum}, {"_count", float64(h.count)}} {
+		text = append(text, f.name...)
+		text = append(text, x.suffix...)
+		if len(pairs) > 0 {
+			text = append(text, '{')
+			text = append(text, pairs...)
+			text = append(text, '}')
+		}
+		text = append(text, ' ')
+		text = appendFloat(text, x.v)
+		text = append(text, '\n')
+	}
 	s.text = text
 
 	m := make([]byte, 0, 48+24*len(bounds)+12*len(h.spans)+4*len(h.deltas)) // dto.Histogram

@@ -6,14 +6,17 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/plumbline/plumbline/internal/align"
 	"github.com/plumbline/plumbline/internal/bytesize"
 	"github.com/plumbline/plumbline/internal/render"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 )
 
@@ -32,7 +35,8 @@ type layerWant struct {
 	raidDisks, dataDisks, partNum  uint32
 	blockSize                      uint32
 	model, serial                  string
-	rotRequired                    bool // rotational must be known
+	rotRequired                    bool                     // rotational must be known
+	reshape                        *plumblinev1.RaidReshape // nil: must be no reshape
 	below                          []string
 	sources                        map[string]string
 	unknown                        []string // fields that must be listed as unknown
@@ -91,6 +95,9 @@ func checkLayer(t *testing.T, where string, got *plumblinev1.Layer, w layerWant)
 		if !c.skip && c.got != c.want {
 			t.Errorf("%s %s = %v, want %v", where, c.field, c.got, c.want)
 		}
+	}
+	if !proto.Equal(got.GetReshape(), w.reshape) {
+		t.Errorf("%s reshape = %v, want %v", where, got.GetReshape(), w.reshape)
 	}
 	for f, s := range w.sources {
 		if got.GetSources()[f] != s {
@@ -169,6 +176,28 @@ func TestDiscoverTrees(t *testing.T) {
 					{kind: KindDisk, device: "sdc"}, {kind: KindDisk, device: "sdd"}, {kind: KindDisk, device: "sde"},
 				},
 			}},
+		},
+		{
+			// mdadm --grow in progress: "new (old)" values are the new
+			// geometry, and the layer says what it was.
+			tree:   "md-reshape",
+			mounts: []string{"/pgdata", "/wal"},
+			volumes: []volumeWant{
+				{mount: "/pgdata", device: "/dev/md0", fsType: "ext4", layers: []layerWant{
+					{kind: KindFilesystem},
+					{kind: KindRAID, device: "md0", raidLevel: "raid5", layout: "left-symmetric", stripeUnit: 128 << 10, raidDisks: 5, dataDisks: 4, offset: u64(1 << 20),
+						sources: map[string]string{"raid_disks": SourceSysfs, "stripe_unit_bytes": SourceSysfs, "raid_layout": SourceSysfs, "raid_data_disks": SourceSysfs, "reshape": SourceSysfs},
+						reshape: &plumblinev1.RaidReshape{PreviousRaidDisks: 4, PreviousStripeUnitBytes: 64 << 10, PreviousRaidLayout: "left-asymmetric"}},
+					{kind: KindDisk, device: "sdb"}, {kind: KindDisk, device: "sdc"}, {kind: KindDisk, device: "sdd"},
+					{kind: KindDisk, device: "sde"}, {kind: KindDisk, device: "sdf"},
+				}},
+				{mount: "/wal", device: "/dev/md1", fsType: "xfs", layers: []layerWant{
+					{kind: KindFilesystem},
+					{kind: KindRAID, device: "md1", raidLevel: "raid10", layout: "near=2", stripeUnit: 512 << 10, raidDisks: 3, dataDisks: 1, offset: u64(1 << 20),
+						reshape: &plumblinev1.RaidReshape{PreviousRaidDisks: 2}},
+					{kind: KindDisk, device: "sdg"}, {kind: KindDisk, device: "sdh"}, {kind: KindDisk, device: "sdi"},
+				}},
+			},
 		},
 		{
 			tree:   "md-raid6",
@@ -287,6 +316,53 @@ func TestDiscoverTrees(t *testing.T) {
 				},
 			}},
 			warnings: []string{"wwn-0xnothere matches no block device", "sda1 (sda1) is not a whole disk"},
+		},
+		{
+			// Linux 2.6.26: no /sys/dev/block, no partition attribute, no
+			// PARTN, only hw_sector_size. The 63-sector partition must be
+			// a partition at 31.5 KiB, not a whole disk at offset 0.
+			tree:   "lenny-2.6.26",
+			mounts: []string{"/", "/srv/mysql"},
+			volumes: []volumeWant{
+				{mount: "/", device: "/dev/sda1", fsType: "ext3", layers: []layerWant{
+					{kind: KindFilesystem, below: []string{"sda1"}},
+					{kind: KindPartition, device: "sda1", offset: u64(63 * 512), size: 2104452 * 512, partNum: 1, logical: 512, below: []string{"sda"},
+						sources: map[string]string{"partition_number": SourceDeviceName, "offset_bytes": SourceSysfs, "logical_sector_bytes": SourceSysfs},
+						unknown: []string{"physical_sector_bytes", "alignment_offset_bytes"}},
+					{kind: KindDisk, device: "sda", size: 976773168 * 512, logical: 512, model: "ST3500418AS", unknown: []string{"physical_sector_bytes", "rotational"}},
+				}},
+				{mount: "/srv/mysql", device: "/dev/md0", fsType: "ext3", layers: []layerWant{
+					{kind: KindFilesystem, below: []string{"md0"}},
+					{kind: KindRAID, device: "md0", raidLevel: "raid1", raidDisks: 2, dataDisks: 1, offset: u64(0), logical: 512, below: []string{"sda2", "sdb2"}},
+					{kind: KindPartition, device: "sda2", offset: u64(2104515 * 512), partNum: 2, below: []string{"sda"}},
+					{kind: KindDisk, device: "sda"},
+					{kind: KindPartition, device: "sdb2", offset: u64(2104515 * 512), partNum: 2, below: []string{"sdb"}},
+					{kind: KindDisk, device: "sdb", model: "ST3500418AS"},
+				}},
+			},
+		},
+		{
+			// Linux 2.6.18: no mountinfo (/proc/mounts, sources found by
+			// name), no /sys/dev/block, partitions known by start only.
+			tree:   "rhel5-2.6.18",
+			mounts: []string{"/boot", "/var/lib/mysql"},
+			volumes: []volumeWant{
+				{mount: "/boot", device: "/dev/sda1", fsType: "ext3", layers: []layerWant{
+					{kind: KindFilesystem, below: []string{"sda1"}},
+					{kind: KindPartition, device: "sda1", offset: u64(63 * 512), partNum: 1, logical: 512, below: []string{"sda"},
+						sources: map[string]string{"partition_number": SourceDeviceName}},
+					{kind: KindDisk, device: "sda", model: "ST3146356SS", unknown: []string{"physical_sector_bytes"}},
+				}},
+				{mount: "/var/lib/mysql", device: "/dev/md0", fsType: "ext3", layers: []layerWant{
+					{kind: KindFilesystem, below: []string{"md0"}},
+					{kind: KindRAID, device: "md0", raidLevel: "raid1", raidDisks: 2, offset: u64(0), below: []string{"sda2", "sdb2"}},
+					{kind: KindPartition, device: "sda2", offset: u64(208845 * 512), partNum: 2},
+					{kind: KindDisk, device: "sda"},
+					{kind: KindPartition, device: "sdb2", offset: u64(208845 * 512), partNum: 2},
+					{kind: KindDisk, device: "sdb"},
+				}},
+			},
+			warnings: []string{"/dev/root (/)"},
 		},
 		{
 			tree:   "4kn",
@@ -449,5 +525,130 @@ func TestDiscoverHost(t *testing.T) {
 	want := &plumblinev1.Host{Hostname: "db1", Os: "linux", Kernel: "6.1.0-18-amd64", MachineId: "0123456789abcdef0123456789abcdef"}
 	if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
 		t.Errorf("DiscoverHost() (-want +got):\n%s", diff)
+	}
+}
+
+// TestOldKernelVerdicts: on a kernel without the partition attribute the
+// legacy 63-sector layout must not hide behind "aligned". Without a stripe
+// unit or a physical sector there is nothing to judge it by (unknown, and
+// why); with the array declared it is misaligned.
+func TestOldKernelVerdicts(t *testing.T) {
+	root := loadTree(t, "lenny-2.6.26")
+	tests := []struct {
+		name     string
+		declared []DeclaredDevice
+		verdict  string
+		rule     string
+	}{
+		{"nothing declared", nil, align.Unknown, align.RulePhysicalSectorUnknown},
+		{"hardware raid10 declared", []DeclaredDevice{{Device: "/dev/sda", RAID: DeclaredRAID{Level: "raid10", StripeUnit: 64 * bytesize.KiB, Disks: 4}}},
+			align.Misaligned, align.RulePartitionOffsetStripeUnit},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := treeOptions(root)
+			o.Declared = tc.declared
+			vols, err := Discover(context.Background(), o)
+			if err != nil {
+				t.Fatalf("Discover(lenny-2.6.26) error = %v", err)
+			}
+			v := volumeAt(vols, "/")
+			if v == nil {
+				t.Fatalf("Discover(lenny-2.6.26) has no volume at /: %v", vols)
+			}
+			a := align.Evaluate(v)
+			var rules []string
+			for _, f := range a.GetFindings() {
+				rules = append(rules, f.GetRule())
+			}
+			if a.GetVerdict() != tc.verdict || !slices.Contains(rules, tc.rule) {
+				t.Errorf("Evaluate(/ on lenny-2.6.26) = %s %v, want %s with %s", a.GetVerdict(), rules, tc.verdict, tc.rule)
+			}
+			if a.GetDiskOffsetBytes() != 63*512 {
+				t.Errorf("Evaluate(/ on lenny-2.6.26) disk offset = %d, want %d", a.GetDiskOffsetBytes(), 63*512)
+			}
+		})
+	}
+}
+
+func TestPartitionNumberFromName(t *testing.T) {
+	tests := []struct {
+		name, disk string
+		want       uint32
+		ok         bool
+	}{
+		{"sda1", "sda", 1, true},
+		{"sda12", "sda", 12, true},
+		{"nvme0n1p2", "nvme0n1", 2, true},
+		{"mmcblk0p1", "mmcblk0", 1, true},
+		{"md0p3", "md0", 3, true},
+		{"sda", "sda", 0, false},
+		{"sdb1", "sda", 0, false},
+		{"sdap", "sda", 0, false},
+		{"sda0", "sda", 0, false},
+		{"sda1x", "sda", 0, false},
+		{"sda99999999999", "sda", 0, false},
+	}
+	for _, tt := range tests {
+		got, ok := partitionNumberFromName(tt.name, tt.disk)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("partitionNumberFromName(%q, %q) = %d, %v, want %d, %v", tt.name, tt.disk, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+// TestReshapeVerdict: a running reshape is in the verdict's findings, with
+// the old and the new geometry, and the verdict is judged on the new one.
+func TestReshapeVerdict(t *testing.T) {
+	vols, err := Discover(context.Background(), treeOptions(loadTree(t, "md-reshape")))
+	if err != nil {
+		t.Fatalf("Discover(md-reshape) error = %v", err)
+	}
+	for _, tc := range []struct{ mount, want string }{
+		{"/pgdata", "raid5 md0 is being reshaped (raid_disks 4 -> 5, chunk 64 KiB -> 128 KiB, layout left-asymmetric -> left-symmetric)"},
+		{"/wal", "raid10 md1 is being reshaped (raid_disks 2 -> 3)"},
+	} {
+		v := volumeAt(vols, tc.mount)
+		if v == nil {
+			t.Fatalf("Discover(md-reshape) has no volume at %s", tc.mount)
+		}
+		a := align.Evaluate(v)
+		var found bool
+		for _, f := range a.GetFindings() {
+			if f.GetRule() == align.RuleRAIDReshapeRunning {
+				found = true
+				if !strings.Contains(f.GetMessage(), tc.want) {
+					t.Errorf("Evaluate(%s) reshape finding = %q, want it to contain %q", tc.mount, f.GetMessage(), tc.want)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("Evaluate(%s) findings = %v, want %s", tc.mount, a.GetFindings(), align.RuleRAIDReshapeRunning)
+		}
+	}
+	if a := align.Evaluate(volumeAt(vols, "/pgdata")); a.GetStripeUnitBytes() != 128<<10 {
+		t.Errorf("Evaluate(/pgdata) stripe unit = %d, want the new 128 KiB", a.GetStripeUnitBytes())
+	}
+}
+
+// TestProcMountsFiltered: on a kernel with /proc/mounts only, a source
+// that names no block device sysfs knows (/dev/root) is filtered as an
+// unknown device, and the volumes found by name are not.
+func TestProcMountsFiltered(t *testing.T) {
+	res, err := InspectVolumes(context.Background(), treeOptions(loadTree(t, "rhel5-2.6.18")))
+	if err != nil {
+		t.Fatalf("InspectVolumes(rhel5-2.6.18) error = %v", err)
+	}
+	reasons := map[string]string{}
+	for _, f := range res.Filtered {
+		reasons[f.MountPoint] = f.Reason
+	}
+	if reasons["/"] != FilterUnknownDevice {
+		t.Errorf("InspectVolumes(rhel5-2.6.18) filtered / as %q, want %q (filtered: %+v)", reasons["/"], FilterUnknownDevice, res.Filtered)
+	}
+	for _, mp := range []string{"/boot", "/var/lib/mysql"} {
+		if r, ok := reasons[mp]; ok {
+			t.Errorf("InspectVolumes(rhel5-2.6.18) filtered %s (%s), want it a volume", mp, r)
+		}
 	}
 }

@@ -90,6 +90,11 @@ func readVolume(guidPath string) winVolume {
 			}
 		}
 	}
+	if (v.DriveType == driveUnknown || v.DriveType == driveNoRootDir) && len(v.MountPoints) > 0 {
+		if m16, err := windows.UTF16PtrFromString(v.mountPoint()); err == nil {
+			v.MountDriveType = windows.GetDriveType(m16)
+		}
+	}
 
 	label := make([]uint16, windows.MAX_PATH+1)
 	fsName := make([]uint16, windows.MAX_PATH+1)

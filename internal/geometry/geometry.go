@@ -35,6 +35,9 @@ const (
 	SourceLVMMetadata = "lvm-metadata"
 	SourceStatfs      = "statfs"
 	SourceIoctl       = "ioctl"
+	// SourceDeviceName is the kernel's device name: a partition's number
+	// on kernels whose sysfs has neither a partition file nor uevent PARTN.
+	SourceDeviceName = "device-name"
 )
 
 // Layer kinds (Layer.kind).
@@ -66,6 +69,10 @@ type Options struct {
 	// block size. Only for the live host: a captured tree's mount points do
 	// not belong to this machine.
 	StatMounts bool
+	// Captured says the roots describe a captured tree, not this machine:
+	// DiscoverHost then takes host facts only from the tree and never
+	// from this machine (its hostname, Windows build, MachineGuid).
+	Captured bool
 
 	Declared []DeclaredDevice
 

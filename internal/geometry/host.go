@@ -2,7 +2,6 @@ package geometry
 
 import (
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 
@@ -13,18 +12,25 @@ import (
 // from <procfs>/sys/kernel (falling back to os.Hostname for the name),
 // machine id from <EtcRoot>/machine-id when EtcRoot is set; on Windows the
 // build and MachineGuid instead (host_windows.go). Unreadable values are
-// left empty. agent_version and collected_at are the caller's.
+// left empty. With opts.Captured only the tree speaks: no os.Hostname
+// fallback and no Windows facts, so a capture is never labelled with the
+// name of the machine that reads it. agent_version and collected_at are
+// the caller's.
 func DiscoverHost(opts Options) *plumblinev1.Host {
 	h := &plumblinev1.Host{Os: runtime.GOOS}
-	if opts.ProcfsRoot != "" {
-		h.Hostname = readTrimmed(filepath.Join(opts.ProcfsRoot, "sys", "kernel", "hostname"))
-		h.Kernel = readTrimmed(filepath.Join(opts.ProcfsRoot, "sys", "kernel", "osrelease"))
+	r := newRoots(opts)
+	if r.proc != "" {
+		h.Hostname = readTrimmed(r.proc.Path("sys", "kernel", "hostname"))
+		h.Kernel = readTrimmed(r.proc.Path("sys", "kernel", "osrelease"))
+	}
+	if r.etc != "" {
+		h.MachineId = readTrimmed(r.etc.Path("machine-id"))
+	}
+	if opts.Captured {
+		return h
 	}
 	if h.Hostname == "" {
 		h.Hostname, _ = os.Hostname()
-	}
-	if opts.EtcRoot != "" {
-		h.MachineId = readTrimmed(filepath.Join(opts.EtcRoot, "machine-id"))
 	}
 	osHostFacts(h)
 	return h

@@ -16,6 +16,9 @@ type mountInfo struct {
 	FSType       string
 	Source       string
 	SuperOptions string
+	// Unresolved: a /proc/mounts source under /dev that names no block
+	// device sysfs knows (Major and Minor are 0).
+	Unresolved bool
 }
 
 // parseMountInfo parses a whole mountinfo file. A line it cannot parse is
@@ -71,6 +74,33 @@ func parseMountInfoLine(line string) (mountInfo, error) {
 		m.SuperOptions = f[sep+3]
 	}
 	return m, nil
+}
+
+// parseProcMounts parses /proc/mounts (the format of fstab(5)), which is
+// all kernels before 2.6.26 have: "source mountpoint fstype options 0 0".
+// It has no device numbers; the caller finds them by the source's name.
+// Root is "/" (a bind mount cannot be told apart). Unparsable lines are
+// returned in bad.
+func parseProcMounts(b []byte) (mounts []mountInfo, bad []error) {
+	for i, line := range bytes.Split(b, []byte("\n")) {
+		f := strings.Fields(string(line))
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) < 4 {
+			bad = append(bad, fmt.Errorf("mounts line %d: %q: too few fields", i+1, truncate(string(line), 200)))
+			continue
+		}
+		mounts = append(mounts, mountInfo{
+			ID:         fmt.Sprint(i + 1),
+			Root:       "/",
+			Source:     unescapeMount(f[0]),
+			MountPoint: unescapeMount(f[1]),
+			FSType:     f[2],
+			Options:    f[3],
+		})
+	}
+	return mounts, bad
 }
 
 // unescapeMount undoes the kernel's octal escapes (\040 for a space, \011,

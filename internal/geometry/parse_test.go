@@ -38,6 +38,43 @@ func TestParseMountInfoLine(t *testing.T) {
 	}
 }
 
+// TestParseSysfsUintPair: md attributes read "new (old)" during a reshape.
+func TestParseSysfsUintPair(t *testing.T) {
+	tests := []struct {
+		in        string
+		cur, prev uint64
+		reshaping bool
+		bad       bool
+	}{
+		{in: "4\n", cur: 4},
+		{in: "11 (10)\n", cur: 11, prev: 10, reshaping: true},
+		{in: "131072 (65536)\n", cur: 131072, prev: 65536, reshaping: true},
+		{in: "2 (0)", cur: 2, prev: 0, reshaping: true},
+		{in: "0\n", cur: 0},
+		{in: "", bad: true},
+		{in: "11 10\n", bad: true},
+		{in: "11 (10\n", bad: true},
+		{in: "11 (x)\n", bad: true},
+		{in: "11 ()\n", bad: true},
+		{in: "(10)\n", bad: true},
+		{in: "11  (10)\n", bad: true},
+		{in: "-1 (10)\n", bad: true},
+		{in: "11 (18446744073709551616)\n", bad: true},
+	}
+	for _, tt := range tests {
+		cur, prev, reshaping, err := parseSysfsUintPair([]byte(tt.in))
+		if tt.bad {
+			if err == nil {
+				t.Errorf("parseSysfsUintPair(%q) = %d, %d, %v, want an error", tt.in, cur, prev, reshaping)
+			}
+			continue
+		}
+		if err != nil || cur != tt.cur || prev != tt.prev || reshaping != tt.reshaping {
+			t.Errorf("parseSysfsUintPair(%q) = %d, %d, %v, %v, want %d, %d, %v", tt.in, cur, prev, reshaping, err, tt.cur, tt.prev, tt.reshaping)
+		}
+	}
+}
+
 func TestMDLayout(t *testing.T) {
 	tests := []struct {
 		level      string
@@ -217,14 +254,29 @@ func seedSuperblocks(f *testing.F) {
 }
 
 func FuzzParseSysfsValue(f *testing.F) {
-	for _, s := range []string{"512\n", "-1\n", "4096", "", "\n", "raid10\n", "18446744073709551615\n", "1 2\n", "8:17\n"} {
+	for _, s := range []string{"512\n", "-1\n", "4096", "", "\n", "raid10\n", "18446744073709551615\n", "1 2\n", "8:17\n",
+		"MAJOR=8\nMINOR=1\nDEVTYPE=partition\nPARTN=1\n", "=x\nA\nA=1\nA=2", "11 (10)\n", "131072 (65536)\n", "2 (", "1 ()"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		parseSysfsUint(b)
+		n, nerr := parseSysfsUint(b)
+		cur, prev, pair, perr := parseSysfsUintPair(b)
+		// A single number reads the same through both parsers.
+		if nerr == nil && (perr != nil || cur != n || pair) {
+			t.Fatalf("parseSysfsUint(%q) = %d but parseSysfsUintPair = %d, %d, %v, %v", b, n, cur, prev, pair, perr)
+		}
+		if perr == nil && !pair && nerr != nil {
+			t.Fatalf("parseSysfsUintPair(%q) = %d (one value) but parseSysfsUint fails: %v", b, cur, nerr)
+		}
 		parseSysfsInt(b)
 		parseSysfsString(b)
 		parseDevNumber(string(b))
+		if ue := parseUevent(b); len(ue) > maxUeventKeys {
+			t.Fatalf("parseUevent kept %d keys, more than %d", len(ue), maxUeventKeys)
+		}
+		if n, ok := partitionNumberFromName(string(b), "sda"); ok != (n > 0) {
+			t.Fatalf("partitionNumberFromName(%q, sda) = %d, %v", b, n, ok)
+		}
 	})
 }
 
@@ -232,10 +284,18 @@ func FuzzParseMountInfo(f *testing.F) {
 	f.Add([]byte("36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue\n"))
 	f.Add([]byte("40 25 9:0 / /data\\040x rw - xfs /dev/md0 rw,sunit=1024,swidth=2048\n41 25 0:4 / /proc rw - proc proc rw\n"))
 	f.Add([]byte("1 2 3:4 a b c - \\1 \\777 \\"))
+	f.Add([]byte("/dev/sda1 /boot ext3 rw,data=ordered 0 0\nrootfs / rootfs rw 0 0\n/dev/md0 /var/lib/my\\040sql ext3 rw 0 0\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		mounts, _ := parseMountInfo(b)
 		for _, m := range mounts {
 			mountOption(m.SuperOptions, "sunit")
+		}
+		// /proc/mounts of kernels before 2.6.26: no device numbers.
+		pm, _ := parseProcMounts(b)
+		for _, m := range pm {
+			if m.Major != 0 || m.Minor != 0 || m.Root != "/" {
+				t.Fatalf("parseProcMounts(%q) = %+v: a mounts line has no device number and root /", b, m)
+			}
 		}
 	})
 }

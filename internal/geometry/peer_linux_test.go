@@ -28,9 +28,13 @@ type lsblkDevice struct {
 	Children    []*lsblkDevice `json:"children"`
 }
 
-// peerDataDir finds shared/peer-data/util-linux-lsblk beside the clone.
+// peerDataDir finds shared/peer-data/util-linux-lsblk beside the clone, or
+// under $PLUMBLINE_PEER_DATA (a clone elsewhere, a git worktree).
 func peerDataDir(t *testing.T) string {
 	t.Helper()
+	if d := os.Getenv("PLUMBLINE_PEER_DATA"); d != "" {
+		return filepath.Join(d, "util-linux-lsblk")
+	}
 	dir, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
@@ -81,8 +85,47 @@ func TestPeerLsblk(t *testing.T) {
 			t.Logf("%s: %s", name, n)
 			total.add(n)
 		})
+		// The same machine on a kernel older than the partition
+		// attribute (before 2.6.28): partitions are known only by their
+		// start file. lsblk still sees them; so must discovery.
+		t.Run(name+"/old-kernel", func(t *testing.T) {
+			tmp := t.TempDir()
+			if out, err := exec.Command("tar", "-C", tmp, "-xJf", c).CombinedOutput(); err != nil {
+				t.Fatalf("tar -xJf %s: %v\n%s", c, err, out)
+			}
+			root := filepath.Join(tmp, name)
+			if removed := stripPartitionAttr(t, filepath.Join(root, "sys")); removed == 0 {
+				t.Fatalf("%s has no partition attribute to remove; the variant proves nothing", name)
+			}
+			n := comparePeer(t, root)
+			t.Logf("%s without partition attributes: %s", name, n)
+			total.add(n)
+		})
 	}
 	t.Logf("all captures: %s", total)
+}
+
+// stripPartitionAttr removes every partition attribute file of a sysfs
+// tree, as kernels before 2.6.28 have none, and says how many it removed.
+func stripPartitionAttr(t *testing.T, sys string) int {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(sys, func(p string, e os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if e.Type().IsRegular() && e.Name() == "partition" {
+			if _, serr := os.Stat(filepath.Join(filepath.Dir(p), "start")); serr == nil {
+				n++
+				return os.Remove(p)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 type peerCount struct {

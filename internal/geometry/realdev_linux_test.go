@@ -203,6 +203,10 @@ func (r *treeRecorder) file(p string, b []byte) {
 		r.lines[rel] = fmt.Sprintf("data %s %d %s", rel, len(b), base64.StdEncoding.EncodeToString(trimmed))
 		return
 	}
+	if v := strings.TrimSpace(string(b)); strings.Contains(v, "\n") {
+		r.lines[rel] = "text " + rel + "\n" + v + "\nend" // uevent: KEY=value lines
+		return
+	}
 	r.lines[rel] = strings.TrimSpace("file " + rel + " " + strings.TrimSpace(string(b)))
 }
 

@@ -17,8 +17,10 @@
 package histogram
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"sort"
 	"time"
 )
@@ -104,11 +106,34 @@ func (h *Histogram) Observe(d time.Duration) {
 	h.buckets[Index(v)]++
 }
 
+// ErrOverflow is returned by Merge when a count or the sum would no longer
+// fit: the histogram is left as it was.
+var ErrOverflow = errors.New("histogram overflow")
+
 // Merge adds every observation of o to h. The result is exactly the
 // histogram that observing both sample sets into one would have produced.
-func (h *Histogram) Merge(o *Histogram) {
+// When the merged count, zero count, a bucket count or the sum would
+// overflow, Merge changes nothing and returns an error wrapping
+// ErrOverflow (a sum past 2^63-1 ns is 292 years of latency: only forged
+// input gets there).
+func (h *Histogram) Merge(o *Histogram) error {
 	if o == nil || o.count == 0 {
-		return
+		return nil
+	}
+	if _, carry := bits.Add64(h.count, o.count, 0); carry != 0 {
+		return fmt.Errorf("%w: count %d + %d", ErrOverflow, h.count, o.count)
+	}
+	if _, carry := bits.Add64(h.zeroCount, o.zeroCount, 0); carry != 0 {
+		return fmt.Errorf("%w: zero count %d + %d", ErrOverflow, h.zeroCount, o.zeroCount)
+	}
+	sum, ok := addDuration(h.sum, o.sum)
+	if !ok {
+		return fmt.Errorf("%w: sum %d ns + %d ns does not fit in 2^63-1 ns", ErrOverflow, int64(h.sum), int64(o.sum))
+	}
+	for i, c := range o.buckets {
+		if _, carry := bits.Add64(h.buckets[i], c, 0); carry != 0 {
+			return fmt.Errorf("%w: bucket %d count %d + %d", ErrOverflow, i, h.buckets[i], c)
+		}
 	}
 	if h.count == 0 || o.min < h.min {
 		h.min = o.min
@@ -118,13 +143,24 @@ func (h *Histogram) Merge(o *Histogram) {
 	}
 	h.count += o.count
 	h.zeroCount += o.zeroCount
-	h.sum += o.sum
+	h.sum = sum
 	if len(o.buckets) > 0 && h.buckets == nil {
 		h.buckets = make(map[int32]uint64, len(o.buckets))
 	}
 	for i, c := range o.buckets {
 		h.buckets[i] += c
 	}
+	return nil
+}
+
+// addDuration is a + b, and false when that overflows.
+func addDuration(a, b time.Duration) (time.Duration, bool) {
+	s := a + b
+	// Overflow iff both operands have the same sign and the sum's differs.
+	if (a >= 0) == (b >= 0) && (s >= 0) != (a >= 0) {
+		return 0, false
+	}
+	return s, true
 }
 
 // Count is the number of observations.

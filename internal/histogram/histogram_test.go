@@ -2,6 +2,7 @@ package histogram
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -105,6 +106,30 @@ func TestMergeIsExact(t *testing.T) {
 		if !other.Equal(whole) {
 			t.Fatalf("trial %d: merge(b, a) differs", trial)
 		}
+	}
+}
+
+// A merge whose sum or counts would overflow changes nothing and says so
+// (issue 11: the sum wrapped negative and the series vanished).
+func TestMergeOverflow(t *testing.T) {
+	big := time.Duration(math.MaxInt64/2 + 1)
+	h := observeAll([]time.Duration{big})
+	before := h.Snapshot()
+	if err := h.Merge(observeAll([]time.Duration{big})); !errors.Is(err, ErrOverflow) {
+		t.Fatalf("Merge of two sums of 2^62 ns = %v, want ErrOverflow", err)
+	}
+	if d := cmp.Diff(before, h.Snapshot()); d != "" {
+		t.Fatalf("a failed Merge changed the histogram:\n%s", d)
+	}
+	full, err := FromSnapshot(Snapshot{Schema: Schema, ZeroCount: math.MaxUint64, Count: math.MaxUint64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := full.Merge(observeAll([]time.Duration{0})); !errors.Is(err, ErrOverflow) {
+		t.Fatalf("Merge past 2^64-1 observations = %v, want ErrOverflow", err)
+	}
+	if err := h.Merge(observeAll([]time.Duration{time.Second})); err != nil || h.Count() != 2 {
+		t.Fatalf("Merge that fits = %v (count %d), want it merged", err, h.Count())
 	}
 }
 

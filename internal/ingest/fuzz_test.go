@@ -2,11 +2,15 @@ package ingest
 
 import (
 	"math"
+	"math/bits"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/wire"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -25,6 +29,16 @@ func FuzzValidateReport(f *testing.F) {
 		{AgentId: "db1", FirstSequence: 3},
 		{AgentId: "db1", Records: []*plumblinev1.Record{refusedProbe(5, testNow)}},
 	}
+	withUnknown := probeRecord(9)
+	withUnknown.ProtoReflect().SetUnknown(unknownField(100))
+	withUnknown.GetProbe().ProtoReflect().SetUnknown(unknownField(10))
+	seeds = append(seeds, &plumblinev1.ReportRequest{AgentId: "db1", Records: []*plumblinev1.Record{withUnknown}})
+	negative := probeRecord(10)
+	negative.GetProbe().Latency.MinNanoseconds = -1e18
+	wrapped := misalignedVolume("/data")
+	wrapped.Layers[1].OffsetBytes = u64(math.MaxInt64)
+	wrapped.Layers[2].OffsetBytes = u64(math.MaxInt64)
+	seeds = append(seeds, &plumblinev1.ReportRequest{AgentId: "db1", Records: []*plumblinev1.Record{negative, geometryRecord(11, wrapped)}})
 	for _, s := range seeds {
 		b, err := proto.Marshal(s)
 		if err != nil {
@@ -56,16 +70,39 @@ func FuzzValidateReport(f *testing.F) {
 			if len(r.Payload) == 0 && proto.Size(req.GetRecords()[i]) > 0 {
 				t.Fatalf("record %d: no payload", i)
 			}
+			var stored plumblinev1.Record
+			if r.Kind != store.KindRejected {
+				if err := proto.Unmarshal(r.Payload, &stored); err != nil {
+					t.Fatalf("record %d: stored payload does not decode: %v", i, err)
+				}
+				if n := unknownBytes(stored.ProtoReflect()); n > 0 {
+					t.Fatalf("record %d: %d bytes of unknown fields stored", i, n)
+				}
+			}
 			switch r.Kind {
 			case store.KindRejected:
 				rejected++
-				if r.Reason == "" {
-					t.Fatalf("record %d rejected without a reason", i)
+				if r.Reason == "" || len(r.Reason) > MaxReasonBytes {
+					t.Fatalf("record %d rejected with a reason of %d bytes: want 1 to %d", i, len(r.Reason), MaxReasonBytes)
+				}
+				if len(r.Payload) > MaxRejectedPayloadBytes {
+					t.Fatalf("record %d rejected, %d payload bytes stored: want at most %d", i, len(r.Payload), MaxRejectedPayloadBytes)
 				}
 			case store.KindProbe:
 				p := r.Probe
 				if p == nil || p.Ops > math.MaxInt64 || p.Errors > math.MaxInt64 || p.Bytes > math.MaxInt64 || p.QueueDepth == 0 || p.BlockSizeBytes == 0 {
 					t.Fatalf("record %d: probe %+v outside the store's ranges", i, p)
+				}
+				var hp plumblinev1.Histogram
+				if err := proto.Unmarshal(p.Histogram, &hp); err != nil {
+					t.Fatalf("record %d: stored histogram: %v", i, err)
+				}
+				h, err := wire.HistogramFromProto(&hp)
+				if err != nil {
+					t.Fatalf("record %d: stored histogram refused: %v", i, err)
+				}
+				if h.Min() < 0 || h.Max() > maxProbeDuration || h.Sum() < 0 || h.Sum() > time.Duration(p.QueueDepth)*maxProbeDuration {
+					t.Fatalf("record %d: latency min %v max %v sum %v outside [0, %v], sum ≤ %d × %v", i, h.Min(), h.Max(), h.Sum(), maxProbeDuration, p.QueueDepth, maxProbeDuration)
 				}
 			case store.KindGeometry:
 				seen := map[string]bool{}
@@ -76,6 +113,19 @@ func FuzzValidateReport(f *testing.F) {
 					seen[v.MountPoint] = true
 					if v.StripeUnitBytes > math.MaxInt64 || v.DataOffsetBytes != nil && *v.DataOffsetBytes > math.MaxInt64 {
 						t.Fatalf("record %d: volume %q sizes above 2^63-1", i, v.MountPoint)
+					}
+					// No sum of layer offsets wrapped: the data offset is
+					// at least every offset on the path above the stripe.
+					var vol plumblinev1.Volume
+					if err := proto.Unmarshal(v.Geometry, &vol); err != nil {
+						t.Fatalf("record %d: stored geometry: %v", i, err)
+					}
+					var total uint64
+					for _, l := range vol.GetLayers() {
+						var carry uint64
+						if total, carry = bits.Add64(total, l.GetOffsetBytes(), 0); carry != 0 || total > math.MaxInt64 {
+							t.Fatalf("record %d: volume %q accepted with layer offsets adding up past 2^63-1", i, v.MountPoint)
+						}
 					}
 					switch v.Verdict {
 					case "aligned", "misaligned", "unknown":
@@ -91,4 +141,26 @@ func FuzzValidateReport(f *testing.F) {
 			t.Fatalf("%d rejected records, %d rejections", rejected, len(b.Rejections))
 		}
 	})
+}
+
+// unknownBytes counts the unknown-field bytes in m and every message in it.
+func unknownBytes(m protoreflect.Message) int {
+	n := len(m.GetUnknown())
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.IsList() && fd.Message() != nil:
+			for i := 0; i < v.List().Len(); i++ {
+				n += unknownBytes(v.List().Get(i).Message())
+			}
+		case fd.IsMap() && fd.MapValue().Message() != nil:
+			v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
+				n += unknownBytes(mv.Message())
+				return true
+			})
+		case !fd.IsList() && !fd.IsMap() && fd.Message() != nil:
+			n += unknownBytes(v.Message())
+		}
+		return true
+	})
+	return n
 }

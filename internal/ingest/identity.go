@@ -73,6 +73,24 @@ func CheckAgentID(id string) error {
 	return nil
 }
 
+// MaxIncarnationBytes bounds a spool incarnation id.
+const MaxIncarnationBytes = 64
+
+// CheckIncarnation accepts a spool incarnation id: empty (an agent from
+// before incarnations) or 1 to MaxIncarnationBytes of [A-Za-z0-9_-].
+func CheckIncarnation(inc string) error {
+	if len(inc) > MaxIncarnationBytes {
+		return fmt.Errorf("incarnation of %d bytes: want at most %d", len(inc), MaxIncarnationBytes)
+	}
+	for i := 0; i < len(inc); i++ {
+		c := inc[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return fmt.Errorf("incarnation %q: byte %d (%q): want only A-Z, a-z, 0-9, - and _", inc, i, c)
+		}
+	}
+	return nil
+}
+
 // ServerTLSConfig is the gRPC server's TLS configuration: TLS 1.3 only,
 // the server certificate from certFile/keyFile (re-read on every
 // handshake, so a renewed certificate needs no restart), and client

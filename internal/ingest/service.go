@@ -15,6 +15,7 @@ package ingest
 import (
 	"context"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,6 +23,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
@@ -42,6 +45,20 @@ import (
 // DefaultMaxRecvMsgSize is the default limit on one incoming message.
 const DefaultMaxRecvMsgSize = 4 << 20
 
+// Defaults of the admission bounds (Options).
+const (
+	DefaultMaxConcurrentStreams = 16
+	DefaultMaxInflightBytes     = 64 << 20
+)
+
+// Flow-control windows of every connection. Setting them turns off gRPC's
+// window growth (BDP estimation, up to 16 MiB per stream), so a call not
+// yet admitted (admission) has at most streamWindow bytes buffered.
+const (
+	streamWindow = 64 << 10
+	connWindow   = 1 << 20
+)
+
 // Options configure a Service. Zero values mean the defaults.
 type Options struct {
 	Limits Limits
@@ -58,6 +75,19 @@ type Options struct {
 	// the default (20 calls/s, burst 40).
 	RatePerSecond float64
 	RateBurst     int
+	// MaxConcurrentStreams bounds the calls one connection carries at a
+	// time (default 16; an agent makes one at a time).
+	MaxConcurrentStreams uint32
+	// MaxInflightBytes bounds the bytes of incoming messages the server
+	// holds at once (default 64 MiB), MaxAgentInflightBytes those of one
+	// agent (default twice MaxRecvMsgSize). A call reserves
+	// MaxRecvMsgSize before its message is read and its real size once
+	// decoded (see admission). A call beyond its agent's budget is refused
+	// with ResourceExhausted; beyond the server's, it waits. With Insecure
+	// (no certificates: no identity before decoding) only the server's
+	// budget applies.
+	MaxInflightBytes      int64
+	MaxAgentInflightBytes int64
 	// Insecure: no TLS, the agent_id of each request is trusted.
 	Insecure bool
 	Logger   *slog.Logger
@@ -69,6 +99,15 @@ func (o Options) withDefaults() Options {
 	o.Limits = o.Limits.withDefaults()
 	if o.MaxRecvMsgSize <= 0 {
 		o.MaxRecvMsgSize = DefaultMaxRecvMsgSize
+	}
+	if o.MaxConcurrentStreams == 0 {
+		o.MaxConcurrentStreams = DefaultMaxConcurrentStreams
+	}
+	if o.MaxInflightBytes <= 0 {
+		o.MaxInflightBytes = DefaultMaxInflightBytes
+	}
+	if o.MaxAgentInflightBytes <= 0 {
+		o.MaxAgentInflightBytes = 2 * int64(o.MaxRecvMsgSize)
 	}
 	if o.GeometryRefreshInterval <= 0 {
 		o.GeometryRefreshInterval = 15 * time.Minute
@@ -98,6 +137,9 @@ type Service struct {
 	store *store.Store
 	opts  Options
 	lim   *limiters
+	// conflictLog rate-limits the identity-conflict log line per agent.
+	conflictLog logLimiter
+	adm         *admission
 }
 
 // New returns a Service storing into st.
@@ -107,6 +149,11 @@ func New(st *store.Store, opts Options) *Service {
 	if opts.RatePerSecond > 0 {
 		s.lim = newLimiters(rate.Limit(opts.RatePerSecond), opts.RateBurst, opts.Now)
 	}
+	var methods []string
+	for _, m := range plumblinev1.AgentService_ServiceDesc.Methods {
+		methods = append(methods, agentServicePrefix+m.MethodName)
+	}
+	s.adm = newAdmission(int64(opts.MaxRecvMsgSize), opts.MaxAgentInflightBytes, opts.MaxInflightBytes, s.lim, s.rateError, opts.Insecure, methods)
 	return s
 }
 
@@ -123,6 +170,11 @@ func NewGRPCServer(svc *Service, tlsConfig *tls.Config) (*grpc.Server, *health.S
 	}
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(svc.opts.MaxRecvMsgSize),
+		grpc.MaxConcurrentStreams(svc.opts.MaxConcurrentStreams),
+		grpc.InitialWindowSize(streamWindow),
+		grpc.InitialConnWindowSize(connWindow),
+		grpc.InTapHandle(svc.adm.tap),
+		grpc.StatsHandler(statsHandler{}),
 		grpc.ChainUnaryInterceptor(svc.unaryInterceptor),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 2 * time.Minute, Timeout: 20 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 20 * time.Second, PermitWithoutStream: true}),
@@ -141,7 +193,8 @@ func NewGRPCServer(svc *Service, tlsConfig *tls.Config) (*grpc.Server, *health.S
 		// from it, so a second 32 KiB buffer per connection only copies.
 		// (Plaintext, --insecure, keeps it: there every frame header would
 		// be a read system call.)
-		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsConfig)), grpc.ReadBufferSize(0))
+		creds := handshakeCreds{TransportCredentials: credentials.NewTLS(tlsConfig), log: newHandshakeLog(svc.opts.Logger, svc.opts.Now)}
+		opts = append(opts, grpc.Creds(creds), grpc.ReadBufferSize(0))
 	}
 	gs := grpc.NewServer(opts...)
 	plumblinev1.RegisterAgentServiceServer(gs, svc)
@@ -188,10 +241,16 @@ func (s *Service) unaryInterceptor(ctx context.Context, req any, info *grpc.Unar
 			key = g.GetAgentId()
 		}
 	}
-	if s.lim != nil && !s.lim.allow(key) {
-		return nil, status.Errorf(codes.ResourceExhausted, "agent %q: rate limit of %g calls/s (burst %d) exceeded; retry later", key, s.opts.RatePerSecond, s.opts.RateBurst)
+	// With certificates the rate limit ran before the message was read
+	// (admission.tap); without, the agent_id is only known now.
+	if s.lim != nil && s.opts.Insecure && !s.lim.allow(key) {
+		return nil, s.rateError(key)
 	}
 	return handler(context.WithValue(ctx, identityKey{}, id), req)
+}
+
+func (s *Service) rateError(key string) error {
+	return status.Errorf(codes.ResourceExhausted, "agent %q: rate limit of %g calls/s (burst %d) exceeded; retry later", key, s.opts.RatePerSecond, s.opts.RateBurst)
 }
 
 // peerIdentity reads the agent identity from the verified client
@@ -236,13 +295,16 @@ func (s *Service) Hello(ctx context.Context, req *plumblinev1.HelloRequest) (*pl
 	if err := s.checkCaller(ctx, req.GetAgentId()); err != nil {
 		return nil, err
 	}
+	if err := CheckIncarnation(req.GetIncarnation()); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
 	h := req.GetHost()
-	for name, v := range map[string]string{
-		"host.hostname": h.GetHostname(), "host.os": h.GetOs(), "host.kernel": h.GetKernel(),
-		"host.machine_id": h.GetMachineId(), "agent_version": req.GetAgentVersion(),
+	for _, f := range []struct{ name, v string }{
+		{"host.hostname", h.GetHostname()}, {"host.os", h.GetOs()}, {"host.kernel", h.GetKernel()},
+		{"host.machine_id", h.GetMachineId()}, {"agent_version", req.GetAgentVersion()},
 	} {
-		if len(v) > 256 {
-			return nil, status.Errorf(codes.InvalidArgument, "%s: %d bytes: want at most 256", name, len(v))
+		if err := checkHostField(f.v); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "%s: %v", f.name, err)
 		}
 	}
 	hostname := h.GetHostname()
@@ -257,18 +319,58 @@ func (s *Service) Hello(ctx context.Context, req *plumblinev1.HelloRequest) (*pl
 	if err != nil {
 		return nil, s.storeError(ctx, "hello", req.GetAgentId(), err)
 	}
-	hw, err := s.store.HighWater(ctx, req.GetAgentId())
+	inc := req.GetIncarnation()
+	st, err := s.store.Hello(ctx, req.GetAgentId(), inc)
 	if err != nil {
 		return nil, s.storeError(ctx, "hello", req.GetAgentId(), err)
 	}
-	s.opts.Logger.Debug("hello", "agent", req.GetAgentId(), "version", req.GetAgentVersion(), "high_water", hw)
+	if st.IdentityConflict {
+		s.identityConflict(req.GetAgentId(), inc, st.Superseded, "hello")
+	}
+	s.opts.Logger.Debug("hello", "agent", req.GetAgentId(), "incarnation", inc, "version", req.GetAgentVersion(), "high_water", st.HighWater)
+	digest, _ := hex.DecodeString(st.GeometryDigest) // written by the store from a checked digest
 	return &plumblinev1.HelloResponse{
 		GeometryRefreshInterval: durationpb.New(s.opts.GeometryRefreshInterval),
 		ReportInterval:          durationpb.New(s.opts.ReportInterval),
-		HighWaterSequence:       hw,
+		HighWaterSequence:       st.HighWater,
 		MaxBatchRecords:         uint32(s.opts.Limits.MaxBatchRecords),
 		ServerTime:              timestamppb.New(now),
+		GeometryDigest:          digest,
 	}, nil
+}
+
+// identityConflict says that two live agents share one identity: an
+// incarnation that a newer one (superseded by) had replaced spoke again.
+// The store counts it (the hosts API and the
+// plumbline_agent_identity_conflicts_total metric show it); the log says
+// it at most once per agent per conflictLogEvery.
+func (s *Service) identityConflict(agent, incarnation, current, op string) {
+	if !s.conflictLog.allow(agent, s.opts.Now()) {
+		return
+	}
+	s.opts.Logger.Error("two agents are reporting as one identity (two hosts sharing one certificate, or a copied spool): records of both are kept, but the host's geometry flips between them",
+		"agent", agent, "incarnation", incarnation, "other_incarnation", current, "call", op)
+}
+
+// maxHostFieldBytes bounds each host fact of a Hello.
+const maxHostFieldBytes = 256
+
+// checkHostField accepts the host facts of a Hello: at most
+// maxHostFieldBytes of valid UTF-8 without control characters. They are
+// printed on operators' terminals (`server inventory list`) and in CSV
+// files, where ESC, CR or NUL would rewrite what the operator sees.
+func checkHostField(v string) error {
+	if len(v) > maxHostFieldBytes {
+		return fmt.Errorf("%d bytes: want at most %d", len(v), maxHostFieldBytes)
+	}
+	if !utf8.ValidString(v) {
+		return fmt.Errorf("%q is not valid UTF-8", v)
+	}
+	if i := strings.IndexFunc(v, unicode.IsControl); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(v[i:])
+		return fmt.Errorf("%q: control character %U at byte %d: want printable text", v, r, i)
+	}
+	return nil
 }
 
 // Report validates a batch, stores it atomically and acknowledges it.
@@ -276,16 +378,22 @@ func (s *Service) Report(ctx context.Context, req *plumblinev1.ReportRequest) (*
 	if err := s.checkCaller(ctx, req.GetAgentId()); err != nil {
 		return nil, err
 	}
-	agent := req.GetAgentId()
+	agent, inc := req.GetAgentId(), req.GetIncarnation()
+	if err := CheckIncarnation(inc); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
 	b, err := ValidateReport(req, s.opts.Limits, s.opts.Now())
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	// One commit for first_sequence and the records (grouped with other
 	// agents' batches on SQLite): nothing is acknowledged before it.
-	res, err := s.store.AppendBatchFrom(ctx, agent, b.FirstSequence, b.Records)
+	res, err := s.store.AppendBatchFrom(ctx, agent, inc, b.FirstSequence, b.Records)
 	if err != nil {
 		return nil, s.storeError(ctx, "report", agent, err)
+	}
+	if res.IdentityConflict {
+		s.identityConflict(agent, inc, "", "report")
 	}
 	resp := &plumblinev1.ReportResponse{HighWaterSequence: res.HighWater, Rejections: b.Rejections}
 	for _, r := range b.Records { // ascending
@@ -314,6 +422,38 @@ func (s *Service) storeError(ctx context.Context, op, agent string, err error) e
 	}
 	s.opts.Logger.Error("store", "op", op, "agent", agent, "err", err)
 	return status.Error(codes.Unavailable, fmt.Sprintf("%s: store unavailable; retry later", op))
+}
+
+// conflictLogEvery is the least time between two identity-conflict log
+// lines of one agent.
+const conflictLogEvery = time.Minute
+
+// logLimiter allows one log line per key per conflictLogEvery. Entries
+// older than that are dropped when the map grows, so it stays bounded by
+// the keys of the last minute.
+type logLimiter struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+func (l *logLimiter) allow(key string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.last == nil {
+		l.last = map[string]time.Time{}
+	}
+	if t, ok := l.last[key]; ok && now.Sub(t) < conflictLogEvery {
+		return false
+	}
+	if len(l.last) >= 1024 {
+		for k, t := range l.last {
+			if now.Sub(t) >= conflictLogEvery {
+				delete(l.last, k)
+			}
+		}
+	}
+	l.last[key] = now
+	return true
 }
 
 // limiters is a token bucket per agent identity. Buckets idle for

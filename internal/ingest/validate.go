@@ -1,6 +1,8 @@
 package ingest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -145,19 +147,25 @@ func ValidateReport(req *plumblinev1.ReportRequest, lim Limits, now time.Time) (
 
 	b := &Batch{FirstSequence: first, Records: make([]store.Record, 0, len(recs))}
 	for _, r := range recs {
+		// Only what the server understands is stored: fields of a newer
+		// (or hostile) agent that this server does not know are dropped.
+		discardUnknown(r.ProtoReflect(), 0)
 		payload, err := proto.MarshalOptions{Deterministic: true}.Marshal(r)
 		if err != nil {
 			return nil, fmt.Errorf("%w: sequence %d: %w", ErrInvalidRequest, r.GetSequence(), err)
 		}
 		sr, err := convertRecord(r, lim, now)
 		if err != nil {
-			reason := err.Error()
+			reason := truncateUTF8(err.Error(), MaxReasonBytes)
 			b.Records = append(b.Records, store.Record{
 				Sequence:   r.GetSequence(),
 				Kind:       store.KindRejected,
 				ProducedAt: saneTime(r.GetProducedAt().AsTime(), now, lim),
-				Payload:    payload,
-				Reason:     reason,
+				// The reason and the start of the record, not all of it:
+				// a rejected record is kept to settle its sequence and to
+				// show what was wrong, and may be as large as a message.
+				Payload: slices.Clone(payload[:min(len(payload), MaxRejectedPayloadBytes)]),
+				Reason:  reason,
 			})
 			b.Rejections = append(b.Rejections, &plumblinev1.Rejection{Sequence: r.GetSequence(), Reason: reason})
 			continue
@@ -166,6 +174,53 @@ func ValidateReport(req *plumblinev1.ReportRequest, lim Limits, now time.Time) (
 		b.Records = append(b.Records, sr)
 	}
 	return b, nil
+}
+
+// MaxRejectedPayloadBytes is how much of a rejected record is stored: the
+// first bytes of its serialised form (without unknown fields).
+const MaxRejectedPayloadBytes = 4 << 10
+
+// MaxReasonBytes bounds a rejection reason (stored, logged and sent back).
+const MaxReasonBytes = 1 << 10
+
+// truncateUTF8 cuts s to at most n bytes on a rune boundary, marking the cut.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "… (truncated)"
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}
+
+// discardUnknown drops the unknown fields of m and of every message in it.
+func discardUnknown(m protoreflect.Message, depth int) {
+	if depth > 64 {
+		return // deeper than any Plumbline message; checkGeneric refuses it
+	}
+	if m.GetUnknown() != nil {
+		m.SetUnknown(nil)
+	}
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.IsList() && fd.Message() != nil:
+			l := v.List()
+			for i := 0; i < l.Len(); i++ {
+				discardUnknown(l.Get(i).Message(), depth+1)
+			}
+		case fd.IsMap() && fd.MapValue().Message() != nil:
+			v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
+				discardUnknown(mv.Message(), depth+1)
+				return true
+			})
+		case !fd.IsList() && !fd.IsMap() && fd.Message() != nil:
+			discardUnknown(v.Message(), depth+1)
+		}
+		return true
+	})
 }
 
 // saneTime is t when it passes the timestamp checks, else the zero time (a
@@ -204,7 +259,11 @@ func convertRecord(r *plumblinev1.Record, lim Limits, now time.Time) (rec store.
 		if err != nil {
 			return store.Record{}, fmt.Errorf("geometry: %w", err)
 		}
+		if d := p.Geometry.GetDigest(); len(d) != 0 && len(d) != sha256.Size {
+			return store.Record{}, fmt.Errorf("geometry: digest of %d bytes: want %d (SHA-256) or none", len(d), sha256.Size)
+		}
 		rec.Kind, rec.Volumes = store.KindGeometry, vols
+		rec.GeometryDigest = hex.EncodeToString(p.Geometry.GetDigest())
 	case *plumblinev1.Record_Probe:
 		if p.Probe == nil {
 			return store.Record{}, errors.New("probe: empty payload")
@@ -363,7 +422,7 @@ func checkTime(ts *timestamppb.Timestamp, name string, now time.Time, lim Limits
 
 // Geometry enumerations, from geometry.proto.
 var (
-	triggers   = []string{"start", "changed", "interval"}
+	triggers   = []string{"start", "changed", "interval", "resync"}
 	layerKinds = []string{"filesystem", "lvm", "dm", "raid", "partition", "disk"}
 	raidLevels = []string{"raid0", "raid1", "raid5", "raid6", "raid10", "raid50", "raid60", "linear"}
 )
@@ -400,6 +459,21 @@ func convertGeometry(g *plumblinev1.GeometrySnapshot, lim Limits) ([]store.Volum
 		out = append(out, sv)
 	}
 	return out, nil
+}
+
+// Rejudge is the store.JudgeFunc of the server's rules: it re-evaluates a
+// stored geometry's alignment, so that a rule change reaches volumes whose
+// agents send no new snapshot (store.RejudgeVolumes, run at server start).
+func Rejudge(geometry []byte) (store.Volume, error) {
+	var v plumblinev1.Volume
+	if err := proto.Unmarshal(geometry, &v); err != nil {
+		return store.Volume{}, fmt.Errorf("stored geometry: %w", err)
+	}
+	sv, err := judge(&v)
+	if err != nil {
+		return store.Volume{}, err
+	}
+	return sv, nil
 }
 
 // judge re-evaluates a volume's alignment with the server's rules (the
@@ -456,6 +530,7 @@ func checkVolume(v *plumblinev1.Volume, lim Limits) error {
 			}
 		}
 	}
+	var offsets uint64
 	for i, l := range v.GetLayers() {
 		if err := checkLayer(l); err != nil {
 			name := l.GetDevice()
@@ -463,6 +538,11 @@ func checkVolume(v *plumblinev1.Volume, lim Limits) error {
 				name = l.GetKind()
 			}
 			return fmt.Errorf("layers[%d] (%s): %w", i, name, err)
+		}
+		// Every sum of offsets align.Evaluate makes is part of this one.
+		var carry uint64
+		if offsets, carry = bits.Add64(offsets, l.GetOffsetBytes(), 0); carry != 0 || offsets > math.MaxInt64 {
+			return fmt.Errorf("data offset: the offsets of layers[0] to layers[%d] add up to more than 2^63-1 bytes", i)
 		}
 	}
 	return nil
@@ -637,6 +717,15 @@ func convertProbe(p *plumblinev1.ProbeResult, now time.Time, lim Limits) (*store
 	}
 	if hist.Count() != ops {
 		return nil, fmt.Errorf("latency: %d observations for %d ops: want one per completed op", hist.Count(), ops)
+	}
+	// No op outlasts the longest run, and no more than queue_depth ops
+	// are ever in flight: that bounds the sum of a run's latencies, so
+	// the server's merged histograms stay far from overflowing.
+	if mx := hist.Max(); mx > maxProbeDuration {
+		return nil, fmt.Errorf("latency: max %s: want at most %s", mx, maxProbeDuration)
+	}
+	if hi, lo := bits.Mul64(uint64(qd), uint64(maxProbeDuration)); hi != 0 || uint64(hist.Sum()) > lo {
+		return nil, fmt.Errorf("latency: sum %s: more than queue_depth %d × %s", hist.Sum(), qd, maxProbeDuration)
 	}
 	if c := p.GetIopsCap(); c < 0 {
 		return nil, fmt.Errorf("iops_cap %v: want 0 (uncapped) or more", c)

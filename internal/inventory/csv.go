@@ -20,6 +20,10 @@ var VolumeCSVColumns = []string{
 	"data_offset_bytes", "stripe_unit_bytes", "allocation_unit_bytes", "raid_level", "media", "profile",
 	"split_fraction_8k", "split_fraction_64k", "severity", "rules",
 	"finding_rule", "finding", "remediation", "degraded", "observed_at",
+	// Appended last so that readers by position keep working: the split
+	// at any offset from the allocation grid (split_fraction_* is the
+	// offset-caused split).
+	"granularity_split_fraction_8k", "granularity_split_fraction_64k",
 }
 
 // HostCSVColumns are the columns of GET /api/v1/hosts?format=csv.
@@ -237,6 +241,8 @@ func (c *csvWriter) volumeRow(v *store.InventoryVolume) error {
 		c.buf = strconv.AppendBool(c.buf, v.Baseline.Degraded)
 	}
 	c.time(v.ObservedAt)
+	c.frac(v.GranularitySplit8K)
+	c.frac(v.GranularitySplit64K)
 	return c.end()
 }
 

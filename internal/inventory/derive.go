@@ -12,19 +12,9 @@ import (
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
-// Rules lists the alignment rule ids the `rule` filter accepts.
-var Rules = []string{
-	align.RuleAllocationUnitBelowRecommended,
-	align.RuleDataOffsetStripeUnit,
-	align.RuleFSStripeHintsMismatch,
-	align.RuleFSStripeHintsMissing,
-	align.RuleLVMDataOffsetStripeUnit,
-	align.RuleOffsetPhysicalSector,
-	align.RuleOffsetUnknown,
-	align.RulePartitionOffsetStripeUnit,
-	align.RuleStripeUnitAllocationUnit,
-	align.RuleStripeUnitUnknown,
-}
+// Rules lists the alignment rule ids the `rule` filter accepts: every rule
+// align has.
+var Rules = align.Rules()
 
 // Severities, worst first, and their ranks.
 var (
@@ -56,7 +46,7 @@ func derive(v store.Volume) (store.InventoryVolume, error) {
 	iv := store.InventoryVolume{
 		Device: v.Device, FSType: v.FSType, Verdict: v.Verdict,
 		DataOffsetBytes: -1, StripeUnitBytes: int64(v.StripeUnitBytes), AllocationUnitBytes: -1,
-		SplitFraction8K: -1, SplitFraction64K: -1, Severity: "none",
+		SplitFraction8K: -1, SplitFraction64K: -1, GranularitySplit8K: -1, GranularitySplit64K: -1, Severity: "none",
 		RAIDLevel: baseline.NoRAID, Media: string(baseline.UnknownMedia),
 	}
 	if v.DataOffsetBytes != nil {
@@ -77,6 +67,12 @@ func derive(v store.Volume) (store.InventoryVolume, error) {
 	if a == nil {
 		a = align.Evaluate(&pv)
 		pv.Alignment = a
+	}
+	if g, ok := a.GetGranularitySplitFraction()[8<<10]; ok {
+		iv.GranularitySplit8K = g
+	}
+	if g, ok := a.GetGranularitySplitFraction()[64<<10]; ok {
+		iv.GranularitySplit64K = g
 	}
 	p := baseline.ProfileOf(&pv)
 	iv.Profile = p.Key()

@@ -18,19 +18,34 @@ type Host struct {
 	AgentVersion string    `json:"agent_version"`
 	FirstSeen    time.Time `json:"first_seen"`
 	LastSeen     time.Time `json:"last_seen"`
-	// HighWaterSequence is the agent's dedup high-water mark.
+	// HighWaterSequence is the dedup high-water mark of the agent's
+	// current spool incarnation (Incarnation: the one that said Hello
+	// last; empty for agents from before incarnations).
 	HighWaterSequence uint64 `json:"high_water_sequence"`
+	Incarnation       string `json:"incarnation"`
+	// IdentityConflicts counts the times two live agents were seen on this
+	// identity (an incarnation that a newer one had replaced spoke again:
+	// two hosts sharing one certificate, or a copied spool), and
+	// IdentityConflictAt is the last (null: never).
+	IdentityConflicts  uint64     `json:"identity_conflicts"`
+	IdentityConflictAt *time.Time `json:"identity_conflict_at"`
 	// Volumes and Misaligned count its present volumes.
 	Volumes    int64 `json:"volume_count"`
 	Misaligned int64 `json:"misaligned_count"`
 }
 
 func hostJSON(h *store.InventoryHost) Host {
-	return Host{
+	out := Host{
 		AgentID: h.ID, Hostname: h.Hostname, OS: h.OS, Kernel: h.Kernel, MachineID: h.MachineID,
 		AgentVersion: h.AgentVersion, FirstSeen: h.FirstSeen, LastSeen: h.LastSeen, HighWaterSequence: h.HighWater,
+		Incarnation: h.Incarnation, IdentityConflicts: h.IdentityConflicts,
 		Volumes: h.Volumes, Misaligned: h.Misaligned,
 	}
+	if !h.IdentityConflictAt.IsZero() {
+		at := h.IdentityConflictAt
+		out.IdentityConflictAt = &at
+	}
+	return out
 }
 
 func (a *API) hosts(w http.ResponseWriter, r *http.Request) {

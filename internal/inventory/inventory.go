@@ -30,9 +30,10 @@
 // (the request syncs the hosts of records newer than any sync covered:
 // one index probe when there are none); one whose transaction commits
 // late (after a sync read a newer one) shows within SyncPeriod plus a sync
-// (default 2 s + well under a second at rest). In a summary, a change
-// shows within SummaryRefresh + SyncPeriod + one computation (defaults
-// 10 s + 2 s + well under a second; see summaryCache). A host rename
+// (default 2 s + well under a second at rest). A summary agrees with the
+// pages read at the same moment: a cached one is served only while it is
+// at the store's generation, else the request computes it (see
+// summaryCache). A host rename
 // without a new snapshot shows within FullSyncInterval. Baseline states
 // (the evaluator's) are joined when a page is read, so pages show them at
 // once.
@@ -162,12 +163,12 @@ func New(st Store, opts Options) *API {
 	}
 	a := &API{st: st, opts: opts, mux: http.NewServeMux()}
 	a.summaries.entries = map[string]*summaryEntry{}
-	a.mux.HandleFunc("/api/v1/volumes", a.get(a.auth(a.volumes)))
-	a.mux.HandleFunc("/api/v1/volumes/{id}", a.get(a.auth(a.volume)))
-	a.mux.HandleFunc("/api/v1/hosts", a.get(a.auth(a.hosts)))
-	a.mux.HandleFunc("/api/v1/hosts/{host}", a.get(a.auth(a.host)))
-	a.mux.HandleFunc("/api/v1/summary", a.get(a.auth(a.summary)))
-	a.mux.HandleFunc("/api/v1/openapi.yaml", a.get(a.auth(a.openapi)))
+	a.mux.HandleFunc("/api/v1/volumes", a.auth(a.get(a.volumes)))
+	a.mux.HandleFunc("/api/v1/volumes/{id}", a.auth(a.get(a.volume)))
+	a.mux.HandleFunc("/api/v1/hosts", a.auth(a.get(a.hosts)))
+	a.mux.HandleFunc("/api/v1/hosts/{host}", a.auth(a.get(a.host)))
+	a.mux.HandleFunc("/api/v1/summary", a.auth(a.get(a.summary)))
+	a.mux.HandleFunc("/api/v1/openapi.yaml", a.auth(a.get(a.openapi)))
 	a.mux.HandleFunc("/api/", a.auth(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no API endpoint %s", r.URL.Path))
 	}))
@@ -329,18 +330,27 @@ func (a *API) get(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// auth requires one of the tokens, when there are any. Every token
-// compares in constant time, so the time taken says nothing about which
-// one nearly matched.
+// auth is RequireToken with the API's tokens.
 func (a *API) auth(h http.HandlerFunc) http.HandlerFunc {
-	if len(a.opts.Tokens) == 0 {
+	return RequireToken(a.opts.Tokens, h).ServeHTTP
+}
+
+// RequireToken is the one bearer-token check of the server's HTTP
+// listener: the inventory API and /metrics both go through it. With no
+// tokens it returns h as it is; otherwise a request passes only with
+// "Authorization: Bearer <secret>" of one of the tokens, and any other
+// gets 401 with a WWW-Authenticate challenge. Every token compares in
+// constant time, so the time taken says nothing about which one nearly
+// matched.
+func RequireToken(tokens []Token, h http.Handler) http.Handler {
+	if len(tokens) == 0 {
 		return h
 	}
-	wants := make([][]byte, len(a.opts.Tokens))
-	for i, t := range a.opts.Tokens {
+	wants := make([][]byte, len(tokens))
+	for i, t := range tokens {
 		wants[i] = []byte("Bearer " + t.Secret)
 	}
-	return func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got := []byte(r.Header.Get("Authorization"))
 		ok := 0
 		for _, want := range wants {
@@ -351,8 +361,8 @@ func (a *API) auth(h http.HandlerFunc) http.HandlerFunc {
 			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
 			return
 		}
-		h(w, r)
-	}
+		h.ServeHTTP(w, r)
+	})
 }
 
 func (a *API) index(w http.ResponseWriter, r *http.Request) {

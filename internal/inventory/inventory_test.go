@@ -137,8 +137,14 @@ func TestVolumesAndHosts(t *testing.T) {
 			if al["verdict"] != "misaligned" || al["data_offset_bytes"] != json.Number("32256") {
 				t.Errorf("alignment = %v; want the server's verdict misaligned at data_offset_bytes 32256 (a number)", al)
 			}
-			if sf := al["split_fraction"].(map[string]any); sf["8192"] != json.Number("0.125") {
-				t.Errorf("split_fraction = %v, want 8192: 0.125", sf)
+			// 31.5 KiB on a 64 KiB stripe with 4 KiB blocks: 12.5% of 8 KiB
+			// I/Os split, half of them because of the offset, half at any
+			// offset because of the 4 KiB allocation grid.
+			if sf := al["split_fraction"].(map[string]any); sf["8192"] != json.Number("0.0625") {
+				t.Errorf("split_fraction = %v, want 8192: 0.0625 (the offset's share)", sf)
+			}
+			if gf, _ := al["granularity_split_fraction"].(map[string]any); gf["8192"] != json.Number("0.0625") || gf["65536"] != json.Number("0.9375") {
+				t.Errorf("granularity_split_fraction = %v, want 8192: 0.0625, 65536: 0.9375", gf)
 			}
 			// Same shape as `agent inspect --format json` for the volume.
 			want := volume("/data")

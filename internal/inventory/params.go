@@ -251,11 +251,12 @@ func encodeToken(hash uint64, key []any) string {
 }
 
 // decodeToken reads next_page_token; kinds says the type of each keyset
-// value ('s', 'i', 'f').
+// value ('s', 'i', 'f'). An empty token (next_page_token=, what a client
+// that always sends the last answer's token sends first) is the first page.
 func (p *params) token(hash uint64, kinds string) ([]any, error) {
-	v, err := p.str("next_page_token")
-	if err != nil || v == "" {
-		return nil, err
+	v := p.q.Get("next_page_token")
+	if v == "" {
+		return nil, nil
 	}
 	bad := func(why string) error {
 		return badParam("next_page_token", nil, "next_page_token: %s; start again without it", why)

@@ -222,7 +222,7 @@ func TestFilters(t *testing.T) {
 				{"media=sata-ssd", func(v map[string]any) bool { return v["media"] == "sata-ssd" }},
 				{"profile=" + url.QueryEscape(profile), func(v map[string]any) bool { return v["profile"] == profile }},
 				{"min_split_fraction=0.1", func(v map[string]any) bool { return splitOf(v, "8192") >= 0.1 }},
-				{"min_split_fraction=1&io_size_bytes=65536", func(v map[string]any) bool { return splitOf(v, "65536") >= 1 }},
+				{"min_split_fraction=0.1&io_size_bytes=65536", func(v map[string]any) bool { return splitOf(v, "65536") >= 0.1 }},
 				{"degraded=true", func(v map[string]any) bool { return v["host"] == "db01.example" && v["mount_point"] == "/data0" }},
 				{"degraded=false", func(v map[string]any) bool { return !(v["host"] == "db01.example" && v["mount_point"] == "/data0") }},
 				{"rule=partition-offset-stripe-unit", func(v map[string]any) bool { return hasFinding(v, "partition-offset-stripe-unit", "") }},
@@ -457,6 +457,12 @@ func TestCSV(t *testing.T) {
 					if col(r, "verdict") != "misaligned" || col(r, "data_offset_bytes") != "32256" || col(r, "finding_rule") == "" || col(r, "remediation") == "" {
 						t.Errorf("change-ticket columns: %v", r)
 					}
+					// xfs with 4 KiB blocks at 31.5 KiB on a 64 KiB stripe: the
+					// split by cause, offset and allocation grid.
+					got := []string{col(r, "split_fraction_8k"), col(r, "split_fraction_64k"), col(r, "granularity_split_fraction_8k"), col(r, "granularity_split_fraction_64k")}
+					if diff := gocmp.Diff([]string{"0.0625", "0.0625", "0.0625", "0.9375"}, got); diff != "" {
+						t.Errorf("split columns (offset 8K, 64K, granularity 8K, 64K) (-want +got):\n%s", diff)
+					}
 				}
 			}
 			// A CSV page carries the next token in a header.
@@ -525,6 +531,14 @@ func TestBadParameters(t *testing.T) {
 		{"/api/v1/summary?limit=5", "limit", true},
 	}
 	_ = code
+	// An empty next_page_token is the first page (the OpenAPI allows it).
+	for _, path := range []string{"/api/v1/volumes?limit=1", "/api/v1/hosts?limit=1"} {
+		_, first := get(t, srv.URL+path)
+		code, body := get(t, srv.URL+path+"&next_page_token=")
+		if code != http.StatusOK || fmt.Sprint(body) != fmt.Sprint(first) {
+			t.Errorf("GET %s&next_page_token= = %d %v, want 200 and the first page %v", path, code, body, first)
+		}
+	}
 	for _, tt := range tests {
 		code, body := get(t, srv.URL+tt.path)
 		if code != http.StatusBadRequest || body["parameter"] != tt.param || body["error"] == nil {

@@ -12,22 +12,25 @@ import (
 // summaryCache keeps rendered summaries per query, each computed at a
 // store generation (store.InventoryGeneration: moved on by every change to
 // the inventory tables, from any replica). A request is answered from the
-// cache when its query is there, whatever the entry's generation; Run
-// brings the entries whose generation is behind up to date, off the
-// request path, each at most once per SummaryRefresh (a summary of 100,000
-// volumes is a few hundred milliseconds of database work). So a cached
-// summary is at most SummaryRefresh + SyncPeriod + one computation behind
-// the tables (defaults: 10 s + 2 s + well under a second). A query not in
-// the cache is computed on its request and kept: from the in-memory
-// summaryIndex when it is at the store's generation (milliseconds at
-// 100,000 volumes; Run rebuilds it with the entries), else with the
-// store's SQL aggregates (the filters use the inventory indexes). The
-// whole fleet's summary is always kept warm.
+// cache only when its entry is at the store's current generation (one
+// query reads it), so a summary agrees with the volumes read at the same
+// moment; an entry behind (or missing) is computed on the request and
+// kept: from the in-memory summaryIndex, which the request first brings
+// to the current generation when it is behind (one build, about 0.5 s at
+// 100,000 volumes, shared by every request and by Run: indexAt), in
+// milliseconds; the store's SQL aggregates only when the index cannot
+// answer (a change landed during the build). At rest nothing is computed.
+// Run brings the entries and the index up to date off the request path
+// too, each at most once per SummaryRefresh, so a request after a quiet
+// change usually finds them current. The whole fleet's summary is always
+// kept warm.
 // Entries unused for summaryKeep are dropped; at most summaryEntries are
 // kept (the least recently used goes).
 type summaryCache struct {
 	mu      sync.Mutex
 	entries map[string]*summaryEntry
+	// buildMu makes index builds one at a time (indexAt).
+	buildMu sync.Mutex
 }
 
 type summaryEntry struct {
@@ -55,22 +58,26 @@ func summaryKey(r *http.Request) string {
 	return q.Encode()
 }
 
-// get returns the rendered summary of a query, computing it when it is
-// not cached.
+// get returns the rendered summary of a query at the store's current
+// generation: the cached one when it is at that generation, else computed
+// now (and cached).
 func (c *summaryCache) get(ctx context.Context, a *API, key string, f store.VolumeFilter, top int) ([]byte, error) {
+	// The generation before the computation: a change that lands while it
+	// runs makes the entry behind, and the next request computes it again.
+	gen, err := a.st.InventoryGeneration(ctx)
+	if err != nil {
+		return nil, err
+	}
 	now := time.Now()
 	c.mu.Lock()
-	if e := c.entries[key]; e != nil && e.top == top {
+	if e := c.entries[key]; e != nil && e.top == top && e.gen == gen {
 		e.used = now
 		body := e.body
 		c.mu.Unlock()
 		return body, nil
 	}
 	c.mu.Unlock()
-	// The generation before the computation: a change that lands while it
-	// runs makes the entry behind, and the next refresh computes it again.
-	gen, err := a.st.InventoryGeneration(ctx)
-	if err != nil {
+	if err := a.indexAt(ctx, gen); err != nil {
 		return nil, err
 	}
 	body, err := a.summarize(ctx, f, top)
@@ -84,6 +91,30 @@ func (c *summaryCache) get(ctx context.Context, a *API, key string, f store.Volu
 	}
 	c.evictLocked(now)
 	return body, nil
+}
+
+// indexAt brings the summary index to generation gen (or later): unless
+// it is there already, it is rebuilt — one build at a time; a request
+// that waited for another's build uses it.
+func (a *API) indexAt(ctx context.Context, gen uint64) error {
+	at := func() bool {
+		ix := a.sumIdx.Load()
+		return ix != nil && ix.gen != 0 && ix.gen >= gen
+	}
+	if at() {
+		return nil
+	}
+	a.summaries.buildMu.Lock()
+	defer a.summaries.buildMu.Unlock()
+	if at() {
+		return nil
+	}
+	nix, err := buildSummaryIndex(ctx, a.st)
+	if err != nil {
+		return err
+	}
+	a.sumIdx.Store(nix)
+	return nil
 }
 
 // evictLocked drops entries unused for summaryKeep and, above
@@ -119,11 +150,9 @@ func (a *API) refreshSummaries(ctx context.Context, force bool) error {
 	// The in-memory index first (the computations below use it when it
 	// is at gen), under the same rule as the entries.
 	if ix := a.sumIdx.Load(); ix == nil || (ix.gen != gen && (force || time.Since(ix.built) >= a.opts.SummaryRefresh)) {
-		nix, err := buildSummaryIndex(ctx, a.st)
-		if err != nil {
+		if err := a.indexAt(ctx, gen); err != nil {
 			return err
 		}
-		a.sumIdx.Store(nix)
 	}
 	c := &a.summaries
 	now := time.Now()

@@ -21,10 +21,11 @@ import (
 //
 // The index is built by refreshSummaries (Run, after a sync; Sync) when
 // the store's generation has moved, at most once per SummaryRefresh
-// unless forced, and used only while it is at the store's current
-// generation: a summary from it equals the SQL one (counts exactly; the
-// penalty sums up to the last bits of a float64 sum). A request that
-// finds it behind computes in SQL as before.
+// unless forced, and by a summary request that finds its cached entry
+// behind the store's generation (indexAt); it is used only while it is at
+// the store's current generation: a summary from it equals the SQL one
+// (counts exactly; the penalty sums up to the last bits of a float64
+// sum). When a change lands during a build, the summary computes in SQL.
 type summaryIndex struct {
 	// gen is the store generation the index is exactly (0: the build
 	// overlapped a change, the index is of no generation).

@@ -187,3 +187,54 @@ func TestSummaryFollowsChanges(t *testing.T) {
 		})
 	}
 }
+
+// TestSummaryConsistentWithVolumes: with Run's production periods (a sync
+// every 2 s, a cached summary recomputed at most every 10 s), a summary
+// read right after a report, a removal or a baseline change agrees with
+// the volumes read at the same moment: the request brings a cached entry
+// behind the store's generation up to date instead of serving it.
+func TestSummaryConsistentWithVolumes(t *testing.T) {
+	for _, e := range engines {
+		t.Run(e.Name, func(t *testing.T) {
+			ctx := context.Background()
+			st := openStore(t, e.DSN(t))
+			seedFleet(t, st, 4, 3)
+			srv, _ := serveRunning(t, st, Options{SyncPeriod: 2 * time.Second, SummaryRefresh: 10 * time.Second})
+			summary := func(query string) map[string]any {
+				t.Helper()
+				code, body := get(t, srv.URL+"/api/v1/summary?"+query)
+				if code != 200 {
+					t.Fatalf("summary?%s: %d %v", query, code, body)
+				}
+				return body
+			}
+			agree := func(what string) {
+				t.Helper()
+				for _, filter := range []string{"", "host=db0*", "verdict=misaligned"} {
+					vols := list(t, srv.URL, filter, 1000)
+					s := summary(filter)
+					degraded := 0
+					for _, v := range vols {
+						if b, _ := v["baseline"].(map[string]any); b != nil && b["degraded"] == true {
+							degraded++
+						}
+					}
+					if num64(s["volumes"]) != float64(len(vols)) || num64(s["degraded"]) != float64(degraded) {
+						t.Errorf("%s: summary?%s says %v volumes, %v degraded; /volumes %d, %d", what, filter, s["volumes"], s["degraded"], len(vols), degraded)
+					}
+				}
+			}
+			agree("at rest") // warms the cache entries
+			report(t, st, "agent-new", "db0new.example", 1, fleetVolume(1, "/data0"), fleetVolume(2, "/data1"))
+			agree("right after a new host's report")
+			report(t, st, "agent-new", "db0new.example", 2, fleetVolume(1, "/data0"))
+			agree("right after a volume went")
+			if err := st.PutBaselineStates(ctx, []store.BaselineState{
+				{AgentID: "agent-new", MountPoint: "/data0", State: "degraded", Degraded: true, Reason: "x", UpdatedAt: time.Now()},
+			}); err != nil {
+				t.Fatal(err)
+			}
+			agree("right after a baseline state")
+		})
+	}
+}

@@ -61,3 +61,17 @@ func (s *diskstatsSampler) ioTicks() (time.Duration, error) {
 	}
 	return 0, fmt.Errorf("device %d:%d (%s) left diskstats", s.major, s.minor, s.name)
 }
+
+// noBusyGuard is empty: Linux has a busy guard (Run's checkBusy).
+const noBusyGuard = ""
+
+// newBusySampler is the busy guard's sampler of the device under d, with
+// the device's diskstats name and the guard's status; nil where there is
+// none (the status says why).
+func newBusySampler(o Options, d *probeDir) (utilSampler, string, string) {
+	s, status := newDiskstatsSampler(o.ProcRoot, o.SysRoot, d.dev)
+	if s == nil {
+		return nil, "", status
+	}
+	return s, s.name, status
+}

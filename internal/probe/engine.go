@@ -79,68 +79,16 @@ func measure(ctx context.Context, p plan, tgt target, util utilSampler) outcome 
 	runCtx, cancelT := context.WithTimeoutCause(runCtx, p.maxDur, errStopDuration)
 	defer cancelT()
 
-	var (
-		claimed  atomic.Int64
-		errCount atomic.Int64
-		pace     = newPacer(p.iops)
-		busy     ownBusy
-		guard    = newLatencyGuard(p.latCeiling, p.latWindow)
-		wg       sync.WaitGroup
-		workers  = make([]workerResult, p.qd)
-		firstErr atomic.Pointer[error]
-		logNext  atomic.Int64 // log-write: next sequential block
-	)
+	m := &measurement{p: p, tgt: tgt, cancel: cancel, pace: newPacer(p.iops), guard: newLatencyGuard(p.latCeiling, p.latWindow)}
+	workers := make([]workerResult, p.qd)
+	var wg sync.WaitGroup
 	p.progress.startMeasure(p.ops)
 	start := time.Now()
 	for w := range p.qd {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res := &workers[w]
-			res.hist = &histogram.Histogram{}
-			res.samples = make([]time.Duration, 0, min(p.ops/p.qd+1, 1<<16))
-			buf := alignedBuffer(p.blockSize, p.align)
-			rng := rand.New(rand.NewPCG(p.seed, uint64(w)))
-			if p.kind != RandomRead {
-				fillRandom(rng, buf)
-			}
-			for {
-				if runCtx.Err() != nil {
-					return
-				}
-				if claimed.Add(1) > int64(p.ops) {
-					return
-				}
-				if err := pace.wait(runCtx); err != nil {
-					return
-				}
-				var off int64
-				if p.kind == LogWrite {
-					off = p.dataOff + (logNext.Add(1)-1)%p.dataBlocks*int64(p.blockSize)
-				} else {
-					off = p.dataOff + rng.Int64N(p.dataBlocks)*int64(p.blockSize)
-				}
-				busy.begin()
-				t0 := time.Now()
-				err := doOp(p, tgt, buf, off)
-				lat := time.Since(t0)
-				busy.end()
-				p.progress.opDone()
-				if err != nil {
-					firstErr.CompareAndSwap(nil, &err)
-					if errCount.Add(1) >= int64(p.maxErrors) {
-						cancel(errStopIOErrors)
-						return
-					}
-					continue
-				}
-				res.ops++
-				res.samples = append(res.samples, lat)
-				res.hist.Observe(lat)
-				if guard.observe(lat) {
-					cancel(errStopLatency)
-				}
-			}
+			m.work(runCtx, w, &workers[w])
 		}()
 	}
 
@@ -152,7 +100,7 @@ func measure(ctx context.Context, p plan, tgt target, util utilSampler) outcome 
 		monWG.Add(1)
 		go func() {
 			defer monWG.Done()
-			monitorBusy(runCtx, workersDone, p, util, &busy, &busyPct, func() { cancel(errStopBusy) })
+			monitorBusy(runCtx, workersDone, p, util, &m.busy, &busyPct, func() { cancel(errStopBusy) })
 		}()
 	}
 	wg.Wait()
@@ -160,16 +108,8 @@ func measure(ctx context.Context, p plan, tgt target, util utilSampler) outcome 
 	close(workersDone)
 	monWG.Wait()
 
-	out := outcome{start: start, end: end, hist: &histogram.Histogram{}, busyPercent: math.Float64frombits(busyPct.Load())}
-	for _, r := range workers {
-		out.ops += r.ops
-		out.samples = append(out.samples, r.samples...)
-		out.hist.Merge(r.hist)
-	}
-	out.errors = int(errCount.Load())
-	if e := firstErr.Load(); e != nil {
-		out.firstErr = *e
-	}
+	out := m.collect(workers)
+	out.start, out.end, out.busyPercent = start, end, math.Float64frombits(busyPct.Load())
 	switch cause := context.Cause(runCtx); {
 	case out.ops+out.errors >= p.ops:
 		// Every op ran: a guard or the clock firing after the last one
@@ -178,6 +118,86 @@ func measure(ctx context.Context, p plan, tgt target, util utilSampler) outcome 
 		out.stoppedReason = StopInterrupted
 	case cause != nil:
 		out.stoppedReason = cause.Error()
+	}
+	return out
+}
+
+// measurement is what measure's workers share.
+type measurement struct {
+	p        plan
+	tgt      target
+	cancel   context.CancelCauseFunc
+	claimed  atomic.Int64 // ops claimed from the budget
+	errCount atomic.Int64
+	pace     *pacer
+	busy     ownBusy
+	guard    *latencyGuard
+	firstErr atomic.Pointer[error]
+	logNext  atomic.Int64 // log-write: next sequential block
+}
+
+// work is worker w: it claims ops from the shared budget and runs them
+// until the budget is spent or ctx ends (a guard, the clock or the caller).
+func (m *measurement) work(ctx context.Context, w int, res *workerResult) {
+	p := m.p
+	res.hist = &histogram.Histogram{}
+	res.samples = make([]time.Duration, 0, min(p.ops/p.qd+1, 1<<16))
+	buf := alignedBuffer(p.blockSize, p.align)
+	rng := rand.New(rand.NewPCG(p.seed, uint64(w)))
+	if p.kind != RandomRead {
+		fillRandom(rng, buf)
+	}
+	for {
+		if ctx.Err() != nil {
+			return
+		}
+		if m.claimed.Add(1) > int64(p.ops) {
+			return
+		}
+		if err := m.pace.wait(ctx); err != nil {
+			return
+		}
+		var off int64
+		if p.kind == LogWrite {
+			off = p.dataOff + (m.logNext.Add(1)-1)%p.dataBlocks*int64(p.blockSize)
+		} else {
+			off = p.dataOff + rng.Int64N(p.dataBlocks)*int64(p.blockSize)
+		}
+		m.busy.begin()
+		t0 := time.Now()
+		err := doOp(p, m.tgt, buf, off)
+		lat := time.Since(t0)
+		m.busy.end()
+		p.progress.opDone()
+		if err != nil {
+			m.firstErr.CompareAndSwap(nil, &err)
+			if m.errCount.Add(1) >= int64(p.maxErrors) {
+				m.cancel(errStopIOErrors)
+				return
+			}
+			continue
+		}
+		res.ops++
+		res.samples = append(res.samples, lat)
+		res.hist.Observe(lat)
+		if m.guard.observe(lat) {
+			m.cancel(errStopLatency)
+		}
+	}
+}
+
+// collect merges the workers' results into the run's counts, samples and
+// histogram.
+func (m *measurement) collect(workers []workerResult) outcome {
+	out := outcome{hist: &histogram.Histogram{}}
+	for _, r := range workers {
+		out.ops += r.ops
+		out.samples = append(out.samples, r.samples...)
+		_ = out.hist.Merge(r.hist) // one run's workers: far from the 292 years of latency that overflow
+	}
+	out.errors = int(m.errCount.Load())
+	if e := m.firstErr.Load(); e != nil {
+		out.firstErr = *e
 	}
 	return out
 }

@@ -1,62 +1,25 @@
 package probe
 
 import (
-	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
-	mrand "math/rand/v2"
 	"os"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// probeFile is an open, verified probe file.
-type probeFile struct {
-	fd          int
-	dirFd       int
-	path        string // for messages and results only; all access is fd-relative
-	cacheBypass bool
-	dioAlign    int // O_DIRECT offset/length alignment (logical sector)
-	memAlign    int // O_DIRECT buffer alignment
-	dev         uint64
-	hdr         header
-	rawIO       bool // see Options.RawIO
-	created     bool // this run created the file
-	filled      bool // this run wrote the file in full
-	// rewrittenFrom is the old size of an existing probe file whose size
-	// changed (it is written again in full); 0 otherwise.
-	rewrittenFrom int64
+// probeDir is the probe directory, held open: every access to the probe
+// file is relative to its descriptor.
+type probeDir struct {
+	fd   int
+	path string
+	dev  uint64 // st_dev: the file system (and device) the directory is on
 }
 
-func (f *probeFile) ReadAt(p []byte, off int64) (int, error) {
-	if f.rawIO && rawIOSupported {
-		return rawPread(f.fd, p, off)
-	}
-	return unix.Pread(f.fd, p, off)
-}
-
-func (f *probeFile) WriteAt(p []byte, off int64) (int, error) {
-	if f.rawIO && rawIOSupported {
-		return rawPwrite(f.fd, p, off)
-	}
-	return unix.Pwrite(f.fd, p, off)
-}
-
-func (f *probeFile) Datasync() error {
-	if f.rawIO && rawIOSupported {
-		return rawFdatasync(f.fd)
-	}
-	return unix.Fdatasync(f.fd)
-}
-
-func (f *probeFile) close() {
-	if f.fd >= 0 {
-		unix.Close(f.fd)
-	}
-	if f.dirFd >= 0 {
-		unix.Close(f.dirFd)
+func (d *probeDir) close() {
+	if d != nil && d.fd >= 0 {
+		unix.Close(d.fd)
+		d.fd = -1
 	}
 }
 
@@ -64,17 +27,96 @@ func (f *probeFile) close() {
 // anything that is not a directory. Every later access is relative to the
 // returned descriptor, so renaming or swapping the path afterwards cannot
 // redirect the probe.
-func openDir(dir string) (int, error) {
+func openDir(dir string) (*probeDir, error) {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	switch {
 	case errors.Is(err, unix.ELOOP):
-		return -1, fmt.Errorf("%w: --dir %s is a symbolic link; give the real directory", ErrUnsafePath, dir)
+		return nil, fmt.Errorf("%w: --dir %s is a symbolic link; give the real directory", ErrUnsafePath, dir)
 	case errors.Is(err, unix.ENOTDIR):
-		return -1, fmt.Errorf("%w: --dir %s is not a directory (or is a symbolic link to one)", ErrUnsafePath, dir)
+		return nil, fmt.Errorf("%w: --dir %s is not a directory (or is a symbolic link to one)", ErrUnsafePath, dir)
 	case err != nil:
-		return -1, fmt.Errorf("open --dir %s: %w", dir, err)
+		return nil, fmt.Errorf("open --dir %s: %w", dir, err)
 	}
-	return fd, nil
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("stat --dir %s: %w", dir, err)
+	}
+	return &probeDir{fd: fd, path: dir, dev: st.Dev}, nil
+}
+
+// freeSpace is what statfs says of the directory's file system: bytes
+// available to us and in total.
+func (d *probeDir) freeSpace() (avail, total int64, err error) {
+	var sfs unix.Statfs_t
+	if err := unix.Fstatfs(d.fd, &sfs); err != nil {
+		return 0, 0, fmt.Errorf("statfs %s: %w", d.path, err)
+	}
+	return int64(sfs.Bavail) * int64(sfs.Bsize), int64(sfs.Blocks) * int64(sfs.Bsize), nil
+}
+
+// fdFile is the probe file's descriptor.
+type fdFile struct {
+	fd   int
+	dir  *probeDir // not owned: probeFile closes it
+	name string    // the file's name in dir
+	path string    // for messages
+}
+
+var _ handle = (*fdFile)(nil)
+
+func (f *fdFile) ReadAt(p []byte, off int64) (int, error)  { return unix.Pread(f.fd, p, off) }
+func (f *fdFile) WriteAt(p []byte, off int64) (int, error) { return unix.Pwrite(f.fd, p, off) }
+func (f *fdFile) Datasync() error                          { return unix.Fdatasync(f.fd) }
+
+// Allocate sizes the file and reserves its blocks up front, so that a
+// filling file system fails now, not half-way; not every file system
+// supports the reservation, and that is fine.
+func (f *fdFile) Allocate(size int64) error {
+	if err := unix.Ftruncate(f.fd, size); err != nil {
+		return err
+	}
+	_ = unix.Fallocate(f.fd, 0, 0, size)
+	return nil
+}
+
+func (f *fdFile) used() (int64, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(f.fd, &st); err != nil {
+		return 0, fmt.Errorf("stat %s: %w", f.path, err)
+	}
+	return st.Blocks * 512, nil
+}
+
+// ioTarget issues the probe's I/O as raw system calls when rawIO is set
+// and the platform has them (Options.RawIO).
+func (f *fdFile) ioTarget(rawIO bool) target {
+	if rawIO && rawIOSupported {
+		return rawFile{fd: f.fd}
+	}
+	return f
+}
+
+func (f *fdFile) Close() error {
+	if f.fd < 0 {
+		return nil
+	}
+	err := unix.Close(f.fd)
+	f.fd = -1
+	return err
+}
+
+// rawFile is the probe file's descriptor used with raw system calls.
+type rawFile struct{ fd int }
+
+func (r rawFile) ReadAt(p []byte, off int64) (int, error)  { return rawPread(r.fd, p, off) }
+func (r rawFile) WriteAt(p []byte, off int64) (int, error) { return rawPwrite(r.fd, p, off) }
+func (r rawFile) Datasync() error                          { return rawFdatasync(r.fd) }
+
+// newIOBuffer is a size-byte buffer aligned to align, from the Go heap
+// (which does not move objects); it needs no freeing.
+func newIOBuffer(size, align int) ([]byte, func(), error) {
+	return alignedBuffer(size, align), func() {}, nil
 }
 
 // noCacheBypassFS are file systems where O_DIRECT may be accepted but
@@ -100,151 +142,111 @@ func checkFS(dirFd int, dir string, allowCached bool) (tryDirect bool, err error
 	return true, nil
 }
 
-// checkFreeSpace refuses to grow the file system's usage by grow bytes when
-// that would leave less free than o.FreeSpaceFloor.
-func checkFreeSpace(dirFd int, grow int64, o Options) error {
-	if grow <= 0 {
-		return nil
-	}
-	var sfs unix.Statfs_t
-	if err := unix.Fstatfs(dirFd, &sfs); err != nil {
-		return fmt.Errorf("statfs %s: %w", o.Dir, err)
-	}
-	total := int64(sfs.Blocks) * int64(sfs.Bsize)
-	avail := int64(sfs.Bavail) * int64(sfs.Bsize)
-	floor := o.FreeSpaceFloor(total)
-	if after := avail - grow; after < floor {
-		return o.freeSpaceError(grow, after, total, floor)
-	}
-	return nil
-}
-
-// openProbeFile opens the probe file in dir, creating and filling it when
-// needed. Nothing is created or written before every refusal check passed.
-func openProbeFile(ctx context.Context, o Options) (*probeFile, error) {
-	dirFd, err := openDir(o.Dir)
+// openFile opens the probe file in d, or creates it when there is none
+// (after checking the free-space floor for it). Nothing is created before
+// every refusal check passed.
+func (d *probeDir) openFile(o Options, path string) (*probeFile, error) {
+	tryDirect, err := checkFS(d.fd, o.Dir, o.AllowCached)
 	if err != nil {
 		return nil, err
 	}
-	f := &probeFile{fd: -1, dirFd: dirFd, path: joinPath(o.Dir, o.FileName)}
-	ok := false
-	defer func() {
-		if !ok {
-			f.close()
-		}
-	}()
-	var dst unix.Stat_t
-	if err := unix.Fstat(dirFd, &dst); err != nil {
-		return nil, fmt.Errorf("stat %s: %w", o.Dir, err)
-	}
-	f.dev = dst.Dev
-	tryDirect, err := checkFS(dirFd, o.Dir, o.AllowCached)
-	if err != nil {
-		return nil, err
-	}
-
+	f := &probeFile{dir: d, path: path}
 	var st unix.Stat_t
-	err = unix.Fstatat(dirFd, o.FileName, &st, unix.AT_SYMLINK_NOFOLLOW)
+	err = unix.Fstatat(d.fd, o.FileName, &st, unix.AT_SYMLINK_NOFOLLOW)
 	switch {
 	case errors.Is(err, unix.ENOENT):
-		if err := checkFreeSpace(dirFd, o.FileSize, o); err != nil {
+		if err := checkFreeSpace(d, o.FileSize, o); err != nil {
 			return nil, err
 		}
-		if err := f.create(o, tryDirect); err != nil {
-			return nil, err
-		}
+		err = d.create(f, o, tryDirect)
 	case err != nil:
-		return nil, fmt.Errorf("stat %s: %w", f.path, err)
+		return nil, fmt.Errorf("stat %s: %w", path, err)
 	default:
-		if err := f.openExisting(o, &st, tryDirect); err != nil {
-			return nil, err
-		}
+		err = d.openExisting(f, o, &st, tryDirect)
 	}
-
-	if f.hdr.State != stateReady || f.hdr.FileSize != o.FileSize {
-		if !f.created && f.hdr.FileSize != 0 && f.hdr.FileSize != o.FileSize {
-			f.rewrittenFrom = f.hdr.FileSize
+	if err != nil {
+		if f.file != nil {
+			f.file.Close()
 		}
-		if f.hdr.FileSize != o.FileSize {
-			var cur unix.Stat_t
-			if err := unix.Fstat(f.fd, &cur); err != nil {
-				return nil, fmt.Errorf("stat %s: %w", f.path, err)
-			}
-			if err := checkFreeSpace(dirFd, o.FileSize-cur.Blocks*512, o); err != nil {
-				return nil, err
-			}
-		}
-		if err := f.fill(ctx, o); err != nil {
-			return nil, err
-		}
+		return nil, err
 	}
-	ok = true
 	return f, nil
 }
 
 // create makes the probe file with O_EXCL (it must not exist) and
 // O_NOFOLLOW, then switches it to O_DIRECT. If the file system refuses
 // O_DIRECT, the just-created empty file is removed again before refusing.
-func (f *probeFile) create(o Options, tryDirect bool) error {
-	fd, err := unix.Openat(f.dirFd, o.FileName, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+func (d *probeDir) create(f *probeFile, o Options, tryDirect bool) error {
+	fd, err := unix.Openat(d.fd, o.FileName, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", f.path, err)
 	}
-	f.fd = fd
-	f.created = true
-	if err := f.setDirect(o, tryDirect); err != nil {
-		f.removeOwn(o.FileName)
+	h := &fdFile{fd: fd, dir: d, name: o.FileName, path: f.path}
+	f.file, f.created = h, true
+	if err := h.setDirect(f, o, tryDirect); err != nil {
+		h.removeNew()
 		return err
 	}
-	var id [16]byte
-	rand.Read(id[:])
-	f.hdr = header{FileSize: 0, State: stateFilling, Created: time.Now().UTC(), ID: id}
+	f.hdr = newHeader()
 	return nil
 }
 
-// removeOwn unlinks the file we just created, only if the name still
+// removeNew unlinks the file we just created, only if the name still
 // points at our descriptor's inode.
-func (f *probeFile) removeOwn(name string) {
+func (f *fdFile) removeNew() {
 	var mine, there unix.Stat_t
-	if unix.Fstat(f.fd, &mine) != nil || unix.Fstatat(f.dirFd, name, &there, unix.AT_SYMLINK_NOFOLLOW) != nil {
+	if unix.Fstat(f.fd, &mine) != nil || unix.Fstatat(f.dir.fd, f.name, &there, unix.AT_SYMLINK_NOFOLLOW) != nil {
 		return
 	}
 	if mine.Dev == there.Dev && mine.Ino == there.Ino && mine.Size == 0 {
-		unix.Unlinkat(f.dirFd, name, 0)
+		unix.Unlinkat(f.dir.fd, f.name, 0)
 	}
+}
+
+// openOwn opens the existing file name in d, which st (its lstat) says is
+// there, and proves it is ours: a regular file, not a link of any kind, on
+// the directory's file system, owned by us. flags are added to the open's.
+func (d *probeDir) openOwn(name, path string, st *unix.Stat_t, flags int) (*fdFile, *unix.Stat_t, error) {
+	if err := checkOwnFile(path, st, d.dev); err != nil {
+		return nil, nil, err
+	}
+	// O_NONBLOCK: should the name be swapped for a FIFO between the stat
+	// and the open, the open must not hang; the fstat below then refuses it.
+	fd, err := unix.Openat(d.fd, name, flags|unix.O_NOFOLLOW|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ELOOP) {
+		return nil, nil, fmt.Errorf("%w: %s is a symbolic link", ErrUnsafePath, path)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	var fst unix.Stat_t
+	if err := unix.Fstat(fd, &fst); err != nil {
+		unix.Close(fd)
+		return nil, nil, fmt.Errorf("stat %s: %w", path, err)
+	}
+	if fst.Dev != st.Dev || fst.Ino != st.Ino {
+		unix.Close(fd)
+		return nil, nil, fmt.Errorf("%w: %s changed while being opened", ErrUnsafePath, path)
+	}
+	return &fdFile{fd: fd, dir: d, name: name, path: path}, &fst, nil
 }
 
 // openExisting opens a probe file left by an earlier run and proves it is
 // ours: a regular file, not a link of any kind, on the directory's file
 // system, owned by us, carrying a valid Plumbline header.
-func (f *probeFile) openExisting(o Options, st *unix.Stat_t, tryDirect bool) error {
-	if err := checkOwnFile(f.path, st, f.dev); err != nil {
-		return err
-	}
-	// O_NONBLOCK: should the name be swapped for a FIFO between the stat
-	// and the open, the open must not hang; the fstat below then refuses it.
-	fd, err := unix.Openat(f.dirFd, o.FileName, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if errors.Is(err, unix.ELOOP) {
-		return fmt.Errorf("%w: %s is a symbolic link", ErrUnsafePath, f.path)
-	}
+func (d *probeDir) openExisting(f *probeFile, o Options, st *unix.Stat_t, tryDirect bool) error {
+	h, fst, err := d.openOwn(o.FileName, f.path, st, unix.O_RDWR)
 	if err != nil {
-		return fmt.Errorf("open %s: %w", f.path, err)
-	}
-	f.fd = fd
-	var fst unix.Stat_t
-	if err := unix.Fstat(fd, &fst); err != nil {
-		return fmt.Errorf("stat %s: %w", f.path, err)
-	}
-	if fst.Dev != st.Dev || fst.Ino != st.Ino {
-		return fmt.Errorf("%w: %s changed while being opened", ErrUnsafePath, f.path)
-	}
-	if err := checkOwnFile(f.path, &fst, f.dev); err != nil {
 		return err
 	}
-	if err := unix.SetNonblock(fd, false); err != nil {
+	f.file = h
+	if err := checkOwnFile(f.path, fst, d.dev); err != nil {
+		return err
+	}
+	if err := unix.SetNonblock(h.fd, false); err != nil {
 		return fmt.Errorf("open %s: %w", f.path, err)
 	}
-	hdr, err := readHeader(fd)
+	hdr, err := readHeader(h.fd)
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v; it was not created by Plumbline, refusing to touch it", ErrForeignFile, f.path, err)
 	}
@@ -252,7 +254,7 @@ func (f *probeFile) openExisting(o Options, st *unix.Stat_t, tryDirect bool) err
 		return fmt.Errorf("%w: %s is %d bytes but its header says %d", ErrForeignFile, f.path, fst.Size, hdr.FileSize)
 	}
 	f.hdr = hdr
-	return f.setDirect(o, tryDirect)
+	return h.setDirect(f, o, tryDirect)
 }
 
 // checkOwnFile refuses anything but a regular, single-linked file of ours
@@ -286,13 +288,15 @@ func readHeader(fd int) (header, error) {
 	return parseHeader(b[:n])
 }
 
-// setDirect switches the descriptor to O_DIRECT and learns its alignment.
-func (f *probeFile) setDirect(o Options, tryDirect bool) error {
-	f.dioAlign, f.memAlign = MinBlockSize, 4096
+// setDirect switches the descriptor to O_DIRECT and learns its alignment
+// (f.cacheBypass, f.memAlign).
+func (h *fdFile) setDirect(f *probeFile, o Options, tryDirect bool) error {
+	dioAlign := MinBlockSize // O_DIRECT offset/length alignment (logical sector)
+	f.memAlign = 4096
 	if tryDirect {
-		flags, err := unix.FcntlInt(uintptr(f.fd), unix.F_GETFL, 0)
+		flags, err := unix.FcntlInt(uintptr(h.fd), unix.F_GETFL, 0)
 		if err == nil {
-			_, err = unix.FcntlInt(uintptr(f.fd), unix.F_SETFL, flags|unix.O_DIRECT)
+			_, err = unix.FcntlInt(uintptr(h.fd), unix.F_SETFL, flags|unix.O_DIRECT)
 		}
 		switch {
 		case err == nil:
@@ -306,28 +310,28 @@ func (f *probeFile) setDirect(o Options, tryDirect bool) error {
 	}
 	if f.cacheBypass {
 		var stx unix.Statx_t
-		if err := unix.Statx(f.fd, "", unix.AT_EMPTY_PATH, unix.STATX_DIOALIGN, &stx); err == nil && stx.Mask&unix.STATX_DIOALIGN != 0 && stx.Dio_offset_align > 0 {
-			f.dioAlign = int(stx.Dio_offset_align)
+		if err := unix.Statx(h.fd, "", unix.AT_EMPTY_PATH, unix.STATX_DIOALIGN, &stx); err == nil && stx.Mask&unix.STATX_DIOALIGN != 0 && stx.Dio_offset_align > 0 {
+			dioAlign = int(stx.Dio_offset_align)
 			f.memAlign = max(int(stx.Dio_mem_align), 4096)
 		}
-		if o.BlockSize%f.dioAlign != 0 {
-			return fmt.Errorf("%w: block size %d is not a multiple of the device's direct-I/O alignment %d (its logical sector)", ErrInvalid, o.BlockSize, f.dioAlign)
+		if o.BlockSize%dioAlign != 0 {
+			return fmt.Errorf("%w: block size %d is not a multiple of the device's direct-I/O alignment %d (its logical sector)", ErrInvalid, o.BlockSize, dioAlign)
 		}
 	}
 	if o.Kind == LogWrite && o.Sync == SyncDsync {
-		return f.reopenDsync(o)
+		return h.reopenDsync(f.cacheBypass)
 	}
 	return nil
 }
 
 // reopenDsync replaces the descriptor with one opened O_DSYNC (O_DSYNC can
 // only be set at open time), verifying it is the same file.
-func (f *probeFile) reopenDsync(o Options) error {
+func (f *fdFile) reopenDsync(direct bool) error {
 	flags := unix.O_RDWR | unix.O_NOFOLLOW | unix.O_NOCTTY | unix.O_NONBLOCK | unix.O_CLOEXEC | unix.O_DSYNC
-	if f.cacheBypass {
+	if direct {
 		flags |= unix.O_DIRECT
 	}
-	fd, err := unix.Openat(f.dirFd, o.FileName, flags, 0)
+	fd, err := unix.Openat(f.dir.fd, f.name, flags, 0)
 	if err != nil {
 		return fmt.Errorf("reopen %s O_DSYNC: %w", f.path, err)
 	}
@@ -353,107 +357,38 @@ func (f *probeFile) reopenDsync(o Options) error {
 	return nil
 }
 
-// fill writes the whole file once: header (state filling), every byte of
-// the data region with pseudo-random data at no more than o.FillRate bytes
-// per second, a sync, then the header again with state ready.
-func (f *probeFile) fill(ctx context.Context, o Options) error {
-	f.hdr.FileSize = o.FileSize
-	f.hdr.State = stateFilling
-	hb := alignedBuffer(headerBlock, f.memAlign)
-	f.hdr.marshalInto(hb)
-	if _, err := unix.Pwrite(f.fd, hb, 0); err != nil {
-		return fmt.Errorf("write header of %s: %w", f.path, err)
+// openToRemove opens the probe file name for Cleanup and proves it is ours
+// (errNoFile: there is none).
+func (d *probeDir) openToRemove(name, path string) (handle, error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); errors.Is(err, unix.ENOENT) {
+		return nil, errNoFile
+	} else if err != nil {
+		return nil, fmt.Errorf("stat %s: %w", path, err)
 	}
-	if err := unix.Ftruncate(f.fd, o.FileSize); err != nil {
-		return fmt.Errorf("size %s: %w", f.path, err)
+	h, _, err := d.openOwn(name, path, &st, unix.O_RDONLY)
+	if err != nil {
+		return nil, err
 	}
-	// Reserve the blocks up front so a filling file system fails now, not
-	// half-way; not every file system supports it, and that is fine.
-	_ = unix.Fallocate(f.fd, 0, 0, o.FileSize)
-
-	const chunk = 1 << 20
-	buf := alignedBuffer(chunk, f.memAlign)
-	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 0x9e3779b97f4a7c15))
-	pace := newPacer(0)
-	if o.FillRate > 0 {
-		pace = newPacer(float64(o.FillRate) / chunk)
+	if _, err := readHeader(h.fd); err != nil {
+		h.Close()
+		return nil, fmt.Errorf("%w: %s: %v; not removing a file Plumbline did not create", ErrForeignFile, path, err)
 	}
-	o.Progress.startFill(o.FileSize-HeaderSize, f.rewrittenFrom)
-	for off := int64(HeaderSize); off < o.FileSize; off += chunk {
-		if err := pace.wait(ctx); err != nil {
-			return fmt.Errorf("fill %s interrupted: %w", f.path, err)
-		}
-		fillRandom(rng, buf)
-		if _, err := unix.Pwrite(f.fd, buf, off); err != nil {
-			return fmt.Errorf("fill %s at offset %d: %w", f.path, off, err)
-		}
-		o.Progress.filled(chunk)
-	}
-	if err := unix.Fdatasync(f.fd); err != nil {
-		return fmt.Errorf("sync %s: %w", f.path, err)
-	}
-	f.hdr.State = stateReady
-	f.filled = true
-	f.hdr.marshalInto(hb)
-	if _, err := unix.Pwrite(f.fd, hb, 0); err != nil {
-		return fmt.Errorf("write header of %s: %w", f.path, err)
-	}
-	if err := unix.Fdatasync(f.fd); err != nil {
-		return fmt.Errorf("sync %s: %w", f.path, err)
-	}
-	return nil
+	return h, nil
 }
 
-// Cleanup removes the probe file from dir, only if it carries the Plumbline
-// header. A missing file is not an error; it reports whether one was removed.
-func Cleanup(dir, name string) (bool, error) {
-	if name == "" {
-		name = DefaultFileName
+// remove unlinks the file, after a last check right before the unlink that
+// the name still points at the open inode (whose header Cleanup read).
+func (f *fdFile) remove() error {
+	var fst, st unix.Stat_t
+	if err := unix.Fstat(f.fd, &fst); err != nil {
+		return fmt.Errorf("stat %s: %w", f.path, err)
 	}
-	if err := checkFileName(name); err != nil {
-		return false, err
+	if err := unix.Fstatat(f.dir.fd, f.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Ino != fst.Ino || st.Dev != fst.Dev {
+		return fmt.Errorf("%w: %s changed while being checked", ErrUnsafePath, f.path)
 	}
-	dirFd, err := openDir(dir)
-	if err != nil {
-		return false, err
+	if err := unix.Unlinkat(f.dir.fd, f.name, 0); err != nil {
+		return fmt.Errorf("remove %s: %w", f.path, err)
 	}
-	f := &probeFile{fd: -1, dirFd: dirFd, path: joinPath(dir, name)}
-	defer f.close()
-	var dst, st unix.Stat_t
-	if err := unix.Fstat(dirFd, &dst); err != nil {
-		return false, fmt.Errorf("stat %s: %w", dir, err)
-	}
-	f.dev = dst.Dev
-	if err := unix.Fstatat(dirFd, name, &st, unix.AT_SYMLINK_NOFOLLOW); errors.Is(err, unix.ENOENT) {
-		return false, nil
-	} else if err != nil {
-		return false, fmt.Errorf("stat %s: %w", f.path, err)
-	}
-	if err := checkOwnFile(f.path, &st, f.dev); err != nil {
-		return false, err
-	}
-	fd, err := unix.Openat(dirFd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return false, fmt.Errorf("open %s: %w", f.path, err)
-	}
-	f.fd = fd
-	var fst unix.Stat_t
-	if err := unix.Fstat(fd, &fst); err != nil {
-		return false, err
-	}
-	if fst.Dev != st.Dev || fst.Ino != st.Ino {
-		return false, fmt.Errorf("%w: %s changed while being opened", ErrUnsafePath, f.path)
-	}
-	if _, err := readHeader(fd); err != nil {
-		return false, fmt.Errorf("%w: %s: %v; not removing a file Plumbline did not create", ErrForeignFile, f.path, err)
-	}
-	// Last check right before the unlink: the name still points at the
-	// inode whose header we read.
-	if err := unix.Fstatat(dirFd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Ino != fst.Ino || st.Dev != fst.Dev {
-		return false, fmt.Errorf("%w: %s changed while being checked", ErrUnsafePath, f.path)
-	}
-	if err := unix.Unlinkat(dirFd, name, 0); err != nil {
-		return false, fmt.Errorf("remove %s: %w", f.path, err)
-	}
-	return true, nil
+	return nil
 }

@@ -1,13 +1,9 @@
 package probe
 
 import (
-	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
-	mrand "math/rand/v2"
 	"sync"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/windows"
@@ -40,27 +36,19 @@ type fileEndOfFileInfo struct{ EndOfFile int64 }
 // fileDispositionInfo is FILE_DISPOSITION_INFO.
 type fileDispositionInfo struct{ DeleteFile uint8 }
 
-// probeFile is an open, verified probe file.
-type probeFile struct {
-	h           windows.Handle
-	dir         *probeDir
-	path        string
-	sector      int // logical sector: offsets and lengths are multiples of it
-	memAlign    int // buffer alignment
-	cacheBypass bool
-	hdr         header
-	created     bool
-	filled      bool
-	// rewrittenFrom is the old size of an existing probe file whose size
-	// changed (it is written again in full); 0 otherwise.
-	rewrittenFrom int64
+// winFile is the probe file's overlapped HANDLE.
+type winFile struct {
+	h        windows.Handle
+	path     string
+	sector   int // logical sector: offsets and lengths are multiples of it
+	memAlign int // buffer alignment
 
 	mu     sync.Mutex
 	events []windows.Handle // free manual-reset events for overlapped I/O
 	all    []windows.Handle
 }
 
-var _ target = (*probeFile)(nil)
+var _ handle = (*winFile)(nil)
 
 // probeDir is the probe directory, held open without FILE_SHARE_DELETE so
 // it cannot be renamed or removed while the probe runs.
@@ -107,25 +95,18 @@ func openDir(dir string) (*probeDir, error) {
 	return d, nil
 }
 
-// checkFreeSpace refuses to grow the volume's usage by grow bytes when that
-// would leave less free than the floor (GetDiskFreeSpaceEx, as the caller sees it).
-func checkFreeSpace(grow int64, o Options) error {
-	if grow <= 0 {
-		return nil
-	}
-	p16, err := windows.UTF16PtrFromString(o.Dir)
+// freeSpace is what GetDiskFreeSpaceEx says of the directory's volume:
+// bytes available to the caller and in total.
+func (d *probeDir) freeSpace() (avail, total int64, err error) {
+	p16, err := windows.UTF16PtrFromString(d.path)
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
-	var availCaller, total, free uint64
-	if err := windows.GetDiskFreeSpaceEx(p16, &availCaller, &total, &free); err != nil {
-		return fmt.Errorf("GetDiskFreeSpaceEx %s: %w", o.Dir, err)
+	var availCaller, all, free uint64
+	if err := windows.GetDiskFreeSpaceEx(p16, &availCaller, &all, &free); err != nil {
+		return 0, 0, fmt.Errorf("GetDiskFreeSpaceEx %s: %w", d.path, err)
 	}
-	floor := o.FreeSpaceFloor(int64(total))
-	if after := int64(availCaller) - grow; after < floor {
-		return o.freeSpaceError(grow, after, int64(total), floor)
-	}
-	return nil
+	return int64(availCaller), int64(all), nil
 }
 
 // sectorBuffer is a size-byte buffer from VirtualAlloc: page-aligned, so
@@ -150,7 +131,17 @@ func (s *sectorBuffer) free() {
 	}
 }
 
-func (f *probeFile) event() (windows.Handle, error) {
+// newIOBuffer is a size-byte sectorBuffer (page-aligned, so align is met)
+// and the function that frees it.
+func newIOBuffer(size, _ int) ([]byte, func(), error) {
+	sb, err := newSectorBuffer(size)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sb.b, sb.free, nil
+}
+
+func (f *winFile) event() (windows.Handle, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if n := len(f.events); n > 0 {
@@ -166,14 +157,14 @@ func (f *probeFile) event() (windows.Handle, error) {
 	return ev, nil
 }
 
-func (f *probeFile) putEvent(ev windows.Handle) {
+func (f *winFile) putEvent(ev windows.Handle) {
 	f.mu.Lock()
 	f.events = append(f.events, ev)
 	f.mu.Unlock()
 }
 
 // rw issues one overlapped read or write at off and waits for it.
-func (f *probeFile) rw(write bool, p []byte, off int64) (int, error) {
+func (f *winFile) rw(write bool, p []byte, off int64) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -199,91 +190,103 @@ func (f *probeFile) rw(write bool, p []byte, off int64) (int, error) {
 	return int(n), err
 }
 
-func (f *probeFile) ReadAt(p []byte, off int64) (int, error)  { return f.rw(false, p, off) }
-func (f *probeFile) WriteAt(p []byte, off int64) (int, error) { return f.rw(true, p, off) }
+func (f *winFile) ReadAt(p []byte, off int64) (int, error)  { return f.rw(false, p, off) }
+func (f *winFile) WriteAt(p []byte, off int64) (int, error) { return f.rw(true, p, off) }
 
 // Datasync flushes the file's data and metadata (FlushFileBuffers); with
 // FILE_FLAG_WRITE_THROUGH every write is already durable when it returns.
-func (f *probeFile) Datasync() error { return windows.FlushFileBuffers(f.h) }
+func (f *winFile) Datasync() error { return windows.FlushFileBuffers(f.h) }
 
-func (f *probeFile) close() {
+// Allocate sets the end of file (FILE_END_OF_FILE_INFO).
+func (f *winFile) Allocate(size int64) error {
+	eof := fileEndOfFileInfo{EndOfFile: size}
+	return windows.SetFileInformationByHandle(f.h, windows.FileEndOfFileInfo, (*byte)(unsafe.Pointer(&eof)), uint32(unsafe.Sizeof(eof)))
+}
+
+func (f *winFile) used() (int64, error) {
+	fi, err := f.info()
+	return int64(fi.FileSizeHigh)<<32 | int64(fi.FileSizeLow), err
+}
+
+// ioTarget is the handle itself: Options.RawIO is Linux's.
+func (f *winFile) ioTarget(bool) target { return f }
+
+// remove deletes the file through its handle (FILE_DISPOSITION_INFO), so a
+// name swapped in meanwhile cannot be removed instead.
+func (f *winFile) remove() error {
+	di := fileDispositionInfo{DeleteFile: 1}
+	if err := windows.SetFileInformationByHandle(f.h, windows.FileDispositionInfo, (*byte)(unsafe.Pointer(&di)), uint32(unsafe.Sizeof(di))); err != nil {
+		return fmt.Errorf("remove %s: %w", f.path, err)
+	}
+	return nil
+}
+
+func (f *winFile) Close() error {
+	var err error
 	if f.h != windows.InvalidHandle {
-		windows.CloseHandle(f.h)
+		err = windows.CloseHandle(f.h)
 		f.h = windows.InvalidHandle
 	}
 	for _, ev := range f.all {
 		windows.CloseHandle(ev)
 	}
 	f.all, f.events = nil, nil
-	f.dir.close()
+	return err
 }
 
-// openProbeFile opens the probe file in dir, creating and filling it when
-// needed. Nothing is created or written before every refusal check passed.
-func openProbeFile(ctx context.Context, o Options) (*probeFile, error) {
-	dir, err := openDir(o.Dir)
+// openFile opens the probe file in d, or creates it when there is none
+// (after checking the free-space floor for it). Nothing is created before
+// every refusal check passed.
+func (d *probeDir) openFile(o Options, path string) (*probeFile, error) {
+	p16, err := windows.UTF16PtrFromString(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %q: %v", ErrInvalid, path, err)
 	}
-	f := &probeFile{h: windows.InvalidHandle, dir: dir, path: joinPath(o.Dir, o.FileName), cacheBypass: true}
-	ok := false
-	defer func() {
-		if !ok {
-			f.close()
-		}
-	}()
-	p16, err := windows.UTF16PtrFromString(f.path)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %q: %v", ErrInvalid, f.path, err)
-	}
+	f := &probeFile{dir: d, path: path}
+	w := &winFile{h: windows.InvalidHandle, path: path}
 	h, err := windows.CreateFile(p16, windows.GENERIC_READ|windows.GENERIC_WRITE, windows.FILE_SHARE_READ, nil, windows.OPEN_EXISTING, probeFileFlags, 0)
 	switch {
 	case errors.Is(err, windows.ERROR_FILE_NOT_FOUND):
-		if err := checkFreeSpace(o.FileSize, o); err != nil {
+		if err := checkFreeSpace(d, o.FileSize, o); err != nil {
 			return nil, err
 		}
 		h, err = windows.CreateFile(p16, windows.GENERIC_READ|windows.GENERIC_WRITE|windows.DELETE, windows.FILE_SHARE_READ, nil, windows.CREATE_NEW, probeFileFlags, 0)
 		if err != nil {
-			return nil, fmt.Errorf("create %s: %w", f.path, err)
+			return nil, fmt.Errorf("create %s: %w", path, err)
 		}
-		f.h, f.created = h, true
-		if err := f.learnSectors(o); err != nil {
-			f.deleteOwn()
+		w.h, f.created = h, true
+		if err := w.learnSectors(o); err != nil {
+			w.deleteNew()
+			w.Close()
 			return nil, err
 		}
-		var id [16]byte
-		rand.Read(id[:])
-		f.hdr = header{State: stateFilling, Created: time.Now().UTC(), ID: id}
+		f.hdr = newHeader()
 	case err != nil:
-		return nil, fmt.Errorf("open %s: %w", f.path, err)
+		return nil, fmt.Errorf("open %s: %w", path, err)
 	default:
-		f.h = h
-		if err := f.checkExisting(o); err != nil {
+		w.h = h
+		hdr, err := w.checkExisting(o, d)
+		if err != nil {
+			w.Close()
 			return nil, err
 		}
+		f.hdr = hdr
 	}
-	if f.hdr.State != stateReady || f.hdr.FileSize != o.FileSize {
-		if !f.created && f.hdr.FileSize != 0 && f.hdr.FileSize != o.FileSize {
-			f.rewrittenFrom = f.hdr.FileSize
-		}
-		if f.hdr.FileSize != o.FileSize {
-			size, err := f.size()
-			if err != nil {
-				return nil, err
-			}
-			if err := checkFreeSpace(o.FileSize-size, o); err != nil {
-				return nil, err
-			}
-		}
-		if err := f.fill(ctx, o); err != nil {
-			return nil, err
-		}
-	}
-	ok = true
+	f.file, f.memAlign = w, w.memAlign
+	f.cacheBypass = w.modeBypassesCache()
 	return f, nil
 }
 
-func (f *probeFile) info() (windows.ByHandleFileInformation, error) {
+// modeBypassesCache asks Windows whether the open handle really has
+// FILE_NO_INTERMEDIATE_BUFFERING (handleBypassesCache).
+func (f *winFile) modeBypassesCache() bool {
+	var mode uint32
+	var iosb windows.IO_STATUS_BLOCK
+	err := windows.NtQueryInformationFile(f.h, &iosb, (*byte)(unsafe.Pointer(&mode)), uint32(unsafe.Sizeof(mode)), fileModeInformationClass)
+	return handleBypassesCache(mode, err)
+}
+
+func (f *winFile) info() (windows.ByHandleFileInformation, error) {
 	var fi windows.ByHandleFileInformation
 	err := windows.GetFileInformationByHandle(f.h, &fi)
 	if err != nil {
@@ -292,48 +295,42 @@ func (f *probeFile) info() (windows.ByHandleFileInformation, error) {
 	return fi, err
 }
 
-func (f *probeFile) size() (int64, error) {
-	fi, err := f.info()
-	return int64(fi.FileSizeHigh)<<32 | int64(fi.FileSizeLow), err
-}
-
 // checkExisting proves an existing file is ours: a regular file, no
 // reparse point, one link, on the directory's volume, carrying a valid
-// Plumbline header. (Ownership is not compared: Windows files carry ACLs,
-// and the probe directory's ACL is the operator's to set.)
-func (f *probeFile) checkExisting(o Options) error {
+// Plumbline header, which it returns. (Ownership is not compared: Windows
+// files carry ACLs, and the probe directory's ACL is the operator's to set.)
+func (f *winFile) checkExisting(o Options, d *probeDir) (header, error) {
 	fi, err := f.info()
 	if err != nil {
-		return err
+		return header{}, err
 	}
 	size := int64(fi.FileSizeHigh)<<32 | int64(fi.FileSizeLow)
 	switch {
 	case fi.FileAttributes&windows.FILE_ATTRIBUTE_REPARSE_POINT != 0:
-		return fmt.Errorf("%w: %s is a reparse point (symbolic link or junction)", ErrUnsafePath, f.path)
+		return header{}, fmt.Errorf("%w: %s is a reparse point (symbolic link or junction)", ErrUnsafePath, f.path)
 	case fi.FileAttributes&windows.FILE_ATTRIBUTE_DIRECTORY != 0:
-		return fmt.Errorf("%w: %s is not a regular file", ErrUnsafePath, f.path)
+		return header{}, fmt.Errorf("%w: %s is not a regular file", ErrUnsafePath, f.path)
 	case fi.NumberOfLinks != 1:
-		return fmt.Errorf("%w: %s has %d hard links; a probe file has one", ErrUnsafePath, f.path, fi.NumberOfLinks)
-	case fi.VolumeSerialNumber != f.dir.serial:
-		return fmt.Errorf("%w: %s is on another volume than its directory", ErrUnsafePath, f.path)
+		return header{}, fmt.Errorf("%w: %s has %d hard links; a probe file has one", ErrUnsafePath, f.path, fi.NumberOfLinks)
+	case fi.VolumeSerialNumber != d.serial:
+		return header{}, fmt.Errorf("%w: %s is on another volume than its directory", ErrUnsafePath, f.path)
 	case size < headerFixed:
-		return fmt.Errorf("%w: %s is %d bytes, too small to carry a probe header", ErrForeignFile, f.path, size)
+		return header{}, fmt.Errorf("%w: %s is %d bytes, too small to carry a probe header", ErrForeignFile, f.path, size)
 	}
 	if err := f.learnSectors(o); err != nil {
-		return err
+		return header{}, err
 	}
 	hdr, err := f.readHeader()
 	if err != nil {
-		return fmt.Errorf("%w: %s: %v; it was not created by Plumbline, refusing to touch it", ErrForeignFile, f.path, err)
+		return header{}, fmt.Errorf("%w: %s: %v; it was not created by Plumbline, refusing to touch it", ErrForeignFile, f.path, err)
 	}
 	if hdr.State == stateReady && size != hdr.FileSize {
-		return fmt.Errorf("%w: %s is %d bytes but its header says %d", ErrForeignFile, f.path, size, hdr.FileSize)
+		return header{}, fmt.Errorf("%w: %s is %d bytes but its header says %d", ErrForeignFile, f.path, size, hdr.FileSize)
 	}
-	f.hdr = hdr
-	return nil
+	return hdr, nil
 }
 
-func (f *probeFile) readHeader() (header, error) {
+func (f *winFile) readHeader() (header, error) {
 	buf, err := newSectorBuffer(headerBlock)
 	if err != nil {
 		return header{}, err
@@ -348,7 +345,7 @@ func (f *probeFile) readHeader() (header, error) {
 
 // learnSectors reads the volume's sector sizes (FILE_STORAGE_INFO) and
 // checks the block size against the logical sector.
-func (f *probeFile) learnSectors(o Options) error {
+func (f *winFile) learnSectors(o Options) error {
 	f.sector, f.memAlign = 4096, 4096
 	var si fileStorageInfo
 	if err := windows.GetFileInformationByHandleEx(f.h, windows.FileStorageInfo, (*byte)(unsafe.Pointer(&si)), uint32(unsafe.Sizeof(si))); err == nil && si.LogicalBytesPerSector >= 512 {
@@ -361,107 +358,30 @@ func (f *probeFile) learnSectors(o Options) error {
 	return nil
 }
 
-// deleteOwn removes the file this run just created, through its handle.
-func (f *probeFile) deleteOwn() {
-	di := fileDispositionInfo{DeleteFile: 1}
-	windows.SetFileInformationByHandle(f.h, windows.FileDispositionInfo, (*byte)(unsafe.Pointer(&di)), uint32(unsafe.Sizeof(di)))
-}
+// deleteNew removes the file this run just created, through its handle.
+func (f *winFile) deleteNew() { _ = f.remove() }
 
-// fill writes the whole file once: header (state filling), every byte of
-// the data region with pseudo-random data at no more than o.FillRate bytes
-// per second, a flush, then the header again with state ready.
-func (f *probeFile) fill(ctx context.Context, o Options) error {
-	f.hdr.FileSize = o.FileSize
-	f.hdr.State = stateFilling
-	hb, err := newSectorBuffer(headerBlock)
+// openToRemove opens the probe file name for Cleanup and proves it is ours
+// (errNoFile: there is none).
+func (d *probeDir) openToRemove(name, path string) (handle, error) {
+	p16, err := windows.UTF16PtrFromString(path)
 	if err != nil {
-		return err
-	}
-	defer hb.free()
-	f.hdr.marshalInto(hb.b)
-	if _, err := f.WriteAt(hb.b, 0); err != nil {
-		return fmt.Errorf("write header of %s: %w", f.path, err)
-	}
-	eof := fileEndOfFileInfo{EndOfFile: o.FileSize}
-	if err := windows.SetFileInformationByHandle(f.h, windows.FileEndOfFileInfo, (*byte)(unsafe.Pointer(&eof)), uint32(unsafe.Sizeof(eof))); err != nil {
-		return fmt.Errorf("size %s: %w", f.path, err)
-	}
-	const chunk = 1 << 20
-	buf, err := newSectorBuffer(chunk)
-	if err != nil {
-		return err
-	}
-	defer buf.free()
-	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 0x9e3779b97f4a7c15))
-	pace := newPacer(0)
-	if o.FillRate > 0 {
-		pace = newPacer(float64(o.FillRate) / chunk)
-	}
-	o.Progress.startFill(o.FileSize-HeaderSize, f.rewrittenFrom)
-	for off := int64(HeaderSize); off < o.FileSize; off += chunk {
-		if err := pace.wait(ctx); err != nil {
-			return fmt.Errorf("fill %s interrupted: %w", f.path, err)
-		}
-		fillRandom(rng, buf.b)
-		if _, err := f.WriteAt(buf.b, off); err != nil {
-			return fmt.Errorf("fill %s at offset %d: %w", f.path, off, err)
-		}
-		o.Progress.filled(chunk)
-	}
-	if err := f.Datasync(); err != nil {
-		return fmt.Errorf("flush %s: %w", f.path, err)
-	}
-	f.hdr.State = stateReady
-	f.filled = true
-	f.hdr.marshalInto(hb.b)
-	if _, err := f.WriteAt(hb.b, 0); err != nil {
-		return fmt.Errorf("write header of %s: %w", f.path, err)
-	}
-	if err := f.Datasync(); err != nil {
-		return fmt.Errorf("flush %s: %w", f.path, err)
-	}
-	return nil
-}
-
-// Cleanup removes the probe file from dir, only if it carries the Plumbline
-// header. The file is deleted through the handle whose header was read, so
-// a name swapped in between cannot be removed instead. A missing file is
-// not an error; it reports whether one was removed.
-func Cleanup(dir, name string) (bool, error) {
-	if name == "" {
-		name = DefaultFileName
-	}
-	if err := checkFileName(name); err != nil {
-		return false, err
-	}
-	d, err := openDir(dir)
-	if err != nil {
-		return false, err
-	}
-	f := &probeFile{h: windows.InvalidHandle, dir: d, path: joinPath(dir, name)}
-	defer f.close()
-	p16, err := windows.UTF16PtrFromString(f.path)
-	if err != nil {
-		return false, fmt.Errorf("%w: %q: %v", ErrInvalid, f.path, err)
+		return nil, fmt.Errorf("%w: %q: %v", ErrInvalid, path, err)
 	}
 	h, err := windows.CreateFile(p16, windows.GENERIC_READ|windows.DELETE, windows.FILE_SHARE_READ, nil, windows.OPEN_EXISTING, probeFileFlags, 0)
 	if errors.Is(err, windows.ERROR_FILE_NOT_FOUND) {
-		return false, nil
+		return nil, errNoFile
 	}
 	if err != nil {
-		return false, fmt.Errorf("open %s: %w", f.path, err)
+		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	f.h = h
-	o := Options{BlockSize: 4096}
-	if err := f.checkExisting(o); err != nil {
+	w := &winFile{h: h, path: path}
+	if _, err := w.checkExisting(Options{BlockSize: 4096}, d); err != nil {
+		w.Close()
 		if errors.Is(err, ErrInvalid) {
-			return false, err
+			return nil, err
 		}
-		return false, fmt.Errorf("%w; not removing it", err)
+		return nil, fmt.Errorf("%w; not removing it", err)
 	}
-	di := fileDispositionInfo{DeleteFile: 1}
-	if err := windows.SetFileInformationByHandle(f.h, windows.FileDispositionInfo, (*byte)(unsafe.Pointer(&di)), uint32(unsafe.Sizeof(di))); err != nil {
-		return false, fmt.Errorf("remove %s: %w", f.path, err)
-	}
-	return true, nil
+	return w, nil
 }

@@ -199,7 +199,9 @@ type Options struct {
 	// saves about a fifth of the CPU per op, but a stuck I/O then holds
 	// its P and delays garbage collection for the whole process. Only for
 	// a process that does nothing else: the one-shot CLI sets it, a
-	// long-running agent must not.
+	// long-running agent must not. It is ignored (ordinary calls are
+	// used) unless QueueDepth < GOMAXPROCS: a blocked raw call holds its
+	// P, so more workers than Ps would not all have an I/O in flight.
 	RawIO bool
 
 	ProcRoot string // procfs mount point, for /proc/diskstats

@@ -1,15 +1,135 @@
+//go:build linux || windows
+
 package probe
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"time"
 
 	"github.com/plumbline/plumbline/internal/histogram"
 )
 
-// The OS-neutral steps of Run; run_linux.go and run_windows.go put them
-// around their own file handling and busy guard.
+// Run runs one probe: validate, wait the start jitter, skip when the device
+// is busy, open (create and fill when needed) the probe file, measure. A
+// skipped, stopped or interrupted run is a Result with StoppedReason set and
+// a nil error; errors are refusals (unsafe path, foreign file, no cache
+// bypass, free-space floor, bad options) and failures to open the file.
+//
+// On Linux the file is opened O_DIRECT and the busy guard reads
+// /proc/diskstats; on Windows it is opened FILE_FLAG_NO_BUFFERING |
+// FILE_FLAG_WRITE_THROUGH and the busy guard is unavailable (noBusyGuard).
+// The latency guard, IOPS cap, op and duration budgets apply on both.
+func Run(ctx context.Context, o Options) (Result, error) {
+	if err := o.validate(); err != nil {
+		return Result{}, err
+	}
+	res := newResult(o)
+	if o.BusyThreshold > 0 && noBusyGuard != "" {
+		res.BusyGuard = noBusyGuard
+	}
+	seed := runSeed(o)
+	interrupted := func() (Result, error) {
+		res.StoppedReason, res.Skipped = StopInterrupted, true
+		return res, nil
+	}
+
+	// Refuse a bad --dir at once, before any waiting. The busy guard needs
+	// the device under it; openProbeFile opens it again for the real work.
+	d, err := openDir(o.Dir)
+	if err != nil {
+		return res, err
+	}
+	d.close()
+
+	if waitJitter(ctx, o, seed) != nil {
+		return interrupted()
+	}
+	util, err := checkBusy(ctx, o, d, &res)
+	if err != nil {
+		return interrupted()
+	}
+	if res.Skipped {
+		return res, nil
+	}
+
+	fillStart := time.Now()
+	f, err := openProbeFile(ctx, o)
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return interrupted()
+		}
+		return res, err
+	}
+	defer f.close()
+	if f.filled {
+		res.FillSeconds = time.Since(fillStart).Seconds()
+		res.FileRewrittenFrom = f.rewrittenFrom
+	}
+	res.CacheBypass = f.cacheBypass
+
+	p := newPlan(o, seed, f.memAlign)
+	// A raw system call keeps its P while it blocks: with more workers
+	// than Ps, raw I/O would cap the queue depth at GOMAXPROCS (at QD 8 on
+	// 2 CPUs, 2 I/Os in flight, not 8) and starve the busy monitor. Raw
+	// I/O is used only while a P stays free for everything else.
+	rawIO := o.RawIO && o.QueueDepth < runtime.GOMAXPROCS(0)
+	out := measure(ctx, p, f.file.ioTarget(rawIO), util)
+	fillResult(&res, out, o.BlockSize)
+	return res, nil
+}
+
+// checkBusy is the busy guard before the run: it samples the utilisation
+// of the device under d and marks res skipped (StopBusy) above
+// o.BusyThreshold. It returns the sampler for the guard during the run (nil:
+// none), and an error only when ctx ended while it sampled.
+func checkBusy(ctx context.Context, o Options, d *probeDir, res *Result) (utilSampler, error) {
+	if o.BusyThreshold <= 0 {
+		return nil, nil
+	}
+	s, device, status := newBusySampler(o, d)
+	res.BusyGuard = status
+	if s == nil {
+		return nil, nil
+	}
+	res.Device = device
+	u, err := sampleUtil(ctx, s, o.BusyWindow)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		res.BusyGuard = fmt.Sprintf("unavailable: %v", err)
+		s = nil
+	}
+	res.BusyPercent = u
+	if u > o.BusyThreshold {
+		res.StoppedReason, res.Skipped = StopBusy, true
+	}
+	return s, nil
+}
+
+// sampleUtil measures the device's utilisation over window (no probe I/O
+// is running yet).
+func sampleUtil(ctx context.Context, s utilSampler, window time.Duration) (float64, error) {
+	t0, err := s.ioTicks()
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	if err := sleepCtx(ctx, window); err != nil {
+		return 0, err
+	}
+	t1, err := s.ioTicks()
+	if err != nil {
+		return 0, err
+	}
+	return othersUtil(t1-t0, 0, time.Since(start)), nil
+}
+
+// The OS-neutral steps of Run.
 
 // newResult is a run's Result before anything has happened.
 func newResult(o Options) Result {
@@ -44,9 +164,8 @@ func waitJitter(ctx context.Context, o Options, seed uint64) error {
 	return sleepCtx(ctx, time.Duration(rand.New(rand.NewPCG(seed, 1)).Int64N(int64(o.Jitter))))
 }
 
-// newPlan turns validated options into what measure runs; busyThreshold is
-// 0 where no busy guard is available.
-func newPlan(o Options, seed uint64, memAlign int, busyThreshold float64) plan {
+// newPlan turns validated options into what measure runs.
+func newPlan(o Options, seed uint64, memAlign int) plan {
 	return plan{
 		kind:          o.Kind,
 		blockSize:     o.BlockSize,
@@ -58,7 +177,7 @@ func newPlan(o Options, seed uint64, memAlign int, busyThreshold float64) plan {
 		dataOff:       HeaderSize,
 		dataBlocks:    (o.FileSize - HeaderSize) / int64(o.BlockSize),
 		align:         memAlign,
-		busyThreshold: busyThreshold,
+		busyThreshold: o.BusyThreshold,
 		busyInterval:  o.BusyInterval,
 		latCeiling:    o.LatencyCeiling,
 		latWindow:     o.LatencyWindow,

@@ -8,8 +8,8 @@ import (
 	"runtime"
 )
 
-// Run is not implemented on this operating system yet (Windows probes,
-// with FILE_FLAG_NO_BUFFERING | FILE_FLAG_WRITE_THROUGH, come later).
+// Run is not implemented on this operating system: probes run on Linux
+// and Windows.
 func Run(ctx context.Context, o Options) (Result, error) {
 	if err := o.validate(); err != nil {
 		return Result{}, err

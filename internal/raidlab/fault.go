@@ -95,8 +95,9 @@ type Stats struct {
 	ReadBytes     uint64        `json:"read_bytes"`
 	WriteBytes    uint64        `json:"write_bytes"`
 	Failed        uint64        `json:"failed_requests"` // answered with an I/O error
+	Flushes       uint64        `json:"flushes"`         // fsyncs reaching the array (free: members have no write cache)
 	InFlight      int           `json:"in_flight"`
-	MaxInFlight   int           `json:"max_in_flight"` // most requests served at once since start
+	MaxInFlight   int           `json:"max_in_flight"` // most requests served at once since start (or ResetPeak)
 	AddLatency    time.Duration `json:"add_latency"`
 	MemberStats   []MemberStats `json:"member_stats"`
 }
@@ -122,6 +123,14 @@ func (s Stats) Ops() uint64 {
 	return n
 }
 
+// ResetPeak restarts MaxInFlight from the requests in flight now, so that
+// a caller can see the concurrency of one run.
+func (a *Array) ResetPeak() {
+	a.mu.Lock()
+	a.c.maxInFlight = a.c.inFlight
+	a.mu.Unlock()
+}
+
 // Stats returns a snapshot of the counters.
 func (a *Array) Stats() Stats {
 	a.mu.Lock()
@@ -130,7 +139,7 @@ func (a *Array) Stats() Stats {
 		Level: a.geo.Level, Members: a.geo.Members, StripeUnit: a.geo.StripeUnit, Size: a.geo.Size, Preset: a.preset.Name,
 		ReadRequests: a.c.readRequests, WriteRequests: a.c.writeRequests,
 		SplitReads: a.c.splitReads, SplitWrites: a.c.splitWrites,
-		ReadBytes: a.c.readBytes, WriteBytes: a.c.writeBytes, Failed: a.c.failedRequests,
+		ReadBytes: a.c.readBytes, WriteBytes: a.c.writeBytes, Failed: a.c.failedRequests, Flushes: a.c.flushes,
 		InFlight: a.c.inFlight, MaxInFlight: a.c.maxInFlight, AddLatency: a.addLatency,
 	}
 	for _, m := range a.members {

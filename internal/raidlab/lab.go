@@ -356,27 +356,36 @@ func unescapeMount(s string) string {
 // procStart is a process's start time in clock ticks since boot
 // (/proc/PID/stat field 22), which tells a live owner from a reused PID.
 func procStart(pid int) (uint64, error) {
+	start, _, err := procStat(pid)
+	return start, err
+}
+
+// procStat reads a process's start time and state letter (Z: zombie).
+func procStat(pid int) (uint64, byte, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return 0, fmt.Errorf("raidlab: /proc/%d/stat: no ')'", pid)
+		return 0, 0, fmt.Errorf("raidlab: /proc/%d/stat: no ')'", pid)
 	}
 	f := strings.Fields(s[i+1:])
 	// f[0] is field 3 (state); field 22 is f[19].
-	if len(f) < 20 {
-		return 0, fmt.Errorf("raidlab: /proc/%d/stat: %d fields", pid, len(f)+2)
+	if len(f) < 20 || len(f[0]) != 1 {
+		return 0, 0, fmt.Errorf("raidlab: /proc/%d/stat: %d fields", pid, len(f)+2)
 	}
-	return strconv.ParseUint(f[19], 10, 64)
+	start, err := strconv.ParseUint(f[19], 10, 64)
+	return start, f[0][0], err
 }
 
 // Alive says whether the process that owns the lab still runs.
+// A zombie is not alive: it has exited, though a thread stuck in I/O
+// on its own FUSE mount can keep it from being fully gone.
 func (s State) Alive() bool {
-	start, err := procStart(s.PID)
-	return err == nil && start == s.PIDStart
+	start, state, err := procStat(s.PID)
+	return err == nil && start == s.PIDStart && state != 'Z'
 }
 
 // List reads the state of every lab under root.
@@ -462,6 +471,10 @@ func Reap(root string) ([]string, error) {
 
 func reapState(dir string, s State) error {
 	var errs []error
+	// A dead owner's FUSE connection may still hold requests (its own
+	// threads stuck on them); aborting it fails them, so that the loop
+	// device and the mount can go.
+	abortFUSE(s.Mountpoint)
 	if s.Device != "" {
 		if err := teardownDevice(s.Device, filepath.Join(s.Mountpoint, ArrayFile)); err != nil {
 			errs = append(errs, err)
@@ -481,6 +494,31 @@ func reapState(dir string, s State) error {
 		os.RemoveAll(filepath.Dir(s.DataFile))
 	}
 	return os.RemoveAll(dir)
+}
+
+// abortFUSE aborts the FUSE connection mounted at dir, through the fusectl
+// file system (mounted at /sys/fs/fuse/connections if it is not yet).
+func abortFUSE(dir string) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || unescapeMount(f[4]) != dir {
+			continue
+		}
+		_, minor, ok := strings.Cut(f[2], ":")
+		if !ok {
+			return
+		}
+		const ctl = "/sys/fs/fuse/connections"
+		if _, err := os.Stat(filepath.Join(ctl, minor)); err != nil {
+			exec.Command("mount", "-t", "fusectl", "fusectl", ctl).Run()
+		}
+		os.WriteFile(filepath.Join(ctl, minor, "abort"), []byte("1"), 0)
+		return
+	}
 }
 
 // isMountpoint says whether dir is a mount point (in this mount namespace).

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/plumbline/plumbline/internal/bytesize"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -13,16 +14,23 @@ import (
 // per volume, then every finding with its fix.
 func Table(w io.Writer, inv *plumblinev1.Inventory) error {
 	h := inv.GetHost()
-	fmt.Fprintf(w, "host %s (%s %s)\n\n", orDash(h.GetHostname()), orDash(h.GetOs()), orDash(h.GetKernel()))
+	name := h.GetHostname()
+	if name == "" {
+		name = "unknown" // a captured tree that names no host
+	}
+	fmt.Fprintf(w, "host %s (%s %s)\n\n", name, orDash(h.GetOs()), orDash(h.GetKernel()))
 	if len(inv.GetVolumes()) == 0 {
 		_, err := fmt.Fprintln(w, "no block-backed file systems found")
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "MOUNT\tFS\tCLUSTER\tOFFSET\tSTRIPE\tRAID\tVERDICT\tSPLIT 8K/64K\tWORST FINDING")
+	// OFFSET SPLIT is what the offset adds (what re-partitioning removes);
+	// GRAIN SPLIT splits at any offset, from I/Os placed on a grid finer
+	// than their size (the allocation unit), and is no misalignment.
+	fmt.Fprintln(tw, "MOUNT\tFS\tCLUSTER\tOFFSET\tSTRIPE\tRAID\tVERDICT\tOFFSET SPLIT 8K/64K\tGRAIN SPLIT 8K/64K\tWORST FINDING")
 	for _, v := range inv.GetVolumes() {
 		a := v.GetAlignment()
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			v.GetMountPoint(),
 			orDash(v.GetFilesystem().GetType()),
 			size(uint64(v.GetFilesystem().GetBlockSizeBytes())),
@@ -30,7 +38,8 @@ func Table(w io.Writer, inv *plumblinev1.Inventory) error {
 			stripeCell(a),
 			raidCell(v),
 			orDash(a.GetVerdict()),
-			splitCell(a),
+			splitCell(a.GetSplitFraction()),
+			splitCell(a.GetGranularitySplitFraction()),
 			worst(a))
 	}
 	if err := tw.Flush(); err != nil {
@@ -59,26 +68,13 @@ func orDash(s string) string {
 	return s
 }
 
-// size writes a byte count with the largest exact binary unit: 4KiB,
-// 1MiB, 31.5KiB; "-" when unknown.
+// size writes a byte count with the largest binary unit it is a whole or
+// half multiple of: 4KiB, 1MiB, 31.5KiB; "-" when unknown (0).
 func size(n uint64) string {
 	if n == 0 {
 		return "-"
 	}
-	for _, u := range []struct {
-		name string
-		v    uint64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n >= u.v {
-			if n%u.v == 0 {
-				return fmt.Sprintf("%d%s", n/u.v, u.name)
-			}
-			if (n*2)%u.v == 0 {
-				return fmt.Sprintf("%.1f%s", float64(n)/float64(u.v), u.name)
-			}
-		}
-	}
-	return fmt.Sprintf("%dB", n)
+	return bytesize.Size(n).Human()
 }
 
 func offset(data, disk *uint64) string {
@@ -118,8 +114,9 @@ func raidCell(v *plumblinev1.Volume) string {
 	return "-"
 }
 
-func splitCell(a *plumblinev1.Alignment) string {
-	sf := a.GetSplitFraction()
+// splitCell writes a split figure for 8 KiB and 64 KiB I/Os; "-" when
+// none was computed (no stripe unit or offset known).
+func splitCell(sf map[uint32]float64) string {
 	if len(sf) == 0 {
 		return "-"
 	}

@@ -6,6 +6,7 @@
 //	0000000000000001.seg  segment files, oldest first (the number is a counter)
 //	0000000000000002.seg  the newest one is appended to
 //	ack                   the settled floor: 8-byte sequence + CRC32C, replaced atomically
+//	incarnation           the spool's identity (see below), written once
 //
 // Each record is one frame (see format.go: magic, length, CRC32C, sequence,
 // payload), written with one write and fsync'd before Append returns: from
@@ -24,10 +25,33 @@
 //
 // A corrupt frame (bad checksum, torn tail after a crash) is skipped and
 // counted in Stats.Corrupt; the records around it are still delivered.
+//
+// Incarnation: a spool is created with a random id (16 bytes from
+// crypto/rand, as 32 hex digits), its incarnation, written durably before
+// the first record. Sequences count within the incarnation: a record's
+// identity at the server is (agent, incarnation, sequence), so a spool
+// that is deleted and created again (sequences from 1 again) or a second
+// host with the same certificate never passes for a replay of another
+// spool's records. The file is one line, "<id> <legacy-through>
+// <crc32c-hex>", replaced atomically.
+//
+// Upgrade: a spool written before incarnations (segments or an ack file,
+// no incarnation file) gets an incarnation when it is opened, and
+// LegacyThrough records the highest sequence it had numbered until then.
+// Those older sequences were numbered in the agent's legacy identity
+// (incarnation ""), and the sender sends them with it, so the server
+// still recognises the ones it already stored; newer records continue the
+// numbering in the new incarnation. A damaged incarnation file is replaced
+// by a new incarnation (counted in Stats.Corrupt): the records still held
+// are sent again under it, and any the server had stored but not yet
+// acknowledged is stored a second time — the cost of a damaged file, never
+// a loss. Delete a spool directory whole, never the incarnation file alone.
 package spool
 
 import (
+	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -48,6 +72,7 @@ const (
 	// the cap frees at most an eighth of the spool at a time.
 	MaxSegmentBytes = 4 << 20
 	ackFile         = "ack"
+	incarnationFile = "incarnation"
 	segSuffix       = ".seg"
 )
 
@@ -72,6 +97,7 @@ type Stats struct {
 	Corrupt      uint64 // corrupt regions skipped (since Open)
 	NextSequence uint64 // the sequence the next Append assigns
 	Floor        uint64 // every sequence at or below it is settled
+	Incarnation  string // the spool's incarnation
 }
 
 type segment struct {
@@ -99,6 +125,10 @@ type Spool struct {
 	corrupt uint64
 	closed  bool
 	notify  chan struct{}
+	// inc is the incarnation; sequences up to legacy were numbered before
+	// the spool had one (the legacy incarnation "").
+	inc    string
+	legacy uint64
 }
 
 // Open opens (creating if needed) the spool in o.Dir and scans it: every
@@ -119,6 +149,8 @@ func Open(o Options) (*Spool, error) {
 	}
 	s := &Spool{dir: o.Dir, max: o.MaxBytes, segMax: o.SegmentBytes, settled: map[uint64]bool{}, notify: make(chan struct{}, 1)}
 	floor, err := readAck(filepath.Join(o.Dir, ackFile))
+	_, ackErr := os.Stat(filepath.Join(o.Dir, ackFile))
+	existed := ackErr == nil // a spool from before, whatever its ack file holds
 	if err != nil {
 		// A damaged ack file costs resending what was settled (the server
 		// recognises replays); it never costs a record.
@@ -139,6 +171,7 @@ func Open(o Options) (*Spool, error) {
 		if err != nil || idx < 1 {
 			continue
 		}
+		existed = true
 		p := filepath.Join(o.Dir, name)
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -156,10 +189,100 @@ func Open(o Options) (*Spool, error) {
 	}
 	slices.SortFunc(s.segs, func(a, b *segment) int { return a.index - b.index })
 	s.next = maxSeq + 1
+	if err := s.openIncarnation(existed, maxSeq); err != nil {
+		return nil, err
+	}
 	if err := s.removeSettledLocked(); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// openIncarnation reads the incarnation file, or creates it: for a new
+// spool, for one from before incarnations (existed: every sequence up to
+// maxSeq is legacy), and in place of a damaged one.
+func (s *Spool) openIncarnation(existed bool, maxSeq uint64) error {
+	p := filepath.Join(s.dir, incarnationFile)
+	inc, legacy, err := readIncarnation(p)
+	if err == nil {
+		s.inc, s.legacy = inc, legacy
+		return nil
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if existed {
+			legacy = maxSeq
+		}
+	default:
+		s.corrupt++
+		legacy = 0
+	}
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return fmt.Errorf("spool: incarnation: %w", err)
+	}
+	inc = hex.EncodeToString(b[:])
+	if err := writeFileAtomic(s.dir, incarnationFile, []byte(formatIncarnation(inc, legacy))); err != nil {
+		return err
+	}
+	s.inc, s.legacy = inc, legacy
+	return nil
+}
+
+// Incarnation returns the spool's incarnation id.
+func (s *Spool) Incarnation() string { return s.inc }
+
+// LegacyThrough returns the highest sequence numbered before the spool had
+// an incarnation (0 for a spool created with one): records at or below it
+// belong to the legacy incarnation "".
+func (s *Spool) LegacyThrough() uint64 { return s.legacy }
+
+// Pending says whether the record seq is still held unsettled.
+func (s *Spool) Pending(seq uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return seq > s.floor && seq < s.next && !s.settled[seq]
+}
+
+func formatIncarnation(inc string, legacy uint64) string {
+	body := fmt.Sprintf("%s %d", inc, legacy)
+	return fmt.Sprintf("%s %08x\n", body, crc32.Checksum([]byte(body), castagnoli))
+}
+
+// readIncarnation reads the incarnation file; an error wrapping
+// fs.ErrNotExist when there is none.
+func readIncarnation(p string) (inc string, legacy uint64, err error) {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "", 0, err
+	}
+	if inc, legacy, err = ParseIncarnation(b); err != nil {
+		return "", 0, fmt.Errorf("spool: %s: %w", p, err)
+	}
+	return inc, legacy, nil
+}
+
+// ParseIncarnation parses the incarnation file's bytes: "<32 hex digits>
+// <legacy-through> <crc32c of the two, 8 hex digits>\n". It never panics.
+func ParseIncarnation(b []byte) (inc string, legacy uint64, err error) {
+	if len(b) > 128 {
+		return "", 0, fmt.Errorf("incarnation file of %d bytes: want a short line", len(b))
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 3 || len(f[0]) != 32 {
+		return "", 0, errors.New("malformed incarnation file")
+	}
+	if _, err := hex.DecodeString(f[0]); err != nil {
+		return "", 0, errors.New("malformed incarnation id")
+	}
+	legacy, err = strconv.ParseUint(f[1], 10, 64)
+	if err != nil {
+		return "", 0, errors.New("malformed legacy sequence")
+	}
+	if formatIncarnation(f[0], legacy) != string(b) {
+		return "", 0, errors.New("bad checksum")
+	}
+	return f[0], legacy, nil
 }
 
 // Notify returns a channel that receives a value after each Append.
@@ -383,7 +506,7 @@ func (s *Spool) removeSettledLocked() error {
 func (s *Spool) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Stats{Bytes: s.bytes, Dropped: s.dropped, Corrupt: s.corrupt, NextSequence: s.next, Floor: s.floor}
+	st := Stats{Bytes: s.bytes, Dropped: s.dropped, Corrupt: s.corrupt, NextSequence: s.next, Floor: s.floor, Incarnation: s.inc}
 	for _, seg := range s.segs {
 		switch {
 		case seg.count == 0 || seg.last <= s.floor:
@@ -430,23 +553,30 @@ func writeAck(dir string, floor uint64) error {
 	var b [12]byte
 	binary.LittleEndian.PutUint64(b[:8], floor)
 	binary.LittleEndian.PutUint32(b[8:], crc32.Checksum(b[:8], castagnoli))
-	tmp := filepath.Join(dir, ackFile+".tmp")
+	return writeFileAtomic(dir, ackFile, b[:])
+}
+
+// writeFileAtomic replaces dir/name with b atomically and durably: a
+// temporary file written and fsync'd, renamed over it, the directory
+// fsync'd.
+func writeFileAtomic(dir, name string, b []byte) error {
+	tmp := filepath.Join(dir, name+".tmp")
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
-	if _, err := f.Write(b[:]); err != nil {
+	if _, err := f.Write(b); err != nil {
 		f.Close()
-		return fmt.Errorf("spool: write ack: %w", err)
+		return fmt.Errorf("spool: write %s: %w", name, err)
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return fmt.Errorf("spool: fsync ack: %w", err)
+		return fmt.Errorf("spool: fsync %s: %w", name, err)
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, ackFile)); err != nil {
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
 	if err := syncDir(dir); err != nil {

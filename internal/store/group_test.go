@@ -41,7 +41,7 @@ func TestAppendBatchFromConcurrentAgents(t *testing.T) {
 				r := result{agent: id}
 				for b := range batches {
 					from := uint64(b*per + 1)
-					got, err := s.AppendBatchFrom(ctx, id, from, probeRecords(from, from+per-1))
+					got, err := s.AppendBatchFrom(ctx, id, "", from, probeRecords(from, from+per-1))
 					if err != nil {
 						r.err = err
 						break
@@ -55,7 +55,7 @@ func TestAppendBatchFromConcurrentAgents(t *testing.T) {
 				}
 				// A replay of the last batch (a lost acknowledgement).
 				from := uint64((batches-1)*per + 1)
-				if got, err := s.AppendBatchFrom(ctx, id, from, probeRecords(from, from+per-1)); err != nil {
+				if got, err := s.AppendBatchFrom(ctx, id, "", from, probeRecords(from, from+per-1)); err != nil {
 					r.err = err
 				} else {
 					r.dupes = append(r.dupes, got.Duplicates...)
@@ -66,7 +66,7 @@ func TestAppendBatchFromConcurrentAgents(t *testing.T) {
 		}
 		wg.Go(func() {
 			<-start
-			_, err := s.AppendBatchFrom(ctx, "never-registered", 1, probeRecords(1, 5))
+			_, err := s.AppendBatchFrom(ctx, "never-registered", "", 1, probeRecords(1, 5))
 			results <- result{agent: "never-registered", err: err}
 		})
 		close(start)

@@ -51,8 +51,13 @@ type InventoryVolume struct {
 	RAIDLevel           string
 	Media               string
 	Profile             string
+	// SplitFraction8K/64K are the offset-caused split (-1: unknown);
+	// GranularitySplit8K/64K the split at any offset from the allocation
+	// grid (-1: unknown). See plumbline.v1.Alignment.
 	SplitFraction8K     float64
 	SplitFraction64K    float64
+	GranularitySplit8K  float64
+	GranularitySplit64K float64
 	// Severity is the worst finding's severity ("none" without findings);
 	// SeverityRank orders it: critical 3, warning 2, info 1, none 0.
 	Severity     string
@@ -317,21 +322,23 @@ func (s *Store) putInventory(ctx context.Context, vols []InventoryVolume) error 
 			var b strings.Builder
 			b.WriteString(`INSERT INTO inventory_volumes (volume_id, agent_id, mount_point, hostname, sequence, observed_ns,
     device, fs_type, verdict, data_offset_bytes, stripe_unit_bytes, allocation_unit_bytes, raid_level, media, profile,
-    split_fraction_8k, split_fraction_64k, severity, severity_rank, findings, rules) VALUES `)
-			args := make([]any, 0, len(chunk)*21)
+    split_fraction_8k, split_fraction_64k, granularity_split_fraction_8k, granularity_split_fraction_64k,
+    severity, severity_rank, findings, rules) VALUES `)
+			args := make([]any, 0, len(chunk)*23)
 			ids := make([]any, 0, len(chunk))
 			for i, v := range chunk {
 				if i > 0 {
 					b.WriteString(", ")
 				}
-				b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+				b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 				sev := v.Severity
 				if sev == "" {
 					sev = "none"
 				}
 				args = append(args, v.ID, v.AgentID, v.MountPoint, v.Hostname, int64(v.Sequence), unixNano(v.ObservedAt),
 					v.Device, v.FSType, v.Verdict, v.DataOffsetBytes, v.StripeUnitBytes, v.AllocationUnitBytes,
-					v.RAIDLevel, v.Media, v.Profile, v.SplitFraction8K, v.SplitFraction64K, sev, v.SeverityRank,
+					v.RAIDLevel, v.Media, v.Profile, v.SplitFraction8K, v.SplitFraction64K,
+					v.GranularitySplit8K, v.GranularitySplit64K, sev, v.SeverityRank,
 					len(v.Findings), strings.Join(v.Rules, ","))
 				ids = append(ids, v.ID)
 			}
@@ -341,7 +348,9 @@ func (s *Store) putInventory(ctx context.Context, vols []InventoryVolume) error 
     data_offset_bytes = excluded.data_offset_bytes, stripe_unit_bytes = excluded.stripe_unit_bytes,
     allocation_unit_bytes = excluded.allocation_unit_bytes, raid_level = excluded.raid_level, media = excluded.media,
     profile = excluded.profile, split_fraction_8k = excluded.split_fraction_8k,
-    split_fraction_64k = excluded.split_fraction_64k, severity = excluded.severity,
+    split_fraction_64k = excluded.split_fraction_64k,
+    granularity_split_fraction_8k = excluded.granularity_split_fraction_8k,
+    granularity_split_fraction_64k = excluded.granularity_split_fraction_64k, severity = excluded.severity,
     severity_rank = excluded.severity_rank, findings = excluded.findings, rules = excluded.rules
 WHERE inventory_volumes.sequence <= excluded.sequence`)
 			if _, err := tx.ExecContext(ctx, s.q(b.String()), args...); err != nil {

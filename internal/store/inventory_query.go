@@ -219,7 +219,8 @@ func (s *Store) volumeWhere(f VolumeFilter, args *[]any) string {
 
 const inventoryColumns = `f.volume_id, f.agent_id, f.mount_point, f.hostname, f.sequence, f.observed_ns, f.device, f.fs_type,
     f.verdict, f.data_offset_bytes, f.stripe_unit_bytes, f.allocation_unit_bytes, f.raid_level, f.media, f.profile,
-    f.split_fraction_8k, f.split_fraction_64k, f.severity, f.severity_rank, f.rules,
+    f.split_fraction_8k, f.split_fraction_64k, f.granularity_split_fraction_8k, f.granularity_split_fraction_64k,
+    f.severity, f.severity_rank, f.rules,
     t.rule, t.severity, t.message, t.remediation, b.state, b.degraded, b.reason, b.updated_ns`
 
 const inventoryJoins = `
@@ -237,7 +238,7 @@ func scanInventory(rows *sql.Rows, withGeometry, withDoc bool) (*InventoryVolume
 	var bUpdated sql.NullInt64
 	dest := []any{&v.ID, &v.AgentID, &v.MountPoint, &v.Hostname, &seq, &observed, &v.Device, &v.FSType,
 		&v.Verdict, &v.DataOffsetBytes, &v.StripeUnitBytes, &v.AllocationUnitBytes, &v.RAIDLevel, &v.Media, &v.Profile,
-		&v.SplitFraction8K, &v.SplitFraction64K, &v.Severity, &v.SeverityRank, &rules,
+		&v.SplitFraction8K, &v.SplitFraction64K, &v.GranularitySplit8K, &v.GranularitySplit64K, &v.Severity, &v.SeverityRank, &rules,
 		&tRule, &tSev, &tMsg, &tFix, &bState, &bDegraded, &bReason, &bUpdated}
 	if withGeometry {
 		dest = append(dest, &v.Geometry)
@@ -621,18 +622,17 @@ type HostQuery struct {
 	Limit int
 }
 
-const hostColumns = `a.agent_id, a.hostname, a.os, a.kernel, a.machine_id, a.agent_version, a.first_seen_ns, a.last_seen_ns, a.high_water,
+const hostColumns = agentColumns + `,
     (SELECT COUNT(*) FROM inventory_volumes f WHERE f.agent_id = a.agent_id),
     (SELECT COUNT(*) FROM inventory_volumes f WHERE f.agent_id = a.agent_id AND f.verdict = 'misaligned')`
 
 func scanHost(rows *sql.Rows) (*InventoryHost, error) {
 	var h InventoryHost
-	var first, last, hw int64
-	if err := rows.Scan(&h.ID, &h.Hostname, &h.OS, &h.Kernel, &h.MachineID, &h.AgentVersion, &first, &last, &hw,
-		&h.Volumes, &h.Misaligned); err != nil {
+	a, err := scanAgent(rows, &h.Volumes, &h.Misaligned)
+	if err != nil {
 		return nil, err
 	}
-	h.FirstSeen, h.LastSeen, h.HighWater = fromUnixNano(first), fromUnixNano(last), uint64(hw)
+	h.Agent = a
 	return &h, nil
 }
 

@@ -76,7 +76,7 @@ func TestPoolBoundedUnderLoad(t *testing.T) {
 		wg.Go(func() {
 			for b := range batches {
 				from := uint64(b*per + 1)
-				if _, err := s.AppendBatchFrom(ctx, id, from, probeRecords(from, from+per-1)); err != nil {
+				if _, err := s.AppendBatchFrom(ctx, id, "", from, probeRecords(from, from+per-1)); err != nil {
 					errs <- err
 					return
 				}

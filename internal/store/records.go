@@ -24,9 +24,22 @@ type Agent struct {
 	// forward by every AppendBatch and SettleBelow.
 	FirstSeen time.Time
 	LastSeen  time.Time
-	// HighWater is the dedup high-water mark (read only; see HighWater).
+	// HighWater is the dedup high-water mark of the agent's current
+	// incarnation (read only; see HighWater).
 	HighWater uint64
+	// Incarnation is the spool incarnation that said Hello last ('' for
+	// agents from before incarnations; read only, see Hello).
+	Incarnation string
+	// IdentityConflicts counts the times an incarnation of this agent that
+	// a newer one had superseded spoke again: two live agents share this
+	// identity (two hosts with one certificate, or a copied spool).
+	// IdentityConflictAt is the last time (zero: never). Read only.
+	IdentityConflicts  uint64
+	IdentityConflictAt time.Time
 }
+
+// MaxIncarnationBytes bounds an incarnation id.
+const MaxIncarnationBytes = 64
 
 // RecordKind says what a record carries.
 type RecordKind string
@@ -45,7 +58,9 @@ type Record struct {
 	Sequence   uint64
 	Kind       RecordKind
 	ProducedAt time.Time
-	// Payload is the plumbline.v1.Record as received.
+	// Payload is the serialised plumbline.v1.Record, with only the fields
+	// the server knows (ingest drops unknown ones); of a KindRejected
+	// record, only its first bytes (ingest.MaxRejectedPayloadBytes).
 	Payload []byte
 	// Reason says why a KindRejected record was refused.
 	Reason string
@@ -55,6 +70,10 @@ type Record struct {
 	Volumes []Volume
 	// Probe (KindProbe) is the probe result.
 	Probe *ProbeResult
+	// GeometryDigest (KindGeometry) is the digest the agent gave with the
+	// snapshot, as text; once the snapshot is applied it is what Hello
+	// reports as the geometry the server holds.
+	GeometryDigest string
 }
 
 // Volume is the latest geometry of one volume.
@@ -77,7 +96,8 @@ type Volume struct {
 	SplitFraction8K  *float64
 	SplitFraction64K *float64
 	// Sequence and ObservedAt are those of the record that set the row
-	// (filled by ListVolumes).
+	// (filled by ListVolumes); Sequence is the server's sequence of the
+	// record (records.sequence: the agent's records in arrival order).
 	Sequence   uint64
 	ObservedAt time.Time
 }
@@ -109,8 +129,13 @@ type AppendResult struct {
 	Stored []uint64
 	// Duplicates are the sequences that were already stored (replays), ascending.
 	Duplicates []uint64
-	// HighWater is the agent's dedup high-water mark after the batch.
+	// HighWater is the dedup high-water mark of the batch's incarnation
+	// after the batch.
 	HighWater uint64
+	// IdentityConflict: the batch came from an incarnation that a newer
+	// one had superseded (see Agent.IdentityConflicts). It is stored all
+	// the same.
+	IdentityConflict bool
 }
 
 // rowsPerInsert bounds one multi-row INSERT: 100 rows × at most 16
@@ -156,12 +181,15 @@ ON CONFLICT (agent_id) DO UPDATE SET
 	return nil
 }
 
-// HighWater returns the agent's dedup high-water mark: the highest
-// sequence s such that every sequence 1..s is settled (stored, rejected or
-// declared dropped with SettleBelow). 0 when none is.
-func (s *Store) HighWater(ctx context.Context, agentID string) (uint64, error) {
+// HighWater returns the dedup high-water mark of one incarnation of an
+// agent: the highest agent sequence q such that every sequence 1..q of the
+// incarnation is settled (stored, rejected or declared dropped with
+// SettleBelow). 0 when none is, or when the incarnation never reported.
+// Agents from before incarnations have the incarnation "".
+func (s *Store) HighWater(ctx context.Context, agentID, incarnation string) (uint64, error) {
 	var hw int64
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT high_water FROM agents WHERE agent_id = ?`), agentID).Scan(&hw)
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT COALESCE((SELECT high_water FROM agent_incarnations
+WHERE agent_id = a.agent_id AND incarnation = ?), 0) FROM agents a WHERE a.agent_id = ?`), incarnation, agentID).Scan(&hw)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("high water of %q: %w", agentID, ErrUnknownAgent)
 	}
@@ -171,36 +199,115 @@ func (s *Store) HighWater(ctx context.Context, agentID string) (uint64, error) {
 	return uint64(hw), nil
 }
 
-// SettleBelow records that the agent will never send a sequence below
-// first (it dropped them: spool size cap), so they no longer hold the
-// high-water mark back. It returns the new high-water mark.
-func (s *Store) SettleBelow(ctx context.Context, agentID string, first uint64) (uint64, error) {
-	if first > math.MaxInt64 {
-		return 0, fmt.Errorf("settle below %d for %q: %w: sequence above 2^63-1", first, agentID, ErrInvalid)
+// HelloState is what the store knows of an agent incarnation at its Hello.
+type HelloState struct {
+	// HighWater is the incarnation's dedup high-water mark.
+	HighWater uint64
+	// GeometryDigest is the digest of the geometry snapshot the server
+	// holds for the agent ("" when none or unknown).
+	GeometryDigest string
+	// IdentityConflict: this incarnation had been superseded by a newer
+	// one, which is still (or was lately) reporting: two live agents share
+	// the identity. Superseded is that newer incarnation.
+	IdentityConflict bool
+	Superseded       string
+}
+
+// Hello records that an incarnation of a registered agent said Hello: it
+// becomes the agent's current incarnation. An incarnation seen before that
+// is not the current one speaks again only when two agents share the
+// identity, and that is counted (Agent.IdentityConflicts). The legacy
+// incarnation "" is never counted: an upgraded agent still sends what its
+// spool held from before with it.
+func (s *Store) Hello(ctx context.Context, agentID, incarnation string) (HelloState, error) {
+	if len(incarnation) > MaxIncarnationBytes {
+		return HelloState{}, fmt.Errorf("hello of %q: %w: incarnation of %d bytes", agentID, ErrInvalid, len(incarnation))
 	}
-	var hw uint64
+	var st HelloState
 	err := s.write(ctx, agentID, func(ctx context.Context, tx *sql.Tx) error {
-		cur, err := s.lockAgent(ctx, tx, agentID)
+		st = HelloState{}
+		lk, err := s.lockAgent(ctx, tx, agentID)
 		if err != nil {
 			return err
 		}
-		start := cur
-		if first > 0 && first-1 > start {
-			start = first - 1
+		st.GeometryDigest = lk.digest
+		hw, existed, err := s.touchIncarnation(ctx, tx, agentID, incarnation)
+		if err != nil {
+			return err
 		}
-		hw, err = s.advanceHighWater(ctx, tx, agentID, cur, start)
+		st.HighWater = hw
+		if superseded(incarnation, existed, lk.incarnation) {
+			st.IdentityConflict, st.Superseded = true, lk.incarnation
+			if err := s.countConflict(ctx, tx, agentID); err != nil {
+				return err
+			}
+		}
+		if incarnation != "" && lk.incarnation != incarnation {
+			_, err = s.txExec(ctx, tx, s.q(`UPDATE agents SET incarnation = ? WHERE agent_id = ?`), incarnation, agentID)
+		}
 		return err
 	})
 	if err != nil {
+		return HelloState{}, fmt.Errorf("hello of %q: %w", agentID, err)
+	}
+	return st, nil
+}
+
+// touchIncarnation creates the incarnation's row if it has none and moves
+// its last-seen time; it returns its high-water mark and whether the row
+// existed.
+func (s *Store) touchIncarnation(ctx context.Context, tx *sql.Tx, agentID, incarnation string) (hw uint64, existed bool, err error) {
+	now := unixNano(s.now())
+	var cur int64
+	err = s.txQueryRow(ctx, tx, s.q(`UPDATE agent_incarnations SET last_seen_ns = CASE WHEN last_seen_ns < ? THEN ? ELSE last_seen_ns END
+WHERE agent_id = ? AND incarnation = ? RETURNING high_water`), now, now, agentID, incarnation).Scan(&cur)
+	switch {
+	case err == nil:
+		return uint64(cur), true, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return 0, false, fmt.Errorf("incarnation: %w", err)
+	}
+	if _, err := s.txExec(ctx, tx, s.q(`INSERT INTO agent_incarnations (agent_id, incarnation, high_water, first_seen_ns, last_seen_ns)
+VALUES (?, ?, 0, ?, ?)`), agentID, incarnation, now, now); err != nil {
+		return 0, false, fmt.Errorf("incarnation: %w", err)
+	}
+	return 0, false, nil
+}
+
+// superseded says whether an incarnation that reports is one a newer one
+// replaced: it reported before (existed), and another one said Hello
+// since. The legacy incarnation "" never is (an upgraded agent sends its
+// older records with it after its new incarnation's Hello), nor is any
+// before the agent's first Hello with an incarnation.
+func superseded(incarnation string, existed bool, current string) bool {
+	return incarnation != "" && existed && current != "" && current != incarnation
+}
+
+func (s *Store) countConflict(ctx context.Context, tx *sql.Tx, agentID string) error {
+	if _, err := s.txExec(ctx, tx, s.q(`UPDATE agents SET identity_conflicts = identity_conflicts + 1, identity_conflict_ns = ?
+WHERE agent_id = ?`), unixNano(s.now()), agentID); err != nil {
+		return fmt.Errorf("identity conflict: %w", err)
+	}
+	return nil
+}
+
+// SettleBelow records that an incarnation of the agent will never send a
+// sequence below first (it dropped them: spool size cap), so they no
+// longer hold its high-water mark back. It returns the new mark.
+func (s *Store) SettleBelow(ctx context.Context, agentID, incarnation string, first uint64) (uint64, error) {
+	res, err := s.AppendBatchFrom(ctx, agentID, incarnation, first, nil)
+	if err != nil {
 		return 0, fmt.Errorf("settle below %d for %q: %w", first, agentID, err)
 	}
-	return hw, nil
+	return res.HighWater, nil
 }
 
 // AppendBatch stores a batch of records of one agent in one transaction:
 // either every new record (with its volumes and probe result) is stored,
-// or — on any error — nothing is. Records already stored (same agent and
-// sequence) are recognised as duplicates and left as they are. Concurrent
+// or — on any error — nothing is. Records already stored (same agent,
+// incarnation and sequence) are recognised as duplicates and left as they
+// are. AppendBatch is AppendBatchFrom for the legacy incarnation "" with
+// no first sequence. Concurrent
 // batches of one agent, also from several server replicas, are serialised
 // on the agent's row, so each record is stored exactly once.
 //
@@ -211,13 +318,23 @@ func (s *Store) SettleBelow(ctx context.Context, agentID string, first uint64) (
 //
 // The agent must be registered (ErrUnknownAgent otherwise).
 func (s *Store) AppendBatch(ctx context.Context, agentID string, records []Record) (AppendResult, error) {
-	return s.AppendBatchFrom(ctx, agentID, 0, records)
+	return s.AppendBatchFrom(ctx, agentID, "", 0, records)
 }
 
-// AppendBatchFrom is SettleBelow(first) and AppendBatch in one
+// AppendBatchFrom stores a batch of one incarnation of an agent (the
+// records' Sequence is the agent's, within the incarnation) and settles
+// the incarnation's sequences below first (SettleBelow), in one
 // transaction: an agent's report (ReportRequest.first_sequence and its
 // records) costs one commit. first 0 means "not stated".
-func (s *Store) AppendBatchFrom(ctx context.Context, agentID string, first uint64, records []Record) (AppendResult, error) {
+//
+// Each record stored gets the next server sequence of the agent (the
+// records.sequence column, which volumes, probe results and the baseline
+// and inventory marks refer to), in the batch's order: server sequences
+// follow arrival and have no gaps.
+func (s *Store) AppendBatchFrom(ctx context.Context, agentID, incarnation string, first uint64, records []Record) (AppendResult, error) {
+	if len(incarnation) > MaxIncarnationBytes {
+		return AppendResult{}, fmt.Errorf("append batch for %q: %w: incarnation of %d bytes", agentID, ErrInvalid, len(incarnation))
+	}
 	if first > math.MaxInt64 {
 		return AppendResult{}, fmt.Errorf("append batch for %q: %w: first sequence %d above 2^63-1", agentID, ErrInvalid, first)
 	}
@@ -228,52 +345,116 @@ func (s *Store) AppendBatchFrom(ctx context.Context, agentID string, first uint6
 	var res AppendResult
 	err = s.write(ctx, agentID, func(ctx context.Context, tx *sql.Tx) error {
 		res = AppendResult{}
-		cur, err := s.lockAgent(ctx, tx, agentID)
+		lk, err := s.lockAgent(ctx, tx, agentID)
 		if err != nil {
 			return err
+		}
+		cur, existed, err := s.touchIncarnation(ctx, tx, agentID, incarnation)
+		if err != nil {
+			return err
+		}
+		if superseded(incarnation, existed, lk.incarnation) {
+			// A superseded incarnation is still sending: two agents on one
+			// identity. Its records are its own (no loss, no double count).
+			res.IdentityConflict = true
+			if err := s.countConflict(ctx, tx, agentID); err != nil {
+				return err
+			}
 		}
 		start := cur
 		if first > 0 && first-1 > start {
 			start = first - 1
 		}
-		if len(recs) == 0 {
+		if len(recs) > 0 {
+			if err := s.storeBatch(ctx, tx, agentID, incarnation, lk.serverSeq, recs, &res); err != nil {
+				return err
+			}
+		}
+		if len(res.Stored) == 0 && start == cur {
 			res.HighWater = cur
-			if start != cur {
-				res.HighWater, err = s.advanceHighWater(ctx, tx, agentID, cur, start)
-			}
-			return err
+			return nil
 		}
-		stored, err := s.insertRecords(ctx, tx, agentID, recs)
-		if err != nil {
-			return err
-		}
-		var probes []*Record
-		for _, r := range recs {
-			if !stored[r.Sequence] {
-				res.Duplicates = append(res.Duplicates, r.Sequence)
-				continue
-			}
-			res.Stored = append(res.Stored, r.Sequence)
-			switch r.Kind {
-			case KindProbe:
-				probes = append(probes, r)
-			case KindGeometry:
-				// In sequence order, so the newest snapshot wins within the batch too.
-				if err := s.putGeometry(ctx, tx, agentID, r); err != nil {
-					return err
-				}
-			}
-		}
-		if err := s.insertProbes(ctx, tx, agentID, probes); err != nil {
-			return err
-		}
-		res.HighWater, err = s.advanceHighWater(ctx, tx, agentID, cur, start)
+		res.HighWater, err = s.advanceHighWater(ctx, tx, agentID, incarnation, cur, start)
 		return err
 	})
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("append batch for %q: %w", agentID, err)
 	}
 	return res, nil
+}
+
+// storeBatch stores the records of recs that the incarnation has not
+// stored yet, numbered with the agent's next server sequences after
+// serverSeq, and moves agents.high_water to the last one.
+func (s *Store) storeBatch(ctx context.Context, tx *sql.Tx, agentID, incarnation string, serverSeq uint64, recs []*Record, res *AppendResult) error {
+	have, err := s.storedSequences(ctx, tx, agentID, incarnation, recs[0].Sequence, recs[len(recs)-1].Sequence)
+	if err != nil {
+		return err
+	}
+	var fresh []stored
+	for _, r := range recs {
+		if have[r.Sequence] {
+			res.Duplicates = append(res.Duplicates, r.Sequence)
+			continue
+		}
+		serverSeq++
+		fresh = append(fresh, stored{Record: r, server: serverSeq})
+		res.Stored = append(res.Stored, r.Sequence)
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	if err := s.insertRecords(ctx, tx, agentID, incarnation, fresh); err != nil {
+		return err
+	}
+	var probes []stored
+	for _, r := range fresh {
+		switch r.Kind {
+		case KindProbe:
+			probes = append(probes, r)
+		case KindGeometry:
+			// In sequence order, so the newest snapshot wins within the batch too.
+			if err := s.putGeometry(ctx, tx, agentID, incarnation, r); err != nil {
+				return err
+			}
+		}
+	}
+	if err := s.insertProbes(ctx, tx, agentID, probes); err != nil {
+		return err
+	}
+	if _, err := s.txExec(ctx, tx, s.q(`UPDATE agents SET high_water = ? WHERE agent_id = ?`), int64(serverSeq), agentID); err != nil {
+		return fmt.Errorf("server sequence: %w", err)
+	}
+	return nil
+}
+
+// stored is a record of a batch with the server sequence it is stored under.
+type stored struct {
+	*Record
+	server uint64
+}
+
+// storedSequences returns which agent sequences from..to of the
+// incarnation are stored.
+func (s *Store) storedSequences(ctx context.Context, tx *sql.Tx, agentID, incarnation string, from, to uint64) (map[uint64]bool, error) {
+	rows, err := s.txQuery(ctx, tx, s.q(`SELECT agent_sequence FROM records
+WHERE agent_id = ? AND incarnation = ? AND agent_sequence >= ? AND agent_sequence <= ?`), agentID, incarnation, int64(from), int64(to))
+	if err != nil {
+		return nil, fmt.Errorf("dedup: %w", err)
+	}
+	defer rows.Close()
+	have := map[uint64]bool{}
+	for rows.Next() {
+		var q int64
+		if err := rows.Scan(&q); err != nil {
+			return nil, fmt.Errorf("dedup: %w", err)
+		}
+		have[uint64(q)] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("dedup: %w", err)
+	}
+	return have, nil
 }
 
 // sortedBatch validates a batch and returns it in ascending sequence order.
@@ -349,31 +530,42 @@ func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return nil
 }
 
+// agentLock is what lockAgent read from the agent's row.
+type agentLock struct {
+	serverSeq   uint64 // the last server sequence given (agents.high_water)
+	incarnation string // the current incarnation
+	digest      string // the geometry digest the server holds
+}
+
 // lockAgent takes the agent's row lock for the rest of the transaction (an
 // UPDATE locks the row in PostgreSQL; SQLite transactions hold the write
 // lock from BEGIN), moves its last-seen time forward to now, and returns
-// its high-water mark.
-func (s *Store) lockAgent(ctx context.Context, tx *sql.Tx, agentID string) (uint64, error) {
-	var hw int64
+// what the row says.
+func (s *Store) lockAgent(ctx context.Context, tx *sql.Tx, agentID string) (agentLock, error) {
+	var lk agentLock
+	var seq int64
 	now := unixNano(s.now())
 	err := s.txQueryRow(ctx, tx, s.q(`UPDATE agents SET last_seen_ns = CASE WHEN last_seen_ns < ? THEN ? ELSE last_seen_ns END
-WHERE agent_id = ? RETURNING high_water`), now, now, agentID).Scan(&hw)
+WHERE agent_id = ? RETURNING high_water, incarnation, geometry_digest`), now, now, agentID).Scan(&seq, &lk.incarnation, &lk.digest)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, ErrUnknownAgent
+		return lk, ErrUnknownAgent
 	}
 	if err != nil {
-		return 0, fmt.Errorf("lock agent: %w", err)
+		return lk, fmt.Errorf("lock agent: %w", err)
 	}
-	return uint64(hw), nil
+	lk.serverSeq = uint64(seq)
+	return lk, nil
 }
 
-// advanceHighWater moves the mark from start over every contiguous stored
-// sequence above it and saves it when it moved past cur.
-func (s *Store) advanceHighWater(ctx context.Context, tx *sql.Tx, agentID string, cur, start uint64) (uint64, error) {
+// advanceHighWater moves the incarnation's mark from start over every
+// contiguous stored agent sequence above it and saves it when it moved
+// past cur.
+func (s *Store) advanceHighWater(ctx context.Context, tx *sql.Tx, agentID, incarnation string, cur, start uint64) (uint64, error) {
 	hw := start
 	const page = 1000
 	for {
-		rows, err := s.txQuery(ctx, tx, s.q(`SELECT sequence FROM records WHERE agent_id = ? AND sequence > ? ORDER BY sequence LIMIT `+fmt.Sprint(page)), agentID, int64(hw))
+		rows, err := s.txQuery(ctx, tx, s.q(`SELECT agent_sequence FROM records WHERE agent_id = ? AND incarnation = ? AND agent_sequence > ?
+ORDER BY agent_sequence LIMIT `+fmt.Sprint(page)), agentID, incarnation, int64(hw))
 		if err != nil {
 			return 0, fmt.Errorf("high water: %w", err)
 		}
@@ -400,73 +592,59 @@ func (s *Store) advanceHighWater(ctx context.Context, tx *sql.Tx, agentID string
 		}
 	}
 	if hw != cur {
-		if _, err := s.txExec(ctx, tx, s.q(`UPDATE agents SET high_water = ? WHERE agent_id = ?`), int64(hw), agentID); err != nil {
+		if _, err := s.txExec(ctx, tx, s.q(`UPDATE agent_incarnations SET high_water = ? WHERE agent_id = ? AND incarnation = ?`),
+			int64(hw), agentID, incarnation); err != nil {
 			return 0, fmt.Errorf("high water: %w", err)
 		}
 	}
 	return hw, nil
 }
 
-// insertRecords inserts the records that are not stored yet, in multi-row
-// INSERTs, and returns the set of sequences this call stored.
-func (s *Store) insertRecords(ctx context.Context, tx *sql.Tx, agentID string, recs []*Record) (map[uint64]bool, error) {
-	stored := make(map[uint64]bool, len(recs))
+// insertRecords inserts records in multi-row INSERTs, each under its
+// server sequence.
+func (s *Store) insertRecords(ctx context.Context, tx *sql.Tx, agentID, incarnation string, recs []stored) error {
 	received := unixNano(s.now())
 	for chunk := range slices.Chunk(recs, s.recordRowsPerInsert()) {
 		var b strings.Builder
 		b.WriteString(insertRecordSQL)
-		args := make([]any, 0, len(chunk)*7)
+		args := make([]any, 0, len(chunk)*9)
 		for i, r := range chunk {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString("(?, ?, ?, ?, ?, ?, ?)")
+			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
 			payload := r.Payload
 			if payload == nil {
 				payload = []byte{}
 			}
-			args = append(args, agentID, int64(r.Sequence), string(r.Kind), unixNano(r.ProducedAt), received, payload, r.Reason)
+			args = append(args, agentID, int64(r.server), incarnation, int64(r.Sequence), string(r.Kind), unixNano(r.ProducedAt), received, payload, r.Reason)
 		}
-		b.WriteString(` ON CONFLICT (agent_id, sequence) DO NOTHING RETURNING sequence`)
-		rows, err := s.txQuery(ctx, tx, s.q(b.String()), args...)
-		if err != nil {
-			return nil, fmt.Errorf("insert records: %w", err)
-		}
-		for rows.Next() {
-			var seq int64
-			if err := rows.Scan(&seq); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("insert records: %w", err)
-			}
-			stored[uint64(seq)] = true
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("insert records: %w", err)
+		if _, err := s.txExec(ctx, tx, s.q(b.String()), args...); err != nil {
+			return fmt.Errorf("insert records: %w", err)
 		}
 	}
-	return stored, nil
+	return nil
 }
 
 const (
-	insertRecordSQL = `INSERT INTO records (agent_id, sequence, kind, produced_ns, received_ns, payload, reason) VALUES `
+	insertRecordSQL = `INSERT INTO records (agent_id, sequence, incarnation, agent_sequence, kind, produced_ns, received_ns, payload, reason) VALUES `
 	insertProbeSQL  = `INSERT INTO probe_results (agent_id, sequence, mount_point, device, kind, block_size_bytes, queue_depth,
     started_ns, duration_ns, ops, errors, bytes, skipped, stopped_reason, failure, latency_histogram) VALUES `
 	probeRowSQL = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
-func probeArgs(args []any, agentID string, r *Record) []any {
+func probeArgs(args []any, agentID string, r stored) []any {
 	p := r.Probe
 	hist := p.Histogram
 	if hist == nil {
 		hist = []byte{}
 	}
-	return append(args, agentID, int64(r.Sequence), p.MountPoint, p.Device, p.Kind,
+	return append(args, agentID, int64(r.server), p.MountPoint, p.Device, p.Kind,
 		int64(p.BlockSizeBytes), int64(p.QueueDepth), unixNano(p.StartedAt), int64(p.Duration),
 		int64(p.Ops), int64(p.Errors), int64(p.Bytes), p.Skipped, p.StoppedReason, p.Failure, hist)
 }
 
-func (s *Store) insertProbes(ctx context.Context, tx *sql.Tx, agentID string, probes []*Record) error {
+func (s *Store) insertProbes(ctx context.Context, tx *sql.Tx, agentID string, probes []stored) error {
 	for chunk := range slices.Chunk(probes, s.recordRowsPerInsert()) {
 		var b strings.Builder
 		b.WriteString(insertProbeSQL)
@@ -487,19 +665,25 @@ func (s *Store) insertProbes(ctx context.Context, tx *sql.Tx, agentID string, pr
 
 // putGeometry applies one full snapshot: its volumes replace older rows,
 // and this agent's volumes that only older snapshots listed are marked gone.
-func (s *Store) putGeometry(ctx context.Context, tx *sql.Tx, agentID string, r *Record) error {
-	// A snapshot older than one already stored (a late replay) is kept as a
-	// record but describes the past: it changes no volume.
+func (s *Store) putGeometry(ctx context.Context, tx *sql.Tx, agentID, incarnation string, r stored) error {
+	// A snapshot older than one of its incarnation already stored (a late
+	// replay) is kept as a record but describes the past: it changes no
+	// volume. Across incarnations the one stored last wins: a new
+	// incarnation's snapshot is the host as it is now.
 	var newer int
 	if err := s.txQueryRow(ctx, tx, s.q(`SELECT COUNT(*) FROM (SELECT 1 FROM records
-WHERE agent_id = ? AND sequence > ? AND kind = 'geometry' LIMIT 1) AS newer`), agentID, int64(r.Sequence)).Scan(&newer); err != nil {
+WHERE agent_id = ? AND incarnation = ? AND agent_sequence > ? AND kind = 'geometry' LIMIT 1) AS newer`),
+		agentID, incarnation, int64(r.Sequence)).Scan(&newer); err != nil {
 		return fmt.Errorf("volumes of snapshot %d: %w", r.Sequence, err)
 	}
 	if newer > 0 {
 		return nil
 	}
+	if _, err := s.txExec(ctx, tx, s.q(`UPDATE agents SET geometry_digest = ? WHERE agent_id = ?`), r.GeometryDigest, agentID); err != nil {
+		return fmt.Errorf("volumes of snapshot %d: %w", r.Sequence, err)
+	}
 	if _, err := s.txExec(ctx, tx, s.q(`UPDATE volumes SET present = FALSE WHERE agent_id = ? AND sequence < ?`),
-		agentID, int64(r.Sequence)); err != nil {
+		agentID, int64(r.server)); err != nil {
 		return fmt.Errorf("volumes of snapshot %d: %w", r.Sequence, err)
 	}
 	vols := slices.Clone(r.Volumes)
@@ -525,7 +709,7 @@ ON CONFLICT (agent_id, mount_point) DO UPDATE SET
     stripe_unit_bytes = excluded.stripe_unit_bytes, split_fraction_8k = excluded.split_fraction_8k,
     split_fraction_64k = excluded.split_fraction_64k
 WHERE volumes.sequence < excluded.sequence`),
-			agentID, v.MountPoint, v.Device, v.FSType, int64(r.Sequence), observed, geom,
+			agentID, v.MountPoint, v.Device, v.FSType, int64(r.server), observed, geom,
 			v.Verdict, offset, int64(v.StripeUnitBytes), floatOrNil(v.SplitFraction8K), floatOrNil(v.SplitFraction64K))
 		if err != nil {
 			return fmt.Errorf("volume %q of snapshot %d: %w", v.MountPoint, r.Sequence, err)
@@ -543,27 +727,45 @@ func floatOrNil(f *float64) any {
 
 // ListHosts returns every registered agent, by hostname.
 func (s *Store) ListHosts(ctx context.Context) ([]Agent, error) {
-	rows, err := s.db.QueryContext(ctx, `
-SELECT agent_id, hostname, os, kernel, machine_id, agent_version, first_seen_ns, last_seen_ns, high_water
-FROM agents ORDER BY hostname, agent_id`)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+agentColumns+` FROM agents a ORDER BY a.hostname, a.agent_id`)
 	if err != nil {
 		return nil, fmt.Errorf("list hosts: %w", err)
 	}
 	defer rows.Close()
 	var out []Agent
 	for rows.Next() {
-		var a Agent
-		var first, last, hw int64
-		if err := rows.Scan(&a.ID, &a.Hostname, &a.OS, &a.Kernel, &a.MachineID, &a.AgentVersion, &first, &last, &hw); err != nil {
+		a, err := scanAgent(rows)
+		if err != nil {
 			return nil, fmt.Errorf("list hosts: %w", err)
 		}
-		a.FirstSeen, a.LastSeen, a.HighWater = fromUnixNano(first), fromUnixNano(last), uint64(hw)
 		out = append(out, a)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list hosts: %w", err)
 	}
 	return out, nil
+}
+
+// agentColumns are an Agent's columns of agents a, in scanDest's order.
+const agentColumns = `a.agent_id, a.hostname, a.os, a.kernel, a.machine_id, a.agent_version, a.first_seen_ns, a.last_seen_ns,
+    COALESCE((SELECT i.high_water FROM agent_incarnations i WHERE i.agent_id = a.agent_id AND i.incarnation = a.incarnation), 0),
+    a.incarnation, a.identity_conflicts, a.identity_conflict_ns`
+
+// scanAgent scans a row of agentColumns (then extra).
+func scanAgent(row interface{ Scan(...any) error }, extra ...any) (Agent, error) {
+	var a Agent
+	var first, last, hw, conflicts, conflictNS int64
+	dest := append([]any{&a.ID, &a.Hostname, &a.OS, &a.Kernel, &a.MachineID, &a.AgentVersion, &first, &last,
+		&hw, &a.Incarnation, &conflicts, &conflictNS}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return Agent{}, err
+	}
+	a.FirstSeen, a.LastSeen, a.HighWater = fromUnixNano(first), fromUnixNano(last), uint64(hw)
+	a.IdentityConflicts = uint64(conflicts)
+	if conflictNS != 0 {
+		a.IdentityConflictAt = fromUnixNano(conflictNS)
+	}
+	return a, nil
 }
 
 // ListVolumes returns the volumes the latest snapshot of each host lists,

@@ -250,7 +250,7 @@ func TestAppendBatchConcurrent(t *testing.T) {
 		if n := count(t, s, "records"); n != 450 {
 			t.Errorf("records = %d, want 450", n)
 		}
-		if hw, err := s.HighWater(ctx, "a1"); err != nil || hw != 450 {
+		if hw, err := s.HighWater(ctx, "a1", ""); err != nil || hw != 450 {
 			t.Errorf("HighWater = %d, %v; want 450", hw, err)
 		}
 	})
@@ -260,7 +260,7 @@ func TestHighWater(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, dsn string) {
 		ctx := context.Background()
 		s := open(t, dsn)
-		if _, err := s.HighWater(ctx, "nobody"); !errors.Is(err, ErrUnknownAgent) {
+		if _, err := s.HighWater(ctx, "nobody", ""); !errors.Is(err, ErrUnknownAgent) {
 			t.Errorf("HighWater(unknown) error = %v, want ErrUnknownAgent", err)
 		}
 		register(t, s, "a1")
@@ -273,7 +273,7 @@ func TestHighWater(t *testing.T) {
 			if got.HighWater != want {
 				t.Errorf("%s: AppendResult.HighWater = %d, want %d", name, got.HighWater, want)
 			}
-			if hw, err := s.HighWater(ctx, "a1"); err != nil || hw != want {
+			if hw, err := s.HighWater(ctx, "a1", ""); err != nil || hw != want {
 				t.Errorf("%s: HighWater = %d, %v; want %d", name, hw, err, want)
 			}
 		}
@@ -285,15 +285,15 @@ func TestHighWater(t *testing.T) {
 		step("gap at 5", probeRecords(6, 1200), 4) // more than one page of the walk above the gap
 
 		// The agent dropped 5 (spool cap): it says its oldest is 6.
-		hw, err := s.SettleBelow(ctx, "a1", 6)
+		hw, err := s.SettleBelow(ctx, "a1", "", 6)
 		if err != nil || hw != 1200 {
 			t.Errorf("SettleBelow(6) = %d, %v; want 1200", hw, err)
 		}
-		hw, err = s.SettleBelow(ctx, "a1", 3) // older news changes nothing
+		hw, err = s.SettleBelow(ctx, "a1", "", 3) // older news changes nothing
 		if err != nil || hw != 1200 {
 			t.Errorf("SettleBelow(3) = %d, %v; want 1200", hw, err)
 		}
-		hw, err = s.SettleBelow(ctx, "a1", 2000) // 1201..1999 dropped
+		hw, err = s.SettleBelow(ctx, "a1", "", 2000) // 1201..1999 dropped
 		if err != nil || hw != 1999 {
 			t.Errorf("SettleBelow(2000) = %d, %v; want 1999", hw, err)
 		}
@@ -303,7 +303,7 @@ func TestHighWater(t *testing.T) {
 		if err != nil || got.HighWater != 2001 || len(got.Stored) != 1 {
 			t.Errorf("late record 5 = %+v, %v; want stored, high water 2001", got, err)
 		}
-		if _, err := s.SettleBelow(ctx, "nobody", 1); !errors.Is(err, ErrUnknownAgent) {
+		if _, err := s.SettleBelow(ctx, "nobody", "", 1); !errors.Is(err, ErrUnknownAgent) {
 			t.Errorf("SettleBelow(unknown) error = %v, want ErrUnknownAgent", err)
 		}
 	})
@@ -334,7 +334,7 @@ func TestAppendBatchAtomic(t *testing.T) {
 				t.Errorf("%s after the failed batches = %d, want %d", table, n, want)
 			}
 		}
-		if hw, err := s.HighWater(ctx, "a1"); err != nil || hw != 2 {
+		if hw, err := s.HighWater(ctx, "a1", ""); err != nil || hw != 2 {
 			t.Errorf("HighWater after the failed batches = %d, %v; want 2", hw, err)
 		}
 		// The corrected batch goes in whole.
@@ -439,7 +439,8 @@ func TestVolumesAndHosts(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantVol := vol("/data", "aligned")
-		wantVol.AgentID, wantVol.Hostname, wantVol.Sequence, wantVol.ObservedAt = "a1", "db1", 3, time.Unix(1_700_000_003, 0).UTC()
+		// Sequence is the server's: snapshot 3 was the second record stored.
+		wantVol.AgentID, wantVol.Hostname, wantVol.Sequence, wantVol.ObservedAt = "a1", "db1", 2, time.Unix(1_700_000_003, 0).UTC()
 		if d := cmp.Diff([]Volume{wantVol}, got); d != "" {
 			t.Errorf("ListVolumes() (-want +got):\n%s", d)
 		}

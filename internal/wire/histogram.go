@@ -65,7 +65,8 @@ func HistogramToProto(h *histogram.Histogram) *plumblinev1.Histogram {
 //   - more than MaxBuckets buckets, an index outside [MinBucketIndex,
 //     MaxBucketIndex], indexes not strictly ascending, a zero count;
 //   - counts whose total overflows;
-//   - min, max or sum set on an empty histogram; min > max;
+//   - min, max or sum set on an empty histogram; a negative min (hence
+//     any negative latency); min > max;
 //   - a sum outside [count·min, count·max];
 //   - a min or max that does not fall in the lowest or highest populated
 //     bucket (or the zero bucket), i.e. extremes that contradict the buckets.
@@ -141,6 +142,9 @@ func checkHistogram(p *plumblinev1.Histogram) error {
 			return fmt.Errorf("empty histogram with min %d, max %d, sum %d ns: want 0", lo, hi, sum)
 		}
 		return nil
+	}
+	if lo < 0 {
+		return fmt.Errorf("min %d ns: a latency is never negative", lo)
 	}
 	if lo > hi {
 		return fmt.Errorf("min %d ns > max %d ns", lo, hi)

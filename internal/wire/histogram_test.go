@@ -46,7 +46,6 @@ func TestHistogramRoundTrip(t *testing.T) {
 	cases := []*histogram.Histogram{
 		{},
 		observe(0),
-		observe(-time.Second), // negative durations land in the zero bucket too
 		observe(1),
 		observe(time.Duration(math.MaxInt64)),
 		observe(0, 3*time.Millisecond, 3*time.Millisecond, 2*time.Second),
@@ -144,6 +143,10 @@ func TestHistogramFromProtoRejects(t *testing.T) {
 			p.Buckets, p.ZeroCount, p.MinNanoseconds, p.MaxNanoseconds, p.SumNanoseconds = nil, 2, 0, ms, ms
 		}},
 		{"nil bucket", func(p *plumblinev1.Histogram) { p.Buckets = append(p.Buckets, nil) }},
+		// Issue 11: min = sum = -1e18 ns was accepted (the zero bucket).
+		{"negative latency", func(p *plumblinev1.Histogram) {
+			p.Buckets, p.Count, p.ZeroCount, p.MinNanoseconds, p.MaxNanoseconds, p.SumNanoseconds = nil, 1, 1, -1e18, -1e18, -1e18
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -173,7 +176,7 @@ func TestBucketIndexRange(t *testing.T) {
 // accepted message converts back to the very same message.
 func FuzzHistogramFromProto(f *testing.F) {
 	r := rand.New(rand.NewPCG(7, 8))
-	for _, h := range []*histogram.Histogram{{}, observe(0), observe(1, time.Second), randomHistogram(r)} {
+	for _, h := range []*histogram.Histogram{{}, observe(0), observe(1, time.Second), randomHistogram(r), observe(time.Duration(math.MaxInt64/2 + 1))} {
 		b, err := proto.Marshal(HistogramToProto(h))
 		if err != nil {
 			f.Fatal(err)
@@ -204,6 +207,28 @@ func FuzzHistogramFromProto(f *testing.F) {
 		}
 		if h.Count() != p.GetCount() || int64(h.Sum()) != p.GetSumNanoseconds() {
 			t.Fatalf("accepted histogram count %d sum %v, message says %d, %d", h.Count(), h.Sum(), p.GetCount(), p.GetSumNanoseconds())
+		}
+		if h.Min() < 0 || h.Sum() < 0 {
+			t.Fatalf("accepted a negative latency: min %d ns, sum %d ns", h.Min(), h.Sum())
+		}
+		// Merging accepted histograms either fails with ErrOverflow and
+		// changes nothing, or gives a histogram that is accepted again:
+		// what the server stores never stops decoding.
+		m := &histogram.Histogram{}
+		for range 4 {
+			before := m.Snapshot()
+			if err := m.Merge(h); err != nil {
+				if !errors.Is(err, histogram.ErrOverflow) {
+					t.Fatalf("Merge error %v does not wrap ErrOverflow", err)
+				}
+				if d := cmp.Diff(before, m.Snapshot()); d != "" {
+					t.Fatalf("a failed Merge changed the histogram:\n%s", d)
+				}
+				break
+			}
+			if _, err := HistogramFromProto(HistogramToProto(m)); err != nil {
+				t.Fatalf("merged histogram refused: %v", err)
+			}
 		}
 	})
 }

@@ -4,14 +4,21 @@
 //
 // Delivery contract (DESIGN.md §5: no acknowledged report is lost, no
 // replay is counted twice):
-//   - Every Record carries a per-agent sequence number: 1 for the agent's
-//     first record ever, then strictly increasing by one, never reused, kept
-//     across agent restarts (the spool holds it).
+//   - A record's identity is (agent, incarnation, sequence). The incarnation
+//     is a random id created with the agent's spool and kept in it: a wiped
+//     spool, or a second host sharing one certificate, is another
+//     incarnation, whose sequence 1 is another record than the old one's.
+//     Agents from before incarnations send none (the legacy incarnation "").
+//   - Every Record carries a sequence number within its incarnation: 1 for
+//     the first record, then strictly increasing by one, never reused, kept
+//     across agent restarts (the spool holds it). (A spool upgraded from
+//     before incarnations continues its numbering in its new incarnation.)
 //   - A record is acknowledged only once the server has committed it (or
 //     committed its rejection). The agent removes a record from its spool
 //     only after it is acknowledged.
-//   - The server stores each (agent, sequence) at most once; a replayed
-//     record is acknowledged again without being stored again.
+//   - The server stores each (agent, incarnation, sequence) at most once; a
+//     replayed record is acknowledged again without being stored again.
+//     High-water marks are per incarnation.
 //
 // Same conventions as geometry.proto: field numbers are never reused, every
 // message ends with a "Next tag" line, sizes are *_bytes, string
@@ -51,7 +58,11 @@ type HelloRequest struct {
 	// authoritative version is agent_version below.
 	Host *Host `protobuf:"bytes,2,opt,name=host,proto3" json:"host,omitempty"`
 	// The agent's version (semantic version, or a VCS description for dev builds).
-	AgentVersion  string `protobuf:"bytes,3,opt,name=agent_version,json=agentVersion,proto3" json:"agent_version,omitempty"` // Next tag: 4
+	AgentVersion string `protobuf:"bytes,3,opt,name=agent_version,json=agentVersion,proto3" json:"agent_version,omitempty"`
+	// The agent's spool incarnation (see the delivery contract): 1 to 64
+	// characters of [A-Za-z0-9_-]; empty for agents from before
+	// incarnations. The high-water mark in the answer is this incarnation's.
+	Incarnation   string `protobuf:"bytes,4,opt,name=incarnation,proto3" json:"incarnation,omitempty"` // Next tag: 5
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -107,6 +118,13 @@ func (x *HelloRequest) GetAgentVersion() string {
 	return ""
 }
 
+func (x *HelloRequest) GetIncarnation() string {
+	if x != nil {
+		return x.Incarnation
+	}
+	return ""
+}
+
 type HelloResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// How often the agent should re-discover geometry when nothing changed
@@ -124,9 +142,15 @@ type HelloResponse struct {
 	// server states no limit beyond its message size limit.
 	MaxBatchRecords uint32 `protobuf:"varint,4,opt,name=max_batch_records,json=maxBatchRecords,proto3" json:"max_batch_records,omitempty"`
 	// The server's clock when it answered, so an agent can report its skew.
-	ServerTime    *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=server_time,json=serverTime,proto3" json:"server_time,omitempty"` // Next tag: 6
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ServerTime *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=server_time,json=serverTime,proto3" json:"server_time,omitempty"`
+	// The digest (GeometrySnapshot.digest) of the geometry snapshot the
+	// server holds for this agent; empty when it holds none or the snapshot
+	// carried no digest. An agent whose current snapshot has another digest
+	// (and is not waiting in its spool) sends it again, so the server always
+	// holds the current geometry of a connected agent.
+	GeometryDigest []byte `protobuf:"bytes,6,opt,name=geometry_digest,json=geometryDigest,proto3" json:"geometry_digest,omitempty"` // Next tag: 7
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *HelloResponse) Reset() {
@@ -194,6 +218,13 @@ func (x *HelloResponse) GetServerTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *HelloResponse) GetGeometryDigest() []byte {
+	if x != nil {
+		return x.GeometryDigest
+	}
+	return nil
+}
+
 type ReportRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Must equal the identity of the client certificate (PermissionDenied
@@ -207,7 +238,12 @@ type ReportRequest struct {
 	// below it that the server never stored were dropped by the agent (spool
 	// size cap) and will never arrive: the server counts them as settled for
 	// the high-water mark. 0 means "not stated".
-	FirstSequence uint64 `protobuf:"varint,3,opt,name=first_sequence,json=firstSequence,proto3" json:"first_sequence,omitempty"` // Next tag: 4
+	FirstSequence uint64 `protobuf:"varint,3,opt,name=first_sequence,json=firstSequence,proto3" json:"first_sequence,omitempty"`
+	// The spool incarnation the records' sequences belong to (as
+	// HelloRequest.incarnation); empty: the legacy incarnation. It may differ
+	// from the connection's Hello only for a spool upgraded from before
+	// incarnations, which sends its older records with the legacy one.
+	Incarnation   string `protobuf:"bytes,4,opt,name=incarnation,proto3" json:"incarnation,omitempty"` // Next tag: 5
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -263,10 +299,17 @@ func (x *ReportRequest) GetFirstSequence() uint64 {
 	return 0
 }
 
+func (x *ReportRequest) GetIncarnation() string {
+	if x != nil {
+		return x.Incarnation
+	}
+	return ""
+}
+
 type ReportResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The agent's dedup high-water mark after this batch (see
-	// HelloResponse.high_water_sequence).
+	// The dedup high-water mark of the batch's incarnation after this batch
+	// (see HelloResponse.high_water_sequence).
 	HighWaterSequence uint64 `protobuf:"varint,1,opt,name=high_water_sequence,json=highWaterSequence,proto3" json:"high_water_sequence,omitempty"`
 	// Sequences of this batch above high_water_sequence that are settled too
 	// (stored now, stored before, or rejected), ascending. Every record of the
@@ -387,11 +430,11 @@ func (x *Rejection) GetReason() string {
 }
 
 // Record is one unit of agent output. It is stored as received (its
-// serialised bytes), keyed by (agent, sequence).
+// serialised bytes), keyed by (agent, incarnation, sequence).
 type Record struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Per-agent sequence number, starting at 1 (see the delivery contract at
-	// the top of this file). 0 is invalid.
+	// Sequence number within the incarnation, starting at 1 (see the
+	// delivery contract at the top of this file). 0 is invalid.
 	Sequence uint64 `protobuf:"varint,1,opt,name=sequence,proto3" json:"sequence,omitempty"`
 	// When the agent produced (spooled) the record.
 	ProducedAt *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=produced_at,json=producedAt,proto3" json:"produced_at,omitempty"`
@@ -499,8 +542,13 @@ type GeometrySnapshot struct {
 	// The agent's own `agent inspect` answer. Its alignment verdicts are
 	// informative only: the server re-evaluates them with its own rules.
 	Inventory *Inventory `protobuf:"bytes,1,opt,name=inventory,proto3" json:"inventory,omitempty"`
-	// Why the agent sent it. One of: start, changed, interval.
-	Trigger       string `protobuf:"bytes,2,opt,name=trigger,proto3" json:"trigger,omitempty"` // Next tag: 3
+	// Why the agent sent it. One of: start, changed, interval, resync (the
+	// server's HelloResponse.geometry_digest differed from the agent's).
+	Trigger string `protobuf:"bytes,2,opt,name=trigger,proto3" json:"trigger,omitempty"`
+	// SHA-256 of the inventory with its collection times cleared
+	// (deterministic protobuf encoding), as the agent computed it: empty or
+	// 32 bytes. The server hands it back in HelloResponse.geometry_digest.
+	Digest        []byte `protobuf:"bytes,3,opt,name=digest,proto3" json:"digest,omitempty"` // Next tag: 4
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -547,6 +595,13 @@ func (x *GeometrySnapshot) GetTrigger() string {
 		return x.Trigger
 	}
 	return ""
+}
+
+func (x *GeometrySnapshot) GetDigest() []byte {
+	if x != nil {
+		return x.Digest
+	}
+	return nil
 }
 
 // ProbeResult is one probe run on one volume: the counters and the full
@@ -978,22 +1033,25 @@ var File_plumbline_v1_agent_proto protoreflect.FileDescriptor
 
 const file_plumbline_v1_agent_proto_rawDesc = "" +
 	"\n" +
-	"\x18plumbline/v1/agent.proto\x12\fplumbline.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bplumbline/v1/geometry.proto\"v\n" +
+	"\x18plumbline/v1/agent.proto\x12\fplumbline.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bplumbline/v1/geometry.proto\"\x98\x01\n" +
 	"\fHelloRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12&\n" +
 	"\x04host\x18\x02 \x01(\v2\x12.plumbline.v1.HostR\x04host\x12#\n" +
-	"\ragent_version\x18\x03 \x01(\tR\fagentVersion\"\xc3\x02\n" +
+	"\ragent_version\x18\x03 \x01(\tR\fagentVersion\x12 \n" +
+	"\vincarnation\x18\x04 \x01(\tR\vincarnation\"\xec\x02\n" +
 	"\rHelloResponse\x12U\n" +
 	"\x19geometry_refresh_interval\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x17geometryRefreshInterval\x12B\n" +
 	"\x0freport_interval\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x0ereportInterval\x12.\n" +
 	"\x13high_water_sequence\x18\x03 \x01(\x04R\x11highWaterSequence\x12*\n" +
 	"\x11max_batch_records\x18\x04 \x01(\rR\x0fmaxBatchRecords\x12;\n" +
 	"\vserver_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"serverTime\"\x81\x01\n" +
+	"serverTime\x12'\n" +
+	"\x0fgeometry_digest\x18\x06 \x01(\fR\x0egeometryDigest\"\xa3\x01\n" +
 	"\rReportRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12.\n" +
 	"\arecords\x18\x02 \x03(\v2\x14.plumbline.v1.RecordR\arecords\x12%\n" +
-	"\x0efirst_sequence\x18\x03 \x01(\x04R\rfirstSequence\"\xa2\x01\n" +
+	"\x0efirst_sequence\x18\x03 \x01(\x04R\rfirstSequence\x12 \n" +
+	"\vincarnation\x18\x04 \x01(\tR\vincarnation\"\xa2\x01\n" +
 	"\x0eReportResponse\x12.\n" +
 	"\x13high_water_sequence\x18\x01 \x01(\x04R\x11highWaterSequence\x12'\n" +
 	"\x0facked_sequences\x18\x02 \x03(\x04R\x0eackedSequences\x127\n" +
@@ -1009,10 +1067,11 @@ const file_plumbline_v1_agent_proto_rawDesc = "" +
 	"producedAt\x12<\n" +
 	"\bgeometry\x18\x03 \x01(\v2\x1e.plumbline.v1.GeometrySnapshotH\x00R\bgeometry\x121\n" +
 	"\x05probe\x18\x04 \x01(\v2\x19.plumbline.v1.ProbeResultH\x00R\x05probeB\t\n" +
-	"\apayload\"c\n" +
+	"\apayload\"{\n" +
 	"\x10GeometrySnapshot\x125\n" +
 	"\tinventory\x18\x01 \x01(\v2\x17.plumbline.v1.InventoryR\tinventory\x12\x18\n" +
-	"\atrigger\x18\x02 \x01(\tR\atrigger\"\x8b\x06\n" +
+	"\atrigger\x18\x02 \x01(\tR\atrigger\x12\x16\n" +
+	"\x06digest\x18\x03 \x01(\fR\x06digest\"\x8b\x06\n" +
 	"\vProbeResult\x12\x1f\n" +
 	"\vmount_point\x18\x01 \x01(\tR\n" +
 	"mountPoint\x12\x16\n" +

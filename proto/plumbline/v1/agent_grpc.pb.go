@@ -4,14 +4,21 @@
 //
 // Delivery contract (DESIGN.md §5: no acknowledged report is lost, no
 // replay is counted twice):
-//   - Every Record carries a per-agent sequence number: 1 for the agent's
-//     first record ever, then strictly increasing by one, never reused, kept
-//     across agent restarts (the spool holds it).
+//   - A record's identity is (agent, incarnation, sequence). The incarnation
+//     is a random id created with the agent's spool and kept in it: a wiped
+//     spool, or a second host sharing one certificate, is another
+//     incarnation, whose sequence 1 is another record than the old one's.
+//     Agents from before incarnations send none (the legacy incarnation "").
+//   - Every Record carries a sequence number within its incarnation: 1 for
+//     the first record, then strictly increasing by one, never reused, kept
+//     across agent restarts (the spool holds it). (A spool upgraded from
+//     before incarnations continues its numbering in its new incarnation.)
 //   - A record is acknowledged only once the server has committed it (or
 //     committed its rejection). The agent removes a record from its spool
 //     only after it is acknowledged.
-//   - The server stores each (agent, sequence) at most once; a replayed
-//     record is acknowledged again without being stored again.
+//   - The server stores each (agent, incarnation, sequence) at most once; a
+//     replayed record is acknowledged again without being stored again.
+//     High-water marks are per incarnation.
 //
 // Same conventions as geometry.proto: field numbers are never reused, every
 // message ends with a "Next tag" line, sizes are *_bytes, string

@@ -434,7 +434,11 @@ type Layer struct {
 	// The source of each value, keyed by field name, for every value set.
 	Sources map[string]string `protobuf:"bytes,28,rep,name=sources,proto3" json:"sources,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Values that could not be read, and why.
-	Unknown       []*Unknown `protobuf:"bytes,29,rep,name=unknown,proto3" json:"unknown,omitempty"` // Next tag: 30
+	Unknown []*Unknown `protobuf:"bytes,29,rep,name=unknown,proto3" json:"unknown,omitempty"`
+	// Set while md reshapes the array (sysfs values read "new (old)"): the
+	// geometry it is leaving. raid_disks, stripe_unit_bytes and raid_layout
+	// above are the new geometry the array is being reshaped to.
+	Reshape       *RaidReshape `protobuf:"bytes,30,opt,name=reshape,proto3" json:"reshape,omitempty"` // Next tag: 31
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -672,6 +676,78 @@ func (x *Layer) GetUnknown() []*Unknown {
 	return nil
 }
 
+func (x *Layer) GetReshape() *RaidReshape {
+	if x != nil {
+		return x.Reshape
+	}
+	return nil
+}
+
+// RaidReshape is an md reshape in progress: the geometry before it. A field
+// the reshape does not change is 0 / empty.
+type RaidReshape struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// md/raid_disks before the reshape.
+	PreviousRaidDisks uint32 `protobuf:"varint,1,opt,name=previous_raid_disks,json=previousRaidDisks,proto3" json:"previous_raid_disks,omitempty"`
+	// md/chunk_size before the reshape, in bytes.
+	PreviousStripeUnitBytes uint64 `protobuf:"varint,2,opt,name=previous_stripe_unit_bytes,json=previousStripeUnitBytes,proto3" json:"previous_stripe_unit_bytes,omitempty"`
+	// md/layout before the reshape, in mdadm's words (as raid_layout).
+	PreviousRaidLayout string `protobuf:"bytes,3,opt,name=previous_raid_layout,json=previousRaidLayout,proto3" json:"previous_raid_layout,omitempty"` // Next tag: 4
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *RaidReshape) Reset() {
+	*x = RaidReshape{}
+	mi := &file_plumbline_v1_geometry_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RaidReshape) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RaidReshape) ProtoMessage() {}
+
+func (x *RaidReshape) ProtoReflect() protoreflect.Message {
+	mi := &file_plumbline_v1_geometry_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RaidReshape.ProtoReflect.Descriptor instead.
+func (*RaidReshape) Descriptor() ([]byte, []int) {
+	return file_plumbline_v1_geometry_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *RaidReshape) GetPreviousRaidDisks() uint32 {
+	if x != nil {
+		return x.PreviousRaidDisks
+	}
+	return 0
+}
+
+func (x *RaidReshape) GetPreviousStripeUnitBytes() uint64 {
+	if x != nil {
+		return x.PreviousStripeUnitBytes
+	}
+	return 0
+}
+
+func (x *RaidReshape) GetPreviousRaidLayout() string {
+	if x != nil {
+		return x.PreviousRaidLayout
+	}
+	return ""
+}
+
 // Unknown says that a value could not be read and why.
 type Unknown struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -684,7 +760,7 @@ type Unknown struct {
 
 func (x *Unknown) Reset() {
 	*x = Unknown{}
-	mi := &file_plumbline_v1_geometry_proto_msgTypes[5]
+	mi := &file_plumbline_v1_geometry_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -696,7 +772,7 @@ func (x *Unknown) String() string {
 func (*Unknown) ProtoMessage() {}
 
 func (x *Unknown) ProtoReflect() protoreflect.Message {
-	mi := &file_plumbline_v1_geometry_proto_msgTypes[5]
+	mi := &file_plumbline_v1_geometry_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -709,7 +785,7 @@ func (x *Unknown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Unknown.ProtoReflect.Descriptor instead.
 func (*Unknown) Descriptor() ([]byte, []int) {
-	return file_plumbline_v1_geometry_proto_rawDescGZIP(), []int{5}
+	return file_plumbline_v1_geometry_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Unknown) GetField() string {
@@ -746,20 +822,34 @@ type Alignment struct {
 	DiskOffsetBytes     *uint64 `protobuf:"varint,6,opt,name=disk_offset_bytes,json=diskOffsetBytes,proto3,oneof" json:"disk_offset_bytes,omitempty"`
 	PhysicalSectorBytes uint32  `protobuf:"varint,7,opt,name=physical_sector_bytes,json=physicalSectorBytes,proto3" json:"physical_sector_bytes,omitempty"`
 	AllocationUnitBytes uint32  `protobuf:"varint,8,opt,name=allocation_unit_bytes,json=allocationUnitBytes,proto3" json:"allocation_unit_bytes,omitempty"`
-	// Predicted share of I/Os of each size (bytes) that straddle a stripe-unit
-	// boundary (the split-I/O model, DESIGN.md §1). Empty when no stripe unit is known.
+	// Offset-caused split: the predicted share of I/Os of each size (bytes)
+	// that straddle a stripe-unit boundary because of where the data starts,
+	// beyond what the same volume would split at an aligned offset (the
+	// split-I/O model, DESIGN.md §1). 0 on an aligned volume; re-creating the
+	// partition at an aligned offset removes exactly this share. Empty when
+	// no stripe unit or offset is known. Before this field was split in two
+	// (2026-11) it held the total, granularity_split_fraction included.
 	SplitFraction map[uint32]float64 `protobuf:"bytes,9,rep,name=split_fraction,json=splitFraction,proto3" json:"split_fraction,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"`
 	// Predicted share of writes of each size that start or end inside a
 	// physical sector: each one is a read-modify-write inside a 512e drive.
 	SectorRmwFraction map[uint32]float64 `protobuf:"bytes,10,rep,name=sector_rmw_fraction,json=sectorRmwFraction,proto3" json:"sector_rmw_fraction,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"`
-	Findings          []*Finding         `protobuf:"bytes,11,rep,name=findings,proto3" json:"findings,omitempty"` // Next tag: 12
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	Findings          []*Finding         `protobuf:"bytes,11,rep,name=findings,proto3" json:"findings,omitempty"`
+	// Allocation-granularity split: the predicted share of I/Os of each size
+	// that straddle a stripe-unit boundary even at an aligned offset, because
+	// the file system places them on a grid finer than their size (g =
+	// min(S, allocation unit) < S: 64 KiB reads on 4 KiB blocks start at any
+	// 4 KiB boundary, so 15 in 16 cross a 64 KiB stripe unit). Not a
+	// misalignment: no partition offset fixes it; a larger allocation unit or
+	// stripe hints do. The total predicted split is split_fraction plus this.
+	// Empty when no stripe unit is known.
+	GranularitySplitFraction map[uint32]float64 `protobuf:"bytes,12,rep,name=granularity_split_fraction,json=granularitySplitFraction,proto3" json:"granularity_split_fraction,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"` // Next tag: 13
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
 }
 
 func (x *Alignment) Reset() {
 	*x = Alignment{}
-	mi := &file_plumbline_v1_geometry_proto_msgTypes[6]
+	mi := &file_plumbline_v1_geometry_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -771,7 +861,7 @@ func (x *Alignment) String() string {
 func (*Alignment) ProtoMessage() {}
 
 func (x *Alignment) ProtoReflect() protoreflect.Message {
-	mi := &file_plumbline_v1_geometry_proto_msgTypes[6]
+	mi := &file_plumbline_v1_geometry_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -784,7 +874,7 @@ func (x *Alignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Alignment.ProtoReflect.Descriptor instead.
 func (*Alignment) Descriptor() ([]byte, []int) {
-	return file_plumbline_v1_geometry_proto_rawDescGZIP(), []int{6}
+	return file_plumbline_v1_geometry_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Alignment) GetVerdict() string {
@@ -864,6 +954,13 @@ func (x *Alignment) GetFindings() []*Finding {
 	return nil
 }
 
+func (x *Alignment) GetGranularitySplitFraction() map[uint32]float64 {
+	if x != nil {
+		return x.GranularitySplitFraction
+	}
+	return nil
+}
+
 // Finding is one rule's observation about a volume.
 type Finding struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -881,7 +978,7 @@ type Finding struct {
 
 func (x *Finding) Reset() {
 	*x = Finding{}
-	mi := &file_plumbline_v1_geometry_proto_msgTypes[7]
+	mi := &file_plumbline_v1_geometry_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -893,7 +990,7 @@ func (x *Finding) String() string {
 func (*Finding) ProtoMessage() {}
 
 func (x *Finding) ProtoReflect() protoreflect.Message {
-	mi := &file_plumbline_v1_geometry_proto_msgTypes[7]
+	mi := &file_plumbline_v1_geometry_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -906,7 +1003,7 @@ func (x *Finding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Finding.ProtoReflect.Descriptor instead.
 func (*Finding) Descriptor() ([]byte, []int) {
-	return file_plumbline_v1_geometry_proto_rawDescGZIP(), []int{7}
+	return file_plumbline_v1_geometry_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Finding) GetRule() string {
@@ -976,7 +1073,7 @@ const file_plumbline_v1_geometry_proto_rawDesc = "" +
 	"\aunknown\x18\t \x03(\v2\x15.plumbline.v1.UnknownR\aunknown\x1a:\n" +
 	"\fSourcesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x81\t\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb6\t\n" +
 	"\x05Layer\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x16\n" +
 	"\x06device\x18\x02 \x01(\tR\x06device\x12\x12\n" +
@@ -1015,16 +1112,21 @@ const file_plumbline_v1_geometry_proto_rawDesc = "" +
 	"\x05below\x18\x1a \x03(\tR\x05below\x12\x16\n" +
 	"\x06source\x18\x1b \x01(\tR\x06source\x12:\n" +
 	"\asources\x18\x1c \x03(\v2 .plumbline.v1.Layer.SourcesEntryR\asources\x12/\n" +
-	"\aunknown\x18\x1d \x03(\v2\x15.plumbline.v1.UnknownR\aunknown\x1a:\n" +
+	"\aunknown\x18\x1d \x03(\v2\x15.plumbline.v1.UnknownR\aunknown\x123\n" +
+	"\areshape\x18\x1e \x01(\v2\x19.plumbline.v1.RaidReshapeR\areshape\x1a:\n" +
 	"\fSourcesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x0f\n" +
 	"\r_offset_bytesB\x19\n" +
 	"\x17_alignment_offset_bytesB\r\n" +
-	"\v_rotational\"7\n" +
+	"\v_rotational\"\xac\x01\n" +
+	"\vRaidReshape\x12.\n" +
+	"\x13previous_raid_disks\x18\x01 \x01(\rR\x11previousRaidDisks\x12;\n" +
+	"\x1aprevious_stripe_unit_bytes\x18\x02 \x01(\x04R\x17previousStripeUnitBytes\x120\n" +
+	"\x14previous_raid_layout\x18\x03 \x01(\tR\x12previousRaidLayout\"7\n" +
 	"\aUnknown\x12\x14\n" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x8a\x06\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xcc\a\n" +
 	"\tAlignment\x12\x18\n" +
 	"\averdict\x18\x01 \x01(\tR\averdict\x12/\n" +
 	"\x11data_offset_bytes\x18\x02 \x01(\x04H\x00R\x0fdataOffsetBytes\x88\x01\x01\x12*\n" +
@@ -1037,11 +1139,15 @@ const file_plumbline_v1_geometry_proto_rawDesc = "" +
 	"\x0esplit_fraction\x18\t \x03(\v2*.plumbline.v1.Alignment.SplitFractionEntryR\rsplitFraction\x12^\n" +
 	"\x13sector_rmw_fraction\x18\n" +
 	" \x03(\v2..plumbline.v1.Alignment.SectorRmwFractionEntryR\x11sectorRmwFraction\x121\n" +
-	"\bfindings\x18\v \x03(\v2\x15.plumbline.v1.FindingR\bfindings\x1a@\n" +
+	"\bfindings\x18\v \x03(\v2\x15.plumbline.v1.FindingR\bfindings\x12s\n" +
+	"\x1agranularity_split_fraction\x18\f \x03(\v25.plumbline.v1.Alignment.GranularitySplitFractionEntryR\x18granularitySplitFraction\x1a@\n" +
 	"\x12SplitFractionEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\rR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\x1aD\n" +
 	"\x16SectorRmwFractionEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\rR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\x1aK\n" +
+	"\x1dGranularitySplitFractionEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\rR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01B\x14\n" +
 	"\x12_data_offset_bytesB\x14\n" +
@@ -1064,41 +1170,45 @@ func file_plumbline_v1_geometry_proto_rawDescGZIP() []byte {
 	return file_plumbline_v1_geometry_proto_rawDescData
 }
 
-var file_plumbline_v1_geometry_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_plumbline_v1_geometry_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_plumbline_v1_geometry_proto_goTypes = []any{
 	(*Inventory)(nil),             // 0: plumbline.v1.Inventory
 	(*Host)(nil),                  // 1: plumbline.v1.Host
 	(*Volume)(nil),                // 2: plumbline.v1.Volume
 	(*Filesystem)(nil),            // 3: plumbline.v1.Filesystem
 	(*Layer)(nil),                 // 4: plumbline.v1.Layer
-	(*Unknown)(nil),               // 5: plumbline.v1.Unknown
-	(*Alignment)(nil),             // 6: plumbline.v1.Alignment
-	(*Finding)(nil),               // 7: plumbline.v1.Finding
-	nil,                           // 8: plumbline.v1.Filesystem.SourcesEntry
-	nil,                           // 9: plumbline.v1.Layer.SourcesEntry
-	nil,                           // 10: plumbline.v1.Alignment.SplitFractionEntry
-	nil,                           // 11: plumbline.v1.Alignment.SectorRmwFractionEntry
-	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
+	(*RaidReshape)(nil),           // 5: plumbline.v1.RaidReshape
+	(*Unknown)(nil),               // 6: plumbline.v1.Unknown
+	(*Alignment)(nil),             // 7: plumbline.v1.Alignment
+	(*Finding)(nil),               // 8: plumbline.v1.Finding
+	nil,                           // 9: plumbline.v1.Filesystem.SourcesEntry
+	nil,                           // 10: plumbline.v1.Layer.SourcesEntry
+	nil,                           // 11: plumbline.v1.Alignment.SplitFractionEntry
+	nil,                           // 12: plumbline.v1.Alignment.SectorRmwFractionEntry
+	nil,                           // 13: plumbline.v1.Alignment.GranularitySplitFractionEntry
+	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
 }
 var file_plumbline_v1_geometry_proto_depIdxs = []int32{
 	1,  // 0: plumbline.v1.Inventory.host:type_name -> plumbline.v1.Host
 	2,  // 1: plumbline.v1.Inventory.volumes:type_name -> plumbline.v1.Volume
-	12, // 2: plumbline.v1.Host.collected_at:type_name -> google.protobuf.Timestamp
+	14, // 2: plumbline.v1.Host.collected_at:type_name -> google.protobuf.Timestamp
 	3,  // 3: plumbline.v1.Volume.filesystem:type_name -> plumbline.v1.Filesystem
 	4,  // 4: plumbline.v1.Volume.layers:type_name -> plumbline.v1.Layer
-	6,  // 5: plumbline.v1.Volume.alignment:type_name -> plumbline.v1.Alignment
-	8,  // 6: plumbline.v1.Filesystem.sources:type_name -> plumbline.v1.Filesystem.SourcesEntry
-	5,  // 7: plumbline.v1.Filesystem.unknown:type_name -> plumbline.v1.Unknown
-	9,  // 8: plumbline.v1.Layer.sources:type_name -> plumbline.v1.Layer.SourcesEntry
-	5,  // 9: plumbline.v1.Layer.unknown:type_name -> plumbline.v1.Unknown
-	10, // 10: plumbline.v1.Alignment.split_fraction:type_name -> plumbline.v1.Alignment.SplitFractionEntry
-	11, // 11: plumbline.v1.Alignment.sector_rmw_fraction:type_name -> plumbline.v1.Alignment.SectorRmwFractionEntry
-	7,  // 12: plumbline.v1.Alignment.findings:type_name -> plumbline.v1.Finding
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	7,  // 5: plumbline.v1.Volume.alignment:type_name -> plumbline.v1.Alignment
+	9,  // 6: plumbline.v1.Filesystem.sources:type_name -> plumbline.v1.Filesystem.SourcesEntry
+	6,  // 7: plumbline.v1.Filesystem.unknown:type_name -> plumbline.v1.Unknown
+	10, // 8: plumbline.v1.Layer.sources:type_name -> plumbline.v1.Layer.SourcesEntry
+	6,  // 9: plumbline.v1.Layer.unknown:type_name -> plumbline.v1.Unknown
+	5,  // 10: plumbline.v1.Layer.reshape:type_name -> plumbline.v1.RaidReshape
+	11, // 11: plumbline.v1.Alignment.split_fraction:type_name -> plumbline.v1.Alignment.SplitFractionEntry
+	12, // 12: plumbline.v1.Alignment.sector_rmw_fraction:type_name -> plumbline.v1.Alignment.SectorRmwFractionEntry
+	8,  // 13: plumbline.v1.Alignment.findings:type_name -> plumbline.v1.Finding
+	13, // 14: plumbline.v1.Alignment.granularity_split_fraction:type_name -> plumbline.v1.Alignment.GranularitySplitFractionEntry
+	15, // [15:15] is the sub-list for method output_type
+	15, // [15:15] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_plumbline_v1_geometry_proto_init() }
@@ -1107,14 +1217,14 @@ func file_plumbline_v1_geometry_proto_init() {
 		return
 	}
 	file_plumbline_v1_geometry_proto_msgTypes[4].OneofWrappers = []any{}
-	file_plumbline_v1_geometry_proto_msgTypes[6].OneofWrappers = []any{}
+	file_plumbline_v1_geometry_proto_msgTypes[7].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plumbline_v1_geometry_proto_rawDesc), len(file_plumbline_v1_geometry_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

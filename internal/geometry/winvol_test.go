@@ -183,7 +183,9 @@ func TestWindowsFixtures(t *testing.T) {
 				mount: `D:\`, fsType: "ntfs", cluster: 4096, clusterSource: SourceWin32,
 				kinds:   []string{KindFilesystem, KindPartition, KindRAID},
 				verdict: align.Misaligned, dataOffset: 32256, stripeUnit: 65536, stripeSource: SourceDeclared,
-				split8K: 0.125, split64K: 1, physical: 512,
+				// 4 KiB clusters: of the 12.5% / 100% that split in all, the
+				// offset causes 1/16 each (the rest splits at any offset).
+				split8K: 0.0625, split64K: 0.0625, physical: 512,
 				rules: []string{align.RulePartitionOffsetStripeUnit, align.RuleAllocationUnitBelowRecommended},
 				remedyHas: map[string]string{
 					align.RulePartitionOffsetStripeUnit:      "align=1024",
@@ -598,5 +600,56 @@ func TestJoinVirtualDisks(t *testing.T) {
 	got := joinVirtualDisks(vds, disks, nil)
 	if got[0].DiskNumber != nil || got[1].DiskNumber == nil || *got[1].DiskNumber != 5 {
 		t.Errorf("joinVirtualDisks without links = %+v", got)
+	}
+}
+
+// driveTypeSource is a fixture whose volumes report the given GetDriveType
+// answers for their GUID path and their first mount point.
+type driveTypeSource struct {
+	*fixtureSource
+	guid, mount uint32
+}
+
+func (s driveTypeSource) volumes(ctx context.Context) ([]winVolume, error) {
+	vs, err := s.fixtureSource.volumes(ctx)
+	for i := range vs {
+		vs[i].DriveType, vs[i].MountDriveType = s.guid, s.mount
+	}
+	return vs, err
+}
+
+// TestWindowsUnknownDriveType: where GetDriveType of a volume GUID path
+// answers DRIVE_UNKNOWN (Wine does), the mount point's drive type decides,
+// and a volume still of unknown type is skipped with a warning, not
+// silently.
+func TestWindowsUnknownDriveType(t *testing.T) {
+	tests := []struct {
+		name        string
+		guid, mount uint32
+		volumes     int
+		warning     string
+	}{
+		{"guid fixed", driveFixed, 0, 1, ""},
+		{"guid unknown, mount point fixed", driveUnknown, driveFixed, 1, ""},
+		{"guid no root dir, mount point fixed", driveNoRootDir, driveFixed, 1, ""},
+		{"guid unknown, mount point removable", driveUnknown, 2, 0, ""},
+		{"both unknown", driveUnknown, driveUnknown, 0, `volume E:\ (\\?\Volume{8d2f9b41-1111-4a5b-9c6d-200000000000}\) skipped: Windows reports its drive type as unknown`},
+		{"guid removable, mount point fixed", 2, driveFixed, 0, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			src := driveTypeSource{&fixtureSource{dir: filepath.Join("testdata", "windows", "2008-gpt-64k")}, tc.guid, tc.mount}
+			res, err := discoverWindows(context.Background(), Options{}, src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Volumes) != tc.volumes {
+				t.Errorf("got %d volumes, want %d", len(res.Volumes), tc.volumes)
+			}
+			joined := strings.Join(res.Warnings, "\n")
+			if (tc.warning == "") != (joined == "") || !strings.Contains(joined, tc.warning) {
+				t.Errorf("warnings = %q, want %q", res.Warnings, tc.warning)
+			}
+		})
 	}
 }

@@ -1,0 +1,453 @@
+//go:build linux
+
+package deploy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// legitimatelyEmpty are the panels that have no data with a cmd/fleetsim
+// fleet, and why. Every other panel must show data.
+var legitimatelyEmpty = map[string]string{
+	"plumbline-volume/Degraded since":                  "fleetsim's latencies are steady: no volume degrades",
+	"plumbline-volume/Probe skips and stops by reason": "fleetsim's probe runs all complete: no skips or stops",
+	"plumbline-volume/md members missing":              "fleetsim declares hardware RAID; md arrays need sysfs",
+}
+
+// TestDashboardsAgainstPrometheus runs every panel's queries against real
+// Prometheus servers scraping a real Plumbline server that cmd/fleetsim
+// feeds: one Prometheus ingesting the classic buckets, one ingesting native
+// histograms (--enable-feature=native-histograms; Prometheus 2.x then drops
+// the classic buckets of a histogram that has native ones). With the
+// template variables set to a misaligned volume of the fleet, every panel
+// has data from both, except those in legitimatelyEmpty, and every query
+// has data from at least one (no dead query).
+func TestDashboardsAgainstPrometheus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the server and runs Prometheus")
+	}
+	promBin := requireTool(t, "prometheus")
+	bin := buildCommands(t, "server", "fleetsim")
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second) // ~40 s when all is well
+	defer cancel()
+
+	dataDir := t.TempDir()
+	grpcAddr, webAddr := freeAddr(t), freeAddr(t)
+	startProcess(t, "server", filepath.Join(bin, "server"), "--dev", "--data-dir", dataDir,
+		"--grpc.listen-address", grpcAddr, "--web.listen-address", webAddr, "--baseline.interval", "1s")
+	waitHTTP(t, ctx, "http://"+webAddr+"/metrics")
+
+	// The rules as deployed, evaluated every second instead of every minute.
+	rules, err := os.ReadFile(filepath.Join("prometheus", "plumbline.rules.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rulesFile := filepath.Join(t.TempDir(), "plumbline.rules.yml")
+	if err := os.WriteFile(rulesFile, bytes.ReplaceAll(rules, []byte("interval: 1m"), []byte("interval: 1s")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	proms := map[string]string{} // mode: API base
+	for _, mode := range []string{"classic", "native"} {
+		proms[mode] = startPrometheus(t, promBin, rulesFile, webAddr, mode == "native")
+	}
+
+	// The fleet: 100 agents, ~300 volumes over many profiles, ~19 runs per
+	// volume and kind: every history trusted (12 runs, the baseline
+	// default) and some cohorts of 5 same-profile volumes, so the cohort
+	// panels have data.
+	fleet := exec.CommandContext(ctx, filepath.Join(bin, "fleetsim"), "--dev-dir", filepath.Join(dataDir, "dev"), "--server", grpcAddr,
+		"--agents", "100", "--rate", "700", "--duration", "25s", "--progress", "0")
+	if out, err := fleet.CombinedOutput(); err != nil {
+		t.Fatalf("fleetsim: %v\n%s", err, out)
+	} else {
+		t.Logf("fleetsim: %s", bytes.TrimSpace(out))
+	}
+
+	for mode, api := range proms {
+		var data struct {
+			Result []struct {
+				Value [2]any `json:"value"`
+			} `json:"result"`
+		}
+		if err := promGet(ctx, api+"query?query="+url.QueryEscape(`max_over_time(scrape_duration_seconds[1m]) or up == 0`), &data); err == nil {
+			t.Logf("%s Prometheus: slowest scrape in the last minute %v s", mode, data.Result)
+		}
+	}
+
+	dashboards := readDashboards(t)
+	vars := fleetVariables(t, ctx, proms["classic"])
+	t.Logf("template variables: %v", vars)
+	expand := strings.NewReplacer("$__rate_interval", "30s", "$__interval", "5s",
+		"$host", promRegex(vars["host"]), "$profile", promRegex(vars["profile"]), "$mount_point", promRegex(vars["mount_point"]))
+
+	// The template variables' own queries offer the chosen values.
+	labelValues := regexp.MustCompile(`^label_values\((.*), *([a-z_]+)\)$`)
+	for _, d := range dashboards {
+		for _, v := range d.Templating.List {
+			if v.Type != "query" {
+				continue
+			}
+			m := labelValues.FindStringSubmatch(v.Definition)
+			if m == nil {
+				t.Errorf("%s: variable %s: definition %q is not label_values(selector, label)", d.UID, v.Name, v.Definition)
+				continue
+			}
+			for mode, api := range proms {
+				var values []string
+				u := api + "label/" + m[2] + "/values?match[]=" + url.QueryEscape(expand.Replace(m[1]))
+				if err := promGet(ctx, u, &values); err != nil {
+					t.Fatalf("%s: variable %s: %v", d.UID, v.Name, err)
+				}
+				if !slices.Contains(values, vars[v.Name]) {
+					t.Errorf("%s: variable %s offers %v (%s Prometheus), not the fleet's %s", d.UID, v.Name, values, mode, vars[v.Name])
+				}
+			}
+		}
+	}
+
+	type query struct{ dashboard, panel, ref, expr string }
+	var queries []query
+	panels := map[string]bool{}
+	for _, d := range dashboards {
+		walkPanels(d.Panels, func(p panel) {
+			if len(p.Targets) == 0 {
+				return
+			}
+			panels[d.UID+"/"+p.Title] = true
+			for _, tg := range p.Targets {
+				queries = append(queries, query{d.UID, p.Title, tg.RefID, expand.Replace(tg.Expr)})
+			}
+		})
+	}
+	for id := range legitimatelyEmpty {
+		if !panels[id] {
+			t.Errorf("legitimatelyEmpty names %s, which no dashboard has", id)
+		}
+	}
+
+	// Poll until every panel that should have data has it in both modes
+	// (the evaluator and the recording rules need a few seconds after the
+	// last report), then hold the result.
+	var got map[string]map[query]int // mode: query: series
+	var missing []string
+	deadline := time.Now().Add(45 * time.Second)
+	for {
+		got = map[string]map[query]int{}
+		for mode, api := range proms {
+			got[mode] = map[query]int{}
+			for _, q := range queries {
+				n, err := instantQuery(ctx, api, q.expr)
+				if err != nil {
+					t.Fatalf("%s Prometheus, %s / %s / %s: %v", mode, q.dashboard, q.panel, q.ref, err)
+				}
+				got[mode][q] = n
+			}
+		}
+		missing = missing[:0]
+		for id := range panels {
+			if _, ok := legitimatelyEmpty[id]; ok {
+				continue
+			}
+			for mode := range proms {
+				n := 0
+				for _, q := range queries {
+					if q.dashboard+"/"+q.panel == id {
+						n += got[mode][q]
+					}
+				}
+				if n == 0 {
+					missing = append(missing, fmt.Sprintf("%s (%s)", id, mode))
+				}
+			}
+		}
+		for _, q := range queries {
+			if _, ok := legitimatelyEmpty[q.dashboard+"/"+q.panel]; !ok && got["classic"][q]+got["native"][q] == 0 {
+				missing = append(missing, fmt.Sprintf("%s/%s query %s in either mode: %s", q.dashboard, q.panel, q.ref, q.expr))
+			}
+		}
+		if len(missing) == 0 || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(2 * time.Second):
+		}
+	}
+	slices.Sort(missing)
+	for _, m := range missing {
+		t.Errorf("no data: %s", m)
+	}
+	for _, q := range queries {
+		t.Logf("%-22s %-52s %s: classic %d, native %d series", q.dashboard, q.panel, q.ref, got["classic"][q], got["native"][q])
+	}
+	// The panels listed as empty are, with this fleet: a stale entry
+	// would hide a panel that now works (or one that broke).
+	for id, why := range legitimatelyEmpty {
+		for _, q := range queries {
+			if q.dashboard+"/"+q.panel == id && got["classic"][q]+got["native"][q] > 0 {
+				t.Errorf("%s has data, but legitimatelyEmpty says %q: remove it from the list", id, why)
+			}
+		}
+	}
+}
+
+// fleetVariables picks the dashboards' template variables from the fleet:
+// a misaligned Linux volume (its host, mount point and profile), as Grafana
+// would offer them — one judged against its cohort once the evaluator has
+// formed cohorts (within 45 s), so that every volume panel can have data.
+func fleetVariables(t *testing.T, ctx context.Context, api string) map[string]string {
+	t.Helper()
+	var data struct {
+		Result []struct {
+			Metric map[string]string `json:"metric"`
+		} `json:"result"`
+	}
+	const misaligned = `plumbline_volume_info{verdict="misaligned",mount_point=~"/.*"}`
+	for deadline := time.Now().Add(45 * time.Second); ; {
+		q := misaligned + ` and on (host, mount_point) plumbline_baseline_ratio{reference="cohort"}`
+		if time.Now().After(deadline) {
+			var refs struct {
+				Result []struct {
+					Metric map[string]string `json:"metric"`
+					Value  [2]any            `json:"value"`
+				} `json:"result"`
+			}
+			promGet(ctx, api+"query?query="+url.QueryEscape(`count by (reference) (plumbline_baseline_ratio)`), &refs)
+			t.Logf("no misaligned volume has a cohort (baseline ratios by reference: %v): the cohort panels will say so", refs.Result)
+			q = misaligned
+		}
+		if err := promGet(ctx, api+"query?query="+url.QueryEscape(q), &data); err != nil {
+			t.Fatal(err)
+		}
+		if len(data.Result) > 0 || q == misaligned {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	if len(data.Result) == 0 {
+		t.Fatal("no misaligned Linux volume in the fleet")
+	}
+	slices.SortFunc(data.Result, func(a, b struct {
+		Metric map[string]string `json:"metric"`
+	}) int {
+		return strings.Compare(a.Metric["host"]+a.Metric["mount_point"], b.Metric["host"]+b.Metric["mount_point"])
+	})
+	m := data.Result[0].Metric
+	return map[string]string{"host": m["host"], "mount_point": m["mount_point"], "profile": m["profile"]}
+}
+
+// promRegex is a variable's value as Grafana puts it into a =~ matcher:
+// regex metacharacters escaped, then backslashes for the PromQL string.
+func promRegex(v string) string {
+	return strings.ReplaceAll(regexp.QuoteMeta(v), `\`, `\\`)
+}
+
+func walkPanels(ps []panel, f func(panel)) {
+	for _, p := range ps {
+		f(p)
+		walkPanels(p.Panels, f)
+	}
+}
+
+func readDashboards(t *testing.T) []dashboard {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("..", "dashboards", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("dashboards: %v (%d files)", err, len(files))
+	}
+	var out []dashboard
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d dashboard
+		if err := json.Unmarshal(b, &d); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// buildCommands builds ./cmd/NAME of this module into a temporary
+// directory and returns it.
+func buildCommands(t *testing.T, names ...string) string {
+	t.Helper()
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goBin); err != nil {
+		if goBin, err = exec.LookPath("go"); err != nil {
+			t.Fatal("go toolchain not found to build the server and fleetsim")
+		}
+	}
+	dir := t.TempDir()
+	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	for _, n := range names {
+		args = append(args, "./cmd/"+n)
+	}
+	cmd := exec.Command(goBin, args...)
+	cmd.Dir = ".."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return dir
+}
+
+// startProcess starts a command, stopped (and its output logged on
+// failure) when the test ends.
+func startProcess(t *testing.T, name, path string, args ...string) {
+	t.Helper()
+	var out syncBuffer
+	cmd := exec.Command(path, args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("%s output:\n%s", name, out.String())
+		}
+	})
+}
+
+func startPrometheus(t *testing.T, bin, rulesFile, target string, native bool) string {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, `global:
+  scrape_interval: 3s
+  scrape_timeout: 3s
+  evaluation_interval: 1s
+rule_files: [%q]
+scrape_configs:
+  - job_name: plumbline
+    static_configs:
+      - targets: [%q]
+`, rulesFile, target), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	args := []string{"--config.file=" + cfg, "--storage.tsdb.path=" + filepath.Join(dir, "data"), "--web.listen-address=" + addr}
+	name := "prometheus (classic)"
+	if native {
+		args = append(args, "--enable-feature=native-histograms")
+		name = "prometheus (native)"
+	}
+	startProcess(t, name, bin, args...)
+	return "http://" + addr + "/api/v1/"
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func waitHTTP(t *testing.T, ctx context.Context, u string) {
+	t.Helper()
+	for {
+		resp, err := http.Get(u)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s did not answer 200: %v", u, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func promGet(ctx context.Context, u string, data any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Status string          `json:"status"`
+		Error  string          `json:"error"`
+		Data   json.RawMessage `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return fmt.Errorf("GET %s: %w", u, err)
+	}
+	if body.Status != "success" {
+		return fmt.Errorf("GET %s: %s %s", u, body.Status, body.Error)
+	}
+	return json.Unmarshal(body.Data, data)
+}
+
+// instantQuery runs q now and returns how many series (or 1 for a scalar)
+// it gave.
+func instantQuery(ctx context.Context, api, q string) (int, error) {
+	var data struct {
+		ResultType string          `json:"resultType"`
+		Result     json.RawMessage `json:"result"`
+	}
+	if err := promGet(ctx, api+"query?query="+url.QueryEscape(q), &data); err != nil {
+		return 0, err
+	}
+	switch data.ResultType {
+	case "scalar", "string":
+		return 1, nil
+	}
+	var series []json.RawMessage
+	if err := json.Unmarshal(data.Result, &series); err != nil {
+		return 0, err
+	}
+	return len(series), nil
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
