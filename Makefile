@@ -6,7 +6,7 @@ GO      ?= go
 BIN     ?= bin
 PROTOS  := $(shell find proto -name '*.proto')
 
-.PHONY: all build run test test-unit proto proto-check lint windows bench bench-probe bench-fleet bench-inspect lab-seeds fuzz clean
+.PHONY: all build run test test-unit proto proto-check lint windows bench bench-probe bench-fleet bench-inspect lab-seeds lab-degrade fuzz clean
 
 all: build
 
@@ -58,6 +58,12 @@ bench-inspect:
 # ~30 min; see README "Lab" and bench/RESULTS-lab.md).
 lab-seeds:
 	./bench/seeds.sh
+
+# Degradation on the lab: 7-day noise-only replay, simulated detection
+# times, and the live fault on lab arrays (root, /dev/fuse; ~60-70 min;
+# README "Degradation on the lab", bench/RESULTS-degrade.md).
+lab-degrade:
+	./bench/degrade.sh
 
 # Fuzz every fuzz target in the code for FUZZTIME each (seeds run in make test);
 # scripts/fuzz.sh finds them (scripts/fuzz.sh --list shows which).

@@ -12,7 +12,8 @@ import (
 // its default (DefaultConfig).
 type Config struct {
 	// Window is how many per-run medians the history keeps (default 48:
-	// two days of hourly runs, 384 bytes per volume and kind).
+	// 2.4 hours of the agent's default 3-minute runs, two days of hourly
+	// ones; 384 bytes per volume and kind).
 	Window int
 	// MinHistory is how many runs the history needs before it is a
 	// reference (default 12).
@@ -24,8 +25,8 @@ type Config struct {
 	// A run is beyond a reference when latency/baseline >= DegradeRatio
 	// and its robust z-score >= DegradeZ (defaults 1.5 and 3): both
 	// significant (outside the reference's own noise) and big enough to
-	// matter. Sustain consecutive runs beyond (default 3) turn the state
-	// degraded.
+	// matter. Sustain consecutive runs beyond (default 4: 9+ minutes at
+	// the agent's default 3-minute schedule) turn the state degraded.
 	DegradeRatio float64
 	DegradeZ     float64
 	Sustain      int
@@ -52,11 +53,14 @@ type Config struct {
 	// median (SignalTail, SignalMean, SignalRate), each judged against its
 	// own history with its own spread: defaults ratio 3 to degrade and 2
 	// to recover for the tail (a 50-op run's p99 is its slowest op: one
-	// host hiccup moves it), 1.5 and 1.2 for the mean and the rate; 3
-	// beyond runs in a row to degrade (Within 3: "3 of the last 5" caught a
-	// stalling RAID 1 member sooner but alerted 3.2 times a week on the
-	// lab's noise, bench/degrade-tails.sh), 3 normal runs in a row to
-	// recover; at least 50 ops for the tail, 10 for the mean and the rate.
+	// host hiccup moves it), 1.5 and 1.2 for the mean and the rate; beyond
+	// runs in a row to degrade: 5 for the tail, 4 for the mean and the rate
+	// (with 3, or 4 for the tail, the noise-only replays of
+	// internal/replay alerted on this machine's p99 bursts; "3 of the last
+	// 5" caught a stalling RAID 1 member sooner but alerted 3.2 times a
+	// week on the lab's noise, bench/degrade-tails.sh), 3 normal runs in a
+	// row to recover; at least 50 ops for the tail, 10 for the mean and the
+	// rate.
 	Tail, Mean, Rate SignalConfig
 }
 
@@ -64,13 +68,13 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Window: 48, MinHistory: 12, MinCohort: 5,
-		DegradeRatio: 1.5, DegradeZ: 3, Sustain: 3,
+		DegradeRatio: 1.5, DegradeZ: 3, Sustain: 4,
 		RecoverRatio: 1.2, RecoverZ: 2, Recover: 3,
 		MinRelativeSpread: 0.05,
 		SignalWindow:      24,
-		Tail:              SignalConfig{DegradeRatio: 3, RecoverRatio: 2, Sustain: 3, Within: 3, Recover: 3, MinOps: 50},
-		Mean:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 3, Within: 3, Recover: 3, MinOps: 10},
-		Rate:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 3, Within: 3, Recover: 3, MinOps: 10},
+		Tail:              SignalConfig{DegradeRatio: 3, RecoverRatio: 2, Sustain: 5, Within: 5, Recover: 3, MinOps: 50},
+		Mean:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 4, Within: 4, Recover: 3, MinOps: 10},
+		Rate:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 4, Within: 4, Recover: 3, MinOps: 10},
 	}
 }
 
@@ -423,8 +427,9 @@ func (d *Detector) normal(c Comparison) bool {
 // the cohort (once it has MinCohort volumes) or, failing that, the prior.
 // It is beyond when, against any of them, ratio >= DegradeRatio and
 // z >= DegradeZ. Sustain consecutive beyond runs turn OK into Degraded,
-// with Since = the first of them and Reference = the history if the last
-// run is beyond it, else the reference with the largest ratio. While
+// with Since = the first of them and Reference = the history if every one
+// of them was beyond it, else the cohort or prior reference the last run
+// is furthest beyond (the history when it is beyond neither). While
 // Degraded, Recover consecutive runs normal against every reference
 // (ratio < RecoverRatio or z < RecoverZ) turn it back, with Since = the
 // first of those.
@@ -545,7 +550,9 @@ func (d *Detector) observeMedian(t time.Time, latency float64, refs Refs) {
 		c   Comparison
 	}{{History, s.History}, {Cohort, s.Cohort}, {Prior, s.Prior}}
 
-	primary, worst := NoReference, NoReference
+	// worstOther is the cohort or prior reference this run is furthest
+	// beyond (by ratio), if any.
+	primary, worstOther := NoReference, NoReference
 	var worstRatio float64
 	isBeyond, isNormal := false, true
 	for _, rc := range cmps {
@@ -557,10 +564,8 @@ func (d *Detector) observeMedian(t time.Time, latency float64, refs Refs) {
 		}
 		if d.beyond(rc.c) {
 			isBeyond = true
-			// The history, when beyond, names the shift: "slower than it
-			// used to be, since ..."; else the largest ratio does.
-			if worst != History && rc.c.Ratio > worstRatio || rc.ref == History {
-				worst, worstRatio = rc.ref, rc.c.Ratio
+			if rc.ref != History && rc.c.Ratio > worstRatio {
+				worstOther, worstRatio = rc.ref, rc.c.Ratio
 			}
 		}
 		isNormal = isNormal && d.normal(rc.c)
@@ -613,7 +618,16 @@ func (d *Detector) observeMedian(t time.Time, latency float64, refs Refs) {
 			d.push(latency)
 		}
 		if s.Streak >= d.cfg.Sustain {
-			s.Status, s.Reference, s.Since, s.Streak = Degraded, worst, d.streakSince, 0
+			// The history names the shift ("slower than it used to be,
+			// since ...") when every run of the streak was beyond it —
+			// they are the held runs. A streak beyond the cohort or the
+			// prior that a spike against the history happens to end is
+			// named by the reference it was beyond, else the history.
+			ref := worstOther
+			if ref == NoReference || len(d.held) >= s.Streak {
+				ref = History
+			}
+			s.Status, s.Reference, s.Since, s.Streak = Degraded, ref, d.streakSince, 0
 			d.held = d.held[:0]
 		}
 	}

@@ -90,11 +90,11 @@ func TestObserve(t *testing.T) {
 		never Status
 	}{
 		{
-			name:   "step: degraded after K=3 runs, since the step",
+			name:   "step: degraded after K=4 runs, since the step",
 			series: concat(base, steady(rng, 40, 3*ms, 0.1)),
 			refs:   noRefs,
 			checks: []check{{11, Learning, NoReference, 0}, {12, OK, History, 12}, {59, OK, History, 12},
-				{60, OK, History, 12}, {61, OK, History, 12}, {62, Degraded, History, 60},
+				{60, OK, History, 12}, {61, OK, History, 12}, {62, OK, History, 12}, {63, Degraded, History, 60},
 				// The history froze: still degraded 38 runs later.
 				{99, Degraded, History, 60}},
 		},
@@ -102,7 +102,7 @@ func TestObserve(t *testing.T) {
 			name:   "step and back: hysteresis of 3 normal runs",
 			series: concat(base, steady(rng, 10, 3*ms, 0.1), steady(rng, 10, 1*ms, 0.1)),
 			refs:   noRefs,
-			checks: []check{{62, Degraded, History, 60}, {69, Degraded, History, 60},
+			checks: []check{{63, Degraded, History, 60}, {69, Degraded, History, 60},
 				{70, Degraded, History, 60}, {71, Degraded, History, 60}, {72, OK, History, 70}, {79, OK, History, 70}},
 		},
 		{
@@ -111,7 +111,7 @@ func TestObserve(t *testing.T) {
 				[]float64{1 * ms, 1 * ms, 3 * ms, 1 * ms, 1 * ms, 1 * ms}),
 			refs: noRefs,
 			// Runs 65, 66 normal; 67 slow; 68, 69, 70 normal.
-			checks: []check{{62, Degraded, History, 60}, {66, Degraded, History, 60}, {67, Degraded, History, 60}, {69, Degraded, History, 60}, {70, OK, History, 68}},
+			checks: []check{{63, Degraded, History, 60}, {66, Degraded, History, 60}, {67, Degraded, History, 60}, {69, Degraded, History, 60}, {70, OK, History, 68}},
 		},
 		{
 			name:   "single spike: no alert",
@@ -161,13 +161,13 @@ func TestObserve(t *testing.T) {
 			name:   "new slow host: caught by the prior before it has history",
 			series: steady(rng, 20, 4*ms, 0.1),
 			refs:   fixed(Refs{Prior: prior1ms}),
-			checks: []check{{1, OK, Prior, 0}, {2, Degraded, Prior, 0}, {19, Degraded, Prior, 0}},
+			checks: []check{{2, OK, Prior, 0}, {3, Degraded, Prior, 0}, {19, Degraded, Prior, 0}},
 		},
 		{
 			name:   "always-slow host: cohort outlier from day one, and stays one",
 			series: steady(rng, 100, 3*ms, 0.1),
 			refs:   fixed(Refs{Cohort: cohort1ms}),
-			checks: []check{{0, OK, Cohort, 0}, {1, OK, Cohort, 0}, {2, Degraded, Cohort, 0}, {99, Degraded, Cohort, 0}},
+			checks: []check{{0, OK, Cohort, 0}, {2, OK, Cohort, 0}, {3, Degraded, Cohort, 0}, {99, Degraded, Cohort, 0}},
 		},
 		{
 			name:   "cohort appears later: an always-slow host shows when it does",
@@ -178,7 +178,20 @@ func TestObserve(t *testing.T) {
 				}
 				return Refs{Cohort: cohort1ms}
 			},
-			checks: []check{{49, OK, History, 12}, {51, OK, History, 12}, {52, Degraded, Cohort, 50}},
+			checks: []check{{49, OK, History, 12}, {52, OK, History, 12}, {53, Degraded, Cohort, 50}},
+		},
+		{
+			// Found on the lab: a spike that ended the streak named the
+			// history, and the volume was stuck degraded against it.
+			name:   "always-slow host whose streak against the cohort ends on a spike: degraded vs the cohort",
+			series: concat(steady(rng, 53, 3*ms, 0.1), []float64{9 * ms}, steady(rng, 20, 3*ms, 0.1)),
+			refs: func(i int) Refs {
+				if i < 50 {
+					return Refs{}
+				}
+				return Refs{Cohort: cohort1ms}
+			},
+			checks: []check{{52, OK, History, 12}, {53, Degraded, Cohort, 50}, {73, Degraded, Cohort, 50}},
 		},
 		{
 			name:   "slow drift (+0.5%/run): history adapts, the cohort catches it",
@@ -240,8 +253,8 @@ func TestDriftDetectedAfterHistoryAdapts(t *testing.T) {
 		}
 		if s.Status == Degraded && first < 0 {
 			first = i
-			if s.Reference != Cohort || s.Ratio < 1.5 || !s.Since.Equal(at(i-2)) {
-				t.Errorf("Observe(run %d) = %v, want degraded vs cohort, ratio >= 1.5, since run %d", i, s, i-2)
+			if s.Reference != Cohort || s.Ratio < 1.5 || !s.Since.Equal(at(i-3)) {
+				t.Errorf("Observe(run %d) = %v, want degraded vs cohort, ratio >= 1.5, since run %d", i, s, i-3)
 			}
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/plumbline/plumbline/internal/baseline"
 )
 
-// A volume's log writes step from 1 ms to 3 ms: three runs later it is
+// A volume's log writes step from 1 ms to 3 ms: four runs later it is
 // degraded against its own history, since the first slow run.
 func ExampleDetector() {
 	d, err := baseline.NewDetector(baseline.Config{}) // defaults
@@ -16,7 +16,7 @@ func ExampleDetector() {
 	}
 	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 	var s baseline.State
-	for i := range 63 {
+	for i := range 64 {
 		latency := 1e-3 * (1 + 0.02*float64(i%5)) // 1.00–1.08 ms
 		if i >= 60 {
 			latency = 3e-3

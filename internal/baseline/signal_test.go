@@ -183,7 +183,7 @@ func TestObserveRunShapes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d, err := NewDetector(Config{})
+			d, err := NewDetector(calibrated())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -260,7 +260,7 @@ func TestTailSustainWithin(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(7, 15))
-			d, err := NewDetector(Config{Tail: SignalConfig{Within: 5}, Mean: SignalConfig{Within: 5}})
+			d, err := NewDetector(withTailWithin(calibrated(), 5, true))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -312,7 +312,7 @@ func TestSignalConfigValidate(t *testing.T) {
 // carried by a few stalled ops (a stalling disk) leaves the tail leading.
 func TestThrottleLeadsTheTail(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 15))
-	d, _ := NewDetector(Config{Tail: SignalConfig{Within: 5}})
+	d, _ := NewDetector(withTailWithin(calibrated(), 5, false))
 	for i := range 60 {
 		d.ObserveRun(at(i), healthyRun(rng), Refs{})
 	}
@@ -330,7 +330,7 @@ func TestThrottleLeadsTheTail(t *testing.T) {
 
 	// A stalling disk: 2 of 50 ops at 100 ms cost a short run 40% of its
 	// rate, but the wait share is small: the p99 leads.
-	d2, _ := NewDetector(Config{})
+	d2, _ := NewDetector(calibrated())
 	for i := range 60 {
 		d2.ObserveRun(at(i), healthyRun(rng), Refs{})
 	}
@@ -342,4 +342,24 @@ func TestThrottleLeadsTheTail(t *testing.T) {
 	if d2.Of(SignalRate).Status != Degraded || s.Status != Degraded || s.Throttled() || s.Signal != SignalTail {
 		t.Errorf("stalling disk: %v on %s (%s), rate %+v: want degraded on the p99, not throttled", s, s.Signal, s.Detail(), d2.Of(SignalRate))
 	}
+}
+
+// calibrated is the configuration the shape tests were written against:
+// 3 runs beyond to degrade on every signal. The shipped defaults wait
+// longer (DefaultConfig: the median 4, the p99 5, mean and rate 4),
+// chosen against the noise replays of internal/replay; these tests pin
+// the mechanism, the replays pin the defaults.
+func calibrated() Config {
+	in3 := SignalConfig{Sustain: 3, Within: 3}
+	return Config{Sustain: 3, Tail: in3, Mean: in3, Rate: in3}
+}
+
+// withTailWithin sets "Sustain of the last within" on the tail (and the
+// mean when mean is set).
+func withTailWithin(c Config, within int, mean bool) Config {
+	c.Tail.Within = within
+	if mean {
+		c.Mean.Within = within
+	}
+	return c
 }

@@ -60,7 +60,7 @@ func TestMarshalSize(t *testing.T) {
 func TestUnmarshalVersion1(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 8))
 	series := concat(steady(rng, 60, 1*ms, 0.1), steady(rng, 2, 3*ms, 0.1))
-	live, _ := NewDetector(Config{})
+	live, _ := NewDetector(Config{Sustain: 3}) // as the version that wrote testdata/detector-v1.bin
 	for i, x := range series {
 		live.Observe(at(i), x, Refs{})
 	}
@@ -74,7 +74,7 @@ func TestUnmarshalVersion1(t *testing.T) {
 	if string(old[:4]) != "PLB\x01" {
 		t.Fatalf("testdata/detector-v1.bin starts %q, want version 1", old[:4])
 	}
-	restored, _ := NewDetector(Config{})
+	restored, _ := NewDetector(Config{Sustain: 3})
 	if err := restored.UnmarshalBinary(old); err != nil {
 		t.Fatalf("UnmarshalBinary(version 1) = %v", err)
 	}

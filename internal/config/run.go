@@ -19,21 +19,32 @@ import (
 
 // Defaults of the `agent run` keys.
 //
+// Probe schedule: every kind runs every 3 minutes with 50 operations —
+// 20 runs × 50 = 1,000 operations (8 MB at 8 KiB) per kind per hour, the
+// same I/O budget as one 1,000-op run an hour, but a sustained 2× slowdown
+// is alerted within ~17 minutes instead of ~3 hours (README, "Degradation
+// on the lab"; internal/replay measures both on recorded noise).
+//
 // Spool size: the default traffic of one host is one ProbeResult per
 // (volume, kind) per `every` and a full GeometrySnapshot when geometry
-// changes. A ProbeResult record is about 0.5 KiB on disk (fields, a latency
-// histogram of ~40 populated buckets, the 20-byte frame). A host with 8
-// probed volumes × 3 kinds, hourly: 24 records/h × 168 h = 4,032 records ≈
-// 2 MiB a week. Geometry snapshots are ~1.5 KiB per volume: for 16 volumes
-// ~24 KiB each; even with one snapshot every geometry_refresh (15 min) all
-// week, 96 × 7 × 24 KiB ≈ 16 MiB. 2 + 16 = 18 MiB < 64 MiB: the default
-// cap holds more than 7 days of default traffic with a 3× margin.
+// changes. A ProbeResult record of a 50-op run is about 0.37 KiB on disk
+// (fields, a latency histogram of ~10–20 populated buckets, the 20-byte
+// frame; 0.63 KiB for 1,000 ops). A host with 8 probed volumes × 3 kinds
+// every 3 minutes: 480 records/h × 168 h = 80,640 records ≈ 29 MiB a week.
+// Geometry snapshots are ~1.5 KiB per volume: for 16 volumes ~24 KiB each;
+// even with one snapshot every geometry_refresh (15 min) all week,
+// 96 × 7 × 24 KiB ≈ 16 MiB. 29 + 16 = 45 MiB < 64 MiB: the default cap
+// holds more than 7 days of default traffic (1.4× margin; 8 volumes that
+// never change geometry need 30 MiB).
 const (
 	DefaultSpoolMaxBytes   = 64 * bytesize.MiB
 	DefaultGeometryRefresh = 15 * time.Minute
 	DefaultReportInterval  = 10 * time.Second
-	DefaultProbeEvery      = time.Hour
-	MinSpoolMaxBytes       = 1 * bytesize.MiB
+	DefaultProbeEvery      = 3 * time.Minute
+	// DefaultProbeOps is a scheduled run's op budget. `agent probe` (one
+	// run by hand) keeps probe.DefaultOptions' 1,000.
+	DefaultProbeOps  = 50
+	MinSpoolMaxBytes = 1 * bytesize.MiB
 )
 
 // Server is where the agent reports.
@@ -74,9 +85,9 @@ type ProbeSchedule struct {
 	MountPoint    string         `yaml:"mount_point"` // glob of the volume's mount point (geometry.MatchMountPoint)
 	Dir           string         `yaml:"dir"`         // probe directory on that volume
 	Kinds         []probe.Kind   `yaml:"kinds"`       // default all three
-	Every         time.Duration  `yaml:"every"`       // default 1h
-	Ops           int            `yaml:"ops"`
-	IOPS          *float64       `yaml:"iops"` // 0: uncapped
+	Every         time.Duration  `yaml:"every"`       // default 3m
+	Ops           int            `yaml:"ops"`         // default 50
+	IOPS          *float64       `yaml:"iops"`        // 0: uncapped
 	MaxDuration   time.Duration  `yaml:"max_duration"`
 	FileSize      bytesize.Size  `yaml:"file_size"`
 	BlockSize     bytesize.Size  `yaml:"block_size"`
@@ -150,7 +161,7 @@ func (a *Agent) applyDefaults() {
 			p.Every = DefaultProbeEvery
 		}
 		if p.Ops == 0 {
-			p.Ops = d.Ops
+			p.Ops = DefaultProbeOps
 		}
 		if p.IOPS == nil {
 			p.IOPS = &d.IOPS

@@ -34,10 +34,12 @@ func TestLoadGoodRun(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ProbeOptions (-want +got):\n%s", diff)
 	}
-	// The second schedule: omitted keys take the `agent probe` defaults;
-	// an explicit 0 turns the IOPS cap and the busy guard off.
+	// The second schedule: omitted keys take the schedule defaults (every
+	// 3m, 50 ops: the same 1,000 ops an hour as the old hourly 1,000-op
+	// run, see DefaultProbeEvery) and otherwise the `agent probe` ones; an
+	// explicit 0 turns the IOPS cap and the busy guard off.
 	p := a.Probes[1]
-	if p.Every != time.Hour || p.Ops != 1000 || p.BlockSize != 8*bytesize.KiB || p.FileSize != 64*bytesize.MiB {
+	if p.Every != 3*time.Minute || p.Ops != 50 || p.BlockSize != 8*bytesize.KiB || p.FileSize != 64*bytesize.MiB {
 		t.Errorf("defaults not applied: %+v", p)
 	}
 	o := p.ProbeOptions(probe.LogWrite)

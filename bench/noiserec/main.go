@@ -1,0 +1,113 @@
+//go:build linux
+
+// Command noiserec records probe noise for the replay (internal/replay):
+// it runs Plumbline's own probe engine (probe.Run, as the agent does) in
+// short runs of -atom-ops operations, round-robin over the kinds, and
+// appends each run's start time and latency histogram to a recording.
+// Merged in order, those atoms are exactly the histograms longer runs over
+// the same operations would have produced.
+//
+//	noiserec -dir /mnt/lab0/probe -source lab-fast-raid10 -atoms 1200 -o lab.txt
+//
+// It is a benchmark helper only; nothing in the agent or server uses it.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/plumbline/plumbline/internal/bytesize"
+	"github.com/plumbline/plumbline/internal/probe"
+	"github.com/plumbline/plumbline/internal/replay"
+)
+
+func main() { os.Exit(run()) }
+
+func run() int {
+	var (
+		dir      = flag.String("dir", "", "probe directory on the volume to record (required)")
+		source   = flag.String("source", "", "label of what was recorded (required), e.g. lab-sas15k-raid10-64k")
+		out      = flag.String("o", "", "recording file to write (required; plain text, gzip it to commit)")
+		kinds    = flag.String("kinds", "random-read,random-write,log-write", "probe kinds, comma-separated")
+		atoms    = flag.Int("atoms", 1000, "atoms to record per kind")
+		atomOps  = flag.Int("atom-ops", 10, "operations per atom")
+		iops     = flag.Float64("iops", 100, "IOPS cap of each atom (the agent's default)")
+		pause    = flag.Duration("pause", 0, "pause after each round of kinds")
+		note     = flag.String("note", "", "comment line(s) to add to the header")
+		fileSize = bytesize.Size(probe.DefaultOptions().FileSize)
+		minFree  = bytesize.Size(probe.DefaultOptions().MinFreeBytes)
+	)
+	flag.Var(&fileSize, "file-size", "probe file size")
+	flag.Var(&minFree, "min-free", "free-space floor")
+	flag.Parse()
+	if *dir == "" || *source == "" || *out == "" || *atoms < 1 || *atomOps < 1 {
+		flag.Usage()
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "noiserec:", err)
+		return 1
+	}
+	defer f.Close()
+	host, _ := os.Hostname()
+	comments := []string{
+		fmt.Sprintf("recorded %s on %s by bench/noiserec (probe.Run, 8 KiB, QD1, IOPS cap %g, file %s, O_DIRECT)", time.Now().UTC().Format(time.RFC3339), host, *iops, fileSize),
+		"command: noiserec " + strings.Join(os.Args[1:], " "),
+	}
+	if *note != "" {
+		comments = append(comments, *note)
+	}
+	w, err := replay.NewWriter(f, *source, *atomOps, comments...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "noiserec:", err)
+		return 1
+	}
+	ks := strings.Split(*kinds, ",")
+	start := time.Now()
+	for i := range *atoms {
+		for _, k := range ks {
+			o := probe.DefaultOptions()
+			o.Dir, o.Kind, o.Ops, o.IOPS = *dir, probe.Kind(k), *atomOps, *iops
+			o.FileSize, o.MinFreeBytes, o.MinFreePercent = int64(fileSize), int64(minFree), 1
+			o.BusyThreshold = 0 // the recording is the noise, neighbours included
+			res, err := probe.Run(ctx, o)
+			if ctx.Err() != nil {
+				fmt.Fprintf(os.Stderr, "noiserec: interrupted after %d rounds\n", i)
+				return 0
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "noiserec:", err)
+				return 1
+			}
+			if res.Ops == 0 || res.Histogram.Count() == 0 {
+				fmt.Fprintf(os.Stderr, "noiserec: %s atom %d: no ops (%s)\n", k, i, res.StoppedReason)
+				continue
+			}
+			if err := w.Write(replay.Atom{At: res.StartedAt, Kind: k, Hist: res.Histogram}); err != nil {
+				fmt.Fprintln(os.Stderr, "noiserec:", err)
+				return 1
+			}
+		}
+		if (i+1)%100 == 0 {
+			fmt.Fprintf(os.Stderr, "noiserec: %d/%d rounds in %s\n", i+1, *atoms, time.Since(start).Round(time.Second))
+		}
+		if *pause > 0 {
+			select {
+			case <-ctx.Done():
+				return 0
+			case <-time.After(*pause):
+			}
+		}
+	}
+	return 0
+}
