@@ -54,9 +54,9 @@ type Config struct {
 	// own history with its own spread: defaults ratio 3 to degrade and 2
 	// to recover for the tail (a 50-op run's p99 is its slowest op: one
 	// host hiccup moves it), 1.5 and 1.2 for the mean and the rate; beyond
-	// runs in a row to degrade: 5 for the tail, 4 for the mean and the rate
-	// (with 3, or 4 for the tail, the noise-only replays of
-	// internal/replay alerted on this machine's p99 bursts; "3 of the last
+	// runs in a row to degrade: 5 for the tail, 6 for the mean and the rate
+	// (with fewer, the 7-day noise-only replays of internal/replay alerted:
+	// 2 a day on the p99 with 4, 7 a week on the mean and rate with 4; "3 of the last
 	// 5" caught a stalling RAID 1 member sooner but alerted 3.2 times a
 	// week on the lab's noise, bench/degrade-tails.sh), 3 normal runs in a
 	// row to recover; at least 50 ops for the tail, 10 for the mean and the
@@ -73,8 +73,8 @@ func DefaultConfig() Config {
 		MinRelativeSpread: 0.05,
 		SignalWindow:      24,
 		Tail:              SignalConfig{DegradeRatio: 3, RecoverRatio: 2, Sustain: 5, Within: 5, Recover: 3, MinOps: 50},
-		Mean:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 4, Within: 4, Recover: 3, MinOps: 10},
-		Rate:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 4, Within: 4, Recover: 3, MinOps: 10},
+		Mean:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 6, Within: 6, Recover: 3, MinOps: 10},
+		Rate:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 6, Within: 6, Recover: 3, MinOps: 10},
 	}
 }
 

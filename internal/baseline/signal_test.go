@@ -346,7 +346,7 @@ func TestThrottleLeadsTheTail(t *testing.T) {
 
 // calibrated is the configuration the shape tests were written against:
 // 3 runs beyond to degrade on every signal. The shipped defaults wait
-// longer (DefaultConfig: the median 4, the p99 5, mean and rate 4),
+// longer (DefaultConfig: the median 4, the p99 5, mean and rate 6),
 // chosen against the noise replays of internal/replay; these tests pin
 // the mechanism, the replays pin the defaults.
 func calibrated() Config {

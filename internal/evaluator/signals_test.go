@@ -81,9 +81,12 @@ func TestSignalsThroughTheStore(t *testing.T) {
 			if row.Status != "ok" || row.Signal != "median" || row.TailRatio == 0 || row.RateRatio == 0 {
 				t.Fatalf("after 20 healthy runs: %+v, want ok on the median with p99 and rate ratios", row)
 			}
-			row = feed(3, 0, 0, 2500*time.Millisecond) // 20 IOPS
+			// The shipped defaults: as many faulted runs as each signal's
+			// Sustain.
+			def := baseline.DefaultConfig()
+			row = feed(def.Rate.Sustain, 0, 0, 2500*time.Millisecond) // 20 IOPS
 			if row.Status != "degraded" || row.Signal != string(baseline.SignalRate) || !strings.Contains(row.Detail, "rate 20/50 IOPS") {
-				t.Fatalf("after 3 throttled runs: status %s signal %s detail %q, want degraded on the rate, \"rate 20/50 IOPS\"", row.Status, row.Signal, row.Detail)
+				t.Fatalf("after Sustain throttled runs: status %s signal %s detail %q, want degraded on the rate, \"rate 20/50 IOPS\"", row.Status, row.Signal, row.Detail)
 			}
 			if row.RateRatio < 2 || row.HistoryRatio > 1.3 {
 				t.Errorf("throttled: rate ratio %v, median ratio %v; want >= 2 and the median steady", row.RateRatio, row.HistoryRatio)
@@ -92,9 +95,9 @@ func TestSignalsThroughTheStore(t *testing.T) {
 			if row.Status != "ok" {
 				t.Fatalf("after 3 runs at the cap again: %s (%s), want ok", row.Status, row.Detail)
 			}
-			row = feed(3, 25, 100*time.Millisecond, 1200*time.Millisecond)
+			row = feed(def.Tail.Sustain, 25, 100*time.Millisecond, 1200*time.Millisecond)
 			if row.Status != "degraded" || row.Signal != string(baseline.SignalTail) || !strings.Contains(row.Detail, "p99 ×") {
-				t.Fatalf("after 3 stalling runs: status %s signal %s detail %q, want degraded on the p99", row.Status, row.Signal, row.Detail)
+				t.Fatalf("after Sustain stalling runs: status %s signal %s detail %q, want degraded on the p99", row.Status, row.Signal, row.Detail)
 			}
 			var touched []*entry
 			for _, en := range ev.entries {
