@@ -16,7 +16,12 @@ require (
 	modernc.org/sqlite v1.40.1
 )
 
-require github.com/go-ole/go-ole v1.2.6 // indirect
+require (
+	github.com/go-ole/go-ole v1.2.6 // indirect
+	github.com/json-iterator/go v1.1.12 // indirect
+	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
+	github.com/modern-go/reflect2 v1.0.2 // indirect
+)
 
 require (
 	github.com/coreos/go-systemd/v22 v22.7.0 // indirect

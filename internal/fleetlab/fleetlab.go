@@ -16,18 +16,17 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	promapi "github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	prommodel "github.com/prometheus/common/model"
 	"io"
 	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -413,59 +412,54 @@ type PromAlert struct {
 
 // Alerts returns Prometheus' active alerts.
 func (s *Stack) Alerts(ctx context.Context) ([]PromAlert, error) {
-	var data struct {
-		Alerts []PromAlert `json:"alerts"`
+	api, err := s.prom()
+	if err != nil {
+		return nil, err
 	}
-	err := s.promGet(ctx, "alerts", &data)
-	return data.Alerts, err
+	res, err := api.Alerts(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("prometheus alerts: %w", err)
+	}
+	out := make([]PromAlert, 0, len(res.Alerts))
+	for _, a := range res.Alerts {
+		labels := make(map[string]string, len(a.Labels))
+		for k, v := range a.Labels {
+			labels[string(k)] = string(v)
+		}
+		out = append(out, PromAlert{Labels: labels, State: string(a.State), ActiveAt: a.ActiveAt, Value: a.Value})
+	}
+	return out, nil
 }
 
 // Query runs an instant PromQL query and returns each series' value keyed
 // by the label named key.
 func (s *Stack) Query(ctx context.Context, q, key string) (map[string]float64, error) {
-	var data struct {
-		Result []struct {
-			Metric map[string]string `json:"metric"`
-			Value  [2]any            `json:"value"`
-		} `json:"result"`
-	}
-	if err := s.promGet(ctx, "query?query="+url.QueryEscape(q), &data); err != nil {
+	api, err := s.prom()
+	if err != nil {
 		return nil, err
 	}
-	out := map[string]float64{}
-	for _, r := range data.Result {
-		str, _ := r.Value[1].(string)
-		v, err := strconv.ParseFloat(str, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%s: value %v", q, r.Value[1])
-		}
-		out[r.Metric[key]] = v
+	v, _, _, err := api.Query(ctx, q, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("prometheus query %s: %w", q, err)
+	}
+	vec, ok := v.(prommodel.Vector)
+	if !ok {
+		return nil, fmt.Errorf("prometheus query %s: a %s, want a vector", q, v.Type())
+	}
+	out := make(map[string]float64, len(vec))
+	for _, smp := range vec {
+		out[string(smp.Metric[prommodel.LabelName(key)])] = float64(smp.Value)
 	}
 	return out, nil
 }
 
-func (s *Stack) promGet(ctx context.Context, path string, data any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.PromAddr+"/api/v1/"+path, nil)
+// prom is a client of the stack's Prometheus HTTP API.
+func (s *Stack) prom() (promv1.API, error) {
+	c, err := promapi.NewClient(promapi.Config{Address: "http://" + s.PromAddr})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	var body struct {
-		Status string          `json:"status"`
-		Error  string          `json:"error"`
-		Data   json.RawMessage `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return fmt.Errorf("GET %s: %w", path, err)
-	}
-	if body.Status != "success" {
-		return fmt.Errorf("GET %s: %s %s", path, body.Status, body.Error)
-	}
-	return json.Unmarshal(body.Data, data)
+	return promv1.NewAPI(c), nil
 }
 
 type lockedWriter struct {
