@@ -4,17 +4,16 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	promapi "github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	prommodel "github.com/prometheus/common/model"
 	"log/slog"
 	"math"
 	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -139,7 +138,11 @@ scrape_configs:
 		}
 	})
 
-	api := "http://" + promAddr + "/api/v1/"
+	promClient, err := promapi.NewClient(promapi.Config{Address: "http://" + promAddr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := promv1.NewAPI(promClient)
 	deadline := time.Now().Add(50 * time.Second)
 	var last string
 	for done := false; !done; {
@@ -152,13 +155,8 @@ scrape_configs:
 		case <-time.After(500 * time.Millisecond):
 		}
 		// The alert: pending or firing for the misaligned mount point only.
-		var alerts struct {
-			Alerts []struct {
-				Labels map[string]string `json:"labels"`
-				State  string            `json:"state"`
-			} `json:"alerts"`
-		}
-		if err := promGet(api+"alerts", &alerts); err != nil {
+		alerts, err := api.Alerts(context.Background())
+		if err != nil {
 			last = err.Error()
 			continue
 		}
@@ -167,10 +165,10 @@ scrape_configs:
 			if al.Labels["alertname"] != "PlumblineVolumeMisaligned" {
 				continue
 			}
-			switch mp := al.Labels["mount_point"]; {
+			switch mp := string(al.Labels["mount_point"]); {
 			case mp == alMount:
 				t.Fatalf("PlumblineVolumeMisaligned %s for the aligned volume %s: %v", al.State, alMount, al.Labels)
-			case mp == misMount && (al.State == "pending" || al.State == "firing"):
+			case mp == misMount && (al.State == promv1.AlertStatePending || al.State == promv1.AlertStateFiring):
 				misAlert = true
 			}
 		}
@@ -246,46 +244,20 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-func promGet(u string, data any) error {
-	resp, err := http.Get(u)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	var body struct {
-		Status string          `json:"status"`
-		Error  string          `json:"error"`
-		Data   json.RawMessage `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return fmt.Errorf("GET %s: %w", u, err)
-	}
-	if body.Status != "success" {
-		return fmt.Errorf("GET %s: %s %s", u, body.Status, body.Error)
-	}
-	return json.Unmarshal(body.Data, data)
-}
-
 // promQuery runs an instant query and returns its values by mount_point
 // ("" for none).
-func promQuery(api, q string) (map[string]float64, error) {
-	var data struct {
-		Result []struct {
-			Metric map[string]string `json:"metric"`
-			Value  [2]any            `json:"value"`
-		} `json:"result"`
+func promQuery(api promv1.API, q string) (map[string]float64, error) {
+	v, _, _, err := api.Query(context.Background(), q, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", q, err)
 	}
-	if err := promGet(api+"query?query="+url.QueryEscape(q), &data); err != nil {
-		return nil, err
+	vec, ok := v.(prommodel.Vector)
+	if !ok {
+		return nil, fmt.Errorf("%s: a %s, want a vector", q, v.Type())
 	}
-	out := map[string]float64{}
-	for _, r := range data.Result {
-		s, _ := r.Value[1].(string)
-		v, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%s: value %v", q, r.Value[1])
-		}
-		out[r.Metric["mount_point"]] = v
+	out := make(map[string]float64, len(vec))
+	for _, smp := range vec {
+		out[string(smp.Metric["mount_point"])] = float64(smp.Value)
 	}
 	return out, nil
 }
