@@ -7,9 +7,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	promapi "github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	prommodel "github.com/prometheus/common/model"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,7 +64,7 @@ func TestDashboardsAgainstPrometheus(t *testing.T) {
 	if err := os.WriteFile(rulesFile, bytes.ReplaceAll(rules, []byte("interval: 1m"), []byte("interval: 1s")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	proms := map[string]string{} // mode: API base
+	proms := map[string]promv1.API{} // mode: its HTTP API
 	for _, mode := range []string{"classic", "native"} {
 		proms[mode] = startPrometheus(t, promBin, rulesFile, webAddr, mode == "native")
 	}
@@ -80,13 +82,8 @@ func TestDashboardsAgainstPrometheus(t *testing.T) {
 	}
 
 	for mode, api := range proms {
-		var data struct {
-			Result []struct {
-				Value [2]any `json:"value"`
-			} `json:"result"`
-		}
-		if err := promGet(ctx, api+"query?query="+url.QueryEscape(`max_over_time(scrape_duration_seconds[1m]) or up == 0`), &data); err == nil {
-			t.Logf("%s Prometheus: slowest scrape in the last minute %v s", mode, data.Result)
+		if v, _, _, err := api.Query(ctx, `max_over_time(scrape_duration_seconds[1m]) or up == 0`, time.Now()); err == nil {
+			t.Logf("%s Prometheus: slowest scrape in the last minute %v s", mode, v)
 		}
 	}
 
@@ -109,12 +106,11 @@ func TestDashboardsAgainstPrometheus(t *testing.T) {
 				continue
 			}
 			for mode, api := range proms {
-				var values []string
-				u := api + "label/" + m[2] + "/values?match[]=" + url.QueryEscape(expand.Replace(m[1]))
-				if err := promGet(ctx, u, &values); err != nil {
+				values, _, _, err := api.LabelValues(ctx, m[2], []string{expand.Replace(m[1])}, time.Time{}, time.Time{})
+				if err != nil {
 					t.Fatalf("%s: variable %s: %v", d.UID, v.Name, err)
 				}
-				if !slices.Contains(values, vars[v.Name]) {
+				if !slices.Contains(values, prommodel.LabelValue(vars[v.Name])) {
 					t.Errorf("%s: variable %s offers %v (%s Prometheus), not the fleet's %s", d.UID, v.Name, values, mode, vars[v.Name])
 				}
 			}
@@ -211,45 +207,34 @@ func TestDashboardsAgainstPrometheus(t *testing.T) {
 // a misaligned Linux volume (its host, mount point and profile), as Grafana
 // would offer them — one judged against its cohort once the evaluator has
 // formed cohorts (within 45 s), so that every volume panel can have data.
-func fleetVariables(t *testing.T, ctx context.Context, api string) map[string]string {
+func fleetVariables(t *testing.T, ctx context.Context, api promv1.API) map[string]string {
 	t.Helper()
-	var data struct {
-		Result []struct {
-			Metric map[string]string `json:"metric"`
-		} `json:"result"`
-	}
+	var found prommodel.Vector
 	const misaligned = `plumbline_volume_info{verdict="misaligned",mount_point=~"/.*"}`
 	for deadline := time.Now().Add(45 * time.Second); ; {
 		q := misaligned + ` and on (host, mount_point) plumbline_baseline_ratio{reference="cohort"}`
 		if time.Now().After(deadline) {
-			var refs struct {
-				Result []struct {
-					Metric map[string]string `json:"metric"`
-					Value  [2]any            `json:"value"`
-				} `json:"result"`
-			}
-			promGet(ctx, api+"query?query="+url.QueryEscape(`count by (reference) (plumbline_baseline_ratio)`), &refs)
-			t.Logf("no misaligned volume has a cohort (baseline ratios by reference: %v): the cohort panels will say so", refs.Result)
+			refs, _, _, _ := api.Query(ctx, `count by (reference) (plumbline_baseline_ratio)`, time.Now())
+			t.Logf("no misaligned volume has a cohort (baseline ratios by reference: %v): the cohort panels will say so", refs)
 			q = misaligned
 		}
-		if err := promGet(ctx, api+"query?query="+url.QueryEscape(q), &data); err != nil {
+		var err error
+		if found, err = vectorQuery(ctx, api, q); err != nil {
 			t.Fatal(err)
 		}
-		if len(data.Result) > 0 || q == misaligned {
+		if len(found) > 0 || q == misaligned {
 			break
 		}
 		time.Sleep(time.Second)
 	}
-	if len(data.Result) == 0 {
+	if len(found) == 0 {
 		t.Fatal("no misaligned Linux volume in the fleet")
 	}
-	slices.SortFunc(data.Result, func(a, b struct {
-		Metric map[string]string `json:"metric"`
-	}) int {
-		return strings.Compare(a.Metric["host"]+a.Metric["mount_point"], b.Metric["host"]+b.Metric["mount_point"])
+	slices.SortFunc(found, func(a, b *prommodel.Sample) int {
+		return strings.Compare(string(a.Metric["host"]+a.Metric["mount_point"]), string(b.Metric["host"]+b.Metric["mount_point"]))
 	})
-	m := data.Result[0].Metric
-	return map[string]string{"host": m["host"], "mount_point": m["mount_point"], "profile": m["profile"]}
+	m := found[0].Metric
+	return map[string]string{"host": string(m["host"]), "mount_point": string(m["mount_point"]), "profile": string(m["profile"])}
 }
 
 // promRegex is a variable's value as Grafana puts it into a =~ matcher:
@@ -335,7 +320,7 @@ func startProcess(t *testing.T, name, path string, args ...string) {
 	})
 }
 
-func startPrometheus(t *testing.T, bin, rulesFile, target string, native bool) string {
+func startPrometheus(t *testing.T, bin, rulesFile, target string, native bool) promv1.API {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "prometheus.yml")
@@ -359,7 +344,11 @@ scrape_configs:
 		name = "prometheus (native)"
 	}
 	startProcess(t, name, bin, args...)
-	return "http://" + addr + "/api/v1/"
+	c, err := promapi.NewClient(promapi.Config{Address: "http://" + addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return promv1.NewAPI(c)
 }
 
 func freeAddr(t *testing.T) string {
@@ -390,49 +379,34 @@ func waitHTTP(t *testing.T, ctx context.Context, u string) {
 	}
 }
 
-func promGet(ctx context.Context, u string, data any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+// vectorQuery runs q now and returns its instant vector.
+func vectorQuery(ctx context.Context, api promv1.API, q string) (prommodel.Vector, error) {
+	v, _, _, err := api.Query(ctx, q, time.Now())
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("%s: %w", q, err)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
+	vec, ok := v.(prommodel.Vector)
+	if !ok {
+		return nil, fmt.Errorf("%s: a %s, want a vector", q, v.Type())
 	}
-	defer resp.Body.Close()
-	var body struct {
-		Status string          `json:"status"`
-		Error  string          `json:"error"`
-		Data   json.RawMessage `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return fmt.Errorf("GET %s: %w", u, err)
-	}
-	if body.Status != "success" {
-		return fmt.Errorf("GET %s: %s %s", u, body.Status, body.Error)
-	}
-	return json.Unmarshal(body.Data, data)
+	return vec, nil
 }
 
 // instantQuery runs q now and returns how many series (or 1 for a scalar)
 // it gave.
-func instantQuery(ctx context.Context, api, q string) (int, error) {
-	var data struct {
-		ResultType string          `json:"resultType"`
-		Result     json.RawMessage `json:"result"`
+func instantQuery(ctx context.Context, api promv1.API, q string) (int, error) {
+	v, _, _, err := api.Query(ctx, q, time.Now())
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", q, err)
 	}
-	if err := promGet(ctx, api+"query?query="+url.QueryEscape(q), &data); err != nil {
-		return 0, err
-	}
-	switch data.ResultType {
-	case "scalar", "string":
+	switch v := v.(type) {
+	case prommodel.Vector:
+		return len(v), nil
+	case prommodel.Matrix:
+		return len(v), nil
+	default: // scalar, string
 		return 1, nil
 	}
-	var series []json.RawMessage
-	if err := json.Unmarshal(data.Result, &series); err != nil {
-		return 0, err
-	}
-	return len(series), nil
 }
 
 type syncBuffer struct {
