@@ -245,26 +245,7 @@ func (r *reader) track() savedTrack {
 
 // values32 reads a count (at most max) and that many positive finite
 // float32s.
-func (r *reader) values32(max int) []float64 {
-	n := r.uvarint()
-	if r.err != nil {
-		return nil
-	}
-	if n > uint64(max) || n*4 > uint64(len(r.b)) {
-		r.fail("%d values: want at most %d and the bytes to hold them", n, max)
-		return nil
-	}
-	out := make([]float64, n)
-	for i := range out {
-		out[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(r.b)))
-		r.b = r.b[4:]
-		if !valid(out[i]) {
-			r.fail("value %v: want a positive finite value", out[i])
-			return nil
-		}
-	}
-	return out
-}
+func (r *reader) values32(max int) []float64 { return r.valuesOf(max, 4) }
 
 // reader decodes with a sticky error.
 type reader struct {
@@ -325,20 +306,29 @@ func (r *reader) uvarint() uint64 {
 }
 
 // values reads a count (at most max) and that many positive finite floats.
-func (r *reader) values(max int) []float64 {
+func (r *reader) values(max int) []float64 { return r.valuesOf(max, 8) }
+
+// valuesOf reads a count (at most max) and that many positive finite
+// little-endian IEEE floats of size bytes (4 or 8).
+func (r *reader) valuesOf(max, size int) []float64 {
 	n := r.uvarint()
 	if r.err != nil {
 		return nil
 	}
-	if n > uint64(max) || n*8 > uint64(len(r.b)) {
+	if n > uint64(max) || n*uint64(size) > uint64(len(r.b)) {
 		r.fail("%d values: want at most %d and the bytes to hold them", n, max)
 		return nil
 	}
 	out := make([]float64, n)
 	for i := range out {
-		out[i] = r.float()
+		if size == 4 {
+			out[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(r.b)))
+		} else {
+			out[i] = math.Float64frombits(binary.LittleEndian.Uint64(r.b))
+		}
+		r.b = r.b[size:]
 		if !valid(out[i]) {
-			r.fail("value %v: want a positive finite latency", out[i])
+			r.fail("value %v: want a positive finite value", out[i])
 			return nil
 		}
 	}
