@@ -24,7 +24,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -150,18 +149,15 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}
 	creds := a.o.Creds
-	var dialOpts []grpc.DialOption
 	if creds == nil {
-		dialOpts = append(dialOpts, grpc.WithTransportCredentials(insecureCreds()))
-	} else {
-		dialOpts = append(dialOpts, grpc.WithTransportCredentials(creds))
+		creds = insecureCreds()
 	}
-	conn, err := grpc.NewClient(a.o.Config.Server.Address, dialOpts...)
+	conn, err := dialServer(a.o.Config.Server, creds, a.o.BackoffBase, a.o.BackoffMax)
 	if err != nil {
 		if ln != nil {
 			ln.Close()
 		}
-		return fmt.Errorf("server.address: %w", err)
+		return err
 	}
 	defer conn.Close()
 
