@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/plumbline/plumbline/internal/config"
 	"github.com/plumbline/plumbline/internal/devca"
@@ -43,9 +44,10 @@ func devTarget(c Config) (Target, Issuer, error) {
 	if addr == "" {
 		return Target{}, nil, errors.New("dev dir: agent.yaml names no server.address (and no --server)")
 	}
+	addrs := strings.Split(addr, ",")
 	name := ac.Server.TLS.ServerName
 	if name == "" {
-		name, _, _ = net.SplitHostPort(addr)
+		name, _, _ = net.SplitHostPort(addrs[0])
 	}
 	issue := func(id string) (tls.Certificate, error) {
 		leaf, err := ca.IssueAgent(id)
@@ -54,5 +56,9 @@ func devTarget(c Config) (Target, Issuer, error) {
 		}
 		return leaf.TLSCertificate(), nil
 	}
-	return Target{Address: addr, ServerName: name, Roots: roots}, issue, nil
+	t := Target{Address: addrs[0], ServerName: name, Roots: roots}
+	if len(addrs) > 1 {
+		t.Addresses = addrs
+	}
+	return t, issue, nil
 }

@@ -14,6 +14,8 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/resolver/manual"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -24,7 +26,10 @@ import (
 
 // Target is the server the fleet reports to and how to trust it.
 type Target struct {
-	Address    string
+	Address string
+	// Addresses, when set, are server replicas: agent i connects to
+	// Addresses[i mod n] first and fails over to the next ones in turn.
+	Addresses  []string
 	ServerName string
 	Roots      *x509.CertPool
 }
@@ -120,12 +125,30 @@ func newSimAgent(f *fleet, idx int, issue Issuer) (*simAgent, error) {
 		RootCAs:      f.target.Roots,
 		ServerName:   f.target.ServerName,
 	}
-	a.conn, err = grpc.NewClient(f.target.Address, grpc.WithTransportCredentials(credentials.NewTLS(tc)))
+	a.conn, err = dial(f.target, idx, credentials.NewTLS(tc))
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: %w", id, err)
 	}
 	a.rpc = plumblinev1.NewAgentServiceClient(a.conn)
 	return a, nil
+}
+
+// dial connects agent idx to the target: to the one address, or to the
+// replicas from Addresses[idx mod n] on (pick_first over the rotated
+// list), so the fleet is spread evenly and fails over in turn.
+func dial(t Target, idx int, creds credentials.TransportCredentials) (*grpc.ClientConn, error) {
+	if len(t.Addresses) == 0 {
+		return grpc.NewClient(t.Address, grpc.WithTransportCredentials(creds))
+	}
+	n := len(t.Addresses)
+	addrs := make([]resolver.Address, n)
+	for i := range n {
+		addrs[i] = resolver.Address{Addr: t.Addresses[(idx+i)%n]}
+	}
+	r := manual.NewBuilderWithScheme("fleetsim")
+	r.InitialState(resolver.State{Addresses: addrs})
+	return grpc.NewClient("fleetsim:///replicas", grpc.WithTransportCredentials(creds), grpc.WithResolvers(r),
+		grpc.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"pick_first":{}}]}`))
 }
 
 // run keeps a session with the server, reconnecting with the real agent's
