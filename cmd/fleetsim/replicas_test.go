@@ -360,7 +360,7 @@ LEFT JOIN stop_counts c USING (agent_id, mount_point, kind)`)
 	if keys == 0 || judged == 0 {
 		t.Fatalf("%d volume kinds, %d runs judged: the run produced nothing to judge", keys, judged)
 	}
-	t.Logf("%d probe runs judged exactly once (%d stopped runs counted once) over %d volume kinds", judged, stops, keys)
+	t.Logf("evaluator: %d probe runs judged, %d stopped runs counted, over %d volume kinds", judged, stops, keys)
 }
 
 func openPG(t *testing.T, dsn string) *sql.DB {
