@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -31,6 +32,11 @@ type Summary struct {
 	// every agent had a successful Report again; 0 when no failure was seen.
 	FirstFailure, AllResumed time.Time
 	Resumed                  int
+	// ServedBy counts the agents whose Reports each server address
+	// acknowledged; Moved the agents acknowledged by more than one
+	// (failovers between replicas).
+	ServedBy map[string]int
+	Moved    int
 }
 
 // Percentile is the q-quantile (0..1) of the Report latencies.
@@ -60,6 +66,14 @@ func (s Summary) Print(w io.Writer) {
 			parts = append(parts, fmt.Sprintf("%s=%d", strings.ReplaceAll(k, " ", ":"), s.ErrorsBy[k]))
 		}
 		fmt.Fprintf(w, "errors_by_call: %s\n", strings.Join(parts, " "))
+	}
+	if len(s.ServedBy) > 1 {
+		addrs := slices.Sorted(maps.Keys(s.ServedBy))
+		var parts []string
+		for _, a := range addrs {
+			parts = append(parts, fmt.Sprintf("%s=%d", a, s.ServedBy[a]))
+		}
+		fmt.Fprintf(w, "agents_by_server: %s moved=%d\n", strings.Join(parts, " "), s.Moved)
 	}
 	if !s.FirstFailure.IsZero() {
 		if s.AllResumed.IsZero() {
@@ -229,9 +243,16 @@ func (f *fleet) summary(agents []*simAgent, connectTime time.Duration, rc reconn
 		Reports: st.reports.Load(), Hellos: st.hellos.Load(), Rehellos: st.rehellos.Load(),
 		FirstFailure: rc.firstFailure, AllResumed: rc.allResumed, Resumed: rc.resumed,
 	}
+	s.ServedBy = map[string]int{}
 	for _, a := range agents {
 		s.Pending += int64(len(a.pending))
 		s.Latency = append(s.Latency, a.lats...)
+		for addr := range a.servers {
+			s.ServedBy[addr]++
+		}
+		if len(a.servers) > 1 {
+			s.Moved++
+		}
 	}
 	slices.Sort(s.Latency)
 	s.Errors, s.ErrorsBy = st.errorCount()

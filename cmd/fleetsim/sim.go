@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/resolver/manual"
 	"google.golang.org/grpc/status"
@@ -105,6 +106,8 @@ type simAgent struct {
 	maxBatch       int
 	lats           []time.Duration
 
+	servers map[string]bool // the server addresses its Reports went to
+
 	helloed     atomic.Bool
 	lastSuccess atomic.Int64 // unix ns of the last successful Report
 }
@@ -115,7 +118,7 @@ func newSimAgent(f *fleet, idx int, issue Issuer) (*simAgent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &simAgent{f: f, idx: idx, id: id, prof: NewHostProfile(f.cfg.Seed, idx, id), r: rand.New(rand.NewPCG(f.cfg.Seed^0xa9e17, uint64(idx)))}
+	a := &simAgent{f: f, idx: idx, id: id, servers: map[string]bool{}, prof: NewHostProfile(f.cfg.Seed, idx, id), r: rand.New(rand.NewPCG(f.cfg.Seed^0xa9e17, uint64(idx)))}
 	for _, v := range a.prof.Volumes {
 		a.mis = append(a.mis, v.Volume(a.prof.OS).GetAlignment().GetVerdict() == "misaligned")
 	}
@@ -323,7 +326,8 @@ func (a *simAgent) drain(ctx context.Context) error {
 		req := &plumblinev1.ReportRequest{AgentId: a.id, Records: a.pending[:n], FirstSequence: a.pending[0].GetSequence()}
 		rctx, cancel := context.WithTimeout(ctx, callTimeout)
 		t := time.Now()
-		resp, err := a.rpc.Report(rctx, req)
+		var server peer.Peer
+		resp, err := a.rpc.Report(rctx, req, grpc.Peer(&server))
 		cancel()
 		now := time.Now()
 		st.reports.Add(1)
@@ -337,6 +341,9 @@ func (a *simAgent) drain(ctx context.Context) error {
 		}
 		a.lats = append(a.lats, now.Sub(t))
 		a.lastSuccess.Store(now.UnixNano())
+		if server.Addr != nil {
+			a.servers[server.Addr.String()] = true
+		}
 		set := make(map[uint64]bool, len(resp.GetAckedSequences())+len(resp.GetRejections()))
 		for _, q := range resp.GetAckedSequences() {
 			set[q] = true
