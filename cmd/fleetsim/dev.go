@@ -49,16 +49,20 @@ func devTarget(c Config) (Target, Issuer, error) {
 	if name == "" {
 		name, _, _ = net.SplitHostPort(addrs[0])
 	}
-	issue := func(id string) (tls.Certificate, error) {
+	t := Target{Address: addrs[0], ServerName: name, Roots: roots}
+	if len(addrs) > 1 {
+		t.Addresses = addrs
+	}
+	return t, caIssuer(ca), nil
+}
+
+// caIssuer mints agent certificates with ca.
+func caIssuer(ca *devca.CA) Issuer {
+	return func(id string) (tls.Certificate, error) {
 		leaf, err := ca.IssueAgent(id)
 		if err != nil {
 			return tls.Certificate{}, err
 		}
 		return leaf.TLSCertificate(), nil
 	}
-	t := Target{Address: addrs[0], ServerName: name, Roots: roots}
-	if len(addrs) > 1 {
-		t.Addresses = addrs
-	}
-	return t, issue, nil
 }

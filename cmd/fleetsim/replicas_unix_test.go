@@ -1,9 +1,10 @@
+//go:build unix
+
 package main
 
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
 	"database/sql"
 	"fmt"
 	"io"
@@ -213,13 +214,7 @@ func TestReplicas(t *testing.T) {
 		BackoffBase: 50 * time.Millisecond, BackoffMax: time.Second, IDPrefix: "replica-", Seed: 11,
 	}
 	target := Target{Addresses: []string{rs[0].grpc, rs[1].grpc, rs[2].grpc}, ServerName: "127.0.0.1", Roots: ca.Pool()}
-	issue := func(id string) (tls.Certificate, error) {
-		l, err := ca.IssueAgent(id)
-		if err != nil {
-			return tls.Certificate{}, err
-		}
-		return l.TLSCertificate(), nil
-	}
+	issue := caIssuer(ca)
 	type result struct {
 		sum Summary
 		err error
