@@ -315,3 +315,64 @@ func (f filtered) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 }
+
+// unreachable is a replica's store connection that fails (the database
+// or the network to it is gone) once cut.
+type unreachable struct {
+	Leases
+	mu  sync.Mutex
+	cut bool
+}
+
+func (u *unreachable) down() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.cut
+}
+
+func (u *unreachable) RenewLease(ctx context.Context, name, holder string, epoch uint64, ttl time.Duration) (bool, error) {
+	if u.down() {
+		return false, errors.New("connection refused")
+	}
+	return u.Leases.RenewLease(ctx, name, holder, epoch, ttl)
+}
+
+func (u *unreachable) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (store.Lease, bool, error) {
+	if u.down() {
+		return store.Lease{}, false, errors.New("connection refused")
+	}
+	return u.Leases.AcquireLease(ctx, name, holder, ttl)
+}
+
+// TestStepDownWhenUnreachable: a leader that loses its database stops its
+// loop before its lease lapses (TTL − TTL/3 after its last renewal), and
+// a replica that can reach the database leads once it has lapsed.
+func TestStepDownWhenUnreachable(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	stA, stB := openStore(t, dsn), openStore(t, dsn)
+	ua := &unreachable{Leases: stA}
+	ra := startReplica(t, 0, ua, stA)
+	waitLeader(t, []*replica{ra}, FailoverBound(ttl)+time.Second)
+	rb := startReplica(t, 1, stB, stB)
+
+	ua.mu.Lock()
+	ua.cut = true
+	ua.mu.Unlock()
+	cut := time.Now()
+	for {
+		if ok, _ := ra.el.Leading("evaluator"); !ok {
+			break
+		}
+		if time.Since(cut) > ttl {
+			t.Fatal("the cut-off leader still leads one TTL after its last chance to renew")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	steppedDown := time.Since(cut)
+	_, took := waitLeader(t, []*replica{ra, rb}, FailoverBound(ttl)+time.Second)
+	if ok, _ := rb.el.Leading("evaluator"); !ok {
+		t.Fatal("the replica that can reach the database does not lead")
+	}
+	t.Logf("the cut-off leader stood down %v after the cut; the other leads %v later", steppedDown.Round(time.Millisecond), (steppedDown + took).Round(time.Millisecond))
+}
