@@ -28,6 +28,10 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // leaseTTL is the replicas' store.lease_ttl in TestReplicas.
 const leaseTTL = 2 * time.Second
 
+// grace is what the failover bounds allow for scheduling, polling and the
+// store's latency on a shared machine.
+const grace = 1500 * time.Millisecond
+
 // replicaProc is one `server` process.
 type replicaProc struct {
 	name      string
@@ -172,28 +176,7 @@ shutdown_timeout: 5s
 // volume and kind equal the stored runs).
 func TestReplicas(t *testing.T) {
 	dsn := pgtest.DSN(t)
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "server")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/plumbline/plumbline/cmd/server").CombinedOutput(); err != nil {
-		t.Fatalf("go build server: %v\n%s", err, out)
-	}
-	ca, err := devca.Create(filepath.Join(dir, "ca"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := ca.IssueServer("localhost", "127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pki := map[string]string{"cert": filepath.Join(dir, "server.crt"), "key": filepath.Join(dir, "server.key"), "ca": ca.CertPath()}
-	if err := leaf.WriteFiles(pki["cert"], pki["key"]); err != nil {
-		t.Fatal(err)
-	}
-	var rs []*replicaProc
-	for i := range 3 {
-		name := fmt.Sprintf("replica%d", i+1)
-		rs = append(rs, startReplica(t, bin, name, writeReplicaConfig(t, dir, name, dsn, pki)))
-	}
+	rs, ca := startReplicas(t, dsn)
 	defer func() {
 		if t.Failed() {
 			for _, r := range rs {
@@ -203,7 +186,6 @@ func TestReplicas(t *testing.T) {
 		}
 	}()
 	bound := leader.FailoverBound(leaseTTL)
-	const grace = 1500 * time.Millisecond // scheduling, polling and the store's latency on a shared machine
 	leaders, _ := waitLeaders(t, rs, 2*bound+grace)
 	first := leaders["evaluator"]
 
@@ -226,37 +208,8 @@ func TestReplicas(t *testing.T) {
 		done <- result{sum, err}
 	}()
 
-	// SIGKILL the leader mid-run.
-	time.Sleep(4 * time.Second)
-	killed := time.Now()
-	if err := first.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	<-first.exited
-	alive := others(rs, first)
-	leaders, seen := waitLeaders(t, alive, bound+grace)
-	second := leaders["evaluator"]
-	t.Logf("SIGKILL of %s: %s leads the evaluator, %s the inventory, %v later (bound %v from the lease TTL %v)",
-		first.name, second.name, leaders["inventory"].name, seen.Sub(killed).Round(time.Millisecond), bound, leaseTTL)
-
-	// SIGSTOP the new leader: the third leads; continued, it stands down.
-	stopped := time.Now()
-	second.cmd.Process.Signal(syscall.SIGSTOP)
-	last := others(alive, second)
-	leaders, seen = waitLeaders(t, last, bound+max(leaseTTL/3, time.Second)+grace)
-	t.Logf("SIGSTOP of %s: %s leads both loops %v later", second.name, last[0].name, seen.Sub(stopped).Round(time.Millisecond))
-	time.Sleep(time.Second)
-	second.cmd.Process.Signal(syscall.SIGCONT)
-	deadline := time.Now().Add(leaseTTL + grace)
-	for l := second.leads(); l == nil || l["evaluator"] || l["inventory"]; l = second.leads() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s, continued, still says it leads %v one TTL later", second.name, l)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if b, err := os.ReadFile(second.log); err == nil {
-		t.Logf("%s after SIGCONT:\n%s", second.name, grepLines(string(b), "component=leader"))
-	}
+	time.Sleep(4 * time.Second) // mid-run
+	failLeaders(t, rs, first)
 
 	res := <-done
 	if res.err != nil {
@@ -293,6 +246,74 @@ func dbSize(t *testing.T, dsn string) int64 {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// startReplicas builds the server once, makes a CA and a server
+// certificate and starts three replicas on dsn.
+func startReplicas(t *testing.T, dsn string) ([]*replicaProc, *devca.CA) {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "server")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/plumbline/plumbline/cmd/server").CombinedOutput(); err != nil {
+		t.Fatalf("go build server: %v\n%s", err, out)
+	}
+	ca, err := devca.Create(filepath.Join(dir, "ca"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := ca.IssueServer("localhost", "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pki := map[string]string{"cert": filepath.Join(dir, "server.crt"), "key": filepath.Join(dir, "server.key"), "ca": ca.CertPath()}
+	if err := leaf.WriteFiles(pki["cert"], pki["key"]); err != nil {
+		t.Fatal(err)
+	}
+	var rs []*replicaProc
+	for i := range 3 {
+		name := fmt.Sprintf("replica%d", i+1)
+		rs = append(rs, startReplica(t, bin, name, writeReplicaConfig(t, dir, name, dsn, pki)))
+	}
+	return rs, ca
+}
+
+// failLeaders kills first, the evaluator's leader, with SIGKILL, then
+// freezes the next leader with SIGSTOP: each time another replica must
+// lead within the bound the lease TTL sets, and the frozen one, continued,
+// must stand down.
+func failLeaders(t *testing.T, rs []*replicaProc, first *replicaProc) {
+	t.Helper()
+	bound := leader.FailoverBound(leaseTTL)
+	killed := time.Now()
+	if err := first.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-first.exited
+	alive := others(rs, first)
+	leaders, seen := waitLeaders(t, alive, bound+grace)
+	second := leaders["evaluator"]
+	t.Logf("SIGKILL of %s: %s leads the evaluator, %s the inventory, %v later (bound %v from the lease TTL %v)",
+		first.name, second.name, leaders["inventory"].name, seen.Sub(killed).Round(time.Millisecond), bound, leaseTTL)
+
+	// SIGSTOP the new leader: the third leads; continued, it stands down.
+	stopped := time.Now()
+	second.cmd.Process.Signal(syscall.SIGSTOP)
+	last := others(alive, second)
+	leaders, seen = waitLeaders(t, last, bound+max(leaseTTL/3, time.Second)+grace)
+	t.Logf("SIGSTOP of %s: %s leads both loops %v later", second.name, last[0].name, seen.Sub(stopped).Round(time.Millisecond))
+	time.Sleep(time.Second)
+	second.cmd.Process.Signal(syscall.SIGCONT)
+	deadline := time.Now().Add(leaseTTL + grace)
+	for l := second.leads(); l == nil || l["evaluator"] || l["inventory"]; l = second.leads() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s, continued, still says it leads %v one TTL later", second.name, l)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if b, err := os.ReadFile(second.log); err == nil {
+		t.Logf("%s after SIGCONT:\n%s", second.name, grepLines(string(b), "component=leader"))
+	}
+
 }
 
 // checkStoredOnce: the records table holds each (agent, sequence) once
