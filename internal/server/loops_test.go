@@ -110,4 +110,3 @@ func decode(t *testing.T, r io.Reader, format expfmt.Format) map[string]*dto.Met
 		out[mf.GetName()] = mf
 	}
 }
-
