@@ -28,9 +28,10 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // leaseTTL is the replicas' store.lease_ttl in TestReplicas.
 const leaseTTL = 2 * time.Second
 
-// grace is what the failover bounds allow for scheduling, polling and the
-// store's latency on a shared machine.
-const grace = 1500 * time.Millisecond
+// grace is what the failover bounds allow for polling, scheduling and
+// the store's latency on a shared machine (load averages of 25 on its two
+// cores were seen): one lease TTL.
+const grace = leaseTTL
 
 // replicaProc is one `server` process.
 type replicaProc struct {

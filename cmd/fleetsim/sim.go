@@ -226,7 +226,9 @@ func (a *simAgent) session(ctx context.Context, connected func()) (helloOK bool,
 		// same store): continue above its mark, as an agent with a spool would.
 		a.next = hw + 1
 	}
-	a.settle(hw, nil)
+	before := len(a.pending)
+	a.settle(hw, nil) // stored, its acknowledgement lost with the connection
+	st.acked.Add(int64(before - len(a.pending)))
 	if first {
 		a.next = max(a.next, 1)
 		a.appendRecord(&plumblinev1.Record{Payload: &plumblinev1.Record_Geometry{Geometry: &plumblinev1.GeometrySnapshot{
