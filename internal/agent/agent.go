@@ -57,6 +57,9 @@ type Options struct {
 	Version string
 	// Creds secure the gRPC connection (ClientTLS); nil: plaintext.
 	Creds credentials.TransportCredentials
+	// Renewer, when set, renews the client certificate over the agent's
+	// connection (RenewingTLS); the connection dials through it.
+	Renewer Renewer
 
 	Geometry geometry.Options // discovery roots and settings (Config's applied by the caller)
 	Discover DiscoverFunc     // nil: geometry.InspectVolumes + align.Evaluate
@@ -67,6 +70,12 @@ type Options struct {
 	BackoffBase time.Duration // default 1s
 	BackoffMax  time.Duration // default 5m
 	Logger      *slog.Logger  // default slog.Default()
+}
+
+// Renewer keeps the client certificate fresh (enroll.Renewer).
+type Renewer interface {
+	DialOption() grpc.DialOption
+	Run(ctx context.Context, conn grpc.ClientConnInterface)
 }
 
 // Agent is one running agent.
@@ -156,6 +165,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	} else {
 		dialOpts = append(dialOpts, grpc.WithTransportCredentials(creds))
 	}
+	if a.o.Renewer != nil {
+		dialOpts = append(dialOpts, a.o.Renewer.DialOption())
+	}
 	conn, err := grpc.NewClient(a.o.Config.Server.Address, dialOpts...)
 	if err != nil {
 		if ln != nil {
@@ -186,6 +198,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	sched := &scheduler{a: a, running: map[string]context.CancelFunc{}}
 	wg.Go(func() { a.geometryLoop(ctx, sched) })
 	wg.Go(func() { a.sendLoop(ctx, conn) })
+	if a.o.Renewer != nil {
+		wg.Go(func() { a.o.Renewer.Run(ctx, conn) })
+	}
 	<-ctx.Done()
 	wg.Wait()
 	sched.stop()

@@ -101,7 +101,7 @@ type Options struct {
 	// identity check, from the connection's verified certificate (an
 	// enrolled agent revoked since its handshake, an expired certificate).
 	Authorize func(ctx context.Context, agentID string, cert *x509.Certificate) error
-	Logger   *slog.Logger
+	Logger    *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
