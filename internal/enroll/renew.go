@@ -164,7 +164,7 @@ func (r *Renewer) Run(ctx context.Context, conn grpc.ClientConnInterface) {
 		leaf := r.Leaf()
 		wait := time.Until(RenewAt(leaf))
 		if failed {
-			wait = min(wait, retryDelay(leaf, time.Now()))
+			wait = retryDelay(leaf, time.Now())
 		}
 		t := time.NewTimer(max(wait, 0))
 		select {

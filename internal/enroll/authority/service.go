@@ -114,6 +114,9 @@ func (a *Authority) Renew(ctx context.Context, req *plumblinev1.RenewRequest) (*
 	if err := a.Authorize(ctx, id, cert); err != nil {
 		return nil, err
 	}
+	if e, err := a.cache.get(ctx, id); err == nil && !e.enrolled {
+		return nil, notEnrolled(id)
+	}
 	pub, err := parseCSR(req.GetCsrDer())
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
@@ -123,7 +126,7 @@ func (a *Authority) Renew(ctx context.Context, req *plumblinev1.RenewRequest) (*
 	a.cache.forget(id)
 	switch {
 	case errors.Is(err, store.ErrNotEnrolled):
-		return nil, status.Errorf(codes.FailedPrecondition, "agent %q was not enrolled by this server (its certificate comes from another CA): renew it there", id)
+		return nil, notEnrolled(id)
 	case errors.Is(err, store.ErrAgentRevoked), errors.Is(err, store.ErrSuperseded):
 		a.opts.Logger.Warn("renewal refused", "agent", id, "reason", err, "peer", peerAddr(ctx))
 		return nil, status.Error(codes.PermissionDenied, err.Error())
@@ -147,4 +150,8 @@ func peerAddr(ctx context.Context) string {
 		return p.Addr.String()
 	}
 	return ""
+}
+
+func notEnrolled(id string) error {
+	return status.Errorf(codes.FailedPrecondition, "agent %q was not enrolled by this server (its certificate comes from another CA): renew it there", id)
 }
