@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -47,14 +48,22 @@ func runEnrollment(ctx context.Context, what string, args []string, stdout, stde
 		return 2
 	}
 	cmd := args[0]
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
+	// Flags before and after the ID.
+	var pos []string
+	for rest := args[1:]; ; {
+		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return 0
+			}
+			return 2
 		}
-		return 2
+		if fs.NArg() == 0 {
+			break
+		}
+		pos, rest = append(pos, fs.Arg(0)), fs.Args()[1:]
 	}
 	wantArgs := map[string]int{"create": 0, "list": 0, "revoke": 1}
-	if n, ok := wantArgs[cmd]; !ok || fs.NArg() != n || what == "agent" && cmd == "create" {
+	if n, ok := wantArgs[cmd]; !ok || len(pos) != n || what == "agent" && cmd == "create" {
 		fs.Usage()
 		return 2
 	}
@@ -66,7 +75,7 @@ func runEnrollment(ctx context.Context, what string, args []string, stdout, stde
 		cfg.Store.DSN = *dsn
 	}
 	if err == nil {
-		err = enrollmentCommand(ctx, cfg, what+" "+cmd, fs.Arg(0), authority.TokenSpec{TTL: *ttl, Uses: *uses}, *labels, stdout)
+		err = enrollmentCommand(ctx, cfg, what+" "+cmd, strings.Join(pos, ""), authority.TokenSpec{TTL: *ttl, Uses: *uses}, *labels, stdout)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "server %s %s: %v\n", what, cmd, err)

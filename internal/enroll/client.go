@@ -97,6 +97,11 @@ func Enroll(ctx context.Context, o Options) (Result, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = 30 * time.Second
 	}
+	// The directory first: a token use is not spent on a host that
+	// cannot keep the certificate.
+	if err := checkDir(o.Dir); err != nil {
+		return Result{}, err
+	}
 	ca, err := discoverCA(ctx, o, pin)
 	if err != nil {
 		return Result{}, err
@@ -127,9 +132,6 @@ func Enroll(ctx context.Context, o Options) (Result, error) {
 	res := Result{
 		AgentID: resp.GetAgentId(), NotAfter: leaf.NotAfter, Labels: maps.Clone(resp.GetLabels()),
 		CAFile: filepath.Join(o.Dir, CAFile), CertFile: filepath.Join(o.Dir, CertFile), KeyFile: filepath.Join(o.Dir, KeyFile),
-	}
-	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
-		return Result{}, err
 	}
 	if err := devca.WriteFileAtomic(res.CAFile, EncodeCertPEM(ca.Raw), 0o644); err != nil {
 		return Result{}, err
@@ -188,4 +190,18 @@ func VerifyServer(chain []*x509.Certificate, ca *x509.Certificate, name string) 
 	}
 	_, err := chain[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, DNSName: name, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
 	return err
+}
+
+// checkDir creates dir (0700) when missing and checks a file can be
+// created in it.
+func checkDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("--dir: %w", err)
+	}
+	f, err := os.CreateTemp(dir, ".enroll-check-*")
+	if err != nil {
+		return fmt.Errorf("--dir: %w", err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
