@@ -86,27 +86,38 @@ func (s *Store) CreateJoinToken(ctx context.Context, t JoinToken) error {
 
 // JoinTokens lists every token, newest first.
 func (s *Store) JoinTokens(ctx context.Context) ([]JoinToken, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT token_id, secret_sha256, labels, max_uses, uses, created_ns, expires_ns, revoked_ns FROM join_tokens ORDER BY created_ns DESC, token_id`)
+	return queryAll(ctx, s, "join tokens", `SELECT token_id, secret_sha256, labels, max_uses, uses, created_ns, expires_ns, revoked_ns FROM join_tokens ORDER BY created_ns DESC, token_id`,
+		func(row rowScanner) (JoinToken, error) {
+			var t JoinToken
+			var labels string
+			var created, expires, revoked int64
+			if err := row.Scan(&t.ID, &t.SecretHash, &labels, &t.MaxUses, &t.Uses, &created, &expires, &revoked); err != nil {
+				return t, err
+			}
+			t.Created, t.Expires, t.Revoked = fromUnixNano(created), fromUnixNano(expires), fromUnixNano(revoked)
+			var err error
+			t.Labels, err = decodeLabels(labels)
+			return t, err
+		})
+}
+
+// queryAll runs a query without arguments and scans every row.
+func queryAll[T any](ctx context.Context, s *Store, what, query string, scan func(rowScanner) (T, error)) ([]T, error) {
+	rows, err := s.db.QueryContext(ctx, query)
 	if err != nil {
-		return nil, fmt.Errorf("join tokens: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	defer rows.Close()
-	var out []JoinToken
+	var out []T
 	for rows.Next() {
-		var t JoinToken
-		var labels string
-		var created, expires, revoked int64
-		if err := rows.Scan(&t.ID, &t.SecretHash, &labels, &t.MaxUses, &t.Uses, &created, &expires, &revoked); err != nil {
-			return nil, fmt.Errorf("join tokens: %w", err)
+		v, err := scan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
-		if t.Labels, err = decodeLabels(labels); err != nil {
-			return nil, fmt.Errorf("join token %s: %w", t.ID, err)
-		}
-		t.Created, t.Expires, t.Revoked = fromUnixNano(created), fromUnixNano(expires), fromUnixNano(revoked)
-		out = append(out, t)
+		out = append(out, v)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("join tokens: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return out, nil
 }
@@ -272,23 +283,7 @@ func (s *Store) enrolledAgent(ctx context.Context, queryRow func(context.Context
 
 // EnrolledAgents lists the enrolled agents by id.
 func (s *Store) EnrolledAgents(ctx context.Context) ([]EnrolledAgent, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+enrolledColumns+` FROM enrolled_agents ORDER BY agent_id`)
-	if err != nil {
-		return nil, fmt.Errorf("enrolled agents: %w", err)
-	}
-	defer rows.Close()
-	var out []EnrolledAgent
-	for rows.Next() {
-		a, err := scanEnrolled(rows)
-		if err != nil {
-			return nil, fmt.Errorf("enrolled agents: %w", err)
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("enrolled agents: %w", err)
-	}
-	return out, nil
+	return queryAll(ctx, s, "enrolled agents", `SELECT `+enrolledColumns+` FROM enrolled_agents ORDER BY agent_id`, scanEnrolled)
 }
 
 // AgentLabels are the labels an agent got from its join token (none for
