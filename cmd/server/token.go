@@ -74,6 +74,9 @@ func runEnrollment(ctx context.Context, what string, args []string, stdout, stde
 	if *dsn != "" {
 		cfg.Store.DSN = *dsn
 	}
+	if err == nil && (*uses < 1 || *ttl <= 0) {
+		err = fmt.Errorf("--uses %d and --ttl %s: want at least 1 use and a positive duration", *uses, *ttl)
+	}
 	if err == nil {
 		err = enrollmentCommand(ctx, cfg, what+" "+cmd, strings.Join(pos, ""), authority.TokenSpec{TTL: *ttl, Uses: *uses}, *labels, stdout)
 	}
