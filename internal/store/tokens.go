@@ -207,10 +207,13 @@ WHERE agent_id = ? AND revoked_ns <> 0`), e.TokenID, labels, e.Serial, unixNano(
 	if !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("enroll: %w", err)
 	}
-	_, err = s.txExec(ctx, tx, s.q(`INSERT INTO enrolled_agents (agent_id, token_id, labels, serial, not_after_ns, enrolled_ns) VALUES (?, ?, ?, ?, ?, ?)`),
-		e.AgentID, e.TokenID, labels, e.Serial, unixNano(e.NotAfter), unixNano(now))
+	res, err := s.txExec(ctx, tx, s.q(`INSERT INTO enrolled_agents (agent_id, token_id, labels, serial, not_after_ns, enrolled_ns) VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT (agent_id) DO NOTHING`), e.AgentID, e.TokenID, labels, e.Serial, unixNano(e.NotAfter), unixNano(now))
 	if err != nil {
-		return fmt.Errorf("enroll %q (enrolled meanwhile?): %w", e.AgentID, err)
+		return fmt.Errorf("enroll: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("%w: %q was enrolled meanwhile", ErrAgentExists, e.AgentID)
 	}
 	return nil
 }

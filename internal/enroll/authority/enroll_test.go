@@ -364,14 +364,22 @@ func TestEnrollRunRenewRevoke(t *testing.T) {
 		}
 
 		// Revocation (as `server agent revoke`): within the cache's 10 s,
-		// a new connection with the current certificate is refused, and so
-		// is renewal.
+		// a new connection with the current certificate is refused at the
+		// handshake, calls on a connection opened before are refused, and
+		// so is renewal.
+		open := r.dial(t, res.CertFile, res.KeyFile)
+		if err := hello(open, "db-1"); err != nil {
+			t.Fatalf("Hello with the current certificate: %v", err)
+		}
 		if err := r.st.RevokeAgent(context.Background(), "db-1"); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, "the revoked certificate refused at the handshake", 15*time.Second, func() bool {
 			return hello(r.dial(t, res.CertFile, res.KeyFile), "db-1") != nil
 		})
+		if err := hello(open, "db-1"); status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), "agent revoked") {
+			t.Errorf("Hello on a connection opened before the revocation: %v; want PermissionDenied, agent revoked", err)
+		}
 		waitFor(t, "the agent to log the refused renewal", 15*time.Second, func() bool {
 			return strings.Contains(log.String(), "it was revoked")
 		})
