@@ -24,6 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/protobuf/proto"
@@ -137,6 +138,9 @@ func New(o Options) (*Agent, error) {
 	}
 	a := &Agent{o: o, log: o.Logger, spool: sp, metrics: newMetrics(sp), locks: newDeviceLocks(), mounts: newMountTable(o.ProcRoot),
 		resync: make(chan struct{}, 1)}
+	if c, ok := o.Renewer.(interface{ Collectors() []prometheus.Collector }); ok {
+		a.metrics.reg.MustRegister(c.Collectors()...)
+	}
 	a.host.Store(hostFacts(o))
 	a.geomInterval.Store(int64(o.Config.Intervals.GeometryRefresh))
 	a.reportInterval.Store(int64(o.Config.Intervals.Report))

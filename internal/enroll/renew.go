@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -34,6 +35,22 @@ type Renewer struct {
 	pair  *tls.Certificate
 	stamp [2]fileStamp
 	conns map[net.Conn]struct{}
+
+	renewals *prometheus.CounterVec // result: ok, error
+}
+
+// Collectors are the Renewer's metrics, for the agent's /metrics:
+// plumbline_agent_client_certificate_expiry_timestamp_seconds (alert well
+// before it: renewal starts at two thirds of the lifetime) and
+// plumbline_agent_client_certificate_renewals_total{result="ok"|"error"}.
+func (r *Renewer) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		r.renewals,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "plumbline_agent_client_certificate_expiry_timestamp_seconds",
+			Help: "When the agent's client certificate expires (Unix time); renewal starts at two thirds of its lifetime.",
+		}, func() float64 { return float64(r.Leaf().NotAfter.Unix()) }),
+	}
 }
 
 type fileStamp struct {
@@ -54,7 +71,13 @@ func NewRenewer(certFile, keyFile string, logger *slog.Logger) (*Renewer, error)
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	r := &Renewer{certFile: certFile, keyFile: keyFile, log: logger, conns: map[net.Conn]struct{}{}}
+	r := &Renewer{certFile: certFile, keyFile: keyFile, log: logger, conns: map[net.Conn]struct{}{},
+		renewals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "plumbline_agent_client_certificate_renewals_total",
+			Help: "Client certificate renewals over the agent's connection, by result: ok, error.",
+		}, []string{"result"})}
+	r.renewals.WithLabelValues("ok")
+	r.renewals.WithLabelValues("error")
 	if _, err := r.current(); err != nil {
 		return nil, err
 	}
@@ -179,6 +202,9 @@ func (r *Renewer) Run(ctx context.Context, conn grpc.ClientConnInterface) {
 		}
 		err := r.renew(ctx, client, leaf)
 		failed = err != nil
+		if ctx.Err() == nil {
+			r.renewals.WithLabelValues(map[bool]string{true: "error", false: "ok"}[failed]).Inc()
+		}
 		switch code := status.Code(err); {
 		case err == nil || ctx.Err() != nil:
 		case code == codes.FailedPrecondition || code == codes.Unimplemented:

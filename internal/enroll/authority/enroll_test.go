@@ -13,6 +13,7 @@ import (
 
 	"log/slog"
 	"math/big"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -383,6 +384,20 @@ func TestEnrollRunRenewRevoke(t *testing.T) {
 		waitFor(t, "the agent to log the refused renewal", 15*time.Second, func() bool {
 			return strings.Contains(log.String(), "it was revoked")
 		})
+		metrics := scrape(t, a)
+		for _, want := range []string{
+			fmt.Sprintf("plumbline_agent_client_certificate_expiry_timestamp_seconds %g", float64(renewer.Leaf().NotAfter.Unix())),
+		} {
+			if !strings.Contains(metrics, want) {
+				t.Errorf("agent /metrics lacks %q:\n%s", want, grepLines(metrics, "client_certificate"))
+			}
+		}
+		for _, result := range []string{"ok", "error"} { // two renewals, then the refused one
+			line := `plumbline_agent_client_certificate_renewals_total{result="` + result + `"} `
+			if !strings.Contains(metrics, line) || strings.Contains(metrics, line+"0\n") {
+				t.Errorf("agent /metrics counts no renewal with result %s:\n%s", result, grepLines(metrics, "client_certificate"))
+			}
+		}
 		if !strings.Contains(log.String(), "client certificate renewed") {
 			t.Errorf("agent log has no renewal:\n%s", log.String())
 		}
@@ -508,4 +523,22 @@ func TestGRPCAuthMatrix(t *testing.T) {
 			t.Errorf("%s with a bring-your-own certificate: %v, want %v", c.name, got, c.byo)
 		}
 	}
+}
+
+// scrape is the agent's /metrics page.
+func scrape(t *testing.T, a *agent.Agent) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	a.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	return rec.Body.String()
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
