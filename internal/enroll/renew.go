@@ -87,10 +87,10 @@ func NewRenewer(certFile, keyFile string, logger *slog.Logger) (*Renewer, error)
 // current is the pair, re-read when a file changed since the last read;
 // the last good pair stays when a read fails (a file half-replaced).
 func (r *Renewer) current() (*tls.Certificate, error) {
-	cs, cerr := stampOf(r.certFile)
-	ks, kerr := stampOf(r.keyFile)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	cs, cerr := stampOf(r.certFile)
+	ks, kerr := stampOf(r.keyFile)
 	if r.pair != nil && (cerr != nil || kerr != nil || r.stamp == [2]fileStamp{cs, ks}) {
 		return r.pair, nil
 	}
@@ -235,7 +235,12 @@ func (r *Renewer) renew(ctx context.Context, client plumblinev1.EnrollmentServic
 	if err != nil {
 		return err
 	}
-	if err := writePair(r.certFile, r.keyFile, resp.GetCertificateChainPem(), keyPEM); err != nil {
+	// Under the lock: a handshake meanwhile must not see (and finish) a
+	// half-done replacement.
+	r.mu.Lock()
+	err = writePair(r.certFile, r.keyFile, resp.GetCertificateChainPem(), keyPEM)
+	r.mu.Unlock()
+	if err != nil {
 		return fmt.Errorf("write the renewed certificate: %w", err)
 	}
 	if p, err := r.current(); err != nil || !p.Leaf.Equal(leaf) {
