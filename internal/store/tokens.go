@@ -140,9 +140,9 @@ func (s *Store) RevokeJoinToken(ctx context.Context, id string) error {
 // EnrollAgent spends one use of the token on e.AgentID's certificate
 // (serial e.Serial) and returns the token's labels, now the agent's. The
 // token must exist with this secret, be neither expired, used up nor
-// revoked; the id must be free: not enrolled (a revoked enrollment may be
-// replaced) and not reporting with a certificate from elsewhere. Nothing
-// changes when it fails.
+// revoked; the id must be free: not enrolled (an enrollment that was
+// revoked or whose certificate expired may be replaced) and not reporting
+// with a certificate from elsewhere. Nothing changes when it fails.
 func (s *Store) EnrollAgent(ctx context.Context, e Enrollment) (map[string]string, error) {
 	var labels map[string]string
 	now := s.now()
@@ -181,14 +181,15 @@ func (s *Store) EnrollAgent(ctx context.Context, e Enrollment) (map[string]strin
 // claimAgentID records e.AgentID as enrolled: a new row, or a revoked
 // enrollment replaced.
 func (s *Store) claimAgentID(ctx context.Context, tx *sql.Tx, e Enrollment, labels string, now time.Time) error {
-	var revoked int64
-	err := s.txQueryRow(ctx, tx, s.q(`SELECT revoked_ns FROM enrolled_agents WHERE agent_id = ?`), e.AgentID).Scan(&revoked)
+	var revoked, notAfter int64
+	err := s.txQueryRow(ctx, tx, s.q(`SELECT revoked_ns, not_after_ns FROM enrolled_agents WHERE agent_id = ?`), e.AgentID).Scan(&revoked, &notAfter)
 	switch {
-	case err == nil && revoked == 0:
-		return fmt.Errorf("%w: %q is enrolled; revoke it first (server agent revoke) to enroll a new host under it", ErrAgentExists, e.AgentID)
+	case err == nil && revoked == 0 && notAfter > unixNano(now):
+		return fmt.Errorf("%w: %q is enrolled (its certificate is valid until %s); revoke it first (server agent revoke) to enroll a new host under it", ErrAgentExists, e.AgentID, fromUnixNano(notAfter).Format(time.RFC3339))
 	case err == nil:
+		// Revoked, or its certificate expired: the id is free again.
 		res, err := s.txExec(ctx, tx, s.q(`UPDATE enrolled_agents SET token_id = ?, labels = ?, serial = ?, prev_serial = '', not_after_ns = ?, enrolled_ns = ?, renewed_ns = 0, revoked_ns = 0
-WHERE agent_id = ? AND revoked_ns <> 0`), e.TokenID, labels, e.Serial, unixNano(e.NotAfter), unixNano(now), e.AgentID)
+WHERE agent_id = ? AND (revoked_ns <> 0 OR not_after_ns <= ?)`), e.TokenID, labels, e.Serial, unixNano(e.NotAfter), unixNano(now), e.AgentID, unixNano(now))
 		if err != nil {
 			return fmt.Errorf("enroll: %w", err)
 		}

@@ -108,6 +108,15 @@ func TestEnrollmentLifecycle(t *testing.T) {
 				t.Errorf("re-enrolled Accepts(%q) = %v, want %v", serial, err, want)
 			}
 		}
+		// An enrollment whose certificate expired frees its id too (an
+		// agent off past its expiry enrolls again).
+		must(t, s.RenewAgent(ctx, "h-a", "s5", "s5b", now.Add(48*time.Hour)))
+		now = now.Add(25 * time.Hour) // h-b's certificate expired, h-a's renewed one not
+		must(t, s.CreateJoinToken(ctx, JoinToken{ID: "tok3", SecretHash: "h5", Labels: labels, MaxUses: 2, Expires: now.Add(time.Hour)}))
+		if err := enroll("tok3", "h5", "h-a", "s6"); !errors.Is(err, ErrAgentExists) {
+			t.Errorf("enroll h-a (still valid) again: %v, want ErrAgentExists", err)
+		}
+		must(t, enroll("tok3", "h5", "h-b", "s7"))
 		all, err := s.EnrolledAgents(ctx)
 		must(t, err)
 		if len(all) != 2 || all[0].AgentID != "h-a" || all[1].AgentID != "h-b" {
