@@ -125,13 +125,20 @@ func queryAll[T any](ctx context.Context, s *Store, what, query string, scan fun
 // RevokeJoinToken ends a token (ErrNotFound: no such token). Revoking a
 // revoked token keeps its first revocation time.
 func (s *Store) RevokeJoinToken(ctx context.Context, id string) error {
+	return s.revoke(ctx, `UPDATE join_tokens SET revoked_ns = CASE WHEN revoked_ns = 0 THEN ? ELSE revoked_ns END WHERE token_id = ?`, id,
+		fmt.Errorf("join token %q: %w", id, ErrNotFound))
+}
+
+// revoke runs a revoking UPDATE (now, key) and returns notFound when it
+// changed no row.
+func (s *Store) revoke(ctx context.Context, update, key string, notFound error) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
-		res, err := s.txExec(ctx, tx, s.q(`UPDATE join_tokens SET revoked_ns = CASE WHEN revoked_ns = 0 THEN ? ELSE revoked_ns END WHERE token_id = ?`), unixNano(s.now()), id)
+		res, err := s.txExec(ctx, tx, s.q(update), unixNano(s.now()), key)
 		if err != nil {
-			return fmt.Errorf("revoke join token: %w", err)
+			return fmt.Errorf("revoke %q: %w", key, err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("join token %q: %w", id, ErrNotFound)
+			return notFound
 		}
 		return nil
 	})
@@ -255,16 +262,8 @@ func (a EnrolledAgent) Accepts(serial string) error {
 // RevokeAgent revokes every certificate of an enrolled agent and its
 // renewal (ErrNotEnrolled: this server did not enroll it).
 func (s *Store) RevokeAgent(ctx context.Context, agentID string) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error {
-		res, err := s.txExec(ctx, tx, s.q(`UPDATE enrolled_agents SET revoked_ns = CASE WHEN revoked_ns = 0 THEN ? ELSE revoked_ns END WHERE agent_id = ?`), unixNano(s.now()), agentID)
-		if err != nil {
-			return fmt.Errorf("revoke agent: %w", err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("agent %q: %w", agentID, ErrNotEnrolled)
-		}
-		return nil
-	})
+	return s.revoke(ctx, `UPDATE enrolled_agents SET revoked_ns = CASE WHEN revoked_ns = 0 THEN ? ELSE revoked_ns END WHERE agent_id = ?`, agentID,
+		fmt.Errorf("agent %q: %w", agentID, ErrNotEnrolled))
 }
 
 const enrolledColumns = `agent_id, token_id, labels, serial, prev_serial, not_after_ns, enrolled_ns, renewed_ns, revoked_ns`
