@@ -24,6 +24,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -56,6 +58,9 @@ type Options struct {
 	Version string
 	// Creds secure the gRPC connection (ClientTLS); nil: plaintext.
 	Creds credentials.TransportCredentials
+	// Renewer, when set, renews the client certificate over the agent's
+	// connection (RenewingTLS); the connection dials through it.
+	Renewer Renewer
 
 	Geometry geometry.Options // discovery roots and settings (Config's applied by the caller)
 	Discover DiscoverFunc     // nil: geometry.InspectVolumes + align.Evaluate
@@ -66,6 +71,12 @@ type Options struct {
 	BackoffBase time.Duration // default 1s
 	BackoffMax  time.Duration // default 5m
 	Logger      *slog.Logger  // default slog.Default()
+}
+
+// Renewer keeps the client certificate fresh (enroll.Renewer).
+type Renewer interface {
+	DialOption() grpc.DialOption
+	Run(ctx context.Context, conn grpc.ClientConnInterface)
 }
 
 // Agent is one running agent.
@@ -127,6 +138,9 @@ func New(o Options) (*Agent, error) {
 	}
 	a := &Agent{o: o, log: o.Logger, spool: sp, metrics: newMetrics(sp), locks: newDeviceLocks(), mounts: newMountTable(o.ProcRoot),
 		resync: make(chan struct{}, 1)}
+	if c, ok := o.Renewer.(interface{ Collectors() []prometheus.Collector }); ok {
+		a.metrics.reg.MustRegister(c.Collectors()...)
+	}
 	a.host.Store(hostFacts(o))
 	a.geomInterval.Store(int64(o.Config.Intervals.GeometryRefresh))
 	a.reportInterval.Store(int64(o.Config.Intervals.Report))
@@ -152,7 +166,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	if creds == nil {
 		creds = insecureCreds()
 	}
-	conn, err := dialServer(a.o.Config.Server, creds, a.o.BackoffBase, a.o.BackoffMax)
+	var extra []grpc.DialOption
+	if a.o.Renewer != nil {
+		extra = append(extra, a.o.Renewer.DialOption())
+	}
+	conn, err := dialServer(a.o.Config.Server, creds, a.o.BackoffBase, a.o.BackoffMax, extra...)
 	if err != nil {
 		if ln != nil {
 			ln.Close()
@@ -182,6 +200,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	sched := &scheduler{a: a, running: map[string]context.CancelFunc{}}
 	wg.Go(func() { a.geometryLoop(ctx, sched) })
 	wg.Go(func() { a.sendLoop(ctx, conn) })
+	if a.o.Renewer != nil {
+		wg.Go(func() { a.o.Renewer.Run(ctx, conn) })
+	}
 	<-ctx.Done()
 	wg.Wait()
 	sched.stop()

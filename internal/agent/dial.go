@@ -27,8 +27,9 @@ const serviceConfig = `{"loadBalancingConfig":[{"pick_first":{"shuffleAddressLis
 // alone (a DNS name resolves to every A record), or it and
 // server.addresses as a fixed list. Connection attempts back off
 // exponentially from base to ceiling with jitter (gRPC's reconnect
-// backoff), across the whole list.
-func dialServer(c config.Server, creds credentials.TransportCredentials, base, ceiling time.Duration) (*grpc.ClientConn, error) {
+// backoff), across the whole list. extra are more options (the
+// certificate renewer's).
+func dialServer(c config.Server, creds credentials.TransportCredentials, base, ceiling time.Duration, extra ...grpc.DialOption) (*grpc.ClientConn, error) {
 	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultServiceConfig(serviceConfig),
@@ -37,6 +38,7 @@ func dialServer(c config.Server, creds credentials.TransportCredentials, base, c
 			MinConnectTimeout: 5 * time.Second, // a replica whose host vanished (no RST) costs this, then the next
 		}),
 	}
+	opts = append(opts, extra...)
 	targets := c.Targets()
 	if len(targets) == 0 {
 		return nil, fmt.Errorf("server.address: none")

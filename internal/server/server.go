@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 
+	"github.com/plumbline/plumbline/internal/enroll/authority"
 	"github.com/plumbline/plumbline/internal/evaluator"
 	"github.com/plumbline/plumbline/internal/exporter"
 	"github.com/plumbline/plumbline/internal/ingest"
@@ -70,6 +71,12 @@ func Check(cfg config.Config) error {
 	}
 	if _, err := apiTokens(cfg); err != nil {
 		return err
+	}
+	if cfg.Enrollment.CACertFile != "" {
+		files, _ := EnrollmentFiles(cfg)
+		if _, err := authority.LoadCA(files); err != nil {
+			return fmt.Errorf("enrollment: %w", err)
+		}
 	}
 	return checkWebConfig(cfg)
 }
@@ -124,15 +131,19 @@ type parts struct {
 	loops   []leader.Loop
 }
 
-// assemble builds the gRPC ingest service, the HTTP side and the
-// background loops with their election.
+// assemble builds the gRPC ingest service (with enrollment), the HTTP
+// side and the background loops with their election.
 func assemble(st *store.Store, cfg config.Config, tokens []inventory.Token, tlsConf *tls.Config, logger *slog.Logger) (parts, error) {
 	var p parts
-	svc := ingest.New(st, ingestOptions(cfg, logger))
-	var err error
+	enr, err := newEnrollment(cfg, st, tlsConf, logger)
+	if err != nil {
+		return p, err
+	}
+	svc := ingest.New(st, enr.ingestOptions(ingestOptions(cfg, logger)))
 	if p.gs, p.hs, err = ingest.NewGRPCServer(svc, tlsConf); err != nil {
 		return p, err
 	}
+	enr.register(p.gs)
 	p.elector = elector(st, cfg, logger)
 	api, evals, hsrv, err := webServer(st, cfg, tokens, p.elector, logger)
 	if err != nil {
