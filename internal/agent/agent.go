@@ -450,7 +450,7 @@ func runTimeout(o probe.Options) time.Duration {
 }
 
 func (a *Agent) probeOnce(ctx context.Context, t target) {
-	o := t.sched.ProbeOptions(t.kind)
+	o := ProbeOptions(t.sched, t.kind)
 	o.ProcRoot = a.o.ProcRoot
 	if a.o.Geometry.SysfsRoot != "" {
 		o.SysRoot = a.o.Geometry.SysfsRoot
