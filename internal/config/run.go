@@ -71,58 +71,58 @@ const (
 // Server is where the agent reports.
 type Server struct {
 	// Address is host:port of the server's gRPC listener.
-	Address string    `yaml:"address"`
-	TLS     ClientTLS `yaml:"tls"`
+	Address string    `yaml:"address,omitempty"`
+	TLS     ClientTLS `yaml:"tls,omitempty"`
 	// Insecure sends in plaintext, without TLS: tests and dev only.
-	Insecure bool `yaml:"insecure"`
+	Insecure bool `yaml:"insecure,omitempty"`
 }
 
 // ClientTLS are the agent's mutual-TLS files (PEM).
 type ClientTLS struct {
-	CAFile   string `yaml:"ca_file"`   // the CA that signed the server's certificate
-	CertFile string `yaml:"cert_file"` // the agent's client certificate; its CN is the default agent_id
-	KeyFile  string `yaml:"key_file"`
+	CAFile   string `yaml:"ca_file,omitempty"`   // the CA that signed the server's certificate
+	CertFile string `yaml:"cert_file,omitempty"` // the agent's client certificate; its CN is the default agent_id
+	KeyFile  string `yaml:"key_file,omitempty"`
 	// ServerName overrides the name checked in the server's certificate
 	// (default: the host of server.address).
-	ServerName string `yaml:"server_name"`
+	ServerName string `yaml:"server_name,omitempty"`
 }
 
 // Spool is the agent's durable outbox.
 type Spool struct {
-	Dir      string        `yaml:"dir"`
-	MaxBytes bytesize.Size `yaml:"max_bytes"` // default 64MiB
+	Dir      string        `yaml:"dir,omitempty"`
+	MaxBytes bytesize.Size `yaml:"max_bytes,omitempty"` // default 64MiB
 }
 
 // Intervals are the agent's periods; the server's Hello answer overrides
 // them when it states its own.
 type Intervals struct {
-	GeometryRefresh time.Duration `yaml:"geometry_refresh"` // default 15m; also on mount-table change
-	Report          time.Duration `yaml:"report"`           // default 10s
+	GeometryRefresh time.Duration `yaml:"geometry_refresh,omitempty"` // default 15m; also on mount-table change
+	Report          time.Duration `yaml:"report,omitempty"`           // default 10s
 }
 
 // ProbeSchedule runs probes on every volume whose mount point matches.
 // The budget keys are the `agent probe` flags.
 type ProbeSchedule struct {
-	MountPoint    string            `yaml:"mount_point"` // glob of the volume's mount point (geometry.MatchMountPoint)
-	Dir           string            `yaml:"dir"`         // probe directory on that volume
-	Kinds         []vocab.ProbeKind `yaml:"kinds"`       // default all three
-	Every         time.Duration     `yaml:"every"`       // default 3m
-	Ops           int               `yaml:"ops"`         // default 50
-	IOPS          *float64          `yaml:"iops"`        // 0: uncapped
-	MaxDuration   time.Duration     `yaml:"max_duration"`
-	FileSize      bytesize.Size     `yaml:"file_size"`
-	BlockSize     bytesize.Size     `yaml:"block_size"`
-	QueueDepth    int               `yaml:"queue_depth"`
-	Sync          vocab.SyncMode    `yaml:"sync"`
-	BusyThreshold *float64          `yaml:"busy_threshold"` // 0: guard off
-	Jitter        time.Duration     `yaml:"jitter"`         // random extra delay in [0, jitter) before each run
-	AllowCached   bool              `yaml:"allow_cached"`
+	MountPoint    string            `yaml:"mount_point,omitempty"` // glob of the volume's mount point (geometry.MatchMountPoint)
+	Dir           string            `yaml:"dir,omitempty"`         // probe directory on that volume
+	Kinds         []vocab.ProbeKind `yaml:"kinds,omitempty"`       // default all three
+	Every         time.Duration     `yaml:"every,omitempty"`       // default 3m
+	Ops           int               `yaml:"ops,omitempty"`         // default 50
+	IOPS          *float64          `yaml:"iops,omitempty"`        // 0: uncapped
+	MaxDuration   time.Duration     `yaml:"max_duration,omitempty"`
+	FileSize      bytesize.Size     `yaml:"file_size,omitempty"`
+	BlockSize     bytesize.Size     `yaml:"block_size,omitempty"`
+	QueueDepth    int               `yaml:"queue_depth,omitempty"`
+	Sync          vocab.SyncMode    `yaml:"sync,omitempty"`
+	BusyThreshold *float64          `yaml:"busy_threshold,omitempty"` // 0: guard off
+	Jitter        time.Duration     `yaml:"jitter,omitempty"`         // random extra delay in [0, jitter) before each run
+	AllowCached   bool              `yaml:"allow_cached,omitempty"`
 	// The free-space floor (probe.Options.FreeSpaceFloor): creating or
 	// growing the probe file must leave the larger of min_free_percent of
 	// the file system (default 10) and min_free (default auto: twice
 	// file_size) free.
-	MinFree        *MinFree `yaml:"min_free"`
-	MinFreePercent *float64 `yaml:"min_free_percent"`
+	MinFree        *MinFree `yaml:"min_free,omitempty"`
+	MinFreePercent *float64 `yaml:"min_free_percent,omitempty"`
 }
 
 // MinFree is the byte part of the free-space floor: a size, or "auto"
@@ -165,12 +165,20 @@ func (m MinFree) MarshalText() ([]byte, error) { return []byte(m.String()), nil 
 type Web struct {
 	// ListenAddress is host:port; empty: off. It must be a loopback address
 	// unless AllowNonLoopback is set.
-	ListenAddress    string `yaml:"listen_address"`
-	AllowNonLoopback bool   `yaml:"allow_non_loopback"`
+	ListenAddress    string `yaml:"listen_address,omitempty"`
+	AllowNonLoopback bool   `yaml:"allow_non_loopback,omitempty"`
 }
 
 // applyDefaults fills omitted keys of list entries (top-level defaults come
 // from Default()).
+// WithDefaults is a with the defaults of list entries (probes) filled in,
+// as Load fills them: for configuration built in code.
+func WithDefaults(a Agent) Agent {
+	a.Probes = slices.Clone(a.Probes)
+	a.applyDefaults()
+	return a
+}
+
 func (a *Agent) applyDefaults() {
 	for i := range a.Probes {
 		a.Probes[i].applyDefaults()
@@ -222,6 +230,9 @@ func (a Agent) validateRun() []error {
 		if err := w.Validate(); err != nil {
 			add("maintenance_windows[%d]: %w", i, err)
 		}
+	}
+	if err := CheckLabels(a.Labels); err != nil {
+		add("labels: %w", err)
 	}
 	return errs
 }
