@@ -367,4 +367,3 @@ type mountTable interface {
 	// fingerprint is 0 when the table cannot be read.
 	fingerprint() uint64
 }
-
