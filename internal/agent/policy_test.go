@@ -141,7 +141,9 @@ func TestMaintenanceStopsAndSkips(t *testing.T) {
 	runAgent(t, a)
 
 	kind := string(probe.RandomRead)
-	maint := func() float64 { return testutil.ToFloat64(a.metrics.probeSkips.WithLabelValues(kind, vocab.StopMaintenance)) }
+	maint := func() float64 {
+		return testutil.ToFloat64(a.metrics.probeSkips.WithLabelValues(kind, vocab.StopMaintenance))
+	}
 	waitFor(t, "a stopped run and a skipped one", func() bool { return maint() >= 2 })
 	if got := testutil.ToFloat64(a.metrics.probeRuns.WithLabelValues(kind, "stopped")); got != 1 {
 		t.Errorf("stopped runs = %g, want 1 (the run under way at the window's start)", got)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/plumbline/plumbline/internal/bytesize"
 	"github.com/plumbline/plumbline/internal/ingest"
+	"github.com/plumbline/plumbline/internal/policy"
 	"github.com/plumbline/plumbline/internal/strictyaml"
 )
 
@@ -31,6 +32,16 @@ type Config struct {
 	Log     LogConfig   `yaml:"log"`
 	// ShutdownTimeout bounds the graceful stop on SIGINT/SIGTERM.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// Policies is central policy: entries that select hosts and give them
+	// probe schedules, declared devices, maintenance windows and intervals
+	// (internal/policy; README, "Central policy and maintenance windows").
+	Policies []policy.Entry `yaml:"policies"`
+	// PolicyReloadInterval is how often the configuration file is read
+	// again for changed policies (default 10s); other keys need a restart.
+	PolicyReloadInterval time.Duration `yaml:"policy_reload_interval"`
+
+	// File is the configuration file (set by Load), re-read for policies.
+	File string `yaml:"-"`
 
 	// Dev is set by --dev only.
 	Dev bool `yaml:"-"`
@@ -122,6 +133,8 @@ const (
 	DefaultShutdownTimeout = 15 * time.Second
 	// DefaultBaselineInterval is --baseline.interval's default.
 	DefaultBaselineInterval = 30 * time.Second
+	// DefaultPolicyReloadInterval is policy_reload_interval's default.
+	DefaultPolicyReloadInterval = 10 * time.Second
 )
 
 // Default is the configuration without a file or flags.
@@ -141,6 +154,8 @@ func Default() Config {
 		Agents:          AgentConfig{GeometryRefreshInterval: 15 * time.Minute, ReportInterval: 10 * time.Second},
 		Log:             LogConfig{Level: "info", Format: "text"},
 		ShutdownTimeout: DefaultShutdownTimeout,
+
+		PolicyReloadInterval: DefaultPolicyReloadInterval,
 	}
 }
 
@@ -161,7 +176,21 @@ func LoadLines(path string) (Config, map[string]int, error) {
 	if err := Decode(b, &cfg); err != nil {
 		return cfg, nil, fmt.Errorf("config %s: %w", path, err)
 	}
+	cfg.File = path
 	return cfg, strictyaml.Lines(b), nil
+}
+
+// LoadPolicies reads the policies of a configuration file, validated: the
+// server's policy reload (policy.Source.WatchFile).
+func LoadPolicies(path string) ([]policy.Entry, error) {
+	cfg, lines, err := LoadLines(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := policy.Validate(cfg.Policies); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, strictyaml.WithLines(err, lines))
+	}
+	return cfg.Policies, nil
 }
 
 // Decode decodes b over cfg: errors name the key path and line
@@ -247,6 +276,12 @@ func (c Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		bad("shutdown_timeout %s: want more than 0", c.ShutdownTimeout)
+	}
+	if c.PolicyReloadInterval < time.Second {
+		bad("policy_reload_interval %s: want at least 1s", c.PolicyReloadInterval)
+	}
+	if err := policy.Validate(c.Policies); err != nil {
+		errs = append(errs, err)
 	}
 	switch strings.ToLower(c.Log.Level) {
 	case "debug", "info", "warn", "error":
