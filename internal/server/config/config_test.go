@@ -118,6 +118,7 @@ func TestExamplePolicies(t *testing.T) {
 		text += strings.TrimPrefix(l, "# ") + "\n"
 	}
 	cfg := Default()
+	cfg.GRPC.Insecure = true
 	if err := Decode([]byte(text), &cfg); err != nil {
 		t.Fatalf("%s: %v", text, err)
 	}
