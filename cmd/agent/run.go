@@ -15,13 +15,15 @@ import (
 	"github.com/plumbline/plumbline/internal/geometry"
 )
 
-const runUsage = `usage: agent run --config FILE [--check] [--path.sysfs DIR] [--path.procfs DIR]
+const runUsage = `usage: agent run --config FILE [--check | --print-config] [--path.sysfs DIR] [--path.procfs DIR]
 
 Runs the agent: discovers geometry (at start, on mount-table change and every
 intervals.geometry_refresh), runs the scheduled probes, spools every record
 durably and reports to the server over gRPC with mutual TLS. SIGINT/SIGTERM
 stop it cleanly. With --check it validates the configuration and exits:
-0 valid, 1 invalid (the errors name the keys).
+0 valid, 1 invalid (the errors name the keys). With --print-config it prints
+the effective configuration — the file merged with the central policy the
+agent last received (kept in its spool directory) — and exits.
 
 flags:
 `
@@ -34,6 +36,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var (
 		configFile = fl.String("config", "", "agent config file (required)")
 		check      = fl.Bool("check", false, "validate the config file and exit (0 valid, 1 invalid)")
+		printCfg   = fl.Bool("print-config", false, "print the effective configuration (the file merged with the cached central policy) and exit")
 		sysfs      = fl.String("path.sysfs", def.SysfsRoot, "sysfs mount point")
 		procfs     = fl.String("path.procfs", def.ProcfsRoot, "procfs mount point")
 		devRoot    = fl.String("path.dev", def.DevRoot, "device directory, for declared /dev/disk/by-id links and superblocks")
@@ -56,6 +59,15 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "agent run: %v\n", err)
 		return 1
+	}
+	if *printCfg {
+		b, err := agent.EffectiveConfig(cfg)
+		if err != nil {
+			fmt.Fprintf(stderr, "agent run: %v\n", err)
+			return 1
+		}
+		stdout.Write(b)
+		return 0
 	}
 	var creds credentials.TransportCredentials
 	id := cfg.AgentID

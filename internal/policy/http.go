@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // HostView is GET /api/v1/hosts/{host}/policy: for each agent of the host
@@ -75,7 +73,7 @@ func Handler(src *Source, reports *Reports) http.Handler {
 		entries, _ := src.Entries()
 		out := []entryView{}
 		for _, e := range entries {
-			b, err := yaml.Marshal(e.Policy)
+			b, err := marshal(e.Policy)
 			if err != nil {
 				writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
 				return

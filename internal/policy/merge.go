@@ -4,14 +4,12 @@ import (
 	"fmt"
 	"slices"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/plumbline/plumbline/internal/config"
 )
 
 // Origins say where each merged key came from: "local", "central",
 // "central (enforced)", "local + central" (maintenance windows) or
-// "default".
+// "none".
 type Origins map[string]string
 
 // Merge is the agent's effective configuration: its local file local
@@ -45,7 +43,7 @@ func Merge(local config.Agent, central *Fragment) (config.Agent, Origins) {
 		case localSet:
 			o[key] = "local"
 		default:
-			o[key] = "default"
+			o[key] = "none"
 		}
 	}
 	pick(KeyProbes, len(local.Probes) > 0, len(central.Probes) > 0, func() {
@@ -78,7 +76,7 @@ func Merge(local config.Agent, central *Fragment) (config.Agent, Origins) {
 // Print is the effective configuration as YAML, headed by a comment
 // saying where each merged key came from.
 func Print(eff config.Agent, o Origins, sources []string) ([]byte, error) {
-	b, err := yaml.Marshal(eff)
+	b, err := marshal(eff)
 	if err != nil {
 		return nil, fmt.Errorf("effective config: %w", err)
 	}

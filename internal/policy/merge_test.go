@@ -35,7 +35,7 @@ func TestMerge(t *testing.T) {
 		{"enforced central wins", config.Agent{Probes: localProbes, DeclaredDevices: localDev}, &Fragment{Enforce: []string{KeyProbes}, Probes: centralProbes, DeclaredDevices: centralDev}, "/central", "/dev/sdl", "", 10 * time.Second,
 			map[string]string{KeyProbes: "central (enforced)", KeyDeclaredDevices: "local"}},
 		{"enforce without a central value keeps local", config.Agent{Probes: localProbes}, &Fragment{Enforce: []string{KeyProbes}}, "/local", "", "", 10 * time.Second,
-			map[string]string{KeyProbes: "local", KeyDeclaredDevices: "default"}},
+			map[string]string{KeyProbes: "local", KeyDeclaredDevices: "none"}},
 		{"windows of both apply", config.Agent{MaintenanceWindows: []maintenance.Window{lw}}, &Fragment{MaintenanceWindows: []maintenance.Window{cw}}, "", "", "local,central", 10 * time.Second,
 			map[string]string{"maintenance_windows": "local + central"}},
 		{"central windows alone", config.Agent{}, &Fragment{MaintenanceWindows: []maintenance.Window{cw}}, "", "", "central", 10 * time.Second,

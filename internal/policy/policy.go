@@ -18,6 +18,7 @@
 package policy
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -229,7 +230,7 @@ func Resolve(entries []Entry, f Facts) (Resolved, error) {
 	}
 	r.Fragment = out
 	if len(r.Sources) > 0 {
-		b, err := yaml.Marshal(out)
+		b, err := marshal(out)
 		if err != nil {
 			return Resolved{}, fmt.Errorf("policy: marshal: %w", err)
 		}
@@ -237,6 +238,17 @@ func Resolve(entries []Entry, f Facts) (Resolved, error) {
 		r.YAML, r.Digest = b, sum[:]
 	}
 	return r, nil
+}
+
+// marshal is v as YAML, indented by two spaces as the examples are.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), enc.Close()
 }
 
 // ParseFragment decodes and validates a fragment as the agent receives it.
