@@ -54,7 +54,11 @@ func TestCentralPolicyChangesWithoutReconnect(t *testing.T) {
 	}
 	// Every hour: one run. The server's policy changes to every second;
 	// the agent must run it without reconnecting.
+	before := a.eff.Load().digest()
+	changed := time.Now()
 	src.Update(centralEntries(dir, time.Second))
+	waitFor(t, "the agent to apply the new policy", func() bool { return string(a.eff.Load().digest()) != string(before) })
+	t.Logf("policy change applied by the agent %s after the server's update (WatchPolicy wakes at once)", time.Since(changed).Round(time.Millisecond))
 	waitFor(t, "runs every second under the new central policy", func() bool { return runs() >= 4 })
 	if n := testutil.ToFloat64(a.metrics.sendErrors); n != 0 {
 		t.Errorf("%g sessions ended: the policy change must not need a reconnect", n)

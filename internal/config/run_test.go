@@ -116,7 +116,7 @@ func TestDeployExampleLoads(t *testing.T) {
 	if err != nil {
 		t.Fatalf("LoadRun(deploy/examples/agent.yaml) = %v", err)
 	}
-	if len(a.Probes) != 2 || len(a.DeclaredDevices) != 1 || a.Server.Address == "" {
+	if len(a.Probes) != 2 || len(a.DeclaredDevices) != 1 || a.Server.Address == "" || len(a.MaintenanceWindows) != 1 || a.Labels["role"] == "" {
 		t.Errorf("example config lost keys: %+v", a)
 	}
 	// The small log volume's schedule runs under the default floor (10%,
