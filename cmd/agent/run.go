@@ -69,21 +69,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		stdout.Write(b)
 		return 0
 	}
-	var creds credentials.TransportCredentials
-	id := cfg.AgentID
-	if !cfg.Server.Insecure {
-		tc, cn, err := agent.ClientTLS(cfg.Server)
-		if err != nil {
-			fmt.Fprintf(stderr, "agent run: %v\n", err)
-			return 1
-		}
-		creds = credentials.NewTLS(tc)
-		if id == "" {
-			id = cn
-		}
-	}
-	if id == "" {
-		fmt.Fprintln(stderr, "agent run: agent_id: required with server.insecure (there is no client certificate to take it from)")
+	creds, id, err := identity(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "agent run: %v\n", err)
 		return 1
 	}
 	if *check {
@@ -112,4 +100,25 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	log.Info("agent stopped")
 	return 0
+}
+
+// identity is the agent's transport credentials (nil with
+// server.insecure) and its id: agent_id, else the client certificate's.
+func identity(cfg config.Agent) (credentials.TransportCredentials, string, error) {
+	var creds credentials.TransportCredentials
+	id := cfg.AgentID
+	if !cfg.Server.Insecure {
+		tc, cn, err := agent.ClientTLS(cfg.Server)
+		if err != nil {
+			return nil, "", err
+		}
+		creds = credentials.NewTLS(tc)
+		if id == "" {
+			id = cn
+		}
+	}
+	if id == "" {
+		return nil, "", errors.New("agent_id: required with server.insecure (there is no client certificate to take it from)")
+	}
+	return creds, id, nil
 }

@@ -129,12 +129,7 @@ func (s *Server) Run(ctx context.Context) error {
 	defer func() { stopBG(); loops.Wait() }()
 	loops.Go(func() error { eval.Run(bg); return nil })
 	loops.Go(func() error { api.Run(bg); return nil }) // the inventory's full sync (requests sync incrementally)
-	if cfg.File != "" {
-		loops.Go(func() error {
-			pol.WatchFile(bg, cfg.File, cfg.PolicyReloadInterval, config.LoadPolicies, logger)
-			return nil
-		})
-	}
+	loops.Go(func() error { watchPolicies(bg, cfg, pol, logger); return nil })
 
 	// The listeners: the first to fail stops the others.
 	g, gctx := errgroup.WithContext(ctx)
@@ -211,6 +206,14 @@ func webServer(st *store.Store, cfg config.Config, tokens []inventory.Token, pol
 	web.Handle("GET /api/v1/policies", inventory.RequireToken(tokens, policyAPI))
 	web.Handle("/", api)
 	return api, eval, &http.Server{Handler: web, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}, nil
+}
+
+// watchPolicies re-reads the configuration file's policies until ctx
+// ends (no file: nothing to re-read).
+func watchPolicies(ctx context.Context, cfg config.Config, pol *policy.Source, logger *slog.Logger) {
+	if cfg.File != "" {
+		pol.WatchFile(ctx, cfg.File, cfg.PolicyReloadInterval, config.LoadPolicies, logger)
+	}
 }
 
 // grpcTLS is the gRPC listener's mutual TLS configuration; nil (and a

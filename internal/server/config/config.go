@@ -199,6 +199,34 @@ func Decode(b []byte, cfg *Config) error {
 	return strictyaml.Decode(b, cfg)
 }
 
+// validate checks the gRPC listener's limits.
+func (g GRPCConfig) validate() []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if s := g.MaxRecvSize; s < 64<<10 || s > 256<<20 {
+		bad("grpc.max_recv_msg_size %s: want 64KiB to 256MiB", s)
+	}
+	if n := g.MaxConcurrentStreams; n < 1 || n > 1000 {
+		bad("grpc.max_concurrent_streams %d: want 1 to 1000", n)
+	}
+	if s := g.MaxInflightBytes; s < g.MaxRecvSize {
+		bad("grpc.max_inflight_bytes %s: want at least grpc.max_recv_msg_size (%s)", s, g.MaxRecvSize)
+	}
+	if s := g.MaxAgentInflightBytes; s != 0 && (s < g.MaxRecvSize || s > g.MaxInflightBytes) {
+		bad("grpc.max_agent_inflight_bytes %s: want 0 (twice max_recv_msg_size) or from grpc.max_recv_msg_size (%s) to grpc.max_inflight_bytes (%s)", s, g.MaxRecvSize, g.MaxInflightBytes)
+	}
+	if g.MaxBatch < 1 || g.MaxBatch > 100_000 {
+		bad("grpc.max_batch_records %d: want 1 to 100000", g.MaxBatch)
+	}
+	if g.RateLimit.CallsPerSecond < 0 {
+		bad("grpc.rate_limit.calls_per_second %v: want 0 (off) or more", g.RateLimit.CallsPerSecond)
+	}
+	if g.RateLimit.CallsPerSecond > 0 && g.RateLimit.Burst < 1 {
+		bad("grpc.rate_limit.burst %d: want at least 1", g.RateLimit.Burst)
+	}
+	return errs
+}
+
 // StoreDSN is the configured DSN, or SQLite under the data directory.
 func (c Config) StoreDSN() string {
 	if c.Store.DSN != "" {
@@ -228,27 +256,7 @@ func (c Config) Validate() error {
 			bad("grpc.tls.cert_file, key_file and client_ca_file are required (mutual TLS is the default; --insecure serves plaintext, --dev makes a local CA)")
 		}
 	}
-	if s := c.GRPC.MaxRecvSize; s < 64<<10 || s > 256<<20 {
-		bad("grpc.max_recv_msg_size %s: want 64KiB to 256MiB", s)
-	}
-	if n := c.GRPC.MaxConcurrentStreams; n < 1 || n > 1000 {
-		bad("grpc.max_concurrent_streams %d: want 1 to 1000", n)
-	}
-	if s := c.GRPC.MaxInflightBytes; s < c.GRPC.MaxRecvSize {
-		bad("grpc.max_inflight_bytes %s: want at least grpc.max_recv_msg_size (%s)", s, c.GRPC.MaxRecvSize)
-	}
-	if s := c.GRPC.MaxAgentInflightBytes; s != 0 && (s < c.GRPC.MaxRecvSize || s > c.GRPC.MaxInflightBytes) {
-		bad("grpc.max_agent_inflight_bytes %s: want 0 (twice max_recv_msg_size) or from grpc.max_recv_msg_size (%s) to grpc.max_inflight_bytes (%s)", s, c.GRPC.MaxRecvSize, c.GRPC.MaxInflightBytes)
-	}
-	if c.GRPC.MaxBatch < 1 || c.GRPC.MaxBatch > 100_000 {
-		bad("grpc.max_batch_records %d: want 1 to 100000", c.GRPC.MaxBatch)
-	}
-	if c.GRPC.RateLimit.CallsPerSecond < 0 {
-		bad("grpc.rate_limit.calls_per_second %v: want 0 (off) or more", c.GRPC.RateLimit.CallsPerSecond)
-	}
-	if c.GRPC.RateLimit.CallsPerSecond > 0 && c.GRPC.RateLimit.Burst < 1 {
-		bad("grpc.rate_limit.burst %d: want at least 1", c.GRPC.RateLimit.Burst)
-	}
+	errs = append(errs, c.GRPC.validate()...)
 	if c.Agents.GeometryRefreshInterval < time.Minute {
 		bad("agents.geometry_refresh_interval %s: want at least 1m", c.Agents.GeometryRefreshInterval)
 	}
