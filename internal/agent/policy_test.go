@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,7 +45,9 @@ func TestCentralPolicyChangesWithoutReconnect(t *testing.T) {
 	c.Probes = nil // every schedule is central
 	c.Labels = map[string]string{"role": "postgres"}
 	prober := &fakeProber{}
-	a := newTestAgent(t, c, p, prober.run, fakeInventory("/data1"))
+	var discoveries atomic.Int64
+	inv := fakeInventory("/data1")
+	a := newTestAgent(t, c, p, prober.run, func(ctx context.Context) (Discovery, error) { discoveries.Add(1); return inv(ctx) })
 	runAgent(t, a)
 
 	runs := func() int { prober.mu.Lock(); defer prober.mu.Unlock(); return prober.runs }
@@ -89,6 +92,19 @@ func TestCentralPolicyChangesWithoutReconnect(t *testing.T) {
 		len(ag.Central.Sources) != 1 || ag.Central.Sources[0] != "pg" {
 		t.Errorf("API view = %+v", ag)
 	}
+	// Declared devices are part of the geometry: a policy that changes
+	// them makes the agent discover again.
+	before, n := a.eff.Load().digest(), discoveries.Load()
+	withRAID := centralEntries(dir, time.Second)
+	withRAID[0].Policy.DeclaredDevices = []config.DeclaredDevice{{Device: "/dev/sdb", RAID: config.DeclaredRAID{Level: "raid10", StripeUnit: 64 << 10, Disks: 4}}}
+	src.Update(withRAID)
+	waitFor(t, "a discovery after the declared devices changed", func() bool {
+		return string(a.eff.Load().digest()) != string(before) && discoveries.Load() > n
+	})
+	if d := a.eff.Load().cfg.DeclaredDevices; len(d) != 1 || d[0].Device != "/dev/sdb" {
+		t.Errorf("effective declared devices = %+v", d)
+	}
+
 	// --print-config reads the same from the cache the agent keeps.
 	b, err := EffectiveConfig(c)
 	if err != nil || !strings.Contains(string(b), "every: 1s") || !strings.Contains(string(b), "[pg]") {
