@@ -35,6 +35,7 @@ type realServer struct {
 	gs   *grpc.Server
 	tls  *tls.Config
 	opts ingest.Options
+	svc  *ingest.Service
 }
 
 func startRealServer(t *testing.T, p *pki, dsn string) *realServer {
@@ -60,7 +61,8 @@ func startRealServerWith(t *testing.T, p *pki, dsn string, opts ingest.Options) 
 
 func (s *realServer) start() {
 	s.t.Helper()
-	gs, _, err := ingest.NewGRPCServer(ingest.New(s.st, s.opts), s.tls)
+	s.svc = ingest.New(s.st, s.opts)
+	gs, _, err := ingest.NewGRPCServer(s.svc, s.tls)
 	if err != nil {
 		s.t.Fatal(err)
 	}

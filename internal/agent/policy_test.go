@@ -38,9 +38,8 @@ func TestCentralPolicyChangesWithoutReconnect(t *testing.T) {
 	p := newPKI(t, "db1")
 	dir := t.TempDir()
 	src := policy.NewSource(centralEntries(dir, time.Hour))
-	reports := policy.NewReports()
 	srv := startRealServerWith(t, p, "sqlite://"+filepath.Join(dir, "server.db"),
-		ingest.Options{ReportInterval: 50 * time.Millisecond, RatePerSecond: -1, Policy: src, PolicyReports: reports})
+		ingest.Options{ReportInterval: 50 * time.Millisecond, RatePerSecond: -1, Policy: src})
 	c := testConfig(srv.addr, p, dir)
 	c.Probes = nil // every schedule is central
 	c.Labels = map[string]string{"role": "postgres"}
@@ -71,8 +70,8 @@ func TestCentralPolicyChangesWithoutReconnect(t *testing.T) {
 	}
 
 	// The API: the agent's labels, the central policy and the effective
-	// configuration it reported running, in sync.
-	api := httptest.NewServer(policy.Handler(src, reports))
+	// configuration it reported running (stored), in sync.
+	api := httptest.NewServer(policy.Handler(src, srv.svc.PolicyReports))
 	defer api.Close()
 	var view policy.HostView
 	waitFor(t, "the API to show the agent in sync", func() bool {

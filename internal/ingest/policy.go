@@ -11,6 +11,7 @@ import (
 
 	"github.com/plumbline/plumbline/internal/config"
 	"github.com/plumbline/plumbline/internal/policy"
+	"github.com/plumbline/plumbline/internal/store"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -25,13 +26,13 @@ const MaxEffectiveConfigBytes = 64 << 10
 // agentPolicy resolves the agent's central policy (nil without a policy
 // source), with a channel closed at the policy's next change, and records
 // what the agent said (effective nil: a Hello).
-func (s *Service) agentPolicy(agent, hostname string, labels map[string]string, effective *plumblinev1.WatchPolicyRequest, now time.Time) (*plumblinev1.AgentPolicy, <-chan struct{}, error) {
-	if rs := s.opts.PolicyReports; rs != nil {
-		r := policy.Report{AgentID: agent, Hostname: hostname, Labels: labels, At: now}
-		if effective != nil {
-			r.Effective, r.AppliedDigest = string(effective.GetEffectiveConfigYaml()), hex.EncodeToString(effective.GetPolicyDigest())
-		}
-		rs.Put(r)
+func (s *Service) agentPolicy(ctx context.Context, agent, hostname string, labels map[string]string, effective *plumblinev1.WatchPolicyRequest, now time.Time) (*plumblinev1.AgentPolicy, <-chan struct{}, error) {
+	r := store.AgentPolicy{AgentID: agent, Labels: labels, ReportedAt: now}
+	if effective != nil {
+		r.EffectiveConfig, r.AppliedDigest = string(effective.GetEffectiveConfigYaml()), hex.EncodeToString(effective.GetPolicyDigest())
+	}
+	if err := s.store.PutAgentPolicy(ctx, r); err != nil {
+		return nil, nil, s.storeError(ctx, "policy", agent, err)
 	}
 	if s.opts.Policy == nil {
 		return nil, nil, nil
@@ -64,7 +65,7 @@ func (s *Service) WatchPolicy(ctx context.Context, req *plumblinev1.WatchPolicyR
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
-		pol, changed, err := s.agentPolicy(req.GetAgentId(), hostname, req.GetLabels(), req, s.opts.Now())
+		pol, changed, err := s.agentPolicy(ctx, req.GetAgentId(), hostname, req.GetLabels(), req, s.opts.Now())
 		if err != nil {
 			return nil, err
 		}
@@ -87,6 +88,20 @@ func (s *Service) WatchPolicy(ctx context.Context, req *plumblinev1.WatchPolicyR
 		case <-changed:
 		}
 	}
+}
+
+// PolicyReports is what the agents of host (host name or agent id) last
+// said of their policy: the policy API's policy.ReportLister.
+func (s *Service) PolicyReports(ctx context.Context, host string) ([]policy.Report, error) {
+	ps, err := s.store.AgentPolicies(ctx, host)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]policy.Report, len(ps))
+	for i, p := range ps {
+		out[i] = policy.Report{AgentID: p.AgentID, Hostname: p.Hostname, Labels: p.Labels, Effective: p.EffectiveConfig, AppliedDigest: p.AppliedDigest, At: p.ReportedAt}
+	}
+	return out, nil
 }
 
 // checkWatchRequest checks what a WatchPolicy call says about the host.

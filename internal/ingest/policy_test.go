@@ -24,8 +24,7 @@ func windowEntry(name, label string) policy.Entry {
 func TestPolicyHelloAndWatch(t *testing.T) {
 	t.Parallel()
 	src := policy.NewSource([]policy.Entry{windowEntry("pg-nightly", "postgres")})
-	reports := policy.NewReports()
-	e := startServer(t, sqliteDSN(t), newPKI(t), Options{Policy: src, PolicyReports: reports})
+	e := startServer(t, sqliteDSN(t), newPKI(t), Options{Policy: src})
 	c := e.agent(t, "db1")
 	labels := map[string]string{"role": "postgres"}
 	h, err := c.Hello(ctxT(t), &plumblinev1.HelloRequest{AgentId: "db1", Host: &plumblinev1.Host{Hostname: "db1"}, AgentVersion: "1", Labels: labels})
@@ -55,7 +54,7 @@ func TestPolicyHelloAndWatch(t *testing.T) {
 			Wait: durationpb.New(time.Minute), EffectiveConfigYaml: []byte("probes: []\n")})
 		done <- w
 	}()
-	waitReport(t, reports, "db1", func(r policy.Report) bool { return r.Effective != "" })
+	waitReport(t, e.svc, "db1", func(r policy.Report) bool { return r.Effective == "probes: []\n" && r.Labels["role"] == "postgres" })
 	src.Update([]policy.Entry{windowEntry("pg-weekly", "postgres")})
 	select {
 	case w := <-done:
@@ -89,11 +88,15 @@ func TestPolicyHelloAndWatch(t *testing.T) {
 	}
 }
 
-func waitReport(t *testing.T, rs *policy.Reports, host string, ok func(policy.Report) bool) {
+func waitReport(t *testing.T, svc *Service, host string, ok func(policy.Report) bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		for _, r := range rs.ForHost(host) {
+		reps, err := svc.PolicyReports(ctxT(t), host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range reps {
 			if ok(r) {
 				return
 			}

@@ -92,11 +92,10 @@ type Options struct {
 	MaxAgentInflightBytes int64
 	// Policy is the central policy agents receive in Hello and through
 	// WatchPolicy; nil: none (Hello carries no policy; WatchPolicy waits
-	// and answers an empty one). PolicyReports records what agents say of
-	// their policy (nil: not recorded). PolicyMaxWait caps a WatchPolicy
-	// call's wait (default 5m).
+	// and answers an empty one). What agents say of their policy is stored
+	// either way (PolicyReports). PolicyMaxWait caps a WatchPolicy call's
+	// wait (default 5m).
 	Policy        *policy.Source
-	PolicyReports *policy.Reports
 	PolicyMaxWait time.Duration
 	// Insecure: no TLS, the agent_id of each request is trusted.
 	Insecure bool
@@ -345,7 +344,7 @@ func (s *Service) Hello(ctx context.Context, req *plumblinev1.HelloRequest) (*pl
 	}
 	s.opts.Logger.Debug("hello", "agent", req.GetAgentId(), "incarnation", inc, "version", req.GetAgentVersion(), "high_water", st.HighWater)
 	digest, _ := hex.DecodeString(st.GeometryDigest) // written by the store from a checked digest
-	pol, _, err := s.agentPolicy(req.GetAgentId(), hostname, req.GetLabels(), nil, now)
+	pol, _, err := s.agentPolicy(ctx, req.GetAgentId(), hostname, req.GetLabels(), nil, now)
 	if err != nil {
 		return nil, err
 	}

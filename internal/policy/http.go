@@ -1,21 +1,39 @@
 package policy
 
 import (
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"strings"
+	"time"
 )
 
+// Report is what one agent last told the server about its policy.
+type Report struct {
+	AgentID  string            `json:"agent_id"`
+	Hostname string            `json:"hostname"`
+	Labels   map[string]string `json:"labels"`
+	// Effective is the agent's effective configuration (YAML) and
+	// AppliedDigest the central policy's digest it runs with (hex).
+	Effective     string    `json:"effective_config,omitempty"`
+	AppliedDigest string    `json:"applied_digest,omitempty"`
+	At            time.Time `json:"reported_at"`
+}
+
+// ReportLister returns the reports of the agents whose host name or agent
+// id is host (the server's store: ingest.Service.PolicyReports).
+type ReportLister func(ctx context.Context, host string) ([]Report, error)
+
 // HostView is GET /api/v1/hosts/{host}/policy: for each agent of the host
-// that spoke to this server, its labels, the central policy that resolves
+// that reported its policy, its labels, the central policy that resolves
 // for it and the effective configuration it reported; with no such agent,
 // the central policy for the host name alone (labels unknown).
 type HostView struct {
 	Host   string      `json:"host"`
 	Agents []AgentView `json:"agents"`
 	// Central is the policy for the host name without labels, when no
-	// agent of the host has spoken to this server.
+	// agent of the host has reported its policy.
 	Central *CentralView `json:"central,omitempty"`
 }
 
@@ -41,7 +59,7 @@ func centralView(r Resolved) CentralView {
 // Handler serves GET /api/v1/hosts/{host}/policy and GET /api/v1/policies
 // (the configured entries). Authentication is the caller's (the server
 // wraps it in the inventory API's token check).
-func Handler(src *Source, reports *Reports) http.Handler {
+func Handler(src *Source, reports ReportLister) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v1/hosts/{host}/policy", func(w http.ResponseWriter, r *http.Request) {
 		host := r.PathValue("host")
@@ -50,7 +68,12 @@ func Handler(src *Source, reports *Reports) http.Handler {
 			return
 		}
 		v := HostView{Host: host, Agents: []AgentView{}}
-		for _, rep := range reports.ForHost(host) {
+		reps, err := reports(r.Context(), host)
+		if err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
+			return
+		}
+		for _, rep := range reps {
 			res, _, err := src.Resolve(Facts{Hostname: rep.Hostname, Labels: rep.Labels})
 			if err != nil {
 				writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})

@@ -86,13 +86,13 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	defer st.Close()
 
-	pol, reports := policy.NewSource(cfg.Policies), policy.NewReports()
-	svc := ingest.New(st, ingestOptions(cfg, logger, pol, reports))
+	pol := policy.NewSource(cfg.Policies)
+	svc := ingest.New(st, ingestOptions(cfg, logger, pol))
 	gs, hs, err := ingest.NewGRPCServer(svc, tlsConf)
 	if err != nil {
 		return err
 	}
-	api, eval, hsrv, err := webServer(st, cfg, tokens, policy.Handler(pol, reports), logger)
+	api, eval, hsrv, err := webServer(st, cfg, tokens, policy.Handler(pol, svc.PolicyReports), logger)
 	if err != nil {
 		return err
 	}
@@ -228,9 +228,9 @@ func grpcTLS(cfg config.Config, logger *slog.Logger) (*tls.Config, error) {
 
 // ingestOptions are the ingest service's limits from the configuration,
 // and the central policy it hands agents.
-func ingestOptions(cfg config.Config, logger *slog.Logger, pol *policy.Source, reports *policy.Reports) ingest.Options {
+func ingestOptions(cfg config.Config, logger *slog.Logger, pol *policy.Source) ingest.Options {
 	o := ingest.Options{
-		Policy: pol, PolicyReports: reports,
+		Policy:                  pol,
 		Limits:                  ingest.Limits{MaxBatchRecords: cfg.GRPC.MaxBatch},
 		MaxRecvMsgSize:          int(cfg.GRPC.MaxRecvSize),
 		MaxConcurrentStreams:    cfg.GRPC.MaxConcurrentStreams,
