@@ -189,3 +189,38 @@ func FuzzSelector(f *testing.F) {
 		}
 	})
 }
+
+// The agent parses the fragment the server sends: any bytes give a
+// fragment or an ErrInvalid, never a panic; an accepted fragment
+// round-trips through the wire form.
+func FuzzParseFragment(f *testing.F) {
+	f.Add([]byte("probes: [{mount_point: /data, dir: /data/.p, every: 5m}]\nenforce: [probes]\n"))
+	f.Add([]byte("maintenance_windows: [{name: b, schedule: '0 2 * * *', duration: 2h, time_zone: Europe/Berlin}]\n"))
+	f.Add([]byte("intervals: {report: 1ms}\n"))
+	f.Add([]byte("declared_devices: [{device: /dev/sdb, raid: {level: raid5, stripe_unit: 64KiB, disks: 3}}]\n"))
+	f.Add([]byte("- [\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) > 64<<10 {
+			return
+		}
+		frag, err := ParseFragment(b)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("ParseFragment error %v does not wrap ErrInvalid", err)
+			}
+			return
+		}
+		r, err := Resolve([]Entry{{Name: "x", Policy: frag}}, Facts{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := ParseFragment(r.YAML)
+		if err != nil {
+			t.Fatalf("re-parsing the marshalled fragment: %v\n%s", err, r.YAML)
+		}
+		r2, _ := Resolve([]Entry{{Name: "x", Policy: again}}, Facts{})
+		if string(r2.Digest) != string(r.Digest) {
+			t.Fatalf("the fragment does not round-trip:\n%s\n%s", r.YAML, r2.YAML)
+		}
+	})
+}
