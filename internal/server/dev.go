@@ -199,6 +199,12 @@ const devAgentLocalExample = `# Your keys for the dev agent. 'server --dev' wrot
 # declared_devices:
 #   - device: /dev/sdb
 #     raid: {level: raid10, stripe_unit: 64KiB, disks: 4}
+#
+# Labels the server's central policy selects this host by, and maintenance
+# windows in which no probe runs:
+# labels: {role: postgres}
+# maintenance_windows:
+#   - {name: nightly, schedule: "0 2 * * *", duration: 1h, time_zone: UTC}
 `
 
 // devAgentHeader heads DIR/dev/agent.yaml.

@@ -3,6 +3,7 @@ package server
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -37,5 +38,24 @@ func TestDevAgentConfigLoads(t *testing.T) {
 				t.Errorf("loaded %+v\nwant %+v", got, want)
 			}
 		})
+	}
+}
+
+// agent.local.yaml's commented examples are valid agent keys once
+// uncommented.
+func TestDevAgentLocalExample(t *testing.T) {
+	key := regexp.MustCompile(`^([a-z_]+:( |$)|  +- |    +[a-z_]+:)`)
+	var text strings.Builder
+	for _, l := range strings.Split(devAgentLocalExample, "\n") {
+		if rest, ok := strings.CutPrefix(l, "# "); ok && key.MatchString(rest) {
+			text.WriteString(rest + "\n")
+		}
+	}
+	a, err := config.Parse([]byte(text.String()))
+	if err != nil {
+		t.Fatalf("uncommented example:\n%s\n%v", text.String(), err)
+	}
+	if len(a.DeclaredDevices) != 1 || a.Labels["role"] != "postgres" || len(a.MaintenanceWindows) != 1 {
+		t.Errorf("uncommented example lost keys:\n%s\n%+v", text.String(), a)
 	}
 }
