@@ -69,7 +69,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		stdout.Write(b)
 		return 0
 	}
-	creds, id, err := identity(cfg)
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	creds, renewer, id, err := identity(cfg, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "agent run: %v\n", err)
 		return 1
@@ -78,7 +79,6 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s: valid (agent %s, server %s)\n", *configFile, id, cfg.Server.Address)
 		return 0
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
 	if cfg.Server.Insecure {
 		log.Warn("server.insecure: reporting in plaintext, without TLS (tests and dev only)")
 	}
@@ -86,7 +86,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	opts.SysfsRoot, opts.ProcfsRoot, opts.DevRoot = *sysfs, *procfs, *devRoot
 	opts.StatMounts = *sysfs == def.SysfsRoot && *procfs == def.ProcfsRoot
 	a, err := agent.New(agent.Options{
-		Config: cfg, AgentID: id, Version: version, Creds: creds,
+		Config: cfg, AgentID: id, Version: version, Creds: creds, Renewer: renewer,
 		Geometry: cfg.GeometryOptions(opts), ProcRoot: *procfs, Logger: log,
 	})
 	if err != nil {
@@ -102,23 +102,25 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// identity is the agent's transport credentials (nil with
-// server.insecure) and its id: agent_id, else the client certificate's.
-func identity(cfg config.Agent) (credentials.TransportCredentials, string, error) {
+// identity is the agent's transport credentials and certificate renewer
+// (none with server.insecure) and its id: agent_id, else the client
+// certificate's.
+func identity(cfg config.Agent, log *slog.Logger) (credentials.TransportCredentials, agent.Renewer, string, error) {
 	var creds credentials.TransportCredentials
+	var renewer agent.Renewer
 	id := cfg.AgentID
 	if !cfg.Server.Insecure {
-		tc, cn, err := agent.ClientTLS(cfg.Server)
+		tc, r, cn, err := agent.RenewingTLS(cfg.Server, log)
 		if err != nil {
-			return nil, "", err
+			return nil, nil, "", err
 		}
-		creds = credentials.NewTLS(tc)
+		creds, renewer = credentials.NewTLS(tc), r
 		if id == "" {
 			id = cn
 		}
 	}
 	if id == "" {
-		return nil, "", errors.New("agent_id: required with server.insecure (there is no client certificate to take it from)")
+		return nil, nil, "", errors.New("agent_id: required with server.insecure (there is no client certificate to take it from)")
 	}
-	return creds, id, nil
+	return creds, renewer, id, nil
 }

@@ -22,6 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/protobuf/proto"
@@ -55,6 +56,9 @@ type Options struct {
 	Version string
 	// Creds secure the gRPC connection (ClientTLS); nil: plaintext.
 	Creds credentials.TransportCredentials
+	// Renewer, when set, renews the client certificate over the agent's
+	// connection (RenewingTLS); the connection dials through it.
+	Renewer Renewer
 
 	Geometry geometry.Options // discovery roots and settings (Config's applied by the caller)
 	Discover DiscoverFunc     // nil: geometry.InspectVolumes + align.Evaluate
@@ -68,6 +72,12 @@ type Options struct {
 	// Now is the clock maintenance windows are evaluated on (default
 	// time.Now; tests shift it).
 	Now func() time.Time
+}
+
+// Renewer keeps the client certificate fresh (enroll.Renewer).
+type Renewer interface {
+	DialOption() grpc.DialOption
+	Run(ctx context.Context, conn grpc.ClientConnInterface)
 }
 
 // Agent is one running agent.
@@ -132,6 +142,9 @@ func New(o Options) (*Agent, error) {
 	}
 	a := &Agent{o: o, log: o.Logger, spool: sp, metrics: newMetrics(sp), locks: newDeviceLocks(), mounts: newMountTable(o.ProcRoot),
 		resync: make(chan struct{}, 1), policyChanged: make(chan struct{}, 1)}
+	if c, ok := o.Renewer.(interface{ Collectors() []prometheus.Collector }); ok {
+		a.metrics.reg.MustRegister(c.Collectors()...)
+	}
 	if a.o.Discover == nil {
 		// Discovery follows the effective declared devices.
 		a.o.Discover = func(ctx context.Context) (Discovery, error) {
@@ -199,6 +212,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	} else {
 		dialOpts = append(dialOpts, grpc.WithTransportCredentials(creds))
 	}
+	if a.o.Renewer != nil {
+		dialOpts = append(dialOpts, a.o.Renewer.DialOption())
+	}
 	conn, err := grpc.NewClient(a.o.Config.Server.Address, dialOpts...)
 	if err != nil {
 		if ln != nil {
@@ -229,6 +245,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	sched := &scheduler{a: a, running: map[string]context.CancelFunc{}}
 	wg.Go(func() { a.geometryLoop(ctx, sched) })
 	wg.Go(func() { a.sendLoop(ctx, conn) })
+	if a.o.Renewer != nil {
+		wg.Go(func() { a.o.Renewer.Run(ctx, conn) })
+	}
 	<-ctx.Done()
 	wg.Wait()
 	sched.stop()

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/plumbline/plumbline/internal/enroll/authority"
 	"github.com/plumbline/plumbline/internal/evaluator"
 	"github.com/plumbline/plumbline/internal/exporter"
 	"github.com/plumbline/plumbline/internal/ingest"
@@ -68,6 +69,12 @@ func Check(cfg config.Config) error {
 	if _, err := apiTokens(cfg); err != nil {
 		return err
 	}
+	if cfg.Enrollment.CACertFile != "" {
+		files, _ := EnrollmentFiles(cfg)
+		if _, err := authority.LoadCA(files); err != nil {
+			return fmt.Errorf("enrollment: %w", err)
+		}
+	}
 	return checkWebConfig(cfg)
 }
 
@@ -86,12 +93,17 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	defer st.Close()
 
+	enr, err := newEnrollment(cfg, st, tlsConf, logger)
+	if err != nil {
+		return err
+	}
 	pol := policy.NewSource(cfg.Policies)
-	svc := ingest.New(st, ingestOptions(cfg, logger, pol))
+	svc := ingest.New(st, enr.ingestOptions(ingestOptions(cfg, logger, pol)))
 	gs, hs, err := ingest.NewGRPCServer(svc, tlsConf)
 	if err != nil {
 		return err
 	}
+	enr.register(gs)
 	api, eval, hsrv, err := webServer(st, cfg, tokens, policy.Handler(pol, svc.PolicyReports), logger)
 	if err != nil {
 		return err
