@@ -149,11 +149,13 @@ func TestMaintenanceStopsAndSkips(t *testing.T) {
 	if _, err := maintenance.Compile(c.MaintenanceWindows); err != nil {
 		t.Fatal(err)
 	}
-	// The agent's clock reads 1.5 s before a full hour: the first run
-	// starts outside the window and the window opens during it.
+	// The agent's clock reads 5 s before a full hour: the first run starts
+	// outside the window (with time to spare on a loaded machine) and the
+	// window opens during it.
+	const lead = 5 * time.Second
 	real0 := time.Now()
-	fake0 := real0.Truncate(time.Hour).Add(time.Hour - 1500*time.Millisecond)
-	windowStart := real0.Add(1500 * time.Millisecond)
+	fake0 := real0.Truncate(time.Hour).Add(time.Hour - lead)
+	windowStart := real0.Add(lead)
 	prober := &windowProber{}
 	a := newTestAgent(t, c, p, prober.run, fakeInventory("/data1"))
 	a.o.Now = func() time.Time { return fake0.Add(time.Since(real0)) }
