@@ -8,6 +8,7 @@ require (
 	github.com/jackc/pgx/v5 v5.7.6
 	github.com/pressly/goose/v3 v3.26.0
 	github.com/prometheus/procfs v0.23.0
+	github.com/robfig/cron/v3 v3.0.1
 	github.com/yusufpapurcu/wmi v1.2.4
 	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/sys v0.49.0

@@ -125,7 +125,7 @@ func (a *Agent) session(ctx context.Context, client plumblinev1.AgentServiceClie
 	hctx, cancel := context.WithTimeout(ctx, callTimeout)
 	var server peer.Peer // the replica this connection reached
 	hello, err := client.Hello(hctx, &plumblinev1.HelloRequest{AgentId: a.o.AgentID, Host: a.host.Load(), AgentVersion: a.o.Version,
-		Incarnation: a.spool.Incarnation()}, grpc.Peer(&server))
+		Incarnation: a.spool.Incarnation(), Labels: a.o.Config.Labels}, grpc.Peer(&server))
 	cancel()
 	if err != nil {
 		return false, fmt.Errorf("hello: %w", err)
@@ -136,6 +136,8 @@ func (a *Agent) session(ctx context.Context, client plumblinev1.AgentServiceClie
 	if d := hello.GetReportInterval().AsDuration(); d >= 100*time.Millisecond {
 		a.reportInterval.Store(int64(d))
 	}
+	a.applyPolicy(hello.GetPolicy())
+	a.applyIntervals() // the central policy's intervals over the Hello answer's
 	a.maxBatch.Store(int64(DefaultMaxBatch))
 	if n := hello.GetMaxBatchRecords(); n > 0 {
 		a.maxBatch.Store(int64(n))
@@ -159,6 +161,8 @@ func (a *Agent) session(ctx context.Context, client plumblinev1.AgentServiceClie
 			close(lost)
 		}
 	})
+	// Central policy changes arrive on this connection, without a new Hello.
+	watch.Go(func() { a.watchPolicy(wctx, client) })
 	defer func() { stopWatch(); watch.Wait() }()
 	for {
 		if err := a.drain(ctx, client); err != nil {

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,6 +28,7 @@ import (
 	"github.com/plumbline/plumbline/internal/ingest"
 	"github.com/plumbline/plumbline/internal/inventory"
 	"github.com/plumbline/plumbline/internal/leader"
+	"github.com/plumbline/plumbline/internal/policy"
 	"github.com/plumbline/plumbline/internal/server/config"
 	"github.com/plumbline/plumbline/internal/store"
 )
@@ -115,20 +117,24 @@ func (s *Server) Run(ctx context.Context) error {
 
 	// The background loops stop after the listeners, when Run returns.
 	bg, stopBG := context.WithCancel(context.Background())
-	loopsDone := make(chan struct{})
-	go func() { defer close(loopsDone); p.elector.Run(bg, p.loops...) }()
-	defer func() { stopBG(); <-loopsDone }()
+	var loops sync.WaitGroup
+	loops.Go(func() { p.elector.Run(bg, p.loops...) })
+	for _, run := range p.everywhere {
+		loops.Go(func() { run(bg) })
+	}
+	defer func() { stopBG(); loops.Wait() }()
 
 	return s.serve(ctx, cfg, dev, p, gl, wl)
 }
 
 // parts are what a running server is made of.
 type parts struct {
-	gs      *grpc.Server
-	hs      *health.Server
-	hsrv    *http.Server
-	elector *leader.Elector
-	loops   []leader.Loop
+	gs         *grpc.Server
+	hs         *health.Server
+	hsrv       *http.Server
+	elector    *leader.Elector
+	loops      []leader.Loop           // on the elected replica
+	everywhere []func(context.Context) // on every replica
 }
 
 // assemble builds the gRPC ingest service (with enrollment), the HTTP
@@ -139,13 +145,14 @@ func assemble(st *store.Store, cfg config.Config, tokens []inventory.Token, tlsC
 	if err != nil {
 		return p, err
 	}
-	svc := ingest.New(st, enr.ingestOptions(ingestOptions(cfg, logger)))
+	pol := policy.NewSource(cfg.Policies)
+	svc := ingest.New(st, enr.ingestOptions(ingestOptions(cfg, logger, pol)))
 	if p.gs, p.hs, err = ingest.NewGRPCServer(svc, tlsConf); err != nil {
 		return p, err
 	}
 	enr.register(p.gs)
 	p.elector = elector(st, cfg, logger)
-	api, evals, hsrv, err := webServer(st, cfg, tokens, p.elector, logger)
+	api, evals, hsrv, err := webServer(st, cfg, tokens, policy.Handler(pol, svc.PolicyReports), p.elector, logger)
 	if err != nil {
 		return p, err
 	}
@@ -153,6 +160,9 @@ func assemble(st *store.Store, cfg config.Config, tokens []inventory.Token, tlsC
 	p.loops = []leader.Loop{
 		{Name: LoopEvaluator, Run: evals.run},
 		{Name: LoopInventory, Run: func(ctx context.Context) { api.Run(ctx) }}, // the inventory's full sync (requests sync incrementally)
+	}
+	p.everywhere = []func(context.Context){
+		func(ctx context.Context) { watchPolicies(ctx, cfg, pol, logger) }, // each replica serves its own configuration's policies
 	}
 	return p, nil
 }
@@ -230,10 +240,10 @@ func prepare(cfg *config.Config, logger *slog.Logger) (devLayout, []inventory.To
 	return dev, tokens, tlsConf, err
 }
 
-// webServer is the HTTP side: the inventory API and /metrics (the
-// exporter, fed by the evaluators' status, and the election's gauges),
-// and the loops they need run.
-func webServer(st *store.Store, cfg config.Config, tokens []inventory.Token, el *leader.Elector, logger *slog.Logger) (*inventory.API, *evaluators, *http.Server, error) {
+// webServer is the HTTP side: the inventory API, the policy API and
+// /metrics (the exporter, fed by the evaluators' status, and the
+// election's gauges), and the loops they need run.
+func webServer(st *store.Store, cfg config.Config, tokens []inventory.Token, policyAPI http.Handler, el *leader.Elector, logger *slog.Logger) (*inventory.API, *evaluators, *http.Server, error) {
 	api := inventory.New(st, inventory.Options{Tokens: tokens, Logger: logger.With("component", "inventory")})
 	evals, err := newEvaluators(st, evaluator.Options{Interval: cfg.BaselineInterval, Logger: logger.With("component", "evaluator")})
 	if err != nil {
@@ -245,8 +255,18 @@ func webServer(st *store.Store, cfg config.Config, tokens []inventory.Token, el 
 	}
 	web := http.NewServeMux()
 	web.Handle("GET /metrics", metrics)
+	web.Handle("GET /api/v1/hosts/{host}/policy", inventory.RequireToken(tokens, policyAPI))
+	web.Handle("GET /api/v1/policies", inventory.RequireToken(tokens, policyAPI))
 	web.Handle("/", api)
 	return api, evals, &http.Server{Handler: web, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}, nil
+}
+
+// watchPolicies re-reads the configuration file's policies until ctx
+// ends (no file: nothing to re-read).
+func watchPolicies(ctx context.Context, cfg config.Config, pol *policy.Source, logger *slog.Logger) {
+	if cfg.File != "" {
+		pol.WatchFile(ctx, cfg.File, cfg.PolicyReloadInterval, config.LoadPolicies, logger)
+	}
 }
 
 // grpcTLS is the gRPC listener's mutual TLS configuration; nil (and a
@@ -259,9 +279,11 @@ func grpcTLS(cfg config.Config, logger *slog.Logger) (*tls.Config, error) {
 	return ingest.ServerTLSConfig(cfg.GRPC.TLS.CertFile, cfg.GRPC.TLS.KeyFile, cfg.GRPC.TLS.ClientCAFile)
 }
 
-// ingestOptions are the ingest service's limits from the configuration.
-func ingestOptions(cfg config.Config, logger *slog.Logger) ingest.Options {
+// ingestOptions are the ingest service's limits from the configuration,
+// and the central policy it hands agents.
+func ingestOptions(cfg config.Config, logger *slog.Logger, pol *policy.Source) ingest.Options {
 	o := ingest.Options{
+		Policy:                  pol,
 		Limits:                  ingest.Limits{MaxBatchRecords: cfg.GRPC.MaxBatch},
 		MaxRecvMsgSize:          int(cfg.GRPC.MaxRecvSize),
 		MaxConcurrentStreams:    cfg.GRPC.MaxConcurrentStreams,
