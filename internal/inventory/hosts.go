@@ -164,7 +164,7 @@ func (a *API) host(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	vols := []map[string]any{}
-	q := store.VolumeQuery{VolumeFilter: store.VolumeFilter{AgentID: h.ID}, Sort: "mount_point", WithGeometry: true}
+	q := store.VolumeQuery{VolumeFilter: store.VolumeFilter{{Col: "agent_id", Op: store.OpEq, Value: h.ID}}, Sort: "mount_point", WithGeometry: true}
 	err = a.st.QueryVolumes(r.Context(), q, func(v *store.InventoryVolume) error {
 		obj, err := volumeItem(v)
 		if err != nil {

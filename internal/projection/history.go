@@ -1,4 +1,4 @@
-package inventory
+package projection
 
 import (
 	"context"
@@ -93,13 +93,13 @@ func num(n uint64) string {
 // historyPage is how many geometry records one step of the history reads.
 const historyPage = 200
 
-// history brings the agent's geometry history up to date (reading the
+// History brings the agent's geometry history up to date (reading the
 // geometry records stored since the last time) and returns the volume's.
-func (a *API) history(ctx context.Context, agentID, mountPoint string) ([]Change, error) {
-	if err := a.updateHistory(ctx, agentID); err != nil {
+func (p *Projection) History(ctx context.Context, agentID, mountPoint string) ([]Change, error) {
+	if err := p.updateHistory(ctx, agentID); err != nil {
 		return nil, err
 	}
-	changes, err := a.st.VolumeChanges(ctx, agentID, mountPoint)
+	changes, err := p.st.VolumeChanges(ctx, agentID, mountPoint)
 	if err != nil {
 		return nil, err
 	}
@@ -110,12 +110,12 @@ func (a *API) history(ctx context.Context, agentID, mountPoint string) ([]Change
 	return out, nil
 }
 
-func (a *API) updateHistory(ctx context.Context, agentID string) error {
-	mark, err := a.st.HistoryMark(ctx, agentID)
+func (p *Projection) updateHistory(ctx context.Context, agentID string) error {
+	mark, err := p.st.HistoryMark(ctx, agentID)
 	if err != nil {
 		return err
 	}
-	states, err := a.st.HistoryStates(ctx, agentID)
+	states, err := p.st.HistoryStates(ctx, agentID)
 	if err != nil {
 		return err
 	}
@@ -131,7 +131,7 @@ func (a *API) updateHistory(ctx context.Context, agentID string) error {
 	}
 	first := mark == 0
 	for {
-		recs, err := a.st.GeometryRecordsAfter(ctx, agentID, mark, historyPage)
+		recs, err := p.st.GeometryRecordsAfter(ctx, agentID, mark, historyPage)
 		if err != nil {
 			return err
 		}
@@ -175,7 +175,7 @@ func (a *API) updateHistory(ctx context.Context, agentID string) error {
 			}
 			first = false
 		}
-		if err := a.st.PutHistory(ctx, agentID, mark, changed, changes); err != nil {
+		if err := p.st.PutHistory(ctx, agentID, mark, changed, changes); err != nil {
 			return fmt.Errorf("history of %q: %w", agentID, err)
 		}
 	}
