@@ -29,6 +29,7 @@
 package inventory
 
 import (
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -126,15 +127,10 @@ func New(st ProjectionStore, opts Options) *API {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.ReadyTimeout <= 0 {
-		opts.ReadyTimeout = 2 * time.Second
-	}
-	if opts.SyncPeriod <= 0 {
-		opts.SyncPeriod = 2 * time.Second
-	}
-	if opts.SummaryRefresh <= 0 {
-		opts.SummaryRefresh = 10 * time.Second
-	}
+	// A duration not above 0 is the default.
+	opts.ReadyTimeout = cmp.Or(max(opts.ReadyTimeout, 0), 2*time.Second)
+	opts.SyncPeriod = cmp.Or(max(opts.SyncPeriod, 0), 2*time.Second)
+	opts.SummaryRefresh = cmp.Or(max(opts.SummaryRefresh, 0), 10*time.Second)
 	if opts.BearerToken != "" {
 		opts.Tokens = append(opts.Tokens, Token{Name: "default", Secret: opts.BearerToken})
 	}

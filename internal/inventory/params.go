@@ -216,34 +216,27 @@ func (p *params) token(hash uint64, kinds string) ([]any, error) {
 	}
 	key := make([]any, len(kinds))
 	for i, k := range []byte(kinds) {
-		switch k {
+		var ok bool
+		switch n, isNum := t.Key[i].(json.Number); k {
 		case 's':
-			s, ok := t.Key[i].(string)
-			if !ok {
-				return nil, bad("not a token this server issued")
-			}
-			key[i] = s
+			key[i], ok = t.Key[i].(string)
 		case 'i':
-			n, ok := t.Key[i].(json.Number)
-			if !ok {
-				return nil, bad("not a token this server issued")
-			}
-			x, err := n.Int64()
-			if err != nil {
-				return nil, bad("not a token this server issued")
-			}
-			key[i] = x
+			key[i], ok = number(isNum, n.Int64)
 		case 'f':
-			n, ok := t.Key[i].(json.Number)
-			if !ok {
-				return nil, bad("not a token this server issued")
-			}
-			x, err := n.Float64()
-			if err != nil {
-				return nil, bad("not a token this server issued")
-			}
-			key[i] = x
+			key[i], ok = number(isNum, n.Float64)
+		}
+		if !ok {
+			return nil, bad("not a token this server issued")
 		}
 	}
 	return key, nil
+}
+
+// number is a keyset number read with conv; false when it is not one.
+func number[T int64 | float64](isNum bool, conv func() (T, error)) (any, bool) {
+	if !isNum {
+		return nil, false
+	}
+	x, err := conv()
+	return x, err == nil
 }

@@ -71,11 +71,10 @@ func (a *API) page(r *http.Request, q store.VolumeQuery, hash uint64) ([]*store.
 
 func (a *API) volumes(w http.ResponseWriter, r *http.Request) {
 	q, format, hash, err := volumeQuery(r)
-	if err != nil {
-		a.fail(w, r, err)
-		return
+	if err == nil {
+		err = a.ready(r.Context())
 	}
-	if err := a.ready(r.Context()); err != nil {
+	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
@@ -193,12 +192,17 @@ func baselineJSON(b *store.BaselineState) *Baseline {
 	return &Baseline{State: b.State, Degraded: b.Degraded, Reason: b.Reason, UpdatedAt: b.UpdatedAt}
 }
 
-func (a *API) volume(w http.ResponseWriter, r *http.Request) {
+// detail checks a request for one volume or host (no parameters) and
+// lets the projection catch up.
+func (a *API) detail(r *http.Request) error {
 	if _, err := newParams(r, nil); err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
-	if err := a.ready(r.Context()); err != nil {
+	return a.ready(r.Context())
+}
+
+func (a *API) volume(w http.ResponseWriter, r *http.Request) {
+	if err := a.detail(r); err != nil {
 		a.fail(w, r, err)
 		return
 	}

@@ -25,6 +25,7 @@
 package projection
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"sync"
@@ -79,15 +80,10 @@ func New(st Store, opts Options) *Projection {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.SyncPeriod <= 0 {
-		opts.SyncPeriod = 2 * time.Second
-	}
-	if opts.SyncMargin <= 0 {
-		opts.SyncMargin = 30 * time.Second
-	}
-	if opts.FullSyncInterval <= 0 {
-		opts.FullSyncInterval = 5 * time.Minute
-	}
+	// A duration not above 0 is the default.
+	opts.SyncPeriod = cmp.Or(max(opts.SyncPeriod, 0), 2*time.Second)
+	opts.SyncMargin = cmp.Or(max(opts.SyncMargin, 0), 30*time.Second)
+	opts.FullSyncInterval = cmp.Or(max(opts.FullSyncInterval, 0), 5*time.Minute)
 	return &Projection{st: st, opts: opts}
 }
 
