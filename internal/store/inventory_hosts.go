@@ -63,24 +63,7 @@ func (s *Store) QueryHosts(ctx context.Context, q HostQuery, fn func(*InventoryH
 	if q.Limit > 0 {
 		query += fmt.Sprintf(" LIMIT %d", q.Limit)
 	}
-	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
-	if err != nil {
-		return fmt.Errorf("query hosts: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		h, err := scanHost(rows)
-		if err != nil {
-			return fmt.Errorf("query hosts: %w", err)
-		}
-		if err := fn(h); err != nil {
-			return err
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("query hosts: %w", err)
-	}
-	return nil
+	return eachRow(ctx, s, "query hosts", query, args, scanHost, fn)
 }
 
 // FindHost returns the agent whose id is key or, failing that, whose
@@ -88,24 +71,10 @@ func (s *Store) QueryHosts(ctx context.Context, q HostQuery, fn func(*InventoryH
 // ErrNotFound when none is.
 func (s *Store) FindHost(ctx context.Context, key string) (*InventoryHost, error) {
 	for _, cond := range []string{"a.agent_id = ?", "a.hostname = ?"} {
-		rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+hostColumns+` FROM agents a WHERE `+cond+`
-ORDER BY a.last_seen_ns DESC, a.agent_id LIMIT 1`), key)
-		if err != nil {
-			return nil, fmt.Errorf("host %q: %w", key, err)
-		}
-		var h *InventoryHost
-		for rows.Next() {
-			if h, err = scanHost(rows); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("host %q: %w", key, err)
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("host %q: %w", key, err)
-		}
-		if h != nil {
-			return h, nil
+		h, err := firstRow(ctx, s, fmt.Sprintf("host %q", key), `SELECT `+hostColumns+` FROM agents a WHERE `+cond+`
+ORDER BY a.last_seen_ns DESC, a.agent_id LIMIT 1`, []any{key}, scanHost)
+		if err != nil || h != nil {
+			return h, err
 		}
 	}
 	return nil, fmt.Errorf("host %q: %w", key, ErrNotFound)

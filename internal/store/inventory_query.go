@@ -142,12 +142,22 @@ func scanInventory(rows *sql.Rows, withGeometry, withDoc bool) (*InventoryVolume
 // order, streaming: rows are read one at a time. An error from fn stops
 // the query and is returned.
 func (s *Store) QueryVolumes(ctx context.Context, q VolumeQuery, fn func(*InventoryVolume) error) error {
+	query, args, err := s.volumeQuerySQL(q)
+	if err != nil {
+		return fmt.Errorf("query volumes: %w", err)
+	}
+	return eachRow(ctx, s, "query volumes", query, args,
+		func(rows *sql.Rows) (*InventoryVolume, error) { return scanInventory(rows, q.WithGeometry, q.WithDoc) }, fn)
+}
+
+// volumeQuerySQL is the SELECT of a VolumeQuery and its arguments.
+func (s *Store) volumeQuerySQL(q VolumeQuery) (string, []any, error) {
 	if q.Sort == "" {
 		q.Sort = "host"
 	}
 	key, ok := volumeSorts[q.Sort]
 	if !ok {
-		return fmt.Errorf("query volumes: %w: sort field %q", ErrInvalid, q.Sort)
+		return "", nil, fmt.Errorf("%w: sort field %q", ErrInvalid, q.Sort)
 	}
 	cols := make([]string, 0, len(key.cols)+1)
 	for _, c := range key.cols {
@@ -157,11 +167,11 @@ func (s *Store) QueryVolumes(ctx context.Context, q VolumeQuery, fn func(*Invent
 	var args []any
 	where, err := s.volumeWhere(q.VolumeFilter, &args)
 	if err != nil {
-		return fmt.Errorf("query volumes: %w", err)
+		return "", nil, err
 	}
 	if q.After != nil {
 		if len(q.After) != len(cols) {
-			return fmt.Errorf("query volumes: %w: keyset of %d values for sort %q: want %d", ErrInvalid, len(q.After), q.Sort, len(cols))
+			return "", nil, fmt.Errorf("%w: keyset of %d values for sort %q: want %d", ErrInvalid, len(q.After), q.Sort, len(cols))
 		}
 		op := ">"
 		if q.Desc {
@@ -207,24 +217,43 @@ func (s *Store) QueryVolumes(ctx context.Context, q VolumeQuery, fn func(*Invent
 		b.WriteString("\nWHERE " + where)
 	}
 	b.WriteString(order)
-	rows, err := s.db.QueryContext(ctx, s.q(b.String()), args...)
+	return b.String(), args, nil
+}
+
+// eachRow runs a query and calls fn with each row scan reads, streaming.
+// An error from fn stops the query and is returned as it is; others are
+// wrapped in what.
+func eachRow[T any](ctx context.Context, s *Store, what, query string, args []any, scan func(*sql.Rows) (T, error), fn func(T) error) error {
+	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
 	if err != nil {
-		return fmt.Errorf("query volumes: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		v, err := scanInventory(rows, q.WithGeometry, q.WithDoc)
+		v, err := scan(rows)
 		if err != nil {
-			return fmt.Errorf("query volumes: %w", err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 		if err := fn(v); err != nil {
 			return err
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("query volumes: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
+}
+
+// firstRow is the first row of a query (nil when there is none).
+func firstRow[T any](ctx context.Context, s *Store, what, query string, args []any, scan func(*sql.Rows) (*T, error)) (*T, error) {
+	var first *T
+	err := eachRow(ctx, s, what, query, args, scan, func(v *T) error {
+		if first == nil {
+			first = v
+		}
+		return nil
+	})
+	return first, err
 }
 
 // firstPageRange is an always-true range on the leading sort column, for
@@ -258,23 +287,13 @@ func (s *Store) emptyBlob() string {
 // InventoryVolumeByID returns one inventory volume with its geometry and
 // all its findings; ErrNotFound when there is no present volume with that id.
 func (s *Store) InventoryVolumeByID(ctx context.Context, id string) (*InventoryVolume, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+inventoryColumns+`, COALESCE(v.geometry, `+s.emptyBlob()+`)
+	what := fmt.Sprintf("volume %s", id)
+	v, err := firstRow(ctx, s, what, `SELECT `+inventoryColumns+`, COALESCE(v.geometry, `+s.emptyBlob()+`)
 FROM inventory_volumes f`+inventoryJoins+`
 LEFT JOIN volumes v ON v.agent_id = f.agent_id AND v.mount_point = f.mount_point
-WHERE f.volume_id = ?`), id)
+WHERE f.volume_id = ?`, []any{id}, func(rows *sql.Rows) (*InventoryVolume, error) { return scanInventory(rows, true, false) })
 	if err != nil {
-		return nil, fmt.Errorf("volume %s: %w", id, err)
-	}
-	var v *InventoryVolume
-	for rows.Next() {
-		if v, err = scanInventory(rows, true, false); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("volume %s: %w", id, err)
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("volume %s: %w", id, err)
+		return nil, err
 	}
 	if v == nil {
 		return nil, fmt.Errorf("volume %s: %w", id, ErrNotFound)

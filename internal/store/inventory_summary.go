@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 )
 
@@ -91,22 +90,19 @@ func (s *Store) InventoryVolumesByIDs(ctx context.Context, ids []string) ([]*Inv
 	for i, id := range ids {
 		args[i] = id
 	}
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+inventoryColumns+`
-FROM inventory_volumes f`+inventoryJoins+`
-WHERE f.volume_id IN (`+strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ")+`)`), args...)
-	if err != nil {
-		return nil, fmt.Errorf("inventory volumes: %w", err)
-	}
-	defer rows.Close()
 	var out []*InventoryVolume
-	for rows.Next() {
-		v, err := scanInventory(rows, false, false)
-		if err != nil {
-			return nil, fmt.Errorf("inventory volumes: %w", err)
-		}
+	err := eachRow(ctx, s, "inventory volumes", `SELECT `+inventoryColumns+`
+FROM inventory_volumes f`+inventoryJoins+`
+WHERE f.volume_id IN (`+placeholders(len(ids))+`)`, args, scanSummaryVolume, func(v *InventoryVolume) error {
 		out = append(out, v)
-	}
-	return out, rows.Err()
+		return nil
+	})
+	return out, err
+}
+
+// scanSummaryVolume reads a row of inventoryColumns.
+func scanSummaryVolume(rows *sql.Rows) (*InventoryVolume, error) {
+	return scanInventory(rows, false, false)
 }
 
 // RuleCount is how many volumes have a finding of a rule at a severity.
@@ -267,26 +263,14 @@ WHERE `+where+` GROUP BY x.rule, x.severity ORDER BY x.rule, x.severity`), args.
 // summaryOffenders lists the top offenders, in the order of the
 // inventory_volumes_offenders index.
 func (s *Store) summaryOffenders(ctx context.Context, where string, args []any, top int, sum *InventorySummary) error {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+inventoryColumns+`
+	return eachRow(ctx, s, "summary: top offenders", `SELECT `+inventoryColumns+`
 FROM inventory_volumes f`+inventoryJoins+`
 WHERE `+where+` AND f.split_fraction_8k > 0
 ORDER BY f.split_fraction_8k DESC, f.split_fraction_64k DESC, f.severity_rank DESC, f.volume_id
-LIMIT `+fmt.Sprint(top)), args...)
-	if err != nil {
-		return fmt.Errorf("summary: top offenders: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		v, err := scanInventory(rows, false, false)
-		if err != nil {
-			return fmt.Errorf("summary: top offenders: %w", err)
-		}
+LIMIT `+fmt.Sprint(top), args, scanSummaryVolume, func(v *InventoryVolume) error {
 		sum.TopOffenders = append(sum.TopOffenders, v)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("summary: top offenders: %w", err)
-	}
-	return nil
+		return nil
+	})
 }
 
 // nullInt scans a nullable integer (SUM over no rows) as 0.
