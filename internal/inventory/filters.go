@@ -98,9 +98,12 @@ func ioSizeCond(p *params, _ any) (*store.Cond, error) {
 }
 
 // filterParams are the names of the filter parameters, in order.
-func filterParams() []string {
-	out := make([]string, len(volumeFilters))
-	for i, f := range volumeFilters {
+func filterParams() []string { return paramsOf(volumeFilters[:]) }
+
+// paramsOf are the names of the parameters of table.
+func paramsOf(table []filter) []string {
+	out := make([]string, len(table))
+	for i, f := range table {
 		out[i] = f.param
 	}
 	return out
@@ -150,9 +153,12 @@ func Filters() []FilterHelp {
 
 // volumeFilter reads the filter parameters shared by /volumes and
 // /summary (volumeFilters).
-func (p *params) volumeFilter() (store.VolumeFilter, error) {
+func (p *params) volumeFilter() (store.VolumeFilter, error) { return p.filterOf(volumeFilters[:]) }
+
+// filterOf reads the parameters of the filters of table.
+func (p *params) filterOf(table []filter) (store.VolumeFilter, error) {
 	var out store.VolumeFilter
-	for _, f := range volumeFilters {
+	for _, f := range table {
 		v, err := p.filterValue(f)
 		if err != nil {
 			return nil, err
