@@ -104,8 +104,10 @@ func do(t *testing.T, req *http.Request) (int, map[string]any) {
 }
 
 func TestVolumesAndHosts(t *testing.T) {
+	t.Parallel()
 	for _, e := range engines {
 		t.Run(e.Name, func(t *testing.T) {
+			t.Parallel()
 			st, err := store.Open(context.Background(), e.DSN(t))
 			if err != nil {
 				t.Fatal(err)
@@ -193,6 +195,7 @@ func decode(t *testing.T, b []byte) map[string]any {
 }
 
 func TestEmptyListsAndErrors(t *testing.T) {
+	t.Parallel()
 	st, err := store.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "p.db"))
 	if err != nil {
 		t.Fatal(err)

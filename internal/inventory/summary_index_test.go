@@ -24,8 +24,10 @@ import (
 // mount point (exact and globs, mixed case, LIKE's own wildcards as
 // literals), agent, stripe unit, data offset and minimum split fraction.
 func TestSummaryIndexMatchesSQL(t *testing.T) {
+	t.Parallel()
 	for _, e := range engines {
 		t.Run(e.Name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			st := openStore(t, e.DSN(t))
 			seed := uint64(time.Now().UnixNano())
