@@ -72,9 +72,6 @@ func (s *Store) SyncInventory(ctx context.Context, derive DeriveFunc, since time
 	return st, nil
 }
 
-// volumeKey names a volume: agent and mount point.
-type volumeKey struct{ agent, mount string }
-
 // inventoryBehind lists the present volumes whose inventory row is
 // missing or behind (dirty) and the ids of the rows whose volume is gone;
 // with a non-zero since, only of agents with a geometry record received
