@@ -119,17 +119,16 @@ func (p *Projection) updateHistory(ctx context.Context, agentID string) error {
 	if err != nil {
 		return err
 	}
-	prev := map[string]map[string]string{}
+	h := historyStep{prev: map[string]map[string]string{}, first: mark == 0}
 	for mp, s := range states {
 		if s.State == "" {
 			continue // gone
 		}
 		var m map[string]string
 		if json.Unmarshal([]byte(s.State), &m) == nil {
-			prev[mp] = m
+			h.prev[mp] = m
 		}
 	}
-	first := mark == 0
 	for {
 		recs, err := p.st.GeometryRecordsAfter(ctx, agentID, mark, historyPage)
 		if err != nil {
@@ -138,47 +137,64 @@ func (p *Projection) updateHistory(ctx context.Context, agentID string) error {
 		if len(recs) == 0 {
 			return nil
 		}
-		changed := map[string]store.HistoryState{}
-		var changes []store.VolumeChange
+		h.changed, h.changes = map[string]store.HistoryState{}, nil
 		for _, rec := range recs {
 			mark = rec.Sequence
-			var r plumblinev1.Record
-			if err := proto.Unmarshal(rec.Payload, &r); err != nil || r.GetGeometry().GetInventory() == nil {
-				continue // validated on ingest; a damaged record changes nothing
-			}
-			seen := map[string]bool{}
-			for _, v := range r.GetGeometry().GetInventory().GetVolumes() {
-				mp := v.GetMountPoint()
-				seen[mp] = true
-				cur := volumeState(v)
-				old, had := prev[mp]
-				switch {
-				case !had && !first:
-					changes = append(changes, store.VolumeChange{MountPoint: mp, Sequence: rec.Sequence, ObservedAt: rec.ProducedAt,
-						Field: "volume", Kind: "appeared", New: mp})
-				case had:
-					changes = append(changes, diffStates(mp, rec, old, cur)...)
-				}
-				if !had || !maps.Equal(old, cur) {
-					b, _ := json.Marshal(cur)
-					changed[mp] = store.HistoryState{Sequence: rec.Sequence, State: string(b)}
-					prev[mp] = cur
-				}
-			}
-			for mp := range prev {
-				if !seen[mp] {
-					changes = append(changes, store.VolumeChange{MountPoint: mp, Sequence: rec.Sequence, ObservedAt: rec.ProducedAt,
-						Field: "volume", Kind: "removed", Old: mp})
-					changed[mp] = store.HistoryState{Sequence: rec.Sequence, State: ""}
-					delete(prev, mp)
-				}
-			}
-			first = false
+			h.apply(rec)
 		}
-		if err := p.st.PutHistory(ctx, agentID, mark, changed, changes); err != nil {
+		if err := p.st.PutHistory(ctx, agentID, mark, h.changed, h.changes); err != nil {
 			return fmt.Errorf("history of %q: %w", agentID, err)
 		}
 	}
+}
+
+// historyStep folds an agent's geometry records, in order, into the
+// tracked state of each volume and the changes between them.
+type historyStep struct {
+	// prev is each present volume's tracked state; first: no record has
+	// been folded yet (the first snapshot's volumes do not "appear").
+	prev  map[string]map[string]string
+	first bool
+	// changed and changes are what the records folded since the last
+	// PutHistory made.
+	changed map[string]store.HistoryState
+	changes []store.VolumeChange
+}
+
+// apply folds one geometry record.
+func (h *historyStep) apply(rec store.GeometryRecord) {
+	var r plumblinev1.Record
+	if err := proto.Unmarshal(rec.Payload, &r); err != nil || r.GetGeometry().GetInventory() == nil {
+		return // validated on ingest; a damaged record changes nothing
+	}
+	seen := map[string]bool{}
+	for _, v := range r.GetGeometry().GetInventory().GetVolumes() {
+		mp := v.GetMountPoint()
+		seen[mp] = true
+		cur := volumeState(v)
+		old, had := h.prev[mp]
+		switch {
+		case !had && !h.first:
+			h.changes = append(h.changes, store.VolumeChange{MountPoint: mp, Sequence: rec.Sequence, ObservedAt: rec.ProducedAt,
+				Field: "volume", Kind: "appeared", New: mp})
+		case had:
+			h.changes = append(h.changes, diffStates(mp, rec, old, cur)...)
+		}
+		if !had || !maps.Equal(old, cur) {
+			b, _ := json.Marshal(cur)
+			h.changed[mp] = store.HistoryState{Sequence: rec.Sequence, State: string(b)}
+			h.prev[mp] = cur
+		}
+	}
+	for mp := range h.prev {
+		if !seen[mp] {
+			h.changes = append(h.changes, store.VolumeChange{MountPoint: mp, Sequence: rec.Sequence, ObservedAt: rec.ProducedAt,
+				Field: "volume", Kind: "removed", Old: mp})
+			h.changed[mp] = store.HistoryState{Sequence: rec.Sequence, State: ""}
+			delete(h.prev, mp)
+		}
+	}
+	h.first = false
 }
 
 func diffStates(mp string, rec store.GeometryRecord, old, cur map[string]string) []store.VolumeChange {
