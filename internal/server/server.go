@@ -29,6 +29,7 @@ import (
 	"github.com/plumbline/plumbline/internal/inventory"
 	"github.com/plumbline/plumbline/internal/leader"
 	"github.com/plumbline/plumbline/internal/policy"
+	"github.com/plumbline/plumbline/internal/projection"
 	"github.com/plumbline/plumbline/internal/server/config"
 	"github.com/plumbline/plumbline/internal/store"
 )
@@ -152,16 +153,22 @@ func assemble(st *store.Store, cfg config.Config, tokens []inventory.Token, tlsC
 	}
 	enr.register(p.gs)
 	p.elector = elector(st, cfg, logger)
-	api, evals, hsrv, err := webServer(st, cfg, tokens, policy.Handler(pol, svc.PolicyReports), p.elector, logger)
+	// The inventory's read model: its sync loop runs on the elected
+	// replica; every replica's API catches up before a query
+	// (projection.Ready) and keeps its own cached summaries.
+	proj := projection.New(st, projection.Options{Logger: logger.With("component", "projection")})
+	api := inventory.New(st, inventory.Options{Tokens: tokens, Projection: proj, Logger: logger.With("component", "inventory")})
+	evals, hsrv, err := webServer(st, cfg, tokens, api, policy.Handler(pol, svc.PolicyReports), p.elector, logger)
 	if err != nil {
 		return p, err
 	}
 	p.hsrv = hsrv
 	p.loops = []leader.Loop{
 		{Name: LoopEvaluator, Run: evals.run},
-		{Name: LoopInventory, Run: func(ctx context.Context) { api.Run(ctx) }}, // the inventory's full sync (requests sync incrementally)
+		{Name: LoopInventory, Run: proj.Run},
 	}
 	p.everywhere = []func(context.Context){
+		api.Run, // this replica's cached summaries
 		func(ctx context.Context) { watchPolicies(ctx, cfg, pol, logger) }, // each replica serves its own configuration's policies
 	}
 	return p, nil
@@ -243,22 +250,21 @@ func prepare(cfg *config.Config, logger *slog.Logger) (devLayout, []inventory.To
 // webServer is the HTTP side: the inventory API, the policy API and
 // /metrics (the exporter, fed by the evaluators' status, and the
 // election's gauges), and the loops they need run.
-func webServer(st *store.Store, cfg config.Config, tokens []inventory.Token, policyAPI http.Handler, el *leader.Elector, logger *slog.Logger) (*inventory.API, *evaluators, *http.Server, error) {
-	api := inventory.New(st, inventory.Options{Tokens: tokens, Logger: logger.With("component", "inventory")})
+func webServer(st *store.Store, cfg config.Config, tokens []inventory.Token, api *inventory.API, policyAPI http.Handler, el *leader.Elector, logger *slog.Logger) (*evaluators, *http.Server, error) {
 	evals, err := newEvaluators(st, evaluator.Options{Interval: cfg.BaselineInterval, Logger: logger.With("component", "evaluator")})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	metrics, err := metricsHandler(st, evals, el, cfg, tokens, logger)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	web := http.NewServeMux()
 	web.Handle("GET /metrics", metrics)
 	web.Handle("GET /api/v1/hosts/{host}/policy", inventory.RequireToken(tokens, policyAPI))
 	web.Handle("GET /api/v1/policies", inventory.RequireToken(tokens, policyAPI))
 	web.Handle("/", api)
-	return api, evals, &http.Server{Handler: web, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}, nil
+	return evals, &http.Server{Handler: web, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}, nil
 }
 
 // watchPolicies re-reads the configuration file's policies until ctx
