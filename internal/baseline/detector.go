@@ -72,9 +72,9 @@ func DefaultConfig() Config {
 		RecoverRatio: 1.2, RecoverZ: 2, Recover: 3,
 		MinRelativeSpread: 0.05,
 		SignalWindow:      24,
-		Tail:              SignalConfig{DegradeRatio: 3, RecoverRatio: 2, Sustain: 5, Within: 5, Recover: 3, MinOps: 50},
-		Mean:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 6, Within: 6, Recover: 3, MinOps: 10},
-		Rate:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 6, Within: 6, Recover: 3, MinOps: 10},
+		Tail:              SignalConfig{DegradeRatio: 3, RecoverRatio: 2, Sustain: 5, Within: 5, Recover: 3, MaxWeight: 2, MinOps: 50},
+		Mean:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 6, Within: 6, Recover: 3, MaxWeight: 2, MinOps: 10},
+		Rate:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 6, Within: 6, Recover: 3, MaxWeight: 2, MinOps: 10},
 	}
 }
 
@@ -507,6 +507,12 @@ func (d *Detector) combine() State {
 		lead = 2
 	}
 	s.Signal, s.Streak, s.Ratio = allSignals[lead+1], per[lead].st.Streak, per[lead].ratio
+	// A median whose own streak beyond its history is pending names the
+	// shift: another signal (a mean moved twice as far, weighing double)
+	// completed its streak first, but "median ×2.8" is what moved.
+	if med.Streak > 0 && d.beyond(med.History) && lead != 2 {
+		s.Signal, s.Ratio = SignalMedian, med.History.Ratio
+	}
 	return s
 }
 

@@ -456,13 +456,32 @@ func step(alerts []Alert, m map[volKind]*ruleState, name string, k volKind, t ti
 	return alerts
 }
 
+// replayIOPSCap is the IOPS cap of every replayed run (the agent's default).
+const replayIOPSCap = 100
+
 func probeRecord(seq uint64, e event, v Volume, h *histogram.Histogram) *plumblinev1.Record {
 	ops := h.Count()
 	return &plumblinev1.Record{Sequence: seq, ProducedAt: timestamppb.New(e.at), Payload: &plumblinev1.Record_Probe{Probe: &plumblinev1.ProbeResult{
 		MountPoint: v.Geometry.GetMountPoint(), Kind: e.kind, BlockSizeBytes: 8192, QueueDepth: 1,
-		Ops: ops, Bytes: ops * 8192, Duration: durationpb.New(h.Sum()), StartedAt: timestamppb.New(e.at),
-		CacheBypass: true, Latency: wire.HistogramToProto(h), OpsBudget: ops, IopsCap: 100, Sync: syncOf(e.kind),
+		Ops: ops, Bytes: ops * 8192, Duration: durationpb.New(pacedDuration(h, replayIOPSCap)), StartedAt: timestamppb.New(e.at),
+		CacheBypass: true, Latency: wire.HistogramToProto(h), OpsBudget: ops, IopsCap: replayIOPSCap, Sync: syncOf(e.kind),
 	}}}
+}
+
+// pacedDuration is how long the agent's probe takes for the operations of
+// h at QD 1 under an IOPS cap: its pacer (a token bucket of burst 1) starts
+// an operation no sooner than 1/cap after the last one's slot, so each
+// operation takes the longer of its latency and 1/cap. The latencies come
+// from h's buckets (an operation faster than 1/cap adds the wait up to it,
+// at its bucket's midpoint); the sum is exact for operations slower.
+func pacedDuration(h *histogram.Histogram, iopsCap float64) time.Duration {
+	slot := 1 / iopsCap
+	wait := float64(h.ZeroCount()) * slot
+	for _, b := range h.Buckets() {
+		mid := math.Sqrt(histogram.LowerBound(b.Index) * histogram.UpperBound(b.Index))
+		wait += float64(b.Count) * max(0, slot-mid)
+	}
+	return h.Sum() + time.Duration(wait*float64(time.Second))
 }
 
 func syncOf(kind string) string {
