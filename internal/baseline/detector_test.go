@@ -345,9 +345,9 @@ func TestWindowStaysSorted(t *testing.T) {
 			d.Reset()
 		}
 		d.ObserveRun(at(i), Run{Median: x, P99: 2 * x, Mean: float64(1+rng.IntN(5)) * ms, Ops: 50}, Refs{})
-		want := slices.Sorted(slices.Values(d.ring))
-		if !slices.Equal(d.byValue, want) {
-			t.Fatalf("after run %d: byValue = %v, want %v", i, d.byValue, want)
+		want := slices.Sorted(slices.Values(d.hist.ring))
+		if !slices.Equal(d.hist.byValue, want) {
+			t.Fatalf("after run %d: byValue = %v, want %v", i, d.hist.byValue, want)
 		}
 		for k := range d.tracks {
 			w := &d.tracks[k].win

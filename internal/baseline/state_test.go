@@ -49,9 +49,10 @@ func TestMarshalSize(t *testing.T) {
 		d.ObserveRun(at(i), Run{Median: 1 * ms, P99: 3 * ms, Mean: 1.2 * ms, Ops: 50, IOPS: 49, Cap: 50}, Refs{})
 	}
 	b, _ := d.MarshalBinary()
-	if len(b) > 930 {
-		t.Errorf("MarshalBinary() of full windows of every signal = %d bytes, want <= 930", len(b))
+	if len(b) > 955 {
+		t.Errorf("MarshalBinary() of full windows of every signal = %d bytes, want <= 955", len(b))
 	}
+	t.Logf("MarshalBinary() of full windows: %d bytes", len(b))
 }
 
 // TestUnmarshalVersion1: a state written before the other signals existed
@@ -118,7 +119,8 @@ func TestUnmarshalCorrupt(t *testing.T) {
 	tests := map[string][]byte{
 		"empty":          nil,
 		"bad magic":      mutate(func(b []byte) []byte { b[0] = 'X'; return b }),
-		"future version": mutate(func(b []byte) []byte { b[3] = 3; return b }),
+		"future version": mutate(func(b []byte) []byte { b[3] = stateVersion + 1; return b }),
+		"version 0":      mutate(func(b []byte) []byte { b[3] = 0; return b }),
 		"bad status":     mutate(func(b []byte) []byte { b[4] = 9; return b }),
 		"bad reference":  mutate(func(b []byte) []byte { b[5] = 9; return b }),
 		"bad flags":      mutate(func(b []byte) []byte { b[6] |= 0x80; return b }),
@@ -209,4 +211,41 @@ func BenchmarkObserve(b *testing.B) {
 		run++
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/volumes, "ns/volume")
+}
+
+// TestUnmarshalVersion2: a state written before the evidence was persisted
+// (format version 2; testdata/detector-v2.bin: 60 healthy runs then two
+// with a stalled op, written by the code of commit 89815f0, before this format) is
+// read: the tail's pending streak goes on, its two beyond runs counting
+// one each, and degrades since the first stalled run.
+func TestUnmarshalVersion2(t *testing.T) {
+	t.Parallel()
+	old, err := os.ReadFile("testdata/detector-v2.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(old[:4]) != "PLB\x02" {
+		t.Fatalf("testdata/detector-v2.bin starts %q, want version 2", old[:4])
+	}
+	d, _ := NewDetector(Config{})
+	if err := d.UnmarshalBinary(old); err != nil {
+		t.Fatalf("UnmarshalBinary(version 2) = %v", err)
+	}
+	if s := d.Of(SignalTail); s.Status != OK || s.Streak != 2 {
+		t.Fatalf("tail after a version-2 restore = %+v, want ok with 2 runs beyond", s)
+	}
+	v2at := func(i int) time.Time {
+		return time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Hour)
+	}
+	var s State
+	for i := 62; i < 62+d.Config().Tail.Sustain-2 && s.Status != Degraded; i++ {
+		s = d.ObserveRun(v2at(i), Run{Median: 1 * ms, P99: 100 * ms, Mean: 1.1 * ms, Ops: 50}, Refs{})
+	}
+	if s.Status != Degraded || s.Signal != SignalTail || !s.Since.Equal(v2at(60)) {
+		t.Errorf("after version-2 restore and stalled runs: %v on %s, want degraded on the p99 since run 60", s, s.Signal)
+	}
+	b, _ := d.MarshalBinary()
+	if b[3] != stateVersion {
+		t.Errorf("re-encoded as version %d, want %d", b[3], stateVersion)
+	}
 }
