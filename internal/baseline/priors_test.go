@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 func defaultPriorsT(t testing.TB) *Priors {
@@ -23,7 +25,7 @@ func defaultPriorsT(t testing.TB) *Priors {
 func TestDefaultPriorsCoverEveryProfile(t *testing.T) {
 	p := defaultPriorsT(t)
 	for _, m := range MediaClasses() {
-		for _, lvl := range append(raidLevels, "raid7") {
+		for _, lvl := range append(vocab.RAIDLevels(), "raid7") {
 			for _, k := range Kinds() {
 				prof := Profile{Media: m, RAIDLevel: lvl, Offset: Aligned}
 				e, err := p.Expect(prof, k)
@@ -137,6 +139,7 @@ func TestParsePriorsBad(t *testing.T) {
 		{"raid factor missing high", "      low: 1\n      typical: 2.2\n      high: 3.5\n", "      low: 1\n      typical: 2.2\n", "want low, typical and high"},
 		{"raid none missing", "  none:\n    source: \"a single device: the media band as it is\"\n", "", "raid.none: missing"},
 		{"duplicate key", "  raid60:\n", "  raid6:\n", "already defined"},
+		{"unknown probe kind", "    random_read:\n", "    random_reed:\n", "random_reed: unknown key (probe kinds: random_read, random_write, log_write)"},
 	}
 	for _, m := range mutations {
 		t.Run(m.name, func(t *testing.T) {
