@@ -70,9 +70,9 @@ func DefaultConfig() Config {
 		RecoverRatio: 1.2, RecoverZ: 2, Recover: 3,
 		MinRelativeSpread: 0.05,
 		SignalWindow:      24,
-		Tail:              SignalConfig{DegradeRatio: 3, RecoverRatio: 2, Sustain: 5, Within: 5, Recover: 3, MaxWeight: 2, MinOps: 50},
-		Mean:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 6, Within: 6, Recover: 3, MaxWeight: 2, MinOps: 10},
-		Rate:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 6, Within: 6, Recover: 3, MaxWeight: 2, MinOps: 10},
+		Tail:              SignalConfig{DegradeRatio: 3, RecoverRatio: 2, Sustain: 5, Within: 5, Recover: 3, MinOps: 50},
+		Mean:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 6, Within: 6, Recover: 3, MinOps: 10},
+		Rate:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 6, Within: 6, Recover: 3, MinOps: 10},
 	}
 }
 

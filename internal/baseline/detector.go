@@ -322,12 +322,6 @@ func (d *Detector) combine() State {
 		lead = 2
 	}
 	s.Signal, s.Streak, s.Ratio = allSignals[lead+1], per[lead].st.Streak, per[lead].ratio
-	// A median whose own streak beyond its history is pending names the
-	// shift: another signal (a mean moved twice as far, weighing double)
-	// completed its streak first, but "median ×2.8" is what moved.
-	if med.Streak > 0 && d.beyond(med.History) && lead != 2 {
-		s.Signal, s.Ratio = SignalMedian, med.History.Ratio
-	}
 	return s
 }
 

@@ -23,6 +23,7 @@ func defaultPriorsT(t testing.TB) *Priors {
 // TestDefaultPriorsCoverEveryProfile: every media class × RAID level ×
 // probe kind has an ordered band, and every band cites a source.
 func TestDefaultPriorsCoverEveryProfile(t *testing.T) {
+	t.Parallel()
 	p := defaultPriorsT(t)
 	for _, m := range MediaClasses() {
 		for _, lvl := range append(vocab.RAIDLevels(), "raid7") {
@@ -56,6 +57,7 @@ func TestDefaultPriorsCoverEveryProfile(t *testing.T) {
 // shipped split_access_share against DESIGN.md's measured table (Dell
 // 2950 / MD1000, 15K SAS, 8 KB random, offset 31.5 KB → 64 KB).
 func TestPenaltyMatchesMeasuredTable(t *testing.T) {
+	t.Parallel()
 	p := defaultPriorsT(t)
 	tests := []struct {
 		name        string
@@ -106,6 +108,7 @@ func profileOfSQL(level string, stripe uint64, disks, data uint32) *Profile {
 // TestRAIDFactors: RAID 5 writes cost about two accesses at QD1 (the
 // read-modify-write), reads none; DESIGN.md's RAID 5 vs RAID 10 row.
 func TestRAIDFactors(t *testing.T) {
+	t.Parallel()
 	p := defaultPriorsT(t)
 	typ := func(lvl string, k Kind) float64 {
 		e, err := p.Expect(Profile{Media: HDD15K, RAIDLevel: lvl, Offset: Aligned}, k)
@@ -123,6 +126,7 @@ func TestRAIDFactors(t *testing.T) {
 }
 
 func TestParsePriorsBad(t *testing.T) {
+	t.Parallel()
 	good := string(defaultPriors)
 	mutations := []struct {
 		name, old, new, want string

@@ -76,13 +76,6 @@ type SignalConfig struct {
 	// not all: "3 of the last 5" catches it where "3 in a row" waits for a
 	// lucky streak — at the price of more false alerts on noisy tails.
 	Sustain, Within, Recover int
-	// MaxWeight is the most one beyond run counts towards Sustain (default
-	// 2; 1: every beyond run counts one, as the median's). A run beyond
-	// the history by DegradeRatio^w counts w: a shift at the threshold
-	// needs Sustain runs in a row, as before, and one twice as far (in
-	// log terms: ×2.25 for a 1.5 ratio, ×9 for 3) half as many. Below
-	// Sustain, so that no single run can degrade a signal.
-	MaxWeight float64
 	// MinOps is the fewest completed operations a run needs for the
 	// signal to be judged.
 	MinOps int
@@ -107,9 +100,6 @@ func (c *SignalConfig) fill(d SignalConfig) {
 	if c.MinOps == 0 {
 		c.MinOps = d.MinOps
 	}
-	if c.MaxWeight == 0 {
-		c.MaxWeight = min(d.MaxWeight, max(1, float64(c.Sustain)/2))
-	}
 }
 
 // maxWithin bounds SignalConfig.Within (the beyond runs are a 16-bit mask).
@@ -123,8 +113,6 @@ func (c SignalConfig) validate(name Signal) error {
 		return fmt.Errorf("%s sustain %d of %d, recover %d: want 1 <= sustain <= within <= %d, recover 1 to %d", name, c.Sustain, c.Within, c.Recover, maxWithin, maxHeld)
 	case c.MinOps < 1:
 		return fmt.Errorf("%s min ops %d: want at least 1", name, c.MinOps)
-	case !(c.MaxWeight >= 1) || c.MaxWeight >= float64(c.Sustain) && c.MaxWeight > 1:
-		return fmt.Errorf("%s max weight %v: want 1, or above 1 and below sustain (%d)", name, c.MaxWeight, c.Sustain)
 	}
 	return nil
 }
@@ -162,14 +150,6 @@ type track struct {
 	// ratio is the last run that carried the signal against its history
 	// (what a state degraded on it reports while runs lack it).
 	ratio float64
-	// evidence is the weight of the beyond runs in a row (weight).
-	evidence float64
-}
-
-// weight is what a run beyond the history by ratio counts towards Sustain:
-// log(ratio)/log(DegradeRatio), at least 1 and at most MaxWeight.
-func (sc *SignalConfig) weight(ratio float64) float64 {
-	return min(sc.MaxWeight, max(1, math.Log(ratio)/math.Log(sc.DegradeRatio)))
 }
 
 func (k *track) trusted(minHistory int) bool { return k.win.len() >= minHistory }
@@ -218,7 +198,7 @@ func (k *track) observe(t time.Time, x float64, c *Config) {
 		}
 		if s.Streak >= sc.Recover {
 			s.Status, s.Since, s.Streak = OK, k.streakSince, 0
-			k.recent, k.evidence = 0, 0
+			k.recent = 0
 		}
 		k.st = s
 		return
@@ -234,7 +214,6 @@ func (k *track) observe(t time.Time, x float64, c *Config) {
 	// of the history until every one of them has left that window.
 	k.recent = k.recent << 1 & (1<<sc.Within - 1)
 	if !beyond {
-		k.evidence = 0
 		k.win.push(x)
 		if k.recent == 0 {
 			for _, v := range k.held {
@@ -250,17 +229,16 @@ func (k *track) observe(t time.Time, x float64, c *Config) {
 		k.streakSince = t
 	}
 	k.recent |= 1
-	k.evidence += sc.weight(h.Ratio)
 	s.Streak = bits.OnesCount16(k.recent)
 	k.held = append(k.held, x)
-	if s.Streak >= sc.Sustain || k.evidence >= float64(sc.Sustain) {
+	if s.Streak >= sc.Sustain {
 		s.Status, s.Since, s.Streak = Degraded, k.streakSince, 0
-		k.held, k.recent, k.evidence = k.held[:0], 0, 0
+		k.held, k.recent = k.held[:0], 0
 	}
 	k.st = s
 }
 
 func (k *track) reset() {
 	k.win.reset()
-	k.held, k.st, k.streakSince, k.ratio, k.recent, k.evidence = k.held[:0], SignalState{}, time.Time{}, 0, 0, 0
+	k.held, k.st, k.streakSince, k.ratio, k.recent = k.held[:0], SignalState{}, time.Time{}, 0, 0
 }

@@ -63,6 +63,7 @@ func healthyRun(rng *rand.Rand) Run {
 }
 
 func TestObserveRunShapes(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(15, 1))
 	runs := func(n int, f func() Run) []Run {
 		out := make([]Run, n)
@@ -79,16 +80,16 @@ func TestObserveRunShapes(t *testing.T) {
 		return out
 	}
 	healthy := runs(60, func() Run { return healthyRun(rng) })
+	def := DefaultConfig()
 	tests := []struct {
 		name   string
 		series []Run
 		// wantFrom: the first faulted run (-1: never degraded at all, on
 		// any signal). The state must turn degraded on signal, with the
 		// median's own state not degraded unless signal is the median,
-		// at the 2nd to 4th faulted run: never on one run, and within
-		// 20 minutes at the 3-minute schedule (4 runs, the evaluator's
-		// pass and the alert's for: 5m).
-		wantFrom int
+		// no sooner than the shortest sustain of the shipped defaults
+		// (the median's 4 runs) and by the by-th faulted run.
+		wantFrom, by int
 		signal   Signal
 		detail   string // a substring of State.Detail at the end
 		// clearBy: ok again by this run (0: not checked).
@@ -101,7 +102,7 @@ func TestObserveRunShapes(t *testing.T) {
 			series: join(healthy, runs(20, func() Run {
 				return opsRun(stallOps(rng, 50, 0.35*ms, 0.03, 100*ms), 50, 48)
 			})),
-			wantFrom: 60, signal: SignalTail, detail: "p99 ×",
+			wantFrom: 60, by: def.Tail.Sustain + 2, signal: SignalTail, detail: "p99 ×",
 		},
 		{
 			// The throttled volume: 60% of ops at their usual
@@ -110,7 +111,7 @@ func TestObserveRunShapes(t *testing.T) {
 			series: join(healthy, runs(20, func() Run {
 				return opsRun(stallOps(rng, 50, 0.35*ms, 0.4, 80*ms), 50, 20*(1+0.05*rng.Float64()))
 			})),
-			wantFrom: 60, signal: SignalRate, detail: "/50 IOPS",
+			wantFrom: 60, by: def.Rate.Sustain, signal: SignalRate, detail: "/50 IOPS",
 		},
 		{
 			// Every op as fast as ever, but the run cannot keep its pace.
@@ -118,14 +119,14 @@ func TestObserveRunShapes(t *testing.T) {
 			series: join(healthy, runs(20, func() Run {
 				return opsRun(healthyOps(rng, 50, 0.35*ms), 50, 20)
 			})),
-			wantFrom: 60, signal: SignalRate, detail: "rate 20/50 IOPS",
+			wantFrom: 60, by: def.Rate.Sustain, signal: SignalRate, detail: "rate 20/50 IOPS",
 		},
 		{
 			name: "rate capped, then restored: ok after 3 normal runs",
 			series: join(healthy, runs(10, func() Run {
 				return opsRun(healthyOps(rng, 50, 0.35*ms), 50, 20)
 			}), runs(10, func() Run { return healthyRun(rng) })),
-			wantFrom: 60, signal: SignalRate, clearBy: 72,
+			wantFrom: 60, by: def.Rate.Sustain, signal: SignalRate, clearBy: 72,
 		},
 		{
 			// Rebuild-style background load: most ops queue behind it a
@@ -140,7 +141,7 @@ func TestObserveRunShapes(t *testing.T) {
 				}
 				return opsRun(ops, 50, 49)
 			})),
-			wantFrom: 60, signal: SignalTail, detail: "p99 ×",
+			wantFrom: 60, by: def.Tail.Sustain, signal: SignalTail, detail: "p99 ×",
 		},
 		{
 			name: "single stall run (30% of ops at 100 ms): no alert",
@@ -180,12 +181,12 @@ func TestObserveRunShapes(t *testing.T) {
 			series: join(healthy, runs(10, func() Run {
 				return opsRun(healthyOps(rng, 50, 1.0*ms), 50, 50)
 			})),
-			wantFrom: 60, signal: SignalMedian, detail: "median ×",
+			wantFrom: 60, by: def.Sustain, signal: SignalMedian, detail: "median ×",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d, err := NewDetector(Config{})
+			d, err := NewDetector(def) // the shipped defaults
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -216,8 +217,8 @@ func TestObserveRunShapes(t *testing.T) {
 			if tt.wantFrom < 0 {
 				return
 			}
-			if first < 0 || first > tt.wantFrom+3 || first < tt.wantFrom+1 {
-				t.Fatalf("first degraded at run %d, want between %d and %d (last state %v, %s)", first, tt.wantFrom+1, tt.wantFrom+3, last, last.Detail())
+			if lo, hi := tt.wantFrom+def.Sustain-1, tt.wantFrom+tt.by-1; first < lo || first > hi {
+				t.Fatalf("first degraded at run %d, want between %d and %d (last state %v, %s)", first, lo, hi, last, last.Detail())
 			}
 			t.Logf("degraded at faulted run %d on %s (%s)", first-tt.wantFrom+1, firstState.Signal, firstState.Detail())
 			if tt.clearBy > 0 && last.Status != OK {
@@ -231,6 +232,7 @@ func TestObserveRunShapes(t *testing.T) {
 // history (it stays degraded while it lasts) and the median's history
 // learns on undisturbed.
 func TestSignalsFreezeAndHold(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(2, 15))
 	d, _ := NewDetector(Config{})
 	for i := range 60 {
@@ -252,6 +254,7 @@ func TestSignalsFreezeAndHold(t *testing.T) {
 // on 3 beyond runs among the last 5, not only 3 in a row; 2 in every 5
 // never does.
 func TestTailSustainWithin(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		pattern string // S: a stalled run, .: a healthy one (repeated)
@@ -263,9 +266,7 @@ func TestTailSustainWithin(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(7, 15))
-			// Weight 1 per beyond run: the mechanism alone, not the
-			// defaults' magnitude weighting.
-			once3 := SignalConfig{Sustain: 3, Within: 3, MaxWeight: 1}
+			once3 := SignalConfig{Sustain: 3, Within: 3}
 			d, err := NewDetector(withTailWithin(Config{Sustain: 3, Tail: once3, Mean: once3, Rate: once3}, 5, true))
 			if err != nil {
 				t.Fatal(err)
@@ -297,6 +298,7 @@ func TestTailSustainWithin(t *testing.T) {
 }
 
 func TestSignalConfigValidate(t *testing.T) {
+	t.Parallel()
 	for _, c := range []Config{
 		{Tail: SignalConfig{DegradeRatio: 0.5}}, {Mean: SignalConfig{RecoverRatio: 3}},
 		{Rate: SignalConfig{Sustain: 65}}, {Tail: SignalConfig{MinOps: -1}},
@@ -317,16 +319,21 @@ func TestSignalConfigValidate(t *testing.T) {
 // rate's, the state still names the rate (throttled) — but a shortfall
 // carried by a few stalled ops (a stalling disk) leaves the tail leading.
 func TestThrottleLeadsTheTail(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 15))
-	d, _ := NewDetector(Config{})
+	d, _ := NewDetector(Config{}) // the shipped defaults
 	for i := range 60 {
 		d.ObserveRun(at(i), healthyRun(rng), Refs{})
 	}
 	stalls := func(achieved float64) Run { return opsRun(stallOps(rng, 50, 0.35*ms, 0.1, 80*ms), 50, achieved) }
-	// Two runs whose stalls cost little rate, then a throttled one.
-	d.ObserveRun(at(60), stalls(46), Refs{})
-	d.ObserveRun(at(61), stalls(46), Refs{})
-	s := d.ObserveRun(at(62), opsRun(stallOps(rng, 50, 0.35*ms, 0.4, 80*ms), 50, 20), Refs{})
+	// Runs whose stalls cost little rate, one short of the tail's sustain,
+	// then a throttled one.
+	def := DefaultConfig()
+	last := 60 + def.Tail.Sustain - 1
+	for i := 60; i < last; i++ {
+		d.ObserveRun(at(i), stalls(46), Refs{})
+	}
+	s := d.ObserveRun(at(last), opsRun(stallOps(rng, 50, 0.35*ms, 0.4, 80*ms), 50, 20), Refs{})
 	if d.Of(SignalTail).Status != Degraded || d.Of(SignalRate).Status == Degraded {
 		t.Fatalf("tail %+v, rate %+v: want the tail degraded and the rate not yet", d.Of(SignalTail), d.Of(SignalRate))
 	}
@@ -340,7 +347,7 @@ func TestThrottleLeadsTheTail(t *testing.T) {
 	for i := range 60 {
 		d2.ObserveRun(at(i), healthyRun(rng), Refs{})
 	}
-	for i := 60; i < 65; i++ {
+	for i := 60; i < 60+def.Rate.Sustain; i++ {
 		ops := healthyOps(rng, 50, 0.35*ms)
 		ops[10], ops[30] = 100*ms, 100*ms
 		s = d2.ObserveRun(at(i), opsRun(ops, 50, 30), Refs{})

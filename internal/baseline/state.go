@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/bits"
 	"time"
 )
 
@@ -26,8 +25,6 @@ import (
 //	since, streak since         varint Unix nanoseconds, each if flagged
 //	ratio                       float64 bits
 //	streak, recent              uvarint each (recent: the beyond-run mask)
-//	evidence                    (version 3) float64 bits: the weight of
-//	                            the beyond runs in a row
 //	history                     uvarint n, then n float32s, oldest first
 //	held                        uvarint n, then n float64s
 //
@@ -35,14 +32,12 @@ import (
 // Detector's own, and trims a longer history to its window. A state with
 // a 48-run window takes at most 4+3+30+16+1+1+384+1+8×3 ≈ 460 bytes for
 // the median and, with 24-run signal windows, 2+20+8+1+3+1+96+1+8×3 ≈ 156
-// more per signal, 8 more with version 3's evidence: ≈ 955 (809 measured
-// with nothing held). Versions 1 (the median alone: the other signals
-// start learning) and 2 (no evidence: it restarts from the streak, one
-// per beyond run) are still read.
+// more per signal: ≈ 930 (785 measured with nothing held). Version 1 (the
+// median alone) is still read: the other signals start learning.
 var magic = [3]byte{'P', 'L', 'B'}
 
 // stateVersion is the format MarshalBinary writes.
-const stateVersion = 3
+const stateVersion = 2
 
 var (
 	statusCodes = []Status{"", Learning, OK, Degraded}
@@ -80,7 +75,6 @@ func (d *Detector) MarshalBinary() ([]byte, error) {
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(k.ratio))
 		b = binary.AppendUvarint(b, uint64(k.st.Streak))
 		b = binary.AppendUvarint(b, uint64(k.recent))
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(k.evidence))
 		b = binary.AppendUvarint(b, uint64(len(k.win.ring)))
 		for _, x := range k.win.values() {
 			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(float32(x)))
@@ -166,7 +160,7 @@ func (d *Detector) UnmarshalBinary(b []byte) error {
 	var tracks [numSignals - 1]savedTrack
 	if version >= 2 {
 		for i := range tracks {
-			tracks[i] = r.track(version)
+			tracks[i] = r.track()
 		}
 	}
 	if r.err == nil && len(r.b) != 0 {
@@ -184,13 +178,9 @@ func (d *Detector) UnmarshalBinary(b []byte) error {
 		k.win.load(t.hist)
 		k.held = append(k.held[:0], t.held...)
 		k.st = SignalState{Status: t.status, Since: t.since, Streak: t.streak}
-		k.streakSince, k.ratio, k.evidence = t.streakSince, t.ratio, t.evidence
+		k.streakSince, k.ratio = t.streakSince, t.ratio
 		// A mask wider than this configuration's window keeps its recent end.
 		k.recent = t.recent & (1<<k.sc.Within - 1)
-		if version < 3 {
-			// The beyond runs in a row, one each.
-			k.evidence = float64(bits.TrailingZeros16(^k.recent))
-		}
 	}
 	d.iops, d.cap = 0, 0
 	return nil
@@ -200,13 +190,13 @@ func (d *Detector) UnmarshalBinary(b []byte) error {
 type savedTrack struct {
 	status             Status
 	since, streakSince time.Time
-	ratio, evidence    float64
+	ratio              float64
 	streak             int
 	recent             uint16
 	hist, held         []float64
 }
 
-func (r *reader) track(version byte) savedTrack {
+func (r *reader) track() savedTrack {
 	var t savedTrack
 	sc, flags := r.byte(), r.byte()
 	if r.err != nil {
@@ -232,12 +222,6 @@ func (r *reader) track(version byte) savedTrack {
 		r.fail("signal recent mask %#x", recent)
 	}
 	t.recent = uint16(recent)
-	if version >= 3 {
-		t.evidence = r.float()
-		if !(t.evidence >= 0) || t.evidence > maxHeld*maxWithin {
-			r.fail("signal evidence %v", t.evidence)
-		}
-	}
 	t.hist = r.values32(maxWindow)
 	t.held = r.values(maxHeld)
 	return t

@@ -117,6 +117,7 @@ func days(d float64) time.Duration { return time.Duration(d * 24 * float64(time.
 // turns a volume degraded and raises no alert. bench/degrade.sh runs it
 // for 7 days and reads its last line.
 func TestNoiseReplay(t *testing.T) {
+	t.Parallel()
 	recs := loadRecordings(t)
 	total, alerts := 0.0, 0
 	for _, rec := range recs {
@@ -163,6 +164,7 @@ func TestNoiseReplay(t *testing.T) {
 // the spread the detector is built to ignore (TestNoiseReplay holds it to
 // that).
 func TestReplayDetects(t *testing.T) {
+	t.Parallel()
 	for _, rec := range loadRecordings(t) {
 		if !strings.HasPrefix(rec.Source, "lab-") {
 			continue
@@ -228,6 +230,7 @@ func mean(ds []time.Duration) time.Duration {
 // TestScaleDoubles: moving a histogram up 8 buckets is exactly doubling
 // every observation for the median the evaluator reads.
 func TestScaleDoubles(t *testing.T) {
+	t.Parallel()
 	var h histogram.Histogram
 	for i := range 97 {
 		h.Observe(time.Duration(300_000 + i*i*1_700))
@@ -253,6 +256,7 @@ func TestScaleDoubles(t *testing.T) {
 // the band of the profile the real stack derives for a lab volume, whose
 // media is unknown (a loop device; the agent cannot declare media).
 func TestLabWithinPriors(t *testing.T) {
+	t.Parallel()
 	priors, err := baseline.DefaultPriors()
 	if err != nil {
 		t.Fatal(err)
@@ -292,6 +296,7 @@ func TestLabWithinPriors(t *testing.T) {
 // in the recording's own time; past its end the walk jumps to a random
 // place and carries on from there.
 func TestWalkerKeepsTime(t *testing.T) {
+	t.Parallel()
 	var atoms []Atom
 	for i := range 100 {
 		h := &histogram.Histogram{}
