@@ -90,8 +90,8 @@ func TestObserveRunShapes(t *testing.T) {
 		// no sooner than the shortest sustain of the shipped defaults
 		// (the median's 4 runs) and by the by-th faulted run.
 		wantFrom, by int
-		signal   Signal
-		detail   string // a substring of State.Detail at the end
+		signal       Signal
+		detail       string // a substring of State.Detail at the end
 		// clearBy: ok again by this run (0: not checked).
 		clearBy int
 	}{
