@@ -41,6 +41,7 @@ import (
 	"github.com/plumbline/plumbline/internal/evaluator"
 	"github.com/plumbline/plumbline/internal/probe"
 	"github.com/plumbline/plumbline/internal/raidlab"
+	replaypkg "github.com/plumbline/plumbline/internal/replay"
 	"github.com/plumbline/plumbline/internal/store"
 )
 
@@ -74,7 +75,13 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		replayFrom = fs.String("replay-from", "", "no lab: replay the healthy runs recorded in this file")
 		within     = fs.Int("within", 0, "override the tail's and the mean's SignalConfig.Within (0: default)")
 		tailRatio  = fs.Float64("tail-ratio", 0, "override the tail's DegradeRatio (0: default)")
+		sustain    [3]int
+		noiseFrom  = fs.String("noise", "", "no lab: replay these noise recordings (internal/replay/testdata/*.txt.gz, comma-separated) through bare detectors")
+		seeds      = fs.Int("seeds", 8, "with -noise: walks through each recording")
 	)
+	for i, name := range []string{"tail", "mean", "rate"} {
+		fs.IntVar(&sustain[i], name+"-sustain", 0, "override the "+name+"'s Sustain (0: default)")
+	}
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -83,6 +90,14 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		det.Tail.Within, det.Mean.Within = *within, *within
 	}
 	det.Tail.DegradeRatio = *tailRatio
+	det.Tail.Sustain, det.Mean.Sustain, det.Rate.Sustain = sustain[0], sustain[1], sustain[2]
+	if *noiseFrom != "" {
+		if err := noise(stdout, strings.Split(*noiseFrom, ","), det, replaypkg.Schedule{Every: *every, Ops: *ops}, *days, *seeds); err != nil {
+			fmt.Fprintln(stderr, "tails:", err)
+			return 1
+		}
+		return 0
+	}
 	if *replayFrom != "" {
 		runs, err := readRuns(*replayFrom)
 		if err != nil {
@@ -308,6 +323,45 @@ func reportLine(name string, runsTo []int, signals map[baseline.Signal]int, c cf
 	}
 	slices.Sort(sigs)
 	return fmt.Sprintf("fault=%s signal=%s runs=%v detect_seconds=%s", name, strings.Join(sigs, ","), runsTo, detect)
+}
+
+// noise replays each recording for days × seeds through bare detectors
+// (replay.Quick: six volumes, every kind) and prints the degraded
+// transitions — false alerts — by signal:
+//
+//	noise=<source> days=<days × seeds> false_alerts=<n> median=<n> p99=<n> mean=<n> rate=<n>
+func noise(stdout io.Writer, files []string, det baseline.Config, sch replaypkg.Schedule, days float64, seeds int) error {
+	for _, path := range files {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		rec, err := replaypkg.Read(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		total := map[baseline.Signal]int{}
+		for seed := range seeds {
+			got, err := replaypkg.Quick(rec, sch, det, 6, days, uint64(seed))
+			if err != nil {
+				return err
+			}
+			for s, n := range got {
+				total[s] += n
+			}
+		}
+		sum := 0
+		for _, n := range total {
+			sum += n
+		}
+		fmt.Fprintf(stdout, "noise=%s days=%g false_alerts=%d", rec.Source, days*float64(seeds), sum)
+		for _, s := range baseline.Signals() {
+			fmt.Fprintf(stdout, " %s=%d", s, total[s])
+		}
+		fmt.Fprintln(stdout)
+	}
+	return nil
 }
 
 // replay feeds days of the recorded healthy runs, drawn at random, through

@@ -317,3 +317,35 @@ func TestWalkerKeepsTime(t *testing.T) {
 		t.Errorf("after the end: %d atoms min %s max %s, want two consecutive atoms from a random place", h.Count(), h.Min(), h.Max())
 	}
 }
+
+// TestQuick: the bare-detector replay counts what the noise does to a
+// detector: with every signal degrading on one run beyond, the recorded
+// noise alerts; with the shipped defaults, a day of the lab recording
+// does not.
+func TestQuick(t *testing.T) {
+	t.Parallel()
+	for _, rec := range loadRecordings(t) {
+		if !strings.HasPrefix(rec.Source, "lab-") {
+			continue
+		}
+		sch := Schedule{Every: 3 * time.Minute, Ops: 50}
+		one := baseline.SignalConfig{Sustain: 1}
+		hair, err := Quick(rec, sch, baseline.Config{Sustain: 1, Tail: one, Mean: one, Rate: one}, 6, 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hair[baseline.SignalTail]+hair[baseline.SignalMean]+hair[baseline.SignalRate]+hair[baseline.SignalMedian] == 0 {
+			t.Errorf("Quick(%s, sustain 1) = %v, want alerts from a hair trigger", rec.Source, hair)
+		}
+		def, err := Quick(rec, sch, baseline.Config{}, 6, 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(def) != 0 {
+			t.Errorf("Quick(%s, defaults, 1 day) = %v, want no alert", rec.Source, def)
+		}
+		if _, err := Quick(rec, Schedule{}, baseline.Config{}, 6, 1, 0); err == nil {
+			t.Error("Quick with no schedule = nil error")
+		}
+	}
+}
