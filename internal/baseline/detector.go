@@ -142,7 +142,7 @@ type Detector struct {
 	// pending: committed if the streak breaks, dropped if it turns degraded.
 	held []float64
 
-	last medianState // the median's last state; persisted without the comparisons
+	last State // the median's last state (its Signal, IOPS and Cap unused); persisted without the comparisons
 	// streakSince is the time of the first run of the current streak.
 	streakSince time.Time
 
@@ -160,19 +160,6 @@ type Detector struct {
 // 40% of its ops at 80 ms, 0.4), a stalling disk a few (3 stalled ops of
 // 50: 0.06), whose lost time also costs a short run its rate.
 const minWaitShare = 0.1
-
-// medianState is the median's part of State: what its state machine keeps
-// between runs.
-type medianState struct {
-	Status                 Status
-	Reference              Reference
-	Ratio                  float64
-	Since                  time.Time
-	Streak                 int
-	Time                   time.Time
-	Latency, Level         float64
-	History, Cohort, Prior Comparison
-}
 
 // NewDetector returns an empty Detector. Zero fields of cfg take their
 // defaults.
@@ -210,7 +197,7 @@ func (d *Detector) Trusted() bool { return d.hist.len() >= d.cfg.MinHistory }
 // volume's new level (a new array, a changed workload) as its normal.
 func (d *Detector) Reset() {
 	d.hist.reset()
-	d.held, d.last, d.streakSince = d.held[:0], medianState{}, time.Time{}
+	d.held, d.last, d.streakSince = d.held[:0], State{}, time.Time{}
 	for i := range d.tracks {
 		d.tracks[i].reset()
 	}
@@ -294,9 +281,8 @@ func (d *Detector) ObserveRun(t time.Time, run Run, refs Refs) State {
 // combine folds the median's state and the other signals' into one State.
 func (d *Detector) combine() State {
 	med := &d.last
-	s := State{Status: med.Status, Reference: med.Reference, Ratio: med.Ratio, Since: med.Since, Streak: med.Streak,
-		Time: med.Time, Latency: med.Latency, Level: med.Level, History: med.History, Cohort: med.Cohort, Prior: med.Prior,
-		Signal: SignalMedian, IOPS: d.iops, Cap: d.cap}
+	s := *med
+	s.Signal, s.IOPS, s.Cap = SignalMedian, d.iops, d.cap
 	if med.Status == Degraded {
 		return s
 	}
@@ -362,8 +348,8 @@ func (d *Detector) observeMedian(t time.Time, latency float64, refs Refs) {
 
 // compareMedian compares a run's median with the history (its latency)
 // and with the cohort or, failing that, the prior (its level).
-func (d *Detector) compareMedian(t time.Time, latency float64, refs Refs) medianState {
-	s := medianState{Time: t, Latency: latency}
+func (d *Detector) compareMedian(t time.Time, latency float64, refs Refs) State {
+	s := State{Time: t, Latency: latency}
 	if d.Trusted() {
 		// The spread (a pass over the window) only when the ratio reaches
 		// the recovery threshold: below it the run is normal, and cannot
@@ -394,7 +380,7 @@ type medianJudgement struct {
 	beyond, isNormal bool
 }
 
-func (d *Detector) judgeMedian(s *medianState) medianJudgement {
+func (d *Detector) judgeMedian(s *State) medianJudgement {
 	j := medianJudgement{isNormal: true}
 	var worstRatio float64
 	for _, rc := range [...]struct {
@@ -422,7 +408,7 @@ func (d *Detector) judgeMedian(s *medianState) medianJudgement {
 // frozen against a shift in itself: only runs normal against it go in.
 // Degraded against the cohort or the prior only, the history goes on
 // learning the volume's own level.
-func (d *Detector) whileDegraded(s *medianState, j medianJudgement) {
+func (d *Detector) whileDegraded(s *State, j medianJudgement) {
 	prev := d.last
 	s.Status, s.Since, s.Reference = Degraded, prev.Since, prev.Reference
 	if j.isNormal {
@@ -444,7 +430,7 @@ func (d *Detector) whileDegraded(s *medianState, j medianJudgement) {
 
 // whileNotDegraded counts beyond runs towards a degraded state, holding
 // the runs beyond the history out of it while the shift is pending.
-func (d *Detector) whileNotDegraded(s *medianState, j medianJudgement) {
+func (d *Detector) whileNotDegraded(s *State, j medianJudgement) {
 	prev := d.last
 	s.Status, s.Reference, s.Since = OK, j.primary, prev.Since
 	if j.primary == NoReference {

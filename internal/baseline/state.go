@@ -137,7 +137,7 @@ func (d *Detector) UnmarshalBinary(b []byte) error {
 	}
 	version := b[3]
 	r.b = b[4:]
-	var st medianState
+	var st State
 	sc, rc, flags := r.byte(), r.byte(), r.byte()
 	if int(sc) >= len(statusCodes) || int(rc) >= len(refCodes) || flags&^(flagSince|flagTime|flagStreakSince) != 0 {
 		r.fail("status %d, reference %d, flags %#x", sc, rc, flags)
