@@ -71,9 +71,20 @@ func (s *realServer) start() {
 	go gs.Serve(ln)
 }
 
+// stop stops the server at once: calls in flight are cut.
 func (s *realServer) stop() {
 	if s.gs != nil {
 		s.gs.Stop()
+		s.gs = nil
+	}
+}
+
+// drain stops the server once its handlers have returned (call it with
+// no agent connected), so that a batch in flight when the agent stopped
+// is stored, or not, before the caller counts what the store holds.
+func (s *realServer) drain() {
+	if s.gs != nil {
+		s.gs.GracefulStop()
 		s.gs = nil
 	}
 }
@@ -160,7 +171,9 @@ func TestSpoolResetKeepsRecords(t *testing.T) {
 		stop := runAgent(t, a1)
 		waitFor(t, "40 records of the first spool stored", func() bool { return srv.storedRecords() >= 40 })
 		stop()
-		// A batch in flight at the stop may be stored yet unacknowledged.
+		srv.drain()
+		// A batch in flight at the stop may be stored yet unacknowledged;
+		// with the server stopped, nothing more arrives.
 		first := srv.storedRecords()
 		if s, n := settled(a1), a1.Spool().Stats().NextSequence-1; first < s || first > n {
 			t.Fatalf("first spool: %d records settled of %d, the server stored %d", s, n, first)
@@ -169,7 +182,6 @@ func TestSpoolResetKeepsRecords(t *testing.T) {
 		if err := os.RemoveAll(c.Spool.Dir); err != nil {
 			t.Fatal(err)
 		}
-		srv.stop()
 		a2 := newTestAgent(t, c, p, fp.run, fakeInventory("/data1", "/data9"))
 		stop = runAgent(t, a2)
 		waitFor(t, "25 records in the new spool while the server is down", func() bool { return a2.Spool().Stats().Records >= 25 })
