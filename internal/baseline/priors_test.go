@@ -185,3 +185,31 @@ func TestParsePriorsBad(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParsePriors: any bytes give priors or ErrInvalidPriors, never a
+// panic; priors that parse price every media class and probe kind.
+func FuzzParsePriors(f *testing.F) {
+	f.Add(defaultPriors)
+	bad, _ := filepath.Glob("testdata/bad-*.yaml")
+	for _, path := range bad {
+		if b, err := os.ReadFile(path); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := ParsePriors(b)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidPriors) {
+				t.Fatalf("ParsePriors = %v, want ErrInvalidPriors", err)
+			}
+			return
+		}
+		for _, m := range MediaClasses() {
+			for _, k := range Kinds() {
+				if _, err := p.Expect(Profile{Media: m, RAIDLevel: "raid5", Offset: Aligned}, k); err != nil {
+					t.Fatalf("parsed priors: Expect(%s, %s) = %v", m, k, err)
+				}
+			}
+		}
+	})
+}
