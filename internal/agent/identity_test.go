@@ -34,9 +34,17 @@ type realServer struct {
 	addr string
 	gs   *grpc.Server
 	tls  *tls.Config
+	opts ingest.Options
+	svc  *ingest.Service
 }
 
 func startRealServer(t *testing.T, p *pki, dsn string) *realServer {
+	t.Helper()
+	return startRealServerWith(t, p, dsn, ingest.Options{ReportInterval: 50 * time.Millisecond, RatePerSecond: -1})
+}
+
+// startRealServerWith is startRealServer with the ingest options given.
+func startRealServerWith(t *testing.T, p *pki, dsn string, opts ingest.Options) *realServer {
 	t.Helper()
 	st, err := store.Open(context.Background(), dsn)
 	if err != nil {
@@ -45,7 +53,7 @@ func startRealServer(t *testing.T, p *pki, dsn string) *realServer {
 	s := &realServer{t: t, st: st, addr: "127.0.0.1:0", tls: &tls.Config{
 		MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{p.serverCert},
 		ClientCAs: p.pool, ClientAuth: tls.RequireAndVerifyClientCert,
-	}}
+	}, opts: opts}
 	s.start()
 	t.Cleanup(func() { s.stop(); st.Close() })
 	return s
@@ -53,7 +61,8 @@ func startRealServer(t *testing.T, p *pki, dsn string) *realServer {
 
 func (s *realServer) start() {
 	s.t.Helper()
-	gs, _, err := ingest.NewGRPCServer(ingest.New(s.st, ingest.Options{ReportInterval: 50 * time.Millisecond, RatePerSecond: -1}), s.tls)
+	s.svc = ingest.New(s.st, s.opts)
+	gs, _, err := ingest.NewGRPCServer(s.svc, s.tls)
 	if err != nil {
 		s.t.Fatal(err)
 	}
