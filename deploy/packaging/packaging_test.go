@@ -59,11 +59,11 @@ func TestDebInstallUpgradePurge(t *testing.T) {
 	}
 	for _, p := range left {
 		if _, err := os.Lstat(p); err == nil {
-			t.Fatalf("%s exists before the test: a purge would delete it; remove the Plumbline packages (dpkg --purge plumbline-agent plumbline-server) first", p)
+			skipOrFail(t, fmt.Sprintf("%s exists before the test: a purge would delete it; remove the Plumbline packages (dpkg --purge plumbline-agent plumbline-server) first", p))
 		}
 	}
 	if _, err := user.Lookup("plumbline"); err == nil {
-		t.Fatal("a user plumbline exists before the test: the last purge would delete it")
+		skipOrFail(t, "a user plumbline exists before the test: the last purge would delete it")
 	}
 	t.Cleanup(func() { dpkg(t, "--purge", "plumbline-agent", "plumbline-server") })
 
