@@ -3,7 +3,8 @@
 # for each of ARCHS, and the Windows agent's zip, under DIST (default dist/).
 #
 #   VERSION   package version and what `agent version` prints (default: the
-#             latest v* tag, else 0.0.0~git<date>.<commit>)
+#             latest v* tag, v1.2.3-rc1 → 1.2.3~rc1, N commits after it
+#             +N.g<commit>; without a tag 0.0.0~git<date>.<commit>)
 #   ARCHS     Linux architectures (default: amd64 arm64)
 #   DIST      output directory (default: dist)
 #   SOURCE_DATE_EPOCH  the time in every archive (default: the commit's)
@@ -18,11 +19,15 @@ go=${GO:-go}
 
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct)}
 default_version() {
-  local tag
-  if tag=$(git describe --tags --match 'v[0-9]*' 2>/dev/null); then
-    # v1.2.3-4-gabcdef → 1.2.3+4.gabcdef (sorts after 1.2.3 in dpkg and rpm)
+  local d
+  if d=$(git describe --tags --long --match 'v[0-9]*' 2>/dev/null); then
+    # v1.2.3-rc1-4-gabcdef: tag v1.2.3-rc1, 4 commits after it.
+    local n=${d%-g*}
+    local hash=${d##*-g} tag=${n%-*}
+    n=${n##*-}
     tag=${tag#v}
-    echo "${tag/-/+}" | tr - .
+    tag=${tag//-/\~} # 1.2.3~rc1 sorts before 1.2.3 in dpkg and rpm
+    if ((n == 0)); then echo "$tag"; else echo "$tag+$n.g$hash"; fi
     return
   fi
   echo "0.0.0~git$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y%m%d).$(git rev-parse --short=12 HEAD)"
