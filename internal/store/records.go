@@ -164,7 +164,7 @@ func (s *Store) AppendBatchFrom(ctx context.Context, agentID, incarnation string
 			start = first - 1
 		}
 		if len(recs) > 0 {
-			if err := s.storeBatch(ctx, tx, agentID, incarnation, lk.serverSeq, recs, &res); err != nil {
+			if err := s.storeBatch(ctx, tx, agentID, incarnation, lk.serverSeq, cur, recs, &res); err != nil {
 				return err
 			}
 		}
@@ -183,15 +183,24 @@ func (s *Store) AppendBatchFrom(ctx context.Context, agentID, incarnation string
 
 // storeBatch stores the records of recs that the incarnation has not
 // stored yet, numbered with the agent's next server sequences after
-// serverSeq, and moves agents.high_water to the last one.
-func (s *Store) storeBatch(ctx context.Context, tx *sql.Tx, agentID, incarnation string, serverSeq uint64, recs []*Record, res *AppendResult) error {
+// serverSeq, and moves agents.high_water to the last one. A sequence at
+// or below the incarnation's pruned_through is a duplicate without its row
+// (retention.go); only a batch reaching down to the high-water mark cur (a
+// replay) reads it.
+func (s *Store) storeBatch(ctx context.Context, tx *sql.Tx, agentID, incarnation string, serverSeq, cur uint64, recs []*Record, res *AppendResult) error {
 	have, err := s.storedSequences(ctx, tx, agentID, incarnation, recs[0].Sequence, recs[len(recs)-1].Sequence)
 	if err != nil {
 		return err
 	}
+	var pruned uint64
+	if recs[0].Sequence <= cur {
+		if pruned, err = s.prunedThrough(ctx, tx, agentID, incarnation); err != nil {
+			return err
+		}
+	}
 	var fresh []stored
 	for _, r := range recs {
-		if have[r.Sequence] {
+		if have[r.Sequence] || r.Sequence <= pruned {
 			res.Duplicates = append(res.Duplicates, r.Sequence)
 			continue
 		}

@@ -1,0 +1,192 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// pruneAll runs a whole pass of PruneBatch and adds up what it removed.
+func pruneAll(t *testing.T, ctx context.Context, s *Store, cutoff time.Time, limit int) PruneStats {
+	t.Helper()
+	var total PruneStats
+	cur := PruneCursor{}
+	for i := 0; ; i++ {
+		st, err := s.PruneBatch(ctx, cutoff, cur, limit)
+		if err != nil {
+			t.Fatalf("PruneBatch: %v", err)
+		}
+		total.Records += st.Records
+		total.ProbeResults += st.ProbeResults
+		cur = st.Next
+		if st.Done {
+			return total
+		}
+		if i > 10_000 {
+			t.Fatal("PruneBatch never done")
+		}
+	}
+}
+
+func setWatermark(t *testing.T, s *Store, agentID string, through uint64) {
+	t.Helper()
+	if _, err := s.db.ExecContext(context.Background(), s.q(`INSERT INTO baseline_watermarks (agent_id, evaluated_through) VALUES (?, ?)
+ON CONFLICT (agent_id) DO UPDATE SET evaluated_through = excluded.evaluated_through`), agentID, int64(through)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func setHistoryMark(t *testing.T, s *Store, agentID string, through uint64) {
+	t.Helper()
+	if _, err := s.db.ExecContext(context.Background(), s.q(`INSERT INTO inventory_history_mark (agent_id, sequence) VALUES (?, ?)
+ON CONFLICT (agent_id) DO UPDATE SET sequence = excluded.sequence`), agentID, int64(through)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func storedAgentSeqs(t *testing.T, s *Store, agentID string) []uint64 {
+	t.Helper()
+	rows, err := s.db.QueryContext(context.Background(), s.q(`SELECT agent_sequence FROM records WHERE agent_id = ? ORDER BY agent_sequence`), agentID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []uint64
+	for rows.Next() {
+		var q uint64
+		if err := rows.Scan(&q); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, q)
+	}
+	return out
+}
+
+
+// TestPruneRespectsCursors: only records older than the cutoff go, and of
+// those only what the evaluator judged, the history read and no volume
+// still refers to; unsettled sequences (above a gap) stay.
+func TestPruneRespectsCursors(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		s := open(t, dsn)
+		register(t, s, "a1")
+		old := time.Now().Add(-48 * time.Hour).UTC()
+		s.now = func() time.Time { return old }
+		// Agent sequences: 1 geometry (/data), 2..6 probes, 7 geometry
+		// (/data again: 1 is superseded), 8..10 probes; 12 arrives past a
+		// gap at 11 (unsettled).
+		batch := []Record{geometryRecord(1, vol("/data", "aligned"))}
+		batch = append(batch, probeRecords(2, 6)...)
+		batch = append(batch, geometryRecord(7, vol("/data", "aligned")))
+		batch = append(batch, probeRecords(8, 10)...)
+		batch = append(batch, probeRecord(12))
+		if _, err := s.AppendBatch(ctx, "a1", batch); err != nil {
+			t.Fatal(err)
+		}
+		s.now = time.Now
+		if _, err := s.AppendBatch(ctx, "a1", probeRecords(20, 22)); err != nil { // recent: kept
+			t.Fatal(err)
+		}
+		cutoff := time.Now().Add(-24 * time.Hour)
+
+		// Nothing judged or read yet: only... nothing goes.
+		if st := pruneAll(t, ctx, s, cutoff, 3); st.Records != 0 {
+			t.Fatalf("pruned %d records before the evaluator and the history read any", st.Records)
+		}
+		// The evaluator judged through server sequence 4 (agent 1..4 here:
+		// one batch, so server and agent sequences coincide).
+		setWatermark(t, s, "a1", 4)
+		if st := pruneAll(t, ctx, s, cutoff, 3); st.Records != 3 || st.ProbeResults != 3 {
+			t.Errorf("after the evaluator: pruned %+v, want probes 2..4", st)
+		}
+		// The history read everything, the evaluator too: geometry 1 goes,
+		// 7 (the volume's latest) stays, 12 (unsettled) stays, the recent stay.
+		setHistoryMark(t, s, "a1", 100)
+		setWatermark(t, s, "a1", 100)
+		pruneAll(t, ctx, s, cutoff, 2)
+		if d := cmp.Diff([]uint64{7, 12, 20, 21, 22}, storedAgentSeqs(t, s, "a1")); d != "" {
+			t.Errorf("records left (-want +got):\n%s", d)
+		}
+		if n := count(t, s, "probe_results"); n != 4 {
+			t.Errorf("probe_results = %d, want 4 (12, 20..22)", n)
+		}
+		if vols, err := s.ListVolumes(ctx); err != nil || len(vols) != 1 {
+			t.Errorf("ListVolumes = %v, %v; want /data kept", vols, err)
+		}
+	})
+}
+
+// TestPrunedReplayIsDuplicate: a record replayed after retention removed
+// its row is recognised as a duplicate, not stored again; new records
+// still are.
+func TestPrunedReplayIsDuplicate(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		s := open(t, dsn)
+		register(t, s, "a1")
+		old := time.Now().Add(-48 * time.Hour).UTC()
+		s.now = func() time.Time { return old }
+		if _, err := s.AppendBatchFrom(ctx, "a1", "inc-1", 0, probeRecords(1, 10)); err != nil {
+			t.Fatal(err)
+		}
+		s.now = time.Now
+		setWatermark(t, s, "a1", 10)
+		if st := pruneAll(t, ctx, s, time.Now().Add(-time.Hour), 4); st.Records != 10 {
+			t.Fatalf("pruned %d records, want 10", st.Records)
+		}
+		got, err := s.AppendBatchFrom(ctx, "a1", "inc-1", 0, probeRecords(5, 12))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := AppendResult{Stored: []uint64{11, 12}, Duplicates: seqs(5, 10), HighWater: 12}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("replay after prune (-want +got):\n%s", d)
+		}
+		if d := cmp.Diff([]uint64{11, 12}, storedAgentSeqs(t, s, "a1")); d != "" {
+			t.Errorf("records (-want +got):\n%s", d)
+		}
+		// Another incarnation's sequence 1 is another record.
+		if got, err := s.AppendBatchFrom(ctx, "a1", "inc-2", 0, probeRecords(1, 1)); err != nil || len(got.Stored) != 1 {
+			t.Errorf("AppendBatchFrom(inc-2) = %+v, %v; want stored", got, err)
+		}
+	})
+}
+
+// TestPruneFenced: a prune under a lease epoch that moved on is refused
+// and removes nothing.
+func TestPruneFenced(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		s := open(t, dsn)
+		register(t, s, "a1")
+		old := time.Now().Add(-48 * time.Hour).UTC()
+		s.now = func() time.Time { return old }
+		if _, err := s.AppendBatch(ctx, "a1", probeRecords(1, 5)); err != nil {
+			t.Fatal(err)
+		}
+		s.now = time.Now
+		setWatermark(t, s, "a1", 5)
+		first, ok, err := s.AcquireLease(ctx, "retention", "r1", time.Millisecond)
+		if err != nil || !ok {
+			t.Fatalf("AcquireLease = %v, %v", ok, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+		if _, ok, err := s.AcquireLease(ctx, "retention", "r2", time.Minute); err != nil || !ok {
+			t.Fatalf("AcquireLease(r2) = %v, %v", ok, err)
+		}
+		fenced := WithFence(ctx, Fence{Name: "retention", Epoch: first.Epoch})
+		if _, err := s.PruneBatch(fenced, time.Now(), PruneCursor{}, 100); !errors.Is(err, ErrFenced) {
+			t.Errorf("PruneBatch under a stale epoch: %v, want ErrFenced", err)
+		}
+		if n := count(t, s, "records"); n != 5 {
+			t.Errorf("records = %d after a fenced prune, want 5", n)
+		}
+	})
+}
