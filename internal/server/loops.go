@@ -14,6 +14,7 @@ import (
 
 	"github.com/plumbline/plumbline/internal/evaluator"
 	"github.com/plumbline/plumbline/internal/leader"
+	"github.com/plumbline/plumbline/internal/retention"
 	"github.com/plumbline/plumbline/internal/server/config"
 	"github.com/plumbline/plumbline/internal/store"
 )
@@ -23,7 +24,14 @@ import (
 const (
 	LoopEvaluator = "evaluator"
 	LoopInventory = "inventory"
+	LoopRetention = "retention"
 )
+
+// newPruner is the retention loop over st: store.retention (0: it
+// returns at once and prunes nothing).
+func newPruner(st *store.Store, cfg config.Config, logger *slog.Logger) *retention.Pruner {
+	return retention.New(st, retention.Options{Retention: cfg.Store.Retention, Logger: logger.With("component", "retention")})
+}
 
 // elector elects the replica that runs the background loops: through
 // leases on PostgreSQL, where several replicas may share the database;

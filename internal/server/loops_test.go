@@ -47,7 +47,7 @@ func TestMetricsLeaderGauge(t *testing.T) {
 	}
 	cfg := config.Default()
 	cfg.BaselineInterval = time.Minute
-	h, err := metricsHandler(st, evals, el, cfg, nil, slog.New(slog.DiscardHandler))
+	h, err := metricsHandler(st, evals, el, newPruner(st, cfg, slog.New(slog.DiscardHandler)), cfg, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,6 +85,9 @@ func TestMetricsLeaderGauge(t *testing.T) {
 			if g == nil || len(g.GetMetric()) != 1 || g.GetMetric()[0].GetGauge().GetValue() != 1 ||
 				g.GetMetric()[0].GetLabel()[0].GetValue() != LoopEvaluator {
 				t.Errorf("plumbline_server_leader = %v; want {loop=%q} 1", g, LoopEvaluator)
+			}
+			if fams["plumbline_server_retention_pruned_rows_total"] == nil {
+				t.Errorf("the retention loop's families are missing")
 			}
 			if fams["plumbline_evaluator_runs_total"] == nil {
 				t.Errorf("the exporter's families are gone: %d families", len(fams))

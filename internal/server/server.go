@@ -30,6 +30,7 @@ import (
 	"github.com/plumbline/plumbline/internal/leader"
 	"github.com/plumbline/plumbline/internal/policy"
 	"github.com/plumbline/plumbline/internal/projection"
+	"github.com/plumbline/plumbline/internal/retention"
 	"github.com/plumbline/plumbline/internal/server/config"
 	"github.com/plumbline/plumbline/internal/store"
 )
@@ -158,7 +159,8 @@ func assemble(st *store.Store, cfg config.Config, tokens []inventory.Token, tlsC
 	// (projection.Ready) and keeps its own cached summaries.
 	proj := projection.New(st, projection.Options{Logger: logger.With("component", "projection")})
 	api := inventory.New(st, inventory.Options{Tokens: tokens, Projection: proj, Logger: logger.With("component", "inventory")})
-	evals, hsrv, err := webServer(st, cfg, tokens, api, policy.Handler(pol, svc.PolicyReports), p.elector, logger)
+	pruner := newPruner(st, cfg, logger)
+	evals, hsrv, err := webServer(st, cfg, tokens, api, policy.Handler(pol, svc.PolicyReports), p.elector, pruner, logger)
 	if err != nil {
 		return p, err
 	}
@@ -166,6 +168,7 @@ func assemble(st *store.Store, cfg config.Config, tokens []inventory.Token, tlsC
 	p.loops = []leader.Loop{
 		{Name: LoopEvaluator, Run: evals.run},
 		{Name: LoopInventory, Run: proj.Run},
+		{Name: LoopRetention, Run: pruner.Run},
 	}
 	p.everywhere = []func(context.Context){
 		api.Run, // this replica's cached summaries
@@ -250,12 +253,12 @@ func prepare(cfg *config.Config, logger *slog.Logger) (devLayout, []inventory.To
 // webServer is the HTTP side: the inventory API, the policy API and
 // /metrics (the exporter, fed by the evaluators' status, and the
 // election's gauges), and the loops they need run.
-func webServer(st *store.Store, cfg config.Config, tokens []inventory.Token, api *inventory.API, policyAPI http.Handler, el *leader.Elector, logger *slog.Logger) (*evaluators, *http.Server, error) {
+func webServer(st *store.Store, cfg config.Config, tokens []inventory.Token, api *inventory.API, policyAPI http.Handler, el *leader.Elector, pruner *retention.Pruner, logger *slog.Logger) (*evaluators, *http.Server, error) {
 	evals, err := newEvaluators(st, evaluator.Options{Interval: cfg.BaselineInterval, Logger: logger.With("component", "evaluator")})
 	if err != nil {
 		return nil, nil, err
 	}
-	metrics, err := metricsHandler(st, evals, el, cfg, tokens, logger)
+	metrics, err := metricsHandler(st, evals, el, pruner, cfg, tokens, logger)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -386,7 +389,7 @@ func orOff(addr string) string {
 // metricsHandler serves /metrics: the exporter over the store, behind the
 // same bearer-token check as the inventory API (inventory.RequireToken:
 // any token of web.bearer_tokens or web.bearer_token_file).
-func metricsHandler(st *store.Store, evals *evaluators, el *leader.Elector, cfg config.Config, tokens []inventory.Token, logger *slog.Logger) (http.Handler, error) {
+func metricsHandler(st *store.Store, evals *evaluators, el *leader.Elector, pruner *retention.Pruner, cfg config.Config, tokens []inventory.Token, logger *slog.Logger) (http.Handler, error) {
 	stale := 3 * cfg.Agents.ReportInterval
 	if stale < time.Minute {
 		stale = time.Minute
@@ -409,6 +412,9 @@ func metricsHandler(st *store.Store, evals *evaluators, el *leader.Elector, cfg 
 	}
 	extra := prometheus.NewRegistry()
 	if err := extra.Register(el); err != nil {
+		return nil, err
+	}
+	if err := extra.Register(pruner); err != nil {
 		return nil, err
 	}
 	return inventory.RequireToken(tokens, appendFamilies(h, extra, logger)), nil

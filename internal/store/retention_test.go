@@ -65,7 +65,6 @@ func storedAgentSeqs(t *testing.T, s *Store, agentID string) []uint64 {
 	return out
 }
 
-
 // TestPruneRespectsCursors: only records older than the cutoff go, and of
 // those only what the evaluator judged, the history read and no volume
 // still refers to; unsettled sequences (above a gap) stay.

@@ -138,6 +138,11 @@ type StoreConfig struct {
 	// renewing its lease (PostgreSQL; replicas on one database): the
 	// bound on failover after a leader dies.
 	LeaseTTL time.Duration `yaml:"lease_ttl"`
+	// Retention is how long records (probe results, geometry snapshots,
+	// rejected records) are kept; 0 keeps them for ever. What the
+	// evaluator or the inventory has not read yet, and each volume's
+	// latest geometry, are kept whatever their age (internal/retention).
+	Retention time.Duration `yaml:"retention"`
 }
 
 // AgentConfig is what the server tells agents in HelloResponse.
@@ -161,6 +166,10 @@ const (
 	DefaultDataDir         = "/var/lib/plumbline"
 	DefaultShutdownTimeout = 15 * time.Second
 	DefaultLeaseTTL        = 15 * time.Second
+	// DefaultRetention is store.retention's default: 30 days.
+	DefaultRetention = 30 * 24 * time.Hour
+	// MinRetention is the shortest store.retention other than 0.
+	MinRetention = time.Hour
 	// DefaultCertTTL is enrollment.cert_ttl's default.
 	DefaultCertTTL = 30 * 24 * time.Hour
 	// DefaultBaselineInterval is --baseline.interval's default.
@@ -183,7 +192,7 @@ func Default() Config {
 			MaxInflightBytes:     ingest.DefaultMaxInflightBytes,
 		},
 		Web:             WebConfig{ListenAddress: DefaultWebAddress},
-		Store:           StoreConfig{LeaseTTL: DefaultLeaseTTL},
+		Store:           StoreConfig{LeaseTTL: DefaultLeaseTTL, Retention: DefaultRetention},
 		Agents:          AgentConfig{GeometryRefreshInterval: 15 * time.Minute, ReportInterval: 10 * time.Second},
 		Log:             LogConfig{Level: "info", Format: "text"},
 		Enrollment:      EnrollmentConfig{CertTTL: DefaultCertTTL, RateLimit: RateConfig{CallsPerSecond: 5, Burst: 50}},
@@ -318,6 +327,9 @@ func (c Config) Validate() error {
 	}
 	if c.Store.LeaseTTL < time.Second {
 		bad("store.lease_ttl %s: want at least 1s", c.Store.LeaseTTL)
+	}
+	if r := c.Store.Retention; r != 0 && r < MinRetention {
+		bad("store.retention %s: want 0 (keep for ever) or at least %s", r, MinRetention)
 	}
 	errs = append(errs, c.Enrollment.validate(c.GRPC.Insecure)...)
 	if c.ShutdownTimeout <= 0 {

@@ -33,7 +33,7 @@ func TestExampleConfig(t *testing.T) {
 	for _, key := range []string{"data_dir:", "listen_address:", "cert_file:", "key_file:", "client_ca_file:", "insecure:", "max_recv_msg_size:",
 		"max_batch_records:", "calls_per_second:", "burst:", "bearer_token_file:", "bearer_tokens:", "token_file:", "role:", "config_file:", "dsn:", "geometry_refresh_interval:", "report_interval:",
 		"level:", "format:", "shutdown_timeout:", "ca_cert_file:", "ca_key_file:", "trust_bundle_file:", "cert_ttl:",
-		"policies:", "policy_reload_interval:"} {
+		"policies:", "policy_reload_interval:", "retention:"} {
 		if !bytes.Contains(b, []byte(key)) {
 			t.Errorf("%s does not document %s", exampleConfig, key)
 		}
@@ -55,6 +55,8 @@ func TestBadConfig(t *testing.T) {
 		{"report interval", "grpc:\n  insecure: true\nagents:\n  report_interval: 10ms\n", "report_interval 10ms"},
 		{"log level", "grpc:\n  insecure: true\nlog:\n  level: loud\n", `log.level "loud"`},
 		{"listen address", "grpc:\n  insecure: true\n  listen_address: 7443\n", "grpc.listen_address"},
+		{"short retention", "grpc:\n  insecure: true\nstore:\n  retention: 10m\n", "store.retention 10m0s: want 0 (keep for ever) or at least 1h"},
+		{"negative retention", "grpc:\n  insecure: true\nstore:\n  retention: -1h\n", "store.retention -1h0m0s"},
 		{"same addresses", "grpc:\n  insecure: true\n  listen_address: :1\nweb:\n  listen_address: :1\n", "both"},
 	}
 	for _, tt := range tests {
