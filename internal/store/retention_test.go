@@ -3,10 +3,15 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/plumbline/plumbline/internal/pgtest"
 )
 
 // pruneAll runs a whole pass of PruneBatch and adds up what it removed.
@@ -188,4 +193,73 @@ func TestPruneFenced(t *testing.T) {
 			t.Errorf("records = %d after a fenced prune, want 5", n)
 		}
 	})
+}
+
+// BenchmarkPrunePostgres measures pruning throughput on PostgreSQL: a
+// pass over PLUMBLINE_PRUNE_ROWS (default 100,000) aged, judged probe
+// records of 100 agents (with 1 KB payloads and their probe results),
+// 5,000 a batch. Reports records/s (each with its probe result).
+//
+//	PLUMBLINE_PRUNE_ROWS=1000000 go test ./internal/store -run '^$' -bench PrunePostgres -benchtime 1x
+func BenchmarkPrunePostgres(b *testing.B) {
+	rows := 100_000
+	if v := os.Getenv("PLUMBLINE_PRUNE_ROWS"); v != "" {
+		fmt.Sscan(v, &rows)
+	}
+	ctx := context.Background()
+	var total time.Duration
+	for range b.N {
+		s := open(b, pgtest.DSN(b))
+		seedAged(b, s, rows, 100)
+		start := time.Now()
+		st := PruneStats{}
+		n := 0
+		for !st.Done {
+			var err error
+			if st, err = s.PruneBatch(ctx, time.Now(), st.Next, 5000); err != nil {
+				b.Fatal(err)
+			}
+			n += st.Records
+		}
+		total += time.Since(start)
+		if n != rows {
+			b.Fatalf("pruned %d records, want %d", n, rows)
+		}
+	}
+	b.ReportMetric(float64(rows*b.N)/total.Seconds(), "records/s")
+}
+
+// seedAged writes rows probe records (a day old, judged, settled) of
+// agents agents straight in SQL.
+func seedAged(b *testing.B, s *Store, rows, agents int) {
+	b.Helper()
+	ctx := context.Background()
+	per := rows / agents
+	day := time.Now().Add(-24 * time.Hour).UnixNano()
+	for _, q := range []string{
+		`INSERT INTO agents (agent_id, hostname, os, kernel, machine_id, agent_version, first_seen_ns, last_seen_ns, high_water)
+SELECT 'a' || g, 'a' || g, 'linux', '6.1', '', '0.1', 0, 0, $1 FROM generate_series(1, $2) g`,
+		`INSERT INTO agent_incarnations (agent_id, incarnation, high_water, first_seen_ns, last_seen_ns)
+SELECT 'a' || g, 'inc', $1, 0, 0 FROM generate_series(1, $2) g`,
+		`INSERT INTO baseline_watermarks (agent_id, evaluated_through) SELECT 'a' || g, $1 FROM generate_series(1, $2) g`,
+		`INSERT INTO records (agent_id, sequence, incarnation, agent_sequence, kind, produced_ns, received_ns, payload, reason)
+SELECT 'a' || a, q, 'inc', q, 'probe', $3::BIGINT, $3::BIGINT + q, convert_to(repeat('x', 1000), 'UTF8'), ''
+FROM generate_series(1, $2) a, generate_series(1, $1) q`,
+		`INSERT INTO probe_results (agent_id, sequence, mount_point, device, kind, block_size_bytes, queue_depth, started_ns, duration_ns,
+    ops, errors, bytes, skipped, stopped_reason, latency_histogram)
+SELECT 'a' || a, q, '/data', 'sdb', 'random-read', 8192, 1, $3::BIGINT, 1000000000, 100, 0, 819200, false, '', convert_to(repeat('h', 200), 'UTF8')
+FROM generate_series(1, $2) a, generate_series(1, $1) q`,
+		`ANALYZE`,
+	} {
+		var args []any
+		if strings.Contains(q, "$1") {
+			args = []any{per, agents}
+		}
+		if strings.Contains(q, "$3") {
+			args = append(args, day)
+		}
+		if _, err := s.db.ExecContext(ctx, q, args...); err != nil {
+			b.Fatalf("seed: %v\n%s", err, q)
+		}
+	}
 }
