@@ -45,10 +45,12 @@ func (s *Store) MetricsSnapshot(ctx context.Context) (MetricsSnapshot, error) {
 	return m, nil
 }
 
-// RecordCounts counts the stored records by kind (geometry, probe,
-// rejected). It scans the records table: callers on a hot path cache it.
+// RecordCounts counts the records ever stored by kind (geometry, probe,
+// rejected): those in the records table and those retention pruned. It
+// scans the records table: callers on a hot path cache it.
 func (s *Store) RecordCounts(ctx context.Context) (map[RecordKind]uint64, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT kind, COUNT(*) FROM records GROUP BY kind`)
+	rows, err := s.db.QueryContext(ctx, `SELECT kind, CAST(SUM(n) AS BIGINT) FROM (SELECT kind, COUNT(*) AS n FROM records GROUP BY kind
+UNION ALL SELECT kind, pruned AS n FROM records_pruned) AS stored GROUP BY kind`)
 	if err != nil {
 		return nil, fmt.Errorf("record counts: %w", err)
 	}

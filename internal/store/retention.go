@@ -49,13 +49,13 @@ type PruneCursor struct {
 
 // pruneKey is one record a batch removes.
 type pruneKey struct {
-	agentID, incarnation string
-	sequence, agentSeq   int64
+	agentID, incarnation, kind string
+	sequence, agentSeq         int64
 }
 
 // pruneCandidates reads, from after, up to limit records received before
 // cutoff and the next cursor; eligible are those the rules above let go.
-const pruneCandidatesSQL = `SELECT r.agent_id, r.sequence, r.incarnation, r.agent_sequence, r.received_ns,
+const pruneCandidatesSQL = `SELECT r.agent_id, r.sequence, r.incarnation, r.agent_sequence, r.kind, r.received_ns,
     CASE WHEN r.agent_sequence <= i.high_water
       AND (r.kind <> 'probe' OR r.sequence <= COALESCE((SELECT w.evaluated_through FROM baseline_watermarks w WHERE w.agent_id = r.agent_id), 0))
       AND (r.kind <> 'geometry' OR (r.sequence <= COALESCE((SELECT m.sequence FROM inventory_history_mark m WHERE m.agent_id = r.agent_id), 0)
@@ -111,7 +111,7 @@ func (s *Store) pruneCandidates(ctx context.Context, tx *sql.Tx, cutoff time.Tim
 	for rows.Next() {
 		var k pruneKey
 		var eligible int
-		if err := rows.Scan(&k.agentID, &k.sequence, &k.incarnation, &k.agentSeq, &next.ReceivedNS, &eligible); err != nil {
+		if err := rows.Scan(&k.agentID, &k.sequence, &k.incarnation, &k.agentSeq, &k.kind, &next.ReceivedNS, &eligible); err != nil {
 			return nil, 0, next, fmt.Errorf("candidates: %w", err)
 		}
 		n++
@@ -157,13 +157,22 @@ func (s *Store) deleteKeys(ctx context.Context, tx *sql.Tx, table string, keys [
 }
 
 // markPruned moves each incarnation's pruned_through up to the largest
-// agent sequence the batch removed of it.
+// agent sequence the batch removed of it, and counts the removed records
+// by kind (records_pruned: RecordCounts adds them back).
 func (s *Store) markPruned(ctx context.Context, tx *sql.Tx, keys []pruneKey) error {
 	type inc struct{ agentID, incarnation string }
 	top := map[inc]int64{}
+	kinds := map[string]int64{}
 	for _, k := range keys {
 		i := inc{k.agentID, k.incarnation}
 		top[i] = max(top[i], k.agentSeq)
+		kinds[k.kind]++
+	}
+	for kind, n := range kinds {
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO records_pruned (kind, pruned) VALUES (?, ?)
+ON CONFLICT (kind) DO UPDATE SET pruned = records_pruned.pruned + excluded.pruned`), kind, n); err != nil {
+			return fmt.Errorf("pruned counts: %w", err)
+		}
 	}
 	for i, seq := range top {
 		if _, err := tx.ExecContext(ctx, s.q(`UPDATE agent_incarnations SET pruned_through = ?

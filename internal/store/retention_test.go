@@ -144,6 +144,10 @@ func TestPrunedReplayIsDuplicate(t *testing.T) {
 		if st := pruneAll(t, ctx, s, time.Now().Add(-time.Hour), 4); st.Records != 10 {
 			t.Fatalf("pruned %d records, want 10", st.Records)
 		}
+		// plumbline_ingest_records_total stays a counter: pruned records count.
+		if c, err := s.RecordCounts(ctx); err != nil || c[KindProbe] != 10 {
+			t.Errorf("RecordCounts after the prune = %v, %v; want 10 probe records", c, err)
+		}
 		got, err := s.AppendBatchFrom(ctx, "a1", "inc-1", 0, probeRecords(5, 12))
 		if err != nil {
 			t.Fatal(err)
@@ -154,6 +158,9 @@ func TestPrunedReplayIsDuplicate(t *testing.T) {
 		}
 		if d := cmp.Diff([]uint64{11, 12}, storedAgentSeqs(t, s, "a1")); d != "" {
 			t.Errorf("records (-want +got):\n%s", d)
+		}
+		if c, err := s.RecordCounts(ctx); err != nil || c[KindProbe] != 12 {
+			t.Errorf("RecordCounts after the replay = %v, %v; want 12 probe records", c, err)
 		}
 		// Another incarnation's sequence 1 is another record.
 		if got, err := s.AppendBatchFrom(ctx, "a1", "inc-2", 0, probeRecords(1, 1)); err != nil || len(got.Stored) != 1 {
