@@ -37,10 +37,14 @@ const (
 	RandomRead  = vocab.RandomRead
 	RandomWrite = vocab.RandomWrite
 	LogWrite    = vocab.LogWrite
+	StripeScan  = vocab.StripeScan
 )
 
-// Kinds lists every kind agents run, for flag help and validation.
+// Kinds lists every kind agents run and report, for schedules and validation.
 func Kinds() []Kind { return vocab.ProbeKinds() }
+
+// ProbedKinds lists every kind `agent probe` runs, for its flag help.
+func ProbedKinds() []Kind { return vocab.ProbedKinds() }
 
 // SyncMode is how a log-write makes each write durable.
 type SyncMode = vocab.SyncMode
@@ -200,6 +204,10 @@ type Options struct {
 
 	Seed uint64 // random offsets seed; 0 = from the clock
 
+	// Placement is where the file system's device lies on the device a
+	// stripe-scan measures (stripe-scan only).
+	Placement Placement
+
 	// Progress, when set, is updated while the run fills its file and
 	// measures, for a caller that shows progress (nil: no tracking).
 	Progress *Progress
@@ -245,8 +253,13 @@ func (o *Options) validate() error {
 	if err := checkFileName(o.FileName); err != nil {
 		return err
 	}
-	if _, ok := vocab.LookupProbeKind(o.Kind); !ok {
-		return bad("kind %q: want one of %s", o.Kind, vocab.ProbeKindList())
+	if _, ok := vocab.LookupProbedKind(o.Kind); !ok {
+		return bad("kind %q: want one of %s", o.Kind, kindList(vocab.ProbedKinds()))
+	}
+	if o.Kind == StripeScan {
+		if err := o.validateStripeScan(); err != nil {
+			return err
+		}
 	}
 	bs := o.BlockSize
 	if bs < MinBlockSize || bs > MaxBlockSize || bs&(bs-1) != 0 {
@@ -312,6 +325,14 @@ func (o *Options) validate() error {
 	return nil
 }
 
+func kindList(ks []Kind) string {
+	s := make([]string, len(ks))
+	for i, k := range ks {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ", ")
+}
+
 // checkFileName refuses anything but a single, plain path element: the
 // probe file can never be outside --dir.
 func checkFileName(name string) error {
@@ -363,6 +384,9 @@ type Result struct {
 	BusyPercent       float64 `json:"busy_percent"`          // others' utilisation seen last (before or during)
 	FirstError        string  `json:"first_error,omitempty"` // the first I/O error, if any
 	Failure           string  `json:"failure,omitempty"`     // why a refused, failed or lock-timeout run never ran (set by the caller that reports it)
+
+	// StripeScan is a stripe-scan run's answer; nil for other kinds.
+	StripeScan *StripeScanResult `json:"stripe_scan,omitempty"`
 
 	// Histogram is the mergeable latency distribution (seconds); it is
 	// serialised as "latency_histogram".
