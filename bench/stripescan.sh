@@ -38,6 +38,7 @@ cleanup() {
 	for ((i = ${#CLEAN[@]} - 1; i >= 0; i--)); do eval "${CLEAN[$i]}" >/dev/null 2>&1 || true; done
 }
 trap cleanup EXIT
+trap "exit 130" INT TERM
 
 # scan DIR [extra agent flags] → one JSON line: unit confidence cost ops
 scan() {
