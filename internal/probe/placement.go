@@ -14,6 +14,9 @@ func PlacementFor(v *plumblinev1.Volume) Placement {
 	if v == nil {
 		return Placement{Why: "no discovered volume holds the probe directory"}
 	}
+	if t := v.GetFilesystem().GetType(); t == "btrfs" || t == "zfs" {
+		return Placement{Why: t + " maps files in its own address space: its extent offsets are not device offsets"}
+	}
 	a := align.Evaluate(v)
 	switch {
 	case a.StripeUnitBytes != 0 && a.DataOffsetBytes != nil:
