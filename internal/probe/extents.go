@@ -7,6 +7,7 @@ package probe
 // open file; nothing else is opened.
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -134,7 +135,7 @@ func decodeRetrievalPointers(b []byte, clusterSize int64) (ext []Extent, next in
 // contiguous in both spaces and refuses overlapping runs.
 func normalizeExtents(ext []Extent) ([]Extent, error) {
 	ext = slices.Clone(ext)
-	slices.SortFunc(ext, func(a, b Extent) int { return cmpInt64(a.Logical, b.Logical) })
+	slices.SortFunc(ext, func(a, b Extent) int { return cmp.Compare(a.Logical, b.Logical) })
 	out := ext[:0]
 	for _, e := range ext {
 		if n := len(out); n > 0 {
@@ -150,14 +151,4 @@ func normalizeExtents(ext []Extent) ([]Extent, error) {
 		out = append(out, e)
 	}
 	return out, nil
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
