@@ -1,6 +1,7 @@
 package stripescan
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -258,23 +259,13 @@ type test struct{ p, adjusted *float64 }
 // holm sets the adjusted p-values of a family (Holm–Bonferroni).
 func holm(family []test) {
 	order := slices.Clone(family)
-	slices.SortFunc(order, func(a, b test) int { return cmpFloat(*a.p, *b.p) })
+	slices.SortFunc(order, func(a, b test) int { return cmp.Compare(*a.p, *b.p) })
 	m := len(order)
 	run := 0.0
 	for k, t := range order {
 		run = max(run, min(1, float64(m-k)**t.p))
 		*t.adjusted = run
 	}
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // hodgesLehmann is the median of the differences y−x over all pairs of

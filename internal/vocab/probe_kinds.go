@@ -60,51 +60,38 @@ const MaxLogBlockSize = 64 << 10
 const StripeScanBlockSize = 8 << 10
 
 // ProbeKinds lists every kind agents run and the server accepts, in order.
-func ProbeKinds() []ProbeKind {
-	var out []ProbeKind
-	for _, s := range probeKinds {
-		if s.Reported {
-			out = append(out, s.Kind)
-		}
-	}
-	return out
-}
+func ProbeKinds() []ProbeKind { return kindsWhere(func(s ProbeKindSpec) bool { return s.Reported }) }
+
+// ProbedKinds lists every kind the probe engine runs on request, in order.
+func ProbedKinds() []ProbeKind { return kindsWhere(func(s ProbeKindSpec) bool { return s.Probed }) }
 
 // ListedProbeKinds lists every probe kind name, reserved ones included.
-func ListedProbeKinds() []ProbeKind {
-	out := make([]ProbeKind, len(probeKinds))
-	for i, s := range probeKinds {
-		out[i] = s.Kind
-	}
-	return out
-}
+func ListedProbeKinds() []ProbeKind { return kindsWhere(func(ProbeKindSpec) bool { return true }) }
 
 // LookupProbeKind returns the spec of a Reported kind; false for an unknown
 // or only reserved name.
 func LookupProbeKind(k ProbeKind) (ProbeKindSpec, bool) {
-	for _, s := range probeKinds {
-		if s.Kind == k && s.Reported {
-			return s, true
-		}
-	}
-	return ProbeKindSpec{}, false
+	return lookupWhere(k, func(s ProbeKindSpec) bool { return s.Reported })
 }
 
-// ProbedKinds lists every kind the probe engine runs on request, in order.
-func ProbedKinds() []ProbeKind {
+// LookupProbedKind returns the spec of a kind the probe engine runs.
+func LookupProbedKind(k ProbeKind) (ProbeKindSpec, bool) {
+	return lookupWhere(k, func(s ProbeKindSpec) bool { return s.Probed })
+}
+
+func kindsWhere(keep func(ProbeKindSpec) bool) []ProbeKind {
 	var out []ProbeKind
 	for _, s := range probeKinds {
-		if s.Probed {
+		if keep(s) {
 			out = append(out, s.Kind)
 		}
 	}
 	return out
 }
 
-// LookupProbedKind returns the spec of a kind the probe engine runs.
-func LookupProbedKind(k ProbeKind) (ProbeKindSpec, bool) {
+func lookupWhere(k ProbeKind, keep func(ProbeKindSpec) bool) (ProbeKindSpec, bool) {
 	for _, s := range probeKinds {
-		if s.Kind == k && s.Probed {
+		if s.Kind == k && keep(s) {
 			return s, true
 		}
 	}
