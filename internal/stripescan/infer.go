@@ -136,8 +136,8 @@ func Infer(inside []float64, straddles [][]float64, alpha float64) Inference {
 }
 
 // decide picks the smallest candidate from which every larger one is
-// significant with the same sign and where the latency steps (its step
-// test is significant), and the straddle cost from there up.
+// significant with the same sign, if the latency steps there (its step test
+// is significant), and the straddle cost from there up.
 func decide(inf *Inference, x []float64, ys [][]float64) {
 	cs := inf.Candidates
 	if len(cs) == 0 || !cs[len(cs)-1].Tested {
@@ -151,9 +151,14 @@ func decide(inf *Inference, x []float64, ys [][]float64) {
 		if !c.Significant || math.Copysign(1, c.Superiority-0.5) != sign {
 			break
 		}
-		if c.StepSignificant {
-			from = i
-		}
+		from = i
+	}
+	if from < len(cs) && !cs[from].StepSignificant {
+		// The smallest unit that differs does not differ from the smaller
+		// ones: the inside sample is off, or the step is too weak to place
+		// the unit. Either way no unit is placed — never a wrong one.
+		inf.Reason = fmt.Sprintf("straddles of %d bytes and up differ from inside reads, but not from the straddles of smaller units (step adjusted p %.2g): no stripe unit inferred", cs[from].Unit, cs[from].StepAdjustedP)
+		return
 	}
 	if from == len(cs) {
 		inf.Reason = fmt.Sprintf("no candidate from 16 KiB to 1 MiB differs at the %g level with every larger one: no stripe unit in range, or the effect is below the noise", inf.Alpha)
