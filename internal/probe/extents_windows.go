@@ -31,10 +31,7 @@ func (f *winFile) extents() ([]Extent, error) {
 	var vcn int64
 	out := make([]byte, retrievalHeaderSize+retrievalBatch*retrievalExtentSize)
 	for {
-		in := make([]byte, 8)
-		binary.LittleEndian.PutUint64(in, uint64(vcn))
-		var n uint32
-		err := windows.DeviceIoControl(f.h, windows.FSCTL_GET_RETRIEVAL_POINTERS, &in[0], uint32(len(in)), &out[0], uint32(len(out)), &n, nil)
+		n, err := f.retrievalPointers(vcn, out)
 		more := errors.Is(err, windows.ERROR_MORE_DATA)
 		if errors.Is(err, windows.ERROR_HANDLE_EOF) {
 			return normalizeExtents(all)
@@ -55,6 +52,26 @@ func (f *winFile) extents() ([]Extent, error) {
 		}
 		vcn = next
 	}
+}
+
+// retrievalPointers issues one FSCTL_GET_RETRIEVAL_POINTERS from vcn into
+// out. The probe's handle is overlapped, so the call is too.
+func (f *winFile) retrievalPointers(vcn int64, out []byte) (uint32, error) {
+	in := make([]byte, 8)
+	binary.LittleEndian.PutUint64(in, uint64(vcn))
+	ev, err := f.event()
+	if err != nil {
+		return 0, err
+	}
+	defer f.putEvent(ev)
+	windows.ResetEvent(ev)
+	ov := windows.Overlapped{HEvent: ev}
+	var n uint32
+	err = windows.DeviceIoControl(f.h, windows.FSCTL_GET_RETRIEVAL_POINTERS, &in[0], uint32(len(in)), &out[0], uint32(len(out)), &n, &ov)
+	if errors.Is(err, windows.ERROR_IO_PENDING) {
+		err = windows.GetOverlappedResult(f.h, &ov, &n, true)
+	}
+	return n, err
 }
 
 // clusterSize is the allocation unit of the volume holding path.
