@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 )
 
 // ReadSize is the size of every stripe-scan read.
@@ -111,9 +112,10 @@ func Place(l Layout, n int, seed uint64) ([]Read, error) {
 	rng := rand.New(rand.NewPCG(seed, 0x57a1be))
 	inside, per := Shares(n)
 	reads := make([]Read, 0, n)
+	ends := cumulative(usable)
 	add := func(class int, count int) error {
 		for range count {
-			r, ok := placeOne(l, usable, class, rng)
+			r, ok := placeOne(l, usable, ends, class, rng)
 			if !ok {
 				return fmt.Errorf("%w: no place found for a read of class %s", ErrPlacement, className(class))
 			}
@@ -154,21 +156,26 @@ func clip(l Layout) []Extent {
 	return out
 }
 
-// placeOne places one read of class in a random extent, weighted by length.
-func placeOne(l Layout, ext []Extent, class int, rng *rand.Rand) (Read, bool) {
+// cumulative is the running total of the extents' lengths.
+func cumulative(ext []Extent) []int64 {
+	ends := make([]int64, len(ext))
 	var total int64
-	for _, e := range ext {
+	for i, e := range ext {
 		total += e.Length
+		ends[i] = total
 	}
+	return ends
+}
+
+// placeOne places one read of class in a random extent, weighted by length
+// (ends: cumulative lengths).
+func placeOne(l Layout, ext []Extent, ends []int64, class int, rng *rand.Rand) (Read, bool) {
+	total := ends[len(ends)-1]
 	for range placeAttempts {
 		pick := rng.Int64N(total)
-		var e Extent
-		for _, e = range ext {
-			if pick < e.Length {
-				break
-			}
-			pick -= e.Length
-		}
+		i, _ := slices.BinarySearch(ends, pick+1)
+		e := ext[i]
+		pick -= ends[i] - e.Length
 		dev0 := l.Base + e.Physical // device offset of file byte e.Logical
 		p := dev0 + pick
 		// r: the residue (mod Align) every device offset of this extent

@@ -94,3 +94,41 @@ func TestClassify(t *testing.T) {
 		}
 	}
 }
+
+// FuzzPlace: whatever extent map the file system reports, Place either
+// refuses or returns reads inside one extent of the data region, of the
+// class their device offset has, aligned.
+func FuzzPlace(f *testing.F) {
+	f.Add(int64(0), int64(1<<20), int64(64<<20), int64(0), int64(1<<30), int64(32<<20), int64(32256), uint8(3))
+	f.Add(int64(4096), int64(8192), int64(12288), int64(1<<20), int64(4096), int64(1<<20), int64(-5), uint8(200))
+	f.Fuzz(func(t *testing.T, l1, p1, n1, l2, p2, n2, base int64, ops uint8) {
+		ext := []Extent{{Logical: l1, Physical: p1, Length: n1}, {Logical: l2, Physical: p2, Length: n2}}
+		for _, e := range ext {
+			if e.Logical < 0 || e.Physical < 0 || e.Length <= 0 || e.Logical > 1<<40 || e.Physical > 1<<40 || e.Length > 1<<40 {
+				return // the decoders bound these
+			}
+		}
+		if base < 0 || base > 1<<40 {
+			return
+		}
+		l := Layout{Extents: ext, Base: base, DataStart: 1 << 20, DataEnd: 1 << 41, Align: 4096}
+		reads, err := Place(l, int(ops), 1)
+		if err != nil {
+			return
+		}
+		for _, r := range reads {
+			if Classify(r.DeviceOffset) != r.Class || r.FileOffset%4096 != 0 || r.FileOffset < l.DataStart {
+				t.Fatalf("read %+v", r)
+			}
+			in := false
+			for _, e := range ext {
+				if r.FileOffset >= e.Logical && r.FileOffset+ReadSize <= e.Logical+e.Length && r.DeviceOffset == base+e.Physical+r.FileOffset-e.Logical {
+					in = true
+				}
+			}
+			if !in {
+				t.Fatalf("read %+v outside the extents %+v", r, ext)
+			}
+		}
+	})
+}
