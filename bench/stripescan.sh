@@ -8,7 +8,7 @@
 #   PRESETS=ssd NOISE_RUNS=10 bench/stripescan.sh
 #
 # Env (defaults): PRESETS="sas15k ssd" MAX_RUNS=3 IOPS=100 (the default
-#   schedule's cap) NOISE_RUNS=50 MIS_OPS=6000 WORK=/var/tmp/plumbline-stripescan
+#   schedule's cap) NOISE_RUNS=50 MIS_OPS=20000 WORK=/var/tmp/plumbline-stripescan
 #   RESULTS=bench/RESULTS-stripescan.md (appended; RESULTS= to skip)
 # Lab arrays live under their own state and data roots (…-stripescan): the
 # script never lists, reaps or downs anyone else's.
@@ -20,7 +20,7 @@ PRESETS=${PRESETS:-"sas15k ssd"}
 MAX_RUNS=${MAX_RUNS:-3}
 IOPS=${IOPS:-100}
 NOISE_RUNS=${NOISE_RUNS:-50}
-MIS_OPS=${MIS_OPS:-6000}
+MIS_OPS=${MIS_OPS:-20000}
 WORK=${WORK:-/var/tmp/plumbline-stripescan}
 RESULTS=${RESULTS-bench/RESULTS-stripescan.md}
 export PLUMBLINE_RAIDLAB_ROOT=/run/plumbline-raidlab-stripescan
@@ -40,12 +40,15 @@ cleanup() {
 trap cleanup EXIT
 trap "exit 130" INT TERM
 
-# scan DIR [extra agent flags] → one JSON line: unit confidence cost ops
+# scan DIR [extra agent flags] → one line: unit confidence cost_us ops stop
+# (the run's JSON is kept in $WORK/runs/)
+mkdir -p "$WORK/runs"
 scan() {
-	local dir=$1
+	local dir=$1 run
 	shift
-	"$AGENT" probe --kind stripe-scan --dir "$dir" --file-size 64MiB --fill-rate 0 --iops "$IOPS" --format json "$@" 2>/dev/null |
-		python3 -c 'import json,sys; d=json.load(sys.stdin); s=d["stripe_scan"]; print(s["inferred_stripe_unit_bytes"], "%.4f" % s["confidence"], "%.0f" % (s["straddle_cost_seconds"]*1e6), d["ops"], d["stopped_reason"] or "-")'
+	run=$WORK/runs/$(date +%s%N)-$(basename "$dir").json
+	"$AGENT" probe --kind stripe-scan --dir "$dir" --file-size 64MiB --fill-rate 0 --iops "$IOPS" --format json "$@" 2>/dev/null >"$run"
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); s=d["stripe_scan"]; print(s["inferred_stripe_unit_bytes"], "%.4f" % s["confidence"], "%.0f" % (s["straddle_cost_seconds"]*1e6), d["ops"], d["stopped_reason"] or "-")' "$run"
 }
 
 # lab LEVEL DISKS UNIT PRESET START_SECTOR → mounted directory (sets LAB_DEV)
@@ -55,7 +58,7 @@ lab() {
 	CLEAN+=("$RAIDLAB down $LAB_DEV")
 	parted -s "$LAB_DEV" mklabel msdos mkpart primary "${start}s" 100%
 	for _ in $(seq 50); do [ -b "${LAB_DEV}p1" ] && break; sleep 0.1; done
-	mkfs.ext4 -q -F "${LAB_DEV}p1"
+	mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "${LAB_DEV}p1"
 	mkdir -p "$WORK/$name"
 	mount "${LAB_DEV}p1" "$WORK/$name"
 	CLEAN+=("umount $WORK/$name")
@@ -73,11 +76,11 @@ for preset in $PRESETS; do
 	for geo in "raid10 4 64KiB 65536" "raid5 5 128KiB 131072" "raid0 2 256KiB 262144" "raid1 2 64KiB 0" "single 1 64KiB 0"; do
 		set -- $geo
 		lab "$1" "$2" "$3" "$preset" 2048
-		want=$4 runs=- got=0 conf=- cost=- ops=0 wrong=0
+		want=$4 runs=- got=0 conf=- cost=- ops=0 wrong=
 		for r in $(seq "$MAX_RUNS"); do
 			read -r u c k o stop < <(scan "$LAB_DIR")
 			ops=$((ops + o))
-			[ "$u" != 0 ] && [ "$u" != "$want" ] && wrong=$((wrong + 1))
+			[ "$u" != 0 ] && [ "$u" != "$want" ] && wrong="$wrong $u"
 			if [ "$u" = "$want" ] && [ "$want" != 0 ]; then runs=$r got=$u conf=$c cost=$k; break; fi
 			got=$u conf=$c
 		done
@@ -85,20 +88,20 @@ for preset in $PRESETS; do
 		unitcol=$3
 		[ "$want" = 0 ] && unitcol="(none)"
 		printf '%-7s %-7s %-6s %-8s | %-9s %-6s %-10s %-8s %s%s\n' "$preset" "$1" "$2" "$unitcol" "$got" "$runs" "$conf" "$cost" "$ops" \
-			"$([ $wrong -gt 0 ] && echo " WRONG x$wrong")" | tee -a "$OUT"
+			"$([ -n "$wrong" ] && echo " WRONG:$wrong")" | tee -a "$OUT"
 		down_last_lab
 	done
 done
 
 # Noise only: devices with no stripe, many runs, uncapped (they are fast).
 noise() { # NAME DIR RUNS
-	local false=0 n=0
+	local false=0 n=0 wrong=
 	for _ in $(seq "$3"); do
 		read -r u c k o stop < <(IOPS=0 scan "$2")
 		n=$((n + 1))
-		[ "$u" != 0 ] && false=$((false + 1))
+		[ "$u" != 0 ] && false=$((false + 1)) && wrong="$wrong $u"
 	done
-	printf 'noise   %-26s runs %3d  false inferences %d\n' "$1" "$n" "$false" | tee -a "$OUT"
+	printf 'noise   %-34s runs %3d  false inferences %d%s\n' "$1" "$n" "$false" "$([ -n "$wrong" ] && echo " ($wrong)")" | tee -a "$OUT"
 }
 truncate -s 1GiB "$WORK/plain.img"
 LOOP=$(losetup --find --show --direct-io=on "$WORK/plain.img")
@@ -117,52 +120,57 @@ down_last_lab
 
 # A misaligned partition (63 sectors, the seeds' 31.5 KiB) and an aligned
 # one on the same RAID 10 4 × 64 KiB sas15k array: the random-read probe's
-# mean latency penalty, the split fractions the lab counted, and the
-# stripe-scan's straddle cost on the misaligned one.
+# mean latency penalty over the predicted split fraction, against the
+# stripe-scan's straddle cost on the misaligned one and the lab's member
+# model. (mkfs without lazy init: ext4lazyinit's background writes would
+# queue on the members and inflate what a split read waits for.)
 LAB_DEV=$("$RAIDLAB" up --level raid10 --disks 4 --stripe-unit 64KiB --size 1GiB --preset sas15k --data-root "$DATA_ROOT" 2>/dev/null | tail -1)
 CLEAN+=("$RAIDLAB down $LAB_DEV")
 parted -s "$LAB_DEV" mklabel msdos mkpart primary 63s 400MiB mkpart primary 512MiB 100%
 for _ in $(seq 50); do [ -b "${LAB_DEV}p2" ] && break; sleep 0.1; done
 for p in 1 2; do
-	mkfs.ext4 -q -F "${LAB_DEV}p$p"
+	mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "${LAB_DEV}p$p"
 	mkdir -p "$WORK/mis$p"
 	mount "${LAB_DEV}p$p" "$WORK/mis$p"
 	CLEAN+=("umount $WORK/mis$p")
 done
 read -r u c k o stop < <(IOPS=0 scan "$WORK/mis1")
 echo "misaligned (63s) raid10 4x64KiB sas15k: stripe-scan inferred $u, confidence $c, straddle cost ${k} µs" | tee -a "$OUT"
-split_share() { # DEV PART_DIR → "<mean latency µs> <split fraction counted by the lab>"
-	local before after
-	before=$("$RAIDLAB" stats "$1" --format json)
-	lat=$("$AGENT" probe --dir "$2" --file-size 64MiB --fill-rate 0 --iops 0 --ops "$MIS_OPS" --format json 2>/dev/null | python3 -c 'import json,sys; print("%.1f" % (json.load(sys.stdin)["latency_seconds"]["mean"]*1e6))')
-	after=$("$RAIDLAB" stats "$1" --format json)
-	python3 - "$before" "$after" "$lat" <<'PY'
-import json, sys
-b, a = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-def g(d, *ks):
-    for k in ks:
-        if k in d: return d[k]
-    return 0
-reqs = g(a, "read_requests", "ReadRequests") - g(b, "read_requests", "ReadRequests")
-split = g(a, "split_reads", "SplitReads") - g(b, "split_reads", "SplitReads")
-print(sys.argv[3], "%.4f" % (split / max(reqs, 1)))
-PY
+# Alternating chunks of 8 KiB random reads (the ordinary random-read probe,
+# uncapped, QD 1) on the two partitions: per chunk its mean latency and the
+# share of reads the lab counted split. The penalty is the mean of the
+# paired chunk differences, with its standard error.
+chunk() { # PART_DIR OPS → "<mean latency µs> <reads> <split reads>"
+	local before after lat
+	before=$("$RAIDLAB" stats "$LAB_DEV" --format json)
+	lat=$("$AGENT" probe --dir "$1" --file-size 64MiB --fill-rate 0 --iops 0 --ops "$2" --format json 2>/dev/null |
+		python3 -c 'import json,sys; print("%.2f" % (json.load(sys.stdin)["latency_seconds"]["mean"]*1e6))')
+	after=$("$RAIDLAB" stats "$LAB_DEV" --format json)
+	python3 -c 'import json,sys; b, a = json.loads(sys.argv[1]), json.loads(sys.argv[2]); print(sys.argv[3], a["read_requests"] - b["read_requests"], a["split_reads"] - b["split_reads"])' "$before" "$after" "$lat"
 }
-"$AGENT" probe --dir "$WORK/mis1" --file-size 64MiB --fill-rate 0 --iops 0 --ops 10 >/dev/null 2>&1
 "$AGENT" probe --dir "$WORK/mis2" --file-size 64MiB --fill-rate 0 --iops 0 --ops 10 >/dev/null 2>&1
-read -r lat1 f1 < <(split_share "$LAB_DEV" "$WORK/mis1")
-read -r lat2 f2 < <(split_share "$LAB_DEV" "$WORK/mis2")
-python3 - "$lat1" "$f1" "$lat2" "$f2" "$k" <<'PY' | tee -a "$OUT"
-import sys
-l1, f1, l2, f2, scan = map(float, sys.argv[1:])
-# Lab member model (sas15k): an unsplit 8 KiB read takes fixed + U(0, 4 ms) +
-# 8 KiB transfer; a split one the slower of two members, each 4 KiB:
-# E[max of two U(0, 4 ms)] − E[U(0, 4 ms)] = 4/6 ms, minus 4 KiB at 150 MB/s.
+CHUNKS=()
+for _ in 1 2 3 4; do
+	CHUNKS+=("$(chunk "$WORK/mis1" $((MIS_OPS / 4)))" "$(chunk "$WORK/mis2" $((MIS_OPS / 4)))")
+done
+python3 - "$k" "${CHUNKS[@]}" <<'PY' | tee -a "$OUT"
+import statistics, sys
+scan = float(sys.argv[1])
+rows = [tuple(map(float, r.split())) for r in sys.argv[2:]]
+mis, al = rows[0::2], rows[1::2]
+diffs = [m[0] - a[0] for m, a in zip(mis, al)]
+pen = statistics.mean(diffs)
+se = statistics.stdev(diffs) / len(diffs) ** 0.5
+f_mis = sum(r[2] for r in mis) / sum(r[1] for r in mis)
+f_al = sum(r[2] for r in al) / sum(r[1] for r in al)
+predicted = 0.125  # internal/align: 8 KiB reads at a 31.5 KiB offset on a 64 KiB unit, beyond the aligned partition
+# Lab member model (sas15k): an unsplit 8 KiB read takes 3.4 ms + U(0, 4 ms)
+# + 8 KiB at 150 MB/s; a split one the slower of two members moving 4 KiB
+# each: E[max of two U(0, 4 ms)] - E[U(0, 4 ms)] = 4/6 ms, less 4 KiB of transfer.
 model = 4000 / 6 - 4096 / 150e6 * 1e6
-pen = l1 - l2
-df = f1 - f2
-print(f"random-read 8 KiB, {sys.argv[0] and ''}misaligned mean {l1:.0f} µs (lab counted {f1:.1%} split), aligned {l2:.0f} µs ({f2:.1%} split)")
-print(f"penalty {pen:.0f} µs / split-fraction difference {df:.1%} = {pen / df if df else float('nan'):.0f} µs per split read; "
+print(f"random-read 8 KiB, {len(diffs)} alternating pairs of {int(mis[0][1])}-read chunks: misaligned mean {statistics.mean(m[0] for m in mis):.0f} µs "
+      f"(lab counted {f_mis:.1%} split), aligned {statistics.mean(a[0] for a in al):.0f} µs ({f_al:.1%} split)")
+print(f"penalty {pen:.0f} ± {se:.0f} µs per read; / predicted split fraction {predicted:.1%} = {pen / predicted:.0f} ± {se / predicted:.0f} µs per split read; "
       f"stripe-scan straddle cost {scan:.0f} µs; lab member model {model:.0f} µs")
 PY
 
