@@ -67,6 +67,10 @@ type Inference struct {
 	// reads, and Unit's straddles from the next smaller ones); 0 for none.
 	Confidence float64 `json:"confidence"`
 	Alpha      float64 `json:"alpha"`
+	// Uneven is the Kruskal–Wallis p-value of the straddles from the
+	// would-be unit up when it refused the answer (their costs differ
+	// among themselves); 0 otherwise.
+	Uneven float64 `json:"uneven_p,omitempty"`
 	// Reason says why the answer is none, or how it was reached.
 	Reason     string      `json:"reason"`
 	Candidates []Candidate `json:"candidates"`
@@ -153,6 +157,14 @@ func decide(inf *Inference, x []float64, ys [][]float64) {
 		}
 		from = i
 	}
+	for j := range from {
+		if from < len(cs) && cs[j].Significant {
+			// Not a clean step: a smaller unit differs, a larger one does
+			// not (a chance miss, or a layout that is not a stripe).
+			inf.Reason = fmt.Sprintf("straddles of %d bytes differ from inside reads but those of %d do not: no consistent step, no stripe unit inferred", cs[j].Unit, cs[from-1].Unit)
+			return
+		}
+	}
 	if from < len(cs) && !cs[from].StepSignificant {
 		// The smallest unit that differs does not differ from the smaller
 		// ones: the inside sample is off, or the step is too weak to place
@@ -174,10 +186,19 @@ func decide(inf *Inference, x []float64, ys [][]float64) {
 		}
 		return
 	}
+	if p := kruskalWallis(ys[from:]); p <= inf.Alpha {
+		// A stripe splits every straddle from its unit up the same way
+		// (one more member operation), so their costs are equal; a cost
+		// that grows with the unit is something else's layout (a thin
+		// pool's or an image file's allocation chunks, a cache's lines).
+		inf.Reason = fmt.Sprintf("straddles of %d bytes and up differ from inside reads, but unequally (%.0f µs at %d bytes, %.0f µs at %d; Kruskal–Wallis p %.2g): not a stripe's even split cost, no stripe unit inferred",
+			cs[from].Unit, cs[from].Shift*1e6, cs[from].Unit, cs[len(cs)-1].Shift*1e6, cs[len(cs)-1].Unit, p)
+		inf.Uneven = p
+		return
+	}
 	inf.Unit = cs[from].Unit
-	worst := 0.0
 	var pooled []float64
-	worst = cs[from].StepAdjustedP
+	worst := cs[from].StepAdjustedP
 	for i := from; i < len(cs); i++ {
 		worst = max(worst, cs[i].AdjustedP)
 		pooled = append(pooled, ys[i]...)
@@ -190,6 +211,82 @@ func decide(inf *Inference, x []float64, ys [][]float64) {
 		word = "faster"
 	}
 	inf.Reason = fmt.Sprintf("straddles of %d bytes and every larger candidate are %s than inside reads (Holm-adjusted p ≤ %.2g)", inf.Unit, word, worst)
+}
+
+// kruskalWallis is the p-value of the Kruskal–Wallis H test that the
+// groups (each sorted) come from one distribution (ties corrected, χ²
+// approximation); 1 for fewer than two non-empty groups.
+func kruskalWallis(groups [][]float64) float64 {
+	type obs struct {
+		v float64
+		g int
+	}
+	var all []obs
+	for g, ys := range groups {
+		for _, v := range ys {
+			all = append(all, obs{v, g})
+		}
+	}
+	k := 0
+	for _, ys := range groups {
+		if len(ys) > 0 {
+			k++
+		}
+	}
+	n := float64(len(all))
+	if k < 2 || n < 3 {
+		return 1
+	}
+	slices.SortFunc(all, func(a, b obs) int { return cmp.Compare(a.v, b.v) })
+	rankSum := make([]float64, len(groups))
+	var ties float64
+	for i := 0; i < len(all); {
+		j := i
+		for j < len(all) && all[j].v == all[i].v {
+			j++
+		}
+		mid := float64(i+j+1) / 2 // ranks i+1 … j
+		for _, o := range all[i:j] {
+			rankSum[o.g] += mid
+		}
+		t := float64(j - i)
+		ties += t*t*t - t
+		i = j
+	}
+	var h float64
+	for g, ys := range groups {
+		if len(ys) > 0 {
+			h += rankSum[g] * rankSum[g] / float64(len(ys))
+		}
+	}
+	h = 12/(n*(n+1))*h - 3*(n+1)
+	if c := 1 - ties/(n*n*n-n); c > 0 {
+		h /= c
+	}
+	return chiSquareSF(max(h, 0), k-1)
+}
+
+// chiSquareSF is P(X > x) for X χ² with df degrees of freedom, by the
+// closed forms for integer df.
+func chiSquareSF(x float64, df int) float64 {
+	if df%2 == 0 {
+		term, sum := 1.0, 1.0
+		for i := 1; i < df/2; i++ {
+			term *= x / 2 / float64(i)
+			sum += term
+		}
+		return math.Exp(-x/2) * sum
+	}
+	chi := math.Sqrt(x)
+	p := math.Erfc(chi / math.Sqrt2)
+	term, sum := chi, 0.0
+	for r := 1; r <= (df-1)/2; r++ {
+		if r > 1 {
+			term *= x / float64(2*r-1)
+		}
+		sum += term
+	}
+	return min(1, p+math.Sqrt(2/math.Pi)*math.Exp(-x/2)*sum)
 }
 
 // lower pools the straddles of the smaller candidates, sorted.
