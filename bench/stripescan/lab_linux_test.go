@@ -25,7 +25,9 @@ type scanResult struct {
 		Unit       int64   `json:"inferred_stripe_unit_bytes"`
 		Confidence float64 `json:"confidence"`
 		Cost       float64 `json:"straddle_cost_seconds"`
+		Reason     string  `json:"reason"`
 		Measured   []int   `json:"measured_per_class"`
+		FreshFile  bool    `json:"fresh_file"`
 		Placement  struct {
 			Offset int64  `json:"offset_bytes"`
 			Known  bool   `json:"known"`
@@ -97,6 +99,10 @@ func TestStripeScanLab(t *testing.T) {
 	loopdev.Mkfs(t, part, "ext4")
 	dir := loopdev.Mount(t, part)
 
+	// The first run writes the probe file and infers nothing from it.
+	if r := scan(t, agent, dir); !r.StripeScan.FreshFile || r.StripeScan.Unit != 0 {
+		t.Fatalf("first run: fresh %v, inferred %d: want fresh, none", r.StripeScan.FreshFile, r.StripeScan.Unit)
+	}
 	var r scanResult
 	for run := 1; run <= 2; run++ { // a second run only if the first is inconclusive (noisy neighbours)
 		before := l.Array().Stats()
@@ -128,8 +134,10 @@ func TestStripeScanLab(t *testing.T) {
 
 	d := loopdev.New(t, loopdev.Options{SizeBytes: 128 << 20})
 	loopdev.Mkfs(t, d.Path, "ext4")
-	plain := scan(t, agent, loopdev.Mount(t, d.Path))
-	t.Logf("plain loop device: inferred %d", plain.StripeScan.Unit)
+	plainDir := loopdev.Mount(t, d.Path)
+	scan(t, agent, plainDir) // writes the probe file
+	plain := scan(t, agent, plainDir)
+	t.Logf("plain loop device: inferred %d (%s)", plain.StripeScan.Unit, plain.StripeScan.Reason)
 	if plain.StripeScan.Unit != 0 {
 		t.Errorf("a plain loop device inferred %d, want none", plain.StripeScan.Unit)
 	}

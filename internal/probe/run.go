@@ -90,6 +90,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	fillResult(&res, out, o.BlockSize)
 	if res.StripeScan != nil {
 		res.StripeScan = scanResult(res.StripeScan.Placement, res.StripeScan.Extents, reads, out.opLatency)
+		if f.filled {
+			res.StripeScan.withholdFresh()
+		}
 	}
 	return res, nil
 }

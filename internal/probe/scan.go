@@ -40,6 +40,25 @@ type StripeScanResult struct {
 	// Measured is the completed reads per class: inside first, then each
 	// candidate's straddles.
 	Measured []int `json:"measured_per_class"`
+	// FreshFile: this run wrote the probe file just before it measured,
+	// so no unit is inferred from it (withholdFresh).
+	FreshFile bool `json:"fresh_file,omitempty"`
+}
+
+// withholdFresh keeps the measurement of a run that wrote its probe file
+// just before measuring but infers nothing from it: caches below (a
+// controller's write-back cache, the host of a virtual disk) may still hold
+// the fresh data and serve it in their own units. On the lab's ssd preset
+// such first runs showed straddle costs growing with the unit (+740 µs at
+// 512 KiB, +860 µs at 1 MiB) that later runs on the same file did not.
+func (s *StripeScanResult) withholdFresh() {
+	s.FreshFile = true
+	if s.Unit != 0 {
+		s.Reason = fmt.Sprintf("this run wrote the probe file just before measuring (it would have inferred %d bytes): caches below may still hold the fresh data, so nothing is inferred; run again", s.Unit)
+	} else {
+		s.Reason = "this run wrote the probe file just before measuring: caches below may still hold the fresh data, so nothing is inferred; run again (" + s.Reason + ")"
+	}
+	s.Unit, s.Confidence, s.StraddleCost, s.StraddleCostLow, s.StraddleCostHigh = 0, 0, 0, 0, 0
 }
 
 // scanPlacement is pl as a result reports it: with an unknown offset the

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/plumbline/plumbline/internal/loopdev"
@@ -95,6 +96,12 @@ func TestStripeScanRun(t *testing.T) {
 	}
 	if s.Placement.Known || s.Placement.Basis == "" {
 		t.Errorf("placement %+v: want unknown, with its basis said", s.Placement)
+	}
+	if !s.FreshFile || s.Unit != 0 || !strings.Contains(s.Reason, "wrote the probe file") {
+		t.Errorf("the run that wrote the file: fresh %v, unit %d, reason %q", s.FreshFile, s.Unit, s.Reason)
+	}
+	if again, err := Run(context.Background(), o); err != nil || again.StripeScan.FreshFile {
+		t.Errorf("second run: %v, fresh %v", err, again.StripeScan != nil && again.StripeScan.FreshFile)
 	}
 	for _, bad := range []func(*Options){
 		func(o *Options) { o.Ops = stripescan.MaxOps + 1 },
