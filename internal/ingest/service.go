@@ -15,6 +15,7 @@ package ingest
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -38,6 +39,8 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/plumbline/plumbline/internal/config"
+	"github.com/plumbline/plumbline/internal/policy"
 	"github.com/plumbline/plumbline/internal/store"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
@@ -88,9 +91,26 @@ type Options struct {
 	// budget applies.
 	MaxInflightBytes      int64
 	MaxAgentInflightBytes int64
+	// Policy is the central policy agents receive in Hello and through
+	// WatchPolicy; nil: none (Hello carries no policy; WatchPolicy waits
+	// and answers an empty one). What agents say of their policy is stored
+	// either way (PolicyReports). PolicyMaxWait caps a WatchPolicy call's
+	// wait (default 5m).
+	Policy        *policy.Source
+	PolicyMaxWait time.Duration
 	// Insecure: no TLS, the agent_id of each request is trusted.
 	Insecure bool
-	Logger   *slog.Logger
+	// PublicMethods are full method names a client without a certificate
+	// may call (enrollment: the listener then accepts connections without
+	// one, tls.VerifyClientCertIfGiven); every other method needs a
+	// verified client certificate. They count against the caller's host
+	// in admission.
+	PublicMethods []string
+	// Authorize, when set, may refuse an AgentService call after the
+	// identity check, from the connection's verified certificate (an
+	// enrolled agent revoked since its handshake, an expired certificate).
+	Authorize func(ctx context.Context, agentID string, cert *x509.Certificate) error
+	Logger    *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -124,6 +144,9 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.PolicyMaxWait <= 0 {
+		o.PolicyMaxWait = DefaultPolicyMaxWait
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -154,6 +177,10 @@ func New(st *store.Store, opts Options) *Service {
 		methods = append(methods, agentServicePrefix+m.MethodName)
 	}
 	s.adm = newAdmission(int64(opts.MaxRecvMsgSize), opts.MaxAgentInflightBytes, opts.MaxInflightBytes, s.lim, s.rateError, opts.Insecure, methods)
+	s.adm.public = map[string]bool{}
+	for _, m := range opts.PublicMethods {
+		s.adm.public[m] = true
+	}
 	return s
 }
 
@@ -176,6 +203,7 @@ func NewGRPCServer(svc *Service, tlsConfig *tls.Config) (*grpc.Server, *health.S
 		grpc.InTapHandle(svc.adm.tap),
 		grpc.StatsHandler(statsHandler{}),
 		grpc.ChainUnaryInterceptor(svc.unaryInterceptor),
+		grpc.ChainStreamInterceptor(svc.streamInterceptor),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 2 * time.Minute, Timeout: 20 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 20 * time.Second, PermitWithoutStream: true}),
 		// Memory per connected agent (bench/RESULTS-fleet.md): an agent
@@ -226,13 +254,22 @@ func (s *Service) unaryInterceptor(ctx context.Context, req any, info *grpc.Unar
 		}
 	}()
 	if !strings.HasPrefix(info.FullMethod, agentServicePrefix) {
+		if err := s.checkOther(ctx, info.FullMethod); err != nil {
+			return nil, err
+		}
 		return handler(ctx, req)
 	}
 	id := ""
 	if !s.opts.Insecure {
-		id, err = peerIdentity(ctx)
+		var cert *x509.Certificate
+		id, cert, err = peerIdentity(ctx)
 		if err != nil {
 			return nil, status.Error(codes.Unauthenticated, err.Error())
+		}
+		if s.opts.Authorize != nil {
+			if err := s.opts.Authorize(ctx, id, cert); err != nil {
+				return nil, err
+			}
 		}
 	}
 	key := id
@@ -253,21 +290,53 @@ func (s *Service) rateError(key string) error {
 	return status.Errorf(codes.ResourceExhausted, "agent %q: rate limit of %g calls/s (burst %d) exceeded; retry later", key, s.opts.RatePerSecond, s.opts.RateBurst)
 }
 
+// streamInterceptor guards the streaming methods (the health service's
+// Watch) as checkOther does.
+func (s *Service) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if err := s.checkOther(ss.Context(), info.FullMethod); err != nil {
+		return err
+	}
+	return handler(srv, ss)
+}
+
+// checkOther is the check of a method outside AgentService: a public one
+// (Options.PublicMethods) passes, every other needs a verified client
+// certificate (with TLS).
+func (s *Service) checkOther(ctx context.Context, method string) error {
+	if s.opts.Insecure || s.adm.public[method] {
+		return nil
+	}
+	if _, err := verifiedCert(ctx); err != nil {
+		return status.Errorf(codes.Unauthenticated, "%s: %v", method, err)
+	}
+	return nil
+}
+
 // peerIdentity reads the agent identity from the verified client
-// certificate of the call's connection.
-func peerIdentity(ctx context.Context) (string, error) {
+// certificate of the call's connection, and returns the certificate.
+func peerIdentity(ctx context.Context) (string, *x509.Certificate, error) {
+	cert, err := verifiedCert(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	id, err := AgentIdentity(cert)
+	return id, cert, err
+}
+
+// verifiedCert is the verified client certificate of the call's connection.
+func verifiedCert(ctx context.Context) (*x509.Certificate, error) {
 	p, ok := peer.FromContext(ctx)
 	if !ok {
-		return "", errors.New("no peer")
+		return nil, errors.New("no peer")
 	}
 	ti, ok := p.AuthInfo.(credentials.TLSInfo)
 	if !ok {
-		return "", errors.New("not a TLS connection")
+		return nil, errors.New("not a TLS connection")
 	}
 	if len(ti.State.VerifiedChains) == 0 || len(ti.State.VerifiedChains[0]) == 0 {
-		return "", errors.New("no verified client certificate")
+		return nil, errors.New("no verified client certificate")
 	}
-	return AgentIdentity(ti.State.VerifiedChains[0][0])
+	return ti.State.VerifiedChains[0][0], nil
 }
 
 // checkCaller compares the request's agent_id with the connection's identity.
@@ -307,6 +376,9 @@ func (s *Service) Hello(ctx context.Context, req *plumblinev1.HelloRequest) (*pl
 			return nil, status.Errorf(codes.InvalidArgument, "%s: %v", f.name, err)
 		}
 	}
+	if err := config.CheckLabels(req.GetLabels()); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "labels: %v", err)
+	}
 	hostname := h.GetHostname()
 	if hostname == "" {
 		hostname = req.GetAgentId()
@@ -329,7 +401,12 @@ func (s *Service) Hello(ctx context.Context, req *plumblinev1.HelloRequest) (*pl
 	}
 	s.opts.Logger.Debug("hello", "agent", req.GetAgentId(), "incarnation", inc, "version", req.GetAgentVersion(), "high_water", st.HighWater)
 	digest, _ := hex.DecodeString(st.GeometryDigest) // written by the store from a checked digest
+	pol, _, err := s.agentPolicy(ctx, req.GetAgentId(), hostname, req.GetLabels(), nil, now)
+	if err != nil {
+		return nil, err
+	}
 	return &plumblinev1.HelloResponse{
+		Policy:                  pol,
 		GeometryRefreshInterval: durationpb.New(s.opts.GeometryRefreshInterval),
 		ReportInterval:          durationpb.New(s.opts.ReportInterval),
 		HighWaterSequence:       st.HighWater,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/plumbline/plumbline/internal/bytesize"
 	"github.com/plumbline/plumbline/internal/ingest"
+	"github.com/plumbline/plumbline/internal/policy"
 	"github.com/plumbline/plumbline/internal/strictyaml"
 )
 
@@ -29,8 +30,21 @@ type Config struct {
 	Store   StoreConfig `yaml:"store"`
 	Agents  AgentConfig `yaml:"agents"`
 	Log     LogConfig   `yaml:"log"`
+	// Enrollment: join tokens and agent certificates signed by the
+	// server (README "Enrollment").
+	Enrollment EnrollmentConfig `yaml:"enrollment"`
 	// ShutdownTimeout bounds the graceful stop on SIGINT/SIGTERM.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// Policies is central policy: entries that select hosts and give them
+	// probe schedules, declared devices, maintenance windows and intervals
+	// (internal/policy; README, "Central policy and maintenance windows").
+	Policies []policy.Entry `yaml:"policies"`
+	// PolicyReloadInterval is how often the configuration file is read
+	// again for changed policies (default 10s); other keys need a restart.
+	PolicyReloadInterval time.Duration `yaml:"policy_reload_interval"`
+
+	// File is the configuration file (set by Load), re-read for policies.
+	File string `yaml:"-"`
 
 	// Dev is set by --dev only.
 	Dev bool `yaml:"-"`
@@ -63,6 +77,28 @@ type TLSConfig struct {
 	CertFile     string `yaml:"cert_file"`
 	KeyFile      string `yaml:"key_file"`
 	ClientCAFile string `yaml:"client_ca_file"`
+}
+
+// EnrollmentConfig is the CA that signs enrolled agents' certificates.
+// Enrollment is on when CACertFile is set, and in --dev mode (the dev CA).
+type EnrollmentConfig struct {
+	// CACertFile and CAKeyFile: a CA (typically an intermediate of the
+	// operator's PKI) that grpc.tls.client_ca_file trusts.
+	CACertFile string `yaml:"ca_cert_file"`
+	CAKeyFile  string `yaml:"ca_key_file"`
+	// TrustBundleFile: the CA(s) enrolling agents are given to verify the
+	// server; empty: grpc.tls.client_ca_file.
+	TrustBundleFile string `yaml:"trust_bundle_file"`
+	// CertTTL is the lifetime of an agent certificate; agents renew at two
+	// thirds of it.
+	CertTTL time.Duration `yaml:"cert_ttl"`
+	// RateLimit bounds enrollment and renewal calls, server-wide.
+	RateLimit RateConfig `yaml:"rate_limit"`
+}
+
+// EnrollmentEnabled says whether the server enrolls agents.
+func (c Config) EnrollmentEnabled() bool {
+	return !c.GRPC.Insecure && (c.Dev || c.Enrollment.CACertFile != "")
 }
 
 // RateConfig is the per-agent token bucket.
@@ -120,8 +156,12 @@ const (
 	DevWebAddress          = "127.0.0.1:9464"
 	DefaultDataDir         = "/var/lib/plumbline"
 	DefaultShutdownTimeout = 15 * time.Second
+	// DefaultCertTTL is enrollment.cert_ttl's default.
+	DefaultCertTTL = 30 * 24 * time.Hour
 	// DefaultBaselineInterval is --baseline.interval's default.
 	DefaultBaselineInterval = 30 * time.Second
+	// DefaultPolicyReloadInterval is policy_reload_interval's default.
+	DefaultPolicyReloadInterval = 10 * time.Second
 )
 
 // Default is the configuration without a file or flags.
@@ -140,7 +180,10 @@ func Default() Config {
 		Web:             WebConfig{ListenAddress: DefaultWebAddress},
 		Agents:          AgentConfig{GeometryRefreshInterval: 15 * time.Minute, ReportInterval: 10 * time.Second},
 		Log:             LogConfig{Level: "info", Format: "text"},
+		Enrollment:      EnrollmentConfig{CertTTL: DefaultCertTTL, RateLimit: RateConfig{CallsPerSecond: 5, Burst: 50}},
 		ShutdownTimeout: DefaultShutdownTimeout,
+
+		PolicyReloadInterval: DefaultPolicyReloadInterval,
 	}
 }
 
@@ -161,13 +204,55 @@ func LoadLines(path string) (Config, map[string]int, error) {
 	if err := Decode(b, &cfg); err != nil {
 		return cfg, nil, fmt.Errorf("config %s: %w", path, err)
 	}
+	cfg.File = path
 	return cfg, strictyaml.Lines(b), nil
+}
+
+// LoadPolicies reads the policies of a configuration file, validated: the
+// server's policy reload (policy.Source.WatchFile).
+func LoadPolicies(path string) ([]policy.Entry, error) {
+	cfg, lines, err := LoadLines(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := policy.Validate(cfg.Policies); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, strictyaml.WithLines(err, lines))
+	}
+	return cfg.Policies, nil
 }
 
 // Decode decodes b over cfg: errors name the key path and line
 // (strictyaml); an empty file leaves the defaults.
 func Decode(b []byte, cfg *Config) error {
 	return strictyaml.Decode(b, cfg)
+}
+
+// validate checks the gRPC listener's limits.
+func (g GRPCConfig) validate() []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if s := g.MaxRecvSize; s < 64<<10 || s > 256<<20 {
+		bad("grpc.max_recv_msg_size %s: want 64KiB to 256MiB", s)
+	}
+	if n := g.MaxConcurrentStreams; n < 1 || n > 1000 {
+		bad("grpc.max_concurrent_streams %d: want 1 to 1000", n)
+	}
+	if s := g.MaxInflightBytes; s < g.MaxRecvSize {
+		bad("grpc.max_inflight_bytes %s: want at least grpc.max_recv_msg_size (%s)", s, g.MaxRecvSize)
+	}
+	if s := g.MaxAgentInflightBytes; s != 0 && (s < g.MaxRecvSize || s > g.MaxInflightBytes) {
+		bad("grpc.max_agent_inflight_bytes %s: want 0 (twice max_recv_msg_size) or from grpc.max_recv_msg_size (%s) to grpc.max_inflight_bytes (%s)", s, g.MaxRecvSize, g.MaxInflightBytes)
+	}
+	if g.MaxBatch < 1 || g.MaxBatch > 100_000 {
+		bad("grpc.max_batch_records %d: want 1 to 100000", g.MaxBatch)
+	}
+	if g.RateLimit.CallsPerSecond < 0 {
+		bad("grpc.rate_limit.calls_per_second %v: want 0 (off) or more", g.RateLimit.CallsPerSecond)
+	}
+	if g.RateLimit.CallsPerSecond > 0 && g.RateLimit.Burst < 1 {
+		bad("grpc.rate_limit.burst %d: want at least 1", g.RateLimit.Burst)
+	}
+	return errs
 }
 
 // StoreDSN is the configured DSN, or SQLite under the data directory.
@@ -199,27 +284,7 @@ func (c Config) Validate() error {
 			bad("grpc.tls.cert_file, key_file and client_ca_file are required (mutual TLS is the default; --insecure serves plaintext, --dev makes a local CA)")
 		}
 	}
-	if s := c.GRPC.MaxRecvSize; s < 64<<10 || s > 256<<20 {
-		bad("grpc.max_recv_msg_size %s: want 64KiB to 256MiB", s)
-	}
-	if n := c.GRPC.MaxConcurrentStreams; n < 1 || n > 1000 {
-		bad("grpc.max_concurrent_streams %d: want 1 to 1000", n)
-	}
-	if s := c.GRPC.MaxInflightBytes; s < c.GRPC.MaxRecvSize {
-		bad("grpc.max_inflight_bytes %s: want at least grpc.max_recv_msg_size (%s)", s, c.GRPC.MaxRecvSize)
-	}
-	if s := c.GRPC.MaxAgentInflightBytes; s != 0 && (s < c.GRPC.MaxRecvSize || s > c.GRPC.MaxInflightBytes) {
-		bad("grpc.max_agent_inflight_bytes %s: want 0 (twice max_recv_msg_size) or from grpc.max_recv_msg_size (%s) to grpc.max_inflight_bytes (%s)", s, c.GRPC.MaxRecvSize, c.GRPC.MaxInflightBytes)
-	}
-	if c.GRPC.MaxBatch < 1 || c.GRPC.MaxBatch > 100_000 {
-		bad("grpc.max_batch_records %d: want 1 to 100000", c.GRPC.MaxBatch)
-	}
-	if c.GRPC.RateLimit.CallsPerSecond < 0 {
-		bad("grpc.rate_limit.calls_per_second %v: want 0 (off) or more", c.GRPC.RateLimit.CallsPerSecond)
-	}
-	if c.GRPC.RateLimit.CallsPerSecond > 0 && c.GRPC.RateLimit.Burst < 1 {
-		bad("grpc.rate_limit.burst %d: want at least 1", c.GRPC.RateLimit.Burst)
-	}
+	errs = append(errs, c.GRPC.validate()...)
 	if c.Agents.GeometryRefreshInterval < time.Minute {
 		bad("agents.geometry_refresh_interval %s: want at least 1m", c.Agents.GeometryRefreshInterval)
 	}
@@ -245,8 +310,15 @@ func (c Config) Validate() error {
 	if c.Dev && !Loopback(c.Web.ListenAddress) && len(c.Web.BearerTokens) == 0 && c.Web.BearerTokenFile == "" {
 		bad("web.listen_address %q is not a loopback address: in --dev mode that needs web.bearer_tokens", c.Web.ListenAddress)
 	}
+	errs = append(errs, c.Enrollment.validate(c.GRPC.Insecure)...)
 	if c.ShutdownTimeout <= 0 {
 		bad("shutdown_timeout %s: want more than 0", c.ShutdownTimeout)
+	}
+	if c.PolicyReloadInterval < time.Second {
+		bad("policy_reload_interval %s: want at least 1s", c.PolicyReloadInterval)
+	}
+	if err := policy.Validate(c.Policies); err != nil {
+		errs = append(errs, err)
 	}
 	switch strings.ToLower(c.Log.Level) {
 	case "debug", "info", "warn", "error":
@@ -272,4 +344,21 @@ func Loopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+func (e EnrollmentConfig) validate(insecure bool) []error {
+	var errs []error
+	if (e.CACertFile == "") != (e.CAKeyFile == "") {
+		errs = append(errs, errors.New("enrollment.ca_cert_file and ca_key_file go together"))
+	}
+	if e.CACertFile != "" && insecure {
+		errs = append(errs, errors.New("enrollment needs TLS: it cannot be combined with grpc.insecure"))
+	}
+	if e.CertTTL < time.Second || e.CertTTL > 5*365*24*time.Hour {
+		errs = append(errs, fmt.Errorf("enrollment.cert_ttl %s: want 1s to 43800h (agents renew at two thirds of it)", e.CertTTL))
+	}
+	if e.RateLimit.CallsPerSecond <= 0 || e.RateLimit.Burst < 1 {
+		errs = append(errs, fmt.Errorf("enrollment.rate_limit: calls_per_second %v and burst %d: want both above 0", e.RateLimit.CallsPerSecond, e.RateLimit.Burst))
+	}
+	return errs
 }
