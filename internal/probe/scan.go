@@ -46,11 +46,12 @@ type StripeScanResult struct {
 }
 
 // withholdFresh keeps the measurement of a run that wrote its probe file
-// just before measuring but infers nothing from it: caches below (a
-// controller's write-back cache, the host of a virtual disk) may still hold
-// the fresh data and serve it in their own units. On the lab's ssd preset
-// such first runs showed straddle costs growing with the unit (+740 µs at
-// 512 KiB, +860 µs at 1 MiB) that later runs on the same file did not.
+// just before measuring but infers nothing from it, as a precaution: caches
+// below (a controller's write-back cache, the host of a virtual disk) may
+// still hold the fresh data and serve it in their own units. (On the lab's
+// ssd preset first runs showed straddle costs growing with the unit, +740 µs
+// at 512 KiB and +860 µs at 1 MiB; a later run once did too, which the
+// uneven-cost check refuses.)
 func (s *StripeScanResult) withholdFresh() {
 	s.FreshFile = true
 	if s.Unit != 0 {
