@@ -4,10 +4,13 @@
 # stripe: does it infer the right unit, how many 2,000-op runs does it need,
 # and how often does noise alone make it infer one?
 #
-#   sudo bench/stripescan.sh                  # detection table + noise runs + misaligned partition, ~25 min
+#   sudo bench/stripescan.sh                  # detection table + noise runs + misaligned partition, ~30 min
 #   PRESETS=ssd NOISE_RUNS=10 bench/stripescan.sh
+#   PARTS=misaligned bench/stripescan.sh      # only some parts: table, noise, misaligned
 #
-# Env (defaults): PRESETS="sas15k ssd" MAX_RUNS=3 IOPS=100 (the default
+# "runs" counts the first run, which writes the probe file and so infers
+# nothing (fresh_file).
+# Env (defaults): PARTS="table noise misaligned" PRESETS="sas15k ssd" MAX_RUNS=3 IOPS=100 (the default
 #   schedule's cap) NOISE_RUNS=50 MIS_OPS=20000 WORK=/var/tmp/plumbline-stripescan
 #   RESULTS=bench/RESULTS-stripescan.md (appended; RESULTS= to skip)
 # Lab arrays live under their own state and data roots (…-stripescan): the
@@ -16,6 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+PARTS=${PARTS:-"table noise misaligned"}
 PRESETS=${PRESETS:-"sas15k ssd"}
 MAX_RUNS=${MAX_RUNS:-3}
 IOPS=${IOPS:-100}
@@ -71,8 +75,9 @@ down_last_lab() { # unmount and stop the newest lab now (frees the CPU for the n
 }
 
 echo "# $(date -u +%FT%TZ) $(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), IOPS cap $IOPS" | tee -a "$OUT"
-printf '%-7s %-7s %-6s %-8s | %-9s %-6s %-10s %-8s %s\n' preset level disks unit inferred runs confidence cost_us ops | tee -a "$OUT"
-for preset in $PRESETS; do
+part() { [[ " $PARTS " == *" $1 "* ]]; }
+part table && printf '%-7s %-7s %-6s %-8s | %-9s %-6s %-10s %-8s %s\n' preset level disks unit inferred runs confidence cost_us ops | tee -a "$OUT"
+part table && for preset in $PRESETS; do
 	for geo in "raid10 4 64KiB 65536" "raid5 5 128KiB 131072" "raid0 2 256KiB 262144" "raid1 2 64KiB 0" "single 1 64KiB 0"; do
 		set -- $geo
 		lab "$1" "$2" "$3" "$preset" 2048
@@ -103,6 +108,7 @@ noise() { # NAME DIR RUNS
 	done
 	printf 'noise   %-34s runs %3d  false inferences %d%s\n' "$1" "$n" "$false" "$([ -n "$wrong" ] && echo " ($wrong)")" | tee -a "$OUT"
 }
+if part noise; then
 truncate -s 1GiB "$WORK/plain.img"
 LOOP=$(losetup --find --show --direct-io=on "$WORK/plain.img")
 CLEAN+=("losetup -d $LOOP" "rm -f $WORK/plain.img")
@@ -117,6 +123,7 @@ CLEAN+=("$AGENT probe --cleanup --dir $WORK/owndisk")
 lab single 1 64KiB ssd 2048
 noise "lab single disk, ssd preset" "$LAB_DIR" $((NOISE_RUNS / 2))
 down_last_lab
+fi
 
 # A misaligned partition (63 sectors, the seeds' 31.5 KiB) and an aligned
 # one on the same RAID 10 4 × 64 KiB sas15k array: the random-read probe's
@@ -124,6 +131,7 @@ down_last_lab
 # stripe-scan's straddle cost on the misaligned one and the lab's member
 # model. (mkfs without lazy init: ext4lazyinit's background writes would
 # queue on the members and inflate what a split read waits for.)
+if part misaligned; then
 LAB_DEV=$("$RAIDLAB" up --level raid10 --disks 4 --stripe-unit 64KiB --size 1GiB --preset sas15k --data-root "$DATA_ROOT" 2>/dev/null | tail -1)
 CLEAN+=("$RAIDLAB down $LAB_DEV")
 parted -s "$LAB_DEV" mklabel msdos mkpart primary 63s 400MiB mkpart primary 512MiB 100%
@@ -134,6 +142,7 @@ for p in 1 2; do
 	mount "${LAB_DEV}p$p" "$WORK/mis$p"
 	CLEAN+=("umount $WORK/mis$p")
 done
+IOPS=0 scan "$WORK/mis1" >/dev/null # writes the probe file: infers nothing
 read -r u c k o stop < <(IOPS=0 scan "$WORK/mis1")
 echo "misaligned (63s) raid10 4x64KiB sas15k: stripe-scan inferred $u, confidence $c, straddle cost ${k} µs" | tee -a "$OUT"
 # Alternating chunks of 8 KiB random reads (the ordinary random-read probe,
@@ -173,11 +182,12 @@ print(f"random-read 8 KiB, {len(diffs)} alternating pairs of {int(mis[0][1])}-re
 print(f"penalty {pen:.0f} ± {se:.0f} µs per read; / predicted split fraction {predicted:.1%} = {pen / predicted:.0f} ± {se / predicted:.0f} µs per split read; "
       f"stripe-scan straddle cost {scan:.0f} µs; lab member model {model:.0f} µs")
 PY
+fi
 
 if [ -n "$RESULTS" ]; then
 	{
 		echo
-		echo "## $(date -u +%F) \`sudo bench/stripescan.sh\` (PRESETS=\"$PRESETS\" MAX_RUNS=$MAX_RUNS IOPS=$IOPS NOISE_RUNS=$NOISE_RUNS)"
+		echo "## $(date -u +%F) \`sudo bench/stripescan.sh\` (PARTS=\"$PARTS\" PRESETS=\"$PRESETS\" MAX_RUNS=$MAX_RUNS IOPS=$IOPS NOISE_RUNS=$NOISE_RUNS MIS_OPS=$MIS_OPS)"
 		echo
 		echo '```'
 		cat "$OUT"
