@@ -197,7 +197,7 @@ func (c *Collector) histFactsOf(b store.MetricsBaseline) *histFacts {
 	f.ok = true
 	f.count, f.sum, f.zero = h.Count(), h.Sum().Seconds(), h.ZeroCount()
 	f.spans, f.deltas = h.Spans()
-	f.classic = c.classicCounts(f.spans, f.deltas, h.ZeroCount())
+	f.classic = c.classicCounts(h.Buckets(), h.ZeroCount())
 	if len(f.spans) == 0 {
 		// An empty native histogram still says it is one.
 		f.spans = []histogram.Span{{Offset: 0, Length: 0}}
@@ -206,35 +206,18 @@ func (c *Collector) histFactsOf(b store.MetricsBaseline) *histFacts {
 }
 
 // classicCounts are the cumulative counts at the classic bounds, from the
-// native buckets: each span starts its offset past the end of the one
-// before (the first, at its offset). Buckets ascend, so each one's count
-// goes to the first classic bound at or above it (none: only +Inf), then
-// the counts accumulate from the zero bucket's.
-func (c *Collector) classicCounts(spans []histogram.Span, deltas []int64, zero uint64) []uint64 {
-	limits := make([]int32, len(c.opts.ClassicBuckets))
-	for i, bound := range c.opts.ClassicBuckets {
-		limits[i] = histogram.Index(bound)
-	}
-	classic := make([]uint64, len(limits))
-	var idx int32
-	var count int64
-	k, li := 0, 0
-	for si, sp := range spans {
-		if si == 0 {
-			idx = sp.Offset
-		} else {
-			idx += sp.Offset
+// native buckets: buckets ascend, so each one's count goes to the first
+// classic bound at or above it (none: only +Inf), then the counts
+// accumulate from the zero bucket's.
+func (c *Collector) classicCounts(buckets []histogram.Bucket, zero uint64) []uint64 {
+	classic := make([]uint64, len(c.opts.ClassicBuckets))
+	li := 0
+	for _, b := range buckets {
+		for li < len(classic) && b.Index > histogram.Index(c.opts.ClassicBuckets[li]) {
+			li++
 		}
-		for range sp.Length {
-			count += deltas[k]
-			k++
-			for li < len(limits) && idx > limits[li] {
-				li++
-			}
-			if li < len(limits) {
-				classic[li] += uint64(count)
-			}
-			idx++
+		if li < len(classic) {
+			classic[li] += b.Count
 		}
 	}
 	cum := zero
