@@ -53,7 +53,7 @@ func (c *Collector) refreshBaselines(ctx context.Context, now time.Time, ev Eval
 	if len(jobs) == 0 {
 		return nil
 	}
-	in, err := c.readBaselines(ctx, jobs, sel.hasGlobal())
+	in, err := c.readBaselines(ctx, jobs, ev, sel.hasGlobal())
 	if err != nil {
 		return err
 	}
@@ -113,7 +113,7 @@ type baseInputs struct {
 // with a newly judged run, so these tell which volumes it changed (a
 // change behind its back shows within MaxAge, when the rows are read
 // again). It marks the jobs it fetched.
-func (c *Collector) readBaselines(ctx context.Context, jobs []baseJob, withCohorts bool) (baseInputs, error) {
+func (c *Collector) readBaselines(ctx context.Context, jobs []baseJob, ev EvaluatorStatus, withCohorts bool) (baseInputs, error) {
 	var in baseInputs
 	var otherErr error
 	var wg sync.WaitGroup
@@ -126,7 +126,7 @@ func (c *Collector) readBaselines(ctx context.Context, jobs []baseJob, withCohor
 		}
 		in.cohorts, otherErr = c.st.ListCohorts(ctx)
 	})
-	err := c.markChanged(ctx, jobs)
+	err := c.markChanged(ctx, jobs, ev)
 	var fetch []store.VolumeKey
 	for _, j := range jobs {
 		if j.fetch {
@@ -139,7 +139,7 @@ func (c *Collector) readBaselines(ctx context.Context, jobs []baseJob, withCohor
 	case len(fetch) > len(c.present)/4:
 		rows, err = c.readAllBaselines(ctx) // many: one pass over the table beats a long list of keys
 	default:
-		rows, err = c.st.ListMetricsBaselinesOf(ctx, fetch)
+		rows, err = c.readBaselinesOf(ctx, fetch)
 	}
 	wg.Wait()
 	if err == nil {
@@ -153,15 +153,29 @@ func (c *Collector) readBaselines(ctx context.Context, jobs []baseJob, withCohor
 }
 
 // markChanged marks the jobs not yet due a fetch whose count of states or
-// sum of runs differs from their part's rows.
-func (c *Collector) markChanged(ctx context.Context, jobs []baseJob) error {
+// sum of runs differs from their part's rows. When the evaluator judged
+// more runs since they were checked than a quarter of the states, most
+// changed: it marks them all without asking which.
+func (c *Collector) markChanged(ctx context.Context, jobs []baseJob, ev EvaluatorStatus) error {
 	check := 0
+	since := ev.Runs
 	for _, j := range jobs {
 		if !j.fetch {
 			check++
+			since = min(since, ev.Runs-min(j.p.checked.Runs, ev.Runs))
 		}
 	}
 	if check == 0 {
+		return nil
+	}
+	states := 0
+	for _, p := range c.baseParts {
+		states += len(p.rows)
+	}
+	if c.opts.Evaluator != nil && since > uint64(states/4) {
+		for i := range jobs {
+			jobs[i].fetch = true
+		}
 		return nil
 	}
 	runs, err := c.st.ListBaselineRuns(ctx)
@@ -204,6 +218,27 @@ func (c *Collector) readAllBaselines(ctx context.Context) ([]store.MetricsBaseli
 	var wg sync.WaitGroup
 	wg.Go(func() { upper, upperErr = c.st.ListMetricsBaselinesBetween(ctx, mid, "") })
 	lower, err := c.st.ListMetricsBaselinesBetween(ctx, "", mid)
+	wg.Wait()
+	if err == nil {
+		err = upperErr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return append(lower, upper...), nil
+}
+
+// readBaselinesOf reads the rows of some volumes, in two halves at once
+// when they are many (as readAllBaselines).
+func (c *Collector) readBaselinesOf(ctx context.Context, keys []store.VolumeKey) ([]store.MetricsBaseline, error) {
+	if len(keys) < 256 {
+		return c.st.ListMetricsBaselinesOf(ctx, keys)
+	}
+	var upper []store.MetricsBaseline
+	var upperErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { upper, upperErr = c.st.ListMetricsBaselinesOf(ctx, keys[len(keys)/2:]) })
+	lower, err := c.st.ListMetricsBaselinesOf(ctx, keys[:len(keys)/2])
 	wg.Wait()
 	if err == nil {
 		err = upperErr
