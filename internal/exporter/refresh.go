@@ -35,7 +35,9 @@ func (c *Collector) refreshStore(ctx context.Context, now time.Time, ev Evaluato
 	if err != nil {
 		return err
 	}
-	c.buildAgents(now)
+	if sel.hasGlobal() { // only shard 0 shows them
+		c.buildAgents(now)
+	}
 	if rebuildVol {
 		c.buildVolumes()
 	}
