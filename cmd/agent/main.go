@@ -5,6 +5,7 @@
 //	agent inspect [--config FILE] [--path.sysfs DIR] [--path.procfs DIR] [--format table|json]
 //	agent probe   --dir DIR --kind random-read|random-write|log-write [flags]
 //	agent run     --config FILE [--check]
+//	agent enroll  --server ADDR --token-file F --ca-hash sha256:HEX --dir DIR
 //	agent service install|uninstall|run [--config FILE]   (Windows)
 package main
 
@@ -26,6 +27,7 @@ commands:
   inspect   discover volume geometry and print alignment verdicts
   probe     run one low-impact I/O probe against a probe file
   run       run the agent: scheduled probes, geometry, durable spool, report to the server
+  enroll    join a server with a token: key, certificate and CA written to a directory
   service   Windows: install, uninstall or run the agent as a Windows service
   version   print the agent version
 
@@ -49,6 +51,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runProbe(ctx, args[1:], stdout, stderr)
 	case "run":
 		return runRun(ctx, args[1:], stdout, stderr)
+	case "enroll":
+		return runEnroll(ctx, args[1:], stdout, stderr)
 	case "service":
 		return runService(ctx, args[1:], stdout, stderr)
 	case "version", "--version":

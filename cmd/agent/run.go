@@ -58,14 +58,16 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	var creds credentials.TransportCredentials
+	var renewer agent.Renewer
 	id := cfg.AgentID
+	log := slog.New(slog.NewTextHandler(stderr, nil))
 	if !cfg.Server.Insecure {
-		tc, cn, err := agent.ClientTLS(cfg.Server)
+		tc, r, cn, err := agent.RenewingTLS(cfg.Server, log)
 		if err != nil {
 			fmt.Fprintf(stderr, "agent run: %v\n", err)
 			return 1
 		}
-		creds = credentials.NewTLS(tc)
+		creds, renewer = credentials.NewTLS(tc), r
 		if id == "" {
 			id = cn
 		}
@@ -78,7 +80,6 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s: valid (agent %s, server %s)\n", *configFile, id, cfg.Server.Address)
 		return 0
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
 	if cfg.Server.Insecure {
 		log.Warn("server.insecure: reporting in plaintext, without TLS (tests and dev only)")
 	}
@@ -86,7 +87,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	opts.SysfsRoot, opts.ProcfsRoot, opts.DevRoot = *sysfs, *procfs, *devRoot
 	opts.StatMounts = *sysfs == def.SysfsRoot && *procfs == def.ProcfsRoot
 	a, err := agent.New(agent.Options{
-		Config: cfg, AgentID: id, Version: version, Creds: creds,
+		Config: cfg, AgentID: id, Version: version, Creds: creds, Renewer: renewer,
 		Geometry: cfg.GeometryOptions(opts), ProcRoot: *procfs, Logger: log,
 	})
 	if err != nil {

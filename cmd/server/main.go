@@ -4,6 +4,8 @@
 //
 //	server --config FILE [flags]
 //	server --dev --data-dir DIR      a local CA, certificates and a ready agent config under DIR
+//	server token create|list|revoke  join tokens for `agent enroll` (README "Enrollment")
+//	server agent list|revoke         enrolled agents
 //
 // Flags override the configuration file (deploy/examples/server.yaml
 // documents every key):
@@ -61,6 +63,9 @@ type listening = func(grpcAddr, webAddr string)
 func runContext(ctx context.Context, args []string, stdout, stderr io.Writer, ready listening) int {
 	if len(args) > 0 && args[0] == "inventory" {
 		return runInventory(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && (args[0] == "token" || args[0] == "agent") {
+		return runEnrollment(ctx, args[0], args[1:], stdout, stderr)
 	}
 	cfg, check, err := parseFlags(args, stdout, stderr)
 	if errors.Is(err, flag.ErrHelp) {

@@ -24,6 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/protobuf/proto"
@@ -57,6 +58,9 @@ type Options struct {
 	Version string
 	// Creds secure the gRPC connection (ClientTLS); nil: plaintext.
 	Creds credentials.TransportCredentials
+	// Renewer, when set, renews the client certificate over the agent's
+	// connection (RenewingTLS); the connection dials through it.
+	Renewer Renewer
 
 	Geometry geometry.Options // discovery roots and settings (Config's applied by the caller)
 	Discover DiscoverFunc     // nil: geometry.InspectVolumes + align.Evaluate
@@ -67,6 +71,12 @@ type Options struct {
 	BackoffBase time.Duration // default 1s
 	BackoffMax  time.Duration // default 5m
 	Logger      *slog.Logger  // default slog.Default()
+}
+
+// Renewer keeps the client certificate fresh (enroll.Renewer).
+type Renewer interface {
+	DialOption() grpc.DialOption
+	Run(ctx context.Context, conn grpc.ClientConnInterface)
 }
 
 // Agent is one running agent.
@@ -128,6 +138,9 @@ func New(o Options) (*Agent, error) {
 	}
 	a := &Agent{o: o, log: o.Logger, spool: sp, metrics: newMetrics(sp), locks: newDeviceLocks(), mounts: newMountTable(o.ProcRoot),
 		resync: make(chan struct{}, 1)}
+	if c, ok := o.Renewer.(interface{ Collectors() []prometheus.Collector }); ok {
+		a.metrics.reg.MustRegister(c.Collectors()...)
+	}
 	a.host.Store(hostFacts(o))
 	a.geomInterval.Store(int64(o.Config.Intervals.GeometryRefresh))
 	a.reportInterval.Store(int64(o.Config.Intervals.Report))
@@ -155,6 +168,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		dialOpts = append(dialOpts, grpc.WithTransportCredentials(insecureCreds()))
 	} else {
 		dialOpts = append(dialOpts, grpc.WithTransportCredentials(creds))
+	}
+	if a.o.Renewer != nil {
+		dialOpts = append(dialOpts, a.o.Renewer.DialOption())
 	}
 	conn, err := grpc.NewClient(a.o.Config.Server.Address, dialOpts...)
 	if err != nil {
@@ -186,6 +202,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	sched := &scheduler{a: a, running: map[string]context.CancelFunc{}}
 	wg.Go(func() { a.geometryLoop(ctx, sched) })
 	wg.Go(func() { a.sendLoop(ctx, conn) })
+	if a.o.Renewer != nil {
+		wg.Go(func() { a.o.Renewer.Run(ctx, conn) })
+	}
 	<-ctx.Done()
 	wg.Wait()
 	sched.stop()

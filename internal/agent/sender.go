@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/plumbline/plumbline/internal/config"
+	"github.com/plumbline/plumbline/internal/enroll"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -38,33 +40,38 @@ func insecureCreds() credentials.TransportCredentials { return insecure.NewCrede
 // client certificate, the server CA) and returns the client certificate's
 // common name, the default agent id.
 func ClientTLS(c config.Server) (*tls.Config, string, error) {
+	tc, _, id, err := RenewingTLS(c, nil)
+	return tc, id, err
+}
+
+// RenewingTLS is ClientTLS with the client certificate served by a
+// Renewer (enroll.Renewer): re-read when its files change, and renewed
+// over the agent's connection when Options.Renewer is set to it.
+func RenewingTLS(c config.Server, logger *slog.Logger) (*tls.Config, *enroll.Renewer, string, error) {
 	t := c.TLS
-	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+	r, err := enroll.NewRenewer(t.CertFile, t.KeyFile, logger)
 	if err != nil {
-		return nil, "", fmt.Errorf("server.tls.cert_file/key_file: %w", err)
+		return nil, nil, "", fmt.Errorf("server.tls.cert_file/key_file: %w", err)
 	}
-	leaf, err := x509.ParseCertificate(cert.Certificate[0])
-	if err != nil {
-		return nil, "", fmt.Errorf("server.tls.cert_file: %w", err)
-	}
+	leaf := r.Leaf()
 	caPEM, err := os.ReadFile(t.CAFile)
 	if err != nil {
-		return nil, "", fmt.Errorf("server.tls.ca_file: %w", err)
+		return nil, nil, "", fmt.Errorf("server.tls.ca_file: %w", err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(caPEM) {
-		return nil, "", fmt.Errorf("server.tls.ca_file %s: no PEM certificate in it", t.CAFile)
+		return nil, nil, "", fmt.Errorf("server.tls.ca_file %s: no PEM certificate in it", t.CAFile)
 	}
 	name := t.ServerName
 	if name == "" {
 		name, _, _ = net.SplitHostPort(c.Address)
 	}
 	return &tls.Config{
-		MinVersion:   tls.VersionTLS13,
-		Certificates: []tls.Certificate{cert},
-		RootCAs:      pool,
-		ServerName:   name,
-	}, leaf.Subject.CommonName, nil
+		MinVersion:           tls.VersionTLS13,
+		GetClientCertificate: r.GetClientCertificate,
+		RootCAs:              pool,
+		ServerName:           name,
+	}, r, leaf.Subject.CommonName, nil
 }
 
 // sendLoop keeps a session with the server, reconnecting with jittered

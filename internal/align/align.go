@@ -74,121 +74,161 @@ const recommendedStart = 1 << 20
 // Evaluate judges one volume. It reads v.Layers (top, the file system, to
 // bottom, the disks) and v.Filesystem and never modifies v.
 func Evaluate(v *plumblinev1.Volume) *plumblinev1.Alignment {
-	st := newStack(v)
-	a := &plumblinev1.Alignment{
-		SplitFraction:            map[uint32]float64{},
-		GranularitySplitFraction: map[uint32]float64{},
-		SectorRmwFraction:        map[uint32]float64{},
+	e := &evaluation{
+		v:  v,
+		st: newStack(v),
+		a: &plumblinev1.Alignment{
+			SplitFraction:            map[uint32]float64{},
+			GranularitySplitFraction: map[uint32]float64{},
+			SectorRmwFraction:        map[uint32]float64{},
+		},
+		offsetKnown:   true,
+		sectorChecked: true,
 	}
-	fs := v.GetFilesystem()
-	a.AllocationUnitBytes = fs.GetBlockSizeBytes()
-
-	stripe := st.findStripe()
-	known := stripe.unit != 0
-	if known {
-		a.StripeUnitBytes = stripe.unit
-		a.StripeUnitSource = stripe.source
-		a.StripedDevice = stripe.device
+	e.a.AllocationUnitBytes = v.GetFilesystem().GetBlockSizeBytes()
+	e.stripe = e.st.findStripe()
+	if e.known() {
+		e.a.StripeUnitBytes = e.stripe.unit
+		e.a.StripeUnitSource = e.stripe.source
+		e.a.StripedDevice = e.stripe.device
+		e.checkStripeOffset()
 	}
+	e.checkSectorOffset()
+	e.splitFractions()
+	e.stripeFindings()
+	allocationUnit(&e.f, v)
+	reshapes(&e.f, v)
+	return e.result()
+}
 
-	var f findings
-	offsetKnown := true
-	sectorChecked := true // false: the only rule left had nothing to check
+// evaluation is one run of Evaluate: the volume's stack, the alignment
+// being built and what the rules could check.
+type evaluation struct {
+	v      *plumblinev1.Volume
+	st     *stack
+	a      *plumblinev1.Alignment
+	f      findings
+	stripe stripe
+	// disk is the disk below the volume (nil: none known).
+	disk *plumblinev1.Layer
+	// offsetKnown is false when a rule could not read the offset it checks;
+	// sectorChecked is false when the only rule left had nothing to check.
+	offsetKnown, sectorChecked bool
+}
 
-	// Rule: the data offset on the striped device is a multiple of the stripe unit.
-	if known {
-		off, ok := st.offsetAbove(st.primary, stripe.index)
-		if !ok {
-			offsetKnown = false
-			f.add(RuleOffsetUnknown, Warning,
-				fmt.Sprintf("the offset of the file system's data on %s cannot be read: %s", stripe.device, st.unknownOffsetReason(st.primary, stripe.index)),
-				"check that the agent can read sysfs and the LVM metadata backups (/etc/lvm/backup); for device-mapper targets other than LVM the offset is not visible in sysfs")
-		} else {
-			a.DataOffsetBytes = &off
-			if off%stripe.unit != 0 {
-				st.blameStripeOffset(&f, v, stripe, off)
-			}
-		}
+func (e *evaluation) known() bool { return e.stripe.unit != 0 }
+
+// checkStripeOffset applies the stripe rule: the data offset on the
+// striped device is a multiple of the stripe unit.
+func (e *evaluation) checkStripeOffset() {
+	st, stripe := e.st, e.stripe
+	off, ok := st.offsetAbove(st.primary, stripe.index)
+	if !ok {
+		e.offsetKnown = false
+		e.f.add(RuleOffsetUnknown, Warning,
+			fmt.Sprintf("the offset of the file system's data on %s cannot be read: %s", stripe.device, st.unknownOffsetReason(st.primary, stripe.index)),
+			"check that the agent can read sysfs and the LVM metadata backups (/etc/lvm/backup); for device-mapper targets other than LVM the offset is not visible in sysfs")
+		return
 	}
+	e.a.DataOffsetBytes = &off
+	if off%stripe.unit != 0 {
+		st.blameStripeOffset(&e.f, e.v, stripe, off)
+	}
+}
 
-	// Rule: the offset on the disk is a multiple of the physical sector.
+// checkSectorOffset applies the sector rule: the offset on the disk is a
+// multiple of the physical sector.
+func (e *evaluation) checkSectorOffset() {
+	st, a := e.st, e.a
 	disk, diskOff, diskOK := st.diskOffset()
+	e.disk = disk
 	if disk != nil {
 		a.PhysicalSectorBytes = disk.GetPhysicalSectorBytes()
 	}
 	switch {
 	case disk == nil:
-		if !known {
+		if !e.known() {
 			// Nothing below the file system: neither rule has anything to check.
-			offsetKnown = false
-			f.add(RuleOffsetUnknown, Warning,
+			e.offsetKnown = false
+			e.f.add(RuleOffsetUnknown, Warning,
 				"no device below the file system is known, so neither the stripe-unit nor the physical-sector rule could be checked: "+st.unknownOffsetReason(st.primary, len(st.primary)),
 				"check that the agent can read sysfs (/sys/dev/block) for this mount's device")
 		}
 	case !diskOK:
-		if offsetKnown {
+		if e.offsetKnown {
 			// Without a stripe rule this is what decides the verdict.
-			offsetKnown = false
-			f.add(RuleOffsetUnknown, Warning,
+			e.offsetKnown = false
+			e.f.add(RuleOffsetUnknown, Warning,
 				fmt.Sprintf("the offset of the file system's data on %s cannot be read: %s", diskWord(disk), st.diskOffsetReason()),
 				"check that the agent can read sysfs and the LVM metadata backups (/etc/lvm/backup)")
 		}
 	default:
 		a.DiskOffsetBytes = &diskOff
 		ps := uint64(disk.GetPhysicalSectorBytes())
-		if ps == 0 && !known {
+		if ps == 0 && !e.known() {
 			// The sector rule is the only rule left, and it has nothing
 			// to check against: "aligned" would mean nothing was checked.
-			sectorChecked = false
-			f.add(RulePhysicalSectorUnknown, Warning,
+			e.sectorChecked = false
+			e.f.add(RulePhysicalSectorUnknown, Warning,
 				fmt.Sprintf("the physical sector size of %s is unknown (%s) and no stripe unit is known, so no alignment rule could be checked",
 					disk.GetDevice(), unknownReason(disk, "physical_sector_bytes", "not reported")),
 				"check that the agent can read sysfs (queue/physical_block_size) or the disk's IOCTL_STORAGE_QUERY_PROPERTY; declare the array if the disk is hardware RAID")
 		}
 		if ps != 0 && diskOff%ps != 0 {
-			f.add(RuleOffsetPhysicalSector, Critical,
+			e.f.add(RuleOffsetPhysicalSector, Critical,
 				fmt.Sprintf("data starts at byte %d of disk %s (%s), not a multiple of its %d-byte physical sector: every write smaller than %d bytes becomes a read-modify-write inside the drive",
 					diskOff, disk.GetDevice(), human(diskOff), ps, ps),
-				st.repartitionRemedy(v, disk.GetDevice(), lcm(ps, recommendedStart), uint64(disk.GetLogicalSectorBytes())))
+				st.repartitionRemedy(e.v, disk.GetDevice(), lcm(ps, recommendedStart), uint64(disk.GetLogicalSectorBytes())))
 		}
 	}
+}
 
-	// Split fractions: against the stripe unit and the physical sector.
+// splitFractions fills the split fractions of every I/O size: against
+// the stripe unit and the physical sector.
+func (e *evaluation) splitFractions() {
+	a, fs := e.a, e.v.GetFilesystem()
 	for _, size := range IOSizes() {
 		grid := gridFor(uint64(size), fs)
-		if known && a.DataOffsetBytes != nil {
-			a.SplitFraction[uint32(size)], a.GranularitySplitFraction[uint32(size)] = SplitShares(*a.DataOffsetBytes, uint64(size), grid, stripe.unit)
+		if e.known() && a.DataOffsetBytes != nil {
+			a.SplitFraction[uint32(size)], a.GranularitySplitFraction[uint32(size)] = SplitShares(*a.DataOffsetBytes, uint64(size), grid, e.stripe.unit)
 		}
 		if a.DiskOffsetBytes != nil && a.PhysicalSectorBytes != 0 {
 			a.SectorRmwFraction[uint32(size)] = RMWFraction(*a.DiskOffsetBytes, uint64(size), grid, uint64(a.PhysicalSectorBytes))
 		}
 	}
+}
 
-	if !known {
-		devKey := "/dev/" + deviceOr(disk, "sdX")
-		if windowsFS(fs.GetType()) {
-			devKey = deviceOr(disk, "PhysicalDriveN")
-		}
-		checked := ", so only the physical-sector rule was checked"
-		if !sectorChecked || !offsetKnown {
-			checked = ""
-		}
-		f.add(RuleStripeUnitUnknown, Info,
-			"no RAID layer or stripe hint is known for this volume"+checked,
-			fmt.Sprintf("if %s sits on hardware RAID, declare it in the agent config: declared_devices: [{device: %s, raid: {level: raid10, stripe_unit: 64KiB, disks: 4}}]",
-				deviceOr(disk, "the disk"), devKey))
-	} else {
-		unitVsAllocation(&f, v, stripe)
-		stripeHints(&f, v, stripe)
+// stripeFindings says what is known of the stripe: how to declare it when
+// nothing is, how it fits the allocation unit and the hints when it is.
+func (e *evaluation) stripeFindings() {
+	if e.known() {
+		unitVsAllocation(&e.f, e.v, e.stripe)
+		stripeHints(&e.f, e.v, e.stripe)
+		return
 	}
-	allocationUnit(&f, v)
-	reshapes(&f, v)
+	disk := e.disk
+	devKey := "/dev/" + deviceOr(disk, "sdX")
+	if windowsFS(e.v.GetFilesystem().GetType()) {
+		devKey = deviceOr(disk, "PhysicalDriveN")
+	}
+	checked := ", so only the physical-sector rule was checked"
+	if !e.sectorChecked || !e.offsetKnown {
+		checked = ""
+	}
+	e.f.add(RuleStripeUnitUnknown, Info,
+		"no RAID layer or stripe hint is known for this volume"+checked,
+		fmt.Sprintf("if %s sits on hardware RAID, declare it in the agent config: declared_devices: [{device: %s, raid: {level: raid10, stripe_unit: 64KiB, disks: 4}}]",
+			deviceOr(disk, "the disk"), devKey))
+}
 
-	a.Findings = f.list
+// result sets the verdict from the findings and what could be checked.
+func (e *evaluation) result() *plumblinev1.Alignment {
+	a := e.a
+	a.Findings = e.f.list
 	switch {
-	case f.has(Critical):
+	case e.f.has(Critical):
 		a.Verdict = Misaligned
-	case !offsetKnown || !sectorChecked || disk == nil && !known:
+	case !e.offsetKnown || !e.sectorChecked || e.disk == nil && !e.known():
 		a.Verdict = Unknown
 	default:
 		a.Verdict = Aligned

@@ -19,6 +19,7 @@ const (
 )
 
 func TestSplitFraction(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name                     string
 		offset, size, grid, unit uint64
@@ -80,6 +81,7 @@ func bruteSplit(offset, size, grid, unit uint64) float64 {
 // what re-partitioning removes; the allocation granularity's share is there
 // at any offset (issue 11: "aligned" next to 6.2%/93.8% read as a contradiction).
 func TestSplitShares(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name                     string
 		offset, size, grid, unit uint64
@@ -114,6 +116,7 @@ func TestSplitShares(t *testing.T) {
 }
 
 func TestRMWFraction(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name                       string
 		offset, size, grid, sector uint64
@@ -209,6 +212,7 @@ func rules(a *plumblinev1.Alignment) []string {
 // measured-effects table: the verdict and the predicted split fraction
 // must explain the measured change.
 func TestMeasuredEffects(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		vol     *plumblinev1.Volume
@@ -279,6 +283,7 @@ func TestMeasuredEffects(t *testing.T) {
 }
 
 func TestEvaluate(t *testing.T) {
+	t.Parallel()
 	md := &plumblinev1.Layer{Kind: "raid", Device: "md0", RaidLevel: "raid10", StripeUnitBytes: 512 * kib, RaidDisks: 4, RaidDataDisks: 2,
 		RaidLayout: "near=2", OffsetBytes: u64(128 * mib / 1024 * 8), Below: []string{"sda1", "sdb1"}, Source: "sysfs",
 		LogicalSectorBytes: 512, PhysicalSectorBytes: 4096, MinIoBytes: 512 * kib, OptIoBytes: mib}
@@ -455,6 +460,7 @@ func TestEvaluate(t *testing.T) {
 }
 
 func TestRemediationsNameTheFix(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		vol  *plumblinev1.Volume

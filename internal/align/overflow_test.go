@@ -11,6 +11,7 @@ import (
 // 0, "aligned") are not a known offset: the verdict is unknown and says
 // why.
 func TestOffsetSumOverflowIsUnknown(t *testing.T) {
+	t.Parallel()
 	v := volume("xfs", 4096,
 		fsLayer("xfs", 4096, 0, 0),
 		&plumblinev1.Layer{Kind: "lvm", Device: "dm-0", OffsetBytes: u64(1 << 63), Source: "sysfs"},

@@ -6,6 +6,7 @@ import (
 )
 
 func TestParse(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want Size
@@ -41,6 +42,7 @@ func TestParse(t *testing.T) {
 }
 
 func TestParseErrors(t *testing.T) {
+	t.Parallel()
 	for _, in := range []string{"", "KiB", "k", "1.5GiB", "-1", "+1", "8 K B", "99999999999TiB", "1Ki", "1kbit", "64XB", "1e3", "1PiB", "99999999999999999999"} {
 		if got, err := Parse(in); !errors.Is(err, ErrSyntax) {
 			t.Errorf("Parse(%q) = %d, %v; want ErrSyntax", in, got, err)
@@ -49,6 +51,7 @@ func TestParseErrors(t *testing.T) {
 }
 
 func TestStringRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, s := range []Size{0, 1, 512, 4096, 32256, 65536, 1 << 20, 5 << 30, 3 << 40} {
 		got, err := Parse(s.String())
 		if err != nil || got != s {
@@ -80,6 +83,7 @@ func FuzzParse(f *testing.F) {
 }
 
 func TestHuman(t *testing.T) {
+	t.Parallel()
 	for n, want := range map[Size]string{
 		0: "0", 1: "1B", 512: "512B", 4096: "4KiB", 32256: "31.5KiB", 32257: "32257B",
 		1536: "1.5KiB", 64 << 10: "64KiB", 1 << 20: "1MiB", 135266304: "129MiB", 3 << 39: "1.5TiB",

@@ -10,6 +10,7 @@ import (
 )
 
 func TestCreateLoadIssue(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "ca")
 	if _, err := Load(dir); err == nil {
 		t.Fatal("Load of an empty directory succeeded")

@@ -138,6 +138,7 @@ type volumeWant struct {
 }
 
 func TestDiscoverTrees(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		tree     string
 		opts     func(root string, o *Options)
@@ -473,6 +474,7 @@ func checkGolden(t *testing.T, path, root string, vols []*plumblinev1.Volume) {
 }
 
 func TestDiscoverRootErrors(t *testing.T) {
+	t.Parallel()
 	root := loadTree(t, "nvme")
 	tests := []struct {
 		name string
@@ -495,6 +497,7 @@ func TestDiscoverRootErrors(t *testing.T) {
 }
 
 func TestDiscoverEscapingLink(t *testing.T) {
+	t.Parallel()
 	spec := `mount 40 25 8:1 / /data rw - ext4 /dev/sda1 rw
 link sys/dev/block/8:1 ../../../../etc
 mount 41 25 8:2 / /abs rw - ext4 /dev/sda2 rw
@@ -517,6 +520,7 @@ link sys/dev/block/8:2 /sys/devices/virtual/block/sda2
 }
 
 func TestDiscoverHost(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	buildTree(t, []byte("file proc/sys/kernel/osrelease 6.1.0-18-amd64\nfile proc/sys/kernel/hostname db1\nfile etc/machine-id 0123456789abcdef0123456789abcdef\n"), root)
 	o := treeOptions(root)
@@ -533,6 +537,7 @@ func TestDiscoverHost(t *testing.T) {
 // unit or a physical sector there is nothing to judge it by (unknown, and
 // why); with the array declared it is misaligned.
 func TestOldKernelVerdicts(t *testing.T) {
+	t.Parallel()
 	root := loadTree(t, "lenny-2.6.26")
 	tests := []struct {
 		name     string
@@ -572,6 +577,7 @@ func TestOldKernelVerdicts(t *testing.T) {
 }
 
 func TestPartitionNumberFromName(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, disk string
 		want       uint32
@@ -600,6 +606,7 @@ func TestPartitionNumberFromName(t *testing.T) {
 // TestReshapeVerdict: a running reshape is in the verdict's findings, with
 // the old and the new geometry, and the verdict is judged on the new one.
 func TestReshapeVerdict(t *testing.T) {
+	t.Parallel()
 	vols, err := Discover(context.Background(), treeOptions(loadTree(t, "md-reshape")))
 	if err != nil {
 		t.Fatalf("Discover(md-reshape) error = %v", err)
@@ -635,6 +642,7 @@ func TestReshapeVerdict(t *testing.T) {
 // that names no block device sysfs knows (/dev/root) is filtered as an
 // unknown device, and the volumes found by name are not.
 func TestProcMountsFiltered(t *testing.T) {
+	t.Parallel()
 	res, err := InspectVolumes(context.Background(), treeOptions(loadTree(t, "rhel5-2.6.18")))
 	if err != nil {
 		t.Fatalf("InspectVolumes(rhel5-2.6.18) error = %v", err)

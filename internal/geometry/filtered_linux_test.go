@@ -12,6 +12,7 @@ import (
 // in Result.Filtered with its reason (kernel interfaces excepted); before,
 // they vanished without a word.
 func TestDiscoverFiltered(t *testing.T) {
+	t.Parallel()
 	spec, err := os.ReadFile(filepath.Join("testdata", "trees", "md-raid10.tree"))
 	if err != nil {
 		t.Fatal(err)

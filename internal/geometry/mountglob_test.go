@@ -3,6 +3,7 @@ package geometry
 import "testing"
 
 func TestValidMountGlob(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		glob string
 		want bool
@@ -29,6 +30,7 @@ func TestValidMountGlob(t *testing.T) {
 }
 
 func TestMatchMountPoint(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		glob, mp string
 		want     bool

@@ -6,6 +6,7 @@ import (
 )
 
 func TestMountPoints(t *testing.T) {
+	t.Parallel()
 	in := []byte(`22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
 35 22 8:2 / /data\040dir rw shared:2 - xfs /dev/sda2 rw
 garbage

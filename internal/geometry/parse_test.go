@@ -10,6 +10,7 @@ import (
 )
 
 func TestParseMountInfoLine(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		line    string
 		want    mountInfo
@@ -40,6 +41,7 @@ func TestParseMountInfoLine(t *testing.T) {
 
 // TestParseSysfsUintPair: md attributes read "new (old)" during a reshape.
 func TestParseSysfsUintPair(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in        string
 		cur, prev uint64
@@ -76,6 +78,7 @@ func TestParseSysfsUintPair(t *testing.T) {
 }
 
 func TestMDLayout(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		level      string
 		layout     uint64
@@ -107,6 +110,7 @@ func TestMDLayout(t *testing.T) {
 }
 
 func TestDeclaredDataDisks(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		level        string
 		disks, spans uint32
@@ -130,6 +134,7 @@ func TestDeclaredDataDisks(t *testing.T) {
 }
 
 func TestLVMMetadata(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		src        string
@@ -178,6 +183,7 @@ func TestLVMMetadata(t *testing.T) {
 }
 
 func TestSuperblocks(t *testing.T) {
+	t.Parallel()
 	ext4 := make([]byte, 4096)
 	sb := ext4[1024:]
 	le := binary.LittleEndian

@@ -63,6 +63,7 @@ func skipOrFail(t *testing.T, msg string) {
 // TestPeerLsblk compares discovery with util-linux lsblk on the real sysfs
 // captures util-linux keeps for its own tests.
 func TestPeerLsblk(t *testing.T) {
+	t.Parallel()
 	captures, _ := filepath.Glob(filepath.Join(peerDataDir(t), "*.tar.xz"))
 	if len(captures) == 0 {
 		skipOrFail(t, "no lsblk captures in "+peerDataDir(t))

@@ -54,6 +54,7 @@ func buildLoopStack(t *testing.T, s loopStack) (dev loopdev.Device, part, mnt st
 
 // TestDiscoverLoop discovers real loop-device stacks on the live roots.
 func TestDiscoverLoop(t *testing.T) {
+	t.Parallel()
 	loopdev.Require(t, "mkfs.ext4", "mkfs.xfs")
 	for _, s := range loopStacks {
 		t.Run(s.name, func(t *testing.T) {
@@ -105,6 +106,7 @@ func checkLoopVolume(t *testing.T, s loopStack, v *plumblinev1.Volume, partName,
 // capture reports what discovery on the live devices did — the capture tool
 // itself is tested on every run.
 func TestCaptureLoop(t *testing.T) {
+	t.Parallel()
 	loopdev.Require(t, "mkfs.ext4", "mkfs.xfs")
 	o := DefaultOptions()
 	var header []string
@@ -252,6 +254,7 @@ func (r *treeRecorder) tree(keepMounts map[string]bool) string {
 // TestDiscoverCaptured drives the tree TestCaptureLoop took from this
 // machine's real loop devices (superblocks included) and checks each layer.
 func TestDiscoverCaptured(t *testing.T) {
+	t.Parallel()
 	root := loadTree(t, "captured-loop")
 	vols, err := Discover(context.Background(), treeOptions(root))
 	if err != nil {

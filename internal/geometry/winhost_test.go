@@ -3,6 +3,7 @@ package geometry
 import "testing"
 
 func TestWindowsKernel(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		major, minor, build, ubr uint32
 		hasUBR                   bool

@@ -7,6 +7,7 @@ import (
 
 // TestWindowsIoctlCodes recomputes every code with CTL_CODE.
 func TestWindowsIoctlCodes(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		code                uint32
 		devType, fn, method uint32
@@ -31,6 +32,7 @@ func TestWindowsIoctlCodes(t *testing.T) {
 // 8-byte member is explicitly padded to its natural offset), and against
 // the constants the decoders index with.
 func TestWindowsLayoutSizes(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		got, want uintptr
@@ -62,6 +64,7 @@ func TestWindowsLayoutSizes(t *testing.T) {
 
 // TestWindowsLayoutOffsets pins the offsets the decoders read at.
 func TestWindowsLayoutOffsets(t *testing.T) {
+	t.Parallel()
 	var (
 		ext  diskExtentLayout
 		vde  volumeDiskExtentsLayout

@@ -155,6 +155,7 @@ func findingRules(a *plumblinev1.Alignment) map[string]*plumblinev1.Finding {
 }
 
 func TestWindowsFixtures(t *testing.T) {
+	t.Parallel()
 	type want struct {
 		mount, fsType     string
 		cluster           uint32
@@ -307,6 +308,7 @@ func TestWindowsFixtures(t *testing.T) {
 
 // TestWindowsLayers pins the layer values each fixture's buffers carry.
 func TestWindowsLayers(t *testing.T) {
+	t.Parallel()
 	res, _ := loadWindowsFixture(t, "2003-mbr-raid10", Options{Declared: []DeclaredDevice{{Device: `\\.\PHYSICALDRIVE1`, RAID: DeclaredRAID{Level: "raid10", StripeUnit: 64 * bytesize.KiB, Disks: 4}}}})
 	ls := res.Volumes[0].GetLayers()
 	p, d := ls[1], ls[2]
@@ -343,6 +345,7 @@ func TestWindowsLayers(t *testing.T) {
 }
 
 func TestWindowsDeclaredMatching(t *testing.T) {
+	t.Parallel()
 	raid := DeclaredRAID{Level: "raid10", StripeUnit: 64 * bytesize.KiB, Disks: 4}
 	tests := []struct {
 		name     string
@@ -374,6 +377,7 @@ func TestWindowsDeclaredMatching(t *testing.T) {
 }
 
 func TestWindowsSelection(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		opts Options
@@ -418,6 +422,7 @@ func fakeL2P(disks []uint32, start, u uint64, parity bool) func(uint64) ([]physi
 }
 
 func TestClassifyDynamic(t *testing.T) {
+	t.Parallel()
 	ext := func(disks ...uint32) []diskExtent {
 		var out []diskExtent
 		for _, d := range disks {
@@ -455,6 +460,7 @@ func TestClassifyDynamic(t *testing.T) {
 }
 
 func TestSpacesLayout(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		vd          spacesVirtualDisk
 		level       string
@@ -484,6 +490,7 @@ func TestSpacesLayout(t *testing.T) {
 }
 
 func TestParsePhysicalDrive(t *testing.T) {
+	t.Parallel()
 	for s, want := range map[string]int64{
 		"PhysicalDrive2": 2, `\\.\PhysicalDrive10`: 10, "physicaldrive0": 0, `\\?\PhysicalDrive3`: 3,
 		"PhysicalDrive": -1, "PhysicalDrive02": -1, "PhysicalDrive2x": -1, "/dev/sdb": -1, "Disk2": -1,
@@ -498,6 +505,7 @@ func TestParsePhysicalDrive(t *testing.T) {
 // TestWindowsBadBuffers: a truncated or nonsensical answer becomes an
 // unknown with the reason, never a panic or a made-up value.
 func TestWindowsBadBuffers(t *testing.T) {
+	t.Parallel()
 	if _, err := decodeVolumeDiskExtents(make([]byte, 4)); !errors.Is(err, errShort) {
 		t.Errorf("decodeVolumeDiskExtents(4 bytes) = %v, want errShort", err)
 	}
@@ -555,6 +563,7 @@ func FuzzWindowsDecoders(f *testing.F) {
 }
 
 func TestJoinVirtualDisks(t *testing.T) {
+	t.Parallel()
 	// Object paths as WMI writes REF properties: the key's value quoted,
 	// with backslash escaping backslashes and quotes inside it.
 	const host = `\\DB1\root\Microsoft\Windows\Storage:`
@@ -623,6 +632,7 @@ func (s driveTypeSource) volumes(ctx context.Context) ([]winVolume, error) {
 // and a volume still of unknown type is skipped with a warning, not
 // silently.
 func TestWindowsUnknownDriveType(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name        string
 		guid, mount uint32

@@ -12,6 +12,7 @@ import (
 )
 
 func TestFracBoundsArePowersOfTwo(t *testing.T) {
+	t.Parallel()
 	for k, b := range fracBounds {
 		want := math.Exp2(float64(k)/bucketsPerPowerOfTwo) / 2
 		if d := math.Abs(b - want); d > 3*(math.Nextafter(want, 2)-want) {
@@ -25,6 +26,7 @@ func TestFracBoundsArePowersOfTwo(t *testing.T) {
 }
 
 func TestIndexBoundaries(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		v    float64
 		want int32
@@ -47,6 +49,7 @@ func TestIndexBoundaries(t *testing.T) {
 
 // Every value must lie inside the bounds of the bucket Index gives it.
 func TestIndexWithinBounds(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 100000 {
 		v := math.Exp2(r.Float64()*80 - 60) // 1e-18 s .. 1e6 s
@@ -86,6 +89,7 @@ func randomDurations(r *rand.Rand, n int) []time.Duration {
 }
 
 func TestMergeIsExact(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 4))
 	for trial := range 50 {
 		a := randomDurations(r, r.IntN(2000))
@@ -112,6 +116,7 @@ func TestMergeIsExact(t *testing.T) {
 // A merge whose sum or counts would overflow changes nothing and says so
 // (issue 11: the sum wrapped negative and the series vanished).
 func TestMergeOverflow(t *testing.T) {
+	t.Parallel()
 	big := time.Duration(math.MaxInt64/2 + 1)
 	h := observeAll([]time.Duration{big})
 	before := h.Snapshot()
@@ -134,6 +139,7 @@ func TestMergeOverflow(t *testing.T) {
 }
 
 func TestMergeEmpty(t *testing.T) {
+	t.Parallel()
 	h := observeAll([]time.Duration{5 * time.Millisecond})
 	h.Merge(&Histogram{})
 	h.Merge(nil)
@@ -145,6 +151,7 @@ func TestMergeEmpty(t *testing.T) {
 }
 
 func TestExactStats(t *testing.T) {
+	t.Parallel()
 	h := observeAll([]time.Duration{3, 1, 2, 0, 10})
 	want := Snapshot{Schema: 3, ZeroThreshold: ZeroThreshold, ZeroCount: 1, Count: 5, SumNanos: 16, MinNanos: 0, MaxNanos: 10,
 		Buckets: []Bucket{{Index(1e-9), 1}, {Index(2e-9), 1}, {Index(3e-9), 1}, {Index(1e-8), 1}}}
@@ -157,6 +164,7 @@ func TestExactStats(t *testing.T) {
 }
 
 func TestSnapshotRoundTrip(t *testing.T) {
+	t.Parallel()
 	h := observeAll(randomDurations(rand.New(rand.NewPCG(5, 6)), 5000))
 	b, err := json.Marshal(h.Snapshot())
 	if err != nil {
@@ -185,6 +193,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 }
 
 func TestSpans(t *testing.T) {
+	t.Parallel()
 	h := &Histogram{}
 	// indexes 0, 1, 3 (gap of one: same span), 10 (gap of six: new span)
 	for _, i := range []int32{0, 1, 1, 3, 10, 10, 10} {

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"net"
 	"sync"
 
 	"golang.org/x/sync/semaphore"
@@ -45,6 +46,9 @@ type admission struct {
 	rateErr      func(key string) error
 	insecure     bool
 	countMethods map[string]bool
+	// public methods may be called without a certificate; they count
+	// against the caller's host ("peer <ip>").
+	public map[string]bool
 
 	mu     sync.Mutex
 	agents map[string]int64 // reserved bytes by agent
@@ -93,6 +97,9 @@ func (a *admission) tapKey(ctx context.Context) string {
 // tap is the grpc.InTapHandle. It runs on the connection's reader with
 // the transport's lock held: it must not block.
 func (a *admission) tap(ctx context.Context, info *tap.Info) (context.Context, error) {
+	if a.public[info.FullMethodName] {
+		return a.admit(ctx, peerHostKey(ctx))
+	}
 	if !a.countMethods[info.FullMethodName] {
 		return ctx, nil
 	}
@@ -106,6 +113,28 @@ func (a *admission) tap(ctx context.Context, info *tap.Info) (context.Context, e
 		return ctx, nil
 	}
 	key := a.tapKey(ctx)
+	if key == "" {
+		// No identity (a connection without a certificate, allowed for
+		// the public methods): refused before its message is read.
+		_, _, err := peerIdentity(ctx)
+		return nil, status.Error(codes.Unauthenticated, err.Error())
+	}
+	return a.admit(ctx, key)
+}
+
+// peerHostKey is the admission key of a caller without a certificate: its
+// host's address.
+func peerHostKey(ctx context.Context) string {
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		if host, _, err := net.SplitHostPort(p.Addr.String()); err == nil {
+			return "peer " + host
+		}
+	}
+	return "peer unknown"
+}
+
+// admit applies key's rate limit and in-flight budget to the call.
+func (a *admission) admit(ctx context.Context, key string) (context.Context, error) {
 	if a.lim != nil && !a.lim.allow(key) {
 		return nil, a.rateErr(key)
 	}

@@ -130,6 +130,7 @@ func reportOK(t *testing.T, c plumblinev1.AgentServiceClient, id string, seq uin
 // a byte of it — while another agent is served. When the stuck calls end,
 // the agent's budget is whole again.
 func TestAgentInflightBytesBound(t *testing.T) {
+	t.Parallel()
 	e := startServer(t, sqliteDSN(t), newPKI(t), Options{
 		MaxRecvMsgSize: 1 << 20, MaxAgentInflightBytes: 2 << 20, MaxInflightBytes: 64 << 20, RatePerSecond: -1,
 	})
@@ -165,6 +166,7 @@ func TestAgentInflightBytesBound(t *testing.T) {
 // waits (here: past its deadline) instead of being read, and goes through
 // once the stuck calls end.
 func TestTotalInflightBytesBound(t *testing.T) {
+	t.Parallel()
 	e := startServer(t, sqliteDSN(t), newPKI(t), Options{
 		MaxRecvMsgSize: 1 << 20, MaxAgentInflightBytes: 2 << 20, MaxInflightBytes: 2 << 20, RatePerSecond: -1,
 	})
@@ -188,6 +190,7 @@ func TestTotalInflightBytesBound(t *testing.T) {
 
 // Every connection says how many calls it may carry at once.
 func TestMaxConcurrentStreamsAnnounced(t *testing.T) {
+	t.Parallel()
 	e := startServer(t, sqliteDSN(t), newPKI(t), Options{})
 	raw := dialH2(t, e, "counter")
 	timeout := time.After(10 * time.Second)
@@ -213,6 +216,7 @@ func TestMaxConcurrentStreamsAnnounced(t *testing.T) {
 // before it is decoded: many agents behind one address are not held to one
 // agent's budget.
 func TestInsecureAgentsShareNoBudget(t *testing.T) {
+	t.Parallel()
 	e := startServer(t, sqliteDSN(t), nil, Options{Insecure: true, MaxRecvMsgSize: 1 << 20, MaxAgentInflightBytes: 1 << 20, RatePerSecond: -1})
 	c := dial(t, e.addr, insecure.NewCredentials())
 	const n = 20

@@ -66,6 +66,7 @@ func failingSeries(t *testing.T, c *exporter.Collector) (since, stops map[string
 // makes the volume failing (the series PlumblineProbeFailing reads) until a
 // run does I/O again.
 func TestRefusedRunReachesMetrics(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, dsn string) {
 		e := startServer(t, dsn, newPKI(t), Options{})
 		c := e.agent(t, "db1")
@@ -127,6 +128,7 @@ func TestRefusedRunReachesMetrics(t *testing.T) {
 // TestNotRunValidation: the failure message and the not-run reasons are
 // checked like every other field.
 func TestNotRunValidation(t *testing.T) {
+	t.Parallel()
 	e := startServer(t, sqliteDSN(t), newPKI(t), Options{})
 	c := e.agent(t, "db1")
 	hello(t, c, "db1")

@@ -144,6 +144,7 @@ func genericCases() map[string]*plumblinev1.Record {
 // TestCheckGenericMessages: checkGeneric fails and passes exactly where the
 // reference does, with the same message.
 func TestCheckGenericMessages(t *testing.T) {
+	t.Parallel()
 	lim := DefaultLimits()
 	for name, r := range genericCases() {
 		t.Run(name, func(t *testing.T) {

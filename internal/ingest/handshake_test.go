@@ -52,6 +52,7 @@ func (s *syncBuffer) lines(t *testing.T, msg string) []map[string]any {
 // reason (issue 11: the server said nothing), once per peer and reason
 // per period; the next line says how many were left out.
 func TestRefusedHandshakeLogged(t *testing.T) {
+	t.Parallel()
 	var buf syncBuffer
 	var clock atomic.Int64
 	clock.Store(testNow.UnixNano())

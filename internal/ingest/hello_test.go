@@ -13,6 +13,7 @@ import (
 // inventory list` and the CSV); the agent is not registered. Printable
 // non-ASCII text is fine.
 func TestHelloRefusesControlCharacters(t *testing.T) {
+	t.Parallel()
 	e := startServer(t, sqliteDSN(t), newPKI(t), Options{})
 	c := e.agent(t, "db1")
 	for _, tc := range []struct {

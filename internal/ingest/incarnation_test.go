@@ -17,6 +17,7 @@ import (
 // and the digest of the snapshot the server holds; a malformed
 // incarnation or digest is refused.
 func TestIncarnations(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, dsn string) {
 		e := startServer(t, dsn, newPKI(t), Options{})
 		c := e.agent(t, "db1")

@@ -15,6 +15,7 @@ import (
 // which (issue 11: negative latencies were accepted, and layer offsets
 // whose sum wraps past 2^64 were judged "aligned").
 func TestValidateRanges(t *testing.T) {
+	t.Parallel()
 	latency := func(ds ...time.Duration) func(*plumblinev1.Record) {
 		return func(r *plumblinev1.Record) {
 			h := &histogram.Histogram{}

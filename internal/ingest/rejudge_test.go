@@ -18,6 +18,7 @@ import (
 // though its agent sends no new snapshot; a second pass changes nothing,
 // and a geometry that does not decode is left as it is.
 func TestRejudgeVolumes(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, dsn string) {
 		ctx := context.Background()
 		st, err := store.Open(ctx, dsn)

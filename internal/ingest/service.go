@@ -15,6 +15,7 @@ package ingest
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -90,7 +91,17 @@ type Options struct {
 	MaxAgentInflightBytes int64
 	// Insecure: no TLS, the agent_id of each request is trusted.
 	Insecure bool
-	Logger   *slog.Logger
+	// PublicMethods are full method names a client without a certificate
+	// may call (enrollment: the listener then accepts connections without
+	// one, tls.VerifyClientCertIfGiven); every other method needs a
+	// verified client certificate. They count against the caller's host
+	// in admission.
+	PublicMethods []string
+	// Authorize, when set, may refuse an AgentService call after the
+	// identity check, from the connection's verified certificate (an
+	// enrolled agent revoked since its handshake, an expired certificate).
+	Authorize func(ctx context.Context, agentID string, cert *x509.Certificate) error
+	Logger    *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -154,6 +165,10 @@ func New(st *store.Store, opts Options) *Service {
 		methods = append(methods, agentServicePrefix+m.MethodName)
 	}
 	s.adm = newAdmission(int64(opts.MaxRecvMsgSize), opts.MaxAgentInflightBytes, opts.MaxInflightBytes, s.lim, s.rateError, opts.Insecure, methods)
+	s.adm.public = map[string]bool{}
+	for _, m := range opts.PublicMethods {
+		s.adm.public[m] = true
+	}
 	return s
 }
 
@@ -176,6 +191,7 @@ func NewGRPCServer(svc *Service, tlsConfig *tls.Config) (*grpc.Server, *health.S
 		grpc.InTapHandle(svc.adm.tap),
 		grpc.StatsHandler(statsHandler{}),
 		grpc.ChainUnaryInterceptor(svc.unaryInterceptor),
+		grpc.ChainStreamInterceptor(svc.streamInterceptor),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 2 * time.Minute, Timeout: 20 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 20 * time.Second, PermitWithoutStream: true}),
 		// Memory per connected agent (bench/RESULTS-fleet.md): an agent
@@ -226,13 +242,22 @@ func (s *Service) unaryInterceptor(ctx context.Context, req any, info *grpc.Unar
 		}
 	}()
 	if !strings.HasPrefix(info.FullMethod, agentServicePrefix) {
+		if err := s.checkOther(ctx, info.FullMethod); err != nil {
+			return nil, err
+		}
 		return handler(ctx, req)
 	}
 	id := ""
 	if !s.opts.Insecure {
-		id, err = peerIdentity(ctx)
+		var cert *x509.Certificate
+		id, cert, err = peerIdentity(ctx)
 		if err != nil {
 			return nil, status.Error(codes.Unauthenticated, err.Error())
+		}
+		if s.opts.Authorize != nil {
+			if err := s.opts.Authorize(ctx, id, cert); err != nil {
+				return nil, err
+			}
 		}
 	}
 	key := id
@@ -253,21 +278,53 @@ func (s *Service) rateError(key string) error {
 	return status.Errorf(codes.ResourceExhausted, "agent %q: rate limit of %g calls/s (burst %d) exceeded; retry later", key, s.opts.RatePerSecond, s.opts.RateBurst)
 }
 
+// streamInterceptor guards the streaming methods (the health service's
+// Watch) as checkOther does.
+func (s *Service) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if err := s.checkOther(ss.Context(), info.FullMethod); err != nil {
+		return err
+	}
+	return handler(srv, ss)
+}
+
+// checkOther is the check of a method outside AgentService: a public one
+// (Options.PublicMethods) passes, every other needs a verified client
+// certificate (with TLS).
+func (s *Service) checkOther(ctx context.Context, method string) error {
+	if s.opts.Insecure || s.adm.public[method] {
+		return nil
+	}
+	if _, err := verifiedCert(ctx); err != nil {
+		return status.Errorf(codes.Unauthenticated, "%s: %v", method, err)
+	}
+	return nil
+}
+
 // peerIdentity reads the agent identity from the verified client
-// certificate of the call's connection.
-func peerIdentity(ctx context.Context) (string, error) {
+// certificate of the call's connection, and returns the certificate.
+func peerIdentity(ctx context.Context) (string, *x509.Certificate, error) {
+	cert, err := verifiedCert(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	id, err := AgentIdentity(cert)
+	return id, cert, err
+}
+
+// verifiedCert is the verified client certificate of the call's connection.
+func verifiedCert(ctx context.Context) (*x509.Certificate, error) {
 	p, ok := peer.FromContext(ctx)
 	if !ok {
-		return "", errors.New("no peer")
+		return nil, errors.New("no peer")
 	}
 	ti, ok := p.AuthInfo.(credentials.TLSInfo)
 	if !ok {
-		return "", errors.New("not a TLS connection")
+		return nil, errors.New("not a TLS connection")
 	}
 	if len(ti.State.VerifiedChains) == 0 || len(ti.State.VerifiedChains[0]) == 0 {
-		return "", errors.New("no verified client certificate")
+		return nil, errors.New("no verified client certificate")
 	}
-	return AgentIdentity(ti.State.VerifiedChains[0][0])
+	return ti.State.VerifiedChains[0][0], nil
 }
 
 // checkCaller compares the request's agent_id with the connection's identity.

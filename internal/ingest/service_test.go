@@ -44,6 +44,7 @@ func wantCode(t *testing.T, what string, err error, want codes.Code, substr stri
 }
 
 func TestHelloAndReport(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, dsn string) {
 		e := startServer(t, dsn, newPKI(t), Options{GeometryRefreshInterval: 7 * time.Minute, ReportInterval: 3 * time.Second})
 		c := e.agent(t, "db1")
@@ -91,6 +92,7 @@ func TestHelloAndReport(t *testing.T) {
 }
 
 func TestHealthService(t *testing.T) {
+	t.Parallel()
 	e := startServer(t, sqliteDSN(t), newPKI(t), Options{})
 	leaf, _ := e.pki.ca.IssueAgent("monitor")
 	cc, err := grpc.NewClient(e.addr, grpc.WithTransportCredentials(credentials.NewTLS(clientTLS(e.pki.ca.Pool(), leaf))))
@@ -107,6 +109,7 @@ func TestHealthService(t *testing.T) {
 }
 
 func TestTransportSecurity(t *testing.T) {
+	t.Parallel()
 	e := startServer(t, sqliteDSN(t), newPKI(t), Options{})
 	other := newPKI(t) // another CA
 	otherLeaf, _ := other.ca.IssueAgent("db1")
@@ -139,6 +142,7 @@ func TestTransportSecurity(t *testing.T) {
 }
 
 func TestImpersonation(t *testing.T) {
+	t.Parallel()
 	e := startServer(t, sqliteDSN(t), newPKI(t), Options{})
 	a := e.agent(t, "agent-a")
 	hello(t, e.agent(t, "agent-b"), "agent-b") // B exists
@@ -153,6 +157,7 @@ func TestImpersonation(t *testing.T) {
 }
 
 func TestOversizedMessage(t *testing.T) {
+	t.Parallel()
 	e := startServer(t, sqliteDSN(t), newPKI(t), Options{MaxRecvMsgSize: 64 << 10})
 	c := e.agent(t, "db1")
 	hello(t, c, "db1")
@@ -167,6 +172,7 @@ func TestOversizedMessage(t *testing.T) {
 }
 
 func TestInsecureOnlyWhenAsked(t *testing.T) {
+	t.Parallel()
 	if _, _, err := NewGRPCServer(New(nil, Options{}), nil); err == nil {
 		t.Fatal("NewGRPCServer(no TLS, not insecure) succeeded")
 	}
@@ -179,6 +185,7 @@ func TestInsecureOnlyWhenAsked(t *testing.T) {
 }
 
 func TestRateLimit(t *testing.T) {
+	t.Parallel()
 	e := startServer(t, sqliteDSN(t), newPKI(t), Options{RatePerSecond: 0.01, RateBurst: 2})
 	a, b := e.agent(t, "a"), e.agent(t, "b")
 	hello(t, a, "a")
@@ -189,6 +196,7 @@ func TestRateLimit(t *testing.T) {
 }
 
 func TestReportBeforeHello(t *testing.T) {
+	t.Parallel()
 	e := startServer(t, sqliteDSN(t), newPKI(t), Options{})
 	c := e.agent(t, "db1")
 	_, err := c.Report(ctxT(t), &plumblinev1.ReportRequest{AgentId: "db1", Records: probeRecords(1, 1)})
@@ -196,6 +204,7 @@ func TestReportBeforeHello(t *testing.T) {
 }
 
 func TestReplayStoredOnce(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, dsn string) {
 		e := startServer(t, dsn, newPKI(t), Options{})
 		c := e.agent(t, "db1")
@@ -238,6 +247,7 @@ func TestReplayStoredOnce(t *testing.T) {
 }
 
 func TestFirstSequenceSettlesDropped(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, dsn string) {
 		e := startServer(t, dsn, newPKI(t), Options{})
 		c := e.agent(t, "db1")
@@ -262,6 +272,7 @@ func TestFirstSequenceSettlesDropped(t *testing.T) {
 // away (its gRPC server stopped hard, its store closed) and a new server
 // opening the same SQLite file.
 func TestRestartKeepsAcked(t *testing.T) {
+	t.Parallel()
 	dsn := sqliteDSN(t)
 	p := newPKI(t)
 	st, err := store.Open(context.Background(), dsn)
@@ -297,6 +308,7 @@ func TestRestartKeepsAcked(t *testing.T) {
 }
 
 func TestPermissionBeforeValidation(t *testing.T) {
+	t.Parallel()
 	// A malformed report in someone else's name is refused for the name.
 	e := startServer(t, sqliteDSN(t), newPKI(t), Options{})
 	c := e.agent(t, "a")
@@ -309,6 +321,7 @@ func TestPermissionBeforeValidation(t *testing.T) {
 // Rejection with a reason, stored as rejected, while the good records of
 // its batch are stored.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	envelope := []struct {
 		name string
 		req  *plumblinev1.ReportRequest
@@ -472,6 +485,7 @@ func TestBadInput(t *testing.T) {
 func nan() float64 { var z float64; return z / z }
 
 func TestAgentIdentity(t *testing.T) {
+	t.Parallel()
 	p := newPKI(t)
 	leaf, _ := p.ca.IssueAgent("db-01.example.com")
 	if id, err := AgentIdentity(leaf.Cert); err != nil || id != "db-01.example.com" {

@@ -21,6 +21,7 @@ func unknownField(n int) []byte {
 // record keeps its reason and at most the first MaxRejectedPayloadBytes of
 // itself, not its whole payload.
 func TestStoredRecordIsBounded(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, dsn string) {
 		e := startServer(t, dsn, newPKI(t), Options{})
 		c := e.agent(t, "db1")
@@ -62,6 +63,7 @@ func TestStoredRecordIsBounded(t *testing.T) {
 }
 
 func TestTruncateUTF8(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		n    int

@@ -12,6 +12,7 @@ import (
 // reserved kind (stripe-scan, the geometry probe to come) is refused until
 // its engine exists.
 func TestProbeKindsFromVocab(t *testing.T) {
+	t.Parallel()
 	for _, k := range vocab.ListedProbeKinds() {
 		r := probeRecord(1)
 		p := r.GetProbe()

@@ -34,6 +34,7 @@ func sampleInventory() *plumblinev1.Inventory {
 }
 
 func TestJSONNumbers(t *testing.T) {
+	t.Parallel()
 	b, err := JSON(sampleInventory())
 	if err != nil {
 		t.Fatal(err)
@@ -79,6 +80,7 @@ func TestJSONNumbers(t *testing.T) {
 }
 
 func TestJSONRoundTrip(t *testing.T) {
+	t.Parallel()
 	in := sampleInventory()
 	b, err := JSON(in)
 	if err != nil {

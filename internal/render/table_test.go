@@ -11,6 +11,7 @@ import (
 // of the allocation grid shows 0% offset split, and the grid's share in a
 // column of its own (issue 11: "aligned" next to 6.2%/93.8%).
 func TestTableSplitByCause(t *testing.T) {
+	t.Parallel()
 	off := uint64(1 << 20)
 	inv := &plumblinev1.Inventory{
 		Host: &plumblinev1.Host{Hostname: "db1", Os: "linux"},

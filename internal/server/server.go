@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/plumbline/plumbline/internal/enroll/authority"
 	"github.com/plumbline/plumbline/internal/evaluator"
 	"github.com/plumbline/plumbline/internal/exporter"
 	"github.com/plumbline/plumbline/internal/ingest"
@@ -67,6 +68,12 @@ func Check(cfg config.Config) error {
 	if _, err := apiTokens(cfg); err != nil {
 		return err
 	}
+	if cfg.Enrollment.CACertFile != "" {
+		files, _ := EnrollmentFiles(cfg)
+		if _, err := authority.LoadCA(files); err != nil {
+			return fmt.Errorf("enrollment: %w", err)
+		}
+	}
 	return checkWebConfig(cfg)
 }
 
@@ -85,11 +92,16 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	defer st.Close()
 
-	svc := ingest.New(st, ingestOptions(cfg, logger))
+	enr, err := newEnrollment(cfg, st, tlsConf, logger)
+	if err != nil {
+		return err
+	}
+	svc := ingest.New(st, enr.ingestOptions(ingestOptions(cfg, logger)))
 	gs, hs, err := ingest.NewGRPCServer(svc, tlsConf)
 	if err != nil {
 		return err
 	}
+	enr.register(gs)
 	api, eval, hsrv, err := webServer(st, cfg, tokens, logger)
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 // hex digits, no legacy sequences, and keeps both across reopening; a
 // spool created again in a wiped directory gets another one.
 func TestIncarnationKeptAcrossRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := open(t, dir, Options{})
 	inc := s.Incarnation()
@@ -42,6 +43,7 @@ func TestIncarnationKeptAcrossRestart(t *testing.T) {
 // it gets an incarnation, every sequence it had numbered is legacy, its
 // records are all still there, and new ones continue the numbering.
 func TestUpgradeFromBeforeIncarnations(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var seg []byte
 	for q := uint64(1); q <= 6; q++ {
@@ -87,6 +89,7 @@ func TestUpgradeFromBeforeIncarnations(t *testing.T) {
 // TestDamagedIncarnationFile: a damaged file is replaced by a new
 // incarnation and counted as corrupt; every record is still there.
 func TestDamagedIncarnationFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := open(t, dir, Options{})
 	appendN(t, s, 3)
@@ -106,6 +109,7 @@ func TestDamagedIncarnationFile(t *testing.T) {
 }
 
 func TestPending(t *testing.T) {
+	t.Parallel()
 	s := open(t, t.TempDir(), Options{})
 	appendN(t, s, 4)
 	if err := s.Ack(1, []uint64{3}); err != nil {

@@ -58,6 +58,7 @@ func open(t *testing.T, dir string, o Options) *Spool {
 }
 
 func TestAppendReadAckAcrossRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := open(t, dir, Options{SegmentBytes: 200})
 	if got := appendN(t, s, 10); !cmp.Equal(got, span(1, 10)) {
@@ -114,6 +115,7 @@ func TestAppendReadAckAcrossRestart(t *testing.T) {
 }
 
 func TestServerHighWaterAboveSpool(t *testing.T) {
+	t.Parallel()
 	s := open(t, t.TempDir(), Options{})
 	appendN(t, s, 3)
 	// The server already settled 1..100 (the spool was wiped): new records
@@ -127,6 +129,7 @@ func TestServerHighWaterAboveSpool(t *testing.T) {
 }
 
 func TestReadLimits(t *testing.T) {
+	t.Parallel()
 	s := open(t, t.TempDir(), Options{})
 	appendN(t, s, 5)
 	recs, _ := s.Read(10, 1) // the first record always fits
@@ -140,6 +143,7 @@ func TestReadLimits(t *testing.T) {
 }
 
 func TestCapDropsOldest(t *testing.T) {
+	t.Parallel()
 	s := open(t, t.TempDir(), Options{MaxBytes: 1000, SegmentBytes: 200})
 	appendN(t, s, 100) // ~29 bytes a frame: far above the cap
 	st := s.Stats()
@@ -157,6 +161,7 @@ func TestCapDropsOldest(t *testing.T) {
 }
 
 func TestCorruptRecordSkipped(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := open(t, dir, Options{})
 	appendN(t, s, 5)
@@ -186,6 +191,7 @@ func TestCorruptRecordSkipped(t *testing.T) {
 }
 
 func TestDamagedAckFileResendsRatherThanLoses(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := open(t, dir, Options{SegmentBytes: 1 << 20})
 	appendN(t, s, 4)
@@ -203,6 +209,7 @@ func TestDamagedAckFileResendsRatherThanLoses(t *testing.T) {
 }
 
 func TestReadSegmentResync(t *testing.T) {
+	t.Parallel()
 	var b []byte
 	b = appendFrame(b, 1, []byte("a"))
 	b = append(b, "junk junk"...)
@@ -246,6 +253,7 @@ func FuzzReadSegment(f *testing.F) {
 // random moment, reopens the spool and checks that every sequence the child
 // printed is there exactly once, with its payload.
 func TestSIGKILL(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns a child process")
 	}

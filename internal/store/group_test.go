@@ -18,6 +18,7 @@ import (
 // batch is acknowledged as duplicates, and an unregistered agent's batch
 // fails alone.
 func TestAppendBatchFromConcurrentAgents(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, dsn string) {
 		ctx := context.Background()
 		s := open(t, dsn)
@@ -115,6 +116,7 @@ func TestAppendBatchFromConcurrentAgents(t *testing.T) {
 // failed is undone alone; the ops before and after it commit, and each
 // caller gets its own verdict.
 func TestGroupFailingOpUndoneAlone(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, testGroupFailingOpUndoneAlone)
 }
 
@@ -162,6 +164,7 @@ VALUES (?, ?, '', '', '', '', 1, 1)`), id, id)
 
 // TestGroupClosedStore: a write after Close fails cleanly.
 func TestGroupClosedStore(t *testing.T) {
+	t.Parallel()
 	s, err := Open(context.Background(), engines[0].DSN(t))
 	if err != nil {
 		t.Fatal(err)

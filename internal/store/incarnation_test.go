@@ -12,6 +12,7 @@ import (
 // not replays of the old incarnation's, and each incarnation keeps its own
 // high-water mark. Replays within an incarnation are still duplicates.
 func TestIncarnationsAreSeparateRecords(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, dsn string) {
 		ctx := context.Background()
 		s := open(t, dsn)
@@ -84,6 +85,7 @@ func TestIncarnationsAreSeparateRecords(t *testing.T) {
 // incarnation a late older snapshot still changes nothing. Hello reports
 // the digest of the snapshot that set the geometry.
 func TestNewIncarnationGeometryWins(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, dsn string) {
 		ctx := context.Background()
 		s := open(t, dsn)
@@ -147,6 +149,7 @@ func TestNewIncarnationGeometryWins(t *testing.T) {
 // again) and an upgraded agent (legacy "" after its new incarnation) are
 // not conflicts.
 func TestIdentityConflict(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, dsn string) {
 		ctx := context.Background()
 		s := open(t, dsn)
@@ -207,6 +210,7 @@ func TestIdentityConflict(t *testing.T) {
 // incarnation "" with their old high-water mark (gaps still open), and
 // new records get server sequences above every old one.
 func TestMigrationKeepsLegacyDedup(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, dsn string) {
 		ctx := context.Background()
 		s := open(t, dsn)

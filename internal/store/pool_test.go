@@ -13,6 +13,7 @@ import (
 )
 
 func TestPoolFromDSN(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		dsn, wantDSN string
 		want         poolConfig
@@ -46,6 +47,7 @@ func TestPoolFromDSN(t *testing.T) {
 // TestOpenBadPoolParameter: a bad pool parameter is a DSN error, and the
 // password stays hidden.
 func TestOpenBadPoolParameter(t *testing.T) {
+	t.Parallel()
 	_, err := Open(context.Background(), "postgres://u:secret@127.0.0.1:1/db?pool_max_conns=0")
 	if !errors.Is(err, ErrDSN) || strings.Contains(err.Error(), "secret") {
 		t.Errorf("Open with pool_max_conns=0: %v, want ErrDSN without the password", err)
@@ -57,6 +59,7 @@ func TestOpenBadPoolParameter(t *testing.T) {
 // connections than pool_max_conns (the fleet benchmark's PostgreSQL
 // failure: an unbounded pool ran into max_connections).
 func TestPoolBoundedUnderLoad(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.DSN(t)
 	const maxConns = 4
 	sep := "?"

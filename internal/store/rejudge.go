@@ -23,52 +23,17 @@ type JudgeFunc func(geometry []byte) (Volume, error)
 // next sync. It returns how many rows it rewrote and how many geometries
 // did not judge (left as they are). Idempotent, so replicas may all run it.
 func (s *Store) RejudgeVolumes(ctx context.Context, judge JudgeFunc) (changed, failed int, err error) {
-	var lastAgent, lastMount string
-	first := true
+	var after *volumeKey
 	for {
-		type row struct {
-			agent, mount string
-			seq          int64
-			geom         []byte
-		}
-		var page []row
-		err := func() error {
-			query := `SELECT agent_id, mount_point, sequence, geometry FROM volumes`
-			args := []any{}
-			if !first {
-				query += ` WHERE agent_id > ? OR (agent_id = ? AND mount_point > ?)`
-				args = append(args, lastAgent, lastAgent, lastMount)
-			}
-			query += fmt.Sprintf(` ORDER BY agent_id, mount_point LIMIT %d`, rejudgePage)
-			rows, err := s.db.QueryContext(ctx, s.q(query), args...)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				var r row
-				if err := rows.Scan(&r.agent, &r.mount, &r.seq, &r.geom); err != nil {
-					return err
-				}
-				page = append(page, r)
-			}
-			return rows.Err()
-		}()
+		page, err := s.volumeGeometries(ctx, after)
 		if err != nil {
 			return changed, failed, fmt.Errorf("rejudge volumes: %w", err)
 		}
 		if len(page) == 0 {
 			return changed, failed, nil
 		}
-		first = false
-		lastAgent, lastMount = page[len(page)-1].agent, page[len(page)-1].mount
-
-		type update struct {
-			agent, mount string
-			seq          int64
-			v            Volume
-		}
-		var ups []update
+		after = &page[len(page)-1].volumeKey
+		var ups []rejudged
 		for _, r := range page {
 			v, err := judge(r.geom)
 			if err != nil {
@@ -76,43 +41,93 @@ func (s *Store) RejudgeVolumes(ctx context.Context, judge JudgeFunc) (changed, f
 				continue
 			}
 			if !bytes.Equal(v.Geometry, r.geom) {
-				ups = append(ups, update{r.agent, r.mount, r.seq, v})
+				ups = append(ups, rejudged{r, v})
 			}
 		}
 		if len(ups) == 0 {
 			continue
 		}
-		n := 0
-		err = s.inTx(ctx, func(tx *sql.Tx) error {
-			n = 0
-			for _, u := range ups {
-				var offset any
-				if u.v.DataOffsetBytes != nil {
-					offset = int64(*u.v.DataOffsetBytes)
-				}
-				res, err := s.txExec(ctx, tx, s.q(`UPDATE volumes SET geometry = ?, verdict = ?, data_offset_bytes = ?,
-    stripe_unit_bytes = ?, split_fraction_8k = ?, split_fraction_64k = ?
-WHERE agent_id = ? AND mount_point = ? AND sequence = ?`),
-					u.v.Geometry, u.v.Verdict, offset, int64(u.v.StripeUnitBytes), floatOrNil(u.v.SplitFraction8K), floatOrNil(u.v.SplitFraction64K),
-					u.agent, u.mount, u.seq)
-				if err != nil {
-					return err
-				}
-				if n, err := res.RowsAffected(); err != nil || n == 0 {
-					continue // a newer snapshot replaced it: judged on arrival
-				}
-				n++
-				// A stored sequence of -1 never matches: the sync derives it again.
-				if _, err := s.txExec(ctx, tx, s.q(`UPDATE inventory_volumes SET sequence = -1 WHERE agent_id = ? AND mount_point = ?`),
-					u.agent, u.mount); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		n, err := s.rewriteJudged(ctx, ups)
 		if err != nil {
 			return changed, failed, fmt.Errorf("rejudge volumes: %w", err)
 		}
 		changed += n
 	}
+}
+
+// volumeKey names a volume row.
+type volumeKey struct{ agent, mount string }
+
+// storedGeometry is a volume row's geometry and the sequence that set it.
+type storedGeometry struct {
+	volumeKey
+	seq  int64
+	geom []byte
+}
+
+// rejudged is a stored geometry and its judgement under today's rules.
+type rejudged struct {
+	storedGeometry
+	v Volume
+}
+
+// volumeGeometries reads the next rejudgePage volume rows after the key
+// (nil: from the first), in key order.
+func (s *Store) volumeGeometries(ctx context.Context, after *volumeKey) ([]storedGeometry, error) {
+	query := `SELECT agent_id, mount_point, sequence, geometry FROM volumes`
+	var args []any
+	if after != nil {
+		query += ` WHERE agent_id > ? OR (agent_id = ? AND mount_point > ?)`
+		args = append(args, after.agent, after.agent, after.mount)
+	}
+	query += fmt.Sprintf(` ORDER BY agent_id, mount_point LIMIT %d`, rejudgePage)
+	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var page []storedGeometry
+	for rows.Next() {
+		var r storedGeometry
+		if err := rows.Scan(&r.agent, &r.mount, &r.seq, &r.geom); err != nil {
+			return nil, err
+		}
+		page = append(page, r)
+	}
+	return page, rows.Err()
+}
+
+// rewriteJudged stores the judged geometries in one transaction and
+// returns how many rows it rewrote: a row a newer snapshot replaced
+// meanwhile (its sequence moved) is left alone, judged on arrival.
+func (s *Store) rewriteJudged(ctx context.Context, ups []rejudged) (int, error) {
+	n := 0
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		n = 0
+		for _, u := range ups {
+			var offset any
+			if u.v.DataOffsetBytes != nil {
+				offset = int64(*u.v.DataOffsetBytes)
+			}
+			res, err := s.txExec(ctx, tx, s.q(`UPDATE volumes SET geometry = ?, verdict = ?, data_offset_bytes = ?,
+    stripe_unit_bytes = ?, split_fraction_8k = ?, split_fraction_64k = ?
+WHERE agent_id = ? AND mount_point = ? AND sequence = ?`),
+				u.v.Geometry, u.v.Verdict, offset, int64(u.v.StripeUnitBytes), floatOrNil(u.v.SplitFraction8K), floatOrNil(u.v.SplitFraction64K),
+				u.agent, u.mount, u.seq)
+			if err != nil {
+				return err
+			}
+			if rows, err := res.RowsAffected(); err != nil || rows == 0 {
+				continue
+			}
+			n++
+			// A stored sequence of -1 never matches: the sync derives it again.
+			if _, err := s.txExec(ctx, tx, s.q(`UPDATE inventory_volumes SET sequence = -1 WHERE agent_id = ? AND mount_point = ?`),
+				u.agent, u.mount); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return n, err
 }

@@ -92,6 +92,7 @@ func latestMigration(t *testing.T) int64 {
 }
 
 func TestMigrations(t *testing.T) {
+	t.Parallel()
 	want := latestMigration(t)
 	forEachEngine(t, func(t *testing.T, dsn string) {
 		ctx := context.Background()
@@ -141,6 +142,7 @@ func TestMigrations(t *testing.T) {
 }
 
 func TestAppendBatchDedup(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, dsn string) {
 		ctx := context.Background()
 		s := open(t, dsn)
@@ -197,6 +199,7 @@ func TestAppendBatchDedup(t *testing.T) {
 }
 
 func TestAppendBatchConcurrent(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, dsn string) {
 		ctx := context.Background()
 		s := open(t, dsn)
@@ -257,6 +260,7 @@ func TestAppendBatchConcurrent(t *testing.T) {
 }
 
 func TestHighWater(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, dsn string) {
 		ctx := context.Background()
 		s := open(t, dsn)
@@ -312,6 +316,7 @@ func TestHighWater(t *testing.T) {
 // A batch that fails part-way (here: a CHECK constraint on the probe kind,
 // after its records were inserted) leaves nothing behind.
 func TestAppendBatchAtomic(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, dsn string) {
 		ctx := context.Background()
 		s := open(t, dsn)
@@ -350,6 +355,7 @@ func TestAppendBatchAtomic(t *testing.T) {
 }
 
 func TestAppendBatchInvalid(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, dsn string) {
 		ctx := context.Background()
 		s := open(t, dsn)
@@ -396,6 +402,7 @@ func geometryRecord(seq uint64, vols ...Volume) Record {
 }
 
 func TestVolumesAndHosts(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, dsn string) {
 		ctx := context.Background()
 		s := open(t, dsn)
@@ -460,6 +467,7 @@ func TestVolumesAndHosts(t *testing.T) {
 }
 
 func TestOpenBadDSN(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tests := []struct {
 		dsn  string

@@ -39,6 +39,7 @@ type conf struct {
 }
 
 func TestDecodeGood(t *testing.T) {
+	t.Parallel()
 	in := `
 declared_devices:
   - device: /dev/sdb
@@ -75,6 +76,7 @@ labels: {team: db}
 // TestDecodeErrors: each error names the key path and line, in the
 // file's words, never a Go type.
 func TestDecodeErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, in string
 		want     []string // one line per error, in order
@@ -154,6 +156,7 @@ func TestDecodeErrors(t *testing.T) {
 }
 
 func TestSuggest(t *testing.T) {
+	t.Parallel()
 	valid := []string{"declared_devices", "include", "exclude", "read_superblocks", "lvm_backup_dir", "server", "spool"}
 	for in, want := range map[string]string{
 		"declared_device":  "declared_devices",
@@ -189,6 +192,7 @@ func FuzzDecode(f *testing.F) {
 }
 
 func TestLinesAndWithLines(t *testing.T) {
+	t.Parallel()
 	b := []byte("# comment\ndeclared_devices:\n  - device: /dev/sdb\n    raid:\n      level: raid7\nprobes:\n  - ops: 0\n    every: 1s\n")
 	lines := Lines(b)
 	for path, want := range map[string]int{"declared_devices": 2, "declared_devices[0]": 3, "declared_devices[0].device": 3,

@@ -10,6 +10,7 @@ import (
 // The server binary must not link the agent's O_DIRECT probe engine just to
 // read the words it validates with (issue 12 §1): it reads them here.
 func TestServerDoesNotImportProbe(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command("go", "list", "-deps", "github.com/plumbline/plumbline/cmd/server").Output()
 	if err != nil {
 		t.Fatalf("go list -deps ./cmd/server: %v", err)
@@ -28,6 +29,7 @@ func TestServerDoesNotImportProbe(t *testing.T) {
 // vocab is the bottom of the import graph: both sides import it, it imports
 // nothing of Plumbline's.
 func TestImportsOnlyTheStandardLibrary(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", "github.com/plumbline/plumbline/internal/vocab").Output()
 	if err != nil {
 		t.Fatal(err)
@@ -40,6 +42,7 @@ func TestImportsOnlyTheStandardLibrary(t *testing.T) {
 // stripe-scan is a reserved name: listed, but neither the agent nor the
 // server accepts it until its engine exists.
 func TestStripeScanReservedNotReported(t *testing.T) {
+	t.Parallel()
 	if !slices.Contains(ListedProbeKinds(), StripeScan) {
 		t.Errorf("ListedProbeKinds() = %v: want %s listed", ListedProbeKinds(), StripeScan)
 	}
@@ -64,6 +67,7 @@ func TestStripeScanReservedNotReported(t *testing.T) {
 // Every list is a fresh copy: a caller that writes into one changes nothing
 // for the next.
 func TestListsAreImmutable(t *testing.T) {
+	t.Parallel()
 	lists := map[string]func() []string{
 		"ProbeKindNames": ProbeKindNames, "SyncModeNames": SyncModeNames, "StopReasons": StopReasons,
 		"NotRunReasons": NotRunReasons, "IOSizeNames": IOSizeNames, "Verdicts": Verdicts,
@@ -89,6 +93,7 @@ func TestListsAreImmutable(t *testing.T) {
 }
 
 func TestWords(t *testing.T) {
+	t.Parallel()
 	for _, r := range NotRunReasons() {
 		if !slices.Contains(StopReasons(), r) {
 			t.Errorf("not-run reason %q is not a stop reason", r)

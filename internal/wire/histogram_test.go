@@ -42,6 +42,7 @@ func randomHistogram(r *rand.Rand) *histogram.Histogram {
 }
 
 func TestHistogramRoundTrip(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(5, 6))
 	cases := []*histogram.Histogram{
 		{},
@@ -81,6 +82,7 @@ func TestHistogramRoundTrip(t *testing.T) {
 }
 
 func TestHistogramToProtoNil(t *testing.T) {
+	t.Parallel()
 	got := HistogramToProto(nil)
 	want := HistogramToProto(&histogram.Histogram{})
 	if d := cmp.Diff(want, got, protocmp.Transform()); d != "" {
@@ -92,6 +94,7 @@ func TestHistogramToProtoNil(t *testing.T) {
 }
 
 func TestHistogramFromProtoRejects(t *testing.T) {
+	t.Parallel()
 	ms := int64(time.Millisecond)
 	i1ms := histogram.Index(time.Millisecond.Seconds())
 	// valid: two observations of 1 ms.
@@ -163,6 +166,7 @@ func TestHistogramFromProtoRejects(t *testing.T) {
 }
 
 func TestBucketIndexRange(t *testing.T) {
+	t.Parallel()
 	if MinBucketIndex != histogram.Index(1e-9) || histogram.UpperBound(MaxBucketIndex) < float64(math.MaxInt64)/1e9 {
 		t.Errorf("index range [%d, %d] does not cover 1 ns .. MaxInt64 ns", MinBucketIndex, MaxBucketIndex)
 	}
@@ -236,6 +240,7 @@ func FuzzHistogramFromProto(f *testing.F) {
 // The bucket range constants are the buckets of 1 ns and of the longest
 // time.Duration, as histogram.Index computes them.
 func TestBucketIndexConstants(t *testing.T) {
+	t.Parallel()
 	if got := histogram.Index(time.Duration(1).Seconds()); got != MinBucketIndex {
 		t.Errorf("histogram.Index(1ns) = %d, MinBucketIndex = %d", got, MinBucketIndex)
 	}

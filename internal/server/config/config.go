@@ -29,6 +29,9 @@ type Config struct {
 	Store   StoreConfig `yaml:"store"`
 	Agents  AgentConfig `yaml:"agents"`
 	Log     LogConfig   `yaml:"log"`
+	// Enrollment: join tokens and agent certificates signed by the
+	// server (README "Enrollment").
+	Enrollment EnrollmentConfig `yaml:"enrollment"`
 	// ShutdownTimeout bounds the graceful stop on SIGINT/SIGTERM.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 
@@ -63,6 +66,28 @@ type TLSConfig struct {
 	CertFile     string `yaml:"cert_file"`
 	KeyFile      string `yaml:"key_file"`
 	ClientCAFile string `yaml:"client_ca_file"`
+}
+
+// EnrollmentConfig is the CA that signs enrolled agents' certificates.
+// Enrollment is on when CACertFile is set, and in --dev mode (the dev CA).
+type EnrollmentConfig struct {
+	// CACertFile and CAKeyFile: a CA (typically an intermediate of the
+	// operator's PKI) that grpc.tls.client_ca_file trusts.
+	CACertFile string `yaml:"ca_cert_file"`
+	CAKeyFile  string `yaml:"ca_key_file"`
+	// TrustBundleFile: the CA(s) enrolling agents are given to verify the
+	// server; empty: grpc.tls.client_ca_file.
+	TrustBundleFile string `yaml:"trust_bundle_file"`
+	// CertTTL is the lifetime of an agent certificate; agents renew at two
+	// thirds of it.
+	CertTTL time.Duration `yaml:"cert_ttl"`
+	// RateLimit bounds enrollment and renewal calls, server-wide.
+	RateLimit RateConfig `yaml:"rate_limit"`
+}
+
+// EnrollmentEnabled says whether the server enrolls agents.
+func (c Config) EnrollmentEnabled() bool {
+	return !c.GRPC.Insecure && (c.Dev || c.Enrollment.CACertFile != "")
 }
 
 // RateConfig is the per-agent token bucket.
@@ -120,6 +145,8 @@ const (
 	DevWebAddress          = "127.0.0.1:9464"
 	DefaultDataDir         = "/var/lib/plumbline"
 	DefaultShutdownTimeout = 15 * time.Second
+	// DefaultCertTTL is enrollment.cert_ttl's default.
+	DefaultCertTTL = 30 * 24 * time.Hour
 	// DefaultBaselineInterval is --baseline.interval's default.
 	DefaultBaselineInterval = 30 * time.Second
 )
@@ -140,6 +167,7 @@ func Default() Config {
 		Web:             WebConfig{ListenAddress: DefaultWebAddress},
 		Agents:          AgentConfig{GeometryRefreshInterval: 15 * time.Minute, ReportInterval: 10 * time.Second},
 		Log:             LogConfig{Level: "info", Format: "text"},
+		Enrollment:      EnrollmentConfig{CertTTL: DefaultCertTTL, RateLimit: RateConfig{CallsPerSecond: 5, Burst: 50}},
 		ShutdownTimeout: DefaultShutdownTimeout,
 	}
 }
@@ -245,6 +273,7 @@ func (c Config) Validate() error {
 	if c.Dev && !Loopback(c.Web.ListenAddress) && len(c.Web.BearerTokens) == 0 && c.Web.BearerTokenFile == "" {
 		bad("web.listen_address %q is not a loopback address: in --dev mode that needs web.bearer_tokens", c.Web.ListenAddress)
 	}
+	errs = append(errs, c.Enrollment.validate(c.GRPC.Insecure)...)
 	if c.ShutdownTimeout <= 0 {
 		bad("shutdown_timeout %s: want more than 0", c.ShutdownTimeout)
 	}
@@ -272,4 +301,21 @@ func Loopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+func (e EnrollmentConfig) validate(insecure bool) []error {
+	var errs []error
+	if (e.CACertFile == "") != (e.CAKeyFile == "") {
+		errs = append(errs, errors.New("enrollment.ca_cert_file and ca_key_file go together"))
+	}
+	if e.CACertFile != "" && insecure {
+		errs = append(errs, errors.New("enrollment needs TLS: it cannot be combined with grpc.insecure"))
+	}
+	if e.CertTTL < time.Second || e.CertTTL > 5*365*24*time.Hour {
+		errs = append(errs, fmt.Errorf("enrollment.cert_ttl %s: want 1s to 43800h (agents renew at two thirds of it)", e.CertTTL))
+	}
+	if e.RateLimit.CallsPerSecond <= 0 || e.RateLimit.Burst < 1 {
+		errs = append(errs, fmt.Errorf("enrollment.rate_limit: calls_per_second %v and burst %d: want both above 0", e.RateLimit.CallsPerSecond, e.RateLimit.Burst))
+	}
+	return errs
 }

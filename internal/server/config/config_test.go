@@ -31,7 +31,7 @@ func TestExampleConfig(t *testing.T) {
 	b, _ := os.ReadFile(exampleConfig)
 	for _, key := range []string{"data_dir:", "listen_address:", "cert_file:", "key_file:", "client_ca_file:", "insecure:", "max_recv_msg_size:",
 		"max_batch_records:", "calls_per_second:", "burst:", "bearer_token_file:", "bearer_tokens:", "token_file:", "role:", "config_file:", "dsn:", "geometry_refresh_interval:", "report_interval:",
-		"level:", "format:", "shutdown_timeout:"} {
+		"level:", "format:", "shutdown_timeout:", "ca_cert_file:", "ca_key_file:", "trust_bundle_file:", "cert_ttl:"} {
 		if !bytes.Contains(b, []byte(key)) {
 			t.Errorf("%s does not document %s", exampleConfig, key)
 		}
@@ -41,7 +41,7 @@ func TestExampleConfig(t *testing.T) {
 func TestBadConfig(t *testing.T) {
 	tests := []struct{ name, yaml, want string }{
 		{"unknown key", "grpc:\n  listen_adress: :1\n", `line 2: grpc: unknown key "listen_adress" (did you mean "listen_address"?); valid keys in grpc: listen_address, tls, insecure,`},
-		{"unknown top-level key", "storage:\n  dsn: x\n", `line 1: unknown key "storage" (did you mean "store"?); valid keys at the top level: data_dir, grpc, web, store, agents, log, shutdown_timeout`},
+		{"unknown top-level key", "storage:\n  dsn: x\n", `line 1: unknown key "storage" (did you mean "store"?); valid keys at the top level: data_dir, grpc, web, store, agents, log, enrollment, shutdown_timeout`},
 		{"nested list key", "web:\n  bearer_tokens:\n    - {name: a, tokenfile: /x}\n", `line 3: web.bearer_tokens[0]: unknown key "tokenfile" (did you mean "token_file"?)`},
 		{"bad duration", "agents:\n  report_interval: often\n", `line 2: agents.report_interval: "often" is not a duration`},
 		{"bad size", "grpc:\n  max_recv_msg_size: 4 megs\n", `line 2: grpc.max_recv_msg_size: invalid size "4 megs"`},

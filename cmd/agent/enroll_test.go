@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/plumbline/plumbline/internal/enroll/authority"
+	"github.com/plumbline/plumbline/internal/server"
+	"github.com/plumbline/plumbline/internal/server/config"
+	"github.com/plumbline/plumbline/internal/store"
+)
+
+// TestEnrollCommand runs `agent enroll` against a real dev server: the
+// token file and the pin from the server's CA enroll the host and the
+// command prints the config keys; a wrong pin, a malformed token file and
+// missing flags are refused with exit codes 1, 1 and 2.
+func TestEnrollCommand(t *testing.T) {
+	cfg := config.Default()
+	cfg.Dev, cfg.DataDir = true, t.TempDir()
+	cfg.GRPC.ListenAddress, cfg.Web.ListenAddress = "127.0.0.1:0", "127.0.0.1:0"
+	addrs := make(chan string, 1)
+	srv, err := server.New(cfg, slog.New(slog.DiscardHandler), server.Options{Ready: func(g, _ string) { addrs <- g }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	var addr string
+	select {
+	case addr = <-addrs:
+	case err := <-done:
+		t.Fatalf("server: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("server did not start")
+	}
+	files, err := server.EnrollmentFiles(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := authority.LoadCA(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(ctx, cfg.StoreDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	tok, _, err := authority.CreateToken(ctx, st, authority.TokenSpec{Labels: map[string]string{"role": "db"}}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	tokFile := filepath.Join(dir, "join.token")
+	os.WriteFile(tokFile, []byte(tok.String()+"\n"), 0o600)
+	badFile := filepath.Join(dir, "bad.token")
+	os.WriteFile(badFile, []byte("not a token"), 0o600)
+	out := filepath.Join(dir, "agent")
+
+	wrongPin := "sha256:" + strings.Repeat("ab", 32)
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"missing flags", []string{"--server", addr}, 2, "usage: agent enroll"},
+		{"malformed token file", []string{"--server", addr, "--server-name", "localhost", "--token-file", badFile, "--ca-hash", ca.Pin(), "--dir", out}, 1, "malformed join token"},
+		{"wrong pin", []string{"--server", addr, "--server-name", "localhost", "--token-file", tokFile, "--ca-hash", wrongPin, "--dir", out}, 1, "matches the pin"},
+		{"enrolled", []string{"--server", addr, "--server-name", "localhost", "--token-file", tokFile, "--ca-hash", ca.Pin(), "--dir", out, "--agent-id", "db-9"}, 0, "enrolled as agent db-9"},
+		{"token used up", []string{"--server", addr, "--server-name", "localhost", "--token-file", tokFile, "--ca-hash", ca.Pin(), "--dir", filepath.Join(dir, "b"), "--agent-id", "db-10"}, 1, "used up"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := runEnroll(ctx, c.args, &stdout, &stderr)
+		if code != c.code || !strings.Contains(stdout.String()+stderr.String(), c.want) {
+			t.Errorf("%s: exit %d, output:\n%s%s\nwant exit %d and %q", c.name, code, stdout.String(), stderr.String(), c.code, c.want)
+		}
+		if c.code == 0 {
+			for _, f := range []string{"ca.crt", "agent.crt", "agent.key"} {
+				if !strings.Contains(stdout.String(), filepath.Join(out, f)) {
+					t.Errorf("the printed config does not name %s:\n%s", f, stdout.String())
+				}
+			}
+		}
+	}
+}
