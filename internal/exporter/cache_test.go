@@ -49,6 +49,7 @@ func get(t testing.TB, h http.Handler, accept, encoding string) *httptest.Respon
 }
 
 func TestFamiliesInNameOrder(t *testing.T) {
+	t.Parallel()
 	fs := newFamilies()
 	for i := 1; i < len(fs); i++ {
 		if fs[i-1].name >= fs[i].name {
@@ -62,6 +63,7 @@ func TestFamiliesInNameOrder(t *testing.T) {
 // expfmt's encoding of the same families, and label values and help that
 // need escaping.
 func TestTextMatchesExpfmt(t *testing.T) {
+	t.Parallel()
 	c := goldenCollector(t)
 	mfs, err := c.Gather()
 	if err != nil {
@@ -105,6 +107,7 @@ func TestTextMatchesExpfmt(t *testing.T) {
 // what protodelim.MarshalTo writes for the same families (the client
 // library's encoder), native buckets included.
 func TestProtobufMatchesMarshal(t *testing.T) {
+	t.Parallel()
 	c := goldenCollector(t)
 	body := get(t, c, prometheusAccept, "").Body.Bytes()
 	mfs, err := c.Gather()
@@ -125,6 +128,7 @@ func TestProtobufMatchesMarshal(t *testing.T) {
 // TestProtobufNegotiation: Prometheus asking for protobuf gets the
 // delimited protobuf exposition with native buckets; gzip is the same body.
 func TestProtobufNegotiation(t *testing.T) {
+	t.Parallel()
 	c := goldenCollector(t)
 	text := get(t, c, "", "").Body.String()
 
@@ -185,6 +189,7 @@ func TestProtobufNegotiation(t *testing.T) {
 // ingest and evaluator passes show at once; a change nothing signals shows
 // within MaxAge; agent_up follows the clock.
 func TestCacheInvalidation(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st := openStore(t)
 	seed(t, st, goldenFleet())
@@ -299,6 +304,7 @@ func TestCacheInvalidation(t *testing.T) {
 // TestStoreFailureRecovers: a failed read drops the store's families; the
 // next good read brings all of them back.
 func TestStoreFailureRecovers(t *testing.T) {
+	t.Parallel()
 	c := goldenCollector(t)
 	want := get(t, c, "", "").Body.String()
 	st := c.st
@@ -318,6 +324,7 @@ func TestStoreFailureRecovers(t *testing.T) {
 // keeps up to date volume by volume is byte for byte that of a new
 // collector reading everything, in both formats.
 func TestIncrementalMatchesFresh(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st := openStore(t)
 	seed(t, st, goldenFleet())
@@ -410,6 +417,7 @@ func TestIncrementalMatchesFresh(t *testing.T) {
 // spans and deltas are those of the histogram's buckets, on sparse and
 // dense histograms alike.
 func TestClassicCounts(t *testing.T) {
+	t.Parallel()
 	c, err := New(openStore(t), Options{ClassicBuckets: []float64{0x1p-20, 0x1p-10, histogram.UpperBound(-61), 0x1p-6, 0x1p+2}})
 	if err != nil {
 		t.Fatal(err)

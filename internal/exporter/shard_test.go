@@ -126,6 +126,7 @@ func metrics(t *testing.T, body []byte) []string {
 // series are in shard 0; each volume is in the shard its stable hash
 // names, and stays there when the server restarts.
 func TestShardsPartitionExposition(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "plumbline.db")
 	st, err := store.Open(context.Background(), "sqlite://"+path)
 	if err != nil {
