@@ -213,40 +213,35 @@ func (c *Collector) readAllBaselines(ctx context.Context) ([]store.MetricsBaseli
 	}
 	slices.Sort(ids)
 	mid := ids[len(ids)/2] // any split is correct; the database's order need not be Go's
-	var upper []store.MetricsBaseline
-	var upperErr error
-	var wg sync.WaitGroup
-	wg.Go(func() { upper, upperErr = c.st.ListMetricsBaselinesBetween(ctx, mid, "") })
-	lower, err := c.st.ListMetricsBaselinesBetween(ctx, "", mid)
-	wg.Wait()
-	if err == nil {
-		err = upperErr
-	}
-	if err != nil {
-		return nil, err
-	}
-	return append(lower, upper...), nil
+	return inHalves(func() ([]store.MetricsBaseline, error) { return c.st.ListMetricsBaselinesBetween(ctx, "", mid) },
+		func() ([]store.MetricsBaseline, error) { return c.st.ListMetricsBaselinesBetween(ctx, mid, "") })
 }
 
 // readBaselinesOf reads the rows of some volumes, in two halves at once
-// when they are many (as readAllBaselines).
+// when they are many.
 func (c *Collector) readBaselinesOf(ctx context.Context, keys []store.VolumeKey) ([]store.MetricsBaseline, error) {
 	if len(keys) < 256 {
 		return c.st.ListMetricsBaselinesOf(ctx, keys)
 	}
-	var upper []store.MetricsBaseline
-	var upperErr error
+	return inHalves(func() ([]store.MetricsBaseline, error) { return c.st.ListMetricsBaselinesOf(ctx, keys[:len(keys)/2]) },
+		func() ([]store.MetricsBaseline, error) { return c.st.ListMetricsBaselinesOf(ctx, keys[len(keys)/2:]) })
+}
+
+// inHalves runs two reads at once and returns their rows, lower first.
+func inHalves(lower, upper func() ([]store.MetricsBaseline, error)) ([]store.MetricsBaseline, error) {
+	var up []store.MetricsBaseline
+	var upErr error
 	var wg sync.WaitGroup
-	wg.Go(func() { upper, upperErr = c.st.ListMetricsBaselinesOf(ctx, keys[len(keys)/2:]) })
-	lower, err := c.st.ListMetricsBaselinesOf(ctx, keys[:len(keys)/2])
+	wg.Go(func() { up, upErr = upper() })
+	low, err := lower()
 	wg.Wait()
 	if err == nil {
-		err = upperErr
+		err = upErr
 	}
 	if err != nil {
 		return nil, err
 	}
-	return append(lower, upper...), nil
+	return append(low, up...), nil
 }
 
 // groupMap maps each volume to its run of consecutive elements.
