@@ -164,7 +164,6 @@ func BenchmarkScrape(b *testing.B) {
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			size := serveBench(b, c, "/metrics", tc.accept, tc.encoding)
-			b.ReportMetric(float64(size), "bytes/scrape")
 			i := 0
 			for b.Loop() {
 				if tc.change != nil {
@@ -175,6 +174,7 @@ func BenchmarkScrape(b *testing.B) {
 				}
 				serveBench(b, c, "/metrics", tc.accept, tc.encoding)
 			}
+			b.ReportMetric(float64(size), "bytes/scrape")
 		})
 	}
 }
@@ -196,7 +196,6 @@ func BenchmarkScrapeShards(b *testing.B) {
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			size := serveBench(b, c, tc.target, tc.accept, tc.encoding)
-			b.ReportMetric(float64(size), "bytes/scrape")
 			var cpu time.Duration
 			for b.Loop() {
 				b.StopTimer()
@@ -206,7 +205,8 @@ func BenchmarkScrapeShards(b *testing.B) {
 				serveBench(b, c, tc.target, tc.accept, tc.encoding)
 				cpu += processCPU() - before
 			}
-			b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/op")
+			b.ReportMetric(float64(cpu.Microseconds())/1e3/float64(b.N), "cpu-ms/op")
+			b.ReportMetric(float64(size), "bytes/scrape")
 		})
 	}
 }
