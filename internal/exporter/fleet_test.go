@@ -13,6 +13,7 @@ import (
 	"github.com/plumbline/plumbline/internal/evaluator"
 	"github.com/plumbline/plumbline/internal/histogram"
 	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/vocab"
 	"github.com/plumbline/plumbline/internal/wire"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
@@ -194,7 +195,7 @@ func seed(tb testing.TB, st *store.Store, fleet []host) {
 func steady(mount string, start time.Time, n int, medians map[string]time.Duration) []run {
 	var out []run
 	for i := range n {
-		for _, k := range []string{"random-read", "random-write", "log-write"} {
+		for _, k := range vocab.ProbeKindNames() {
 			out = append(out, run{mount: mount, kind: k, at: start.Add(time.Duration(i) * time.Hour), median: medians[k]})
 		}
 	}
