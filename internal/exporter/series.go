@@ -52,6 +52,10 @@ func (fs *famState) put(s *series, owner *part, gen uint64) *series {
 	}
 	if old := fs.byKey[s.key]; old != nil {
 		fs.replaceBytes(old, s)
+		if old.owner != owner { // another volume's now (hosts sharing a name): it may move shards
+			fs.log.note(old.owner)
+			fs.log.note(owner)
+		}
 		old.owner, old.gen = owner, gen
 		return old
 	}
