@@ -170,9 +170,15 @@ type panel struct {
 }
 
 type dashboard struct {
-	UID        string  `json:"uid"`
-	Title      string  `json:"title"`
-	Panels     []panel `json:"panels"`
+	UID         string  `json:"uid"`
+	Title       string  `json:"title"`
+	Panels      []panel `json:"panels"`
+	Annotations struct {
+		List []struct {
+			Name string `json:"name"`
+			Expr string `json:"expr"`
+		} `json:"list"`
+	} `json:"annotations"`
 	Templating struct {
 		List []struct {
 			Name       string `json:"name"`
@@ -235,6 +241,12 @@ func TestDashboards(t *testing.T) {
 			}
 		}
 		walk(d.Panels)
+		for _, a := range d.Annotations.List {
+			if a.Expr == "" {
+				t.Errorf("%s: annotation %q has no PromQL expression", f, a.Name)
+			}
+			exprs = append(exprs, a.Expr)
+		}
 	}
 	for _, e := range exprs {
 		for _, n := range metricName.FindAllString(e, -1) {

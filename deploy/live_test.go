@@ -27,9 +27,8 @@ import (
 // legitimatelyEmpty are the panels that have no data with a cmd/fleetsim
 // fleet, and why. Every other panel must show data.
 var legitimatelyEmpty = map[string]string{
-	"plumbline-volume/Degraded since":                  "fleetsim's latencies are steady: no volume degrades",
-	"plumbline-volume/Probe skips and stops by reason": "fleetsim's probe runs all complete: no skips or stops",
-	"plumbline-volume/md members missing":              "fleetsim declares hardware RAID; md arrays need sysfs",
+	"plumbline-volume/Degraded since":     "fleetsim's latencies are steady: no volume degrades",
+	"plumbline-volume/md members missing": "fleetsim declares hardware RAID; md arrays need sysfs",
 }
 
 // TestDashboardsAgainstPrometheus runs every panel's queries against real
@@ -73,8 +72,10 @@ func TestDashboardsAgainstPrometheus(t *testing.T) {
 	// volume and kind: every history trusted (12 runs, the baseline
 	// default) and some cohorts of 5 same-profile volumes, so the cohort
 	// panels have data.
+	fleetStart := time.Now()
 	fleet := exec.CommandContext(ctx, filepath.Join(bin, "fleetsim"), "--dev-dir", filepath.Join(dataDir, "dev"), "--server", grpcAddr,
-		"--agents", "100", "--rate", "700", "--duration", "25s", "--progress", "0")
+		"--agents", "100", "--rate", "700", "--duration", "25s", "--progress", "0",
+		"--maintenance-every", "10") // every 10th run held back by a maintenance window: the skips panels and the windows' annotation and panel
 	if out, err := fleet.CombinedOutput(); err != nil {
 		t.Fatalf("fleetsim: %v\n%s", err, out)
 	} else {
@@ -117,7 +118,12 @@ func TestDashboardsAgainstPrometheus(t *testing.T) {
 		}
 	}
 
-	type query struct{ dashboard, panel, ref, expr string }
+	// since: an annotation's query, which Grafana runs over the
+	// dashboard's time range (a range query from since), not at one instant.
+	type query struct {
+		dashboard, panel, ref, expr string
+		since                       time.Time
+	}
 	var queries []query
 	panels := map[string]bool{}
 	for _, d := range dashboards {
@@ -127,9 +133,15 @@ func TestDashboardsAgainstPrometheus(t *testing.T) {
 			}
 			panels[d.UID+"/"+p.Title] = true
 			for _, tg := range p.Targets {
-				queries = append(queries, query{d.UID, p.Title, tg.RefID, expand.Replace(tg.Expr)})
+				queries = append(queries, query{d.UID, p.Title, tg.RefID, expand.Replace(tg.Expr), time.Time{}})
 			}
 		})
+		// Annotations: over the fleet's run, as a dashboard showing it.
+		for _, a := range d.Annotations.List {
+			id := "annotation " + a.Name
+			panels[d.UID+"/"+id] = true
+			queries = append(queries, query{d.UID, id, "A", expand.Replace(a.Expr), fleetStart})
+		}
 	}
 	for id := range legitimatelyEmpty {
 		if !panels[id] {
@@ -149,6 +161,9 @@ func TestDashboardsAgainstPrometheus(t *testing.T) {
 			got[mode] = map[query]int{}
 			for _, q := range queries {
 				n, err := instantQuery(ctx, api, q.expr)
+				if !q.since.IsZero() {
+					n, err = rangeQuery(ctx, api, q.expr, q.since)
+				}
 				if err != nil {
 					t.Fatalf("%s Prometheus, %s / %s / %s: %v", mode, q.dashboard, q.panel, q.ref, err)
 				}
@@ -407,6 +422,19 @@ func instantQuery(ctx context.Context, api promv1.API, q string) (int, error) {
 	default: // scalar, string
 		return 1, nil
 	}
+}
+
+// rangeQuery counts the series q returns from since to now, as Grafana
+// queries an annotation over a dashboard's time range.
+func rangeQuery(ctx context.Context, api promv1.API, q string, since time.Time) (int, error) {
+	v, _, _, err := api.QueryRange(ctx, q, promv1.Range{Start: since, End: time.Now(), Step: time.Second})
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", q, err)
+	}
+	if m, ok := v.(prommodel.Matrix); ok {
+		return len(m), nil
+	}
+	return 0, fmt.Errorf("%s: a range query answered %s", q, v.Type())
 }
 
 type syncBuffer struct {

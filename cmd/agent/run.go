@@ -15,13 +15,15 @@ import (
 	"github.com/plumbline/plumbline/internal/geometry"
 )
 
-const runUsage = `usage: agent run --config FILE [--check] [--path.sysfs DIR] [--path.procfs DIR]
+const runUsage = `usage: agent run --config FILE [--check | --print-config] [--path.sysfs DIR] [--path.procfs DIR]
 
 Runs the agent: discovers geometry (at start, on mount-table change and every
 intervals.geometry_refresh), runs the scheduled probes, spools every record
 durably and reports to the server over gRPC with mutual TLS. SIGINT/SIGTERM
 stop it cleanly. With --check it validates the configuration and exits:
-0 valid, 1 invalid (the errors name the keys).
+0 valid, 1 invalid (the errors name the keys). With --print-config it prints
+the effective configuration — the file merged with the central policy the
+agent last received (kept in its spool directory) — and exits.
 
 flags:
 `
@@ -34,6 +36,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var (
 		configFile = fl.String("config", "", "agent config file (required)")
 		check      = fl.Bool("check", false, "validate the config file and exit (0 valid, 1 invalid)")
+		printCfg   = fl.Bool("print-config", false, "print the effective configuration (the file merged with the cached central policy) and exit")
 		sysfs      = fl.String("path.sysfs", def.SysfsRoot, "sysfs mount point")
 		procfs     = fl.String("path.procfs", def.ProcfsRoot, "procfs mount point")
 		devRoot    = fl.String("path.dev", def.DevRoot, "device directory, for declared /dev/disk/by-id links and superblocks")
@@ -57,23 +60,19 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agent run: %v\n", err)
 		return 1
 	}
-	var creds credentials.TransportCredentials
-	var renewer agent.Renewer
-	id := cfg.AgentID
-	log := slog.New(slog.NewTextHandler(stderr, nil))
-	if !cfg.Server.Insecure {
-		tc, r, cn, err := agent.RenewingTLS(cfg.Server, log)
+	if *printCfg {
+		b, err := agent.EffectiveConfig(cfg)
 		if err != nil {
 			fmt.Fprintf(stderr, "agent run: %v\n", err)
 			return 1
 		}
-		creds, renewer = credentials.NewTLS(tc), r
-		if id == "" {
-			id = cn
-		}
+		stdout.Write(b)
+		return 0
 	}
-	if id == "" {
-		fmt.Fprintln(stderr, "agent run: agent_id: required with server.insecure (there is no client certificate to take it from)")
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	creds, renewer, id, err := identity(cfg, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "agent run: %v\n", err)
 		return 1
 	}
 	if *check {
@@ -101,4 +100,27 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	log.Info("agent stopped")
 	return 0
+}
+
+// identity is the agent's transport credentials and certificate renewer
+// (none with server.insecure) and its id: agent_id, else the client
+// certificate's.
+func identity(cfg config.Agent, log *slog.Logger) (credentials.TransportCredentials, agent.Renewer, string, error) {
+	var creds credentials.TransportCredentials
+	var renewer agent.Renewer
+	id := cfg.AgentID
+	if !cfg.Server.Insecure {
+		tc, r, cn, err := agent.RenewingTLS(cfg.Server, log)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		creds, renewer = credentials.NewTLS(tc), r
+		if id == "" {
+			id = cn
+		}
+	}
+	if id == "" {
+		return nil, nil, "", errors.New("agent_id: required with server.insecure (there is no client certificate to take it from)")
+	}
+	return creds, renewer, id, nil
 }

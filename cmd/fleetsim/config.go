@@ -23,6 +23,9 @@ type Config struct {
 	// Reconnect: stop as soon as every agent has reported again after the
 	// first failure (a server restart), and print how long that took.
 	Reconnect bool
+	// MaintenanceEvery: every Nth probe run of each agent is reported as
+	// skipped by a maintenance window (stop reason maintenance); 0: none.
+	MaintenanceEvery int
 
 	BackoffBase, BackoffMax time.Duration
 	IDPrefix                string

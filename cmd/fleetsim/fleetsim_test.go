@@ -55,6 +55,10 @@ func TestProfilesValidate(t *testing.T) {
 			for _, k := range probe.Kinds() {
 				add(&plumblinev1.Record{Payload: &plumblinev1.Record_Probe{Probe: pool.ProbeRecord(r, &h.Volumes[vi], verdict == "misaligned", k, now)}})
 			}
+			// --maintenance-every's skipped runs are valid too.
+			skip := pool.ProbeRecord(r, &h.Volumes[vi], verdict == "misaligned", probe.RandomRead, now)
+			maintenanceSkip(skip)
+			add(&plumblinev1.Record{Payload: &plumblinev1.Record_Probe{Probe: skip}})
 		}
 		b, err := ingest.ValidateReport(req, ingest.Limits{}, now)
 		if err != nil {

@@ -83,6 +83,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.DurationVar(&c.ConnectTimeout, "connect-timeout", 3*time.Minute, "how long the connect phase may take")
 	fs.DurationVar(&c.Drain, "drain", 30*time.Second, "how long the final flush may take after --duration")
 	fs.BoolVar(&c.Reconnect, "reconnect", false, "restart test: end once every agent has reported again after the first failure (restart the server meanwhile), print reconnect_seconds")
+	fs.IntVar(&c.MaintenanceEvery, "maintenance-every", 0, "every `N`th probe run of each agent is reported skipped by a maintenance window (0: none)")
 	fs.DurationVar(&c.BackoffBase, "backoff.base", time.Second, "reconnect backoff base (full jitter, doubling), as the agent's")
 	fs.DurationVar(&c.BackoffMax, "backoff.max", 30*time.Second, "reconnect backoff ceiling")
 	fs.StringVar(&c.IDPrefix, "id-prefix", "fleetsim-", "agent ids are this prefix and a 5-digit number")

@@ -12,6 +12,7 @@ import (
 	"github.com/plumbline/plumbline/internal/align"
 	"github.com/plumbline/plumbline/internal/histogram"
 	"github.com/plumbline/plumbline/internal/probe"
+	"github.com/plumbline/plumbline/internal/vocab"
 	"github.com/plumbline/plumbline/internal/wire"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
@@ -339,4 +340,11 @@ func (p *SamplePool) ProbeRecord(r *rand.Rand, v *VolumeProfile, misaligned bool
 		BusyGuard:          "on",
 		BusyPercent:        float64(r.IntN(300)) / 10,
 	}
+}
+
+// maintenanceSkip makes pr a run a maintenance window held back, as the
+// agent reports one: skipped, no operations, stop reason maintenance.
+func maintenanceSkip(pr *plumblinev1.ProbeResult) {
+	pr.Ops, pr.Bytes, pr.Duration, pr.Skipped, pr.StoppedReason = 0, 0, durationpb.New(0), true, vocab.StopMaintenance
+	pr.Latency = wire.HistogramToProto(&histogram.Histogram{})
 }

@@ -287,6 +287,9 @@ func (a *simAgent) generate(now time.Time) {
 		a.kindIdx++
 		v := &a.prof.Volumes[vi]
 		pr := a.f.pool.ProbeRecord(a.r, v, a.mis[vi], kind, now)
+		if n := int64(a.f.cfg.MaintenanceEvery); n > 0 && a.produced%n == n-1 {
+			maintenanceSkip(pr)
+		}
 		a.appendRecord(&plumblinev1.Record{Payload: &plumblinev1.Record_Probe{Probe: pr}}, now)
 	}
 }

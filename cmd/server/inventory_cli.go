@@ -14,34 +14,16 @@ import (
 	"text/tabwriter"
 
 	"github.com/plumbline/plumbline/internal/bytesize"
+	"github.com/plumbline/plumbline/internal/inventory"
 	"github.com/plumbline/plumbline/internal/inventory/client"
 	"github.com/plumbline/plumbline/internal/server/config"
 )
 
-// inventoryFilters are the /api/v1/volumes filters the CLI passes on.
-// Each flag is the query parameter with - for _ (--data-offset-bytes for
-// data_offset_bytes), like every other flag; the parameter's own spelling
-// is accepted too, unlisted, for scripts written before. A size filter
-// takes bytes or a size (64KiB, 64k: bytesize).
-var inventoryFilters = []struct {
-	param, usage string
-	size         bool
-}{
-	{"verdict", "aligned, misaligned or unknown", false},
-	{"host", "hostname, exact or a glob (* ?)", false},
-	{"mount_point", "mount point, exact or a glob", false},
-	{"fs", "file-system type (xfs, ext4, ntfs, ...)", false},
-	{"raid_level", "none, linear, raid0, raid1, raid10, raid5, raid50, raid6, raid60", false},
-	{"stripe_unit_bytes", "stripe unit, bytes or a size (64KiB)", true},
-	{"data_offset_bytes", "data offset, bytes or a size (32256, 1MiB)", true},
-	{"media", "hdd-7200, hdd-10k, hdd-15k, sata-ssd, sas-ssd, nvme, unknown", false},
-	{"profile", "storage profile key", false},
-	{"min_split_fraction", "predicted split fraction at least this (0-1)", false},
-	{"io_size_bytes", "the I/O size of --min-split-fraction: 8KiB or 64KiB", true},
-	{"degraded", "true or false", false},
-	{"rule", "alignment rule id", false},
-	{"severity", "critical, warning or info", false},
-}
+// The /api/v1/volumes filters the CLI passes on are the API's own
+// (inventory.Filters). Each flag is the query parameter with - for _
+// (--data-offset-bytes for data_offset_bytes), like every other flag; the
+// parameter's own spelling is accepted too, unlisted, for scripts written
+// before. A size filter takes bytes or a size (64KiB, 64k: bytesize).
 
 // flagName is a query parameter's flag: data_offset_bytes -> data-offset-bytes.
 func flagName(param string) string { return strings.ReplaceAll(param, "_", "-") }
@@ -49,34 +31,67 @@ func flagName(param string) string { return strings.ReplaceAll(param, "_", "-") 
 // unknownCell is what the table shows for a value the server does not know.
 const unknownCell = "-"
 
+const inventoryUsage = "usage: server inventory list|summary [--url URL] [--token-file FILE] [filters]\n"
+
+// inventoryArgs are the parsed flags of `server inventory`.
+type inventoryArgs struct {
+	base, tokenFile, caFile, format, sort string
+	// query holds the filters given, as the API's query parameters.
+	query url.Values
+}
+
 // runInventory is `server inventory list|summary`: a small client of the
 // HTTP inventory API.
 func runInventory(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	usage := "usage: server inventory list|summary [--url URL] [--token-file FILE] [filters]\n"
 	if len(args) == 0 || (args[0] != "list" && args[0] != "summary") {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, inventoryUsage)
 		return 2
 	}
 	cmd := args[0]
+	a, code := parseInventoryArgs(cmd, args[1:], stderr)
+	if a == nil {
+		return code
+	}
+	c, err := newAPIClient(a.base, a.tokenFile, a.caFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "server inventory: %v\n", err)
+		return 2
+	}
+	if cmd == "summary" {
+		var out json.RawMessage
+		if err := c.Get(ctx, "/api/v1/summary", a.query, &out); err != nil {
+			fmt.Fprintf(stderr, "server inventory: %v\n", err)
+			return 1
+		}
+		stdout.Write(append(out, '\n'))
+		return 0
+	}
+	return listVolumes(ctx, c, a, stdout, stderr)
+}
+
+// parseInventoryArgs reads the flags of `server inventory cmd`; nil and
+// the exit code when there is nothing to run.
+func parseInventoryArgs(cmd string, args []string, stderr io.Writer) (*inventoryArgs, int) {
 	fs := flag.NewFlagSet("server inventory "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	base := fs.String("url", "http://"+config.DevWebAddress, "the server's HTTP `URL`")
-	tokenFile := fs.String("token-file", "", "`file` holding an API bearer token (default: $PLUMBLINE_TOKEN)")
-	caFile := fs.String("ca-file", "", "CA `file` (PEM) to verify an https server")
-	format := fs.String("format", "table", "output: table, json or csv (list)")
-	sort := fs.String("sort", "", "sort field, -field for descending (list)")
+	var a inventoryArgs
+	fs.StringVar(&a.base, "url", "http://"+config.DevWebAddress, "the server's HTTP `URL`")
+	fs.StringVar(&a.tokenFile, "token-file", "", "`file` holding an API bearer token (default: $PLUMBLINE_TOKEN)")
+	fs.StringVar(&a.caFile, "ca-file", "", "CA `file` (PEM) to verify an https server")
+	fs.StringVar(&a.format, "format", "table", "output: table, json or csv (list)")
+	fs.StringVar(&a.sort, "sort", "", "sort field, -field for descending (list)")
 	filters := map[string]*string{}
 	hidden := map[string]bool{}
-	for _, f := range inventoryFilters {
-		v := fs.String(flagName(f.param), "", f.usage)
-		filters[f.param] = v
-		if flagName(f.param) != f.param {
-			fs.Var(aliasValue{v}, f.param, "same as --"+flagName(f.param))
-			hidden[f.param] = true
+	for _, f := range inventory.Filters() {
+		v := fs.String(flagName(f.Param), "", f.Usage)
+		filters[f.Param] = v
+		if flagName(f.Param) != f.Param {
+			fs.Var(aliasValue{v}, f.Param, "same as --"+flagName(f.Param))
+			hidden[f.Param] = true
 		}
 	}
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), usage+"\nflags:\n")
+		fmt.Fprint(fs.Output(), inventoryUsage+"\nflags:\n")
 		shown := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
 		shown.SetOutput(fs.Output())
 		fs.VisitAll(func(f *flag.Flag) {
@@ -86,46 +101,39 @@ func runInventory(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		})
 		shown.PrintDefaults()
 	}
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0
+			return nil, 0
 		}
-		return 2
+		return nil, 2
 	}
-	q := url.Values{}
-	for _, f := range inventoryFilters {
-		v := *filters[f.param]
+	a.query = url.Values{}
+	for _, f := range inventory.Filters() {
+		v := *filters[f.Param]
 		if v == "" {
 			continue
 		}
-		if f.size {
+		if f.Size {
 			n, err := bytesize.Parse(v)
 			if err != nil {
-				fmt.Fprintf(stderr, "server inventory: --%s: %v\n", flagName(f.param), err)
-				return 2
+				fmt.Fprintf(stderr, "server inventory: --%s: %v\n", flagName(f.Param), err)
+				return nil, 2
 			}
 			v = strconv.FormatUint(uint64(n), 10)
 		}
-		q.Set(f.param, v)
+		a.query.Set(f.Param, v)
 	}
-	c, err := newAPIClient(*base, *tokenFile, *caFile)
-	if err != nil {
-		fmt.Fprintf(stderr, "server inventory: %v\n", err)
-		return 2
+	return &a, 0
+}
+
+// listVolumes is `server inventory list`: every page of /api/v1/volumes
+// as a table or JSON lines, or the CSV streamed.
+func listVolumes(ctx context.Context, c *client.Client, a *inventoryArgs, stdout, stderr io.Writer) int {
+	q := a.query
+	if a.sort != "" {
+		q.Set("sort", a.sort)
 	}
-	if cmd == "summary" {
-		var out json.RawMessage
-		if err := c.Get(ctx, "/api/v1/summary", q, &out); err != nil {
-			fmt.Fprintf(stderr, "server inventory: %v\n", err)
-			return 1
-		}
-		stdout.Write(append(out, '\n'))
-		return 0
-	}
-	if *sort != "" {
-		q.Set("sort", *sort)
-	}
-	switch *format {
+	switch a.format {
 	case "csv":
 		q.Set("format", "csv")
 		if err := c.Stream(ctx, "/api/v1/volumes", q, stdout); err != nil {
@@ -135,11 +143,11 @@ func runInventory(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return 0
 	case "json", "table":
 	default:
-		fmt.Fprintf(stderr, "server inventory: --format %q: want table, json or csv\n", *format)
+		fmt.Fprintf(stderr, "server inventory: --format %q: want table, json or csv\n", a.format)
 		return 2
 	}
 	var tw *tabwriter.Writer
-	if *format == "table" {
+	if a.format == "table" {
 		tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "HOST\tMOUNT POINT\tVERDICT\tOFFSET\tSTRIPE UNIT\tSPLIT 8K\tSEVERITY\tPROFILE\tID")
 	}
@@ -158,35 +166,7 @@ func runInventory(ctx context.Context, args []string, stdout, stderr io.Writer) 
 				stdout.Write(append(raw, '\n'))
 				continue
 			}
-			var v struct {
-				ID, Host, MountPoint, Profile, Severity string
-				Alignment                               struct {
-					Verdict         string             `json:"verdict"`
-					DataOffsetBytes *uint64            `json:"data_offset_bytes"`
-					StripeUnitBytes uint64             `json:"stripe_unit_bytes"`
-					SplitFraction   map[string]float64 `json:"split_fraction"`
-				}
-			}
-			json.Unmarshal(raw, &v)
-			var m map[string]any
-			json.Unmarshal(raw, &m)
-			v.Host, _ = m["host"].(string)
-			v.MountPoint, _ = m["mount_point"].(string)
-			v.ID, _ = m["id"].(string)
-			v.Profile, _ = m["profile"].(string)
-			v.Severity, _ = m["severity"].(string)
-			off, stripe, split := unknownCell, unknownCell, unknownCell
-			if v.Alignment.DataOffsetBytes != nil {
-				off = bytesize.Size(*v.Alignment.DataOffsetBytes).Human()
-			}
-			if v.Alignment.StripeUnitBytes != 0 {
-				stripe = bytesize.Size(v.Alignment.StripeUnitBytes).Human()
-			}
-			if f, ok := v.Alignment.SplitFraction["8192"]; ok {
-				split = fmt.Sprintf("%.1f%%", 100*f)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(v.Host), cell(v.MountPoint), cell(v.Alignment.Verdict), off,
-				stripe, split, cell(v.Severity), cell(v.Profile), v.ID)
+			fmt.Fprintln(tw, tableRow(raw))
 		}
 		if page.Next == "" {
 			break
@@ -197,6 +177,38 @@ func runInventory(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		tw.Flush()
 	}
 	return 0
+}
+
+// tableRow is a volume of the API as a row of the list's table: sizes as
+// `agent inspect` writes them, unknownCell for what the server does not
+// know.
+func tableRow(raw json.RawMessage) string {
+	var v struct {
+		ID         string `json:"id"`
+		Host       string `json:"host"`
+		MountPoint string `json:"mount_point"`
+		Profile    string `json:"profile"`
+		Severity   string `json:"severity"`
+		Alignment  struct {
+			Verdict         string             `json:"verdict"`
+			DataOffsetBytes *uint64            `json:"data_offset_bytes"`
+			StripeUnitBytes uint64             `json:"stripe_unit_bytes"`
+			SplitFraction   map[string]float64 `json:"split_fraction"`
+		}
+	}
+	json.Unmarshal(raw, &v)
+	off, stripe, split := unknownCell, unknownCell, unknownCell
+	if v.Alignment.DataOffsetBytes != nil {
+		off = bytesize.Size(*v.Alignment.DataOffsetBytes).Human()
+	}
+	if v.Alignment.StripeUnitBytes != 0 {
+		stripe = bytesize.Size(v.Alignment.StripeUnitBytes).Human()
+	}
+	if f, ok := v.Alignment.SplitFraction["8192"]; ok {
+		split = fmt.Sprintf("%.1f%%", 100*f)
+	}
+	return strings.Join([]string{cell(v.Host), cell(v.MountPoint), cell(v.Alignment.Verdict), off,
+		stripe, split, cell(v.Severity), cell(v.Profile), v.ID}, "\t")
 }
 
 // cell is s, or the unknown marker when empty.

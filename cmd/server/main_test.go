@@ -288,7 +288,7 @@ func TestDevEndToEnd(t *testing.T) {
 				{"spool.dir", a.Spool.Dir, filepath.Join(dir, "dev", "spool")},
 				{"spool.max_bytes", a.Spool.MaxBytes, "64MiB"},
 				{"intervals.report", a.Intervals.Report, "10s"},
-				{"intervals.geometry_refresh", a.Intervals.GeometryRefresh, "15m"},
+				{"intervals.geometry_refresh", a.Intervals.GeometryRefresh, "15m0s"}, // marshalled from config.Agent: time.Duration.String
 				{"probes", len(a.Probes), 1},
 				{"override_files", strings.Join(a.OverrideFiles, ","), "agent.local.yaml"},
 			}

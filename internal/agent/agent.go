@@ -15,10 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"net/http"
-	"path"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -71,6 +69,9 @@ type Options struct {
 	BackoffBase time.Duration // default 1s
 	BackoffMax  time.Duration // default 5m
 	Logger      *slog.Logger  // default slog.Default()
+	// Now is the clock maintenance windows are evaluated on (default
+	// time.Now; tests shift it).
+	Now func() time.Time
 }
 
 // Renewer keeps the client certificate fresh (enroll.Renewer).
@@ -96,6 +97,10 @@ type Agent struct {
 	// geometry loop for a new one (the server holds another digest).
 	lastSnap atomic.Pointer[spooledSnapshot]
 	resync   chan struct{}
+	// eff is the effective configuration (the file merged with the
+	// central policy); policyChanged tells the geometry loop it changed.
+	eff           atomic.Pointer[effective]
+	policyChanged chan struct{}
 }
 
 // spooledSnapshot is a geometry snapshot in the spool: its digest
@@ -128,24 +133,62 @@ func New(o Options) (*Agent, error) {
 	if o.Probe == nil {
 		o.Probe = probe.Run
 	}
-	if o.Discover == nil {
-		g := o.Geometry
-		o.Discover = func(ctx context.Context) (Discovery, error) { return discover(ctx, g) }
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	sp, err := spool.Open(spool.Options{Dir: o.Config.Spool.Dir, MaxBytes: int64(o.Config.Spool.MaxBytes)})
 	if err != nil {
 		return nil, err
 	}
 	a := &Agent{o: o, log: o.Logger, spool: sp, metrics: newMetrics(sp), locks: newDeviceLocks(), mounts: newMountTable(o.ProcRoot),
-		resync: make(chan struct{}, 1)}
+		resync: make(chan struct{}, 1), policyChanged: make(chan struct{}, 1)}
 	if c, ok := o.Renewer.(interface{ Collectors() []prometheus.Collector }); ok {
 		a.metrics.reg.MustRegister(c.Collectors()...)
 	}
+	if a.o.Discover == nil {
+		// Discovery follows the effective declared devices.
+		a.o.Discover = func(ctx context.Context) (Discovery, error) {
+			return discover(ctx, a.eff.Load().cfg.GeometryOptions(o.Geometry))
+		}
+	}
+	if err := a.startPolicy(); err != nil {
+		sp.Close()
+		return nil, err
+	}
+	a.registerMaintenance()
 	a.host.Store(hostFacts(o))
 	a.geomInterval.Store(int64(o.Config.Intervals.GeometryRefresh))
 	a.reportInterval.Store(int64(o.Config.Intervals.Report))
+	a.applyIntervals()
 	return a, nil
 }
+
+// startPolicy sets the effective configuration at start: the file merged
+// with the cached central policy (a cache that no longer parses is
+// logged and ignored).
+func (a *Agent) startPolicy() error {
+	e, err := newEffective(a.o.Config, nil)
+	if err != nil {
+		return err
+	}
+	a.eff.Store(e)
+	ap, err := LoadCachedPolicy(a.o.Config.Spool.Dir)
+	if err == nil && ap != nil {
+		if ce, cerr := newEffective(a.o.Config, ap); cerr == nil {
+			a.eff.Store(ce)
+			a.log.Info("central policy from the cache, until the server answers", "sources", ap.GetSources())
+		} else {
+			err = cerr
+		}
+	}
+	if err != nil {
+		a.log.Warn("cached central policy ignored", "err", err)
+	}
+	return nil
+}
+
+// EffectiveConfig is the configuration the agent runs with now, as YAML.
+func (a *Agent) EffectiveConfig() ([]byte, error) { return a.eff.Load().print() }
 
 // Spool is the agent's spool (for tests and status output).
 func (a *Agent) Spool() *spool.Spool { return a.spool }
@@ -258,7 +301,10 @@ func discover(ctx context.Context, opts geometry.Options) (Discovery, error) {
 func (a *Agent) geometryLoop(ctx context.Context, sched *scheduler) {
 	lastMount := a.mounts.fingerprint()
 	var lastInv []byte
-	cov := newCoverage(a.log, a.metrics, a.o.Config.Probes)
+	cov := newCoverage(a.log, a.metrics)
+	var vols []*plumblinev1.Volume
+	var filtered []geometry.Filtered
+	declared := a.eff.Load().cfg.DeclaredDevices
 	run := func(trigger string) {
 		d, err := a.o.Discover(ctx)
 		inv := d.Inventory
@@ -285,8 +331,9 @@ func (a *Agent) geometryLoop(ctx context.Context, sched *scheduler) {
 				a.metrics.snapshots.WithLabelValues(trigger).Inc()
 			}
 		}
-		sched.update(ctx, inv.GetVolumes())
-		cov.update(ctx, inv.GetVolumes(), d.Filtered)
+		vols, filtered = inv.GetVolumes(), d.Filtered
+		sched.update(ctx, vols)
+		cov.update(ctx, a.eff.Load().cfg.Probes, vols, filtered)
 	}
 	run("start")
 	refresh := time.NewTimer(time.Duration(a.geomInterval.Load()))
@@ -307,6 +354,15 @@ func (a *Agent) geometryLoop(ctx context.Context, sched *scheduler) {
 			refresh.Reset(time.Duration(a.geomInterval.Load()))
 		case <-a.resync:
 			run("resync")
+		case <-a.policyChanged:
+			refresh.Reset(time.Duration(a.geomInterval.Load()))
+			if e := a.eff.Load(); !slices.EqualFunc(e.cfg.DeclaredDevices, declared, func(x, y config.DeclaredDevice) bool { return x == y }) {
+				declared = e.cfg.DeclaredDevices
+				run("changed") // the declared devices are part of the geometry
+				continue
+			}
+			sched.update(ctx, vols)
+			cov.update(ctx, a.eff.Load().cfg.Probes, vols, filtered)
 		}
 	}
 }
@@ -329,206 +385,4 @@ func inventoryKey(inv *plumblinev1.Inventory) []byte {
 type mountTable interface {
 	// fingerprint is 0 when the table cannot be read.
 	fingerprint() uint64
-}
-
-// target is one (volume, kind) probe timer.
-type target struct {
-	mount      string
-	device     string
-	lockKeys   []string
-	kind       probe.Kind
-	sched      config.ProbeSchedule
-	schedIndex int // in Config.Probes
-}
-
-func (t target) key() string {
-	return t.mount + "\x00" + string(t.kind) + "\x00" + t.sched.Dir + "\x00" + fmt.Sprint(t.lockKeys)
-}
-
-// scheduler owns one goroutine per target, cloudprober style.
-type scheduler struct {
-	a       *Agent
-	wg      sync.WaitGroup
-	mu      sync.Mutex
-	running map[string]context.CancelFunc
-}
-
-// targetsFor maps volumes to probe targets: the first schedule whose
-// mount_point glob matches a volume's mount point (geometry.MatchMountPoint)
-// wins for each kind.
-func targetsFor(vols []*plumblinev1.Volume, scheds []config.ProbeSchedule) []target {
-	var out []target
-	for _, v := range vols {
-		done := map[probe.Kind]bool{}
-		for i, s := range scheds {
-			if !geometry.MatchMountPoint(s.MountPoint, v.GetMountPoint()) {
-				continue
-			}
-			for _, k := range s.Kinds {
-				if done[k] {
-					continue
-				}
-				done[k] = true
-				out = append(out, target{mount: v.GetMountPoint(), device: v.GetDevice(), lockKeys: lockKeys(v), kind: k, sched: s, schedIndex: i})
-			}
-		}
-	}
-	return out
-}
-
-// lockKeys are the devices a probe on v loads: its disks, or the volume's
-// device when the disks are unknown.
-func lockKeys(v *plumblinev1.Volume) []string {
-	var keys []string
-	for _, l := range v.GetLayers() {
-		if l.GetKind() == geometry.KindDisk && l.GetDevice() != "" && !slices.Contains(keys, l.GetDevice()) {
-			keys = append(keys, l.GetDevice())
-		}
-	}
-	if len(keys) == 0 {
-		keys = []string{v.GetDevice()}
-		if v.GetDevice() == "" {
-			keys = []string{v.GetMountPoint()}
-		}
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-// update starts timers for new targets and stops those that are gone.
-func (s *scheduler) update(ctx context.Context, vols []*plumblinev1.Volume) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if ctx.Err() != nil {
-		return
-	}
-	want := map[string]target{}
-	for _, t := range targetsFor(vols, s.a.o.Config.Probes) {
-		want[t.key()] = t
-	}
-	for k, cancel := range s.running {
-		if _, ok := want[k]; !ok {
-			cancel()
-			delete(s.running, k)
-		}
-	}
-	for k, t := range want {
-		if _, ok := s.running[k]; ok {
-			continue
-		}
-		tctx, cancel := context.WithCancel(ctx)
-		s.running[k] = cancel
-		s.wg.Go(func() { s.a.probeLoop(tctx, t) })
-		s.a.log.Info("probe scheduled", "mount_point", t.mount, "kind", t.kind, "every", t.sched.Every)
-	}
-}
-
-// stop cancels every timer and waits for the running probes to end.
-func (s *scheduler) stop() {
-	s.mu.Lock()
-	for k, cancel := range s.running {
-		cancel()
-		delete(s.running, k)
-	}
-	s.mu.Unlock()
-	s.wg.Wait()
-}
-
-// jittered returns d plus a uniform draw from [0, j).
-func jittered(d, j time.Duration) time.Duration {
-	if j <= 0 {
-		return d
-	}
-	return d + rand.N(j)
-}
-
-// probeLoop runs t's probe: first after a random delay in [0, jitter), then
-// every `every` plus a fresh draw in [0, jitter).
-func (a *Agent) probeLoop(ctx context.Context, t target) {
-	timer := time.NewTimer(jittered(0, t.sched.Jitter))
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C:
-		}
-		a.probeOnce(ctx, t)
-		timer.Reset(jittered(t.sched.Every, t.sched.Jitter))
-	}
-}
-
-// runTimeout bounds one run: the measured phase, the busy sampling, a
-// first fill of the probe file at the fill rate, and slack.
-func runTimeout(o probe.Options) time.Duration {
-	d := o.MaxDuration + o.BusyWindow + 30*time.Second
-	if o.FillRate > 0 {
-		d += time.Duration(float64(o.FileSize) / float64(o.FillRate) * float64(time.Second))
-	}
-	return d
-}
-
-func (a *Agent) probeOnce(ctx context.Context, t target) {
-	o := t.sched.ProbeOptions(t.kind)
-	o.ProcRoot = a.o.ProcRoot
-	if a.o.Geometry.SysfsRoot != "" {
-		o.SysRoot = a.o.Geometry.SysfsRoot
-	}
-	rctx, cancel := context.WithTimeout(ctx, runTimeout(o))
-	defer cancel()
-	kind := string(t.kind)
-	release, err := a.locks.acquire(rctx, t.lockKeys)
-	if err != nil {
-		if ctx.Err() != nil {
-			return // shutting down
-		}
-		a.metrics.probeRuns.WithLabelValues(kind, "skipped").Inc()
-		a.metrics.probeSkips.WithLabelValues(kind, probe.StopLockTimeout).Inc()
-		err = fmt.Errorf("another probe held %v for the whole run timeout of %s", t.lockKeys, runTimeout(o))
-		a.log.Warn("probe skipped", "mount_point", t.mount, "kind", kind, "reason", probe.StopLockTimeout, "err", err)
-		a.spoolProbe(t, notRun(o, probe.Result{}, probe.StopLockTimeout, err))
-		return
-	}
-	res, err := a.o.Probe(rctx, o)
-	release()
-	if err != nil {
-		if ctx.Err() != nil {
-			return // shutting down: says nothing about the volume
-		}
-		// A refused or failed run is reported like any other, so the
-		// server sees a volume whose probes never run.
-		reason := probe.FailureReason(err)
-		a.metrics.probeRuns.WithLabelValues(kind, "error").Inc()
-		a.metrics.probeSkips.WithLabelValues(kind, reason).Inc()
-		a.log.Error("probe", "mount_point", t.mount, "kind", kind, "reason", reason, "err", err)
-		a.spoolProbe(t, notRun(o, res, reason, err))
-		return
-	}
-	if res.FileRewrittenFrom > 0 {
-		a.log.Warn("probe file rewritten: its size changed", "mount_point", t.mount, "file", res.File,
-			"old_size_bytes", res.FileRewrittenFrom, "new_size_bytes", res.FileSize, "fill_seconds", res.FillSeconds)
-	}
-	switch {
-	case res.Skipped:
-		a.metrics.probeRuns.WithLabelValues(kind, "skipped").Inc()
-		a.metrics.probeSkips.WithLabelValues(kind, res.StoppedReason).Inc()
-	case res.StoppedReason != "":
-		a.metrics.probeRuns.WithLabelValues(kind, "stopped").Inc()
-		a.metrics.probeSkips.WithLabelValues(kind, res.StoppedReason).Inc()
-	default:
-		a.metrics.probeRuns.WithLabelValues(kind, "completed").Inc()
-	}
-	if res.StoppedReason == probe.StopInterrupted && ctx.Err() != nil {
-		return // shutting down: an interrupted run says nothing about the volume
-	}
-	a.spoolProbe(t, res)
-}
-
-// spoolProbe spools one run of t.
-func (a *Agent) spoolProbe(t target, res probe.Result) {
-	pr := ProbeResultToProto(t.mount, res)
-	if pr.Device == "" {
-		pr.Device = path.Base(t.device)
-	}
-	a.append(&plumblinev1.Record{Payload: &plumblinev1.Record_Probe{Probe: pr}})
 }

@@ -26,8 +26,19 @@ type coverage struct {
 	shadowed  map[int]bool                 // schedule index → matches volumes but probes none, as last logged
 }
 
-func newCoverage(log *slog.Logger, m *metrics, scheds []config.ProbeSchedule) *coverage {
-	return &coverage{log: log, m: m, scheds: scheds, filtered: map[string]geometry.Filtered{}, unmatched: map[int]bool{}, shadowed: map[int]bool{}}
+func newCoverage(log *slog.Logger, m *metrics) *coverage {
+	return &coverage{log: log, m: m, filtered: map[string]geometry.Filtered{}, unmatched: map[int]bool{}, shadowed: map[int]bool{}}
+}
+
+// setSchedules takes the effective schedules; when they changed (central
+// policy), what was logged and exposed of the old ones is forgotten.
+func (c *coverage) setSchedules(scheds []config.ProbeSchedule) {
+	if slices.EqualFunc(scheds, c.scheds, sameSchedule) {
+		return
+	}
+	c.scheds = scheds
+	c.unmatched, c.shadowed = map[int]bool{}, map[int]bool{}
+	c.m.unmatched.Reset()
 }
 
 // quietFilter says which filtered mounts are logged at debug level only:
@@ -46,7 +57,8 @@ var filterHint = map[string]string{
 	geometry.FilterDuplicate:     "another mount of the same device is the volume (a bind mount)",
 }
 
-func (c *coverage) update(ctx context.Context, vols []*plumblinev1.Volume, filtered []geometry.Filtered) {
+func (c *coverage) update(ctx context.Context, scheds []config.ProbeSchedule, vols []*plumblinev1.Volume, filtered []geometry.Filtered) {
+	c.setSchedules(scheds)
 	// Filtered mounts: log the new ones and those gone, count by reason.
 	now := make(map[string]geometry.Filtered, len(filtered))
 	counts := map[string]int{}

@@ -34,9 +34,17 @@ type realServer struct {
 	addr string
 	gs   *grpc.Server
 	tls  *tls.Config
+	opts ingest.Options
+	svc  *ingest.Service
 }
 
 func startRealServer(t *testing.T, p *pki, dsn string) *realServer {
+	t.Helper()
+	return startRealServerWith(t, p, dsn, ingest.Options{ReportInterval: 50 * time.Millisecond, RatePerSecond: -1})
+}
+
+// startRealServerWith is startRealServer with the ingest options given.
+func startRealServerWith(t *testing.T, p *pki, dsn string, opts ingest.Options) *realServer {
 	t.Helper()
 	st, err := store.Open(context.Background(), dsn)
 	if err != nil {
@@ -45,7 +53,7 @@ func startRealServer(t *testing.T, p *pki, dsn string) *realServer {
 	s := &realServer{t: t, st: st, addr: "127.0.0.1:0", tls: &tls.Config{
 		MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{p.serverCert},
 		ClientCAs: p.pool, ClientAuth: tls.RequireAndVerifyClientCert,
-	}}
+	}, opts: opts}
 	s.start()
 	t.Cleanup(func() { s.stop(); st.Close() })
 	return s
@@ -53,7 +61,8 @@ func startRealServer(t *testing.T, p *pki, dsn string) *realServer {
 
 func (s *realServer) start() {
 	s.t.Helper()
-	gs, _, err := ingest.NewGRPCServer(ingest.New(s.st, ingest.Options{ReportInterval: 50 * time.Millisecond, RatePerSecond: -1}), s.tls)
+	s.svc = ingest.New(s.st, s.opts)
+	gs, _, err := ingest.NewGRPCServer(s.svc, s.tls)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -71,9 +80,20 @@ func (s *realServer) start() {
 	go gs.Serve(ln)
 }
 
+// stop stops the server at once: calls in flight are cut.
 func (s *realServer) stop() {
 	if s.gs != nil {
 		s.gs.Stop()
+		s.gs = nil
+	}
+}
+
+// drain stops the server once its handlers have returned (call it with
+// no agent connected), so that a batch in flight when the agent stopped
+// is stored, or not, before the caller counts what the store holds.
+func (s *realServer) drain() {
+	if s.gs != nil {
+		s.gs.GracefulStop()
 		s.gs = nil
 	}
 }
@@ -160,7 +180,9 @@ func TestSpoolResetKeepsRecords(t *testing.T) {
 		stop := runAgent(t, a1)
 		waitFor(t, "40 records of the first spool stored", func() bool { return srv.storedRecords() >= 40 })
 		stop()
-		// A batch in flight at the stop may be stored yet unacknowledged.
+		srv.drain()
+		// A batch in flight at the stop may be stored yet unacknowledged;
+		// with the server stopped, nothing more arrives.
 		first := srv.storedRecords()
 		if s, n := settled(a1), a1.Spool().Stats().NextSequence-1; first < s || first > n {
 			t.Fatalf("first spool: %d records settled of %d, the server stored %d", s, n, first)
@@ -169,7 +191,6 @@ func TestSpoolResetKeepsRecords(t *testing.T) {
 		if err := os.RemoveAll(c.Spool.Dir); err != nil {
 			t.Fatal(err)
 		}
-		srv.stop()
 		a2 := newTestAgent(t, c, p, fp.run, fakeInventory("/data1", "/data9"))
 		stop = runAgent(t, a2)
 		waitFor(t, "25 records in the new spool while the server is down", func() bool { return a2.Spool().Stats().Records >= 25 })

@@ -25,6 +25,8 @@ type metrics struct {
 	spoolErrors   prometheus.Counter
 	filtered      *prometheus.GaugeVec // reason
 	unmatched     *prometheus.GaugeVec // schedule, mount_point
+	policyUpdates prometheus.Counter
+	policyErrors  prometheus.Counter
 }
 
 func newMetrics(sp *spool.Spool) *metrics {
@@ -47,8 +49,10 @@ func newMetrics(sp *spool.Spool) *metrics {
 		unmatched: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: ns + "schedule_unmatched", Help: "1 when the probe schedule (its index in probes and its mount_point glob) matches no volume of the last geometry discovery: nothing is probed for it."},
 			[]string{"schedule", "mount_point"}),
 	}
+	m.policyUpdates = prometheus.NewCounter(prometheus.CounterOpts{Name: ns + "policy_updates_total", Help: "Central policies applied (at start from the cache, in Hello answers and WatchPolicy answers)."})
+	m.policyErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: ns + "policy_errors_total", Help: "Central policies refused (they did not parse or validate); the agent kept the configuration it had."})
 	stat := func(f func(spool.Stats) float64) func() float64 { return func() float64 { return f(sp.Stats()) } }
-	m.reg.MustRegister(m.sent, m.acked, m.rejected, m.sendErrors, m.lastReport, m.connected, m.probeRuns, m.probeSkips, m.snapshots, m.geometryError, m.spoolErrors, m.filtered, m.unmatched,
+	m.reg.MustRegister(m.policyUpdates, m.policyErrors, m.sent, m.acked, m.rejected, m.sendErrors, m.lastReport, m.connected, m.probeRuns, m.probeSkips, m.snapshots, m.geometryError, m.spoolErrors, m.filtered, m.unmatched,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: ns + "spool_bytes", Help: "Bytes in spool segment files."}, stat(func(s spool.Stats) float64 { return float64(s.Bytes) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: ns + "spool_records", Help: "Unacknowledged records in the spool."}, stat(func(s spool.Stats) float64 { return float64(s.Records) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: ns + "spool_dropped_records_total", Help: "Unacknowledged records dropped by the spool size cap."}, stat(func(s spool.Stats) float64 { return float64(s.Dropped) })),
@@ -56,6 +60,19 @@ func newMetrics(sp *spool.Spool) *metrics {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: ns + "spool_next_sequence", Help: "The sequence number the next record gets."}, stat(func(s spool.Stats) float64 { return float64(s.NextSequence) })),
 	)
 	return m
+}
+
+// registerMaintenance exposes whether a maintenance window is open, read
+// at scrape time from the effective configuration.
+func (a *Agent) registerMaintenance() {
+	a.metrics.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "plumbline_agent_maintenance_active",
+		Help: "1 while a maintenance window of the effective configuration is open: no probe starts, running ones stop (stop reason maintenance)."},
+		func() float64 {
+			if name, _ := a.eff.Load().windows.Active(a.o.Now()); name != "" {
+				return 1
+			}
+			return 0
+		}))
 }
 
 // Handler serves /healthz and /metrics.

@@ -121,7 +121,7 @@ var errConnectionLost = errors.New("connection to the server lost")
 func (a *Agent) session(ctx context.Context, client plumblinev1.AgentServiceClient, conn connState) (helloOK bool, err error) {
 	hctx, cancel := context.WithTimeout(ctx, callTimeout)
 	hello, err := client.Hello(hctx, &plumblinev1.HelloRequest{AgentId: a.o.AgentID, Host: a.host.Load(), AgentVersion: a.o.Version,
-		Incarnation: a.spool.Incarnation()})
+		Incarnation: a.spool.Incarnation(), Labels: a.o.Config.Labels})
 	cancel()
 	if err != nil {
 		return false, fmt.Errorf("hello: %w", err)
@@ -132,6 +132,8 @@ func (a *Agent) session(ctx context.Context, client plumblinev1.AgentServiceClie
 	if d := hello.GetReportInterval().AsDuration(); d >= 100*time.Millisecond {
 		a.reportInterval.Store(int64(d))
 	}
+	a.applyPolicy(hello.GetPolicy())
+	a.applyIntervals() // the central policy's intervals over the Hello answer's
 	a.maxBatch.Store(int64(DefaultMaxBatch))
 	if n := hello.GetMaxBatchRecords(); n > 0 {
 		a.maxBatch.Store(int64(n))
@@ -155,6 +157,8 @@ func (a *Agent) session(ctx context.Context, client plumblinev1.AgentServiceClie
 			close(lost)
 		}
 	})
+	// Central policy changes arrive on this connection, without a new Hello.
+	watch.Go(func() { a.watchPolicy(wctx, client) })
 	defer func() { stopWatch(); watch.Wait() }()
 	for {
 		if err := a.drain(ctx, client); err != nil {

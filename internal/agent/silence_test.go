@@ -106,7 +106,7 @@ func TestCoverage(t *testing.T) {
 	a := newTestAgent(t, c, p, nil, fakeInventory("/data1"))
 	defer a.Spool().Close()
 	rec := &logRecorder{}
-	cov := newCoverage(slog.New(rec), a.metrics, c.Probes)
+	cov := newCoverage(slog.New(rec), a.metrics)
 	vols := func(mps ...string) []*plumblinev1.Volume {
 		d, _ := fakeInventory(mps...)(t.Context())
 		return d.Inventory.GetVolumes()
@@ -127,7 +127,7 @@ func TestCoverage(t *testing.T) {
 		return false
 	}
 
-	cov.update(t.Context(), vols("/data1"), []geometry.Filtered{btrfs, shm})
+	cov.update(t.Context(), c.Probes, vols("/data1"), []geometry.Filtered{btrfs, shm})
 	lines := rec.take()
 	if !has(lines, "WARN", "probe schedule matches no volume") || !has(lines, "WARN", "filtered_out=[/srv/pg (btrfs: no-block-device)]") {
 		t.Errorf("start: log = %q, want a warning naming probes[1] and the filtered /srv/pg", lines)
@@ -153,13 +153,13 @@ func TestCoverage(t *testing.T) {
 	}
 
 	// The same answer again: nothing new to say.
-	cov.update(t.Context(), vols("/data1"), []geometry.Filtered{btrfs, shm})
+	cov.update(t.Context(), c.Probes, vols("/data1"), []geometry.Filtered{btrfs, shm})
 	if lines := rec.take(); len(lines) != 0 {
 		t.Errorf("unchanged discovery logged %q, want nothing", lines)
 	}
 
 	// /srv/pg becomes a volume: the schedule matches again.
-	cov.update(t.Context(), vols("/data1", "/srv/pg"), []geometry.Filtered{shm})
+	cov.update(t.Context(), c.Probes, vols("/data1", "/srv/pg"), []geometry.Filtered{shm})
 	lines = rec.take()
 	if !has(lines, "INFO", "probe schedule matches volumes again") || has(lines, "WARN", "") {
 		t.Errorf("change: log = %q, want the schedule matching again and no warning", lines)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/plumbline/plumbline/internal/bytesize"
 	"github.com/plumbline/plumbline/internal/geometry"
+	"github.com/plumbline/plumbline/internal/maintenance"
 	"github.com/plumbline/plumbline/internal/strictyaml"
 	"github.com/plumbline/plumbline/internal/vocab"
 )
@@ -21,34 +22,40 @@ import (
 // Agent is the agent's configuration file.
 type Agent struct {
 	// DeclaredDevices describe hardware RAID the OS cannot see.
-	DeclaredDevices []DeclaredDevice `yaml:"declared_devices"`
+	DeclaredDevices []DeclaredDevice `yaml:"declared_devices,omitempty"`
 	// Include and Exclude select the volumes to inspect. By default every
 	// mounted file system backed by a block device is inspected.
-	Include Selector `yaml:"include"`
-	Exclude Selector `yaml:"exclude"`
+	Include Selector `yaml:"include,omitempty"`
+	Exclude Selector `yaml:"exclude,omitempty"`
 	// ReadSuperblocks allows one read-only 4 KiB read of each mounted file
 	// system's superblock, for ext4 stride/stripe_width and XFS sunit/swidth.
-	ReadSuperblocks bool `yaml:"read_superblocks"`
+	ReadSuperblocks bool `yaml:"read_superblocks,omitempty"`
 	// LVMBackupDir holds LVM's metadata backups, the source of pe_start.
-	LVMBackupDir string `yaml:"lvm_backup_dir"`
+	LVMBackupDir string `yaml:"lvm_backup_dir,omitempty"`
 
 	// The keys below are for `agent run` (run.go); `agent inspect` ignores them.
 
 	// AgentID is the identity the agent reports as; empty: the client
 	// certificate's common name.
-	AgentID   string          `yaml:"agent_id"`
-	Server    Server          `yaml:"server"`
-	Spool     Spool           `yaml:"spool"`
-	Intervals Intervals       `yaml:"intervals"`
-	Probes    []ProbeSchedule `yaml:"probes"`
-	Web       Web             `yaml:"web"`
+	AgentID   string          `yaml:"agent_id,omitempty"`
+	Server    Server          `yaml:"server,omitempty"`
+	Spool     Spool           `yaml:"spool,omitempty"`
+	Intervals Intervals       `yaml:"intervals,omitempty"`
+	Probes    []ProbeSchedule `yaml:"probes,omitempty"`
+	Web       Web             `yaml:"web,omitempty"`
+	// Labels describe the host to central policy, whose entries select
+	// hosts by them (sent in Hello).
+	Labels map[string]string `yaml:"labels,omitempty"`
+	// MaintenanceWindows are periods in which no probe starts and a
+	// running probe stops; the central policy's windows apply as well.
+	MaintenanceWindows []maintenance.Window `yaml:"maintenance_windows,omitempty"`
 
 	// OverrideFiles are YAML files read after this one, in order, whose
 	// keys replace this file's (a list is replaced whole); relative names
 	// are relative to this file's directory. `server --dev` writes
 	// agent.yaml at every start and points it at agent.local.yaml, which
 	// it never rewrites: the place for a developer's own keys.
-	OverrideFiles []string `yaml:"override_files"`
+	OverrideFiles []string `yaml:"override_files,omitempty"`
 }
 
 // DeclaredDevice is one hardware array, declared by the operator.
@@ -56,27 +63,27 @@ type Agent struct {
 // Windows by device (PhysicalDrive2), serial or model, and every key given
 // must match the disk.
 type DeclaredDevice struct {
-	Device string       `yaml:"device"`
-	Serial string       `yaml:"serial"`
-	Model  string       `yaml:"model"`
-	RAID   DeclaredRAID `yaml:"raid"`
+	Device string       `yaml:"device,omitempty"`
+	Serial string       `yaml:"serial,omitempty"`
+	Model  string       `yaml:"model,omitempty"`
+	RAID   DeclaredRAID `yaml:"raid,omitempty"`
 }
 
 // DeclaredRAID is a declared array's geometry.
 type DeclaredRAID struct {
-	Level      string        `yaml:"level"`
-	StripeUnit bytesize.Size `yaml:"stripe_unit"`
-	Disks      uint32        `yaml:"disks"`
+	Level      string        `yaml:"level,omitempty"`
+	StripeUnit bytesize.Size `yaml:"stripe_unit,omitempty"`
+	Disks      uint32        `yaml:"disks,omitempty"`
 	// Spans is the number of RAID 5/6 spans of a raid50/raid60 array
 	// (default 2); it sets the number of data disks.
-	Spans uint32 `yaml:"spans"`
+	Spans uint32 `yaml:"spans,omitempty"`
 }
 
 // Selector matches volumes by mount point glob (path.Match syntax) and by
 // file-system type.
 type Selector struct {
-	MountPoints []string `yaml:"mount_points"`
-	FSTypes     []string `yaml:"fs_types"`
+	MountPoints []string `yaml:"mount_points,omitempty"`
+	FSTypes     []string `yaml:"fs_types,omitempty"`
 }
 
 // Default is the configuration used when no file is given.

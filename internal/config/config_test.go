@@ -95,6 +95,10 @@ func TestLoadBad(t *testing.T) {
 		"bad-probe-twice.yml":        "scheduled twice",
 		"bad-probe-unknown-key.yml":  `line 1: probes[0]: unknown key "iodepth"; valid keys in probes[0]: mount_point, dir, kinds,`,
 		"bad-agent-id.yml":           `agent_id "db 1"`,
+		"bad-window-schedule.yml":    `line 2: maintenance_windows[0]: invalid maintenance window: schedule "0 25 * * *"`,
+		"bad-window-zone.yml":        `maintenance_windows[0]: invalid maintenance window: time_zone "Europe/Berlinn"`,
+		"bad-window-key.yml":         `unknown key "timezone" (did you mean "time_zone"?)`,
+		"bad-label-key.yml":          `labels: label key "Role"`,
 	}
 	files, _ := filepath.Glob("testdata/bad-*.yml")
 	if len(files) != len(want) {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/plumbline/plumbline/internal/bytesize"
 	"github.com/plumbline/plumbline/internal/geometry"
-	"github.com/plumbline/plumbline/internal/probe"
 	"github.com/plumbline/plumbline/internal/vocab"
 )
 
@@ -47,71 +46,93 @@ const (
 	MinSpoolMaxBytes = 1 * bytesize.MiB
 )
 
+// The probe engine's defaults and limits a schedule takes (the engine's
+// probe.DefaultOptions, probe.HeaderSize and probe.MinFreeAuto; a test
+// checks they agree). They are restated here so that the server, which
+// validates central policy with this package, does not link the agent's
+// O_DIRECT probe engine (issue 12).
+const (
+	// ProbeFileUnit is the probe file's header size: file_size is a
+	// multiple of it, at least twice it.
+	ProbeFileUnit = 1 << 20
+	// MinFreeAuto as MinFree: the byte floor is twice file_size.
+	MinFreeAuto MinFree = -1
+
+	defaultFileSize       = 1 * bytesize.GiB
+	defaultBlockSize      = 8 * bytesize.KiB
+	defaultQueueDepth     = 1
+	defaultSync           = vocab.SyncDsync
+	defaultMaxDuration    = 60 * time.Second
+	defaultIOPS           = 100.0
+	defaultBusyThreshold  = 70.0
+	defaultMinFreePercent = 10.0
+)
+
 // Server is where the agent reports.
 type Server struct {
 	// Address is host:port of the server's gRPC listener.
-	Address string    `yaml:"address"`
-	TLS     ClientTLS `yaml:"tls"`
+	Address string    `yaml:"address,omitempty"`
+	TLS     ClientTLS `yaml:"tls,omitempty"`
 	// Insecure sends in plaintext, without TLS: tests and dev only.
-	Insecure bool `yaml:"insecure"`
+	Insecure bool `yaml:"insecure,omitempty"`
 }
 
 // ClientTLS are the agent's mutual-TLS files (PEM).
 type ClientTLS struct {
-	CAFile   string `yaml:"ca_file"`   // the CA that signed the server's certificate
-	CertFile string `yaml:"cert_file"` // the agent's client certificate; its CN is the default agent_id
-	KeyFile  string `yaml:"key_file"`
+	CAFile   string `yaml:"ca_file,omitempty"`   // the CA that signed the server's certificate
+	CertFile string `yaml:"cert_file,omitempty"` // the agent's client certificate; its CN is the default agent_id
+	KeyFile  string `yaml:"key_file,omitempty"`
 	// ServerName overrides the name checked in the server's certificate
 	// (default: the host of server.address).
-	ServerName string `yaml:"server_name"`
+	ServerName string `yaml:"server_name,omitempty"`
 }
 
 // Spool is the agent's durable outbox.
 type Spool struct {
-	Dir      string        `yaml:"dir"`
-	MaxBytes bytesize.Size `yaml:"max_bytes"` // default 64MiB
+	Dir      string        `yaml:"dir,omitempty"`
+	MaxBytes bytesize.Size `yaml:"max_bytes,omitempty"` // default 64MiB
 }
 
 // Intervals are the agent's periods; the server's Hello answer overrides
 // them when it states its own.
 type Intervals struct {
-	GeometryRefresh time.Duration `yaml:"geometry_refresh"` // default 15m; also on mount-table change
-	Report          time.Duration `yaml:"report"`           // default 10s
+	GeometryRefresh time.Duration `yaml:"geometry_refresh,omitempty"` // default 15m; also on mount-table change
+	Report          time.Duration `yaml:"report,omitempty"`           // default 10s
 }
 
 // ProbeSchedule runs probes on every volume whose mount point matches.
 // The budget keys are the `agent probe` flags.
 type ProbeSchedule struct {
-	MountPoint    string         `yaml:"mount_point"` // glob of the volume's mount point (geometry.MatchMountPoint)
-	Dir           string         `yaml:"dir"`         // probe directory on that volume
-	Kinds         []probe.Kind   `yaml:"kinds"`       // default all three
-	Every         time.Duration  `yaml:"every"`       // default 3m
-	Ops           int            `yaml:"ops"`         // default 50
-	IOPS          *float64       `yaml:"iops"`        // 0: uncapped
-	MaxDuration   time.Duration  `yaml:"max_duration"`
-	FileSize      bytesize.Size  `yaml:"file_size"`
-	BlockSize     bytesize.Size  `yaml:"block_size"`
-	QueueDepth    int            `yaml:"queue_depth"`
-	Sync          probe.SyncMode `yaml:"sync"`
-	BusyThreshold *float64       `yaml:"busy_threshold"` // 0: guard off
-	Jitter        time.Duration  `yaml:"jitter"`         // random extra delay in [0, jitter) before each run
-	AllowCached   bool           `yaml:"allow_cached"`
+	MountPoint    string            `yaml:"mount_point,omitempty"` // glob of the volume's mount point (geometry.MatchMountPoint)
+	Dir           string            `yaml:"dir,omitempty"`         // probe directory on that volume
+	Kinds         []vocab.ProbeKind `yaml:"kinds,omitempty"`       // default all three
+	Every         time.Duration     `yaml:"every,omitempty"`       // default 3m
+	Ops           int               `yaml:"ops,omitempty"`         // default 50
+	IOPS          *float64          `yaml:"iops,omitempty"`        // 0: uncapped
+	MaxDuration   time.Duration     `yaml:"max_duration,omitempty"`
+	FileSize      bytesize.Size     `yaml:"file_size,omitempty"`
+	BlockSize     bytesize.Size     `yaml:"block_size,omitempty"`
+	QueueDepth    int               `yaml:"queue_depth,omitempty"`
+	Sync          vocab.SyncMode    `yaml:"sync,omitempty"`
+	BusyThreshold *float64          `yaml:"busy_threshold,omitempty"` // 0: guard off
+	Jitter        time.Duration     `yaml:"jitter,omitempty"`         // random extra delay in [0, jitter) before each run
+	AllowCached   bool              `yaml:"allow_cached,omitempty"`
 	// The free-space floor (probe.Options.FreeSpaceFloor): creating or
 	// growing the probe file must leave the larger of min_free_percent of
 	// the file system (default 10) and min_free (default auto: twice
 	// file_size) free.
-	MinFree        *MinFree `yaml:"min_free"`
-	MinFreePercent *float64 `yaml:"min_free_percent"`
+	MinFree        *MinFree `yaml:"min_free,omitempty"`
+	MinFreePercent *float64 `yaml:"min_free_percent,omitempty"`
 }
 
 // MinFree is the byte part of the free-space floor: a size, or "auto"
-// (probe.MinFreeAuto: twice the probe file). It is the YAML key min_free
+// (MinFreeAuto: twice the probe file). It is the YAML key min_free
 // and the flag --min-free.
 type MinFree int64
 
 // String is "auto" or the size.
 func (m MinFree) String() string {
-	if m == probe.MinFreeAuto {
+	if m == MinFreeAuto {
 		return "auto"
 	}
 	return bytesize.Size(m).String()
@@ -120,7 +141,7 @@ func (m MinFree) String() string {
 // Set implements flag.Value.
 func (m *MinFree) Set(v string) error {
 	if strings.TrimSpace(v) == "auto" {
-		*m = probe.MinFreeAuto
+		*m = MinFreeAuto
 		return nil
 	}
 	n, err := bytesize.Parse(v)
@@ -144,53 +165,55 @@ func (m MinFree) MarshalText() ([]byte, error) { return []byte(m.String()), nil 
 type Web struct {
 	// ListenAddress is host:port; empty: off. It must be a loopback address
 	// unless AllowNonLoopback is set.
-	ListenAddress    string `yaml:"listen_address"`
-	AllowNonLoopback bool   `yaml:"allow_non_loopback"`
+	ListenAddress    string `yaml:"listen_address,omitempty"`
+	AllowNonLoopback bool   `yaml:"allow_non_loopback,omitempty"`
 }
 
 // applyDefaults fills omitted keys of list entries (top-level defaults come
 // from Default()).
+// WithDefaults is a with the defaults of list entries (probes) filled in,
+// as Load fills them: for configuration built in code.
+func WithDefaults(a Agent) Agent {
+	a.Probes = slices.Clone(a.Probes)
+	a.applyDefaults()
+	return a
+}
+
 func (a *Agent) applyDefaults() {
-	d := probe.DefaultOptions()
 	for i := range a.Probes {
-		p := &a.Probes[i]
-		if len(p.Kinds) == 0 {
-			p.Kinds = probe.Kinds()
-		}
-		if p.Every == 0 {
-			p.Every = DefaultProbeEvery
-		}
-		if p.Ops == 0 {
-			p.Ops = DefaultProbeOps
-		}
-		if p.IOPS == nil {
-			p.IOPS = &d.IOPS
-		}
-		if p.MaxDuration == 0 {
-			p.MaxDuration = d.MaxDuration
-		}
-		if p.FileSize == 0 {
-			p.FileSize = bytesize.Size(d.FileSize)
-		}
-		if p.BlockSize == 0 {
-			p.BlockSize = bytesize.Size(d.BlockSize)
-		}
-		if p.QueueDepth == 0 {
-			p.QueueDepth = d.QueueDepth
-		}
-		if p.Sync == "" {
-			p.Sync = d.Sync
-		}
-		if p.BusyThreshold == nil {
-			p.BusyThreshold = &d.BusyThreshold
-		}
-		if p.MinFree == nil {
-			m := MinFree(d.MinFreeBytes)
-			p.MinFree = &m
-		}
-		if p.MinFreePercent == nil {
-			p.MinFreePercent = &d.MinFreePercent
-		}
+		a.Probes[i].applyDefaults()
+	}
+}
+
+// applyDefaults fills a schedule's omitted keys: the schedule defaults
+// (every, ops), else the probe engine's.
+func (p *ProbeSchedule) applyDefaults() {
+	if len(p.Kinds) == 0 {
+		p.Kinds = vocab.ProbeKinds()
+	}
+	setZero(&p.Every, DefaultProbeEvery)
+	setZero(&p.Ops, DefaultProbeOps)
+	setZero(&p.MaxDuration, defaultMaxDuration)
+	setZero(&p.FileSize, defaultFileSize)
+	setZero(&p.BlockSize, defaultBlockSize)
+	setZero(&p.QueueDepth, defaultQueueDepth)
+	setZero(&p.Sync, defaultSync)
+	setNil(&p.IOPS, defaultIOPS)
+	setNil(&p.BusyThreshold, defaultBusyThreshold)
+	setNil(&p.MinFree, MinFreeAuto)
+	setNil(&p.MinFreePercent, defaultMinFreePercent)
+}
+
+func setZero[T comparable](p *T, def T) {
+	var zero T
+	if *p == zero {
+		*p = def
+	}
+}
+
+func setNil[T any](p **T, def T) {
+	if *p == nil {
+		*p = &def
 	}
 }
 
@@ -198,6 +221,28 @@ func (a *Agent) applyDefaults() {
 func (a Agent) validateRun() []error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	a.validateEndpoints(add)
+	seen := map[string]bool{}
+	for i, p := range a.Probes {
+		p.validate(fmt.Sprintf("probes[%d]", i), seen, add)
+	}
+	for i, w := range a.MaintenanceWindows {
+		if err := w.Validate(); err != nil {
+			add("maintenance_windows[%d]: %w", i, err)
+		}
+	}
+	if err := CheckLabels(a.Labels); err != nil {
+		add("labels: %w", err)
+	}
+	return errs
+}
+
+// adder collects one validation error.
+type adder func(format string, args ...any)
+
+// validateEndpoints checks the identity, server, spool, intervals and web
+// keys.
+func (a Agent) validateEndpoints(add adder) {
 	if a.AgentID != "" && (len(a.AgentID) > 128 || strings.ContainsAny(a.AgentID, " \t\n/")) {
 		add("agent_id %q: want up to 128 characters without spaces or slashes", a.AgentID)
 	}
@@ -209,12 +254,7 @@ func (a Agent) validateRun() []error {
 	if a.Spool.MaxBytes < MinSpoolMaxBytes {
 		add("spool.max_bytes %s: want at least %s", a.Spool.MaxBytes, MinSpoolMaxBytes)
 	}
-	if a.Intervals.GeometryRefresh < time.Second {
-		add("intervals.geometry_refresh %s: want at least 1s", a.Intervals.GeometryRefresh)
-	}
-	if a.Intervals.Report < 100*time.Millisecond {
-		add("intervals.report %s: want at least 100ms", a.Intervals.Report)
-	}
+	a.Intervals.validate(add)
 	if s := a.Web.ListenAddress; s != "" {
 		host, _, err := net.SplitHostPort(s)
 		switch {
@@ -224,67 +264,82 @@ func (a Agent) validateRun() []error {
 			add("web.listen_address %q: not a loopback address (use 127.0.0.1, ::1 or localhost, or set web.allow_non_loopback)", s)
 		}
 	}
-	seen := map[string]bool{}
-	for i, p := range a.Probes {
-		w := fmt.Sprintf("probes[%d]", i)
-		if !geometry.ValidMountGlob(p.MountPoint) {
-			add("%s.mount_point %q: want an absolute path or glob (path.Match syntax; on Windows D:/ or C:/MountPoints/*)", w, p.MountPoint)
+}
+
+func (iv Intervals) validate(add adder) {
+	if iv.GeometryRefresh < time.Second {
+		add("intervals.geometry_refresh %s: want at least 1s", iv.GeometryRefresh)
+	}
+	if iv.Report < 100*time.Millisecond {
+		add("intervals.report %s: want at least 100ms", iv.Report)
+	}
+}
+
+// validate checks one schedule, named w in messages; seen holds the
+// (mount_point, kind) pairs of the schedules before it.
+func (p ProbeSchedule) validate(w string, seen map[string]bool, add adder) {
+	if !geometry.ValidMountGlob(p.MountPoint) {
+		add("%s.mount_point %q: want an absolute path or glob (path.Match syntax; on Windows D:/ or C:/MountPoints/*)", w, p.MountPoint)
+	}
+	if !path.IsAbs(p.Dir) && !isWindowsAbs(p.Dir) {
+		add("%s.dir %q: want an absolute path", w, p.Dir)
+	}
+	for j, k := range p.Kinds {
+		if _, ok := vocab.LookupProbeKind(k); !ok {
+			add("%s.kinds[%d] %q: want %s", w, j, k, orList(vocab.ProbeKindNames()))
 		}
-		if !path.IsAbs(p.Dir) && !isWindowsAbs(p.Dir) {
-			add("%s.dir %q: want an absolute path", w, p.Dir)
+		key := p.MountPoint + "\x00" + string(k)
+		if seen[key] {
+			add("%s.kinds[%d] %q: scheduled twice for mount_point %q", w, j, k, p.MountPoint)
 		}
-		for j, k := range p.Kinds {
-			if !slices.Contains(probe.Kinds(), k) {
-				add("%s.kinds[%d] %q: want %s", w, j, k, orList(vocab.ProbeKindNames()))
+		seen[key] = true
+	}
+	if p.Every < time.Second {
+		add("%s.every %s: want at least 1s", w, p.Every)
+	}
+	if p.Ops < 1 || p.Ops > vocab.MaxOps {
+		add("%s.ops %d: want 1 to %d", w, p.Ops, vocab.MaxOps)
+	}
+	if p.IOPS != nil && *p.IOPS < 0 {
+		add("%s.iops %g: want 0 (uncapped) or more", w, *p.IOPS)
+	}
+	if p.MaxDuration <= 0 || p.MaxDuration > p.Every {
+		add("%s.max_duration %s: want more than 0 and at most every (%s)", w, p.MaxDuration, p.Every)
+	}
+	p.validateSizes(w, add)
+	if !slices.Contains(vocab.SyncModes(), p.Sync) {
+		add("%s.sync %q: want %s", w, p.Sync, orList(vocab.SyncModeNames()))
+	}
+	if p.BusyThreshold != nil && (*p.BusyThreshold < 0 || *p.BusyThreshold > 100) {
+		add("%s.busy_threshold %g: want 0 (off) to 100 percent", w, *p.BusyThreshold)
+	}
+	if p.MinFreePercent != nil && (*p.MinFreePercent < 0 || *p.MinFreePercent >= 100) {
+		add("%s.min_free_percent %g: want 0 to less than 100", w, *p.MinFreePercent)
+	}
+	if p.Jitter < 0 || p.Jitter > p.Every {
+		add("%s.jitter %s: want 0 to every (%s)", w, p.Jitter, p.Every)
+	}
+}
+
+// validateSizes checks block_size (for every kind of the schedule),
+// file_size and queue_depth.
+func (p ProbeSchedule) validateSizes(w string, add adder) {
+	if bs := uint64(p.BlockSize); bs < vocab.MinBlockSize || bs > vocab.MaxBlockSize || bits.OnesCount64(bs) != 1 {
+		add("%s.block_size %s: want a power of two from 512B to 1MiB", w, p.BlockSize)
+	} else {
+		for _, k := range p.Kinds {
+			if spec, ok := vocab.LookupProbeKind(k); ok && bs > uint64(spec.MaxBlockSize) {
+				add("%s.block_size %s: %s wants %s to %s", w, p.BlockSize, k, bytesize.Size(vocab.MinBlockSize), bytesize.Size(spec.MaxBlockSize))
+				break
 			}
-			key := p.MountPoint + "\x00" + string(k)
-			if seen[key] {
-				add("%s.kinds[%d] %q: scheduled twice for mount_point %q", w, j, k, p.MountPoint)
-			}
-			seen[key] = true
-		}
-		if p.Every < time.Second {
-			add("%s.every %s: want at least 1s", w, p.Every)
-		}
-		if p.Ops < 1 || p.Ops > probe.MaxOps {
-			add("%s.ops %d: want 1 to %d", w, p.Ops, probe.MaxOps)
-		}
-		if p.IOPS != nil && *p.IOPS < 0 {
-			add("%s.iops %g: want 0 (uncapped) or more", w, *p.IOPS)
-		}
-		if p.MaxDuration <= 0 || p.MaxDuration > p.Every {
-			add("%s.max_duration %s: want more than 0 and at most every (%s)", w, p.MaxDuration, p.Every)
-		}
-		if bs := uint64(p.BlockSize); bs < probe.MinBlockSize || bs > probe.MaxBlockSize || bits.OnesCount64(bs) != 1 {
-			add("%s.block_size %s: want a power of two from 512B to 1MiB", w, p.BlockSize)
-		} else {
-			for _, k := range p.Kinds {
-				if spec, ok := vocab.LookupProbeKind(k); ok && bs > uint64(spec.MaxBlockSize) {
-					add("%s.block_size %s: %s wants %s to %s", w, p.BlockSize, k, bytesize.Size(vocab.MinBlockSize), bytesize.Size(spec.MaxBlockSize))
-					break
-				}
-			}
-		}
-		if fs := uint64(p.FileSize); fs%probe.HeaderSize != 0 || fs < 2*probe.HeaderSize || fs < probe.HeaderSize+uint64(p.BlockSize) {
-			add("%s.file_size %s: want a multiple of 1MiB, at least 2MiB", w, p.FileSize)
-		}
-		if p.QueueDepth < 1 || p.QueueDepth > vocab.MaxQueueDepth {
-			add("%s.queue_depth %d: want 1 to %d (log-write always runs at 1)", w, p.QueueDepth, vocab.MaxQueueDepth)
-		}
-		if !slices.Contains(vocab.SyncModes(), p.Sync) {
-			add("%s.sync %q: want %s", w, p.Sync, orList(vocab.SyncModeNames()))
-		}
-		if p.BusyThreshold != nil && (*p.BusyThreshold < 0 || *p.BusyThreshold > 100) {
-			add("%s.busy_threshold %g: want 0 (off) to 100 percent", w, *p.BusyThreshold)
-		}
-		if p.MinFreePercent != nil && (*p.MinFreePercent < 0 || *p.MinFreePercent >= 100) {
-			add("%s.min_free_percent %g: want 0 to less than 100", w, *p.MinFreePercent)
-		}
-		if p.Jitter < 0 || p.Jitter > p.Every {
-			add("%s.jitter %s: want 0 to every (%s)", w, p.Jitter, p.Every)
 		}
 	}
-	return errs
+	if fs := uint64(p.FileSize); fs%ProbeFileUnit != 0 || fs < 2*ProbeFileUnit || fs < ProbeFileUnit+uint64(p.BlockSize) {
+		add("%s.file_size %s: want a multiple of 1MiB, at least 2MiB", w, p.FileSize)
+	}
+	if p.QueueDepth < 1 || p.QueueDepth > vocab.MaxQueueDepth {
+		add("%s.queue_depth %d: want 1 to %d (log-write always runs at 1)", w, p.QueueDepth, vocab.MaxQueueDepth)
+	}
 }
 
 // ValidateRun checks what `agent run` needs on top of Validate: a server to
@@ -313,39 +368,6 @@ func (a Agent) ValidateRun() error {
 		errs = append(errs, fmt.Errorf("%w: %w", ErrInvalid, errors.Join(missing...)))
 	}
 	return errors.Join(errs...)
-}
-
-// ProbeOptions returns the probe engine's options for one kind of a
-// schedule. Dir is the schedule's; the start jitter is the scheduler's
-// business (it is not passed on, so that waiting holds no device lock).
-func (p ProbeSchedule) ProbeOptions(kind probe.Kind) probe.Options {
-	o := probe.DefaultOptions()
-	o.Dir = p.Dir
-	o.Kind = kind
-	o.Ops = p.Ops
-	if p.IOPS != nil {
-		o.IOPS = *p.IOPS
-	}
-	o.MaxDuration = p.MaxDuration
-	o.FileSize = int64(p.FileSize)
-	o.BlockSize = int(p.BlockSize)
-	o.QueueDepth = p.QueueDepth
-	o.Sync = p.Sync
-	if kind == probe.LogWrite {
-		o.QueueDepth = 1
-	}
-	if p.BusyThreshold != nil {
-		o.BusyThreshold = *p.BusyThreshold
-	}
-	o.AllowCached = p.AllowCached
-	if p.MinFree != nil {
-		o.MinFreeBytes = int64(*p.MinFree)
-	}
-	if p.MinFreePercent != nil {
-		o.MinFreePercent = *p.MinFreePercent
-	}
-	o.Jitter = 0
-	return o
 }
 
 func isLoopback(host string) bool {

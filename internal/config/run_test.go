@@ -10,6 +10,7 @@ import (
 
 	"github.com/plumbline/plumbline/internal/bytesize"
 	"github.com/plumbline/plumbline/internal/probe"
+	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 func TestLoadGoodRun(t *testing.T) {
@@ -27,29 +28,31 @@ func TestLoadGoodRun(t *testing.T) {
 	if len(a.Probes) != 2 {
 		t.Fatalf("probes = %d, want 2", len(a.Probes))
 	}
-	// Every key maps onto the probe engine's option of the same name.
-	got := a.Probes[0].ProbeOptions(probe.RandomWrite)
-	want := probe.DefaultOptions()
-	want.Dir, want.Kind, want.Jitter = "/var/lib/pgsql/.plumbline", probe.RandomWrite, 0
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("ProbeOptions (-want +got):\n%s", diff)
-	}
 	// The second schedule: omitted keys take the schedule defaults (every
 	// 3m, 50 ops: the same 1,000 ops an hour as the old hourly 1,000-op
 	// run, see DefaultProbeEvery) and otherwise the `agent probe` ones; an
 	// explicit 0 turns the IOPS cap and the busy guard off.
+	// (internal/agent's TestProbeOptions maps them onto the engine.)
 	p := a.Probes[1]
 	if p.Every != 3*time.Minute || p.Ops != 50 || p.BlockSize != 8*bytesize.KiB || p.FileSize != 64*bytesize.MiB {
 		t.Errorf("defaults not applied: %+v", p)
 	}
-	o := p.ProbeOptions(probe.LogWrite)
-	if o.IOPS != 0 || o.BusyThreshold != 0 || o.QueueDepth != 1 || o.Sync != probe.SyncDsync {
-		t.Errorf("ProbeOptions(log-write) = %+v, want iops 0, busy 0, qd 1, dsync", o)
+	if *p.IOPS != 0 || *p.BusyThreshold != 0 || p.Sync != vocab.SyncDsync || *p.MinFree != 128*MinFree(bytesize.MiB) || *p.MinFreePercent != 0 {
+		t.Errorf("probes[1] = %+v, want iops 0, busy 0, dsync, min_free 128MiB, 0%%", p)
 	}
-	// The free-space floor is the schedule's: a small log volume's probe
-	// can run with a floor of its own.
-	if o.MinFreeBytes != 128<<20 || o.MinFreePercent != 0 || o.FreeSpaceFloor(2<<30) != 128<<20 {
-		t.Errorf("ProbeOptions(log-write) floor = %d bytes, %g%%; want 128MiB, 0%%", o.MinFreeBytes, o.MinFreePercent)
+}
+
+// The defaults restated in run.go are the probe engine's.
+func TestDefaultsAreTheEngines(t *testing.T) {
+	d := probe.DefaultOptions()
+	var p ProbeSchedule
+	p.applyDefaults()
+	if ProbeFileUnit != probe.HeaderSize || int64(MinFreeAuto) != probe.MinFreeAuto || vocab.MaxOps != probe.MaxOps {
+		t.Errorf("ProbeFileUnit %d, MinFreeAuto %d: want probe.HeaderSize %d, probe.MinFreeAuto %d", ProbeFileUnit, MinFreeAuto, probe.HeaderSize, probe.MinFreeAuto)
+	}
+	if p.MaxDuration != d.MaxDuration || int64(p.FileSize) != d.FileSize || int(p.BlockSize) != d.BlockSize || p.QueueDepth != d.QueueDepth ||
+		p.Sync != d.Sync || *p.IOPS != d.IOPS || *p.BusyThreshold != d.BusyThreshold || int64(*p.MinFree) != d.MinFreeBytes || *p.MinFreePercent != d.MinFreePercent {
+		t.Errorf("schedule defaults %+v differ from probe.DefaultOptions() %+v", p, d)
 	}
 }
 
@@ -67,8 +70,8 @@ func TestRunDefaults(t *testing.T) {
 	if a.Probes[0].IOPS == nil || *a.Probes[0].IOPS != 100 || *a.Probes[0].BusyThreshold != 70 {
 		t.Errorf("default iops/busy_threshold not 100/70")
 	}
-	if o := a.Probes[0].ProbeOptions(probe.RandomRead); o.MinFreeBytes != probe.MinFreeAuto || o.MinFreePercent != 10 {
-		t.Errorf("default floor = %d bytes, %g%%; want auto, 10%%", o.MinFreeBytes, o.MinFreePercent)
+	if p := a.Probes[0]; *p.MinFree != MinFreeAuto || *p.MinFreePercent != 10 {
+		t.Errorf("default floor = %s, %g%%; want auto, 10%%", p.MinFree, *p.MinFreePercent)
 	}
 }
 
@@ -113,12 +116,13 @@ func TestDeployExampleLoads(t *testing.T) {
 	if err != nil {
 		t.Fatalf("LoadRun(deploy/examples/agent.yaml) = %v", err)
 	}
-	if len(a.Probes) != 2 || len(a.DeclaredDevices) != 1 || a.Server.Address == "" {
+	if len(a.Probes) != 2 || len(a.DeclaredDevices) != 1 || a.Server.Address == "" || len(a.MaintenanceWindows) != 1 || a.Labels["role"] == "" {
 		t.Errorf("example config lost keys: %+v", a)
 	}
-	// The small log volume's schedule runs under the default floor on a
-	// 2 GiB volume: its file is a small share of the free space.
-	if o := a.Probes[len(a.Probes)-1].ProbeOptions(probe.LogWrite); o.FileSize != 64<<20 || o.FreeSpaceFloor(2<<30) != 2<<30/10 {
-		t.Errorf("log volume schedule: file %d, floor on 2 GiB %d", o.FileSize, o.FreeSpaceFloor(2<<30))
+	// The small log volume's schedule runs under the default floor (10%,
+	// or twice the file: internal/agent's TestProbeOptions) on a 2 GiB
+	// volume: its file is a small share of the free space.
+	if p := a.Probes[len(a.Probes)-1]; p.FileSize != 64*bytesize.MiB || *p.MinFree != MinFreeAuto || *p.MinFreePercent != 10 {
+		t.Errorf("log volume schedule: file %s, floor %s, %g%%", p.FileSize, p.MinFree, *p.MinFreePercent)
 	}
 }

@@ -39,6 +39,8 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/plumbline/plumbline/internal/config"
+	"github.com/plumbline/plumbline/internal/policy"
 	"github.com/plumbline/plumbline/internal/store"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
@@ -89,6 +91,13 @@ type Options struct {
 	// budget applies.
 	MaxInflightBytes      int64
 	MaxAgentInflightBytes int64
+	// Policy is the central policy agents receive in Hello and through
+	// WatchPolicy; nil: none (Hello carries no policy; WatchPolicy waits
+	// and answers an empty one). What agents say of their policy is stored
+	// either way (PolicyReports). PolicyMaxWait caps a WatchPolicy call's
+	// wait (default 5m).
+	Policy        *policy.Source
+	PolicyMaxWait time.Duration
 	// Insecure: no TLS, the agent_id of each request is trusted.
 	Insecure bool
 	// PublicMethods are full method names a client without a certificate
@@ -134,6 +143,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.PolicyMaxWait <= 0 {
+		o.PolicyMaxWait = DefaultPolicyMaxWait
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -364,6 +376,9 @@ func (s *Service) Hello(ctx context.Context, req *plumblinev1.HelloRequest) (*pl
 			return nil, status.Errorf(codes.InvalidArgument, "%s: %v", f.name, err)
 		}
 	}
+	if err := config.CheckLabels(req.GetLabels()); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "labels: %v", err)
+	}
 	hostname := h.GetHostname()
 	if hostname == "" {
 		hostname = req.GetAgentId()
@@ -386,7 +401,12 @@ func (s *Service) Hello(ctx context.Context, req *plumblinev1.HelloRequest) (*pl
 	}
 	s.opts.Logger.Debug("hello", "agent", req.GetAgentId(), "incarnation", inc, "version", req.GetAgentVersion(), "high_water", st.HighWater)
 	digest, _ := hex.DecodeString(st.GeometryDigest) // written by the store from a checked digest
+	pol, _, err := s.agentPolicy(ctx, req.GetAgentId(), hostname, req.GetLabels(), nil, now)
+	if err != nil {
+		return nil, err
+	}
 	return &plumblinev1.HelloResponse{
+		Policy:                  pol,
 		GeometryRefreshInterval: durationpb.New(s.opts.GeometryRefreshInterval),
 		ReportInterval:          durationpb.New(s.opts.ReportInterval),
 		HighWaterSequence:       st.HighWater,

@@ -44,6 +44,7 @@ func seedProbe(t testing.TB, st *store.Store, id, mp string, seq uint64) {
 // TestOpenAPIContract sends real requests, good and bad, to the API on
 // both engines and validates every response against api/openapi.yaml.
 func TestOpenAPIContract(t *testing.T) {
+	t.Parallel()
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromData(api.OpenAPI)
 	if err != nil {
@@ -60,6 +61,7 @@ func TestOpenAPIContract(t *testing.T) {
 	openapi3filter.RegisterBodyDecoder("application/yaml", openapi3filter.FileBodyDecoder)
 	for _, e := range engines {
 		t.Run(e.Name, func(t *testing.T) {
+			t.Parallel()
 			st := openStore(t, e.DSN(t))
 			seedFleet(t, st, 4, 2)
 			// A re-format and a new partition: history entries.

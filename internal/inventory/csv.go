@@ -279,24 +279,44 @@ func (a *API) volumesCSV(w http.ResponseWriter, r *http.Request, q store.VolumeQ
 		c.flush()
 		return
 	}
-	var c *csvWriter
-	err := a.st.QueryVolumes(r.Context(), q, func(v *store.InventoryVolume) error {
-		if c == nil {
-			c = newCSV(w, "plumbline-volumes.csv", "", VolumeCSVColumns())
-		}
-		return c.volumeRow(v)
-	})
+	s := a.csvStream(w, r, "plumbline-volumes.csv", VolumeCSVColumns())
+	s.end(a.st.QueryVolumes(r.Context(), q, func(v *store.InventoryVolume) error { return s.writer().volumeRow(v) }))
+}
+
+// csvStream is an unpaged CSV answer: the header goes out with the first
+// row, so an error before it is still an error answer.
+type csvStream struct {
+	a      *API
+	w      http.ResponseWriter
+	r      *http.Request
+	name   string
+	header []string
+	c      *csvWriter
+}
+
+func (a *API) csvStream(w http.ResponseWriter, r *http.Request, name string, header []string) *csvStream {
+	return &csvStream{a: a, w: w, r: r, name: name, header: header}
+}
+
+// writer is the stream's CSV writer, the header written when first asked.
+func (s *csvStream) writer() *csvWriter {
+	if s.c == nil {
+		s.c = newCSV(s.w, s.name, "", s.header)
+	}
+	return s.c
+}
+
+// end finishes the stream after the query's err.
+func (s *csvStream) end(err error) {
 	switch {
-	case err != nil && c == nil:
-		a.fail(w, r, err)
+	case err != nil && s.c == nil:
+		s.a.fail(s.w, s.r, err)
 	case err != nil:
 		// The header is out: cut the connection so the client sees a
 		// truncated download rather than a short, complete-looking file.
-		a.opts.Logger.Error("inventory CSV", "err", err)
+		s.a.opts.Logger.Error("inventory CSV", "err", err)
 		panic(http.ErrAbortHandler)
-	case c == nil:
-		newCSV(w, "plumbline-volumes.csv", "", VolumeCSVColumns()).flush()
 	default:
-		c.flush()
+		s.writer().flush()
 	}
 }

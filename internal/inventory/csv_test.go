@@ -10,6 +10,7 @@ import (
 // TestCSVWriterMatchesEncodingCSV: the buffered writer quotes every text
 // cell as encoding/csv does (after the formula defusing of cell).
 func TestCSVWriterMatchesEncodingCSV(t *testing.T) {
+	t.Parallel()
 	cells := []string{"", "plain", "a,b", `say "hi"`, "line\nbreak", "cr\rx", " leading", "\tlead", "=SUM(A1)",
 		`=HYPERLINK("x"),db`, "+1", "-1.5", "-x", "@cmd", `\.`, "\u00a0nbsp", "ünï", "trailing ", "\r\n"}
 	rec := httptest.NewRecorder()

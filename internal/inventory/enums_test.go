@@ -16,6 +16,7 @@ import (
 // the server accepts (filterEnums, derived from vocab, align and baseline),
 // and the response schemas the verdicts and severities vocab defines.
 func TestOpenAPIEnums(t *testing.T) {
+	t.Parallel()
 	doc, err := openapi3.NewLoader().LoadFromData(api.OpenAPI)
 	if err != nil {
 		t.Fatal(err)

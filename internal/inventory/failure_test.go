@@ -12,6 +12,7 @@ import (
 // TestVolumeDetailShowsFailure: a probe run that never ran shows in the
 // volume's detail with its reason and the agent's message.
 func TestVolumeDetailShowsFailure(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, engines[0].DSN(t))
 	seedFleet(t, st, 1, 1)
 	_, err := st.AppendBatch(context.Background(), "agent00", []store.Record{{

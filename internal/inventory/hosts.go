@@ -48,62 +48,45 @@ func hostJSON(h *store.InventoryHost) Host {
 	return out
 }
 
-func (a *API) hosts(w http.ResponseWriter, r *http.Request) {
+// hostQuery reads the parameters of GET /api/v1/hosts: the query, the
+// format, the page size (0: all, CSV streamed) and the hash of the query.
+func hostQuery(r *http.Request) (q store.HostQuery, format string, limit int, hash uint64, err error) {
 	p, err := newParams(r, hostListParams)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return q, "", 0, 0, err
 	}
-	var q store.HostQuery
 	if q.Host, err = p.str("host"); err != nil {
-		a.fail(w, r, err)
-		return
+		return q, "", 0, 0, err
 	}
 	if _, q.Desc, err = p.sortParam([]string{"host"}, "host"); err != nil {
-		a.fail(w, r, err)
-		return
+		return q, "", 0, 0, err
 	}
-	format, err := p.format(r)
-	if err != nil {
-		a.fail(w, r, err)
-		return
+	if format, err = p.format(r); err != nil {
+		return q, "", 0, 0, err
 	}
-	limit, err := p.limit()
-	if err != nil {
-		a.fail(w, r, err)
-		return
+	if limit, err = p.limit(); err != nil {
+		return q, "", 0, 0, err
 	}
 	if format == "csv" && !p.has("limit") {
 		limit = 0
 	}
-	hash := queryHash("hosts", p)
-	if q.After, err = p.token(hash, "ss"); err != nil {
-		a.fail(w, r, err)
-		return
+	hash = queryHash("hosts", p)
+	q.After, err = p.token(hash, "ss")
+	return q, format, limit, hash, err
+}
+
+func (a *API) hosts(w http.ResponseWriter, r *http.Request) {
+	q, format, limit, hash, err := hostQuery(r)
+	if err == nil {
+		err = a.ready(r.Context())
 	}
-	if err := a.ready(r.Context()); err != nil {
+	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
 	if format == "csv" && limit == 0 {
-		var c *csvWriter
-		err := a.st.QueryHosts(r.Context(), q, func(h *store.InventoryHost) error {
-			if c == nil {
-				c = newCSV(w, "plumbline-hosts.csv", "", HostCSVColumns())
-			}
-			return c.row(hostRow(h))
-		})
-		switch {
-		case err != nil && c == nil:
-			a.fail(w, r, err)
-		case err != nil:
-			a.opts.Logger.Error("inventory CSV", "err", err)
-			panic(http.ErrAbortHandler)
-		case c == nil:
-			newCSV(w, "plumbline-hosts.csv", "", HostCSVColumns()).flush()
-		default:
-			c.flush()
-		}
+		s := a.csvStream(w, r, "plumbline-hosts.csv", HostCSVColumns())
+		s.end(a.st.QueryHosts(r.Context(), q, func(h *store.InventoryHost) error { return s.writer().row(hostRow(h)) }))
 		return
 	}
 	q.Limit = limit + 1
@@ -150,11 +133,7 @@ func hostRow(h *store.InventoryHost) []string {
 // host is GET /api/v1/hosts/{host}: the agent with that id, else the
 // (most recently seen) agent with that hostname, and its volumes.
 func (a *API) host(w http.ResponseWriter, r *http.Request) {
-	if _, err := newParams(r, nil); err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	if err := a.ready(r.Context()); err != nil {
+	if err := a.detail(r); err != nil {
 		a.fail(w, r, err)
 		return
 	}
@@ -164,7 +143,7 @@ func (a *API) host(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	vols := []map[string]any{}
-	q := store.VolumeQuery{VolumeFilter: store.VolumeFilter{AgentID: h.ID}, Sort: "mount_point", WithGeometry: true}
+	q := store.VolumeQuery{VolumeFilter: store.VolumeFilter{{Col: "agent_id", Op: store.OpEq, Value: h.ID}}, Sort: "mount_point", WithGeometry: true}
 	err = a.st.QueryVolumes(r.Context(), q, func(v *store.InventoryVolume) error {
 		obj, err := volumeItem(v)
 		if err != nil {

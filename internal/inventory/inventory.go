@@ -15,28 +15,13 @@
 // media, profile, raid_level, severity and baseline. api/openapi.yaml is
 // the contract; a test validates real responses against it.
 //
-// Queries run against the store's inventory tables (migrations 00003 and
-// 00004), which Run keeps in step with the volumes table
-// (store.SyncInventory) off the request path: incrementally every
-// SyncPeriod (only the hosts with a geometry record received since the
-// last sync, less a margin; one index probe when none was), and in full
-// every FullSyncInterval. A sync renders each changed volume's JSON once
-// (inventory_docs), so a page is a keyset query and a byte copy. A
-// request does no sync of its own beyond catching up the hosts whose
-// geometry arrived since the last sync (nothing at rest: one index probe),
-// except before this process's first sync has completed: it waits for it.
-//
-// Staleness bound: a geometry record stored before a request shows in it
-// (the request syncs the hosts of records newer than any sync covered:
-// one index probe when there are none); one whose transaction commits
-// late (after a sync read a newer one) shows within SyncPeriod plus a sync
-// (default 2 s + well under a second at rest). A summary agrees with the
-// pages read at the same moment: a cached one is served only while it is
-// at the store's generation, else the request computes it (see
-// summaryCache). A host rename
-// without a new snapshot shows within FullSyncInterval. Baseline states
-// (the evaluator's) are joined when a page is read, so pages show them at
-// once.
+// Queries run against the store's inventory tables, which the read model
+// (internal/projection) keeps in step with the volumes table; every
+// request first lets it catch up (projection.Ready: one index probe at
+// rest). A summary agrees with the pages read at the same moment: a
+// cached one is served only while it is at the store's generation, else
+// the request computes it (see summaryCache). Baseline states (the
+// evaluator's) are joined when a page is read, so pages show them at once.
 //
 // Errors are JSON: {"error": "...", "parameter": "...", "allowed": [...]};
 // a bad parameter is a 400 naming it, an unknown id a 404, and no user
@@ -44,7 +29,7 @@
 package inventory
 
 import (
-	"bytes"
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -56,17 +41,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/plumbline/plumbline/api"
-	"github.com/plumbline/plumbline/internal/render"
+	"github.com/plumbline/plumbline/internal/projection"
 	"github.com/plumbline/plumbline/internal/store"
-	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
 // Store is what the API reads.
 type Store interface {
-	SyncInventory(ctx context.Context, derive store.DeriveFunc, since time.Time) (store.SyncStats, error)
 	QueryVolumes(ctx context.Context, q store.VolumeQuery, fn func(*store.InventoryVolume) error) error
 	InventoryVolumeByID(ctx context.Context, id string) (*store.InventoryVolume, error)
 	SummarizeVolumes(ctx context.Context, f store.VolumeFilter, top int) (*store.InventorySummary, error)
@@ -75,16 +56,10 @@ type Store interface {
 	QueryHosts(ctx context.Context, q store.HostQuery, fn func(*store.InventoryHost) error) error
 	FindHost(ctx context.Context, key string) (*store.InventoryHost, error)
 	LatestProbes(ctx context.Context, agentID, mountPoint string) ([]store.ProbeResult, error)
-	HistoryMark(ctx context.Context, agentID string) (uint64, error)
-	GeometryRecordsAfter(ctx context.Context, agentID string, after uint64, limit int) ([]store.GeometryRecord, error)
-	HistoryStates(ctx context.Context, agentID string) (map[string]store.HistoryState, error)
-	PutHistory(ctx context.Context, agentID string, mark uint64, states map[string]store.HistoryState, changes []store.VolumeChange) error
-	VolumeChanges(ctx context.Context, agentID, mountPoint string) ([]store.VolumeChange, error)
 	// SchemaVersion doubles as the readiness probe: it needs a round trip
 	// to the database.
 	SchemaVersion(ctx context.Context) (int64, error)
 	InventoryGeneration(ctx context.Context) (uint64, error)
-	LastGeometryReceived(ctx context.Context) (time.Time, error)
 }
 
 var _ Store = (*store.Store)(nil)
@@ -106,16 +81,21 @@ type Options struct {
 	Logger      *slog.Logger
 	// ReadyTimeout bounds the /readyz store check (default 2s).
 	ReadyTimeout time.Duration
-	// SyncPeriod is how often Run syncs incrementally and brings the
-	// cached summaries to the new generation (default 2s).
+	// Projection is the read model the API reads from. When nil, New
+	// builds one over the store (projection.Store) with SyncPeriod,
+	// SyncMargin and FullSyncInterval, and Run runs its sync loop; when
+	// given, its owner runs projection.Run (the API's Run only refreshes
+	// the cached summaries).
+	Projection *projection.Projection
+	// SyncPeriod is how often the projection syncs incrementally and Run
+	// brings the cached summaries to the new generation (default 2s).
 	SyncPeriod time.Duration
 	// SummaryRefresh is the least time between two computations of a
 	// cached summary by Run (default 10s; see summaryCache).
 	SummaryRefresh time.Duration
-	// SyncMargin is how far before the start of the last sync an
-	// incremental sync looks for geometry records received (default 30s).
-	SyncMargin time.Duration
-	// FullSyncInterval is how often Run syncs every volume (default 5m).
+	// SyncMargin and FullSyncInterval configure the projection New
+	// builds (projection.Options).
+	SyncMargin       time.Duration
 	FullSyncInterval time.Duration
 }
 
@@ -124,12 +104,9 @@ type API struct {
 	st   Store
 	opts Options
 	mux  *http.ServeMux
-
-	syncMu  sync.Mutex // held while a sync runs
-	stateMu sync.Mutex // guards the fields below
-	synced  bool       // a full sync has completed
-	since   time.Time  // the next incremental sync's since
-	seen    time.Time  // the latest geometry receive time a sync has covered
+	// proj is the read model; ownProj: New built it, Run runs its loop.
+	proj    *projection.Projection
+	ownProj bool
 
 	summaries summaryCache
 	// sumIdx is the summary's in-memory index (see summaryIndex), nil
@@ -138,30 +115,32 @@ type API struct {
 	bufs   sync.Pool // *bytes.Buffer for page bodies
 }
 
+// ProjectionStore is what New needs of the store to build its own
+// projection (Options.Projection nil).
+type ProjectionStore interface {
+	Store
+	projection.Store
+}
+
 // New returns the API over st.
-func New(st Store, opts Options) *API {
+func New(st ProjectionStore, opts Options) *API {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.ReadyTimeout <= 0 {
-		opts.ReadyTimeout = 2 * time.Second
-	}
-	if opts.SyncPeriod <= 0 {
-		opts.SyncPeriod = 2 * time.Second
-	}
-	if opts.SummaryRefresh <= 0 {
-		opts.SummaryRefresh = 10 * time.Second
-	}
-	if opts.SyncMargin <= 0 {
-		opts.SyncMargin = 30 * time.Second
-	}
-	if opts.FullSyncInterval <= 0 {
-		opts.FullSyncInterval = 5 * time.Minute
-	}
+	// A duration not above 0 is the default.
+	opts.ReadyTimeout = cmp.Or(max(opts.ReadyTimeout, 0), 2*time.Second)
+	opts.SyncPeriod = cmp.Or(max(opts.SyncPeriod, 0), 2*time.Second)
+	opts.SummaryRefresh = cmp.Or(max(opts.SummaryRefresh, 0), 10*time.Second)
 	if opts.BearerToken != "" {
 		opts.Tokens = append(opts.Tokens, Token{Name: "default", Secret: opts.BearerToken})
 	}
-	a := &API{st: st, opts: opts, mux: http.NewServeMux()}
+	a := &API{st: st, opts: opts, mux: http.NewServeMux(), proj: opts.Projection}
+	if a.proj == nil {
+		a.proj = projection.New(st, projection.Options{Logger: opts.Logger, SyncPeriod: opts.SyncPeriod,
+			SyncMargin: opts.SyncMargin, FullSyncInterval: opts.FullSyncInterval,
+			AfterSync: func(ctx context.Context) error { return a.refreshSummaries(ctx, false) }})
+		a.ownProj = true
+	}
 	a.summaries.entries = map[string]*summaryEntry{}
 	a.mux.HandleFunc("/api/v1/volumes", a.auth(a.get(a.volumes)))
 	a.mux.HandleFunc("/api/v1/volumes/{id}", a.auth(a.get(a.volume)))
@@ -186,137 +165,43 @@ func New(st Store, opts Options) *API {
 // ServeHTTP implements http.Handler.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
 
-// Run keeps the inventory tables and the cached summaries up to date
-// until ctx is done: a full sync now (unless one has completed) and every
-// FullSyncInterval, an incremental one every SyncPeriod; after each, the
-// cached summaries are brought to the store's generation (see
-// summaryCache). Requests only catch up what arrived since (see ready).
+// Run keeps the cached summaries up to date until ctx is done: after each
+// sync of the projection when the API built it (Run runs its sync loop
+// then: projection.Run), else every SyncPeriod; the cached summaries are
+// brought to the store's generation (see summaryCache). Requests only
+// catch up what arrived since (projection.Ready).
 func (a *API) Run(ctx context.Context) {
-	a.stateMu.Lock()
-	synced := a.synced
-	a.stateMu.Unlock()
-	if !synced {
-		a.runSync(ctx, true)
+	if a.ownProj {
+		a.proj.Run(ctx)
+		return
 	}
-	full := time.NewTicker(a.opts.FullSyncInterval)
-	defer full.Stop()
-	incr := time.NewTicker(a.opts.SyncPeriod)
-	defer incr.Stop()
+	t := time.NewTicker(a.opts.SyncPeriod)
+	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-full.C:
-			a.runSync(ctx, true)
-		case <-incr.C:
-			a.runSync(ctx, false)
+		case <-t.C:
+			if err := a.refreshSummaries(ctx, false); err != nil && ctx.Err() == nil {
+				a.opts.Logger.Warn("inventory summaries", "err", err)
+			}
 		}
 	}
 }
 
-func (a *API) runSync(ctx context.Context, full bool) {
-	a.syncMu.Lock()
-	err := a.syncLocked(ctx, full)
-	if err == nil {
-		err = a.refreshSummaries(ctx, false)
-	}
-	a.syncMu.Unlock()
-	if err != nil && ctx.Err() == nil {
-		a.opts.Logger.Warn("inventory sync", "full", full, "err", err)
-	}
-}
-
-// Sync brings the inventory tables up to date — in full, or only for the
-// agents seen since the last sync (less a margin); the first sync is
-// always full — and then the cached summaries to the store's generation.
+// Sync brings the inventory tables up to date (projection.Sync) — in
+// full, or only for the agents seen since the last sync (less a margin);
+// the first sync is always full — and then the cached summaries to the
+// store's generation.
 func (a *API) Sync(ctx context.Context, full bool) error {
-	a.syncMu.Lock()
-	defer a.syncMu.Unlock()
-	if err := a.syncLocked(ctx, full); err != nil {
+	if err := a.proj.Sync(ctx, full); err != nil {
 		return err
 	}
 	return a.refreshSummaries(ctx, true)
 }
 
-func (a *API) syncLocked(ctx context.Context, full bool) error {
-	a.stateMu.Lock()
-	since := a.since
-	if full || !a.synced {
-		since = time.Time{}
-	}
-	a.stateMu.Unlock()
-	start := time.Now()
-	st, err := a.st.SyncInventory(ctx, derive, since)
-	if err != nil {
-		return err
-	}
-	took := time.Since(start)
-	if st.Updated+st.Removed+st.Failed > 0 {
-		a.opts.Logger.Debug("inventory sync", "full", since.IsZero(), "updated", st.Updated, "removed", st.Removed, "failed", st.Failed, "took", took)
-	}
-	a.stateMu.Lock()
-	defer a.stateMu.Unlock()
-	if since.IsZero() {
-		a.synced = true
-	}
-	// The next incremental sync compares the hosts with a geometry record
-	// received since this one began, less the margin: for transactions
-	// that were open while it read, and for replicas' clocks.
-	if next := start.Add(-a.opts.SyncMargin); next.After(a.since) {
-		a.since = next
-	}
-	if st.LastReceived.After(a.seen) {
-		a.seen = st.LastReceived
-	}
-	return nil
-}
-
-// ready runs before a query. Before this process's first sync has
-// completed it waits for it (tables a migration has just reset, or far
-// behind). Afterwards it costs one index probe: when a geometry record
-// newer than any a sync has covered has arrived (an agent reported since
-// the last sync), it syncs the hosts of those records alone — no margin,
-// so at rest nothing, and in a live fleet what arrived since the last
-// sync — so that a report is in the next page read. Run's syncs cover the
-// rest (late commits, renames) within SyncPeriod.
-func (a *API) ready(ctx context.Context) error {
-	a.stateMu.Lock()
-	synced, seen := a.synced, a.seen
-	a.stateMu.Unlock()
-	if !synced {
-		a.syncMu.Lock()
-		defer a.syncMu.Unlock()
-		a.stateMu.Lock()
-		synced = a.synced
-		a.stateMu.Unlock()
-		if synced {
-			return nil
-		}
-		return a.syncLocked(ctx, true)
-	}
-	last, err := a.st.LastGeometryReceived(ctx)
-	if err != nil || !last.After(seen) {
-		return err
-	}
-	a.syncMu.Lock()
-	defer a.syncMu.Unlock()
-	a.stateMu.Lock()
-	seen = a.seen
-	a.stateMu.Unlock()
-	if !last.After(seen) {
-		return nil // another request or Run caught up meanwhile
-	}
-	st, err := a.st.SyncInventory(ctx, derive, seen.Add(time.Nanosecond))
-	if err != nil {
-		return err
-	}
-	a.stateMu.Lock()
-	if st.LastReceived.After(a.seen) {
-		a.seen = st.LastReceived
-	}
-	a.stateMu.Unlock()
-	return nil
-}
+// ready runs before a query: projection.Ready.
+func (a *API) ready(ctx context.Context) error { return a.proj.Ready(ctx) }
 
 // get answers 405 (as JSON) to everything but GET and HEAD.
 func (a *API) get(h http.HandlerFunc) http.HandlerFunc {
@@ -388,33 +273,6 @@ func (a *API) openapi(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/yaml")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Write(api.OpenAPI)
-}
-
-// volumeJSON is the volume as `agent inspect --format json` prints it, plus
-// where it lives and which record set it.
-func volumeJSON(v store.Volume) (map[string]any, error) {
-	var pv plumblinev1.Volume
-	if err := proto.Unmarshal(v.Geometry, &pv); err != nil {
-		return nil, fmt.Errorf("volume %s:%s: stored geometry: %w", v.Hostname, v.MountPoint, err)
-	}
-	b, err := render.JSON(&pv)
-	if err != nil {
-		return nil, fmt.Errorf("volume %s:%s: %w", v.Hostname, v.MountPoint, err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber() // keep 64-bit integers exact
-	obj := map[string]any{}
-	if err := dec.Decode(&obj); err != nil {
-		return nil, fmt.Errorf("volume %s:%s: %w", v.Hostname, v.MountPoint, err)
-	}
-	obj["host"] = v.Hostname
-	obj["agent_id"] = v.AgentID
-	obj["mount_point"] = v.MountPoint
-	obj["sequence"] = v.Sequence
-	if !v.ObservedAt.IsZero() {
-		obj["observed_at"] = v.ObservedAt.UTC().Format(time.RFC3339Nano)
-	}
-	return obj, nil
 }
 
 // fail answers an error: a bad parameter is a 400 naming it, a missing

@@ -18,6 +18,7 @@ import (
 
 	"github.com/plumbline/plumbline/internal/ingest"
 	"github.com/plumbline/plumbline/internal/pgtest"
+	"github.com/plumbline/plumbline/internal/projection"
 	"github.com/plumbline/plumbline/internal/render"
 	"github.com/plumbline/plumbline/internal/store"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
@@ -104,8 +105,10 @@ func do(t *testing.T, req *http.Request) (int, map[string]any) {
 }
 
 func TestVolumesAndHosts(t *testing.T) {
+	t.Parallel()
 	for _, e := range engines {
 		t.Run(e.Name, func(t *testing.T) {
+			t.Parallel()
 			st, err := store.Open(context.Background(), e.DSN(t))
 			if err != nil {
 				t.Fatal(err)
@@ -193,6 +196,7 @@ func decode(t *testing.T, b []byte) map[string]any {
 }
 
 func TestEmptyListsAndErrors(t *testing.T) {
+	t.Parallel()
 	st, err := store.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "p.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -235,5 +239,35 @@ func TestEmptyListsAndErrors(t *testing.T) {
 	}
 	if code, _ := get(t, srv.URL+"/healthz"); code != http.StatusOK {
 		t.Errorf("GET /healthz with the store closed = %d, want 200", code)
+	}
+}
+
+// TestGivenProjection: an API over a projection its owner runs reads
+// from it — the first request waits for the projection's first sync, a
+// later snapshot shows after the request's catch-up — and the API's Run
+// then only refreshes summaries (it leaves syncing to the owner).
+func TestGivenProjection(t *testing.T) {
+	t.Parallel()
+	for _, e := range engines {
+		t.Run(e.Name, func(t *testing.T) {
+			t.Parallel()
+			st := openStore(t, e.DSN(t))
+			seedFleet(t, st, 2, 2)
+			p := projection.New(st, projection.Options{})
+			srv, _ := serveRunning(t, st, Options{Projection: p, SyncPeriod: 5 * time.Millisecond})
+			if n := len(list(t, srv.URL, "", 100)); n != 4 {
+				t.Fatalf("%d volumes, want 4", n)
+			}
+			if !p.Synced() {
+				t.Error("the given projection did not make the first sync")
+			}
+			report(t, st, "agent09", "db09.example", 1, fleetVolume(0, "/data0"))
+			if n := len(list(t, srv.URL, "", 100)); n != 5 {
+				t.Errorf("%d volumes after a new host, want 5", n)
+			}
+			if n := num64(summaryAt(t, srv.URL, "")["volumes"]); n != 5 {
+				t.Errorf("summary: %v volumes, want 5", n)
+			}
+		})
 	}
 }

@@ -12,8 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/plumbline/plumbline/internal/store"
 )
 
 // paramError is a bad query parameter: 400 with the parameter's name and,
@@ -35,15 +33,6 @@ const (
 	defaultLimit = 100
 	maxLimit     = 1000
 	maxParamLen  = 1024
-)
-
-// Parameters each list endpoint accepts.
-var (
-	volumeFilterParams = []string{"verdict", "host", "mount_point", "fs", "raid_level", "stripe_unit_bytes",
-		"data_offset_bytes", "media", "profile", "min_split_fraction", "io_size_bytes", "degraded", "rule", "severity"}
-	volumeListParams = append(slices.Clone(volumeFilterParams), "sort", "limit", "next_page_token", "format")
-	summaryParams    = append(slices.Clone(volumeFilterParams), "top")
-	hostListParams   = []string{"host", "sort", "limit", "next_page_token", "format"}
 )
 
 // params reads a request's query, refusing unknown and repeated parameters.
@@ -122,56 +111,6 @@ func (p *params) bool(name string) (*bool, error) {
 	}
 	b := v == "true"
 	return &b, nil
-}
-
-// volumeFilter reads the filter parameters shared by /volumes and /summary.
-func (p *params) volumeFilter() (store.VolumeFilter, error) {
-	var f store.VolumeFilter
-	var err error
-	set := func(dst *string, name string, allowed []string) {
-		if err != nil {
-			return
-		}
-		if allowed != nil {
-			*dst, err = p.enum(name, allowed)
-		} else {
-			*dst, err = p.str(name)
-		}
-	}
-	enums := filterEnums()
-	set(&f.Verdict, "verdict", enums["verdict"])
-	set(&f.Host, "host", nil)
-	set(&f.MountPoint, "mount_point", nil)
-	set(&f.FSType, "fs", nil)
-	set(&f.RAIDLevel, "raid_level", enums["raid_level"])
-	set(&f.Media, "media", enums["media"])
-	set(&f.Profile, "profile", nil)
-	set(&f.Rule, "rule", enums["rule"])
-	set(&f.Severity, "severity", enums["severity"])
-	if err != nil {
-		return f, err
-	}
-	if f.StripeUnitBytes, err = p.int64("stripe_unit_bytes", 0, math.MaxInt64); err != nil {
-		return f, err
-	}
-	if f.DataOffsetBytes, err = p.int64("data_offset_bytes", 0, math.MaxInt64); err != nil {
-		return f, err
-	}
-	if f.MinSplitFraction, err = p.float("min_split_fraction", 0, 1); err != nil {
-		return f, err
-	}
-	size, err := p.enum("io_size_bytes", enums["io_size_bytes"])
-	if err != nil {
-		return f, err
-	}
-	if size != "" && f.MinSplitFraction == nil {
-		return f, badParam("io_size_bytes", nil, "io_size_bytes goes with min_split_fraction")
-	}
-	f.SplitIOSize, _ = strconv.Atoi(size)
-	if f.Degraded, err = p.bool("degraded"); err != nil {
-		return f, err
-	}
-	return f, nil
 }
 
 // sortParam reads sort=field or sort=-field.
@@ -277,34 +216,27 @@ func (p *params) token(hash uint64, kinds string) ([]any, error) {
 	}
 	key := make([]any, len(kinds))
 	for i, k := range []byte(kinds) {
-		switch k {
+		var ok bool
+		switch n, isNum := t.Key[i].(json.Number); k {
 		case 's':
-			s, ok := t.Key[i].(string)
-			if !ok {
-				return nil, bad("not a token this server issued")
-			}
-			key[i] = s
+			key[i], ok = t.Key[i].(string)
 		case 'i':
-			n, ok := t.Key[i].(json.Number)
-			if !ok {
-				return nil, bad("not a token this server issued")
-			}
-			x, err := n.Int64()
-			if err != nil {
-				return nil, bad("not a token this server issued")
-			}
-			key[i] = x
+			key[i], ok = number(isNum, n.Int64)
 		case 'f':
-			n, ok := t.Key[i].(json.Number)
-			if !ok {
-				return nil, bad("not a token this server issued")
-			}
-			x, err := n.Float64()
-			if err != nil {
-				return nil, bad("not a token this server issued")
-			}
-			key[i] = x
+			key[i], ok = number(isNum, n.Float64)
+		}
+		if !ok {
+			return nil, bad("not a token this server issued")
 		}
 	}
 	return key, nil
+}
+
+// number is a keyset number read with conv; false when it is not one.
+func number[T int64 | float64](isNum bool, conv func() (T, error)) (any, bool) {
+	if !isNum {
+		return nil, false
+	}
+	x, err := conv()
+	return x, err == nil
 }

@@ -177,8 +177,10 @@ func splitOf(v map[string]any, size string) float64 {
 // TestFilters checks every filter alone and several combined against a
 // predicate over the unfiltered volumes' JSON, on both engines.
 func TestFilters(t *testing.T) {
+	t.Parallel()
 	for _, e := range engines {
 		t.Run(e.Name, func(t *testing.T) {
+			t.Parallel()
 			st := openStore(t, e.DSN(t))
 			seedFleet(t, st, 12, 3)
 			if err := st.PutBaselineStates(context.Background(), []store.BaselineState{
@@ -270,8 +272,10 @@ func TestFilters(t *testing.T) {
 // TestSort checks every sort field, both directions, paged: the keys are
 // in order and the pages add up to every volume once.
 func TestSort(t *testing.T) {
+	t.Parallel()
 	for _, e := range engines {
 		t.Run(e.Name, func(t *testing.T) {
+			t.Parallel()
 			st := openStore(t, e.DSN(t))
 			seedFleet(t, st, 7, 3)
 			srv := httptest.NewServer(New(st, Options{SyncPeriod: 0}))
@@ -348,8 +352,10 @@ func compareAny(a, b any) int {
 // new hosts, re-reports of every host. Every volume present throughout
 // appears exactly once; nothing appears twice.
 func TestPagingWhileReporting(t *testing.T) {
+	t.Parallel()
 	for _, e := range engines {
 		t.Run(e.Name, func(t *testing.T) {
+			t.Parallel()
 			st := openStore(t, e.DSN(t))
 			seedFleet(t, st, 20, 3)
 			// Syncs run as served: in the background, here every 10 ms, so
@@ -407,8 +413,10 @@ func TestPagingWhileReporting(t *testing.T) {
 // TestCSV checks columns, one row per volume, escaping of commas, quotes
 // and formula-like cells, and Accept: text/csv.
 func TestCSV(t *testing.T) {
+	t.Parallel()
 	for _, e := range engines {
 		t.Run(e.Name, func(t *testing.T) {
+			t.Parallel()
 			st := openStore(t, e.DSN(t))
 			seedFleet(t, st, 3, 2)
 			report(t, st, "evil", `=HYPERLINK("x"),db`, 1, fleetVolume(0, `/data,"quoted"`))
@@ -490,6 +498,7 @@ func TestCSV(t *testing.T) {
 // TestBadParameters: every bad parameter is a 400 naming it, with the
 // allowed values of an enumeration; never a 500.
 func TestBadParameters(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, "sqlite://"+t.TempDir()+"/p.db")
 	seedFleet(t, st, 2, 2)
 	srv := httptest.NewServer(New(st, Options{SyncPeriod: 0}))
@@ -559,8 +568,10 @@ func TestBadParameters(t *testing.T) {
 // TestAuth: with tokens configured every API path needs one of them;
 // health stays open.
 func TestAuth(t *testing.T) {
+	t.Parallel()
 	for _, e := range engines {
 		t.Run(e.Name, func(t *testing.T) {
+			t.Parallel()
 			st := openStore(t, e.DSN(t))
 			seedFleet(t, st, 1, 1)
 			srv := httptest.NewServer(New(st, Options{Tokens: []Token{{Name: "grafana", Secret: "t1"}, {Name: "cli", Secret: "t2"}}, SyncPeriod: 0}))

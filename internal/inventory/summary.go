@@ -69,29 +69,33 @@ const (
 	maxTop     = 100
 )
 
-func (a *API) summary(w http.ResponseWriter, r *http.Request) {
+// summaryQuery reads the parameters of GET /api/v1/summary.
+func summaryQuery(r *http.Request) (store.VolumeFilter, int, error) {
 	p, err := newParams(r, summaryParams)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return nil, 0, err
 	}
 	f, err := p.volumeFilter()
 	if err != nil {
+		return nil, 0, err
+	}
+	n, err := p.int64("top", 0, maxTop)
+	if err != nil || n == nil {
+		return f, defaultTop, err
+	}
+	return f, int(*n), nil
+}
+
+func (a *API) summary(w http.ResponseWriter, r *http.Request) {
+	f, top, err := summaryQuery(r)
+	if err == nil {
+		err = a.ready(r.Context())
+	}
+	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	top := int64(defaultTop)
-	if n, err := p.int64("top", 0, maxTop); err != nil {
-		a.fail(w, r, err)
-		return
-	} else if n != nil {
-		top = *n
-	}
-	if err := a.ready(r.Context()); err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	body, err := a.summaries.get(r.Context(), a, summaryKey(r), f, int(top))
+	body, err := a.summaries.get(r.Context(), a, summaryKey(r), f, top)
 	if err != nil {
 		a.fail(w, r, err)
 		return

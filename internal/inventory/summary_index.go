@@ -3,6 +3,7 @@ package inventory
 import (
 	"cmp"
 	"context"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -100,84 +101,6 @@ func buildSummaryIndex(ctx context.Context, st Store) (*summaryIndex, error) {
 	return ix, nil
 }
 
-// answers says whether the index can compute the summary of f: every
-// filter (kept as a switch for a filter added later).
-func (ix *summaryIndex) answers(f store.VolumeFilter) bool { return true }
-
-// globMatch says whether s matches glob as the store's filter does (a
-// LIKE pattern with * any run and ? one character, ASCII
-// case-insensitive; every other character literal).
-func globMatch(glob, s string) bool {
-	p, t := []rune(glob), []rune(s)
-	pi, ti := 0, 0
-	star, mark := -1, 0
-	for ti < len(t) {
-		switch {
-		case pi < len(p) && p[pi] == '*':
-			star, mark = pi, ti
-			pi++
-		case pi < len(p) && (p[pi] == '?' || foldASCII(p[pi]) == foldASCII(t[ti])):
-			pi++
-			ti++
-		case star >= 0:
-			pi = star + 1
-			mark++
-			ti = mark
-		default:
-			return false
-		}
-	}
-	for pi < len(p) && p[pi] == '*' {
-		pi++
-	}
-	return pi == len(p)
-}
-
-func foldASCII(r rune) rune {
-	if 'A' <= r && r <= 'Z' {
-		return r + 'a' - 'A'
-	}
-	return r
-}
-
-// strMatch is a filter on an interned string column: an exact value
-// (one index, or none when no volume has it) or a glob (each distinct
-// string tested once).
-type strMatch struct {
-	ix   *summaryIndex
-	glob string
-	eq   int32 // -1: any; -2: nothing; else the value's index
-	memo []int8
-}
-
-func (ix *summaryIndex) strMatch(pattern string) *strMatch {
-	m := &strMatch{ix: ix, eq: -1}
-	switch {
-	case pattern == "":
-	case store.IsGlob(pattern):
-		m.glob, m.memo = pattern, make([]int8, len(ix.strs))
-	default:
-		m.eq = -2
-		if i, ok := ix.dict[pattern]; ok {
-			m.eq = i
-		}
-	}
-	return m
-}
-
-func (m *strMatch) match(i int32) bool {
-	if m.memo == nil {
-		return m.eq == -1 || m.eq == i
-	}
-	if m.memo[i] == 0 {
-		m.memo[i] = 2
-		if globMatch(m.glob, m.ix.strs[i]) {
-			m.memo[i] = 1
-		}
-	}
-	return m.memo[i] == 1
-}
-
 // kbn is a Kahan-Babuska-Neumaier sum, as SQLite's SUM over REAL values.
 type kbn struct{ s, c float64 }
 
@@ -196,123 +119,111 @@ func (k kbn) sum() float64 { return k.s + k.c }
 // summarize computes the summary of f (answers(f) must hold), the top
 // offenders' ids in their order (their rows are read from the store).
 func (ix *summaryIndex) summarize(f store.VolumeFilter, top int) (*store.InventorySummary, []string) {
-	sum := &store.InventorySummary{ByVerdict: map[string]int64{}, ByProfile: map[string]int64{}, BySeverity: map[string]int64{}}
-	// An equality filter on a value no volume has matches nothing.
-	none := false
-	eq := func(s string) int32 {
-		if s == "" {
-			return -1
-		}
-		if i, ok := ix.dict[s]; ok {
-			return i
-		}
-		none = true
-		return -2
-	}
-	verdict, agent, fs, raid, media, profile := eq(f.Verdict), eq(f.AgentID), eq(f.FSType), eq(f.RAIDLevel), eq(f.Media), eq(f.Profile)
-	host, mount := ix.strMatch(f.Host), ix.strMatch(f.MountPoint)
-	none = none || host.eq == -2 || mount.eq == -2
-	var pairOK []bool
-	if f.Rule != "" || f.Severity != "" {
-		pairOK = make([]bool, len(ix.pairs))
-		for i, p := range ix.pairs {
-			pairOK[i] = (f.Rule == "" || ix.strs[p.rule] == f.Rule) && (f.Severity == "" || ix.strs[p.severity] == f.Severity)
-		}
-	}
-	// Per verdict × severity group, as the SQL sums: p8/p64 affected,
-	// sum, known.
-	type group struct {
-		verdict, severity   int32
-		n, a8, k8, a64, k64 int64
-		s8, s64             kbn
-	}
-	groups := map[[2]int32]*group{}
-	hosts := make([]bool, len(ix.strs))
-	ruleCounts := make([]int64, len(ix.pairs))
-	var offenders []int32 // the best top so far, in order
-	better := func(a, b int32) int {
-		x, y := &ix.vols[a], &ix.vols[b]
-		return cmp.Or(cmp.Compare(y.s8, x.s8), cmp.Compare(y.s64, x.s64), cmp.Compare(y.rank, x.rank), cmp.Compare(x.id, y.id))
-	}
-	for vi := range ix.vols {
-		if none {
-			break
-		}
-		v := &ix.vols[vi]
-		if (verdict >= 0 && v.verdict != verdict) || (agent >= 0 && v.agent != agent) || (fs >= 0 && v.fs != fs) ||
-			(raid >= 0 && v.raid != raid) || (media >= 0 && v.media != media) || (profile >= 0 && v.profile != profile) ||
-			!host.match(v.host) || !mount.match(v.mount) {
-			continue
-		}
-		if (f.StripeUnitBytes != nil && v.stripe != *f.StripeUnitBytes) || (f.DataOffsetBytes != nil && v.offset != *f.DataOffsetBytes) {
-			continue
-		}
-		if f.MinSplitFraction != nil {
-			s := v.s8
-			if f.SplitIOSize == 64<<10 {
-				s = v.s64
-			}
-			if !(s >= *f.MinSplitFraction) {
-				continue
-			}
-		}
-		if f.Degraded != nil && (v.baseline && v.degraded) != *f.Degraded {
-			continue
-		}
-		if pairOK != nil && !slices.ContainsFunc(v.pairs, func(p int32) bool { return pairOK[p] }) {
-			continue
-		}
-		g := groups[[2]int32{v.verdict, v.severity}]
-		if g == nil {
-			g = &group{verdict: v.verdict, severity: v.severity}
-			groups[[2]int32{v.verdict, v.severity}] = g
-		}
-		g.n++
-		sum.Volumes++
-		sum.ByProfile[ix.strs[v.profile]]++
-		hosts[v.agent] = true
-		if v.baseline {
-			sum.WithBaseline++
-			if v.degraded {
-				sum.Degraded++
-			}
-		}
-		for _, p := range v.pairs {
-			ruleCounts[p]++
-		}
-		if v.s8 > 0 {
-			g.a8++
-			g.s8.add(v.s8)
-		}
-		if v.s8 >= 0 {
-			g.k8++
-		}
-		if v.s64 > 0 {
-			g.a64++
-			g.s64.add(v.s64)
-		}
-		if v.s64 >= 0 {
-			g.k64++
-		}
-		if top > 0 && v.s8 > 0 && (len(offenders) < top || better(int32(vi), offenders[len(offenders)-1]) < 0) {
-			i, _ := slices.BinarySearchFunc(offenders, int32(vi), better)
-			offenders = slices.Insert(offenders, i, int32(vi))
-			if len(offenders) > top {
-				offenders = offenders[:top]
+	acc := newSummaryAcc(ix, top)
+	m, ok := ix.matcher(f)
+	if ok && !m.none {
+		for vi := range ix.vols {
+			if m.match(&ix.vols[vi]) {
+				acc.add(int32(vi))
 			}
 		}
 	}
-	for _, h := range hosts {
+	return acc.result()
+}
+
+// summaryAcc gathers a summary in one pass over the matching volumes.
+type summaryAcc struct {
+	ix  *summaryIndex
+	top int
+	sum *store.InventorySummary
+	// groups per verdict × severity, as the SQL sums them.
+	groups     map[[2]int32]*ixGroup
+	hosts      []bool
+	ruleCounts []int64
+	offenders  []int32 // the best top so far, in order
+}
+
+// ixGroup is one verdict × severity group: p8/p64 affected, sum, known.
+type ixGroup struct {
+	verdict, severity   int32
+	n, a8, k8, a64, k64 int64
+	s8, s64             kbn
+}
+
+func newSummaryAcc(ix *summaryIndex, top int) *summaryAcc {
+	return &summaryAcc{ix: ix, top: top,
+		sum:    &store.InventorySummary{ByVerdict: map[string]int64{}, ByProfile: map[string]int64{}, BySeverity: map[string]int64{}},
+		groups: map[[2]int32]*ixGroup{}, hosts: make([]bool, len(ix.strs)), ruleCounts: make([]int64, len(ix.pairs))}
+}
+
+// add counts volume vi.
+func (a *summaryAcc) add(vi int32) {
+	v := &a.ix.vols[vi]
+	key := [2]int32{v.verdict, v.severity}
+	g := a.groups[key]
+	if g == nil {
+		g = &ixGroup{verdict: v.verdict, severity: v.severity}
+		a.groups[key] = g
+	}
+	g.n++
+	a.sum.Volumes++
+	a.sum.ByProfile[a.ix.strs[v.profile]]++
+	a.hosts[v.agent] = true
+	if v.baseline {
+		a.sum.WithBaseline++
+		if v.degraded {
+			a.sum.Degraded++
+		}
+	}
+	for _, p := range v.pairs {
+		a.ruleCounts[p]++
+	}
+	g.a8, g.k8 = g.a8+affected(v.s8, &g.s8), g.k8+known(v.s8)
+	g.a64, g.k64 = g.a64+affected(v.s64, &g.s64), g.k64+known(v.s64)
+	if a.top > 0 && v.s8 > 0 && (len(a.offenders) < a.top || a.better(vi, a.offenders[len(a.offenders)-1]) < 0) {
+		i, _ := slices.BinarySearchFunc(a.offenders, vi, a.better)
+		a.offenders = slices.Insert(a.offenders, i, vi)
+		if len(a.offenders) > a.top {
+			a.offenders = a.offenders[:a.top]
+		}
+	}
+}
+
+// affected adds a split fraction above 0 to the sum and counts it.
+func affected(f float64, sum *kbn) int64 {
+	if f > 0 {
+		sum.add(f)
+		return 1
+	}
+	return 0
+}
+
+// known counts a known split fraction (unknown: -1).
+func known(f float64) int64 {
+	if f >= 0 {
+		return 1
+	}
+	return 0
+}
+
+// better orders the top offenders: the order of
+// inventory_volumes_offenders.
+func (a *summaryAcc) better(x, y int32) int {
+	v, w := &a.ix.vols[x], &a.ix.vols[y]
+	return cmp.Or(cmp.Compare(w.s8, v.s8), cmp.Compare(w.s64, v.s64), cmp.Compare(w.rank, v.rank), cmp.Compare(v.id, w.id))
+}
+
+// result is the summary, and the top offenders' ids in order.
+func (a *summaryAcc) result() (*store.InventorySummary, []string) {
+	ix, sum := a.ix, a.sum
+	for _, h := range a.hosts {
 		if h {
 			sum.Hosts++
 		}
 	}
-	gs := make([]*group, 0, len(groups))
-	for _, g := range groups {
-		gs = append(gs, g)
-	}
-	slices.SortFunc(gs, func(a, b *group) int {
-		return cmp.Or(cmp.Compare(ix.strs[a.verdict], ix.strs[b.verdict]), cmp.Compare(ix.strs[a.severity], ix.strs[b.severity]))
+	gs := slices.Collect(maps.Values(a.groups))
+	slices.SortFunc(gs, func(x, y *ixGroup) int {
+		return cmp.Or(cmp.Compare(ix.strs[x.verdict], ix.strs[y.verdict]), cmp.Compare(ix.strs[x.severity], ix.strs[y.severity]))
 	})
 	p8 := store.Penalty{IOSizeBytes: 8 << 10}
 	p64 := store.Penalty{IOSizeBytes: 64 << 10}
@@ -323,18 +234,17 @@ func (ix *summaryIndex) summarize(f store.VolumeFilter, top int) (*store.Invento
 		p64.Affected, p64.VolumeEquivalents, p64.Known = p64.Affected+g.a64, p64.VolumeEquivalents+g.s64.sum(), p64.Known+g.k64
 	}
 	sum.Penalties = []store.Penalty{p8, p64}
-	for i, n := range ruleCounts {
+	for i, n := range a.ruleCounts {
 		if n > 0 {
 			p := ix.pairs[i]
 			sum.ByRule = append(sum.ByRule, store.RuleCount{Rule: ix.strs[p.rule], Severity: ix.strs[p.severity], Volumes: n})
 		}
 	}
-	slices.SortFunc(sum.ByRule, func(a, b store.RuleCount) int {
-		return cmp.Or(cmp.Compare(a.Rule, b.Rule), cmp.Compare(a.Severity, b.Severity))
+	slices.SortFunc(sum.ByRule, func(x, y store.RuleCount) int {
+		return cmp.Or(cmp.Compare(x.Rule, y.Rule), cmp.Compare(x.Severity, y.Severity))
 	})
-	// Top offenders: the order of inventory_volumes_offenders.
 	var ids []string
-	for _, vi := range offenders {
+	for _, vi := range a.offenders {
 		ids = append(ids, ix.vols[vi].id)
 	}
 	return sum, ids

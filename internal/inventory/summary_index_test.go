@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"testing"
 	"time"
@@ -22,8 +24,10 @@ import (
 // mount point (exact and globs, mixed case, LIKE's own wildcards as
 // literals), agent, stripe unit, data offset and minimum split fraction.
 func TestSummaryIndexMatchesSQL(t *testing.T) {
+	t.Parallel()
 	for _, e := range engines {
 		t.Run(e.Name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			st := openStore(t, e.DSN(t))
 			seed := uint64(time.Now().UnixNano())
@@ -148,76 +152,89 @@ func TestSummaryIndexMatchesSQL(t *testing.T) {
 			}
 
 			dims := []string{"verdict", "severity", "profile", "raid", "media", "fs", "rule", "degraded"}
+			cols := map[string]store.Cond{"verdict": {Col: "verdict", Op: store.OpEq}, "severity": {Col: "severity", Op: store.OpFinding},
+				"profile": {Col: "profile", Op: store.OpEq}, "raid": {Col: "raid_level", Op: store.OpEq}, "media": {Col: "media", Op: store.OpEq},
+				"fs": {Col: "fs_type", Op: store.OpEq}, "rule": {Col: "rule", Op: store.OpFinding}}
 			for mask := range 1 << len(dims) {
 				f := store.VolumeFilter{}
 				for i, dim := range dims {
 					if mask&(1<<i) == 0 {
 						continue
 					}
-					switch dim {
-					case "verdict":
-						f.Verdict = pick(dim)
-					case "severity":
-						f.Severity = pick(dim)
-					case "profile":
-						f.Profile = pick(dim)
-					case "raid":
-						f.RAIDLevel = pick(dim)
-					case "media":
-						f.Media = pick(dim)
-					case "fs":
-						f.FSType = pick(dim)
-					case "rule":
-						f.Rule = pick(dim)
-					case "degraded":
-						d := rng.IntN(2) == 0
-						f.Degraded = &d
+					if dim == "degraded" {
+						f = append(f, store.Cond{Op: store.OpDegraded, Value: rng.IntN(2) == 0})
+						continue
 					}
+					c := cols[dim]
+					c.Value = pick(dim)
+					f = append(f, c)
 				}
 				check(f, []int{0, 1, 10, 100}[rng.IntN(4)])
 			}
 			// The other filters the index serves, in random combinations.
 			for range 400 {
 				f := store.VolumeFilter{}
+				add := func(col string, op store.Op, v any) { f = append(f, store.Cond{Col: col, Op: op, Value: v}) }
 				v := ix.vols[rng.IntN(len(ix.vols))]
+				var host, mount string
 				if rng.IntN(2) == 0 {
-					f.Host = ix.strs[v.host]
+					host = ix.strs[v.host]
 				}
 				if rng.IntN(3) == 0 {
-					f.AgentID = ix.strs[v.agent]
+					add("agent_id", store.OpEq, ix.strs[v.agent])
 				}
 				if rng.IntN(2) == 0 {
-					f.MountPoint = ix.strs[v.mount]
+					mount = ix.strs[v.mount]
 				}
 				if rng.IntN(3) == 0 {
-					f.Host = []string{"db1*", "DB1*", "db?3.*", "*.EXAMPLE", "*a*", "db_1*", "db%*", "*", "?*0.example", "d*b*e", "DB0?.Example"}[rng.IntN(11)]
+					host = []string{"db1*", "DB1*", "db?3.*", "*.EXAMPLE", "*a*", "db_1*", "db%*", "*", "?*0.example", "d*b*e", "DB0?.Example"}[rng.IntN(11)]
 				}
 				if rng.IntN(4) == 0 {
-					f.MountPoint = []string{"/DATA?", "/data*", "*1", "/old*", "/d?ta0", "*"}[rng.IntN(6)]
+					mount = []string{"/DATA?", "/data*", "*1", "/old*", "/d?ta0", "*"}[rng.IntN(6)]
+				}
+				if host != "" {
+					add("hostname", store.OpMatch, host)
+				}
+				if mount != "" {
+					add("mount_point", store.OpMatch, mount)
 				}
 				if rng.IntN(3) == 0 {
-					f.StripeUnitBytes = &v.stripe
+					add("stripe_unit_bytes", store.OpEq, v.stripe)
 				}
 				if rng.IntN(3) == 0 {
-					f.DataOffsetBytes = &v.offset
+					add("data_offset_bytes", store.OpEq, v.offset)
 				}
 				if rng.IntN(2) == 0 {
 					m := []float64{-1, 0, 0.01, 0.05, 0.1, 0.5, v.s8, v.s64}[rng.IntN(8)]
-					f.MinSplitFraction = &m
-					f.SplitIOSize = []int{0, 8 << 10, 64 << 10}[rng.IntN(3)]
+					add([]string{"split_fraction_8k", "split_fraction_8k", "split_fraction_64k"}[rng.IntN(3)], store.OpAtLeast, m)
 				}
 				if rng.IntN(3) == 0 {
-					f.Verdict = pick("verdict")
+					add("verdict", store.OpEq, pick("verdict"))
 				}
 				if rng.IntN(3) == 0 {
-					f.Rule, f.Severity = pick("rule"), pick("severity")
+					add("rule", store.OpFinding, pick("rule"))
+					add("severity", store.OpFinding, pick("severity"))
 				}
 				if rng.IntN(3) == 0 {
-					d := rng.IntN(2) == 0
-					f.Degraded = &d
+					f = append(f, store.Cond{Op: store.OpDegraded, Value: rng.IntN(2) == 0})
 				}
 				check(f, 1+rng.IntN(20))
 			}
 		})
 	}
+}
+
+// filterOf is the filter the API reads from a /summary query string
+// (volumeFilters).
+func filterOf(tb testing.TB, query string) store.VolumeFilter {
+	tb.Helper()
+	p, err := newParams(httptest.NewRequest(http.MethodGet, "/api/v1/summary?"+query, nil), summaryParams)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	f, err := p.volumeFilter()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return f
 }

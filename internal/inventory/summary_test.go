@@ -15,8 +15,10 @@ import (
 // by verdict, profile and rule, the penalty sums, the top offenders'
 // order, degraded counts, and that filters apply.
 func TestSummary(t *testing.T) {
+	t.Parallel()
 	for _, e := range engines {
 		t.Run(e.Name, func(t *testing.T) {
+			t.Parallel()
 			st := openStore(t, e.DSN(t))
 			seedFleet(t, st, 10, 3)
 			if err := st.PutBaselineStates(context.Background(), []store.BaselineState{
@@ -113,21 +115,16 @@ func TestSummary(t *testing.T) {
 // and a recomputation — with Run in the background as served; and at
 // once after an explicit Sync.
 func TestSummaryFollowsChanges(t *testing.T) {
+	t.Parallel()
 	for _, e := range engines {
 		t.Run(e.Name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			st := openStore(t, e.DSN(t))
 			seedFleet(t, st, 4, 3)
 			const period = 50 * time.Millisecond
 			srv, api := serveRunning(t, st, Options{SyncPeriod: period, SummaryRefresh: period})
-			summary := func(query string) map[string]any {
-				t.Helper()
-				code, body := get(t, srv.URL+"/api/v1/summary?"+query)
-				if code != 200 {
-					t.Fatalf("summary?%s: %d %v", query, code, body)
-				}
-				return body
-			}
+			summary := func(query string) map[string]any { return summaryAt(t, srv.URL, query) }
 			// Warm both entries of the cache.
 			if n := num64(summary("")["volumes"]); n != 12 {
 				t.Fatalf("summary volumes = %v, want 12", n)
@@ -194,20 +191,15 @@ func TestSummaryFollowsChanges(t *testing.T) {
 // the volumes read at the same moment: the request brings a cached entry
 // behind the store's generation up to date instead of serving it.
 func TestSummaryConsistentWithVolumes(t *testing.T) {
+	t.Parallel()
 	for _, e := range engines {
 		t.Run(e.Name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			st := openStore(t, e.DSN(t))
 			seedFleet(t, st, 4, 3)
 			srv, _ := serveRunning(t, st, Options{SyncPeriod: 2 * time.Second, SummaryRefresh: 10 * time.Second})
-			summary := func(query string) map[string]any {
-				t.Helper()
-				code, body := get(t, srv.URL+"/api/v1/summary?"+query)
-				if code != 200 {
-					t.Fatalf("summary?%s: %d %v", query, code, body)
-				}
-				return body
-			}
+			summary := func(query string) map[string]any { return summaryAt(t, srv.URL, query) }
 			agree := func(what string) {
 				t.Helper()
 				for _, filter := range []string{"", "host=db0*", "verdict=misaligned"} {
@@ -237,4 +229,14 @@ func TestSummaryConsistentWithVolumes(t *testing.T) {
 			agree("right after a baseline state")
 		})
 	}
+}
+
+// summaryAt is GET /api/v1/summary?query of the server at base.
+func summaryAt(t *testing.T, base, query string) map[string]any {
+	t.Helper()
+	code, body := get(t, base+"/api/v1/summary?"+query)
+	if code != 200 {
+		t.Fatalf("summary?%s: %d %v", query, code, body)
+	}
+	return body
 }

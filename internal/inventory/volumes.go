@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plumbline/plumbline/internal/histogram"
+	"github.com/plumbline/plumbline/internal/projection"
 	"github.com/plumbline/plumbline/internal/store"
 	"github.com/plumbline/plumbline/internal/wire"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
@@ -70,11 +71,10 @@ func (a *API) page(r *http.Request, q store.VolumeQuery, hash uint64) ([]*store.
 
 func (a *API) volumes(w http.ResponseWriter, r *http.Request) {
 	q, format, hash, err := volumeQuery(r)
-	if err != nil {
-		a.fail(w, r, err)
-		return
+	if err == nil {
+		err = a.ready(r.Context())
 	}
-	if err := a.ready(r.Context()); err != nil {
+	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
@@ -164,35 +164,15 @@ func (a *API) writeVolume(ctx context.Context, buf *bytes.Buffer, v *store.Inven
 	return nil
 }
 
-// volumeDoc renders the document of a volume that inventory_docs keeps:
-// the volume's item without the baseline (added when a page is read), as
-// compact JSON.
-func volumeDoc(v store.Volume, iv *store.InventoryVolume) ([]byte, error) {
-	obj, err := volumeJSON(v)
-	if err != nil {
-		return nil, err
-	}
-	obj["id"] = store.VolumeID(v.AgentID, v.MountPoint)
-	obj["media"] = iv.Media
-	obj["profile"] = iv.Profile
-	obj["raid_level"] = iv.RAIDLevel
-	obj["severity"] = iv.Severity
-	return json.Marshal(obj)
-}
-
 // volumeItem is a volume of the API: the inspect shape plus where it
 // lives, its id and the derived columns.
 func volumeItem(v *store.InventoryVolume) (map[string]any, error) {
-	obj, err := volumeJSON(store.Volume{AgentID: v.AgentID, Hostname: v.Hostname, MountPoint: v.MountPoint,
+	obj, err := projection.VolumeJSON(store.Volume{AgentID: v.AgentID, Hostname: v.Hostname, MountPoint: v.MountPoint,
 		Geometry: v.Geometry, Sequence: v.Sequence, ObservedAt: v.ObservedAt})
 	if err != nil {
 		return nil, err
 	}
-	obj["id"] = v.ID
-	obj["media"] = v.Media
-	obj["profile"] = v.Profile
-	obj["raid_level"] = v.RAIDLevel
-	obj["severity"] = v.Severity
+	projection.AddDerived(obj, v)
 	obj["baseline"] = baselineJSON(v.Baseline)
 	return obj, nil
 }
@@ -212,12 +192,17 @@ func baselineJSON(b *store.BaselineState) *Baseline {
 	return &Baseline{State: b.State, Degraded: b.Degraded, Reason: b.Reason, UpdatedAt: b.UpdatedAt}
 }
 
-func (a *API) volume(w http.ResponseWriter, r *http.Request) {
+// detail checks a request for one volume or host (no parameters) and
+// lets the projection catch up.
+func (a *API) detail(r *http.Request) error {
 	if _, err := newParams(r, nil); err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
-	if err := a.ready(r.Context()); err != nil {
+	return a.ready(r.Context())
+}
+
+func (a *API) volume(w http.ResponseWriter, r *http.Request) {
+	if err := a.detail(r); err != nil {
 		a.fail(w, r, err)
 		return
 	}
@@ -242,7 +227,7 @@ func (a *API) volume(w http.ResponseWriter, r *http.Request) {
 		ps = append(ps, probeSummary(p))
 	}
 	obj["probes"] = ps
-	hist, err := a.history(ctx, v.AgentID, v.MountPoint)
+	hist, err := a.proj.History(ctx, v.AgentID, v.MountPoint)
 	if err != nil {
 		a.fail(w, r, err)
 		return

@@ -1,20 +1,25 @@
 package server
 
 import (
+	"bytes"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
+	"go.yaml.in/yaml/v3"
+
+	"github.com/plumbline/plumbline/internal/bytesize"
+	"github.com/plumbline/plumbline/internal/config"
 	"github.com/plumbline/plumbline/internal/devca"
 	"github.com/plumbline/plumbline/internal/ingest"
-	"github.com/plumbline/plumbline/internal/server/config"
+	srvconfig "github.com/plumbline/plumbline/internal/server/config"
+	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 // Dev mode lays out DIR (--data-dir) like this:
@@ -91,7 +96,7 @@ func DevAgentID() string {
 // prepareDev creates (or reuses) the CA and the certificates, and the
 // directories, and points cfg's TLS settings at them. It returns the
 // layout; writeDevAgentConfig writes agent.yaml once the address is known.
-func prepareDev(cfg *config.Config) (devLayout, error) {
+func prepareDev(cfg *srvconfig.Config) (devLayout, error) {
 	l, err := newDevLayout(cfg.DataDir)
 	if err != nil {
 		return l, err
@@ -125,7 +130,7 @@ func prepareDev(cfg *config.Config) (devLayout, error) {
 	if err := devca.WriteFileAtomic(l.agentCA, ca.CertPEM, 0o644); err != nil {
 		return l, fmt.Errorf("dev: %w", err)
 	}
-	cfg.GRPC.TLS = config.TLSConfig{CertFile: l.serverCert, KeyFile: l.serverKey, ClientCAFile: ca.CertPath()}
+	cfg.GRPC.TLS = srvconfig.TLSConfig{CertFile: l.serverCert, KeyFile: l.serverKey, ClientCAFile: ca.CertPath()}
 	return l, nil
 }
 
@@ -194,46 +199,54 @@ const devAgentLocalExample = `# Your keys for the dev agent. 'server --dev' wrot
 # declared_devices:
 #   - device: /dev/sdb
 #     raid: {level: raid10, stripe_unit: 64KiB, disks: 4}
+#
+# Labels the server's central policy selects this host by, and maintenance
+# windows in which no probe runs:
+# labels: {role: postgres}
+# maintenance_windows:
+#   - {name: nightly, schedule: "0 2 * * *", duration: 1h, time_zone: UTC}
 `
 
+// devAgentHeader heads DIR/dev/agent.yaml.
+const devAgentHeader = `# Written by 'server --dev' at every start; edits are overwritten.
+# Put your own keys (declared_devices, probes, labels, maintenance_windows,
+# ...) in agent.local.yaml: it is never rewritten, and its keys replace
+# these. Run an agent with it:  agent run --config %s
+# agent_id is optional (default: the certificate's name); web is the
+# agent's /healthz and /metrics (a free port; empty: off); allow_cached is
+# for dev only (tmpfs/overlay data directories).
+`
+
+// devAgentConfig is the dev agent's configuration: this server, the dev
+// certificates, and probes of the probe directory's volume.
+func devAgentConfig(l devLayout, grpcAddr, webAddr string, insecure bool) config.Agent {
+	iops := 50.0
+	return config.Agent{
+		AgentID: DevAgentID(),
+		Server: config.Server{Address: grpcAddr, Insecure: insecure,
+			TLS: config.ClientTLS{CAFile: l.agentCA, CertFile: l.agentCert, KeyFile: l.agentK, ServerName: "localhost"}},
+		Spool:     config.Spool{Dir: l.spoolDir, MaxBytes: config.DefaultSpoolMaxBytes},
+		Intervals: config.Intervals{GeometryRefresh: config.DefaultGeometryRefresh, Report: config.DefaultReportInterval},
+		Probes: []config.ProbeSchedule{{
+			MountPoint: globQuote(mountPointOf(l.probeDir)), Dir: l.probeDir, Kinds: vocab.ProbeKinds(),
+			Every: 5 * time.Minute, Ops: 200, IOPS: &iops, MaxDuration: 30 * time.Second, FileSize: 64 * bytesize.MiB, AllowCached: true,
+		}},
+		Web:           config.Web{ListenAddress: webAddr},
+		OverrideFiles: []string{filepath.Base(l.agentLocalYAML)},
+	}
+}
+
 // writeDevAgentConfig writes DIR/dev/agent.yaml for an agent on this host,
-// and DIR/dev/agent.local.yaml when it does not exist.
+// marshalled from the agent's configuration type, and
+// DIR/dev/agent.local.yaml when it does not exist.
 func writeDevAgentConfig(l devLayout, grpcAddr, webAddr string, insecure bool) error {
-	mp := mountPointOf(l.probeDir)
-	text := fmt.Sprintf(`# Written by 'server --dev' at every start; edits are overwritten.
-# Put your own keys (declared_devices, probes, ...) in agent.local.yaml:
-# it is never rewritten, and its keys replace these.
-# Run an agent with it:  agent run --config %[1]s
-agent_id: %[2]s              # optional; defaults to the certificate CN
-server:
-  address: %[3]s
-  tls:
-    ca_file: %[4]s
-    cert_file: %[5]s
-    key_file: %[6]s
-    server_name: localhost        # optional
-  insecure: %[7]t
-spool:
-  dir: %[8]s
-  max_bytes: 64MiB
-intervals:
-  geometry_refresh: 15m
-  report: 10s
-probes:
-  - mount_point: %[9]s                # path.Match glob of the volume's mount point
-    dir: %[10]s            # the probe directory on that volume
-    kinds: [random-read, random-write, log-write]
-    every: 5m
-    ops: 200
-    iops: 50
-    max_duration: 30s
-    file_size: 64MiB
-    allow_cached: true            # dev only: tmpfs/overlay data dirs
-web:
-  listen_address: %[11]s  # agent /healthz and /metrics (a free port); empty = off
-override_files: [agent.local.yaml]
-`, yamlScalar(l.agentYAML), yamlScalar(DevAgentID()), yamlScalar(grpcAddr), yamlScalar(l.agentCA), yamlScalar(l.agentCert),
-		yamlScalar(l.agentK), insecure, yamlScalar(l.spoolDir), yamlScalar(globQuote(mp)), yamlScalar(l.probeDir), yamlScalar(webAddr))
+	var b bytes.Buffer
+	fmt.Fprintf(&b, devAgentHeader, l.agentYAML)
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(devAgentConfig(l, grpcAddr, webAddr, insecure)); err != nil {
+		return err
+	}
 	if _, err := os.Lstat(l.agentLocalYAML); errors.Is(err, os.ErrNotExist) {
 		if err := devca.WriteFileAtomic(l.agentLocalYAML, []byte(devAgentLocalExample), 0o600); err != nil {
 			return err
@@ -241,27 +254,7 @@ override_files: [agent.local.yaml]
 	} else if err != nil {
 		return err
 	}
-	return devca.WriteFileAtomic(l.agentYAML, []byte(text), 0o600)
-}
-
-var plainYAML = regexp.MustCompile(`^[A-Za-z0-9_./][A-Za-z0-9_./:@-]*$`)
-
-// yamlScalar is s as a YAML scalar: plain when that reads back as the same
-// string, double-quoted (JSON syntax, which YAML accepts) otherwise.
-func yamlScalar(s string) string {
-	if plainYAML.MatchString(s) && !strings.HasSuffix(s, ":") && !isYAMLKeyword(s) {
-		return s
-	}
-	b, _ := json.Marshal(s)
-	return string(b)
-}
-
-func isYAMLKeyword(s string) bool {
-	switch strings.ToLower(s) {
-	case "true", "false", "yes", "no", "on", "off", "null", "~", "y", "n":
-		return true
-	}
-	return false
+	return devca.WriteFileAtomic(l.agentYAML, b.Bytes(), 0o600)
 }
 
 // globQuote escapes path.Match metacharacters so that a mount point

@@ -23,6 +23,7 @@ import (
 	"github.com/plumbline/plumbline/internal/exporter"
 	"github.com/plumbline/plumbline/internal/ingest"
 	"github.com/plumbline/plumbline/internal/inventory"
+	"github.com/plumbline/plumbline/internal/policy"
 	"github.com/plumbline/plumbline/internal/server/config"
 	"github.com/plumbline/plumbline/internal/store"
 )
@@ -96,13 +97,14 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	svc := ingest.New(st, enr.ingestOptions(ingestOptions(cfg, logger)))
+	pol := policy.NewSource(cfg.Policies)
+	svc := ingest.New(st, enr.ingestOptions(ingestOptions(cfg, logger, pol)))
 	gs, hs, err := ingest.NewGRPCServer(svc, tlsConf)
 	if err != nil {
 		return err
 	}
 	enr.register(gs)
-	api, eval, hsrv, err := webServer(st, cfg, tokens, logger)
+	api, eval, hsrv, err := webServer(st, cfg, tokens, policy.Handler(pol, svc.PolicyReports), logger)
 	if err != nil {
 		return err
 	}
@@ -139,6 +141,7 @@ func (s *Server) Run(ctx context.Context) error {
 	defer func() { stopBG(); loops.Wait() }()
 	loops.Go(func() error { eval.Run(bg); return nil })
 	loops.Go(func() error { api.Run(bg); return nil }) // the inventory's full sync (requests sync incrementally)
+	loops.Go(func() error { watchPolicies(bg, cfg, pol, logger); return nil })
 
 	// The listeners: the first to fail stops the others.
 	g, gctx := errgroup.WithContext(ctx)
@@ -196,9 +199,10 @@ func prepare(cfg *config.Config, logger *slog.Logger) (devLayout, []inventory.To
 	return dev, tokens, tlsConf, err
 }
 
-// webServer is the HTTP side: the inventory API and /metrics (the
-// exporter, fed by the evaluator's status), and the loops they need run.
-func webServer(st *store.Store, cfg config.Config, tokens []inventory.Token, logger *slog.Logger) (*inventory.API, *evaluator.Evaluator, *http.Server, error) {
+// webServer is the HTTP side: the inventory API, the policy API and
+// /metrics (the exporter, fed by the evaluator's status), and the loops
+// they need run.
+func webServer(st *store.Store, cfg config.Config, tokens []inventory.Token, policyAPI http.Handler, logger *slog.Logger) (*inventory.API, *evaluator.Evaluator, *http.Server, error) {
 	api := inventory.New(st, inventory.Options{Tokens: tokens, Logger: logger.With("component", "inventory")})
 	eval, err := evaluator.New(st, evaluator.Options{Interval: cfg.BaselineInterval, Logger: logger.With("component", "evaluator")})
 	if err != nil {
@@ -210,8 +214,18 @@ func webServer(st *store.Store, cfg config.Config, tokens []inventory.Token, log
 	}
 	web := http.NewServeMux()
 	web.Handle("GET /metrics", metrics)
+	web.Handle("GET /api/v1/hosts/{host}/policy", inventory.RequireToken(tokens, policyAPI))
+	web.Handle("GET /api/v1/policies", inventory.RequireToken(tokens, policyAPI))
 	web.Handle("/", api)
 	return api, eval, &http.Server{Handler: web, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}, nil
+}
+
+// watchPolicies re-reads the configuration file's policies until ctx
+// ends (no file: nothing to re-read).
+func watchPolicies(ctx context.Context, cfg config.Config, pol *policy.Source, logger *slog.Logger) {
+	if cfg.File != "" {
+		pol.WatchFile(ctx, cfg.File, cfg.PolicyReloadInterval, config.LoadPolicies, logger)
+	}
 }
 
 // grpcTLS is the gRPC listener's mutual TLS configuration; nil (and a
@@ -224,9 +238,11 @@ func grpcTLS(cfg config.Config, logger *slog.Logger) (*tls.Config, error) {
 	return ingest.ServerTLSConfig(cfg.GRPC.TLS.CertFile, cfg.GRPC.TLS.KeyFile, cfg.GRPC.TLS.ClientCAFile)
 }
 
-// ingestOptions are the ingest service's limits from the configuration.
-func ingestOptions(cfg config.Config, logger *slog.Logger) ingest.Options {
+// ingestOptions are the ingest service's limits from the configuration,
+// and the central policy it hands agents.
+func ingestOptions(cfg config.Config, logger *slog.Logger, pol *policy.Source) ingest.Options {
 	o := ingest.Options{
+		Policy:                  pol,
 		Limits:                  ingest.Limits{MaxBatchRecords: cfg.GRPC.MaxBatch},
 		MaxRecvMsgSize:          int(cfg.GRPC.MaxRecvSize),
 		MaxConcurrentStreams:    cfg.GRPC.MaxConcurrentStreams,

@@ -8,39 +8,10 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/plumbline/plumbline/internal/vocab"
 )
-
-// VolumeFilter selects inventory volumes; every set field must match.
-type VolumeFilter struct {
-	Verdict string
-	// Host is a hostname, exact or a glob (* any run, ? one character;
-	// ASCII case-insensitive). MountPoint is a glob the same way.
-	Host       string
-	MountPoint string
-	AgentID    string
-	FSType     string
-	RAIDLevel  string
-	Media      string
-	Profile    string
-	// StripeUnitBytes and DataOffsetBytes match exactly (-1: unknown).
-	StripeUnitBytes *int64
-	DataOffsetBytes *int64
-	// MinSplitFraction keeps volumes whose predicted split fraction for
-	// SplitIOSize (8192 or 65536 bytes; 8192 when 0) is at least this.
-	MinSplitFraction *float64
-	SplitIOSize      int
-	// Degraded keeps volumes the evaluator judged degraded (true) or not
-	// (false: not degraded, or no baseline state).
-	Degraded *bool
-	// Rule and Severity keep volumes with a finding of that rule id and/or
-	// severity (both: one finding with both).
-	Rule     string
-	Severity string
-}
 
 // VolumeQuery is a filter, an order and a page.
 type VolumeQuery struct {
@@ -121,104 +92,6 @@ func KeysetKinds(sort string) string {
 	return b.String()
 }
 
-// globLike turns a glob (* and ?) into a LIKE pattern with \ as escape.
-func globLike(glob string) string {
-	var b strings.Builder
-	for _, r := range glob {
-		switch r {
-		case '*':
-			b.WriteByte('%')
-		case '?':
-			b.WriteByte('_')
-		case '%', '_', '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
-// IsGlob says whether s has glob characters.
-func IsGlob(s string) bool { return strings.ContainsAny(s, "*?") }
-
-// match is the condition for a column against an exact value or a glob.
-func (s *Store) match(col, pattern string, args *[]any) string {
-	if !IsGlob(pattern) {
-		*args = append(*args, pattern)
-		return col + " = ?"
-	}
-	*args = append(*args, globLike(pattern))
-	if s.engine == Postgres {
-		return col + ` ILIKE ? ESCAPE '\'`
-	}
-	return col + ` LIKE ? ESCAPE '\'`
-}
-
-// volumeWhere is the WHERE clause (without the keyword; "TRUE" when empty)
-// of a filter over inventory_volumes f.
-func (s *Store) volumeWhere(f VolumeFilter, args *[]any) string {
-	var c []string
-	eq := func(col, v string) {
-		if v != "" {
-			c = append(c, col+" = ?")
-			*args = append(*args, v)
-		}
-	}
-	eq("f.verdict", f.Verdict)
-	eq("f.agent_id", f.AgentID)
-	eq("f.fs_type", f.FSType)
-	eq("f.raid_level", f.RAIDLevel)
-	eq("f.media", f.Media)
-	eq("f.profile", f.Profile)
-	if f.Host != "" {
-		c = append(c, s.match("f.hostname", f.Host, args))
-	}
-	if f.MountPoint != "" {
-		c = append(c, s.match("f.mount_point", f.MountPoint, args))
-	}
-	if f.StripeUnitBytes != nil {
-		c = append(c, "f.stripe_unit_bytes = ?")
-		*args = append(*args, *f.StripeUnitBytes)
-	}
-	if f.DataOffsetBytes != nil {
-		c = append(c, "f.data_offset_bytes = ?")
-		*args = append(*args, *f.DataOffsetBytes)
-	}
-	if f.MinSplitFraction != nil {
-		col := "f.split_fraction_8k"
-		if f.SplitIOSize == 64<<10 {
-			col = "f.split_fraction_64k"
-		}
-		c = append(c, col+" >= ?")
-		*args = append(*args, *f.MinSplitFraction)
-	}
-	if f.Degraded != nil {
-		sub := `EXISTS (SELECT 1 FROM inventory_baseline b2 WHERE b2.agent_id = f.agent_id AND b2.mount_point = f.mount_point AND b2.degraded)`
-		if !*f.Degraded {
-			sub = "NOT " + sub
-		}
-		c = append(c, sub)
-	}
-	if f.Rule != "" || f.Severity != "" {
-		sub := `EXISTS (SELECT 1 FROM inventory_findings x WHERE x.volume_id = f.volume_id`
-		if f.Rule != "" {
-			sub += " AND x.rule = ?"
-			*args = append(*args, f.Rule)
-		}
-		if f.Severity != "" {
-			sub += " AND x.severity = ?"
-			*args = append(*args, f.Severity)
-		}
-		c = append(c, sub+")")
-	}
-	if len(c) == 0 {
-		return "TRUE"
-	}
-	return strings.Join(c, " AND ")
-}
-
 const inventoryColumns = `f.volume_id, f.agent_id, f.mount_point, f.hostname, f.sequence, f.observed_ns, f.device, f.fs_type,
     f.verdict, f.data_offset_bytes, f.stripe_unit_bytes, f.allocation_unit_bytes, f.raid_level, f.media, f.profile,
     f.split_fraction_8k, f.split_fraction_64k, f.granularity_split_fraction_8k, f.granularity_split_fraction_64k,
@@ -269,12 +142,22 @@ func scanInventory(rows *sql.Rows, withGeometry, withDoc bool) (*InventoryVolume
 // order, streaming: rows are read one at a time. An error from fn stops
 // the query and is returned.
 func (s *Store) QueryVolumes(ctx context.Context, q VolumeQuery, fn func(*InventoryVolume) error) error {
+	query, args, err := s.volumeQuerySQL(q)
+	if err != nil {
+		return fmt.Errorf("query volumes: %w", err)
+	}
+	return eachRow(ctx, s, "query volumes", query, args,
+		func(rows *sql.Rows) (*InventoryVolume, error) { return scanInventory(rows, q.WithGeometry, q.WithDoc) }, fn)
+}
+
+// volumeQuerySQL is the SELECT of a VolumeQuery and its arguments.
+func (s *Store) volumeQuerySQL(q VolumeQuery) (string, []any, error) {
 	if q.Sort == "" {
 		q.Sort = "host"
 	}
 	key, ok := volumeSorts[q.Sort]
 	if !ok {
-		return fmt.Errorf("query volumes: %w: sort field %q", ErrInvalid, q.Sort)
+		return "", nil, fmt.Errorf("%w: sort field %q", ErrInvalid, q.Sort)
 	}
 	cols := make([]string, 0, len(key.cols)+1)
 	for _, c := range key.cols {
@@ -282,10 +165,13 @@ func (s *Store) QueryVolumes(ctx context.Context, q VolumeQuery, fn func(*Invent
 	}
 	cols = append(cols, "f.volume_id")
 	var args []any
-	where := s.volumeWhere(q.VolumeFilter, &args)
+	where, err := s.volumeWhere(q.VolumeFilter, &args)
+	if err != nil {
+		return "", nil, err
+	}
 	if q.After != nil {
 		if len(q.After) != len(cols) {
-			return fmt.Errorf("query volumes: %w: keyset of %d values for sort %q: want %d", ErrInvalid, len(q.After), q.Sort, len(cols))
+			return "", nil, fmt.Errorf("%w: keyset of %d values for sort %q: want %d", ErrInvalid, len(q.After), q.Sort, len(cols))
 		}
 		op := ">"
 		if q.Desc {
@@ -331,24 +217,43 @@ func (s *Store) QueryVolumes(ctx context.Context, q VolumeQuery, fn func(*Invent
 		b.WriteString("\nWHERE " + where)
 	}
 	b.WriteString(order)
-	rows, err := s.db.QueryContext(ctx, s.q(b.String()), args...)
+	return b.String(), args, nil
+}
+
+// eachRow runs a query and calls fn with each row scan reads, streaming.
+// An error from fn stops the query and is returned as it is; others are
+// wrapped in what.
+func eachRow[T any](ctx context.Context, s *Store, what, query string, args []any, scan func(*sql.Rows) (T, error), fn func(T) error) error {
+	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
 	if err != nil {
-		return fmt.Errorf("query volumes: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		v, err := scanInventory(rows, q.WithGeometry, q.WithDoc)
+		v, err := scan(rows)
 		if err != nil {
-			return fmt.Errorf("query volumes: %w", err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 		if err := fn(v); err != nil {
 			return err
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("query volumes: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
+}
+
+// firstRow is the first row of a query (nil when there is none).
+func firstRow[T any](ctx context.Context, s *Store, what, query string, args []any, scan func(*sql.Rows) (*T, error)) (*T, error) {
+	var first *T
+	err := eachRow(ctx, s, what, query, args, scan, func(v *T) error {
+		if first == nil {
+			first = v
+		}
+		return nil
+	})
+	return first, err
 }
 
 // firstPageRange is an always-true range on the leading sort column, for
@@ -382,23 +287,13 @@ func (s *Store) emptyBlob() string {
 // InventoryVolumeByID returns one inventory volume with its geometry and
 // all its findings; ErrNotFound when there is no present volume with that id.
 func (s *Store) InventoryVolumeByID(ctx context.Context, id string) (*InventoryVolume, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+inventoryColumns+`, COALESCE(v.geometry, `+s.emptyBlob()+`)
+	what := fmt.Sprintf("volume %s", id)
+	v, err := firstRow(ctx, s, what, `SELECT `+inventoryColumns+`, COALESCE(v.geometry, `+s.emptyBlob()+`)
 FROM inventory_volumes f`+inventoryJoins+`
 LEFT JOIN volumes v ON v.agent_id = f.agent_id AND v.mount_point = f.mount_point
-WHERE f.volume_id = ?`), id)
+WHERE f.volume_id = ?`, []any{id}, func(rows *sql.Rows) (*InventoryVolume, error) { return scanInventory(rows, true, false) })
 	if err != nil {
-		return nil, fmt.Errorf("volume %s: %w", id, err)
-	}
-	var v *InventoryVolume
-	for rows.Next() {
-		if v, err = scanInventory(rows, true, false); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("volume %s: %w", id, err)
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("volume %s: %w", id, err)
+		return nil, err
 	}
 	if v == nil {
 		return nil, fmt.Errorf("volume %s: %w", id, ErrNotFound)
@@ -417,299 +312,6 @@ WHERE volume_id = ? ORDER BY ordinal`), id)
 		v.Findings = append(v.Findings, f)
 	}
 	return v, frows.Err()
-}
-
-// RuleCount is how many volumes have a finding of a rule at a severity.
-type RuleCount struct {
-	Rule     string
-	Severity string
-	Volumes  int64
-}
-
-// Penalty is the fleet's predicted split I/O for one I/O size.
-type Penalty struct {
-	IOSizeBytes int
-	// Affected is the number of volumes with a split fraction above 0.
-	Affected int64
-	// VolumeEquivalents is the sum of the split fractions: how many
-	// volumes' worth of I/Os take two stripe units.
-	VolumeEquivalents float64
-	// Known is the number of volumes with a known split fraction.
-	Known int64
-}
-
-// InventorySummary aggregates the inventory volumes a filter selects.
-type InventorySummary struct {
-	Volumes    int64
-	Hosts      int64
-	ByVerdict  map[string]int64
-	ByProfile  map[string]int64
-	BySeverity map[string]int64
-	ByRule     []RuleCount
-	// Degraded and WithBaseline count volumes the evaluator judged
-	// degraded, and judged at all.
-	Degraded     int64
-	WithBaseline int64
-	Penalties    []Penalty
-	// TopOffenders are the volumes with the highest predicted 8 KiB split
-	// fraction (then 64 KiB, then severity), split fraction above 0 only.
-	TopOffenders []*InventoryVolume
-}
-
-// SummarizeVolumes aggregates the volumes f selects; top bounds the
-// offenders listed. Its five queries (verdict × severity with the penalty
-// sums, profiles, rules, hosts and baselines, top offenders) run at once
-// on separate connections of the pool.
-func (s *Store) SummarizeVolumes(ctx context.Context, f VolumeFilter, top int) (*InventorySummary, error) {
-	sum := &InventorySummary{ByVerdict: map[string]int64{}, ByProfile: map[string]int64{}, BySeverity: map[string]int64{}}
-	var args []any
-	where := s.volumeWhere(f, &args)
-	parts := []func() error{
-		func() error { return s.summaryCounts(ctx, where, args, sum) },
-		func() error { return s.summaryProfiles(ctx, where, args, sum) },
-		func() error { return s.summaryRules(ctx, where, args, sum) },
-		func() error {
-			err := s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(DISTINCT f.agent_id),
-    COUNT(b.agent_id), SUM(CASE WHEN b.degraded THEN 1 ELSE 0 END)
-FROM inventory_volumes f LEFT JOIN inventory_baseline b ON b.agent_id = f.agent_id AND b.mount_point = f.mount_point
-WHERE `+where), args...).Scan(&sum.Hosts, &sum.WithBaseline, nullInt{&sum.Degraded})
-			if err != nil {
-				return fmt.Errorf("summary: %w", err)
-			}
-			return nil
-		},
-	}
-	if top > 0 {
-		parts = append(parts, func() error { return s.summaryOffenders(ctx, where, args, top, sum) })
-	}
-	errs := make([]error, len(parts))
-	var wg sync.WaitGroup
-	for i, part := range parts {
-		wg.Go(func() { errs[i] = part() })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return sum, nil
-}
-
-// summaryCounts fills the counts by verdict and severity and the
-// penalties: one scan, verdict × severity groups carry every per-volume
-// total.
-func (s *Store) summaryCounts(ctx context.Context, where string, args []any, sum *InventorySummary) error {
-	p8 := Penalty{IOSizeBytes: 8 << 10}
-	p64 := Penalty{IOSizeBytes: 64 << 10}
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT f.verdict, f.severity, COUNT(*),
-    SUM(CASE WHEN f.split_fraction_8k > 0 THEN 1 ELSE 0 END), SUM(CASE WHEN f.split_fraction_8k > 0 THEN f.split_fraction_8k ELSE 0 END),
-    SUM(CASE WHEN f.split_fraction_8k >= 0 THEN 1 ELSE 0 END),
-    SUM(CASE WHEN f.split_fraction_64k > 0 THEN 1 ELSE 0 END), SUM(CASE WHEN f.split_fraction_64k > 0 THEN f.split_fraction_64k ELSE 0 END),
-    SUM(CASE WHEN f.split_fraction_64k >= 0 THEN 1 ELSE 0 END)
-FROM inventory_volumes f WHERE `+where+` GROUP BY f.verdict, f.severity`), args...)
-	if err != nil {
-		return fmt.Errorf("summary: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var verdict, sev string
-		var n, a8, k8, a64, k64 int64
-		var s8, s64 float64
-		if err := rows.Scan(&verdict, &sev, &n, &a8, &s8, &k8, &a64, &s64, &k64); err != nil {
-			return fmt.Errorf("summary: %w", err)
-		}
-		sum.Volumes += n
-		sum.ByVerdict[verdict] += n
-		sum.BySeverity[sev] += n
-		p8.Affected, p8.VolumeEquivalents, p8.Known = p8.Affected+a8, p8.VolumeEquivalents+s8, p8.Known+k8
-		p64.Affected, p64.VolumeEquivalents, p64.Known = p64.Affected+a64, p64.VolumeEquivalents+s64, p64.Known+k64
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("summary: %w", err)
-	}
-	sum.Penalties = []Penalty{p8, p64}
-	return nil
-}
-
-func (s *Store) summaryProfiles(ctx context.Context, where string, args []any, sum *InventorySummary) error {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT f.profile, COUNT(*) FROM inventory_volumes f WHERE `+where+` GROUP BY f.profile`), args...)
-	if err != nil {
-		return fmt.Errorf("summary: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var p string
-		var n int64
-		if err := rows.Scan(&p, &n); err != nil {
-			return fmt.Errorf("summary: %w", err)
-		}
-		sum.ByProfile[p] = n
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("summary: %w", err)
-	}
-	return nil
-}
-
-func (s *Store) summaryRules(ctx context.Context, where string, args []any, sum *InventorySummary) error {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT x.rule, x.severity, COUNT(DISTINCT x.volume_id)
-FROM inventory_findings x JOIN inventory_volumes f ON f.volume_id = x.volume_id
-WHERE `+where+` GROUP BY x.rule, x.severity ORDER BY x.rule, x.severity`), args...)
-	if err != nil {
-		return fmt.Errorf("summary: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var rc RuleCount
-		if err := rows.Scan(&rc.Rule, &rc.Severity, &rc.Volumes); err != nil {
-			return fmt.Errorf("summary: %w", err)
-		}
-		sum.ByRule = append(sum.ByRule, rc)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("summary: %w", err)
-	}
-	return nil
-}
-
-// summaryOffenders lists the top offenders, in the order of the
-// inventory_volumes_offenders index.
-func (s *Store) summaryOffenders(ctx context.Context, where string, args []any, top int, sum *InventorySummary) error {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+inventoryColumns+`
-FROM inventory_volumes f`+inventoryJoins+`
-WHERE `+where+` AND f.split_fraction_8k > 0
-ORDER BY f.split_fraction_8k DESC, f.split_fraction_64k DESC, f.severity_rank DESC, f.volume_id
-LIMIT `+fmt.Sprint(top)), args...)
-	if err != nil {
-		return fmt.Errorf("summary: top offenders: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		v, err := scanInventory(rows, false, false)
-		if err != nil {
-			return fmt.Errorf("summary: top offenders: %w", err)
-		}
-		sum.TopOffenders = append(sum.TopOffenders, v)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("summary: top offenders: %w", err)
-	}
-	return nil
-}
-
-// nullInt scans a nullable integer (SUM over no rows) as 0.
-type nullInt struct{ p *int64 }
-
-func (n nullInt) Scan(src any) error {
-	var v sql.NullInt64
-	if err := v.Scan(src); err != nil {
-		return err
-	}
-	*n.p = v.Int64
-	return nil
-}
-
-// InventoryHost is an agent with its volume counts.
-type InventoryHost struct {
-	Agent
-	Volumes    int64
-	Misaligned int64
-}
-
-// HostQuery selects and pages hosts, ordered by hostname and agent id.
-type HostQuery struct {
-	// Host is a hostname, exact or a glob (as VolumeFilter.Host).
-	Host  string
-	Desc  bool
-	After []any // hostname, agent_id of the previous page's last host
-	Limit int
-}
-
-const hostColumns = agentColumns + `,
-    (SELECT COUNT(*) FROM inventory_volumes f WHERE f.agent_id = a.agent_id),
-    (SELECT COUNT(*) FROM inventory_volumes f WHERE f.agent_id = a.agent_id AND f.verdict = 'misaligned')`
-
-func scanHost(rows *sql.Rows) (*InventoryHost, error) {
-	var h InventoryHost
-	a, err := scanAgent(rows, &h.Volumes, &h.Misaligned)
-	if err != nil {
-		return nil, err
-	}
-	h.Agent = a
-	return &h, nil
-}
-
-// QueryHosts calls fn with each host the query selects, in order, streaming.
-func (s *Store) QueryHosts(ctx context.Context, q HostQuery, fn func(*InventoryHost) error) error {
-	var args []any
-	var c []string
-	if q.Host != "" {
-		c = append(c, s.match("a.hostname", q.Host, &args))
-	}
-	op, dir := ">", ""
-	if q.Desc {
-		op, dir = "<", " DESC"
-	}
-	if q.After != nil {
-		if len(q.After) != 2 {
-			return fmt.Errorf("query hosts: %w: keyset of %d values: want 2", ErrInvalid, len(q.After))
-		}
-		c = append(c, "(a.hostname, a.agent_id) "+op+" (?, ?)")
-		args = append(args, q.After...)
-	}
-	where := "TRUE"
-	if len(c) > 0 {
-		where = strings.Join(c, " AND ")
-	}
-	query := `SELECT ` + hostColumns + ` FROM agents a WHERE ` + where + ` ORDER BY a.hostname` + dir + `, a.agent_id` + dir
-	if q.Limit > 0 {
-		query += fmt.Sprintf(" LIMIT %d", q.Limit)
-	}
-	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
-	if err != nil {
-		return fmt.Errorf("query hosts: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		h, err := scanHost(rows)
-		if err != nil {
-			return fmt.Errorf("query hosts: %w", err)
-		}
-		if err := fn(h); err != nil {
-			return err
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("query hosts: %w", err)
-	}
-	return nil
-}
-
-// FindHost returns the agent whose id is key or, failing that, whose
-// hostname is key (the most recently seen one when several share it);
-// ErrNotFound when none is.
-func (s *Store) FindHost(ctx context.Context, key string) (*InventoryHost, error) {
-	for _, cond := range []string{"a.agent_id = ?", "a.hostname = ?"} {
-		rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+hostColumns+` FROM agents a WHERE `+cond+`
-ORDER BY a.last_seen_ns DESC, a.agent_id LIMIT 1`), key)
-		if err != nil {
-			return nil, fmt.Errorf("host %q: %w", key, err)
-		}
-		var h *InventoryHost
-		for rows.Next() {
-			if h, err = scanHost(rows); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("host %q: %w", key, err)
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("host %q: %w", key, err)
-		}
-		if h != nil {
-			return h, nil
-		}
-	}
-	return nil, fmt.Errorf("host %q: %w", key, ErrNotFound)
 }
 
 // LatestProbes returns the latest probe result of each kind for a volume,

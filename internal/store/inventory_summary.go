@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
-	"strings"
+	"sync"
 )
 
 // SummaryRow is one inventory volume's summary columns (ScanSummaryRows):
@@ -88,20 +90,197 @@ func (s *Store) InventoryVolumesByIDs(ctx context.Context, ids []string) ([]*Inv
 	for i, id := range ids {
 		args[i] = id
 	}
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+inventoryColumns+`
+	var out []*InventoryVolume
+	err := eachRow(ctx, s, "inventory volumes", `SELECT `+inventoryColumns+`
 FROM inventory_volumes f`+inventoryJoins+`
-WHERE f.volume_id IN (`+strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ")+`)`), args...)
+WHERE f.volume_id IN (`+placeholders(len(ids))+`)`, args, scanSummaryVolume, func(v *InventoryVolume) error {
+		out = append(out, v)
+		return nil
+	})
+	return out, err
+}
+
+// scanSummaryVolume reads a row of inventoryColumns.
+func scanSummaryVolume(rows *sql.Rows) (*InventoryVolume, error) {
+	return scanInventory(rows, false, false)
+}
+
+// RuleCount is how many volumes have a finding of a rule at a severity.
+type RuleCount struct {
+	Rule     string
+	Severity string
+	Volumes  int64
+}
+
+// Penalty is the fleet's predicted split I/O for one I/O size.
+type Penalty struct {
+	IOSizeBytes int
+	// Affected is the number of volumes with a split fraction above 0.
+	Affected int64
+	// VolumeEquivalents is the sum of the split fractions: how many
+	// volumes' worth of I/Os take two stripe units.
+	VolumeEquivalents float64
+	// Known is the number of volumes with a known split fraction.
+	Known int64
+}
+
+// InventorySummary aggregates the inventory volumes a filter selects.
+type InventorySummary struct {
+	Volumes    int64
+	Hosts      int64
+	ByVerdict  map[string]int64
+	ByProfile  map[string]int64
+	BySeverity map[string]int64
+	ByRule     []RuleCount
+	// Degraded and WithBaseline count volumes the evaluator judged
+	// degraded, and judged at all.
+	Degraded     int64
+	WithBaseline int64
+	Penalties    []Penalty
+	// TopOffenders are the volumes with the highest predicted 8 KiB split
+	// fraction (then 64 KiB, then severity), split fraction above 0 only.
+	TopOffenders []*InventoryVolume
+}
+
+// SummarizeVolumes aggregates the volumes f selects; top bounds the
+// offenders listed. Its five queries (verdict × severity with the penalty
+// sums, profiles, rules, hosts and baselines, top offenders) run at once
+// on separate connections of the pool.
+func (s *Store) SummarizeVolumes(ctx context.Context, f VolumeFilter, top int) (*InventorySummary, error) {
+	sum := &InventorySummary{ByVerdict: map[string]int64{}, ByProfile: map[string]int64{}, BySeverity: map[string]int64{}}
+	var args []any
+	where, err := s.volumeWhere(f, &args)
 	if err != nil {
-		return nil, fmt.Errorf("inventory volumes: %w", err)
+		return nil, fmt.Errorf("summary: %w", err)
+	}
+	parts := []func() error{
+		func() error { return s.summaryCounts(ctx, where, args, sum) },
+		func() error { return s.summaryProfiles(ctx, where, args, sum) },
+		func() error { return s.summaryRules(ctx, where, args, sum) },
+		func() error {
+			err := s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(DISTINCT f.agent_id),
+    COUNT(b.agent_id), SUM(CASE WHEN b.degraded THEN 1 ELSE 0 END)
+FROM inventory_volumes f LEFT JOIN inventory_baseline b ON b.agent_id = f.agent_id AND b.mount_point = f.mount_point
+WHERE `+where), args...).Scan(&sum.Hosts, &sum.WithBaseline, nullInt{&sum.Degraded})
+			if err != nil {
+				return fmt.Errorf("summary: %w", err)
+			}
+			return nil
+		},
+	}
+	if top > 0 {
+		parts = append(parts, func() error { return s.summaryOffenders(ctx, where, args, top, sum) })
+	}
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, part := range parts {
+		wg.Go(func() { errs[i] = part() })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return sum, nil
+}
+
+// summaryCounts fills the counts by verdict and severity and the
+// penalties: one scan, verdict × severity groups carry every per-volume
+// total.
+func (s *Store) summaryCounts(ctx context.Context, where string, args []any, sum *InventorySummary) error {
+	p8 := Penalty{IOSizeBytes: 8 << 10}
+	p64 := Penalty{IOSizeBytes: 64 << 10}
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT f.verdict, f.severity, COUNT(*),
+    SUM(CASE WHEN f.split_fraction_8k > 0 THEN 1 ELSE 0 END), SUM(CASE WHEN f.split_fraction_8k > 0 THEN f.split_fraction_8k ELSE 0 END),
+    SUM(CASE WHEN f.split_fraction_8k >= 0 THEN 1 ELSE 0 END),
+    SUM(CASE WHEN f.split_fraction_64k > 0 THEN 1 ELSE 0 END), SUM(CASE WHEN f.split_fraction_64k > 0 THEN f.split_fraction_64k ELSE 0 END),
+    SUM(CASE WHEN f.split_fraction_64k >= 0 THEN 1 ELSE 0 END)
+FROM inventory_volumes f WHERE `+where+` GROUP BY f.verdict, f.severity`), args...)
+	if err != nil {
+		return fmt.Errorf("summary: %w", err)
 	}
 	defer rows.Close()
-	var out []*InventoryVolume
 	for rows.Next() {
-		v, err := scanInventory(rows, false, false)
-		if err != nil {
-			return nil, fmt.Errorf("inventory volumes: %w", err)
+		var verdict, sev string
+		var n, a8, k8, a64, k64 int64
+		var s8, s64 float64
+		if err := rows.Scan(&verdict, &sev, &n, &a8, &s8, &k8, &a64, &s64, &k64); err != nil {
+			return fmt.Errorf("summary: %w", err)
 		}
-		out = append(out, v)
+		sum.Volumes += n
+		sum.ByVerdict[verdict] += n
+		sum.BySeverity[sev] += n
+		p8.Affected, p8.VolumeEquivalents, p8.Known = p8.Affected+a8, p8.VolumeEquivalents+s8, p8.Known+k8
+		p64.Affected, p64.VolumeEquivalents, p64.Known = p64.Affected+a64, p64.VolumeEquivalents+s64, p64.Known+k64
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("summary: %w", err)
+	}
+	sum.Penalties = []Penalty{p8, p64}
+	return nil
+}
+
+func (s *Store) summaryProfiles(ctx context.Context, where string, args []any, sum *InventorySummary) error {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT f.profile, COUNT(*) FROM inventory_volumes f WHERE `+where+` GROUP BY f.profile`), args...)
+	if err != nil {
+		return fmt.Errorf("summary: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p string
+		var n int64
+		if err := rows.Scan(&p, &n); err != nil {
+			return fmt.Errorf("summary: %w", err)
+		}
+		sum.ByProfile[p] = n
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("summary: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) summaryRules(ctx context.Context, where string, args []any, sum *InventorySummary) error {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT x.rule, x.severity, COUNT(DISTINCT x.volume_id)
+FROM inventory_findings x JOIN inventory_volumes f ON f.volume_id = x.volume_id
+WHERE `+where+` GROUP BY x.rule, x.severity ORDER BY x.rule, x.severity`), args...)
+	if err != nil {
+		return fmt.Errorf("summary: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var rc RuleCount
+		if err := rows.Scan(&rc.Rule, &rc.Severity, &rc.Volumes); err != nil {
+			return fmt.Errorf("summary: %w", err)
+		}
+		sum.ByRule = append(sum.ByRule, rc)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("summary: %w", err)
+	}
+	return nil
+}
+
+// summaryOffenders lists the top offenders, in the order of the
+// inventory_volumes_offenders index.
+func (s *Store) summaryOffenders(ctx context.Context, where string, args []any, top int, sum *InventorySummary) error {
+	return eachRow(ctx, s, "summary: top offenders", `SELECT `+inventoryColumns+`
+FROM inventory_volumes f`+inventoryJoins+`
+WHERE `+where+` AND f.split_fraction_8k > 0
+ORDER BY f.split_fraction_8k DESC, f.split_fraction_64k DESC, f.severity_rank DESC, f.volume_id
+LIMIT `+fmt.Sprint(top), args, scanSummaryVolume, func(v *InventoryVolume) error {
+		sum.TopOffenders = append(sum.TopOffenders, v)
+		return nil
+	})
+}
+
+// nullInt scans a nullable integer (SUM over no rows) as 0.
+type nullInt struct{ p *int64 }
+
+func (n nullInt) Scan(src any) error {
+	var v sql.NullInt64
+	if err := v.Scan(src); err != nil {
+		return err
+	}
+	*n.p = v.Int64
+	return nil
 }

@@ -122,6 +122,12 @@ const (
 	StopLatencyCeiling = "latency-ceiling" // recent probe latency above the ceiling
 	StopInterrupted    = "interrupted"     // the caller's context was cancelled (SIGINT/SIGTERM)
 	StopIOErrors       = "io-errors"       // too many I/O errors
+	// StopMaintenance: a maintenance window (internal/maintenance) was
+	// open when the run was due (skipped, no operations) or opened during
+	// it (stopped at the window's start). Set by the agent's scheduler,
+	// never by the engine; the run is not a failure and carries no
+	// failure text.
+	StopMaintenance = "maintenance"
 
 	// A run that never started its I/O because the probe engine returned
 	// an error, or because the agent's scheduler could not get the disk.
@@ -144,6 +150,7 @@ var stopReasons = [...]struct {
 	{StopLatencyCeiling, false},
 	{StopInterrupted, false},
 	{StopIOErrors, false},
+	{StopMaintenance, false},
 	{StopRefused, true},
 	{StopFailed, true},
 	{StopLockTimeout, true},

@@ -18,6 +18,7 @@ import (
 // token is sent, answers decode or stream, and a bad parameter's error
 // carries the values the API allows.
 func TestClient(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st, err := store.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "p.db"))
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/plumbline/plumbline/internal/bytesize"
 	"github.com/plumbline/plumbline/internal/ingest"
+	"github.com/plumbline/plumbline/internal/policy"
 	"github.com/plumbline/plumbline/internal/strictyaml"
 )
 
@@ -34,6 +35,16 @@ type Config struct {
 	Enrollment EnrollmentConfig `yaml:"enrollment"`
 	// ShutdownTimeout bounds the graceful stop on SIGINT/SIGTERM.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// Policies is central policy: entries that select hosts and give them
+	// probe schedules, declared devices, maintenance windows and intervals
+	// (internal/policy; README, "Central policy and maintenance windows").
+	Policies []policy.Entry `yaml:"policies"`
+	// PolicyReloadInterval is how often the configuration file is read
+	// again for changed policies (default 10s); other keys need a restart.
+	PolicyReloadInterval time.Duration `yaml:"policy_reload_interval"`
+
+	// File is the configuration file (set by Load), re-read for policies.
+	File string `yaml:"-"`
 
 	// Dev is set by --dev only.
 	Dev bool `yaml:"-"`
@@ -149,6 +160,8 @@ const (
 	DefaultCertTTL = 30 * 24 * time.Hour
 	// DefaultBaselineInterval is --baseline.interval's default.
 	DefaultBaselineInterval = 30 * time.Second
+	// DefaultPolicyReloadInterval is policy_reload_interval's default.
+	DefaultPolicyReloadInterval = 10 * time.Second
 )
 
 // Default is the configuration without a file or flags.
@@ -169,6 +182,8 @@ func Default() Config {
 		Log:             LogConfig{Level: "info", Format: "text"},
 		Enrollment:      EnrollmentConfig{CertTTL: DefaultCertTTL, RateLimit: RateConfig{CallsPerSecond: 5, Burst: 50}},
 		ShutdownTimeout: DefaultShutdownTimeout,
+
+		PolicyReloadInterval: DefaultPolicyReloadInterval,
 	}
 }
 
@@ -189,13 +204,55 @@ func LoadLines(path string) (Config, map[string]int, error) {
 	if err := Decode(b, &cfg); err != nil {
 		return cfg, nil, fmt.Errorf("config %s: %w", path, err)
 	}
+	cfg.File = path
 	return cfg, strictyaml.Lines(b), nil
+}
+
+// LoadPolicies reads the policies of a configuration file, validated: the
+// server's policy reload (policy.Source.WatchFile).
+func LoadPolicies(path string) ([]policy.Entry, error) {
+	cfg, lines, err := LoadLines(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := policy.Validate(cfg.Policies); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, strictyaml.WithLines(err, lines))
+	}
+	return cfg.Policies, nil
 }
 
 // Decode decodes b over cfg: errors name the key path and line
 // (strictyaml); an empty file leaves the defaults.
 func Decode(b []byte, cfg *Config) error {
 	return strictyaml.Decode(b, cfg)
+}
+
+// validate checks the gRPC listener's limits.
+func (g GRPCConfig) validate() []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if s := g.MaxRecvSize; s < 64<<10 || s > 256<<20 {
+		bad("grpc.max_recv_msg_size %s: want 64KiB to 256MiB", s)
+	}
+	if n := g.MaxConcurrentStreams; n < 1 || n > 1000 {
+		bad("grpc.max_concurrent_streams %d: want 1 to 1000", n)
+	}
+	if s := g.MaxInflightBytes; s < g.MaxRecvSize {
+		bad("grpc.max_inflight_bytes %s: want at least grpc.max_recv_msg_size (%s)", s, g.MaxRecvSize)
+	}
+	if s := g.MaxAgentInflightBytes; s != 0 && (s < g.MaxRecvSize || s > g.MaxInflightBytes) {
+		bad("grpc.max_agent_inflight_bytes %s: want 0 (twice max_recv_msg_size) or from grpc.max_recv_msg_size (%s) to grpc.max_inflight_bytes (%s)", s, g.MaxRecvSize, g.MaxInflightBytes)
+	}
+	if g.MaxBatch < 1 || g.MaxBatch > 100_000 {
+		bad("grpc.max_batch_records %d: want 1 to 100000", g.MaxBatch)
+	}
+	if g.RateLimit.CallsPerSecond < 0 {
+		bad("grpc.rate_limit.calls_per_second %v: want 0 (off) or more", g.RateLimit.CallsPerSecond)
+	}
+	if g.RateLimit.CallsPerSecond > 0 && g.RateLimit.Burst < 1 {
+		bad("grpc.rate_limit.burst %d: want at least 1", g.RateLimit.Burst)
+	}
+	return errs
 }
 
 // StoreDSN is the configured DSN, or SQLite under the data directory.
@@ -227,27 +284,7 @@ func (c Config) Validate() error {
 			bad("grpc.tls.cert_file, key_file and client_ca_file are required (mutual TLS is the default; --insecure serves plaintext, --dev makes a local CA)")
 		}
 	}
-	if s := c.GRPC.MaxRecvSize; s < 64<<10 || s > 256<<20 {
-		bad("grpc.max_recv_msg_size %s: want 64KiB to 256MiB", s)
-	}
-	if n := c.GRPC.MaxConcurrentStreams; n < 1 || n > 1000 {
-		bad("grpc.max_concurrent_streams %d: want 1 to 1000", n)
-	}
-	if s := c.GRPC.MaxInflightBytes; s < c.GRPC.MaxRecvSize {
-		bad("grpc.max_inflight_bytes %s: want at least grpc.max_recv_msg_size (%s)", s, c.GRPC.MaxRecvSize)
-	}
-	if s := c.GRPC.MaxAgentInflightBytes; s != 0 && (s < c.GRPC.MaxRecvSize || s > c.GRPC.MaxInflightBytes) {
-		bad("grpc.max_agent_inflight_bytes %s: want 0 (twice max_recv_msg_size) or from grpc.max_recv_msg_size (%s) to grpc.max_inflight_bytes (%s)", s, c.GRPC.MaxRecvSize, c.GRPC.MaxInflightBytes)
-	}
-	if c.GRPC.MaxBatch < 1 || c.GRPC.MaxBatch > 100_000 {
-		bad("grpc.max_batch_records %d: want 1 to 100000", c.GRPC.MaxBatch)
-	}
-	if c.GRPC.RateLimit.CallsPerSecond < 0 {
-		bad("grpc.rate_limit.calls_per_second %v: want 0 (off) or more", c.GRPC.RateLimit.CallsPerSecond)
-	}
-	if c.GRPC.RateLimit.CallsPerSecond > 0 && c.GRPC.RateLimit.Burst < 1 {
-		bad("grpc.rate_limit.burst %d: want at least 1", c.GRPC.RateLimit.Burst)
-	}
+	errs = append(errs, c.GRPC.validate()...)
 	if c.Agents.GeometryRefreshInterval < time.Minute {
 		bad("agents.geometry_refresh_interval %s: want at least 1m", c.Agents.GeometryRefreshInterval)
 	}
@@ -276,6 +313,12 @@ func (c Config) Validate() error {
 	errs = append(errs, c.Enrollment.validate(c.GRPC.Insecure)...)
 	if c.ShutdownTimeout <= 0 {
 		bad("shutdown_timeout %s: want more than 0", c.ShutdownTimeout)
+	}
+	if c.PolicyReloadInterval < time.Second {
+		bad("policy_reload_interval %s: want at least 1s", c.PolicyReloadInterval)
+	}
+	if err := policy.Validate(c.Policies); err != nil {
+		errs = append(errs, err)
 	}
 	switch strings.ToLower(c.Log.Level) {
 	case "debug", "info", "warn", "error":

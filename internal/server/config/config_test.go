@@ -24,6 +24,7 @@ func TestExampleConfig(t *testing.T) {
 	// plus its TLS paths.
 	want := Default()
 	want.GRPC.TLS = TLSConfig{CertFile: "/etc/plumbline/tls/server.crt", KeyFile: "/etc/plumbline/tls/server.key", ClientCAFile: "/etc/plumbline/tls/agents-ca.crt"}
+	want.File = exampleConfig
 	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Errorf("example config differs from the defaults (-want +got):\n%s", diff)
 	}
@@ -31,7 +32,8 @@ func TestExampleConfig(t *testing.T) {
 	b, _ := os.ReadFile(exampleConfig)
 	for _, key := range []string{"data_dir:", "listen_address:", "cert_file:", "key_file:", "client_ca_file:", "insecure:", "max_recv_msg_size:",
 		"max_batch_records:", "calls_per_second:", "burst:", "bearer_token_file:", "bearer_tokens:", "token_file:", "role:", "config_file:", "dsn:", "geometry_refresh_interval:", "report_interval:",
-		"level:", "format:", "shutdown_timeout:", "ca_cert_file:", "ca_key_file:", "trust_bundle_file:", "cert_ttl:"} {
+		"level:", "format:", "shutdown_timeout:", "ca_cert_file:", "ca_key_file:", "trust_bundle_file:", "cert_ttl:",
+		"policies:", "policy_reload_interval:"} {
 		if !bytes.Contains(b, []byte(key)) {
 			t.Errorf("%s does not document %s", exampleConfig, key)
 		}
@@ -95,5 +97,33 @@ func TestBadWebConfig(t *testing.T) {
 	cfg.Dev, cfg.Web.ListenAddress = true, "0.0.0.0:9464"
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "not a loopback address") {
 		t.Errorf("--dev on 0.0.0.0 without tokens: %v, want an error", err)
+	}
+}
+
+// The commented policies example of the example config is valid once
+// uncommented: operators copy it.
+func TestExamplePolicies(t *testing.T) {
+	b, err := os.ReadFile(exampleConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "# policies:\n")
+	if !ok {
+		t.Fatal("no commented policies example")
+	}
+	text := "policies:\n"
+	for _, l := range strings.Split(rest, "\n") {
+		if !strings.HasPrefix(l, "#   ") {
+			break
+		}
+		text += strings.TrimPrefix(l, "# ") + "\n"
+	}
+	cfg := Default()
+	cfg.GRPC.Insecure = true
+	if err := Decode([]byte(text), &cfg); err != nil {
+		t.Fatalf("%s: %v", text, err)
+	}
+	if err := cfg.Validate(); err != nil || len(cfg.Policies) != 1 || len(cfg.Policies[0].Policy.MaintenanceWindows) != 1 {
+		t.Errorf("example policies: %v, %+v", err, cfg.Policies)
 	}
 }

@@ -62,7 +62,11 @@ type HelloRequest struct {
 	// The agent's spool incarnation (see the delivery contract): 1 to 64
 	// characters of [A-Za-z0-9_-]; empty for agents from before
 	// incarnations. The high-water mark in the answer is this incarnation's.
-	Incarnation   string `protobuf:"bytes,4,opt,name=incarnation,proto3" json:"incarnation,omitempty"` // Next tag: 5
+	Incarnation string `protobuf:"bytes,4,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
+	// The agent's labels (its config's labels key), which central policy
+	// selects hosts by: keys of 1 to 63 characters of [a-z0-9_.-] starting
+	// with a letter, values of at most 128 printable characters; at most 64.
+	Labels        map[string]string `protobuf:"bytes,5,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"` // Next tag: 6
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -125,6 +129,13 @@ func (x *HelloRequest) GetIncarnation() string {
 	return ""
 }
 
+func (x *HelloRequest) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
 type HelloResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// How often the agent should re-discover geometry when nothing changed
@@ -148,9 +159,12 @@ type HelloResponse struct {
 	// carried no digest. An agent whose current snapshot has another digest
 	// (and is not waiting in its spool) sends it again, so the server always
 	// holds the current geometry of a connected agent.
-	GeometryDigest []byte `protobuf:"bytes,6,opt,name=geometry_digest,json=geometryDigest,proto3" json:"geometry_digest,omitempty"` // Next tag: 7
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	GeometryDigest []byte `protobuf:"bytes,6,opt,name=geometry_digest,json=geometryDigest,proto3" json:"geometry_digest,omitempty"`
+	// The agent's central policy (see AgentPolicy); unset when the server
+	// has no policy at all.
+	Policy        *AgentPolicy `protobuf:"bytes,7,opt,name=policy,proto3" json:"policy,omitempty"` // Next tag: 8
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HelloResponse) Reset() {
@@ -225,6 +239,221 @@ func (x *HelloResponse) GetGeometryDigest() []byte {
 	return nil
 }
 
+func (x *HelloResponse) GetPolicy() *AgentPolicy {
+	if x != nil {
+		return x.Policy
+	}
+	return nil
+}
+
+// AgentPolicy is the central policy for one agent: the server's policy
+// entries whose selector matches it, resolved into one fragment of the
+// agent's configuration (README, "Central policy and maintenance
+// windows"). The agent merges it with its own file: its local keys win,
+// except the keys the policy enforces; maintenance windows of both apply.
+type AgentPolicy struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The fragment, as YAML with the agent config's keys (probes,
+	// declared_devices, maintenance_windows, intervals) and enforce; empty
+	// when no entry matches.
+	ConfigYaml []byte `protobuf:"bytes,1,opt,name=config_yaml,json=configYaml,proto3" json:"config_yaml,omitempty"`
+	// SHA-256 of config_yaml.
+	Digest []byte `protobuf:"bytes,2,opt,name=digest,proto3" json:"digest,omitempty"`
+	// The names of the matching policy entries, in the server's order.
+	Sources       []string `protobuf:"bytes,3,rep,name=sources,proto3" json:"sources,omitempty"` // Next tag: 4
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AgentPolicy) Reset() {
+	*x = AgentPolicy{}
+	mi := &file_plumbline_v1_agent_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentPolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentPolicy) ProtoMessage() {}
+
+func (x *AgentPolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_plumbline_v1_agent_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentPolicy.ProtoReflect.Descriptor instead.
+func (*AgentPolicy) Descriptor() ([]byte, []int) {
+	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *AgentPolicy) GetConfigYaml() []byte {
+	if x != nil {
+		return x.ConfigYaml
+	}
+	return nil
+}
+
+func (x *AgentPolicy) GetDigest() []byte {
+	if x != nil {
+		return x.Digest
+	}
+	return nil
+}
+
+func (x *AgentPolicy) GetSources() []string {
+	if x != nil {
+		return x.Sources
+	}
+	return nil
+}
+
+type WatchPolicyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// As in Report: the client certificate's identity.
+	AgentId string `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	// The host's name and labels, as in Hello: what the selectors match.
+	Hostname string            `protobuf:"bytes,2,opt,name=hostname,proto3" json:"hostname,omitempty"`
+	Labels   map[string]string `protobuf:"bytes,3,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The digest (AgentPolicy.digest) of the policy the agent holds; empty
+	// for none. The call answers at once when the server's differs.
+	PolicyDigest []byte `protobuf:"bytes,4,opt,name=policy_digest,json=policyDigest,proto3" json:"policy_digest,omitempty"`
+	// How long the call may wait for a change; the server caps it (and
+	// answers no later than its own cap even when this is longer).
+	Wait *durationpb.Duration `protobuf:"bytes,5,opt,name=wait,proto3" json:"wait,omitempty"`
+	// The agent's effective configuration (its file merged with the
+	// policy) as YAML, at most 64 KiB, for the server's policy API.
+	EffectiveConfigYaml []byte `protobuf:"bytes,6,opt,name=effective_config_yaml,json=effectiveConfigYaml,proto3" json:"effective_config_yaml,omitempty"` // Next tag: 7
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *WatchPolicyRequest) Reset() {
+	*x = WatchPolicyRequest{}
+	mi := &file_plumbline_v1_agent_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchPolicyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchPolicyRequest) ProtoMessage() {}
+
+func (x *WatchPolicyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plumbline_v1_agent_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchPolicyRequest.ProtoReflect.Descriptor instead.
+func (*WatchPolicyRequest) Descriptor() ([]byte, []int) {
+	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *WatchPolicyRequest) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *WatchPolicyRequest) GetHostname() string {
+	if x != nil {
+		return x.Hostname
+	}
+	return ""
+}
+
+func (x *WatchPolicyRequest) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *WatchPolicyRequest) GetPolicyDigest() []byte {
+	if x != nil {
+		return x.PolicyDigest
+	}
+	return nil
+}
+
+func (x *WatchPolicyRequest) GetWait() *durationpb.Duration {
+	if x != nil {
+		return x.Wait
+	}
+	return nil
+}
+
+func (x *WatchPolicyRequest) GetEffectiveConfigYaml() []byte {
+	if x != nil {
+		return x.EffectiveConfigYaml
+	}
+	return nil
+}
+
+type WatchPolicyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The agent's current central policy (unchanged when its digest is the
+	// request's).
+	Policy        *AgentPolicy `protobuf:"bytes,1,opt,name=policy,proto3" json:"policy,omitempty"` // Next tag: 2
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchPolicyResponse) Reset() {
+	*x = WatchPolicyResponse{}
+	mi := &file_plumbline_v1_agent_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchPolicyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchPolicyResponse) ProtoMessage() {}
+
+func (x *WatchPolicyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plumbline_v1_agent_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchPolicyResponse.ProtoReflect.Descriptor instead.
+func (*WatchPolicyResponse) Descriptor() ([]byte, []int) {
+	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *WatchPolicyResponse) GetPolicy() *AgentPolicy {
+	if x != nil {
+		return x.Policy
+	}
+	return nil
+}
+
 type ReportRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Must equal the identity of the client certificate (PermissionDenied
@@ -250,7 +479,7 @@ type ReportRequest struct {
 
 func (x *ReportRequest) Reset() {
 	*x = ReportRequest{}
-	mi := &file_plumbline_v1_agent_proto_msgTypes[2]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -262,7 +491,7 @@ func (x *ReportRequest) String() string {
 func (*ReportRequest) ProtoMessage() {}
 
 func (x *ReportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plumbline_v1_agent_proto_msgTypes[2]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -275,7 +504,7 @@ func (x *ReportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportRequest.ProtoReflect.Descriptor instead.
 func (*ReportRequest) Descriptor() ([]byte, []int) {
-	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{2}
+	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ReportRequest) GetAgentId() string {
@@ -326,7 +555,7 @@ type ReportResponse struct {
 
 func (x *ReportResponse) Reset() {
 	*x = ReportResponse{}
-	mi := &file_plumbline_v1_agent_proto_msgTypes[3]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -338,7 +567,7 @@ func (x *ReportResponse) String() string {
 func (*ReportResponse) ProtoMessage() {}
 
 func (x *ReportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plumbline_v1_agent_proto_msgTypes[3]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -351,7 +580,7 @@ func (x *ReportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportResponse.ProtoReflect.Descriptor instead.
 func (*ReportResponse) Descriptor() ([]byte, []int) {
-	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{3}
+	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ReportResponse) GetHighWaterSequence() uint64 {
@@ -387,7 +616,7 @@ type Rejection struct {
 
 func (x *Rejection) Reset() {
 	*x = Rejection{}
-	mi := &file_plumbline_v1_agent_proto_msgTypes[4]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -399,7 +628,7 @@ func (x *Rejection) String() string {
 func (*Rejection) ProtoMessage() {}
 
 func (x *Rejection) ProtoReflect() protoreflect.Message {
-	mi := &file_plumbline_v1_agent_proto_msgTypes[4]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -412,7 +641,7 @@ func (x *Rejection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rejection.ProtoReflect.Descriptor instead.
 func (*Rejection) Descriptor() ([]byte, []int) {
-	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{4}
+	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Rejection) GetSequence() uint64 {
@@ -451,7 +680,7 @@ type Record struct {
 
 func (x *Record) Reset() {
 	*x = Record{}
-	mi := &file_plumbline_v1_agent_proto_msgTypes[5]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -463,7 +692,7 @@ func (x *Record) String() string {
 func (*Record) ProtoMessage() {}
 
 func (x *Record) ProtoReflect() protoreflect.Message {
-	mi := &file_plumbline_v1_agent_proto_msgTypes[5]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -476,7 +705,7 @@ func (x *Record) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Record.ProtoReflect.Descriptor instead.
 func (*Record) Descriptor() ([]byte, []int) {
-	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{5}
+	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Record) GetSequence() uint64 {
@@ -555,7 +784,7 @@ type GeometrySnapshot struct {
 
 func (x *GeometrySnapshot) Reset() {
 	*x = GeometrySnapshot{}
-	mi := &file_plumbline_v1_agent_proto_msgTypes[6]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -567,7 +796,7 @@ func (x *GeometrySnapshot) String() string {
 func (*GeometrySnapshot) ProtoMessage() {}
 
 func (x *GeometrySnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_plumbline_v1_agent_proto_msgTypes[6]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -580,7 +809,7 @@ func (x *GeometrySnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GeometrySnapshot.ProtoReflect.Descriptor instead.
 func (*GeometrySnapshot) Descriptor() ([]byte, []int) {
-	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{6}
+	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GeometrySnapshot) GetInventory() *Inventory {
@@ -636,7 +865,8 @@ type ProbeResult struct {
 	CacheBypass bool `protobuf:"varint,12,opt,name=cache_bypass,json=cacheBypass,proto3" json:"cache_bypass,omitempty"`
 	// Why the run stopped before its op budget; empty when it completed. One
 	// of: max-duration, busy, busy-during, latency-ceiling, interrupted,
-	// io-errors; or, for a run that never started its I/O: refused (a safety
+	// io-errors, maintenance (a maintenance window was open when the run was
+	// due: skipped; or opened during it: stopped at its start); or, for a run that never started its I/O: refused (a safety
 	// check said no: the free-space floor, an unsafe path, a foreign file, no
 	// cache bypass), failed (the probe file could not be opened, created or
 	// filled, or the run hit its time limit first), lock-timeout (another
@@ -669,7 +899,7 @@ type ProbeResult struct {
 
 func (x *ProbeResult) Reset() {
 	*x = ProbeResult{}
-	mi := &file_plumbline_v1_agent_proto_msgTypes[7]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -681,7 +911,7 @@ func (x *ProbeResult) String() string {
 func (*ProbeResult) ProtoMessage() {}
 
 func (x *ProbeResult) ProtoReflect() protoreflect.Message {
-	mi := &file_plumbline_v1_agent_proto_msgTypes[7]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -694,7 +924,7 @@ func (x *ProbeResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeResult.ProtoReflect.Descriptor instead.
 func (*ProbeResult) Descriptor() ([]byte, []int) {
-	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{7}
+	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ProbeResult) GetMountPoint() string {
@@ -892,7 +1122,7 @@ type Histogram struct {
 
 func (x *Histogram) Reset() {
 	*x = Histogram{}
-	mi := &file_plumbline_v1_agent_proto_msgTypes[8]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -904,7 +1134,7 @@ func (x *Histogram) String() string {
 func (*Histogram) ProtoMessage() {}
 
 func (x *Histogram) ProtoReflect() protoreflect.Message {
-	mi := &file_plumbline_v1_agent_proto_msgTypes[8]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -917,7 +1147,7 @@ func (x *Histogram) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Histogram.ProtoReflect.Descriptor instead.
 func (*Histogram) Descriptor() ([]byte, []int) {
-	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{8}
+	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Histogram) GetSchema() int32 {
@@ -987,7 +1217,7 @@ type HistogramBucket struct {
 
 func (x *HistogramBucket) Reset() {
 	*x = HistogramBucket{}
-	mi := &file_plumbline_v1_agent_proto_msgTypes[9]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -999,7 +1229,7 @@ func (x *HistogramBucket) String() string {
 func (*HistogramBucket) ProtoMessage() {}
 
 func (x *HistogramBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_plumbline_v1_agent_proto_msgTypes[9]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1012,7 +1242,7 @@ func (x *HistogramBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistogramBucket.ProtoReflect.Descriptor instead.
 func (*HistogramBucket) Descriptor() ([]byte, []int) {
-	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{9}
+	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *HistogramBucket) GetIndex() int32 {
@@ -1033,12 +1263,16 @@ var File_plumbline_v1_agent_proto protoreflect.FileDescriptor
 
 const file_plumbline_v1_agent_proto_rawDesc = "" +
 	"\n" +
-	"\x18plumbline/v1/agent.proto\x12\fplumbline.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bplumbline/v1/geometry.proto\"\x98\x01\n" +
+	"\x18plumbline/v1/agent.proto\x12\fplumbline.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bplumbline/v1/geometry.proto\"\x93\x02\n" +
 	"\fHelloRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12&\n" +
 	"\x04host\x18\x02 \x01(\v2\x12.plumbline.v1.HostR\x04host\x12#\n" +
 	"\ragent_version\x18\x03 \x01(\tR\fagentVersion\x12 \n" +
-	"\vincarnation\x18\x04 \x01(\tR\vincarnation\"\xec\x02\n" +
+	"\vincarnation\x18\x04 \x01(\tR\vincarnation\x12>\n" +
+	"\x06labels\x18\x05 \x03(\v2&.plumbline.v1.HelloRequest.LabelsEntryR\x06labels\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9f\x03\n" +
 	"\rHelloResponse\x12U\n" +
 	"\x19geometry_refresh_interval\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x17geometryRefreshInterval\x12B\n" +
 	"\x0freport_interval\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x0ereportInterval\x12.\n" +
@@ -1046,7 +1280,25 @@ const file_plumbline_v1_agent_proto_rawDesc = "" +
 	"\x11max_batch_records\x18\x04 \x01(\rR\x0fmaxBatchRecords\x12;\n" +
 	"\vserver_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"serverTime\x12'\n" +
-	"\x0fgeometry_digest\x18\x06 \x01(\fR\x0egeometryDigest\"\xa3\x01\n" +
+	"\x0fgeometry_digest\x18\x06 \x01(\fR\x0egeometryDigest\x121\n" +
+	"\x06policy\x18\a \x01(\v2\x19.plumbline.v1.AgentPolicyR\x06policy\"`\n" +
+	"\vAgentPolicy\x12\x1f\n" +
+	"\vconfig_yaml\x18\x01 \x01(\fR\n" +
+	"configYaml\x12\x16\n" +
+	"\x06digest\x18\x02 \x01(\fR\x06digest\x12\x18\n" +
+	"\asources\x18\x03 \x03(\tR\asources\"\xd4\x02\n" +
+	"\x12WatchPolicyRequest\x12\x19\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x1a\n" +
+	"\bhostname\x18\x02 \x01(\tR\bhostname\x12D\n" +
+	"\x06labels\x18\x03 \x03(\v2,.plumbline.v1.WatchPolicyRequest.LabelsEntryR\x06labels\x12#\n" +
+	"\rpolicy_digest\x18\x04 \x01(\fR\fpolicyDigest\x12-\n" +
+	"\x04wait\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x04wait\x122\n" +
+	"\x15effective_config_yaml\x18\x06 \x01(\fR\x13effectiveConfigYaml\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"H\n" +
+	"\x13WatchPolicyResponse\x121\n" +
+	"\x06policy\x18\x01 \x01(\v2\x19.plumbline.v1.AgentPolicyR\x06policy\"\xa3\x01\n" +
 	"\rReportRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12.\n" +
 	"\arecords\x18\x02 \x03(\v2\x14.plumbline.v1.RecordR\arecords\x12%\n" +
@@ -1116,10 +1368,11 @@ const file_plumbline_v1_agent_proto_rawDesc = "" +
 	"\abuckets\x18\b \x03(\v2\x1d.plumbline.v1.HistogramBucketR\abuckets\"=\n" +
 	"\x0fHistogramBucket\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x11R\x05index\x12\x14\n" +
-	"\x05count\x18\x02 \x01(\x04R\x05count2\x95\x01\n" +
+	"\x05count\x18\x02 \x01(\x04R\x05count2\xe9\x01\n" +
 	"\fAgentService\x12@\n" +
 	"\x05Hello\x12\x1a.plumbline.v1.HelloRequest\x1a\x1b.plumbline.v1.HelloResponse\x12C\n" +
-	"\x06Report\x12\x1b.plumbline.v1.ReportRequest\x1a\x1c.plumbline.v1.ReportResponseB?Z=github.com/plumbline/plumbline/proto/plumbline/v1;plumblinev1b\x06proto3"
+	"\x06Report\x12\x1b.plumbline.v1.ReportRequest\x1a\x1c.plumbline.v1.ReportResponse\x12R\n" +
+	"\vWatchPolicy\x12 .plumbline.v1.WatchPolicyRequest\x1a!.plumbline.v1.WatchPolicyResponseB?Z=github.com/plumbline/plumbline/proto/plumbline/v1;plumblinev1b\x06proto3"
 
 var (
 	file_plumbline_v1_agent_proto_rawDescOnce sync.Once
@@ -1133,47 +1386,59 @@ func file_plumbline_v1_agent_proto_rawDescGZIP() []byte {
 	return file_plumbline_v1_agent_proto_rawDescData
 }
 
-var file_plumbline_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_plumbline_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_plumbline_v1_agent_proto_goTypes = []any{
 	(*HelloRequest)(nil),          // 0: plumbline.v1.HelloRequest
 	(*HelloResponse)(nil),         // 1: plumbline.v1.HelloResponse
-	(*ReportRequest)(nil),         // 2: plumbline.v1.ReportRequest
-	(*ReportResponse)(nil),        // 3: plumbline.v1.ReportResponse
-	(*Rejection)(nil),             // 4: plumbline.v1.Rejection
-	(*Record)(nil),                // 5: plumbline.v1.Record
-	(*GeometrySnapshot)(nil),      // 6: plumbline.v1.GeometrySnapshot
-	(*ProbeResult)(nil),           // 7: plumbline.v1.ProbeResult
-	(*Histogram)(nil),             // 8: plumbline.v1.Histogram
-	(*HistogramBucket)(nil),       // 9: plumbline.v1.HistogramBucket
-	(*Host)(nil),                  // 10: plumbline.v1.Host
-	(*durationpb.Duration)(nil),   // 11: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
-	(*Inventory)(nil),             // 13: plumbline.v1.Inventory
+	(*AgentPolicy)(nil),           // 2: plumbline.v1.AgentPolicy
+	(*WatchPolicyRequest)(nil),    // 3: plumbline.v1.WatchPolicyRequest
+	(*WatchPolicyResponse)(nil),   // 4: plumbline.v1.WatchPolicyResponse
+	(*ReportRequest)(nil),         // 5: plumbline.v1.ReportRequest
+	(*ReportResponse)(nil),        // 6: plumbline.v1.ReportResponse
+	(*Rejection)(nil),             // 7: plumbline.v1.Rejection
+	(*Record)(nil),                // 8: plumbline.v1.Record
+	(*GeometrySnapshot)(nil),      // 9: plumbline.v1.GeometrySnapshot
+	(*ProbeResult)(nil),           // 10: plumbline.v1.ProbeResult
+	(*Histogram)(nil),             // 11: plumbline.v1.Histogram
+	(*HistogramBucket)(nil),       // 12: plumbline.v1.HistogramBucket
+	nil,                           // 13: plumbline.v1.HelloRequest.LabelsEntry
+	nil,                           // 14: plumbline.v1.WatchPolicyRequest.LabelsEntry
+	(*Host)(nil),                  // 15: plumbline.v1.Host
+	(*durationpb.Duration)(nil),   // 16: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
+	(*Inventory)(nil),             // 18: plumbline.v1.Inventory
 }
 var file_plumbline_v1_agent_proto_depIdxs = []int32{
-	10, // 0: plumbline.v1.HelloRequest.host:type_name -> plumbline.v1.Host
-	11, // 1: plumbline.v1.HelloResponse.geometry_refresh_interval:type_name -> google.protobuf.Duration
-	11, // 2: plumbline.v1.HelloResponse.report_interval:type_name -> google.protobuf.Duration
-	12, // 3: plumbline.v1.HelloResponse.server_time:type_name -> google.protobuf.Timestamp
-	5,  // 4: plumbline.v1.ReportRequest.records:type_name -> plumbline.v1.Record
-	4,  // 5: plumbline.v1.ReportResponse.rejections:type_name -> plumbline.v1.Rejection
-	12, // 6: plumbline.v1.Record.produced_at:type_name -> google.protobuf.Timestamp
-	6,  // 7: plumbline.v1.Record.geometry:type_name -> plumbline.v1.GeometrySnapshot
-	7,  // 8: plumbline.v1.Record.probe:type_name -> plumbline.v1.ProbeResult
-	13, // 9: plumbline.v1.GeometrySnapshot.inventory:type_name -> plumbline.v1.Inventory
-	11, // 10: plumbline.v1.ProbeResult.duration:type_name -> google.protobuf.Duration
-	12, // 11: plumbline.v1.ProbeResult.started_at:type_name -> google.protobuf.Timestamp
-	8,  // 12: plumbline.v1.ProbeResult.latency:type_name -> plumbline.v1.Histogram
-	9,  // 13: plumbline.v1.Histogram.buckets:type_name -> plumbline.v1.HistogramBucket
-	0,  // 14: plumbline.v1.AgentService.Hello:input_type -> plumbline.v1.HelloRequest
-	2,  // 15: plumbline.v1.AgentService.Report:input_type -> plumbline.v1.ReportRequest
-	1,  // 16: plumbline.v1.AgentService.Hello:output_type -> plumbline.v1.HelloResponse
-	3,  // 17: plumbline.v1.AgentService.Report:output_type -> plumbline.v1.ReportResponse
-	16, // [16:18] is the sub-list for method output_type
-	14, // [14:16] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	15, // 0: plumbline.v1.HelloRequest.host:type_name -> plumbline.v1.Host
+	13, // 1: plumbline.v1.HelloRequest.labels:type_name -> plumbline.v1.HelloRequest.LabelsEntry
+	16, // 2: plumbline.v1.HelloResponse.geometry_refresh_interval:type_name -> google.protobuf.Duration
+	16, // 3: plumbline.v1.HelloResponse.report_interval:type_name -> google.protobuf.Duration
+	17, // 4: plumbline.v1.HelloResponse.server_time:type_name -> google.protobuf.Timestamp
+	2,  // 5: plumbline.v1.HelloResponse.policy:type_name -> plumbline.v1.AgentPolicy
+	14, // 6: plumbline.v1.WatchPolicyRequest.labels:type_name -> plumbline.v1.WatchPolicyRequest.LabelsEntry
+	16, // 7: plumbline.v1.WatchPolicyRequest.wait:type_name -> google.protobuf.Duration
+	2,  // 8: plumbline.v1.WatchPolicyResponse.policy:type_name -> plumbline.v1.AgentPolicy
+	8,  // 9: plumbline.v1.ReportRequest.records:type_name -> plumbline.v1.Record
+	7,  // 10: plumbline.v1.ReportResponse.rejections:type_name -> plumbline.v1.Rejection
+	17, // 11: plumbline.v1.Record.produced_at:type_name -> google.protobuf.Timestamp
+	9,  // 12: plumbline.v1.Record.geometry:type_name -> plumbline.v1.GeometrySnapshot
+	10, // 13: plumbline.v1.Record.probe:type_name -> plumbline.v1.ProbeResult
+	18, // 14: plumbline.v1.GeometrySnapshot.inventory:type_name -> plumbline.v1.Inventory
+	16, // 15: plumbline.v1.ProbeResult.duration:type_name -> google.protobuf.Duration
+	17, // 16: plumbline.v1.ProbeResult.started_at:type_name -> google.protobuf.Timestamp
+	11, // 17: plumbline.v1.ProbeResult.latency:type_name -> plumbline.v1.Histogram
+	12, // 18: plumbline.v1.Histogram.buckets:type_name -> plumbline.v1.HistogramBucket
+	0,  // 19: plumbline.v1.AgentService.Hello:input_type -> plumbline.v1.HelloRequest
+	5,  // 20: plumbline.v1.AgentService.Report:input_type -> plumbline.v1.ReportRequest
+	3,  // 21: plumbline.v1.AgentService.WatchPolicy:input_type -> plumbline.v1.WatchPolicyRequest
+	1,  // 22: plumbline.v1.AgentService.Hello:output_type -> plumbline.v1.HelloResponse
+	6,  // 23: plumbline.v1.AgentService.Report:output_type -> plumbline.v1.ReportResponse
+	4,  // 24: plumbline.v1.AgentService.WatchPolicy:output_type -> plumbline.v1.WatchPolicyResponse
+	22, // [22:25] is the sub-list for method output_type
+	19, // [19:22] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_plumbline_v1_agent_proto_init() }
@@ -1182,7 +1447,7 @@ func file_plumbline_v1_agent_proto_init() {
 		return
 	}
 	file_plumbline_v1_geometry_proto_init()
-	file_plumbline_v1_agent_proto_msgTypes[5].OneofWrappers = []any{
+	file_plumbline_v1_agent_proto_msgTypes[8].OneofWrappers = []any{
 		(*Record_Geometry)(nil),
 		(*Record_Probe)(nil),
 	}
@@ -1192,7 +1457,7 @@ func file_plumbline_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plumbline_v1_agent_proto_rawDesc), len(file_plumbline_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -45,8 +45,9 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AgentService_Hello_FullMethodName  = "/plumbline.v1.AgentService/Hello"
-	AgentService_Report_FullMethodName = "/plumbline.v1.AgentService/Report"
+	AgentService_Hello_FullMethodName       = "/plumbline.v1.AgentService/Hello"
+	AgentService_Report_FullMethodName      = "/plumbline.v1.AgentService/Report"
+	AgentService_WatchPolicy_FullMethodName = "/plumbline.v1.AgentService/WatchPolicy"
 )
 
 // AgentServiceClient is the client API for AgentService service.
@@ -63,6 +64,13 @@ type AgentServiceClient interface {
 	// after an OK answer every record in it is either stored, recognised as a
 	// duplicate, or rejected with a reason; after an error, none is.
 	Report(ctx context.Context, in *ReportRequest, opts ...grpc.CallOption) (*ReportResponse, error)
+	// WatchPolicy is a blocking query (Nomad's and Consul's style): it
+	// answers the agent's central policy as soon as it differs from the
+	// digest the agent holds, or when wait (capped by the server) has
+	// passed. An agent keeps one call open per session, so a policy change
+	// on the server reaches it without a reconnect. It also tells the
+	// server the configuration the agent runs with (the policy API's view).
+	WatchPolicy(ctx context.Context, in *WatchPolicyRequest, opts ...grpc.CallOption) (*WatchPolicyResponse, error)
 }
 
 type agentServiceClient struct {
@@ -93,6 +101,16 @@ func (c *agentServiceClient) Report(ctx context.Context, in *ReportRequest, opts
 	return out, nil
 }
 
+func (c *agentServiceClient) WatchPolicy(ctx context.Context, in *WatchPolicyRequest, opts ...grpc.CallOption) (*WatchPolicyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WatchPolicyResponse)
+	err := c.cc.Invoke(ctx, AgentService_WatchPolicy_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentServiceServer is the server API for AgentService service.
 // All implementations must embed UnimplementedAgentServiceServer
 // for forward compatibility.
@@ -107,6 +125,13 @@ type AgentServiceServer interface {
 	// after an OK answer every record in it is either stored, recognised as a
 	// duplicate, or rejected with a reason; after an error, none is.
 	Report(context.Context, *ReportRequest) (*ReportResponse, error)
+	// WatchPolicy is a blocking query (Nomad's and Consul's style): it
+	// answers the agent's central policy as soon as it differs from the
+	// digest the agent holds, or when wait (capped by the server) has
+	// passed. An agent keeps one call open per session, so a policy change
+	// on the server reaches it without a reconnect. It also tells the
+	// server the configuration the agent runs with (the policy API's view).
+	WatchPolicy(context.Context, *WatchPolicyRequest) (*WatchPolicyResponse, error)
 	mustEmbedUnimplementedAgentServiceServer()
 }
 
@@ -122,6 +147,9 @@ func (UnimplementedAgentServiceServer) Hello(context.Context, *HelloRequest) (*H
 }
 func (UnimplementedAgentServiceServer) Report(context.Context, *ReportRequest) (*ReportResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Report not implemented")
+}
+func (UnimplementedAgentServiceServer) WatchPolicy(context.Context, *WatchPolicyRequest) (*WatchPolicyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method WatchPolicy not implemented")
 }
 func (UnimplementedAgentServiceServer) mustEmbedUnimplementedAgentServiceServer() {}
 func (UnimplementedAgentServiceServer) testEmbeddedByValue()                      {}
@@ -180,6 +208,24 @@ func _AgentService_Report_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AgentService_WatchPolicy_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WatchPolicyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).WatchPolicy(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentService_WatchPolicy_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).WatchPolicy(ctx, req.(*WatchPolicyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AgentService_ServiceDesc is the grpc.ServiceDesc for AgentService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -194,6 +240,10 @@ var AgentService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Report",
 			Handler:    _AgentService_Report_Handler,
+		},
+		{
+			MethodName: "WatchPolicy",
+			Handler:    _AgentService_WatchPolicy_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -1,4 +1,4 @@
-package inventory
+package projection
 
 import (
 	"context"
@@ -93,13 +93,13 @@ func num(n uint64) string {
 // historyPage is how many geometry records one step of the history reads.
 const historyPage = 200
 
-// history brings the agent's geometry history up to date (reading the
+// History brings the agent's geometry history up to date (reading the
 // geometry records stored since the last time) and returns the volume's.
-func (a *API) history(ctx context.Context, agentID, mountPoint string) ([]Change, error) {
-	if err := a.updateHistory(ctx, agentID); err != nil {
+func (p *Projection) History(ctx context.Context, agentID, mountPoint string) ([]Change, error) {
+	if err := p.updateHistory(ctx, agentID); err != nil {
 		return nil, err
 	}
-	changes, err := a.st.VolumeChanges(ctx, agentID, mountPoint)
+	changes, err := p.st.VolumeChanges(ctx, agentID, mountPoint)
 	if err != nil {
 		return nil, err
 	}
@@ -110,75 +110,91 @@ func (a *API) history(ctx context.Context, agentID, mountPoint string) ([]Change
 	return out, nil
 }
 
-func (a *API) updateHistory(ctx context.Context, agentID string) error {
-	mark, err := a.st.HistoryMark(ctx, agentID)
+func (p *Projection) updateHistory(ctx context.Context, agentID string) error {
+	mark, err := p.st.HistoryMark(ctx, agentID)
 	if err != nil {
 		return err
 	}
-	states, err := a.st.HistoryStates(ctx, agentID)
+	states, err := p.st.HistoryStates(ctx, agentID)
 	if err != nil {
 		return err
 	}
-	prev := map[string]map[string]string{}
+	h := historyStep{prev: map[string]map[string]string{}, first: mark == 0}
 	for mp, s := range states {
 		if s.State == "" {
 			continue // gone
 		}
 		var m map[string]string
 		if json.Unmarshal([]byte(s.State), &m) == nil {
-			prev[mp] = m
+			h.prev[mp] = m
 		}
 	}
-	first := mark == 0
 	for {
-		recs, err := a.st.GeometryRecordsAfter(ctx, agentID, mark, historyPage)
+		recs, err := p.st.GeometryRecordsAfter(ctx, agentID, mark, historyPage)
 		if err != nil {
 			return err
 		}
 		if len(recs) == 0 {
 			return nil
 		}
-		changed := map[string]store.HistoryState{}
-		var changes []store.VolumeChange
+		h.changed, h.changes = map[string]store.HistoryState{}, nil
 		for _, rec := range recs {
 			mark = rec.Sequence
-			var r plumblinev1.Record
-			if err := proto.Unmarshal(rec.Payload, &r); err != nil || r.GetGeometry().GetInventory() == nil {
-				continue // validated on ingest; a damaged record changes nothing
-			}
-			seen := map[string]bool{}
-			for _, v := range r.GetGeometry().GetInventory().GetVolumes() {
-				mp := v.GetMountPoint()
-				seen[mp] = true
-				cur := volumeState(v)
-				old, had := prev[mp]
-				switch {
-				case !had && !first:
-					changes = append(changes, store.VolumeChange{MountPoint: mp, Sequence: rec.Sequence, ObservedAt: rec.ProducedAt,
-						Field: "volume", Kind: "appeared", New: mp})
-				case had:
-					changes = append(changes, diffStates(mp, rec, old, cur)...)
-				}
-				if !had || !maps.Equal(old, cur) {
-					b, _ := json.Marshal(cur)
-					changed[mp] = store.HistoryState{Sequence: rec.Sequence, State: string(b)}
-					prev[mp] = cur
-				}
-			}
-			for mp := range prev {
-				if !seen[mp] {
-					changes = append(changes, store.VolumeChange{MountPoint: mp, Sequence: rec.Sequence, ObservedAt: rec.ProducedAt,
-						Field: "volume", Kind: "removed", Old: mp})
-					changed[mp] = store.HistoryState{Sequence: rec.Sequence, State: ""}
-					delete(prev, mp)
-				}
-			}
-			first = false
+			h.apply(rec)
 		}
-		if err := a.st.PutHistory(ctx, agentID, mark, changed, changes); err != nil {
+		if err := p.st.PutHistory(ctx, agentID, mark, h.changed, h.changes); err != nil {
 			return fmt.Errorf("history of %q: %w", agentID, err)
 		}
 	}
+}
+
+// historyStep folds an agent's geometry records, in order, into the
+// tracked state of each volume and the changes between them.
+type historyStep struct {
+	// prev is each present volume's tracked state; first: no record has
+	// been folded yet (the first snapshot's volumes do not "appear").
+	prev  map[string]map[string]string
+	first bool
+	// changed and changes are what the records folded since the last
+	// PutHistory made.
+	changed map[string]store.HistoryState
+	changes []store.VolumeChange
+}
+
+// apply folds one geometry record.
+func (h *historyStep) apply(rec store.GeometryRecord) {
+	var r plumblinev1.Record
+	if err := proto.Unmarshal(rec.Payload, &r); err != nil || r.GetGeometry().GetInventory() == nil {
+		return // validated on ingest; a damaged record changes nothing
+	}
+	seen := map[string]bool{}
+	for _, v := range r.GetGeometry().GetInventory().GetVolumes() {
+		mp := v.GetMountPoint()
+		seen[mp] = true
+		cur := volumeState(v)
+		old, had := h.prev[mp]
+		switch {
+		case !had && !h.first:
+			h.changes = append(h.changes, store.VolumeChange{MountPoint: mp, Sequence: rec.Sequence, ObservedAt: rec.ProducedAt,
+				Field: "volume", Kind: "appeared", New: mp})
+		case had:
+			h.changes = append(h.changes, diffStates(mp, rec, old, cur)...)
+		}
+		if !had || !maps.Equal(old, cur) {
+			b, _ := json.Marshal(cur)
+			h.changed[mp] = store.HistoryState{Sequence: rec.Sequence, State: string(b)}
+			h.prev[mp] = cur
+		}
+	}
+	for mp := range h.prev {
+		if !seen[mp] {
+			h.changes = append(h.changes, store.VolumeChange{MountPoint: mp, Sequence: rec.Sequence, ObservedAt: rec.ProducedAt,
+				Field: "volume", Kind: "removed", Old: mp})
+			h.changed[mp] = store.HistoryState{Sequence: rec.Sequence, State: ""}
+			delete(h.prev, mp)
+		}
+	}
+	h.first = false
 }
 
 func diffStates(mp string, rec store.GeometryRecord, old, cur map[string]string) []store.VolumeChange {

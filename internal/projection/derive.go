@@ -1,4 +1,4 @@
-package inventory
+package projection
 
 import (
 	"cmp"
@@ -13,36 +13,12 @@ import (
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
-// FilterValues lists the values the enumerated filter param (verdict,
-// raid_level, media, rule, severity, io_size_bytes) accepts, for a client's
-// flag help; nil for a filter that takes free text or numbers.
-func FilterValues(param string) []string { return filterEnums()[param] }
-
-// filterEnums are the values each enumerated filter of /volumes and
-// /summary accepts, from the words' homes: vocab (verdicts, RAID levels,
-// severities, I/O sizes), align (rule ids) and baseline (media classes).
-// api/openapi.yaml lists the same (TestOpenAPIEnums).
-func filterEnums() map[string][]string {
-	var media []string
-	for _, m := range baseline.MediaClasses() {
-		media = append(media, string(m))
-	}
-	return map[string][]string{
-		"verdict":       vocab.Verdicts(),
-		"raid_level":    vocab.RAIDLevels(),
-		"media":         media,
-		"rule":          align.Rules(),
-		"severity":      vocab.Severities(),
-		"io_size_bytes": vocab.IOSizeNames(),
-	}
-}
-
-// derive is the store.DeriveFunc of the inventory: the query columns of a
+// Derive is the store.DeriveFunc of the inventory: the query columns of a
 // stored volume, from its geometry and the server's verdict in it. A
 // geometry that does not decode (it was validated on ingest, so only a
 // damaged database has one) still gets a row from the volumes table's own
 // columns.
-func derive(v store.Volume) (store.InventoryVolume, error) {
+func Derive(v store.Volume) (store.InventoryVolume, error) {
 	iv := store.InventoryVolume{
 		Device: v.Device, FSType: v.FSType, Verdict: v.Verdict,
 		DataOffsetBytes: -1, StripeUnitBytes: int64(v.StripeUnitBytes), AllocationUnitBytes: -1,

@@ -1,0 +1,109 @@
+package ingest
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/plumbline/plumbline/internal/maintenance"
+	"github.com/plumbline/plumbline/internal/policy"
+	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
+)
+
+func windowEntry(name, label string) policy.Entry {
+	return policy.Entry{Name: name, Select: policy.Selector{Labels: map[string]string{"role": label}},
+		Policy: policy.Fragment{MaintenanceWindows: []maintenance.Window{{Name: name, Schedule: "0 2 * * *", Duration: time.Hour}}}}
+}
+
+// Hello answers the policy of the agent's labels; WatchPolicy answers at
+// once when the agent's digest is stale, blocks while it is current, and
+// wakes when the policy changes.
+func TestPolicyHelloAndWatch(t *testing.T) {
+	t.Parallel()
+	src := policy.NewSource([]policy.Entry{windowEntry("pg-nightly", "postgres")})
+	e := startServer(t, sqliteDSN(t), newPKI(t), Options{Policy: src})
+	c := e.agent(t, "db1")
+	labels := map[string]string{"role": "postgres"}
+	h, err := c.Hello(ctxT(t), &plumblinev1.HelloRequest{AgentId: "db1", Host: &plumblinev1.Host{Hostname: "db1"}, AgentVersion: "1", Labels: labels})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := h.GetPolicy()
+	if len(p.GetDigest()) != 32 || !strings.Contains(string(p.GetConfigYaml()), "pg-nightly") || strings.Join(p.GetSources(), ",") != "pg-nightly" {
+		t.Fatalf("Hello policy = %v", p)
+	}
+	// Another host's labels: another (empty) policy.
+	h2, err := c.Hello(ctxT(t), &plumblinev1.HelloRequest{AgentId: "db1", Host: &plumblinev1.Host{Hostname: "db1"}, AgentVersion: "1", Labels: map[string]string{"role": "mysql"}})
+	if err != nil || len(h2.GetPolicy().GetConfigYaml()) != 0 || h2.GetPolicy() == nil {
+		t.Fatalf("Hello with unmatched labels = %v, %v: want an empty policy", h2.GetPolicy(), err)
+	}
+
+	// Current digest: the call waits for its wait, then answers the same.
+	start := time.Now()
+	w, err := c.WatchPolicy(ctxT(t), &plumblinev1.WatchPolicyRequest{AgentId: "db1", Hostname: "db1", Labels: labels, PolicyDigest: p.GetDigest(), Wait: durationpb.New(300 * time.Millisecond)})
+	if err != nil || string(w.GetPolicy().GetDigest()) != string(p.GetDigest()) || time.Since(start) < 300*time.Millisecond {
+		t.Fatalf("WatchPolicy with the current digest = %v, %v after %s: want the same policy after the wait", w, err, time.Since(start))
+	}
+	// A change wakes a waiting call.
+	done := make(chan *plumblinev1.WatchPolicyResponse, 1)
+	go func() {
+		w, _ := c.WatchPolicy(ctxT(t), &plumblinev1.WatchPolicyRequest{AgentId: "db1", Hostname: "db1", Labels: labels, PolicyDigest: p.GetDigest(),
+			Wait: durationpb.New(time.Minute), EffectiveConfigYaml: []byte("probes: []\n")})
+		done <- w
+	}()
+	waitReport(t, e.svc, "db1", func(r policy.Report) bool { return r.Effective == "probes: []\n" && r.Labels["role"] == "postgres" })
+	src.Update([]policy.Entry{windowEntry("pg-weekly", "postgres")})
+	select {
+	case w := <-done:
+		if !strings.Contains(string(w.GetPolicy().GetConfigYaml()), "pg-weekly") {
+			t.Errorf("woken WatchPolicy = %v, want the new policy", w.GetPolicy())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("WatchPolicy did not wake on the policy change")
+	}
+
+	for _, tc := range []struct {
+		name string
+		req  *plumblinev1.WatchPolicyRequest
+		want string
+	}{
+		{"bad label key", &plumblinev1.WatchPolicyRequest{AgentId: "db1", Labels: map[string]string{"Role": "x"}}, "labels"},
+		{"control character in a value", &plumblinev1.WatchPolicyRequest{AgentId: "db1", Labels: map[string]string{"role": "a\x1b"}}, "labels"},
+		{"effective config too large", &plumblinev1.WatchPolicyRequest{AgentId: "db1", EffectiveConfigYaml: make([]byte, MaxEffectiveConfigBytes+1)}, "effective_config_yaml"},
+		{"digest length", &plumblinev1.WatchPolicyRequest{AgentId: "db1", PolicyDigest: []byte{1}}, "policy_digest"},
+		{"another agent's id", &plumblinev1.WatchPolicyRequest{AgentId: "db2"}, "db2"},
+	} {
+		_, err := c.WatchPolicy(ctxT(t), tc.req)
+		code := codes.InvalidArgument
+		if tc.name == "another agent's id" {
+			code = codes.PermissionDenied
+		}
+		wantCode(t, "WatchPolicy "+tc.name, err, code, tc.want)
+	}
+	if _, err := c.Hello(ctxT(t), &plumblinev1.HelloRequest{AgentId: "db1", Host: &plumblinev1.Host{Hostname: "db1"}, Labels: map[string]string{"": "x"}}); err == nil {
+		t.Error("Hello with an empty label key accepted")
+	}
+}
+
+func waitReport(t *testing.T, svc *Service, host string, ok func(policy.Report) bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		reps, err := svc.PolicyReports(ctxT(t), host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range reps {
+			if ok(r) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no report for %s", host)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

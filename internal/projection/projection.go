@@ -1,0 +1,221 @@
+// Package projection is the server's inventory read model: it derives the
+// store's inventory tables (migrations 00003 and 00004: one narrow row per
+// present volume with every filter and sort column broken out, its
+// findings and its rendered JSON document) from the volumes table, and the
+// geometry history of each volume from the stored geometry records. The
+// HTTP API (internal/inventory) reads what it writes.
+//
+// Run keeps the tables in step with the volumes table
+// (store.SyncInventory) off the request path: incrementally every
+// SyncPeriod (only the hosts with a geometry record received since the
+// last sync, less a margin; one index probe when none was), and in full
+// every FullSyncInterval. A sync renders each changed volume's JSON once
+// (inventory_docs), so a page is a keyset query and a byte copy. A reader
+// calls Ready before a query: nothing of its own beyond catching up the
+// hosts whose geometry arrived since the last sync (nothing at rest: one
+// index probe), except before this process's first sync has completed: it
+// waits for it.
+//
+// Staleness bound: a geometry record stored before a Ready shows after it
+// (Ready syncs the hosts of records newer than any sync covered); one
+// whose transaction commits late (after a sync read a newer one) shows
+// within SyncPeriod plus a sync (default 2 s + well under a second at
+// rest). A host rename without a new snapshot shows within
+// FullSyncInterval.
+package projection
+
+import (
+	"cmp"
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/plumbline/plumbline/internal/store"
+)
+
+// Store is what the projection reads and writes.
+type Store interface {
+	SyncInventory(ctx context.Context, derive store.DeriveFunc, since time.Time) (store.SyncStats, error)
+	LastGeometryReceived(ctx context.Context) (time.Time, error)
+	HistoryMark(ctx context.Context, agentID string) (uint64, error)
+	GeometryRecordsAfter(ctx context.Context, agentID string, after uint64, limit int) ([]store.GeometryRecord, error)
+	HistoryStates(ctx context.Context, agentID string) (map[string]store.HistoryState, error)
+	PutHistory(ctx context.Context, agentID string, mark uint64, states map[string]store.HistoryState, changes []store.VolumeChange) error
+	VolumeChanges(ctx context.Context, agentID, mountPoint string) ([]store.VolumeChange, error)
+}
+
+var _ Store = (*store.Store)(nil)
+
+// Options configure a Projection.
+type Options struct {
+	Logger *slog.Logger
+	// SyncPeriod is how often Run syncs incrementally (default 2s).
+	SyncPeriod time.Duration
+	// SyncMargin is how far before the start of the last sync an
+	// incremental sync looks for geometry records received (default 30s).
+	SyncMargin time.Duration
+	// FullSyncInterval is how often Run syncs every volume (default 5m).
+	FullSyncInterval time.Duration
+	// AfterSync, when set, runs after each of Run's syncs that succeeded
+	// (the API brings its cached summaries to the new generation).
+	AfterSync func(ctx context.Context) error
+}
+
+// Projection keeps the inventory tables in step with the volumes table.
+// Build it with New.
+type Projection struct {
+	st   Store
+	opts Options
+
+	syncMu  sync.Mutex // held while a sync runs
+	stateMu sync.Mutex // guards the fields below
+	synced  bool       // a full sync has completed
+	since   time.Time  // the next incremental sync's since
+	seen    time.Time  // the latest geometry receive time a sync has covered
+}
+
+// New returns the projection over st.
+func New(st Store, opts Options) *Projection {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	// A duration not above 0 is the default.
+	opts.SyncPeriod = cmp.Or(max(opts.SyncPeriod, 0), 2*time.Second)
+	opts.SyncMargin = cmp.Or(max(opts.SyncMargin, 0), 30*time.Second)
+	opts.FullSyncInterval = cmp.Or(max(opts.FullSyncInterval, 0), 5*time.Minute)
+	return &Projection{st: st, opts: opts}
+}
+
+// Run is the sync loop: it keeps the inventory tables up to date until
+// ctx is done — a full sync now (unless one has completed) and every
+// FullSyncInterval, an incremental one every SyncPeriod, each followed by
+// Options.AfterSync. Readers only catch up what arrived since (Ready).
+func (p *Projection) Run(ctx context.Context) {
+	if !p.Synced() {
+		p.runSync(ctx, true)
+	}
+	full := time.NewTicker(p.opts.FullSyncInterval)
+	defer full.Stop()
+	incr := time.NewTicker(p.opts.SyncPeriod)
+	defer incr.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-full.C:
+			p.runSync(ctx, true)
+		case <-incr.C:
+			p.runSync(ctx, false)
+		}
+	}
+}
+
+// Synced says whether a full sync has completed in this process.
+func (p *Projection) Synced() bool {
+	p.stateMu.Lock()
+	defer p.stateMu.Unlock()
+	return p.synced
+}
+
+func (p *Projection) runSync(ctx context.Context, full bool) {
+	p.syncMu.Lock()
+	err := p.syncLocked(ctx, full)
+	if err == nil && p.opts.AfterSync != nil {
+		err = p.opts.AfterSync(ctx)
+	}
+	p.syncMu.Unlock()
+	if err != nil && ctx.Err() == nil {
+		p.opts.Logger.Warn("inventory sync", "full", full, "err", err)
+	}
+}
+
+// Sync brings the inventory tables up to date: in full, or only for the
+// agents seen since the last sync (less a margin); the first sync is
+// always full.
+func (p *Projection) Sync(ctx context.Context, full bool) error {
+	p.syncMu.Lock()
+	defer p.syncMu.Unlock()
+	return p.syncLocked(ctx, full)
+}
+
+func (p *Projection) syncLocked(ctx context.Context, full bool) error {
+	p.stateMu.Lock()
+	since := p.since
+	if full || !p.synced {
+		since = time.Time{}
+	}
+	p.stateMu.Unlock()
+	start := time.Now()
+	st, err := p.st.SyncInventory(ctx, Derive, since)
+	if err != nil {
+		return err
+	}
+	if st.Updated+st.Removed+st.Failed > 0 {
+		p.opts.Logger.Debug("inventory sync", "full", since.IsZero(), "updated", st.Updated, "removed", st.Removed, "failed", st.Failed, "took", time.Since(start))
+	}
+	p.stateMu.Lock()
+	defer p.stateMu.Unlock()
+	if since.IsZero() {
+		p.synced = true
+	}
+	// The next incremental sync compares the hosts with a geometry record
+	// received since this one began, less the margin: for transactions
+	// that were open while it read, and for replicas' clocks.
+	if next := start.Add(-p.opts.SyncMargin); next.After(p.since) {
+		p.since = next
+	}
+	p.coveredLocked(st.LastReceived)
+	return nil
+}
+
+// coveredLocked records that a sync covered the geometry records received
+// up to last.
+func (p *Projection) coveredLocked(last time.Time) {
+	if last.After(p.seen) {
+		p.seen = last
+	}
+}
+
+// Ready runs before a query. Before this process's first sync has
+// completed it waits for it (tables a migration has just reset, or far
+// behind). Afterwards it costs one index probe: when a geometry record
+// newer than any a sync has covered has arrived (an agent reported since
+// the last sync), it syncs the hosts of those records alone — no margin,
+// so at rest nothing, and in a live fleet what arrived since the last
+// sync — so that a report is in the next page read. Run's syncs cover the
+// rest (late commits, renames) within SyncPeriod.
+func (p *Projection) Ready(ctx context.Context) error {
+	if !p.Synced() {
+		p.syncMu.Lock()
+		defer p.syncMu.Unlock()
+		if p.Synced() {
+			return nil
+		}
+		return p.syncLocked(ctx, true)
+	}
+	last, err := p.st.LastGeometryReceived(ctx)
+	if err != nil || !last.After(p.seenAt()) {
+		return err
+	}
+	p.syncMu.Lock()
+	defer p.syncMu.Unlock()
+	seen := p.seenAt()
+	if !last.After(seen) {
+		return nil // another reader or Run caught up meanwhile
+	}
+	st, err := p.st.SyncInventory(ctx, Derive, seen.Add(time.Nanosecond))
+	if err != nil {
+		return err
+	}
+	p.stateMu.Lock()
+	p.coveredLocked(st.LastReceived)
+	p.stateMu.Unlock()
+	return nil
+}
+
+func (p *Projection) seenAt() time.Time {
+	p.stateMu.Lock()
+	defer p.stateMu.Unlock()
+	return p.seen
+}
