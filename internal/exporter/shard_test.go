@@ -308,3 +308,56 @@ func TestShardBadParameters(t *testing.T) {
 		t.Errorf("shard 0 of 1: %d\n%s", code, body)
 	}
 }
+
+// TestShardOfTakenOverSeries: two agents report one hostname, and the
+// series of the one shown (the first by agent id) pass to the other when
+// its volume goes. The series keep their labels but move to the other
+// volume's shard: both shards' cached bodies must follow.
+func TestShardOfTakenOverSeries(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := openStore(t)
+	fleet := []host{
+		{id: "dbA", hostname: "db.example.com", lastSeen: epoch, volumes: []*plumblinev1.Volume{nvmeVolume("/data")}},
+		{id: "dbB", hostname: "db.example.com", lastSeen: epoch, volumes: []*plumblinev1.Volume{nvmeVolume("/data")}},
+	}
+	seed(t, st, fleet)
+	// A shard count that puts the two /data apart, neither in shard 0 (the
+	// agents' series change there) nor where dbA's new /other goes: so
+	// nothing else drops their cached bodies.
+	var n, from, to int
+	for n = 3; ; n++ {
+		from, to = int(ShardOf("dbA", "/data")%uint64(n)), int(ShardOf("dbB", "/data")%uint64(n))
+		other := int(ShardOf("dbA", "/other") % uint64(n))
+		if from != to && from != 0 && to != 0 && other != from && other != to {
+			break
+		}
+	}
+	srv := listen(t, st)
+	shard := func(i int) string {
+		code, body := scrapeURL(t, fmt.Sprintf("%s/metrics?shard=%d&shards=%d", srv.URL, i, n), "")
+		if code != http.StatusOK {
+			t.Fatalf("shard %d: %d %s", i, code, body)
+		}
+		return string(body)
+	}
+	const info = `mount_point="/data",profile=`
+	if !strings.Contains(shard(from), info) || strings.Contains(shard(to), info) {
+		t.Fatalf("dbA's /data is not in shard %d of %d alone", from, n)
+	}
+	// dbA's /data goes: dbB's, with the same labels, is shown instead.
+	hw, err := st.HighWater(ctx, "dbA", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AppendBatch(ctx, "dbA", []store.Record{{Sequence: hw + 1, Kind: store.KindGeometry, ProducedAt: epoch,
+		Volumes: []store.Volume{storeVolume(t, nvmeVolume("/other"))}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := shard(to); !strings.Contains(got, info) {
+		t.Errorf("dbB's /data is not in its shard %d of %d:\n%s", to, n, got)
+	}
+	if got := shard(from); strings.Contains(got, info) {
+		t.Errorf("dbA's gone /data is still in shard %d of %d:\n%s", from, n, got)
+	}
+}
