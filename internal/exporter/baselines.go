@@ -53,7 +53,7 @@ func (c *Collector) refreshBaselines(ctx context.Context, now time.Time, ev Eval
 	if len(jobs) == 0 {
 		return nil
 	}
-	in, err := c.readBaselines(ctx, jobs, ev, sel.hasGlobal())
+	in, err := c.readBaselines(ctx, jobs, ev, now)
 	if err != nil {
 		return err
 	}
@@ -101,32 +101,56 @@ func (c *Collector) dueBaselines(now time.Time, ev EvaluatorStatus, sel shardSel
 
 // baseInputs is what one refresh read of the baselines.
 type baseInputs struct {
-	rows    map[volKey][]store.MetricsBaseline // of the jobs to fetch
+	rows map[volKey][]store.MetricsBaseline // of the jobs to fetch
+	passReads
+}
+
+// passReads are the whole-table reads behind the baselines — stop counts,
+// failing streaks, cohorts, and each volume's count of states and sum of
+// runs — which only an evaluator pass writes: the scrapes of several
+// shards between two passes share them (read again after MaxAge, and on
+// every scrape without an evaluator).
+type passReads struct {
+	ok      bool
+	ev      EvaluatorStatus
+	at      time.Time
 	stops   []store.StopCount
 	failing []store.ProbeFailing
 	cohorts []store.Cohort
+	runs    map[volKey]store.BaselineRuns // nil until a refresh needed them
 }
 
-// readBaselines reads the stop counts, failing streaks and (withCohorts)
-// the cohorts, and the rows of the jobs due a fetch, and of those whose
-// count of states or sum of runs moved: the evaluator writes a state only
-// with a newly judged run, so these tell which volumes it changed (a
-// change behind its back shows within MaxAge, when the rows are read
-// again). It marks the jobs it fetched.
-func (c *Collector) readBaselines(ctx context.Context, jobs []baseJob, ev EvaluatorStatus, withCohorts bool) (baseInputs, error) {
-	var in baseInputs
+// sharedReads returns the pass reads still valid for ev at now.
+func (c *Collector) sharedReads(ev EvaluatorStatus, now time.Time) (passReads, bool) {
+	p := c.pass
+	ok := p.ok && c.opts.Evaluator != nil && p.ev.Passes == ev.Passes && p.ev.Failures == ev.Failures &&
+		now.Sub(p.at) < c.opts.MaxAge && !now.Before(p.at)
+	return p, ok
+}
+
+// readBaselines reads (or takes from the pass reads) the stop counts,
+// failing streaks and cohorts, and reads the rows of the jobs due a fetch,
+// and of those whose count of states or sum of runs moved: the evaluator
+// writes a state only with a newly judged run, so these tell which volumes
+// it changed (a change behind its back shows within MaxAge, when the rows
+// are read again). It marks the jobs it fetched.
+func (c *Collector) readBaselines(ctx context.Context, jobs []baseJob, ev EvaluatorStatus, now time.Time) (baseInputs, error) {
+	pass, shared := c.sharedReads(ev, now)
 	var otherErr error
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		if in.stops, otherErr = c.st.ListStopCounts(ctx); otherErr != nil {
-			return
-		}
-		if in.failing, otherErr = c.st.ListProbeFailing(ctx); otherErr != nil || !withCohorts {
-			return
-		}
-		in.cohorts, otherErr = c.st.ListCohorts(ctx)
-	})
-	err := c.markChanged(ctx, jobs, ev)
+	if !shared {
+		pass = passReads{ok: true, ev: ev, at: now}
+		wg.Go(func() {
+			if pass.stops, otherErr = c.st.ListStopCounts(ctx); otherErr != nil {
+				return
+			}
+			if pass.failing, otherErr = c.st.ListProbeFailing(ctx); otherErr != nil {
+				return
+			}
+			pass.cohorts, otherErr = c.st.ListCohorts(ctx)
+		})
+	}
+	runs, err := c.markChanged(ctx, jobs, ev, pass.runs)
 	var fetch []store.VolumeKey
 	for _, j := range jobs {
 		if j.fetch {
@@ -146,17 +170,20 @@ func (c *Collector) readBaselines(ctx context.Context, jobs []baseJob, ev Evalua
 		err = otherErr
 	}
 	if err != nil {
+		c.pass = passReads{}
 		return baseInputs{}, err
 	}
-	in.rows = groupMap(rows, func(b *store.MetricsBaseline) volKey { return volKey{b.AgentID, b.MountPoint} })
-	return in, nil
+	pass.runs = runs
+	c.pass = pass
+	return baseInputs{rows: groupMap(rows, func(b *store.MetricsBaseline) volKey { return volKey{b.AgentID, b.MountPoint} }), passReads: pass}, nil
 }
 
 // markChanged marks the jobs not yet due a fetch whose count of states or
-// sum of runs differs from their part's rows. When the evaluator judged
-// more runs since they were checked than a quarter of the states, most
-// changed: it marks them all without asking which.
-func (c *Collector) markChanged(ctx context.Context, jobs []baseJob, ev EvaluatorStatus) error {
+// sum of runs (from runs, or read when nil) differs from their part's
+// rows, and returns the run counts. When the evaluator judged more runs
+// since they were checked than a quarter of the states, most changed: it
+// marks them all without asking which.
+func (c *Collector) markChanged(ctx context.Context, jobs []baseJob, ev EvaluatorStatus, runs map[volKey]store.BaselineRuns) (map[volKey]store.BaselineRuns, error) {
 	check := 0
 	since := ev.Runs
 	for _, j := range jobs {
@@ -166,39 +193,41 @@ func (c *Collector) markChanged(ctx context.Context, jobs []baseJob, ev Evaluato
 		}
 	}
 	if check == 0 {
-		return nil
+		return runs, nil
 	}
 	states := 0
 	for _, p := range c.baseParts {
 		states += len(p.rows)
 	}
-	if c.opts.Evaluator != nil && since > uint64(states/4) {
+	if runs == nil && c.opts.Evaluator != nil && since > uint64(states/4) {
 		for i := range jobs {
 			jobs[i].fetch = true
 		}
-		return nil
+		return nil, nil
 	}
-	runs, err := c.st.ListBaselineRuns(ctx)
-	if err != nil {
-		return err
-	}
-	byKey := make(map[volKey]store.BaselineRuns, len(runs))
-	for _, r := range runs {
-		byKey[volKey{r.AgentID, r.MountPoint}] = r
+	if runs == nil {
+		list, err := c.st.ListBaselineRuns(ctx)
+		if err != nil {
+			return nil, err
+		}
+		runs = make(map[volKey]store.BaselineRuns, len(list))
+		for _, r := range list {
+			runs[volKey{r.AgentID, r.MountPoint}] = r
+		}
 	}
 	for i := range jobs {
 		j := &jobs[i]
 		if j.fetch {
 			continue
 		}
-		r := byKey[j.k]
+		r := runs[j.k]
 		sum := uint64(0)
 		for _, b := range j.p.rows {
 			sum += b.Runs
 		}
 		j.fetch = r.States != len(j.p.rows) || r.Runs != sum
 	}
-	return nil
+	return runs, nil
 }
 
 // readAllBaselines reads every baseline row, in two halves by agent at

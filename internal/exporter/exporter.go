@@ -111,6 +111,7 @@ type Collector struct {
 	present   map[volKey]presentVol // present volumes
 	volParts  map[volKey]*volPart
 	baseParts map[volKey]*basePart
+	pass      passReads // the whole-table reads of the last evaluator pass
 	counts    map[store.RecordKind]uint64
 	countedAt time.Time
 
@@ -168,7 +169,7 @@ func orDefault(d *time.Duration, def time.Duration) {
 func (c *Collector) Invalidate() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.volsOK = false
+	c.volsOK, c.pass = false, passReads{}
 	for _, p := range c.baseParts {
 		p.readAt = time.Time{}
 	}

@@ -48,7 +48,7 @@ func (c *Collector) refreshStore(ctx context.Context, now time.Time, ev Evaluato
 // next scrape reads all again.
 func (c *Collector) forget() {
 	c.hosts, c.seqs, c.vols, c.volsOK, c.present = nil, nil, nil, false, nil
-	c.volParts, c.baseParts = map[volKey]*volPart{}, map[volKey]*basePart{}
+	c.volParts, c.baseParts, c.pass = map[volKey]*volPart{}, map[volKey]*basePart{}, passReads{}
 	for i := range c.out {
 		switch i {
 		case famEvalLast, famEvalRuns, famEvalFailures:

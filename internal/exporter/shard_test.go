@@ -361,3 +361,77 @@ func TestShardOfTakenOverSeries(t *testing.T) {
 		t.Errorf("dbA's gone /data is still in shard %d of %d:\n%s", from, n, got)
 	}
 }
+
+// TestShardsAfterEvaluatorPass: with the server's evaluator wired in, the
+// shards scraped one after another after a pass (the later ones reuse
+// the pass's stop counts, failing streaks, cohorts and run counts) are
+// together a new collector's whole exposition.
+func TestShardsAfterEvaluatorPass(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := openStore(t)
+	seed(t, st, shardFleet())
+	ev, err := evaluator.New(st, evaluator.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ticks atomic.Int64
+	opts := Options{Now: func() time.Time { return epoch.Add(time.Duration(ticks.Add(1)) * time.Millisecond) }, RecordCountsEvery: time.Nanosecond,
+		Evaluator: func() EvaluatorStatus {
+			s := ev.Status()
+			return EvaluatorStatus{LastSuccess: s.LastSuccess, Passes: s.Passes, Runs: s.Runs, Failures: s.Failures}
+		}}
+	c, err := New(st, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 3
+	union := func() []string {
+		var out []string
+		for _, i := range []int{2, 1, 0} {
+			rec := httptest.NewRecorder()
+			c.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, fmt.Sprintf("/metrics?shard=%d&shards=%d", i, n), nil))
+			out = append(out, samples(t, rec.Body.Bytes())...)
+		}
+		slices.Sort(out)
+		return out
+	}
+	whole := func() []string {
+		fresh, err := New(st, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := samples(t, get(t, fresh, "", "").Body.Bytes())
+		slices.Sort(out)
+		return out
+	}
+	if diff := cmp.Diff(whole(), union()); diff != "" {
+		t.Fatalf("seeded: shards differ from the whole exposition (-whole +shards):\n%s", diff)
+	}
+	// New runs on three volumes, one of them stopped (a stop count), and a pass.
+	for i, agent := range []string{"pg01", "pg05", "pg09"} {
+		hw, err := st.HighWater(ctx, agent, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := &store.ProbeResult{MountPoint: "/data", Device: "sdb1", Kind: "log-write", BlockSizeBytes: 8 * kib, QueueDepth: 1,
+			StartedAt: epoch.Add(-time.Minute), Duration: time.Second, Ops: 100, Bytes: 100 * 8 * kib, Histogram: runHistogram(t, 9*time.Millisecond, 100)}
+		if i == 1 {
+			p.StoppedReason = "latency-ceiling"
+		}
+		if _, err := st.AppendBatch(ctx, agent, []store.Record{{Sequence: hw + 1, Kind: store.KindProbe, ProducedAt: epoch, Probe: p}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := union()
+	if _, err := ev.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after, want := union(), whole()
+	if diff := cmp.Diff(want, after); diff != "" {
+		t.Errorf("after a pass: shards differ from the whole exposition (-whole +shards):\n%s", diff)
+	}
+	if slices.Equal(before, after) {
+		t.Error("the pass changed nothing in the shards")
+	}
+}
