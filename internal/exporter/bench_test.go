@@ -182,7 +182,8 @@ func BenchmarkScrape(b *testing.B) {
 
 // BenchmarkScrapeShards: the scrape after an evaluator pass that changed
 // every one of the 10,000 volumes, of one shard of 10 (1,000 volumes) and
-// of the whole exposition, in the formats Prometheus asks for:
+// of the whole exposition, in the formats Prometheus asks for; then the
+// ten shards' scrapes after a pass that changed 10% of them:
 //
 //	go test ./internal/exporter -run '^$' -bench ScrapeShards -benchtime 5x
 func BenchmarkScrapeShards(b *testing.B) {
@@ -210,6 +211,23 @@ func BenchmarkScrapeShards(b *testing.B) {
 			b.ReportMetric(float64(size), "bytes/scrape")
 		})
 	}
+	// As Prometheus scrapes: after a pass that judged 10% of the volumes,
+	// every shard of 10 in turn (the later ones share the pass's reads);
+	// an op is the ten scrapes.
+	b.Run("all-10-shards-after-10%-pass/protobuf-gzip", func(b *testing.B) {
+		var cpu time.Duration
+		for b.Loop() {
+			b.StopTimer()
+			f.judge(b, volumes/10)
+			b.StartTimer()
+			before := processCPU()
+			for i := range 10 {
+				serveBench(b, c, fmt.Sprintf("/metrics?shard=%d&shards=10", i), prometheusAccept, "gzip")
+			}
+			cpu += processCPU() - before
+		}
+		b.ReportMetric(float64(cpu.Microseconds())/1e3/float64(b.N), "cpu-ms/op")
+	})
 }
 
 // BenchmarkEncodeHistogram: one latency histogram of a volume in both
