@@ -4,7 +4,7 @@
 // baselines, the agents' last reports), so the exposition is the same on
 // every server replica.
 //
-// A scrape of 10,000 volumes is ~280,000 series, so each series is
+// A scrape of 10,000 volumes is ~840,000 series, so each series is
 // encoded once per change, in both formats (text lines, and the
 // io.prometheus.client.Metric message with the native histogram buckets),
 // straight from the store's rows into bytes — no dto objects — and kept
