@@ -6,7 +6,7 @@ GO      ?= go
 BIN     ?= bin
 PROTOS  := $(shell find proto -name '*.proto')
 
-.PHONY: all build run test test-unit proto proto-check lint windows bench bench-probe bench-fleet bench-inspect lab-seeds lab-degrade fuzz clean
+.PHONY: all build run test test-unit proto proto-check lint windows bench bench-probe bench-fleet bench-inspect lab-seeds lab-degrade fuzz packages clean
 
 all: build
 
@@ -71,5 +71,11 @@ FUZZTIME ?= 30s
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
+# .deb and .rpm of the agent and the server, and the Windows agent zip,
+# under dist/ (nfpm pinned in tools/go.mod; README "Packages").
+#   make packages VERSION=1.2.0 ARCHS="amd64 arm64" DIST=dist
+packages:
+	GO=$(GO) VERSION=$(VERSION) ARCHS="$(ARCHS)" DIST=$(DIST) ./scripts/packages.sh
+
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) dist

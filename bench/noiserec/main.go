@@ -72,42 +72,69 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "noiserec:", err)
 		return 1
 	}
-	ks := strings.Split(*kinds, ",")
+	r := recorder{w: w, dir: *dir, kinds: strings.Split(*kinds, ","), atomOps: *atomOps, iops: *iops, fileSize: int64(fileSize), minFree: int64(minFree)}
+	if err := r.record(ctx, *atoms, *pause); err != nil {
+		fmt.Fprintln(os.Stderr, "noiserec:", err)
+		return 1
+	}
+	return 0
+}
+
+// recorder writes atoms: short probe runs round-robin over the kinds.
+type recorder struct {
+	w                 *replay.Writer
+	dir               string
+	kinds             []string
+	atomOps           int
+	iops              float64
+	fileSize, minFree int64
+}
+
+// record writes rounds of one atom per kind, pausing after each round;
+// an interrupt ends it without error.
+func (r *recorder) record(ctx context.Context, rounds int, pause time.Duration) error {
 	start := time.Now()
-	for i := range *atoms {
-		for _, k := range ks {
-			o := probe.DefaultOptions()
-			o.Dir, o.Kind, o.Ops, o.IOPS = *dir, probe.Kind(k), *atomOps, *iops
-			o.FileSize, o.MinFreeBytes, o.MinFreePercent = int64(fileSize), int64(minFree), 1
-			o.BusyThreshold = 0 // the recording is the noise, neighbours included
-			res, err := probe.Run(ctx, o)
-			if ctx.Err() != nil {
-				fmt.Fprintf(os.Stderr, "noiserec: interrupted after %d rounds\n", i)
-				return 0
-			}
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "noiserec:", err)
-				return 1
-			}
-			if res.Ops == 0 || res.Histogram.Count() == 0 {
-				fmt.Fprintf(os.Stderr, "noiserec: %s atom %d: no ops (%s)\n", k, i, res.StoppedReason)
-				continue
-			}
-			if err := w.Write(replay.Atom{At: res.StartedAt, Kind: k, Hist: res.Histogram}); err != nil {
-				fmt.Fprintln(os.Stderr, "noiserec:", err)
-				return 1
+	for i := range rounds {
+		for _, k := range r.kinds {
+			if err := r.atom(ctx, k, i); err != nil {
+				if ctx.Err() != nil {
+					fmt.Fprintf(os.Stderr, "noiserec: interrupted after %d rounds\n", i)
+					return nil
+				}
+				return err
 			}
 		}
 		if (i+1)%100 == 0 {
-			fmt.Fprintf(os.Stderr, "noiserec: %d/%d rounds in %s\n", i+1, *atoms, time.Since(start).Round(time.Second))
+			fmt.Fprintf(os.Stderr, "noiserec: %d/%d rounds in %s\n", i+1, rounds, time.Since(start).Round(time.Second))
 		}
-		if *pause > 0 {
+		if pause > 0 {
 			select {
 			case <-ctx.Done():
-				return 0
-			case <-time.After(*pause):
+				return nil
+			case <-time.After(pause):
 			}
 		}
 	}
-	return 0
+	return nil
+}
+
+// atom runs one atom of kind k and writes it (an atom without ops is
+// reported and skipped).
+func (r *recorder) atom(ctx context.Context, k string, round int) error {
+	o := probe.DefaultOptions()
+	o.Dir, o.Kind, o.Ops, o.IOPS = r.dir, probe.Kind(k), r.atomOps, r.iops
+	o.FileSize, o.MinFreeBytes, o.MinFreePercent = r.fileSize, r.minFree, 1
+	o.BusyThreshold = 0 // the recording is the noise, neighbours included
+	res, err := probe.Run(ctx, o)
+	if err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if res.Ops == 0 || res.Histogram.Count() == 0 {
+		fmt.Fprintf(os.Stderr, "noiserec: %s atom %d: no ops (%s)\n", k, round, res.StoppedReason)
+		return nil
+	}
+	return r.w.Write(replay.Atom{At: res.StartedAt, Kind: k, Hist: res.Histogram})
 }

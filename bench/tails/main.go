@@ -19,8 +19,8 @@
 //
 // detect_seconds = runs × every (the fault began just after the last
 // healthy run: a whole interval before the first faulted one) + the
-// evaluator's pass interval + the alert's for:. Run it through
-// bench/degrade-tails.sh.
+// evaluator's pass interval + the alert's for:. bench/degrade.sh runs it
+// (part 3; bench/degrade-tails.sh runs that part alone).
 package main
 
 import (
@@ -41,6 +41,7 @@ import (
 	"github.com/plumbline/plumbline/internal/evaluator"
 	"github.com/plumbline/plumbline/internal/probe"
 	"github.com/plumbline/plumbline/internal/raidlab"
+	replaypkg "github.com/plumbline/plumbline/internal/replay"
 	"github.com/plumbline/plumbline/internal/store"
 )
 
@@ -74,7 +75,13 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		replayFrom = fs.String("replay-from", "", "no lab: replay the healthy runs recorded in this file")
 		within     = fs.Int("within", 0, "override the tail's and the mean's SignalConfig.Within (0: default)")
 		tailRatio  = fs.Float64("tail-ratio", 0, "override the tail's DegradeRatio (0: default)")
+		sustain    [3]int
+		noiseFrom  = fs.String("noise", "", "no lab: replay these noise recordings (internal/replay/testdata/*.txt.gz, comma-separated) through bare detectors")
+		seeds      = fs.Int("seeds", 8, "with -noise: walks through each recording")
 	)
+	for i, name := range []string{"tail", "mean", "rate"} {
+		fs.IntVar(&sustain[i], name+"-sustain", 0, "override the "+name+"'s Sustain (0: default)")
+	}
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -83,6 +90,14 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		det.Tail.Within, det.Mean.Within = *within, *within
 	}
 	det.Tail.DegradeRatio = *tailRatio
+	det.Tail.Sustain, det.Mean.Sustain, det.Rate.Sustain = sustain[0], sustain[1], sustain[2]
+	if *noiseFrom != "" {
+		if err := noise(stdout, strings.Split(*noiseFrom, ","), det, replaypkg.Schedule{Every: *every, Ops: *ops}, *days, *seeds); err != nil {
+			fmt.Fprintln(stderr, "tails:", err)
+			return 1
+		}
+		return 0
+	}
 	if *replayFrom != "" {
 		runs, err := readRuns(*replayFrom)
 		if err != nil {
@@ -117,55 +132,12 @@ type cfg struct {
 }
 
 func run(ctx context.Context, stdout, stderr io.Writer, c cfg) error {
-	root := filepath.Join(c.work, "state")
-	mnt := filepath.Join(c.work, "mnt")
-	if err := os.MkdirAll(mnt, 0o755); err != nil {
-		return err
-	}
-	out, err := exec.CommandContext(ctx, c.raidlab, "up", "--state-root", root, "--data-root", c.work,
-		"--level", c.level, "--disks", fmt.Sprint(c.disks), "--size", "512MiB", "--preset", c.preset).Output()
-	if err != nil {
-		return fmt.Errorf("raidlab up: %w", err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	dev := lines[len(lines)-1]
-	defer func() {
-		if out, err := exec.Command(c.raidlab, "down", dev, "--state-root", root).CombinedOutput(); err != nil {
-			fmt.Fprintf(stderr, "# raidlab down %s: %v: %s (clean up with raidlab reap --state-root %s)\n", dev, err, out, root)
-		}
-	}()
-	if out, err := exec.CommandContext(ctx, "mkfs.ext4", "-q", "-F", dev).CombinedOutput(); err != nil {
-		return fmt.Errorf("mkfs: %v: %s", err, out)
-	}
-	if out, err := exec.CommandContext(ctx, "mount", dev, mnt).CombinedOutput(); err != nil {
-		return fmt.Errorf("mount: %v: %s", err, out)
-	}
-	defer func() {
-		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
-			fmt.Fprintf(stderr, "# umount %s: %v: %s\n", mnt, err, out)
-		}
-	}()
-	st, err := raidlab.Find(root, dev)
+	lab, mnt, cleanup, err := startLab(ctx, stderr, c)
+	defer cleanup()
 	if err != nil {
 		return err
 	}
-	lab := raidlab.NewClient(st.Control)
-	fmt.Fprintf(stderr, "# lab %s: %s ×%d %s, ext4 at %s; %d ops per run at %g IOPS, every %v (simulated)\n",
-		dev, c.level, c.disks, c.preset, mnt, c.ops, c.iops, c.every)
-
-	o := probe.DefaultOptions()
-	o.Dir, o.FileSize, o.FillRate = mnt, 64<<20, 0
-	o.MinFreeBytes, o.MinFreePercent, o.BusyThreshold, o.LatencyCeiling = 0, 0, 0, 0
-	o.Kind, o.QueueDepth, o.Ops, o.IOPS, o.MaxDuration = probe.RandomRead, 1, c.ops, c.iops, 30*time.Second
-	probeRun := func() (baseline.Run, error) {
-		res, err := probe.Run(ctx, o)
-		if err != nil {
-			return baseline.Run{}, err
-		}
-		pr := &store.ProbeRun{ProbeResult: store.ProbeResult{Ops: uint64(res.Ops), IOPSCap: res.IOPSCap,
-			Duration: time.Duration(res.Duration * float64(time.Second)), StoppedReason: res.StoppedReason}}
-		return evaluator.RunOf(pr, res.Histogram), nil
-	}
+	probeRun := prober(ctx, mnt, c)
 	if _, err := probeRun(); err != nil { // creates and fills the probe file
 		return err
 	}
@@ -176,83 +148,219 @@ func run(ctx context.Context, stdout, stderr io.Writer, c cfg) error {
 		{"throttle", raidlab.Fault{Kind: raidlab.FaultThrottle, IOPS: 20, Burst: 30}},
 		{"rebuild", raidlab.Fault{Kind: raidlab.FaultRebuild, Member: &m0, Load: 0.8}},
 	}
-	var recorded []baseline.Run
-	t := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	m := measurer{lab: lab, probe: probeRun, c: c, stderr: stderr, t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	for _, k := range kinds {
 		if c.only != "" && !slices.Contains(strings.Split(c.only, ","), k.name) {
 			continue
 		}
-		var runsTo []int
-		signals := map[baseline.Signal]int{}
-		for trial := range c.trials {
-			if _, err := lab.Fault(ctx, raidlab.Fault{Kind: raidlab.FaultRestore}); err != nil {
-				return err
-			}
-			d, err := baseline.NewDetector(c.det)
-			if err != nil {
-				return err
-			}
-			for range c.healthy {
-				r, err := probeRun()
-				if err != nil {
-					return err
-				}
-				recorded = append(recorded, r)
-				t = t.Add(c.every)
-				if s := d.ObserveRun(t, r, baseline.Refs{}); s.Status == baseline.Degraded {
-					fmt.Fprintf(stderr, "# %s trial %d: degraded before the fault (%s)\n", k.name, trial, s.Detail())
-				}
-			}
-			if _, err := lab.Fault(ctx, k.fault); err != nil {
-				return err
-			}
-			got := -1
-			var last baseline.State
-			for i := range c.maxRuns {
-				if k.fault.Kind == raidlab.FaultThrottle && i > 0 {
-					// The runs follow each other at once in real time; at the
-					// simulated schedule the bucket refills between them
-					// (every × iops tokens ≥ burst): start it full again.
-					if _, err := lab.Fault(ctx, k.fault); err != nil {
-						return err
-					}
-				}
-				r, err := probeRun()
-				if err != nil {
-					return err
-				}
-				t = t.Add(c.every)
-				last = d.ObserveRun(t, r, baseline.Refs{})
-				if last.Status == baseline.Degraded {
-					got = i + 1
-					signals[last.Signal]++
-					break
-				}
-			}
-			fmt.Fprintf(stderr, "# %s trial %d: %d faulted runs to degraded (%s)\n", k.name, trial, got, last.Detail())
-			runsTo = append(runsTo, got)
+		runsTo, signals, err := m.kind(ctx, k)
+		if err != nil {
+			return err
 		}
 		if _, err := lab.Fault(ctx, raidlab.Fault{Kind: raidlab.FaultRestore}); err != nil {
 			return err
 		}
-		med := medianInt(runsTo)
-		detect := "none"
-		if med > 0 {
-			detect = fmt.Sprintf("%.0f", (time.Duration(med)*c.every + c.extra).Seconds())
-		}
-		var sigs []string
-		for s, n := range signals {
-			sigs = append(sigs, fmt.Sprintf("%s:%d", s, n))
-		}
-		slices.Sort(sigs)
-		fmt.Fprintf(stdout, "fault=%s signal=%s runs=%v detect_seconds=%s\n", k.name, strings.Join(sigs, ","), runsTo, detect)
+		fmt.Fprintln(stdout, reportLine(k.name, runsTo, signals, c))
 	}
 	if c.record != "" {
-		if err := writeRuns(c.record, recorded); err != nil {
+		if err := writeRuns(c.record, m.recorded); err != nil {
 			return err
 		}
 	}
-	replay(stdout, stderr, c.det, recorded, c.every, c.days)
+	replay(stdout, stderr, c.det, m.recorded, c.every, c.days)
+	return nil
+}
+
+// startLab brings up a lab array (raidlab up, its own process), ext4 on it,
+// mounted under c.work; cleanup unmounts it and takes the array down.
+func startLab(ctx context.Context, stderr io.Writer, c cfg) (lab *raidlab.Client, mnt string, cleanup func(), err error) {
+	var undo []func()
+	cleanup = func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
+	root := filepath.Join(c.work, "state")
+	mnt = filepath.Join(c.work, "mnt")
+	if err := os.MkdirAll(mnt, 0o755); err != nil {
+		return nil, "", cleanup, err
+	}
+	out, err := exec.CommandContext(ctx, c.raidlab, "up", "--state-root", root, "--data-root", c.work,
+		"--level", c.level, "--disks", fmt.Sprint(c.disks), "--size", "512MiB", "--preset", c.preset).Output()
+	if err != nil {
+		return nil, "", cleanup, fmt.Errorf("raidlab up: %w", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	dev := lines[len(lines)-1]
+	undo = append(undo, func() {
+		if out, err := exec.Command(c.raidlab, "down", dev, "--state-root", root).CombinedOutput(); err != nil {
+			fmt.Fprintf(stderr, "# raidlab down %s: %v: %s (clean up with raidlab reap --state-root %s)\n", dev, err, out, root)
+		}
+	})
+	if out, err := exec.CommandContext(ctx, "mkfs.ext4", "-q", "-F", dev).CombinedOutput(); err != nil {
+		return nil, "", cleanup, fmt.Errorf("mkfs: %v: %s", err, out)
+	}
+	if out, err := exec.CommandContext(ctx, "mount", dev, mnt).CombinedOutput(); err != nil {
+		return nil, "", cleanup, fmt.Errorf("mount: %v: %s", err, out)
+	}
+	undo = append(undo, func() {
+		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+			fmt.Fprintf(stderr, "# umount %s: %v: %s\n", mnt, err, out)
+		}
+	})
+	st, err := raidlab.Find(root, dev)
+	if err != nil {
+		return nil, "", cleanup, err
+	}
+	fmt.Fprintf(stderr, "# lab %s: %s ×%d %s, ext4 at %s; %d ops per run at %g IOPS, every %v (simulated)\n",
+		dev, c.level, c.disks, c.preset, mnt, c.ops, c.iops, c.every)
+	return raidlab.NewClient(st.Control), mnt, cleanup, nil
+}
+
+// prober returns one probe run on mnt as the evaluator judges it: 8 KiB
+// random reads at QD 1, c.ops under a c.iops cap.
+func prober(ctx context.Context, mnt string, c cfg) func() (baseline.Run, error) {
+	o := probe.DefaultOptions()
+	o.Dir, o.FileSize, o.FillRate = mnt, 64<<20, 0
+	o.MinFreeBytes, o.MinFreePercent, o.BusyThreshold, o.LatencyCeiling = 0, 0, 0, 0
+	o.Kind, o.QueueDepth, o.Ops, o.IOPS, o.MaxDuration = probe.RandomRead, 1, c.ops, c.iops, 30*time.Second
+	return func() (baseline.Run, error) {
+		res, err := probe.Run(ctx, o)
+		if err != nil {
+			return baseline.Run{}, err
+		}
+		pr := &store.ProbeRun{ProbeResult: store.ProbeResult{Ops: uint64(res.Ops), IOPSCap: res.IOPSCap,
+			Duration: time.Duration(res.Duration * float64(time.Second)), StoppedReason: res.StoppedReason}}
+		return evaluator.RunOf(pr, res.Histogram), nil
+	}
+}
+
+// measurer runs the trials of each fault kind, stamping the runs on one
+// simulated clock and keeping the healthy runs for the noise replay.
+type measurer struct {
+	lab      *raidlab.Client
+	probe    func() (baseline.Run, error)
+	c        cfg
+	stderr   io.Writer
+	t        time.Time
+	recorded []baseline.Run
+}
+
+// kind runs c.trials trials of one fault kind: c.healthy healthy runs
+// through a fresh detector, the fault, then runs until degraded (at most
+// c.maxRuns; -1 when it never was). It returns the faulted runs to
+// degraded per trial and how often each signal named the state.
+func (m *measurer) kind(ctx context.Context, k faultKind) ([]int, map[baseline.Signal]int, error) {
+	var runsTo []int
+	signals := map[baseline.Signal]int{}
+	for trial := range m.c.trials {
+		if _, err := m.lab.Fault(ctx, raidlab.Fault{Kind: raidlab.FaultRestore}); err != nil {
+			return nil, nil, err
+		}
+		d, err := baseline.NewDetector(m.c.det)
+		if err != nil {
+			return nil, nil, err
+		}
+		for range m.c.healthy {
+			r, err := m.probe()
+			if err != nil {
+				return nil, nil, err
+			}
+			m.recorded = append(m.recorded, r)
+			m.t = m.t.Add(m.c.every)
+			if s := d.ObserveRun(m.t, r, baseline.Refs{}); s.Status == baseline.Degraded {
+				fmt.Fprintf(m.stderr, "# %s trial %d: degraded before the fault (%s)\n", k.name, trial, s.Detail())
+			}
+		}
+		got, last, err := m.faulted(ctx, k, d)
+		if err != nil {
+			return nil, nil, err
+		}
+		if got > 0 {
+			signals[last.Signal]++
+		}
+		fmt.Fprintf(m.stderr, "# %s trial %d: %d faulted runs to degraded (%s)\n", k.name, trial, got, last.Detail())
+		runsTo = append(runsTo, got)
+	}
+	return runsTo, signals, nil
+}
+
+// faulted applies the fault and runs until d is degraded: the number of
+// faulted runs (-1: not within c.maxRuns) and the last state.
+func (m *measurer) faulted(ctx context.Context, k faultKind, d *baseline.Detector) (int, baseline.State, error) {
+	var last baseline.State
+	for i := range m.c.maxRuns {
+		// The throttle's runs follow each other at once in real time; at
+		// the simulated schedule the bucket refills between them (every ×
+		// iops tokens ≥ burst): start it full again before each run.
+		if i == 0 || k.fault.Kind == raidlab.FaultThrottle {
+			if _, err := m.lab.Fault(ctx, k.fault); err != nil {
+				return 0, last, err
+			}
+		}
+		r, err := m.probe()
+		if err != nil {
+			return 0, last, err
+		}
+		m.t = m.t.Add(m.c.every)
+		if last = d.ObserveRun(m.t, r, baseline.Refs{}); last.Status == baseline.Degraded {
+			return i + 1, last, nil
+		}
+	}
+	return -1, last, nil
+}
+
+// reportLine is one fault kind's result line.
+func reportLine(name string, runsTo []int, signals map[baseline.Signal]int, c cfg) string {
+	med := medianInt(runsTo)
+	detect := "none"
+	if med > 0 {
+		detect = fmt.Sprintf("%.0f", (time.Duration(med)*c.every + c.extra).Seconds())
+	}
+	var sigs []string
+	for s, n := range signals {
+		sigs = append(sigs, fmt.Sprintf("%s:%d", s, n))
+	}
+	slices.Sort(sigs)
+	return fmt.Sprintf("fault=%s signal=%s runs=%v detect_seconds=%s", name, strings.Join(sigs, ","), runsTo, detect)
+}
+
+// noise replays each recording for days × seeds through bare detectors
+// (replay.Quick: six volumes, every kind) and prints the degraded
+// transitions — false alerts — by signal:
+//
+//	noise=<source> days=<days × seeds> false_alerts=<n> median=<n> p99=<n> mean=<n> rate=<n>
+func noise(stdout io.Writer, files []string, det baseline.Config, sch replaypkg.Schedule, days float64, seeds int) error {
+	for _, path := range files {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		rec, err := replaypkg.Read(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		total := map[baseline.Signal]int{}
+		for seed := range seeds {
+			got, err := replaypkg.Quick(rec, sch, det, 6, days, uint64(seed))
+			if err != nil {
+				return err
+			}
+			for s, n := range got {
+				total[s] += n
+			}
+		}
+		sum := 0
+		for _, n := range total {
+			sum += n
+		}
+		fmt.Fprintf(stdout, "noise=%s days=%g false_alerts=%d", rec.Source, days*float64(seeds), sum)
+		for _, s := range baseline.Signals() {
+			fmt.Fprintf(stdout, " %s=%d", s, total[s])
+		}
+		fmt.Fprintln(stdout)
+	}
 	return nil
 }
 

@@ -1,158 +1,10 @@
 package baseline
 
 import (
-	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 )
-
-// Config holds the detection constants. The zero value of a field means
-// its default (DefaultConfig).
-type Config struct {
-	// Window is how many per-run medians the history keeps (default 48:
-	// 2.4 hours of the agent's default 3-minute runs, two days of hourly
-	// ones; 384 bytes per volume and kind).
-	Window int
-	// MinHistory is how many runs the history needs before it is a
-	// reference (default 12).
-	MinHistory int
-	// MinCohort is how many volumes a cohort needs before it is a
-	// reference (default 5); below that the prior stands in for it.
-	MinCohort int
-
-	// A run is beyond a reference when latency/baseline >= DegradeRatio
-	// and its robust z-score >= DegradeZ (defaults 1.5 and 3): both
-	// significant (outside the reference's own noise) and big enough to
-	// matter. Sustain consecutive runs beyond (default 4: 9+ minutes at
-	// the agent's default 3-minute schedule) turn the state degraded.
-	DegradeRatio float64
-	DegradeZ     float64
-	Sustain      int
-	// While degraded, a run is normal when against every reference in use
-	// latency/baseline < RecoverRatio or z < RecoverZ (defaults 1.2 and 2);
-	// Recover consecutive normal runs (default 3) turn it back to ok.
-	RecoverRatio float64
-	RecoverZ     float64
-	Recover      int
-
-	// MinRelativeSpread floors a reference's sigma at this share of its
-	// baseline (default 0.05), so that a reference with no spread at all
-	// (MAD 0) does not make every small wobble infinitely significant.
-	MinRelativeSpread float64
-
-	// SignalWindow is how many runs the history of each signal after the
-	// median keeps (default 24, at most Window): a tail or a rate is about
-	// episodes, not drifts (the median's 48 runs and the cohort watch
-	// those), and a shorter window keeps a volume's four histories in
-	// 1.5 KiB and BenchmarkObserve within twice the median alone's cost.
-	SignalWindow int
-
-	// Tail, Mean and Rate are the constants of the signals other than the
-	// median (SignalTail, SignalMean, SignalRate), each judged against its
-	// own history with its own spread: defaults ratio 3 to degrade and 2
-	// to recover for the tail (a 50-op run's p99 is its slowest op: one
-	// host hiccup moves it), 1.5 and 1.2 for the mean and the rate; beyond
-	// runs in a row to degrade: 5 for the tail, 6 for the mean and the rate
-	// (with fewer, the 7-day noise-only replays of internal/replay alerted:
-	// 2 a day on the p99 with 4, 7 a week on the mean and rate with 4; "3 of the last
-	// 5" caught a stalling RAID 1 member sooner but alerted 3.2 times a
-	// week on the lab's noise, bench/degrade-tails.sh), 3 normal runs in a
-	// row to recover; at least 50 ops for the tail, 10 for the mean and the
-	// rate.
-	Tail, Mean, Rate SignalConfig
-}
-
-// DefaultConfig is the configuration every zero field of a Config takes.
-func DefaultConfig() Config {
-	return Config{
-		Window: 48, MinHistory: 12, MinCohort: 5,
-		DegradeRatio: 1.5, DegradeZ: 3, Sustain: 4,
-		RecoverRatio: 1.2, RecoverZ: 2, Recover: 3,
-		MinRelativeSpread: 0.05,
-		SignalWindow:      24,
-		Tail:              SignalConfig{DegradeRatio: 3, RecoverRatio: 2, Sustain: 5, Within: 5, Recover: 3, MinOps: 50},
-		Mean:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 6, Within: 6, Recover: 3, MinOps: 10},
-		Rate:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 6, Within: 6, Recover: 3, MinOps: 10},
-	}
-}
-
-// maxWindow bounds Config.Window and the serialised history.
-const maxWindow = 1024
-
-// withDefaults fills zero fields from DefaultConfig.
-func (c Config) withDefaults() Config {
-	d := DefaultConfig()
-	setI := func(v *int, def int) {
-		if *v == 0 {
-			*v = def
-		}
-	}
-	setF := func(v *float64, def float64) {
-		if *v == 0 {
-			*v = def
-		}
-	}
-	setI(&c.Window, d.Window)
-	setI(&c.MinHistory, d.MinHistory)
-	setI(&c.MinCohort, d.MinCohort)
-	if c.SignalWindow == 0 {
-		c.SignalWindow = min(d.SignalWindow, c.Window)
-	}
-	setI(&c.Sustain, d.Sustain)
-	setI(&c.Recover, d.Recover)
-	setF(&c.DegradeRatio, d.DegradeRatio)
-	setF(&c.DegradeZ, d.DegradeZ)
-	setF(&c.RecoverRatio, d.RecoverRatio)
-	setF(&c.RecoverZ, d.RecoverZ)
-	setF(&c.MinRelativeSpread, d.MinRelativeSpread)
-	c.Tail.fill(d.Tail)
-	c.Mean.fill(d.Mean)
-	c.Rate.fill(d.Rate)
-	return c
-}
-
-// Validate checks a Config after defaults are applied.
-func (c Config) Validate() error {
-	c = c.withDefaults()
-	var errs []error
-	if c.Window < 3 || c.Window > maxWindow {
-		errs = append(errs, fmt.Errorf("window %d: want 3 to %d", c.Window, maxWindow))
-	}
-	if c.MinHistory < 3 || c.MinHistory > c.Window {
-		errs = append(errs, fmt.Errorf("min history %d: want 3 to the window (%d)", c.MinHistory, c.Window))
-	}
-	if c.SignalWindow < c.MinHistory || c.SignalWindow > c.Window {
-		errs = append(errs, fmt.Errorf("signal window %d: want the min history (%d) to the window (%d)", c.SignalWindow, c.MinHistory, c.Window))
-	}
-	if c.MinCohort < 3 {
-		errs = append(errs, fmt.Errorf("min cohort %d: want at least 3", c.MinCohort))
-	}
-	if c.Sustain < 1 || c.Sustain > 64 || c.Recover < 1 || c.Recover > 64 {
-		errs = append(errs, fmt.Errorf("sustain %d, recover %d: want 1 to 64", c.Sustain, c.Recover))
-	}
-	if !(c.DegradeRatio > 1) || !(c.RecoverRatio >= 1) || c.RecoverRatio > c.DegradeRatio || math.IsInf(c.DegradeRatio, 0) {
-		errs = append(errs, fmt.Errorf("ratios: degrade %v, recover %v: want 1 <= recover <= degrade, degrade > 1", c.DegradeRatio, c.RecoverRatio))
-	}
-	if !(c.DegradeZ > 0) || !(c.RecoverZ > 0) || c.RecoverZ > c.DegradeZ || math.IsInf(c.DegradeZ, 0) {
-		errs = append(errs, fmt.Errorf("z: degrade %v, recover %v: want 0 < recover <= degrade", c.DegradeZ, c.RecoverZ))
-	}
-	if !(c.MinRelativeSpread > 0 && c.MinRelativeSpread < 1) {
-		errs = append(errs, fmt.Errorf("min relative spread %v: want between 0 and 1", c.MinRelativeSpread))
-	}
-	for i, sc := range c.signalConfigs() {
-		if err := sc.validate(allSignals[i+1]); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// signalConfigs are the extra signals' constants in track order.
-func (c *Config) signalConfigs() [numSignals - 1]SignalConfig {
-	return [numSignals - 1]SignalConfig{c.Tail, c.Mean, c.Rate}
-}
 
 // Status is a volume's degradation state for one probe kind.
 type Status string
@@ -284,17 +136,13 @@ type Refs struct {
 type Detector struct {
 	cfg Config
 
-	ring []float64 // capacity cfg.Window; ring[head] is the oldest once full
-	head int
-	// byValue holds the ring's values in ascending order, kept up to date
-	// on every push (two binary searches and a short copy) so that no run
-	// sorts the window. It is rebuilt, not serialised.
-	byValue []float64
+	// hist is the median's history: the last cfg.Window per-run medians.
+	hist window[float64]
 	// held are runs kept out of the history while a shift against it is
 	// pending: committed if the streak breaks, dropped if it turns degraded.
 	held []float64
 
-	last medianState // the median's last state; persisted without the comparisons
+	last State // the median's last state (its Signal, IOPS and Cap unused); persisted without the comparisons
 	// streakSince is the time of the first run of the current streak.
 	streakSince time.Time
 
@@ -313,19 +161,6 @@ type Detector struct {
 // 50: 0.06), whose lost time also costs a short run its rate.
 const minWaitShare = 0.1
 
-// medianState is the median's part of State: what its state machine keeps
-// between runs.
-type medianState struct {
-	Status                 Status
-	Reference              Reference
-	Ratio                  float64
-	Since                  time.Time
-	Streak                 int
-	Time                   time.Time
-	Latency, Level         float64
-	History, Cohort, Prior Comparison
-}
-
 // NewDetector returns an empty Detector. Zero fields of cfg take their
 // defaults.
 func NewDetector(cfg Config) (*Detector, error) {
@@ -333,14 +168,12 @@ func NewDetector(cfg Config) (*Detector, error) {
 		return nil, fmt.Errorf("baseline config: %w", err)
 	}
 	cfg = cfg.withDefaults()
-	med := make([]float64, 2*cfg.Window)
-	d := &Detector{cfg: cfg, ring: med[:0:cfg.Window], byValue: med[cfg.Window : cfg.Window : 2*cfg.Window]}
+	d := &Detector{cfg: cfg, hist: newWindow(make([]float64, 2*cfg.Window), cfg.Window)}
 	sw := cfg.SignalWindow
 	block := make([]float32, 2*len(d.tracks)*sw)
 	for i, sc := range []*SignalConfig{&d.cfg.Tail, &d.cfg.Mean, &d.cfg.Rate} {
 		d.tracks[i].sc = sc
-		w := block[2*i*sw : 2*(i+1)*sw]
-		d.tracks[i].win = window{ring: w[:0:sw], byValue: w[sw : sw : 2*sw]}
+		d.tracks[i].win = newWindow(block[2*i*sw:2*(i+1)*sw], sw)
 	}
 	return d, nil
 }
@@ -355,51 +188,20 @@ func (d *Detector) State() State { return d.combine() }
 // History summarises the window: its length, median, MAD and 95th
 // percentile. The history is a reference once N >= Config.MinHistory
 // (Trusted); its Median is what the volume contributes to its cohort.
-func (d *Detector) History() Stats { return summarizeSorted(d.byValue) }
+func (d *Detector) History() Stats { return d.hist.stats() }
 
 // Trusted reports whether the history has enough runs to be a reference.
-func (d *Detector) Trusted() bool { return len(d.ring) >= d.cfg.MinHistory }
+func (d *Detector) Trusted() bool { return d.hist.len() >= d.cfg.MinHistory }
 
 // Reset forgets the history and the state, for an operator who accepts a
 // volume's new level (a new array, a changed workload) as its normal.
 func (d *Detector) Reset() {
-	d.ring, d.byValue, d.head, d.held, d.last, d.streakSince = d.ring[:0], d.byValue[:0], 0, d.held[:0], medianState{}, time.Time{}
+	d.hist.reset()
+	d.held, d.last, d.streakSince = d.held[:0], State{}, time.Time{}
 	for i := range d.tracks {
 		d.tracks[i].reset()
 	}
 	d.iops, d.cap = 0, 0
-}
-
-func (d *Detector) push(x float64) {
-	if len(d.ring) < cap(d.ring) {
-		d.ring = append(d.ring, x)
-		i, _ := slices.BinarySearch(d.byValue, x)
-		d.byValue = slices.Insert(d.byValue, i, x)
-		return
-	}
-	old := d.ring[d.head]
-	d.ring[d.head] = x
-	d.head = (d.head + 1) % len(d.ring)
-	replaceSorted(d.byValue, old, x)
-}
-
-// replaceSorted replaces old, which sorted s holds, with x, keeping s
-// sorted: old's place by binary search, then one insertion-sort pass from
-// it towards x's place, shifting only the values in between.
-func replaceSorted[T float32 | float64](s []T, old, x T) {
-	i, _ := slices.BinarySearch(s, old)
-	if x >= old {
-		for i+1 < len(s) && s[i+1] < x {
-			s[i] = s[i+1]
-			i++
-		}
-	} else {
-		for i > 0 && s[i-1] > x {
-			s[i] = s[i-1]
-			i--
-		}
-	}
-	s[i] = x
 }
 
 func (d *Detector) compare(x, baseline, sigma float64) Comparison {
@@ -479,9 +281,8 @@ func (d *Detector) ObserveRun(t time.Time, run Run, refs Refs) State {
 // combine folds the median's state and the other signals' into one State.
 func (d *Detector) combine() State {
 	med := &d.last
-	s := State{Status: med.Status, Reference: med.Reference, Ratio: med.Ratio, Since: med.Since, Streak: med.Streak,
-		Time: med.Time, Latency: med.Latency, Level: med.Level, History: med.History, Cohort: med.Cohort, Prior: med.Prior,
-		Signal: SignalMedian, IOPS: d.iops, Cap: d.cap}
+	s := *med
+	s.Signal, s.IOPS, s.Cap = SignalMedian, d.iops, d.cap
 	if med.Status == Degraded {
 		return s
 	}
@@ -527,109 +328,12 @@ func (d *Detector) Of(sig Signal) SignalState {
 // observeMedian is the median's state machine (Observe's rule); it sets
 // d.last.
 func (d *Detector) observeMedian(t time.Time, latency float64, refs Refs) {
-	s := medianState{Time: t, Latency: latency}
-	if d.Trusted() {
-		// The spread (a pass over the window) only when the ratio reaches
-		// the recovery threshold: below it the run is normal, and cannot
-		// be beyond, whatever the spread.
-		if med := sortedMedian(d.byValue); med > 0 && latency/med < d.cfg.RecoverRatio {
-			s.History = Comparison{Baseline: med, Ratio: latency / med}
-		} else {
-			h := d.History()
-			s.History = d.compare(latency, h.Median, h.Sigma())
-		}
-	}
-	s.Level = medianWith(d.byValue, latency)
-	if refs.Cohort.N >= d.cfg.MinCohort {
-		s.Cohort = d.compare(s.Level, refs.Cohort.Median, refs.Cohort.Sigma())
-	} else if refs.Prior.Typical > 0 && refs.Prior.High >= refs.Prior.Typical {
-		s.Prior = d.compare(s.Level, refs.Prior.Typical, (refs.Prior.High-refs.Prior.Typical)/d.cfg.DegradeZ)
-	}
-	cmps := [...]struct {
-		ref Reference
-		c   Comparison
-	}{{History, s.History}, {Cohort, s.Cohort}, {Prior, s.Prior}}
-
-	// worstOther is the cohort or prior reference this run is furthest
-	// beyond (by ratio), if any.
-	primary, worstOther := NoReference, NoReference
-	var worstRatio float64
-	isBeyond, isNormal := false, true
-	for _, rc := range cmps {
-		if !rc.c.Available() {
-			continue
-		}
-		if primary == NoReference {
-			primary = rc.ref
-		}
-		if d.beyond(rc.c) {
-			isBeyond = true
-			if rc.ref != History && rc.c.Ratio > worstRatio {
-				worstOther, worstRatio = rc.ref, rc.c.Ratio
-			}
-		}
-		isNormal = isNormal && d.normal(rc.c)
-	}
-	prev := d.last
-	switch prev.Status {
-	case Degraded:
-		s.Status, s.Since, s.Reference = Degraded, prev.Since, prev.Reference
-		if isNormal {
-			s.Streak = prev.Streak + 1
-			if s.Streak == 1 {
-				d.streakSince = t
-			}
-		}
-		// Frozen against a shift in its own history: only runs normal
-		// against it go in. Degraded against the cohort or the prior
-		// only, the history goes on learning the volume's own level.
-		if prev.Reference != History || d.normal(s.History) {
-			d.push(latency)
-		}
-		if s.Streak >= d.cfg.Recover {
-			s.Status, s.Reference, s.Since, s.Streak = OK, primary, d.streakSince, 0
-			if primary == NoReference {
-				s.Status = Learning
-			}
-		}
-	default:
-		s.Status, s.Reference, s.Since = OK, primary, prev.Since
-		if primary == NoReference {
-			s.Status = Learning
-		}
-		if prev.Status != s.Status || prev.Since.IsZero() {
-			s.Since = t
-		}
-		if !isBeyond {
-			for _, x := range d.held {
-				d.push(x)
-			}
-			d.held = d.held[:0]
-			d.push(latency)
-			break
-		}
-		s.Streak = prev.Streak + 1
-		if s.Streak == 1 {
-			d.streakSince = t
-		}
-		if d.beyond(s.History) {
-			d.held = append(d.held, latency)
-		} else {
-			d.push(latency)
-		}
-		if s.Streak >= d.cfg.Sustain {
-			// The history names the shift ("slower than it used to be,
-			// since ...") when every run of the streak was beyond it —
-			// they are the held runs. A streak beyond the cohort or the
-			// prior that a spike against the history happens to end is
-			// named by the reference it was beyond, else the history.
-			ref := worstOther
-			if ref == NoReference || len(d.held) >= s.Streak {
-				ref = History
-			}
-			s.Status, s.Reference, s.Since, s.Streak = Degraded, ref, d.streakSince, 0
-			d.held = d.held[:0]
-		}
+	s := d.compareMedian(t, latency, refs)
+	j := d.judgeMedian(&s)
+	if d.last.Status == Degraded {
+		d.whileDegraded(&s, j)
+	} else {
+		d.whileNotDegraded(&s, j)
 	}
 	switch s.Reference {
 	case History:
@@ -640,4 +344,129 @@ func (d *Detector) observeMedian(t time.Time, latency float64, refs Refs) {
 		s.Ratio = s.Prior.Ratio
 	}
 	d.last = s
+}
+
+// compareMedian compares a run's median with the history (its latency)
+// and with the cohort or, failing that, the prior (its level).
+func (d *Detector) compareMedian(t time.Time, latency float64, refs Refs) State {
+	s := State{Time: t, Latency: latency}
+	if d.Trusted() {
+		// The spread (a pass over the window) only when the ratio reaches
+		// the recovery threshold: below it the run is normal, and cannot
+		// be beyond, whatever the spread.
+		if med := d.hist.median(); med > 0 && latency/med < d.cfg.RecoverRatio {
+			s.History = Comparison{Baseline: med, Ratio: latency / med}
+		} else {
+			h := d.History()
+			s.History = d.compare(latency, h.Median, h.Sigma())
+		}
+	}
+	s.Level = medianWith(d.hist.byValue, latency)
+	if refs.Cohort.N >= d.cfg.MinCohort {
+		s.Cohort = d.compare(s.Level, refs.Cohort.Median, refs.Cohort.Sigma())
+	} else if refs.Prior.Typical > 0 && refs.Prior.High >= refs.Prior.Typical {
+		s.Prior = d.compare(s.Level, refs.Prior.Typical, (refs.Prior.High-refs.Prior.Typical)/d.cfg.DegradeZ)
+	}
+	return s
+}
+
+// medianJudgement is one run's median against every reference in use.
+type medianJudgement struct {
+	// primary is the first reference available (history, cohort, prior).
+	primary Reference
+	// worstOther is the cohort or prior reference the run is furthest
+	// beyond (by ratio), if any.
+	worstOther       Reference
+	beyond, isNormal bool
+}
+
+func (d *Detector) judgeMedian(s *State) medianJudgement {
+	j := medianJudgement{isNormal: true}
+	var worstRatio float64
+	for _, rc := range [...]struct {
+		ref Reference
+		c   Comparison
+	}{{History, s.History}, {Cohort, s.Cohort}, {Prior, s.Prior}} {
+		if !rc.c.Available() {
+			continue
+		}
+		if j.primary == NoReference {
+			j.primary = rc.ref
+		}
+		if d.beyond(rc.c) {
+			j.beyond = true
+			if rc.ref != History && rc.c.Ratio > worstRatio {
+				j.worstOther, worstRatio = rc.ref, rc.c.Ratio
+			}
+		}
+		j.isNormal = j.isNormal && d.normal(rc.c)
+	}
+	return j
+}
+
+// whileDegraded counts normal runs towards recovery. The history is
+// frozen against a shift in itself: only runs normal against it go in.
+// Degraded against the cohort or the prior only, the history goes on
+// learning the volume's own level.
+func (d *Detector) whileDegraded(s *State, j medianJudgement) {
+	prev := d.last
+	s.Status, s.Since, s.Reference = Degraded, prev.Since, prev.Reference
+	if j.isNormal {
+		s.Streak = prev.Streak + 1
+		if s.Streak == 1 {
+			d.streakSince = s.Time
+		}
+	}
+	if prev.Reference != History || d.normal(s.History) {
+		d.hist.push(s.Latency)
+	}
+	if s.Streak >= d.cfg.Recover {
+		s.Status, s.Reference, s.Since, s.Streak = OK, j.primary, d.streakSince, 0
+		if j.primary == NoReference {
+			s.Status = Learning
+		}
+	}
+}
+
+// whileNotDegraded counts beyond runs towards a degraded state, holding
+// the runs beyond the history out of it while the shift is pending.
+func (d *Detector) whileNotDegraded(s *State, j medianJudgement) {
+	prev := d.last
+	s.Status, s.Reference, s.Since = OK, j.primary, prev.Since
+	if j.primary == NoReference {
+		s.Status = Learning
+	}
+	if prev.Status != s.Status || prev.Since.IsZero() {
+		s.Since = s.Time
+	}
+	if !j.beyond {
+		for _, x := range d.held {
+			d.hist.push(x)
+		}
+		d.held = d.held[:0]
+		d.hist.push(s.Latency)
+		return
+	}
+	s.Streak = prev.Streak + 1
+	if s.Streak == 1 {
+		d.streakSince = s.Time
+	}
+	if d.beyond(s.History) {
+		d.held = append(d.held, s.Latency)
+	} else {
+		d.hist.push(s.Latency)
+	}
+	if s.Streak >= d.cfg.Sustain {
+		// The history names the shift ("slower than it used to be,
+		// since ...") when every run of the streak was beyond it — they
+		// are the held runs. A streak beyond the cohort or the prior that
+		// a spike against the history happens to end is named by the
+		// reference it was beyond, else the history.
+		ref := j.worstOther
+		if ref == NoReference || len(d.held) >= s.Streak {
+			ref = History
+		}
+		s.Status, s.Reference, s.Since, s.Streak = Degraded, ref, d.streakSince, 0
+		d.held = d.held[:0]
+	}
 }

@@ -70,6 +70,7 @@ type check struct {
 }
 
 func TestObserve(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(5, 1))
 	noRefs := func(int) Refs { return Refs{} }
 	fixed := func(r Refs) func(int) Refs { return func(int) Refs { return r } }
@@ -241,6 +242,7 @@ func TestObserve(t *testing.T) {
 // TestDriftDetectedAfterHistoryAdapts: in the drift case the history alone
 // never sees a shift, the cohort does; and the alert says by how much.
 func TestDriftDetectedAfterHistoryAdapts(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(7, 7))
 	series := drift(steady(rng, 400, 1*ms, 0.05), 0.005)
 	cohort := CohortOf([]float64{0.95 * ms, 1 * ms, 1.02 * ms, 0.98 * ms, 1.05 * ms})
@@ -269,6 +271,7 @@ func TestDriftDetectedAfterHistoryAdapts(t *testing.T) {
 }
 
 func TestObserveIgnoresBadInput(t *testing.T) {
+	t.Parallel()
 	d, _ := NewDetector(Config{})
 	for i := range 20 {
 		d.Observe(at(10+i), 1*ms, Refs{})
@@ -293,6 +296,7 @@ func TestObserveIgnoresBadInput(t *testing.T) {
 }
 
 func TestStats(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		in   []float64
@@ -317,6 +321,7 @@ func TestStats(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
+	t.Parallel()
 	if err := (Config{}).Validate(); err != nil {
 		t.Errorf("Config{}.Validate() = %v, want nil (defaults)", err)
 	}
@@ -337,6 +342,7 @@ func TestConfigValidate(t *testing.T) {
 // TestWindowStaysSorted: the incrementally sorted copy of the window always
 // equals the window sorted, through wrap-around, duplicates and Reset.
 func TestWindowStaysSorted(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(11, 2))
 	d, _ := NewDetector(Config{Window: 7, MinHistory: 3})
 	for i := range 500 {
@@ -345,9 +351,9 @@ func TestWindowStaysSorted(t *testing.T) {
 			d.Reset()
 		}
 		d.ObserveRun(at(i), Run{Median: x, P99: 2 * x, Mean: float64(1+rng.IntN(5)) * ms, Ops: 50}, Refs{})
-		want := slices.Sorted(slices.Values(d.ring))
-		if !slices.Equal(d.byValue, want) {
-			t.Fatalf("after run %d: byValue = %v, want %v", i, d.byValue, want)
+		want := slices.Sorted(slices.Values(d.hist.ring))
+		if !slices.Equal(d.hist.byValue, want) {
+			t.Fatalf("after run %d: byValue = %v, want %v", i, d.hist.byValue, want)
 		}
 		for k := range d.tracks {
 			w := &d.tracks[k].win
@@ -361,6 +367,7 @@ func TestWindowStaysSorted(t *testing.T) {
 // TestSummarizeMatchesNaive: the one-pass MAD and the median-with-one-more
 // agree with sorting the deviations.
 func TestSummarizeMatchesNaive(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(4, 4))
 	for n := 1; n < 60; n++ {
 		for range 20 {

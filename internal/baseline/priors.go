@@ -11,20 +11,23 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/plumbline/plumbline/internal/vocab"
 )
 
-// Kind is a probe kind, as internal/probe names it.
-type Kind string
+// Kind is a probe kind (internal/vocab's).
+type Kind = vocab.ProbeKind
 
 // Probe kinds.
 const (
-	RandomRead  Kind = "random-read"
-	RandomWrite Kind = "random-write"
-	LogWrite    Kind = "log-write"
+	RandomRead  = vocab.RandomRead
+	RandomWrite = vocab.RandomWrite
+	LogWrite    = vocab.LogWrite
 )
 
-// Kinds lists the probe kinds that have priors.
-func Kinds() []Kind { return []Kind{RandomRead, RandomWrite, LogWrite} }
+// Kinds lists the probe kinds that have priors: every kind agents report
+// (a priors file must give each a band).
+func Kinds() []Kind { return vocab.ProbeKinds() }
 
 // Band is an expected latency range in seconds: Low <= Typical <= High.
 type Band struct {
@@ -86,9 +89,6 @@ func DefaultPriors() (*Priors, error) {
 // ErrInvalidPriors wraps every error ParsePriors returns.
 var ErrInvalidPriors = errors.New("invalid priors")
 
-// raidLevels are the RAID levels a priors file may name.
-var raidLevels = []string{NoRAID, "linear", "raid0", "raid1", "raid10", "raid5", "raid6", "raid50", "raid60"}
-
 // The file's shape (see the header of priors.yaml).
 type priorsFile struct {
 	Version int                  `yaml:"version"`
@@ -96,11 +96,11 @@ type priorsFile struct {
 	RAID    map[string]raidFile  `yaml:"raid"`
 }
 
+// mediaFile: a split_access_share and a band per probe kind, keyed by
+// the kind's name with underscores (random_read).
 type mediaFile struct {
-	SplitAccessShare *shareFile `yaml:"split_access_share"`
-	RandomRead       *bandFile  `yaml:"random_read"`
-	RandomWrite      *bandFile  `yaml:"random_write"`
-	LogWrite         *bandFile  `yaml:"log_write"`
+	SplitAccessShare *shareFile                     `yaml:"split_access_share"`
+	Kinds            map[string]*bandFile[duration] `yaml:",inline"`
 }
 
 type shareFile struct {
@@ -108,25 +108,52 @@ type shareFile struct {
 	Source string   `yaml:"source"`
 }
 
-type bandFile struct {
-	Low     *duration `yaml:"low"`
-	Typical *duration `yaml:"typical"`
-	High    *duration `yaml:"high"`
-	Source  string    `yaml:"source"`
+// bandFile is a media band (durations) or a RAID factor (numbers).
+type bandFile[T duration | float64] struct {
+	Low     *T     `yaml:"low"`
+	Typical *T     `yaml:"typical"`
+	High    *T     `yaml:"high"`
+	Source  string `yaml:"source"`
 }
 
+// raidFile: a source and, per probe kind keyed as in mediaFile, a factor
+// (absent: 1).
 type raidFile struct {
-	Source      string      `yaml:"source"`
-	RandomRead  *factorFile `yaml:"random_read"`
-	RandomWrite *factorFile `yaml:"random_write"`
-	LogWrite    *factorFile `yaml:"log_write"`
+	Source string                        `yaml:"source"`
+	Kinds  map[string]*bandFile[float64] `yaml:",inline"`
 }
 
-type factorFile struct {
-	Low     *float64 `yaml:"low"`
-	Typical *float64 `yaml:"typical"`
-	High    *float64 `yaml:"high"`
-	Source  string   `yaml:"source"`
+// band checks the file's band: all three values, ordered, positive and
+// finite, typical at least minTypical (checkBand), and a source.
+func (f *bandFile[T]) band(minTypical float64) (Band, error) {
+	if f.Low == nil || f.Typical == nil || f.High == nil {
+		return Band{}, errors.New("want low, typical and high")
+	}
+	b := Band{float64(*f.Low), float64(*f.Typical), float64(*f.High)}
+	if err := checkBand(b, minTypical); err != nil {
+		return Band{}, err
+	}
+	if strings.TrimSpace(f.Source) == "" {
+		return Band{}, errors.New("missing source")
+	}
+	return b, nil
+}
+
+// unknownKinds reports the keys of a per-kind map that name no probe kind.
+func unknownKinds[V any](where string, m map[string]V, bad func(string, ...any)) {
+	for _, key := range sortedKeys(m) {
+		if !slices.ContainsFunc(Kinds(), func(k Kind) bool { return yamlKind(k) == key }) {
+			bad("%s.%s: unknown key (probe kinds: %s)", where, key, strings.Join(yamlKinds(), ", "))
+		}
+	}
+}
+
+func yamlKinds() []string {
+	var out []string
+	for _, k := range Kinds() {
+		out = append(out, yamlKind(k))
+	}
+	return out
 }
 
 // duration is a Go duration string in the file, seconds in memory. A bare
@@ -163,48 +190,12 @@ func ParsePriors(b []byte) (*Priors, error) {
 	}
 	p := &Priors{media: map[Media]mediaPriors{}, raid: map[string]raidPriors{}}
 	for _, name := range sortedKeys(f.Media) {
-		mf := f.Media[name]
 		m, err := ParseMedia(name)
 		if err != nil {
 			bad("media: %w", err)
 			continue
 		}
-		mp := mediaPriors{bands: map[Kind]Band{}, sources: map[Kind]string{}}
-		switch s := mf.SplitAccessShare; {
-		case s == nil || s.Value == nil:
-			bad("media.%s.split_access_share: missing value", name)
-		case !(*s.Value >= 0 && *s.Value <= 1):
-			bad("media.%s.split_access_share: %v: want 0 to 1", name, *s.Value)
-		case strings.TrimSpace(s.Source) == "":
-			bad("media.%s.split_access_share: missing source", name)
-		default:
-			mp.share, mp.shareSource = *s.Value, s.Source
-		}
-		for _, kb := range []struct {
-			kind Kind
-			b    *bandFile
-		}{{RandomRead, mf.RandomRead}, {RandomWrite, mf.RandomWrite}, {LogWrite, mf.LogWrite}} {
-			where := fmt.Sprintf("media.%s.%s", name, yamlKind(kb.kind))
-			if kb.b == nil {
-				bad("%s: missing", where)
-				continue
-			}
-			if kb.b.Low == nil || kb.b.Typical == nil || kb.b.High == nil {
-				bad("%s: want low, typical and high", where)
-				continue
-			}
-			band := Band{float64(*kb.b.Low), float64(*kb.b.Typical), float64(*kb.b.High)}
-			if err := checkBand(band, 0); err != nil {
-				bad("%s: %w", where, err)
-				continue
-			}
-			if strings.TrimSpace(kb.b.Source) == "" {
-				bad("%s: missing source", where)
-				continue
-			}
-			mp.bands[kb.kind], mp.sources[kb.kind] = band, kb.b.Source
-		}
-		p.media[m] = mp
+		p.media[m] = parseMedia(name, f.Media[name], bad)
 	}
 	for _, m := range MediaClasses() {
 		if _, ok := f.Media[string(m)]; !ok {
@@ -212,40 +203,11 @@ func ParsePriors(b []byte) (*Priors, error) {
 		}
 	}
 	for _, lvl := range sortedKeys(f.RAID) {
-		rf := f.RAID[lvl]
-		if !slices.Contains(raidLevels, lvl) {
-			bad("raid: level %q: want one of %v", lvl, raidLevels)
+		if levels := vocab.RAIDLevels(); !slices.Contains(levels, lvl) {
+			bad("raid: level %q: want one of %v", lvl, levels)
 			continue
 		}
-		if strings.TrimSpace(rf.Source) == "" {
-			bad("raid.%s: missing source", lvl)
-		}
-		rp := raidPriors{source: rf.Source, factors: map[Kind]Band{}, sources: map[Kind]string{}}
-		for _, kf := range []struct {
-			kind Kind
-			f    *factorFile
-		}{{RandomRead, rf.RandomRead}, {RandomWrite, rf.RandomWrite}, {LogWrite, rf.LogWrite}} {
-			where := fmt.Sprintf("raid.%s.%s", lvl, yamlKind(kf.kind))
-			if kf.f == nil {
-				rp.factors[kf.kind], rp.sources[kf.kind] = Band{1, 1, 1}, rf.Source
-				continue
-			}
-			if kf.f.Low == nil || kf.f.Typical == nil || kf.f.High == nil {
-				bad("%s: want low, typical and high", where)
-				continue
-			}
-			band := Band{*kf.f.Low, *kf.f.Typical, *kf.f.High}
-			if err := checkBand(band, 1); err != nil {
-				bad("%s: %w", where, err)
-				continue
-			}
-			if strings.TrimSpace(kf.f.Source) == "" {
-				bad("%s: missing source", where)
-				continue
-			}
-			rp.factors[kf.kind], rp.sources[kf.kind] = band, kf.f.Source
-		}
-		p.raid[lvl] = rp
+		p.raid[lvl] = parseRAID(lvl, f.RAID[lvl], bad)
 	}
 	if _, ok := f.RAID[NoRAID]; !ok {
 		bad("raid.%s: missing", NoRAID)
@@ -254,6 +216,63 @@ func ParsePriors(b []byte) (*Priors, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidPriors, errors.Join(errs...))
 	}
 	return p, nil
+}
+
+// parseMedia reads one media class: its split-access share and a band
+// for every probe kind.
+func parseMedia(name string, mf mediaFile, bad func(string, ...any)) mediaPriors {
+	mp := mediaPriors{bands: map[Kind]Band{}, sources: map[Kind]string{}}
+	switch s := mf.SplitAccessShare; {
+	case s == nil || s.Value == nil:
+		bad("media.%s.split_access_share: missing value", name)
+	case !(*s.Value >= 0 && *s.Value <= 1):
+		bad("media.%s.split_access_share: %v: want 0 to 1", name, *s.Value)
+	case strings.TrimSpace(s.Source) == "":
+		bad("media.%s.split_access_share: missing source", name)
+	default:
+		mp.share, mp.shareSource = *s.Value, s.Source
+	}
+	unknownKinds("media."+name, mf.Kinds, bad)
+	for _, k := range Kinds() {
+		where := fmt.Sprintf("media.%s.%s", name, yamlKind(k))
+		bf := mf.Kinds[yamlKind(k)]
+		if bf == nil {
+			bad("%s: missing", where)
+			continue
+		}
+		band, err := bf.band(0)
+		if err != nil {
+			bad("%s: %w", where, err)
+			continue
+		}
+		mp.bands[k], mp.sources[k] = band, bf.Source
+	}
+	return mp
+}
+
+// parseRAID reads one RAID level: its source and a factor per probe kind
+// (1 where the file gives none).
+func parseRAID(lvl string, rf raidFile, bad func(string, ...any)) raidPriors {
+	if strings.TrimSpace(rf.Source) == "" {
+		bad("raid.%s: missing source", lvl)
+	}
+	rp := raidPriors{source: rf.Source, factors: map[Kind]Band{}, sources: map[Kind]string{}}
+	unknownKinds("raid."+lvl, rf.Kinds, bad)
+	for _, k := range Kinds() {
+		where := fmt.Sprintf("raid.%s.%s", lvl, yamlKind(k))
+		ff := rf.Kinds[yamlKind(k)]
+		if ff == nil {
+			rp.factors[k], rp.sources[k] = Band{1, 1, 1}, rf.Source
+			continue
+		}
+		band, err := ff.band(1)
+		if err != nil {
+			bad("%s: %w", where, err)
+			continue
+		}
+		rp.factors[k], rp.sources[k] = band, ff.Source
+	}
+	return rp
 }
 
 // checkBand wants 0 < low <= typical <= high, all finite, and typical >=

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 func defaultPriorsT(t testing.TB) *Priors {
@@ -21,9 +23,10 @@ func defaultPriorsT(t testing.TB) *Priors {
 // TestDefaultPriorsCoverEveryProfile: every media class × RAID level ×
 // probe kind has an ordered band, and every band cites a source.
 func TestDefaultPriorsCoverEveryProfile(t *testing.T) {
+	t.Parallel()
 	p := defaultPriorsT(t)
 	for _, m := range MediaClasses() {
-		for _, lvl := range append(raidLevels, "raid7") {
+		for _, lvl := range append(vocab.RAIDLevels(), "raid7") {
 			for _, k := range Kinds() {
 				prof := Profile{Media: m, RAIDLevel: lvl, Offset: Aligned}
 				e, err := p.Expect(prof, k)
@@ -54,6 +57,7 @@ func TestDefaultPriorsCoverEveryProfile(t *testing.T) {
 // shipped split_access_share against DESIGN.md's measured table (Dell
 // 2950 / MD1000, 15K SAS, 8 KB random, offset 31.5 KB → 64 KB).
 func TestPenaltyMatchesMeasuredTable(t *testing.T) {
+	t.Parallel()
 	p := defaultPriorsT(t)
 	tests := []struct {
 		name        string
@@ -104,6 +108,7 @@ func profileOfSQL(level string, stripe uint64, disks, data uint32) *Profile {
 // TestRAIDFactors: RAID 5 writes cost about two accesses at QD1 (the
 // read-modify-write), reads none; DESIGN.md's RAID 5 vs RAID 10 row.
 func TestRAIDFactors(t *testing.T) {
+	t.Parallel()
 	p := defaultPriorsT(t)
 	typ := func(lvl string, k Kind) float64 {
 		e, err := p.Expect(Profile{Media: HDD15K, RAIDLevel: lvl, Offset: Aligned}, k)
@@ -121,6 +126,7 @@ func TestRAIDFactors(t *testing.T) {
 }
 
 func TestParsePriorsBad(t *testing.T) {
+	t.Parallel()
 	good := string(defaultPriors)
 	mutations := []struct {
 		name, old, new, want string
@@ -137,6 +143,7 @@ func TestParsePriorsBad(t *testing.T) {
 		{"raid factor missing high", "      low: 1\n      typical: 2.2\n      high: 3.5\n", "      low: 1\n      typical: 2.2\n", "want low, typical and high"},
 		{"raid none missing", "  none:\n    source: \"a single device: the media band as it is\"\n", "", "raid.none: missing"},
 		{"duplicate key", "  raid60:\n", "  raid6:\n", "already defined"},
+		{"unknown probe kind", "    random_read:\n", "    random_reed:\n", "random_reed: unknown key (probe kinds: random_read, random_write, log_write)"},
 	}
 	for _, m := range mutations {
 		t.Run(m.name, func(t *testing.T) {
@@ -177,4 +184,32 @@ func TestParsePriorsBad(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzParsePriors: any bytes give priors or ErrInvalidPriors, never a
+// panic; priors that parse price every media class and probe kind.
+func FuzzParsePriors(f *testing.F) {
+	f.Add(defaultPriors)
+	bad, _ := filepath.Glob("testdata/bad-*.yaml")
+	for _, path := range bad {
+		if b, err := os.ReadFile(path); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := ParsePriors(b)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidPriors) {
+				t.Fatalf("ParsePriors = %v, want ErrInvalidPriors", err)
+			}
+			return
+		}
+		for _, m := range MediaClasses() {
+			for _, k := range Kinds() {
+				if _, err := p.Expect(Profile{Media: m, RAIDLevel: "raid5", Offset: Aligned}, k); err != nil {
+					t.Fatalf("parsed priors: Expect(%s, %s) = %v", m, k, err)
+				}
+			}
+		}
+	})
 }

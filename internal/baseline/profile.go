@@ -15,6 +15,7 @@ import (
 
 	"github.com/plumbline/plumbline/internal/align"
 	"github.com/plumbline/plumbline/internal/bytesize"
+	"github.com/plumbline/plumbline/internal/vocab"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -78,7 +79,7 @@ const (
 const legacyOffset = 63 * 512
 
 // NoRAID is the RAID level of a volume with no RAID or striped layer.
-const NoRAID = "none"
+const NoRAID = vocab.NoRAID
 
 // Profile is what makes two volumes comparable: media class × RAID level ×
 // stripe unit × offset class × allocation unit.

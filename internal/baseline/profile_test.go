@@ -51,6 +51,7 @@ func sqlVolume(level string, stripe uint64, disks, data uint32, offset uint64, c
 }
 
 func TestMediaOf(t *testing.T) {
+	t.Parallel()
 	md := &plumblinev1.Layer{Kind: "raid", Device: "md0", RaidLevel: "raid1", StripeUnitBytes: 0, Below: []string{"sda1", "nvme0n1p1"}, Source: "sysfs"}
 	tests := []struct {
 		name string
@@ -82,6 +83,7 @@ func TestMediaOf(t *testing.T) {
 }
 
 func TestProfileOf(t *testing.T) {
+	t.Parallel()
 	misaligned := sqlVolume("raid10", 64*kib, 4, 2, 36*kib, 64*kib)
 	unknownOff := volume("xfs", 4*kib, fsLayer("xfs", 4*kib),
 		&plumblinev1.Layer{Kind: "partition", Device: "sdb1", Source: "sysfs"}, // offset unreadable
@@ -114,6 +116,7 @@ func TestProfileOf(t *testing.T) {
 }
 
 func TestParseMedia(t *testing.T) {
+	t.Parallel()
 	for _, m := range MediaClasses() {
 		if got, err := ParseMedia(string(m)); err != nil || got != m {
 			t.Errorf("ParseMedia(%q) = %q, %v, want %q", m, got, err, m)

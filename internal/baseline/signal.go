@@ -133,68 +133,6 @@ type SignalState struct {
 	History Comparison
 }
 
-// window is a ring of the last values of one signal and the same values
-// sorted, in float32 (a signal is a ratio of latencies to the history's
-// median; 7 digits are plenty) so that the three extra signals of a volume
-// cost one contiguous 1.1 KiB block.
-type window struct {
-	ring    []float32 // capacity Window; ring[head] is the oldest once full
-	head    int
-	byValue []float32
-}
-
-func (w *window) push(x float64) {
-	v := float32(x)
-	if len(w.ring) < cap(w.ring) {
-		w.ring = append(w.ring, v)
-		i, _ := slices.BinarySearch(w.byValue, v)
-		w.byValue = slices.Insert(w.byValue, i, v)
-		return
-	}
-	old := w.ring[w.head]
-	w.ring[w.head] = v
-	w.head = (w.head + 1) % len(w.ring)
-	replaceSorted(w.byValue, old, v)
-}
-
-// values returns the ring oldest first.
-func (w *window) values() []float64 {
-	out := make([]float64, 0, len(w.ring))
-	for i := range w.ring {
-		out = append(out, float64(w.ring[(w.head+i)%len(w.ring)]))
-	}
-	return out
-}
-
-func (w *window) load(vals []float64) {
-	if len(vals) > cap(w.ring) {
-		vals = vals[len(vals)-cap(w.ring):]
-	}
-	w.ring, w.byValue, w.head = w.ring[:0], w.byValue[:0], 0
-	for _, x := range vals {
-		w.ring = append(w.ring, float32(x))
-	}
-	w.byValue = append(w.byValue, w.ring...)
-	slices.Sort(w.byValue)
-}
-
-func (w *window) median() float64 {
-	s, n := w.byValue, len(w.byValue)
-	if n%2 == 1 {
-		return float64(s[n/2])
-	}
-	return (float64(s[n/2-1]) + float64(s[n/2])) / 2
-}
-
-// stats summarises the window (only when a comparison needs its spread).
-func (w *window) stats() Stats {
-	buf := make([]float64, len(w.byValue))
-	for i, v := range w.byValue {
-		buf[i] = float64(v)
-	}
-	return summarizeSorted(buf)
-}
-
 // track is the state machine of one signal other than the median, against
 // the signal's own history only: the same rule as the median's history
 // (beyond = ratio and z both over their thresholds, Sustain in a row to
@@ -202,7 +140,7 @@ func (w *window) stats() Stats {
 // held out of it, the window frozen while degraded).
 type track struct {
 	sc          *SignalConfig // in the Detector's Config
-	win         window
+	win         window[float32]
 	held        []float64
 	st          SignalState // the last run's; Value and History zero after a restore
 	streakSince time.Time
@@ -214,7 +152,7 @@ type track struct {
 	ratio float64
 }
 
-func (k *track) trusted(minHistory int) bool { return len(k.win.ring) >= minHistory }
+func (k *track) trusted(minHistory int) bool { return k.win.len() >= minHistory }
 
 // compare judges x against the window. The spread (a pass over the window)
 // is computed only when the ratio reaches the recovery threshold: below it
@@ -301,6 +239,6 @@ func (k *track) observe(t time.Time, x float64, c *Config) {
 }
 
 func (k *track) reset() {
-	k.win.ring, k.win.byValue, k.win.head = k.win.ring[:0], k.win.byValue[:0], 0
+	k.win.reset()
 	k.held, k.st, k.streakSince, k.ratio, k.recent = k.held[:0], SignalState{}, time.Time{}, 0, 0
 }

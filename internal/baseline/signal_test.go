@@ -63,6 +63,7 @@ func healthyRun(rng *rand.Rand) Run {
 }
 
 func TestObserveRunShapes(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(15, 1))
 	runs := func(n int, f func() Run) []Run {
 		out := make([]Run, n)
@@ -79,17 +80,19 @@ func TestObserveRunShapes(t *testing.T) {
 		return out
 	}
 	healthy := runs(60, func() Run { return healthyRun(rng) })
+	def := DefaultConfig()
 	tests := []struct {
 		name   string
 		series []Run
-		// wantFrom: the first run at which the state must be degraded on
-		// signal with the median's own state not degraded (-1: never
-		// degraded at all, on any signal).
-		wantFrom int
-		signal   Signal
-		detail   string // a substring of State.Detail at the end
-		// clearBy: degraded no later than wantFrom+4; ok again by this run
-		// (0: not checked).
+		// wantFrom: the first faulted run (-1: never degraded at all, on
+		// any signal). The state must turn degraded on signal, with the
+		// median's own state not degraded unless signal is the median,
+		// no sooner than the shortest sustain of the shipped defaults
+		// (the median's 4 runs) and by the by-th faulted run.
+		wantFrom, by int
+		signal       Signal
+		detail       string // a substring of State.Detail at the end
+		// clearBy: ok again by this run (0: not checked).
 		clearBy int
 	}{
 		{
@@ -99,7 +102,7 @@ func TestObserveRunShapes(t *testing.T) {
 			series: join(healthy, runs(20, func() Run {
 				return opsRun(stallOps(rng, 50, 0.35*ms, 0.03, 100*ms), 50, 48)
 			})),
-			wantFrom: 62, signal: SignalTail, detail: "p99 ×",
+			wantFrom: 60, by: def.Tail.Sustain + 2, signal: SignalTail, detail: "p99 ×",
 		},
 		{
 			// The throttled volume: 60% of ops at their usual
@@ -108,7 +111,7 @@ func TestObserveRunShapes(t *testing.T) {
 			series: join(healthy, runs(20, func() Run {
 				return opsRun(stallOps(rng, 50, 0.35*ms, 0.4, 80*ms), 50, 20*(1+0.05*rng.Float64()))
 			})),
-			wantFrom: 62, signal: SignalRate, detail: "/50 IOPS",
+			wantFrom: 60, by: def.Rate.Sustain, signal: SignalRate, detail: "/50 IOPS",
 		},
 		{
 			// Every op as fast as ever, but the run cannot keep its pace.
@@ -116,14 +119,14 @@ func TestObserveRunShapes(t *testing.T) {
 			series: join(healthy, runs(20, func() Run {
 				return opsRun(healthyOps(rng, 50, 0.35*ms), 50, 20)
 			})),
-			wantFrom: 62, signal: SignalRate, detail: "rate 20/50 IOPS",
+			wantFrom: 60, by: def.Rate.Sustain, signal: SignalRate, detail: "rate 20/50 IOPS",
 		},
 		{
 			name: "rate capped, then restored: ok after 3 normal runs",
 			series: join(healthy, runs(10, func() Run {
 				return opsRun(healthyOps(rng, 50, 0.35*ms), 50, 20)
 			}), runs(10, func() Run { return healthyRun(rng) })),
-			wantFrom: 62, signal: SignalRate, clearBy: 72,
+			wantFrom: 60, by: def.Rate.Sustain, signal: SignalRate, clearBy: 72,
 		},
 		{
 			// Rebuild-style background load: most ops queue behind it a
@@ -138,7 +141,7 @@ func TestObserveRunShapes(t *testing.T) {
 				}
 				return opsRun(ops, 50, 49)
 			})),
-			wantFrom: 62, signal: SignalTail, detail: "p99 ×",
+			wantFrom: 60, by: def.Tail.Sustain, signal: SignalTail, detail: "p99 ×",
 		},
 		{
 			name: "single stall run (30% of ops at 100 ms): no alert",
@@ -178,17 +181,17 @@ func TestObserveRunShapes(t *testing.T) {
 			series: join(healthy, runs(10, func() Run {
 				return opsRun(healthyOps(rng, 50, 1.0*ms), 50, 50)
 			})),
-			wantFrom: 62, signal: SignalMedian, detail: "median ×",
+			wantFrom: 60, by: def.Sustain, signal: SignalMedian, detail: "median ×",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d, err := NewDetector(calibrated())
+			d, err := NewDetector(def) // the shipped defaults
 			if err != nil {
 				t.Fatal(err)
 			}
 			first := -1
-			var last State
+			var last, firstState State
 			for i, r := range tt.series {
 				s := d.ObserveRun(at(i), r, Refs{})
 				last = s
@@ -199,7 +202,7 @@ func TestObserveRunShapes(t *testing.T) {
 					t.Fatalf("ObserveRun(run %d, %+v) = %v on %s (%s), never want degraded", i, r, s, s.Signal, s.Detail())
 				}
 				if first < 0 {
-					first = i
+					first, firstState = i, s
 					if s.Signal != tt.signal || tt.signal != SignalMedian && d.Of(SignalMedian).Status == Degraded {
 						t.Errorf("ObserveRun(run %d) = %v on %s (%s), want degraded on %s with the median steady", i, s, s.Signal, s.Detail(), tt.signal)
 					}
@@ -214,9 +217,10 @@ func TestObserveRunShapes(t *testing.T) {
 			if tt.wantFrom < 0 {
 				return
 			}
-			if first < 0 || first > tt.wantFrom+4 || first < tt.wantFrom {
-				t.Fatalf("first degraded at run %d, want between %d and %d (last state %v, %s)", first, tt.wantFrom, tt.wantFrom+4, last, last.Detail())
+			if lo, hi := tt.wantFrom+def.Sustain-1, tt.wantFrom+tt.by-1; first < lo || first > hi {
+				t.Fatalf("first degraded at run %d, want between %d and %d (last state %v, %s)", first, lo, hi, last, last.Detail())
 			}
+			t.Logf("degraded at faulted run %d on %s (%s)", first-tt.wantFrom+1, firstState.Signal, firstState.Detail())
 			if tt.clearBy > 0 && last.Status != OK {
 				t.Errorf("after the fault ended: %v (%s), want ok", last, last.Detail())
 			}
@@ -228,6 +232,7 @@ func TestObserveRunShapes(t *testing.T) {
 // history (it stays degraded while it lasts) and the median's history
 // learns on undisturbed.
 func TestSignalsFreezeAndHold(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(2, 15))
 	d, _ := NewDetector(Config{})
 	for i := range 60 {
@@ -249,6 +254,7 @@ func TestSignalsFreezeAndHold(t *testing.T) {
 // on 3 beyond runs among the last 5, not only 3 in a row; 2 in every 5
 // never does.
 func TestTailSustainWithin(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		pattern string // S: a stalled run, .: a healthy one (repeated)
@@ -260,7 +266,8 @@ func TestTailSustainWithin(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(7, 15))
-			d, err := NewDetector(withTailWithin(calibrated(), 5, true))
+			once3 := SignalConfig{Sustain: 3, Within: 3}
+			d, err := NewDetector(withTailWithin(Config{Sustain: 3, Tail: once3, Mean: once3, Rate: once3}, 5, true))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -291,6 +298,7 @@ func TestTailSustainWithin(t *testing.T) {
 }
 
 func TestSignalConfigValidate(t *testing.T) {
+	t.Parallel()
 	for _, c := range []Config{
 		{Tail: SignalConfig{DegradeRatio: 0.5}}, {Mean: SignalConfig{RecoverRatio: 3}},
 		{Rate: SignalConfig{Sustain: 65}}, {Tail: SignalConfig{MinOps: -1}},
@@ -311,16 +319,21 @@ func TestSignalConfigValidate(t *testing.T) {
 // rate's, the state still names the rate (throttled) — but a shortfall
 // carried by a few stalled ops (a stalling disk) leaves the tail leading.
 func TestThrottleLeadsTheTail(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 15))
-	d, _ := NewDetector(withTailWithin(calibrated(), 5, false))
+	d, _ := NewDetector(Config{}) // the shipped defaults
 	for i := range 60 {
 		d.ObserveRun(at(i), healthyRun(rng), Refs{})
 	}
 	stalls := func(achieved float64) Run { return opsRun(stallOps(rng, 50, 0.35*ms, 0.1, 80*ms), 50, achieved) }
-	// Two runs whose stalls cost little rate, then a throttled one.
-	d.ObserveRun(at(60), stalls(46), Refs{})
-	d.ObserveRun(at(61), stalls(46), Refs{})
-	s := d.ObserveRun(at(62), opsRun(stallOps(rng, 50, 0.35*ms, 0.4, 80*ms), 50, 20), Refs{})
+	// Runs whose stalls cost little rate, one short of the tail's sustain,
+	// then a throttled one.
+	def := DefaultConfig()
+	last := 60 + def.Tail.Sustain - 1
+	for i := 60; i < last; i++ {
+		d.ObserveRun(at(i), stalls(46), Refs{})
+	}
+	s := d.ObserveRun(at(last), opsRun(stallOps(rng, 50, 0.35*ms, 0.4, 80*ms), 50, 20), Refs{})
 	if d.Of(SignalTail).Status != Degraded || d.Of(SignalRate).Status == Degraded {
 		t.Fatalf("tail %+v, rate %+v: want the tail degraded and the rate not yet", d.Of(SignalTail), d.Of(SignalRate))
 	}
@@ -330,11 +343,11 @@ func TestThrottleLeadsTheTail(t *testing.T) {
 
 	// A stalling disk: 2 of 50 ops at 100 ms cost a short run 40% of its
 	// rate, but the wait share is small: the p99 leads.
-	d2, _ := NewDetector(calibrated())
+	d2, _ := NewDetector(Config{})
 	for i := range 60 {
 		d2.ObserveRun(at(i), healthyRun(rng), Refs{})
 	}
-	for i := 60; i < 63; i++ {
+	for i := 60; i < 60+def.Rate.Sustain; i++ {
 		ops := healthyOps(rng, 50, 0.35*ms)
 		ops[10], ops[30] = 100*ms, 100*ms
 		s = d2.ObserveRun(at(i), opsRun(ops, 50, 30), Refs{})
@@ -342,16 +355,6 @@ func TestThrottleLeadsTheTail(t *testing.T) {
 	if d2.Of(SignalRate).Status != Degraded || s.Status != Degraded || s.Throttled() || s.Signal != SignalTail {
 		t.Errorf("stalling disk: %v on %s (%s), rate %+v: want degraded on the p99, not throttled", s, s.Signal, s.Detail(), d2.Of(SignalRate))
 	}
-}
-
-// calibrated is the configuration the shape tests were written against:
-// 3 runs beyond to degrade on every signal. The shipped defaults wait
-// longer (DefaultConfig: the median 4, the p99 5, mean and rate 6),
-// chosen against the noise replays of internal/replay; these tests pin
-// the mechanism, the replays pin the defaults.
-func calibrated() Config {
-	in3 := SignalConfig{Sustain: 3, Within: 3}
-	return Config{Sustain: 3, Tail: in3, Mean: in3, Rate: in3}
 }
 
 // withTailWithin sets "Sustain of the last within" on the tail (and the

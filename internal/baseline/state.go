@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 )
 
@@ -33,13 +32,12 @@ import (
 // Detector's own, and trims a longer history to its window. A state with
 // a 48-run window takes at most 4+3+30+16+1+1+384+1+8×3 ≈ 460 bytes for
 // the median and, with 24-run signal windows, 2+20+8+1+3+1+96+1+8×3 ≈ 156
-// more per signal: ≈ 930 (785 measured with nothing held).
-// Version 1 (the median alone) is still read: the other signals start
-// learning.
-var (
-	magic   = [4]byte{'P', 'L', 'B', 2}
-	magicV1 = [4]byte{'P', 'L', 'B', 1}
-)
+// more per signal: ≈ 930 (785 measured with nothing held). Version 1 (the
+// median alone) is still read: the other signals start learning.
+var magic = [3]byte{'P', 'L', 'B'}
+
+// stateVersion is the format MarshalBinary writes.
+const stateVersion = 2
 
 var (
 	statusCodes = []Status{"", Learning, OK, Degraded}
@@ -61,11 +59,35 @@ var ErrCorruptState = errors.New("corrupt baseline state")
 // MarshalBinary serialises the history and the state machine. The last
 // state's comparisons are not kept.
 func (d *Detector) MarshalBinary() ([]byte, error) {
-	b := make([]byte, 0, 64+8*(len(d.ring)+len(d.held)))
-	b = append(b, magic[:]...)
+	b := make([]byte, 0, 64+8*(d.hist.len()+len(d.held)))
+	b = append(b, magic[0], magic[1], magic[2], stateVersion)
 	b = append(b, byte(index(statusCodes, d.last.Status)), byte(index(refCodes, d.last.Reference)))
+	b = appendTimes(b, d.last.Since, d.last.Time, d.streakSince)
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(d.last.Ratio))
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(d.last.Latency))
+	b = binary.AppendUvarint(b, uint64(d.last.Streak))
+	b = appendFloats(b, d.hist.values())
+	b = appendFloats(b, d.held)
+	for i := range d.tracks {
+		k := &d.tracks[i]
+		b = append(b, byte(index(statusCodes, k.st.Status)))
+		b = appendTimes(b, k.st.Since, k.streakSince)
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(k.ratio))
+		b = binary.AppendUvarint(b, uint64(k.st.Streak))
+		b = binary.AppendUvarint(b, uint64(k.recent))
+		b = binary.AppendUvarint(b, uint64(len(k.win.ring)))
+		for _, x := range k.win.values() {
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(float32(x)))
+		}
+		b = appendFloats(b, k.held)
+	}
+	return b, nil
+}
+
+// appendTimes appends a flag byte (bit i: times[i] is set) and the set
+// times as varint Unix nanoseconds.
+func appendTimes(b []byte, times ...time.Time) []byte {
 	var flags byte
-	times := []time.Time{d.last.Since, d.last.Time, d.streakSince}
 	for i, t := range times {
 		if !t.IsZero() {
 			flags |= 1 << i
@@ -77,40 +99,16 @@ func (d *Detector) MarshalBinary() ([]byte, error) {
 			b = binary.AppendVarint(b, t.UnixNano())
 		}
 	}
-	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(d.last.Ratio))
-	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(d.last.Latency))
-	b = binary.AppendUvarint(b, uint64(d.last.Streak))
-	b = binary.AppendUvarint(b, uint64(len(d.ring)))
-	for i := range d.ring {
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(d.ring[(d.head+i)%len(d.ring)]))
+	return b
+}
+
+// times reads the times appendTimes wrote under flags.
+func (r *reader) times(flags byte, times ...*time.Time) {
+	for i, p := range times {
+		if flags&(1<<i) != 0 {
+			*p = time.Unix(0, r.varint()).UTC()
+		}
 	}
-	b = appendFloats(b, d.held)
-	for i := range d.tracks {
-		k := &d.tracks[i]
-		b = append(b, byte(index(statusCodes, k.st.Status)))
-		var flags byte
-		times := []time.Time{k.st.Since, k.streakSince}
-		for i, t := range times {
-			if !t.IsZero() {
-				flags |= 1 << i
-			}
-		}
-		b = append(b, flags)
-		for _, t := range times {
-			if !t.IsZero() {
-				b = binary.AppendVarint(b, t.UnixNano())
-			}
-		}
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(k.ratio))
-		b = binary.AppendUvarint(b, uint64(k.st.Streak))
-		b = binary.AppendUvarint(b, uint64(k.recent))
-		b = binary.AppendUvarint(b, uint64(len(k.win.ring)))
-		for j := range k.win.ring {
-			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(k.win.ring[(k.win.head+j)%len(k.win.ring)]))
-		}
-		b = appendFloats(b, k.held)
-	}
-	return b, nil
 }
 
 func appendFloats(b []byte, xs []float64) []byte {
@@ -134,12 +132,12 @@ func index[T comparable](list []T, v T) int {
 // keeping d's configuration. On error d is unchanged.
 func (d *Detector) UnmarshalBinary(b []byte) error {
 	r := reader{b: b}
-	if len(b) < len(magic) || [4]byte(b[:4]) != magic && [4]byte(b[:4]) != magicV1 {
+	if len(b) < 4 || [3]byte(b[:3]) != magic || b[3] < 1 || b[3] > stateVersion {
 		return fmt.Errorf("%w: bad magic or version", ErrCorruptState)
 	}
-	v1 := [4]byte(b[:4]) == magicV1
+	version := b[3]
 	r.b = b[4:]
-	var st medianState
+	var st State
 	sc, rc, flags := r.byte(), r.byte(), r.byte()
 	if int(sc) >= len(statusCodes) || int(rc) >= len(refCodes) || flags&^(flagSince|flagTime|flagStreakSince) != 0 {
 		r.fail("status %d, reference %d, flags %#x", sc, rc, flags)
@@ -147,11 +145,7 @@ func (d *Detector) UnmarshalBinary(b []byte) error {
 		st.Status, st.Reference = statusCodes[sc], refCodes[rc]
 	}
 	var streakSince time.Time
-	for i, t := range []*time.Time{&st.Since, &st.Time, &streakSince} {
-		if flags&(1<<i) != 0 {
-			*t = time.Unix(0, r.varint()).UTC()
-		}
-	}
+	r.times(flags, &st.Since, &st.Time, &streakSince)
 	st.Ratio, st.Latency = r.float(), r.float()
 	if !(st.Ratio >= 0) || math.IsInf(st.Ratio, 1) || !(st.Latency >= 0) || math.IsInf(st.Latency, 1) {
 		r.fail("ratio %v, latency %v", st.Ratio, st.Latency)
@@ -164,7 +158,7 @@ func (d *Detector) UnmarshalBinary(b []byte) error {
 	hist := r.values(maxWindow)
 	held := r.values(maxHeld)
 	var tracks [numSignals - 1]savedTrack
-	if !v1 {
+	if version >= 2 {
 		for i := range tracks {
 			tracks[i] = r.track()
 		}
@@ -175,13 +169,7 @@ func (d *Detector) UnmarshalBinary(b []byte) error {
 	if r.err != nil {
 		return r.err
 	}
-	if len(hist) > d.cfg.Window {
-		hist = hist[len(hist)-d.cfg.Window:]
-	}
-	d.ring = append(d.ring[:0], hist...)
-	d.byValue = append(d.byValue[:0], hist...)
-	slices.Sort(d.byValue)
-	d.head = 0
+	d.hist.load(hist)
 	d.held = held
 	d.last = st
 	d.streakSince = streakSince
@@ -219,11 +207,7 @@ func (r *reader) track() savedTrack {
 		return t
 	}
 	t.status = statusCodes[sc]
-	for i, p := range []*time.Time{&t.since, &t.streakSince} {
-		if flags&(1<<i) != 0 {
-			*p = time.Unix(0, r.varint()).UTC()
-		}
-	}
+	r.times(flags, &t.since, &t.streakSince)
 	t.ratio = r.float()
 	if !(t.ratio >= 0) || math.IsInf(t.ratio, 1) {
 		r.fail("signal ratio %v", t.ratio)
@@ -279,26 +263,18 @@ func (r *reader) float() float64 {
 	return v
 }
 
-func (r *reader) varint() int64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.fail("bad varint")
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
+func (r *reader) varint() int64 { return readVarint(r, binary.Varint, "varint") }
 
-func (r *reader) uvarint() uint64 {
+func (r *reader) uvarint() uint64 { return readVarint(r, binary.Uvarint, "uvarint") }
+
+// readVarint decodes one varint with dec (binary.Varint or Uvarint).
+func readVarint[T int64 | uint64](r *reader, dec func([]byte) (T, int), what string) T {
 	if r.err != nil {
 		return 0
 	}
-	v, n := binary.Uvarint(r.b)
+	v, n := dec(r.b)
 	if n <= 0 {
-		r.fail("bad uvarint")
+		r.fail("bad %s", what)
 		return 0
 	}
 	r.b = r.b[n:]

@@ -14,6 +14,7 @@ import (
 // TestMarshalRoundTrip: a Detector persisted and restored at any point
 // goes on exactly like the one that never stopped.
 func TestMarshalRoundTrip(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 3))
 	series := concat(steady(rng, 70, 1*ms, 0.1), steady(rng, 20, 3*ms, 0.1), steady(rng, 30, 1*ms, 0.1))
 	refs := Refs{Prior: Band{Low: 0.5 * ms, Typical: 1 * ms, High: 2.5 * ms}}
@@ -44,6 +45,7 @@ func TestMarshalRoundTrip(t *testing.T) {
 }
 
 func TestMarshalSize(t *testing.T) {
+	t.Parallel()
 	d, _ := NewDetector(Config{})
 	for i := range 200 {
 		d.ObserveRun(at(i), Run{Median: 1 * ms, P99: 3 * ms, Mean: 1.2 * ms, Ops: 50, IOPS: 49, Cap: 50}, Refs{})
@@ -52,12 +54,14 @@ func TestMarshalSize(t *testing.T) {
 	if len(b) > 930 {
 		t.Errorf("MarshalBinary() of full windows of every signal = %d bytes, want <= 930", len(b))
 	}
+	t.Logf("MarshalBinary() of full windows: %d bytes", len(b))
 }
 
 // TestUnmarshalVersion1: a state written before the other signals existed
 // (the median alone, format version 1) is read: the median goes on where
 // it was, the other signals start learning.
 func TestUnmarshalVersion1(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(8, 8))
 	series := concat(steady(rng, 60, 1*ms, 0.1), steady(rng, 2, 3*ms, 0.1))
 	live, _ := NewDetector(Config{Sustain: 3}) // as the version that wrote testdata/detector-v1.bin
@@ -94,6 +98,7 @@ func TestUnmarshalVersion1(t *testing.T) {
 // TestUnmarshalShorterWindow: a state written with a longer window keeps
 // its most recent runs.
 func TestUnmarshalShorterWindow(t *testing.T) {
+	t.Parallel()
 	long, _ := NewDetector(Config{Window: 100})
 	for i := range 100 {
 		long.Observe(at(i), float64(i+1)*ms, Refs{})
@@ -109,6 +114,7 @@ func TestUnmarshalShorterWindow(t *testing.T) {
 }
 
 func TestUnmarshalCorrupt(t *testing.T) {
+	t.Parallel()
 	d, _ := NewDetector(Config{})
 	for i := range 30 {
 		d.Observe(at(i), 1*ms, Refs{})
@@ -118,7 +124,8 @@ func TestUnmarshalCorrupt(t *testing.T) {
 	tests := map[string][]byte{
 		"empty":          nil,
 		"bad magic":      mutate(func(b []byte) []byte { b[0] = 'X'; return b }),
-		"future version": mutate(func(b []byte) []byte { b[3] = 3; return b }),
+		"future version": mutate(func(b []byte) []byte { b[3] = stateVersion + 1; return b }),
+		"version 0":      mutate(func(b []byte) []byte { b[3] = 0; return b }),
 		"bad status":     mutate(func(b []byte) []byte { b[4] = 9; return b }),
 		"bad reference":  mutate(func(b []byte) []byte { b[5] = 9; return b }),
 		"bad flags":      mutate(func(b []byte) []byte { b[6] |= 0x80; return b }),

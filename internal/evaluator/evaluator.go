@@ -271,36 +271,11 @@ func (e *Evaluator) judge(ctx context.Context, runs []store.ProbeRun) error {
 	minCohort := e.entryConfig().MinCohort
 	cohorts := e.cohorts()
 	u := store.BaselineUpdate{Watermarks: map[string]uint64{}}
-	stops := map[store.StopCount]uint64{}
-	failing := map[store.ProbeKey]*store.ProbeFailing{}
-	recovered := map[store.ProbeKey]bool{}
+	t := newTally()
 	for i := range runs {
 		r := &runs[i]
 		u.Watermarks[r.AgentID] = max(u.Watermarks[r.AgentID], r.Sequence)
-		if r.Skipped || r.StoppedReason != "" {
-			reason := r.StoppedReason
-			if reason == "" {
-				reason = "skipped"
-			}
-			stops[store.StopCount{AgentID: r.AgentID, MountPoint: r.MountPoint, Kind: r.Kind, Reason: reason}]++
-		}
-		// A refused or failed run starts or extends the volume's failing
-		// streak for the kind; a run that did I/O ends it. Skips (busy,
-		// lock-timeout) neither prove nor disprove anything.
-		pk := store.ProbeKey{AgentID: r.AgentID, MountPoint: r.MountPoint, Kind: r.Kind}
-		switch {
-		case r.StoppedReason == vocab.StopRefused || r.StoppedReason == vocab.StopFailed:
-			f := failing[pk]
-			if f == nil {
-				f = &store.ProbeFailing{AgentID: r.AgentID, MountPoint: r.MountPoint, Kind: r.Kind, Since: r.StartedAt}
-				failing[pk] = f
-			}
-			f.Reason, f.Failure, f.Last = r.StoppedReason, r.Failure, r.StartedAt
-			f.Runs++
-		case r.Ops > 0:
-			delete(failing, pk)
-			recovered[pk] = true
-		}
+		t.count(r)
 		if r.Skipped || r.Ops == 0 {
 			continue
 		}
@@ -309,99 +284,13 @@ func (e *Evaluator) judge(ctx context.Context, runs []store.ProbeRun) error {
 			e.opts.Logger.Warn("probe result without a usable histogram", "agent", r.AgentID, "sequence", r.Sequence, "err", err)
 			continue
 		}
-		k := key{volKey{r.AgentID, r.MountPoint}, r.Kind}
-		en := e.entries[k]
-		if en == nil {
-			d, _ := baseline.NewDetector(e.opts.Config)
-			en = &entry{det: d, hist: &histogram.Histogram{}, row: store.ProbeBaseline{AgentID: r.AgentID, MountPoint: r.MountPoint, Kind: r.Kind}}
-			e.entries[k] = en
-		}
-		var refs baseline.Refs
-		if p, ok := e.profiles[k.volKey]; ok && p.ok {
-			en.row.Profile = p.profile.Key()
-			if c := cohorts[cohortKey{en.row.Profile, r.Kind}]; c.N >= minCohort {
-				refs.Cohort = c
-			}
-			if x, err := e.priors.Expect(p.profile, baseline.Kind(r.Kind)); err == nil {
-				refs.Prior = x.Band
-			}
-		}
-		// The volume's cumulative latency histogram: a run that would make
-		// it overflow (forged latencies; honest runs need 292 years of
-		// latency) is left out of it, said aloud, and the histogram stays
-		// valid — exposed as before rather than dropped from /metrics.
-		if err := en.hist.Merge(h); err != nil {
-			e.opts.Logger.Warn("probe run left out of the volume's latency histogram", "agent", r.AgentID, "mount_point", r.MountPoint,
-				"kind", r.Kind, "sequence", r.Sequence, "err", err)
-			continue
-		}
-		en.det.ObserveRun(r.StartedAt, RunOf(r, h), refs)
-		s := en.det.State()
-		en.row.Runs++
-		if r.StartedAt.After(en.row.LastRun) {
-			en.row.LastRun = r.StartedAt
-		}
-		en.row.Status, en.row.Reference, en.row.Ratio, en.row.Since = string(s.Status), string(s.Reference), s.Ratio, s.Since
-		en.row.Signal, en.row.Detail = string(s.Signal), ""
-		if s.Status == baseline.Degraded {
-			en.row.Detail = s.Detail()
-		}
-		en.row.TailRatio = en.det.Of(baseline.SignalTail).History.Ratio
-		en.row.MeanRatio = en.det.Of(baseline.SignalMean).History.Ratio
-		en.row.RateRatio = en.det.Of(baseline.SignalRate).History.Ratio
-		en.row.HistoryRatio, en.row.CohortRatio, en.row.CohortReference = 0, 0, ""
-		if s.History.Available() {
-			en.row.HistoryRatio = s.History.Ratio
-		}
-		switch {
-		case s.Cohort.Available():
-			en.row.CohortRatio, en.row.CohortReference = s.Cohort.Ratio, string(baseline.Cohort)
-		case s.Prior.Available():
-			en.row.CohortRatio, en.row.CohortReference = s.Prior.Ratio, string(baseline.Prior)
-		}
-		en.row.Trusted = en.det.Trusted()
-		en.row.HistoryMedian = en.det.History().Median
-		en.dirty = true
+		e.observe(r, h, cohorts, minCohort)
 	}
-	var dirty []*entry
-	for _, en := range e.entries {
-		if !en.dirty {
-			continue
-		}
-		b, err := en.det.MarshalBinary()
-		if err != nil {
-			return err
-		}
-		hb, err := proto.Marshal(wire.HistogramToProto(en.hist))
-		if err != nil {
-			return err
-		}
-		en.row.Detector, en.row.Histogram = b, hb
-		u.States = append(u.States, en.row)
-		dirty = append(dirty, en)
+	dirty, err := e.dirtyStates(&u)
+	if err != nil {
+		return err
 	}
-	slices.SortFunc(u.States, func(a, b store.ProbeBaseline) int {
-		return strings.Compare(a.AgentID+"\x00"+a.MountPoint+"\x00"+a.Kind, b.AgentID+"\x00"+b.MountPoint+"\x00"+b.Kind)
-	})
-	for c, n := range stops {
-		c.Runs = n
-		u.StopCounts = append(u.StopCounts, c)
-	}
-	slices.SortFunc(u.StopCounts, func(a, b store.StopCount) int {
-		return strings.Compare(a.AgentID+a.MountPoint+a.Kind+a.Reason, b.AgentID+b.MountPoint+b.Kind+b.Reason)
-	})
-	for k := range recovered {
-		u.Recovered = append(u.Recovered, k)
-	}
-	slices.SortFunc(u.Recovered, func(a, b store.ProbeKey) int {
-		return strings.Compare(a.AgentID+"\x00"+a.MountPoint+"\x00"+a.Kind, b.AgentID+"\x00"+b.MountPoint+"\x00"+b.Kind)
-	})
-	for _, f := range failing {
-		u.Failing = append(u.Failing, *f)
-	}
-	slices.SortFunc(u.Failing, func(a, b store.ProbeFailing) int {
-		return strings.Compare(a.AgentID+"\x00"+a.MountPoint+"\x00"+a.Kind, b.AgentID+"\x00"+b.MountPoint+"\x00"+b.Kind)
-	})
+	t.into(&u)
 	u.Cohorts = []store.Cohort{}
 	for ck, c := range e.cohorts() {
 		u.Cohorts = append(u.Cohorts, store.Cohort{Profile: ck.profile, Kind: ck.kind, Volumes: c.N, Median: c.Median, MAD: c.MAD})
@@ -418,6 +307,162 @@ func (e *Evaluator) judge(ctx context.Context, runs []store.ProbeRun) error {
 		e.opts.Logger.Warn("inventory baseline states", "err", err)
 	}
 	return nil
+}
+
+// tally is what a batch of runs says besides their latencies: stop
+// reasons counted per volume and kind, failing streaks started or
+// extended, and streaks ended.
+type tally struct {
+	stops     map[store.StopCount]uint64
+	failing   map[store.ProbeKey]*store.ProbeFailing
+	recovered map[store.ProbeKey]bool
+}
+
+func newTally() *tally {
+	return &tally{stops: map[store.StopCount]uint64{}, failing: map[store.ProbeKey]*store.ProbeFailing{}, recovered: map[store.ProbeKey]bool{}}
+}
+
+// count notes one run. A refused or failed run starts or extends the
+// volume's failing streak for the kind; a run that did I/O ends it. Skips
+// (busy, lock-timeout) neither prove nor disprove anything.
+func (t *tally) count(r *store.ProbeRun) {
+	if r.Skipped || r.StoppedReason != "" {
+		reason := r.StoppedReason
+		if reason == "" {
+			reason = "skipped"
+		}
+		t.stops[store.StopCount{AgentID: r.AgentID, MountPoint: r.MountPoint, Kind: r.Kind, Reason: reason}]++
+	}
+	pk := store.ProbeKey{AgentID: r.AgentID, MountPoint: r.MountPoint, Kind: r.Kind}
+	switch {
+	case r.StoppedReason == vocab.StopRefused || r.StoppedReason == vocab.StopFailed:
+		f := t.failing[pk]
+		if f == nil {
+			f = &store.ProbeFailing{AgentID: r.AgentID, MountPoint: r.MountPoint, Kind: r.Kind, Since: r.StartedAt}
+			t.failing[pk] = f
+		}
+		f.Reason, f.Failure, f.Last = r.StoppedReason, r.Failure, r.StartedAt
+		f.Runs++
+	case r.Ops > 0:
+		delete(t.failing, pk)
+		t.recovered[pk] = true
+	}
+}
+
+// into adds the tally to u, each list in a stable order.
+func (t *tally) into(u *store.BaselineUpdate) {
+	for c, n := range t.stops {
+		c.Runs = n
+		u.StopCounts = append(u.StopCounts, c)
+	}
+	slices.SortFunc(u.StopCounts, func(a, b store.StopCount) int {
+		return strings.Compare(a.AgentID+a.MountPoint+a.Kind+a.Reason, b.AgentID+b.MountPoint+b.Kind+b.Reason)
+	})
+	for k := range t.recovered {
+		u.Recovered = append(u.Recovered, k)
+	}
+	slices.SortFunc(u.Recovered, func(a, b store.ProbeKey) int {
+		return compareKey(a.AgentID, a.MountPoint, a.Kind, b.AgentID, b.MountPoint, b.Kind)
+	})
+	for _, f := range t.failing {
+		u.Failing = append(u.Failing, *f)
+	}
+	slices.SortFunc(u.Failing, func(a, b store.ProbeFailing) int {
+		return compareKey(a.AgentID, a.MountPoint, a.Kind, b.AgentID, b.MountPoint, b.Kind)
+	})
+}
+
+// compareKey orders volumes and kinds by agent, mount point, kind.
+func compareKey(agentA, mountA, kindA, agentB, mountB, kindB string) int {
+	return strings.Compare(agentA+"\x00"+mountA+"\x00"+kindA, agentB+"\x00"+mountB+"\x00"+kindB)
+}
+
+// observe feeds one run with a usable histogram to its volume and kind's
+// detector and updates the row persisted with it.
+func (e *Evaluator) observe(r *store.ProbeRun, h *histogram.Histogram, cohorts map[cohortKey]baseline.Stats, minCohort int) {
+	k := key{volKey{r.AgentID, r.MountPoint}, r.Kind}
+	en := e.entries[k]
+	if en == nil {
+		d, _ := baseline.NewDetector(e.opts.Config)
+		en = &entry{det: d, hist: &histogram.Histogram{}, row: store.ProbeBaseline{AgentID: r.AgentID, MountPoint: r.MountPoint, Kind: r.Kind}}
+		e.entries[k] = en
+	}
+	var refs baseline.Refs
+	if p, ok := e.profiles[k.volKey]; ok && p.ok {
+		en.row.Profile = p.profile.Key()
+		if c := cohorts[cohortKey{en.row.Profile, r.Kind}]; c.N >= minCohort {
+			refs.Cohort = c
+		}
+		if x, err := e.priors.Expect(p.profile, baseline.Kind(r.Kind)); err == nil {
+			refs.Prior = x.Band
+		}
+	}
+	// The volume's cumulative latency histogram: a run that would make
+	// it overflow (forged latencies; honest runs need 292 years of
+	// latency) is left out of it, said aloud, and the histogram stays
+	// valid — exposed as before rather than dropped from /metrics.
+	if err := en.hist.Merge(h); err != nil {
+		e.opts.Logger.Warn("probe run left out of the volume's latency histogram", "agent", r.AgentID, "mount_point", r.MountPoint,
+			"kind", r.Kind, "sequence", r.Sequence, "err", err)
+		return
+	}
+	en.det.ObserveRun(r.StartedAt, RunOf(r, h), refs)
+	en.row.Runs++
+	if r.StartedAt.After(en.row.LastRun) {
+		en.row.LastRun = r.StartedAt
+	}
+	en.setState(en.det.State())
+	en.dirty = true
+}
+
+// setState copies the detector's state into the persisted row.
+func (en *entry) setState(s baseline.State) {
+	en.row.Status, en.row.Reference, en.row.Ratio, en.row.Since = string(s.Status), string(s.Reference), s.Ratio, s.Since
+	en.row.Signal, en.row.Detail = string(s.Signal), ""
+	if s.Status == baseline.Degraded {
+		en.row.Detail = s.Detail()
+	}
+	en.row.TailRatio = en.det.Of(baseline.SignalTail).History.Ratio
+	en.row.MeanRatio = en.det.Of(baseline.SignalMean).History.Ratio
+	en.row.RateRatio = en.det.Of(baseline.SignalRate).History.Ratio
+	en.row.HistoryRatio, en.row.CohortRatio, en.row.CohortReference = 0, 0, ""
+	if s.History.Available() {
+		en.row.HistoryRatio = s.History.Ratio
+	}
+	switch {
+	case s.Cohort.Available():
+		en.row.CohortRatio, en.row.CohortReference = s.Cohort.Ratio, string(baseline.Cohort)
+	case s.Prior.Available():
+		en.row.CohortRatio, en.row.CohortReference = s.Prior.Ratio, string(baseline.Prior)
+	}
+	en.row.Trusted = en.det.Trusted()
+	en.row.HistoryMedian = en.det.History().Median
+}
+
+// dirtyStates serialises every entry a run changed into u.States (in a
+// stable order) and returns those entries.
+func (e *Evaluator) dirtyStates(u *store.BaselineUpdate) ([]*entry, error) {
+	var dirty []*entry
+	for _, en := range e.entries {
+		if !en.dirty {
+			continue
+		}
+		b, err := en.det.MarshalBinary()
+		if err != nil {
+			return nil, err
+		}
+		hb, err := proto.Marshal(wire.HistogramToProto(en.hist))
+		if err != nil {
+			return nil, err
+		}
+		en.row.Detector, en.row.Histogram = b, hb
+		u.States = append(u.States, en.row)
+		dirty = append(dirty, en)
+	}
+	slices.SortFunc(u.States, func(a, b store.ProbeBaseline) int {
+		return compareKey(a.AgentID, a.MountPoint, a.Kind, b.AgentID, b.MountPoint, b.Kind)
+	})
+	return dirty, nil
 }
 
 func (e *Evaluator) entryConfig() baseline.Config {

@@ -46,6 +46,7 @@ func probeRec(t testing.TB, seq uint64, at time.Time, d time.Duration) store.Rec
 // arrival order, with no gaps, so the evaluator never waits: migration
 // 00005. An agent sends its records in ascending order.)
 func TestPassIdempotentAndLate(t *testing.T) {
+	t.Parallel()
 	for _, e := range engines {
 		t.Run(e.Name, func(t *testing.T) {
 			ctx := context.Background()
@@ -102,6 +103,7 @@ func TestPassIdempotentAndLate(t *testing.T) {
 }
 
 func TestMedian(t *testing.T) {
+	t.Parallel()
 	var h histogram.Histogram
 	for _, d := range []time.Duration{1, 2, 3, 4, 5} {
 		h.Observe(d * time.Millisecond)
@@ -126,6 +128,7 @@ func notRun(seq uint64, at time.Time, reason, failure string) store.Record {
 // message), are counted as stops, and a run that does I/O ends the streak;
 // a streak that ends and starts again inside one pass starts again.
 func TestFailingStreak(t *testing.T) {
+	t.Parallel()
 	for _, e := range engines {
 		t.Run(e.Name, func(t *testing.T) {
 			ctx := context.Background()
@@ -188,6 +191,7 @@ func TestFailingStreak(t *testing.T) {
 // — before, the sum wrapped negative, the stored histogram no longer
 // decoded and the volume's latency series vanished from /metrics.
 func TestMergeOverflowKeepsHistogramValid(t *testing.T) {
+	t.Parallel()
 	for _, e := range engines {
 		t.Run(e.Name, func(t *testing.T) {
 			ctx := context.Background()

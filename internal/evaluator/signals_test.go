@@ -40,6 +40,7 @@ func shapedRec(t testing.TB, rng *rand.Rand, seq uint64, at time.Time, stallEver
 // twenty-five for 100 ms — degrade the volume on the rate (throttled) and
 // on the p99, and the stored state and the inventory say so.
 func TestSignalsThroughTheStore(t *testing.T) {
+	t.Parallel()
 	for _, e := range engines {
 		t.Run(e.Name, func(t *testing.T) {
 			ctx := context.Background()

@@ -53,148 +53,170 @@ func (f Figures) String() string {
 // Run runs the scenario. Its error says which phase timed out; the
 // figures so far are returned with it.
 func (sc Scenario) Run(ctx context.Context, s *Stack) (Figures, error) {
-	var fig Figures
-	faultedMount := s.Mounts[sc.Faulted]
-	expected := func(a PromAlert) bool {
-		mp := a.Labels["mount_point"]
-		switch a.Labels["alertname"] {
-		case VolumeDegraded:
-			return mp == faultedMount
-		case VolumeCohortOutlier:
-			for _, i := range sc.Outliers {
-				if s.Mounts[i] == mp {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	seen := map[string]bool{}
-	// watch polls the alerts until done says so, collecting unexpected
-	// firing degradation alerts on the way.
-	watch := func(phase string, timeout time.Duration, done func([]PromAlert, time.Time) bool) error {
-		deadline := time.Now().Add(timeout)
-		for {
-			if name := s.Exited(); name != "" {
-				return fmt.Errorf("%s: %s exited", phase, name)
-			}
-			alerts, err := s.Alerts(ctx)
-			now := time.Now()
-			if err == nil {
-				for _, a := range alerts {
-					n := a.Labels["alertname"]
-					if a.State != "firing" || n != VolumeDegraded && n != VolumeCohortOutlier || expected(a) {
-						continue
-					}
-					key := n + a.Labels["mount_point"] + a.Labels["kind"]
-					if !seen[key] {
-						seen[key] = true
-						fig.Unexpected = append(fig.Unexpected, a)
-						s.logf("UNEXPECTED %s firing: %v", n, a.Labels)
-					}
-				}
-				if done(alerts, now) {
-					return nil
-				}
-			}
-			if now.After(deadline) {
-				return fmt.Errorf("%s: not done within %s (last error %v)", phase, timeout, err)
-			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(sc.Poll):
-			}
-		}
-	}
+	r := &scenarioRun{sc: sc, s: s, faulted: s.Mounts[sc.Faulted], seen: map[string]bool{}}
 	// Warm-up: every cohort volume has a trusted history for every kind
 	// (a history ratio for three kinds), and the outliers a cohort ratio.
-	err := watch("warm-up", sc.Warmup, func([]PromAlert, time.Time) bool {
-		hist, err := s.Query(ctx, `count by (mount_point) (plumbline_baseline_ratio{reference="history"})`, "mount_point")
-		if err != nil {
-			return false
-		}
-		for _, i := range sc.Cohort {
-			if hist[s.Mounts[i]] < 3 {
-				return false
-			}
-		}
-		coh, err := s.Query(ctx, `count by (mount_point) (plumbline_baseline_ratio{reference="cohort"})`, "mount_point")
-		if err != nil {
-			return false
-		}
-		for _, i := range sc.Outliers {
-			if coh[s.Mounts[i]] < 1 {
-				return false
-			}
-		}
-		return true
+	err := r.watch(ctx, "warm-up", sc.Warmup, func([]PromAlert, time.Time) bool {
+		return r.atLeast(ctx, "history", sc.Cohort, 3) && r.atLeast(ctx, "cohort", sc.Outliers, 1)
 	})
 	if err != nil {
-		return fig, err
+		return r.fig, err
 	}
 	s.logf("warm-up done: cohort histories trusted")
 	if err := s.Fault(ctx, sc.Faulted, "slow", "--member", fmt.Sprint(sc.Member), "--factor", fmt.Sprint(sc.Factor)); err != nil {
-		return fig, err
+		return r.fig, err
 	}
-	fig.FaultAt = time.Now()
-	outlierDone := func(alerts []PromAlert, now time.Time) {
-		if !fig.OutlierFired.IsZero() {
-			return
-		}
-		for _, a := range alerts {
-			if a.Labels["alertname"] == VolumeCohortOutlier && a.State == "firing" && expected(a) {
-				fig.OutlierFired = now
-				s.logf("%s firing for %s %s", VolumeCohortOutlier, a.Labels["mount_point"], a.Labels["kind"])
-			}
-		}
-	}
-	err = watch("detect", sc.Detect, func(alerts []PromAlert, now time.Time) bool {
-		outlierDone(alerts, now)
-		for _, a := range alerts {
-			if a.Labels["alertname"] == VolumeDegraded && a.Labels["mount_point"] == faultedMount && a.State == "firing" {
-				if !slices.Contains(fig.FiredKinds, a.Labels["kind"]) {
-					fig.FiredKinds = append(fig.FiredKinds, a.Labels["kind"])
-				}
-				if fig.FiredAt.IsZero() {
-					fig.FiredAt = now
-					fig.Detect = now.Sub(fig.FaultAt)
-					s.logf("%s firing for %s %s after %s", VolumeDegraded, faultedMount, a.Labels["kind"], fig.Detect.Round(time.Second))
-				}
-			}
-		}
-		return !fig.FiredAt.IsZero()
-	})
-	if err != nil {
-		return fig, err
+	r.fig.FaultAt = time.Now()
+	if err := r.watch(ctx, "detect", sc.Detect, r.fired); err != nil {
+		return r.fig, err
 	}
 	if err := s.Fault(ctx, sc.Faulted, "restore"); err != nil {
-		return fig, err
+		return r.fig, err
 	}
-	fig.RestoredAt = time.Now()
-	err = watch("clear", sc.Clear, func(alerts []PromAlert, now time.Time) bool {
-		outlierDone(alerts, now)
-		for _, a := range alerts {
-			if a.Labels["alertname"] == VolumeDegraded && a.Labels["mount_point"] == faultedMount {
-				if a.State == "firing" && !slices.Contains(fig.FiredKinds, a.Labels["kind"]) {
-					fig.FiredKinds = append(fig.FiredKinds, a.Labels["kind"])
-				}
-				return false
-			}
-		}
-		fig.ResolvedAt = now
-		fig.Clear = now.Sub(fig.RestoredAt)
-		s.logf("%s resolved for %s after %s", VolumeDegraded, faultedMount, fig.Clear.Round(time.Second))
-		return true
-	})
-	if err != nil {
-		return fig, err
+	r.fig.RestoredAt = time.Now()
+	if err := r.watch(ctx, "clear", sc.Clear, r.resolved); err != nil {
+		return r.fig, err
 	}
-	if sc.WaitOutlier && len(sc.Outliers) > 0 && fig.OutlierFired.IsZero() {
-		err = watch("outlier", sc.Detect, func(alerts []PromAlert, now time.Time) bool {
-			outlierDone(alerts, now)
-			return !fig.OutlierFired.IsZero()
+	if sc.WaitOutlier && len(sc.Outliers) > 0 && r.fig.OutlierFired.IsZero() {
+		err = r.watch(ctx, "outlier", sc.Detect, func(alerts []PromAlert, now time.Time) bool {
+			r.outlier(alerts, now)
+			return !r.fig.OutlierFired.IsZero()
 		})
 	}
-	return fig, err
+	return r.fig, err
+}
+
+// scenarioRun is one run of a Scenario: what it has seen so far.
+type scenarioRun struct {
+	sc      Scenario
+	s       *Stack
+	faulted string // the faulted array's mount point
+	fig     Figures
+	seen    map[string]bool // unexpected alerts already noted
+}
+
+// expected reports an alert the scenario allows: the degradation of the
+// faulted volume, the cohort alert of an outlier.
+func (r *scenarioRun) expected(a PromAlert) bool {
+	mp := a.Labels["mount_point"]
+	switch a.Labels["alertname"] {
+	case VolumeDegraded:
+		return mp == r.faulted
+	case VolumeCohortOutlier:
+		for _, i := range r.sc.Outliers {
+			if r.s.Mounts[i] == mp {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// watch polls the alerts until done says so (or timeout), collecting
+// unexpected firing degradation alerts on the way.
+func (r *scenarioRun) watch(ctx context.Context, phase string, timeout time.Duration, done func([]PromAlert, time.Time) bool) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		if name := r.s.Exited(); name != "" {
+			return fmt.Errorf("%s: %s exited", phase, name)
+		}
+		alerts, err := r.s.Alerts(ctx)
+		now := time.Now()
+		if err == nil {
+			r.noteUnexpected(alerts)
+			if done(alerts, now) {
+				return nil
+			}
+		}
+		if now.After(deadline) {
+			return fmt.Errorf("%s: not done within %s (last error %v)", phase, timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(r.sc.Poll):
+		}
+	}
+}
+
+func (r *scenarioRun) noteUnexpected(alerts []PromAlert) {
+	for _, a := range alerts {
+		n := a.Labels["alertname"]
+		if a.State != "firing" || n != VolumeDegraded && n != VolumeCohortOutlier || r.expected(a) {
+			continue
+		}
+		key := n + a.Labels["mount_point"] + a.Labels["kind"]
+		if !r.seen[key] {
+			r.seen[key] = true
+			r.fig.Unexpected = append(r.fig.Unexpected, a)
+			r.s.logf("UNEXPECTED %s firing: %v", n, a.Labels)
+		}
+	}
+}
+
+// atLeast reports whether each of the arrays has at least n
+// plumbline_baseline_ratio series against reference.
+func (r *scenarioRun) atLeast(ctx context.Context, reference string, arrays []int, n float64) bool {
+	got, err := r.s.Query(ctx, `count by (mount_point) (plumbline_baseline_ratio{reference="`+reference+`"})`, "mount_point")
+	if err != nil {
+		return false
+	}
+	for _, i := range arrays {
+		if got[r.s.Mounts[i]] < n {
+			return false
+		}
+	}
+	return true
+}
+
+// outlier notes when an outlier's cohort alert first fires.
+func (r *scenarioRun) outlier(alerts []PromAlert, now time.Time) {
+	if !r.fig.OutlierFired.IsZero() {
+		return
+	}
+	for _, a := range alerts {
+		if a.Labels["alertname"] == VolumeCohortOutlier && a.State == "firing" && r.expected(a) {
+			r.fig.OutlierFired = now
+			r.s.logf("%s firing for %s %s", VolumeCohortOutlier, a.Labels["mount_point"], a.Labels["kind"])
+		}
+	}
+}
+
+// noteKind adds a kind the faulted volume's alert fired for.
+func (r *scenarioRun) noteKind(a PromAlert) {
+	if a.State == "firing" && !slices.Contains(r.fig.FiredKinds, a.Labels["kind"]) {
+		r.fig.FiredKinds = append(r.fig.FiredKinds, a.Labels["kind"])
+	}
+}
+
+// fired: the detect phase is done once the faulted volume's
+// PlumblineVolumeDegraded fires.
+func (r *scenarioRun) fired(alerts []PromAlert, now time.Time) bool {
+	r.outlier(alerts, now)
+	for _, a := range alerts {
+		if a.Labels["alertname"] != VolumeDegraded || a.Labels["mount_point"] != r.faulted || a.State != "firing" {
+			continue
+		}
+		r.noteKind(a)
+		if r.fig.FiredAt.IsZero() {
+			r.fig.FiredAt, r.fig.Detect = now, now.Sub(r.fig.FaultAt)
+			r.s.logf("%s firing for %s %s after %s", VolumeDegraded, r.faulted, a.Labels["kind"], r.fig.Detect.Round(time.Second))
+		}
+	}
+	return !r.fig.FiredAt.IsZero()
+}
+
+// resolved: the clear phase is done once the faulted volume has no
+// PlumblineVolumeDegraded alert left, firing or pending.
+func (r *scenarioRun) resolved(alerts []PromAlert, now time.Time) bool {
+	r.outlier(alerts, now)
+	for _, a := range alerts {
+		if a.Labels["alertname"] == VolumeDegraded && a.Labels["mount_point"] == r.faulted {
+			r.noteKind(a)
+			return false
+		}
+	}
+	r.fig.ResolvedAt, r.fig.Clear = now, now.Sub(r.fig.RestoredAt)
+	r.s.logf("%s resolved for %s after %s", VolumeDegraded, r.faulted, r.fig.Clear.Round(time.Second))
+	return true
 }

@@ -12,6 +12,7 @@ import (
 )
 
 func TestRecordingRoundTrip(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	w, err := NewWriter(&buf, "lab-test", 10, "a comment\nover two lines")
 	if err != nil {
@@ -55,6 +56,7 @@ func TestRecordingRoundTrip(t *testing.T) {
 }
 
 func TestReadRejects(t *testing.T) {
+	t.Parallel()
 	const head = "plumbline-noise 1\nsource s\natom_ops 10\n"
 	good := "1700000000000 random-read 2 100000 200000 300000 -106:1,-98:1\n"
 	if _, err := Read(strings.NewReader(head + good)); err != nil {

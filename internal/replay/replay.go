@@ -273,151 +273,192 @@ func Run(ctx context.Context, opts Options) (Outcome, error) {
 	if err := opts.check(); err != nil {
 		return Outcome{}, fmt.Errorf("replay: %w", err)
 	}
-	st := opts.Store
-	ev, err := evaluator.New(st, evaluator.Options{Config: opts.Config, Interval: opts.PassEvery})
+	sm, err := newSim(ctx, opts)
 	if err != nil {
 		return Outcome{}, err
 	}
+	out := Outcome{Days: opts.Duration.Hours() / 24}
+	end := opts.Start.Add(opts.Duration)
+	for t := opts.Start.Add(opts.PassEvery); !t.After(end.Add(opts.PassEvery)); t = t.Add(opts.PassEvery) {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		n, err := sm.produce(t)
+		if err != nil {
+			return out, err
+		}
+		if err := sm.report(ctx); err != nil {
+			return out, err
+		}
+		if n == 0 && sm.ei < len(sm.events) {
+			continue
+		}
+		if err := sm.judge(ctx, t, &out); err != nil {
+			return out, err
+		}
+		if sm.ei >= len(sm.events) {
+			break
+		}
+	}
+	sm.finish(&out, end)
+	slices.SortStableFunc(out.Alerts, func(a, b Alert) int { return a.Fired.Compare(b.Fired) })
+	return out, nil
+}
 
-	// Agents, their first record (a geometry snapshot) and sequences.
-	seq := map[string]uint64{}
+// sim is one replay under way: the agents' pending records, the runs to
+// come in time order, each volume and kind's walk through its recording,
+// and the evaluator and alert rules' states.
+type sim struct {
+	opts    Options
+	ev      *evaluator.Evaluator
+	agents  []string
+	seq     map[string]uint64
+	pending map[string][]*plumblinev1.Record
+	events  []event
+	ei      int // the next event
+	walkers map[volKind]*walker
+	last    map[volKind]baseline.Status
+	rules   map[string]map[volKind]*ruleState
+	mounts  map[[2]string]int
+}
+
+// newSim registers the agents with a first record each (a geometry
+// snapshot of their volumes) and lays out the runs: kinds of one volume a
+// second apart, each volume from its own phase.
+func newSim(ctx context.Context, opts Options) (*sim, error) {
+	ev, err := evaluator.New(opts.Store, evaluator.Options{Config: opts.Config, Interval: opts.PassEvery})
+	if err != nil {
+		return nil, err
+	}
+	sm := &sim{opts: opts, ev: ev, seq: map[string]uint64{}, pending: map[string][]*plumblinev1.Record{}, walkers: map[volKind]*walker{},
+		last: map[volKind]baseline.Status{}, rules: map[string]map[volKind]*ruleState{VolumeDegraded: {}, VolumeCohortOutler: {}}, mounts: map[[2]string]int{}}
 	agentVols := map[string][]int{}
-	var agents []string
 	for i, v := range opts.Volumes {
 		if _, ok := agentVols[v.Agent]; !ok {
-			agents = append(agents, v.Agent)
+			sm.agents = append(sm.agents, v.Agent)
 		}
 		agentVols[v.Agent] = append(agentVols[v.Agent], i)
+		sm.mounts[[2]string{v.Agent, v.Geometry.GetMountPoint()}] = i
 	}
-	pending := map[string][]*plumblinev1.Record{}
-	for _, a := range agents {
-		if err := st.UpsertAgent(ctx, store.Agent{ID: a, Hostname: a, OS: "linux", AgentVersion: "replay"}); err != nil {
-			return Outcome{}, err
+	for _, a := range sm.agents {
+		if err := opts.Store.UpsertAgent(ctx, store.Agent{ID: a, Hostname: a, OS: "linux", AgentVersion: "replay"}); err != nil {
+			return nil, err
 		}
 		inv := &plumblinev1.Inventory{Host: &plumblinev1.Host{Hostname: a, Os: "linux", CollectedAt: timestamppb.New(opts.Start)}}
 		for _, i := range agentVols[a] {
 			inv.Volumes = append(inv.Volumes, opts.Volumes[i].Geometry)
 		}
-		seq[a]++
-		pending[a] = append(pending[a], &plumblinev1.Record{Sequence: seq[a], ProducedAt: timestamppb.New(opts.Start),
+		sm.seq[a]++
+		sm.pending[a] = append(sm.pending[a], &plumblinev1.Record{Sequence: sm.seq[a], ProducedAt: timestamppb.New(opts.Start),
 			Payload: &plumblinev1.Record_Geometry{Geometry: &plumblinev1.GeometrySnapshot{Inventory: inv, Trigger: "start"}}})
 	}
-
-	// The runs, in time order. Kinds of one volume run a second apart.
-	var events []event
 	end := opts.Start.Add(opts.Duration)
 	for vi, v := range opts.Volumes {
 		for ki, k := range opts.Kinds {
 			for t := opts.Start.Add(v.Phase + time.Duration(ki)*time.Second); t.Before(end); t = t.Add(opts.Schedule.Every) {
-				events = append(events, event{at: t, vol: vi, kind: k})
+				sm.events = append(sm.events, event{at: t, vol: vi, kind: k})
 			}
-		}
-	}
-	sort.SliceStable(events, func(a, b int) bool { return events[a].at.Before(events[b].at) })
-	walkers := map[volKind]*walker{}
-	for vi, v := range opts.Volumes {
-		for ki, k := range opts.Kinds {
 			atoms := v.Noise.Atoms[k]
 			// Kinds of one volume start at different places too, so that
 			// the kinds of a volume do not replay one moment together.
-			walkers[volKind{vi, k}] = newWalker(atoms, opts.Schedule.Every, opts.Seed<<16+uint64(vi*len(opts.Kinds)+ki+1), v.Offset+ki*len(atoms)/7)
+			sm.walkers[volKind{vi, k}] = newWalker(atoms, opts.Schedule.Every, opts.Seed<<16+uint64(vi*len(opts.Kinds)+ki+1), v.Offset+ki*len(atoms)/7)
 		}
 	}
-	atomsPerRun := func(v int) int {
-		return max(1, (opts.Schedule.Ops+opts.Volumes[v].Noise.AtomOps/2)/opts.Volumes[v].Noise.AtomOps)
-	}
+	sort.SliceStable(sm.events, func(a, b int) bool { return sm.events[a].at.Before(sm.events[b].at) })
+	return sm, nil
+}
 
-	out := Outcome{Days: opts.Duration.Hours() / 24}
-	last := map[volKind]baseline.Status{}
-	rules := map[string]map[volKind]*ruleState{VolumeDegraded: {}, VolumeCohortOutler: {}}
-	mounts := map[[2]string]int{}
-	for i, v := range opts.Volumes {
-		mounts[[2]string{v.Agent, v.Geometry.GetMountPoint()}] = i
-	}
-	ei := 0
-	for t := opts.Start.Add(opts.PassEvery); !t.After(end.Add(opts.PassEvery)); t = t.Add(opts.PassEvery) {
-		if err := ctx.Err(); err != nil {
-			return out, err
-		}
-		n := 0
-		for ; ei < len(events) && !events[ei].at.After(t); ei++ {
-			e := events[ei]
-			v := opts.Volumes[e.vol]
-			h := walkers[volKind{e.vol, e.kind}].next(atomsPerRun(e.vol))
-			for _, f := range opts.Faults {
-				if f.Volume == e.vol && !e.at.Before(f.From) && (f.To.IsZero() || e.at.Before(f.To)) {
-					if h, err = scale(h, Shift(f.Factor)); err != nil {
-						return out, err
-					}
+// produce turns the runs due by t into pending probe records and returns
+// how many.
+func (sm *sim) produce(t time.Time) (int, error) {
+	n := 0
+	for ; sm.ei < len(sm.events) && !sm.events[sm.ei].at.After(t); sm.ei++ {
+		e := sm.events[sm.ei]
+		v := sm.opts.Volumes[e.vol]
+		h := sm.walkers[volKind{e.vol, e.kind}].next(max(1, (sm.opts.Schedule.Ops+v.Noise.AtomOps/2)/v.Noise.AtomOps))
+		for _, f := range sm.opts.Faults {
+			if f.Volume == e.vol && !e.at.Before(f.From) && (f.To.IsZero() || e.at.Before(f.To)) {
+				var err error
+				if h, err = scale(h, Shift(f.Factor)); err != nil {
+					return n, err
 				}
 			}
-			seq[v.Agent]++
-			pending[v.Agent] = append(pending[v.Agent], probeRecord(seq[v.Agent], e, v, h))
-			n++
 		}
-		for _, a := range agents {
-			if len(pending[a]) == 0 {
-				continue
-			}
-			b, err := ingest.ValidateReport(&plumblinev1.ReportRequest{AgentId: a, Records: pending[a]}, ingest.Limits{}, time.Now())
-			if err != nil {
-				return out, err
-			}
-			if len(b.Rejections) > 0 {
-				return out, fmt.Errorf("replay: agent %s: record %d rejected: %s", a, b.Rejections[0].GetSequence(), b.Rejections[0].GetReason())
-			}
-			if _, err := st.AppendBatch(ctx, a, b.Records); err != nil {
-				return out, err
-			}
-			pending[a] = pending[a][:0]
-		}
-		if n == 0 && ei < len(events) {
+		sm.seq[v.Agent]++
+		sm.pending[v.Agent] = append(sm.pending[v.Agent], probeRecord(sm.seq[v.Agent], e, v, h))
+		n++
+	}
+	return n, nil
+}
+
+// report sends each agent's pending records through ingest validation
+// into the store.
+func (sm *sim) report(ctx context.Context) error {
+	for _, a := range sm.agents {
+		if len(sm.pending[a]) == 0 {
 			continue
 		}
-		judged, err := ev.Pass(ctx)
+		b, err := ingest.ValidateReport(&plumblinev1.ReportRequest{AgentId: a, Records: sm.pending[a]}, ingest.Limits{}, time.Now())
 		if err != nil {
-			return out, err
+			return err
 		}
-		out.Runs += judged
-		states, err := st.ListProbeBaselines(ctx)
-		if err != nil {
-			return out, err
+		if len(b.Rejections) > 0 {
+			return fmt.Errorf("replay: agent %s: record %d rejected: %s", a, b.Rejections[0].GetSequence(), b.Rejections[0].GetReason())
 		}
-		for _, s := range states {
-			vi, ok := mounts[[2]string{s.AgentID, s.MountPoint}]
-			if !ok {
-				continue
-			}
-			k := volKind{vi, s.Kind}
-			if now := baseline.Status(s.Status); now != last[k] {
-				if last[k] != "" || now == baseline.Degraded {
-					out.Transitions = append(out.Transitions, Transition{At: t, Volume: vi, Kind: s.Kind, From: last[k], To: now, Reference: s.Reference, Signal: s.Signal, Detail: s.Detail, Ratio: s.Ratio})
-				}
-				last[k] = now
-			}
-			degraded := baseline.Status(s.Status) == baseline.Degraded && s.Reference == string(baseline.History)
-			outlier := s.CohortReference == string(baseline.Cohort) && s.CohortRatio >= opts.Rules.CohortRatio && opts.Rules.CohortRatio > 0
-			out.Alerts = step(out.Alerts, rules[VolumeDegraded], VolumeDegraded, k, t, degraded, opts.Rules.DegradedFor, s.Ratio)
-			out.Alerts = step(out.Alerts, rules[VolumeCohortOutler], VolumeCohortOutler, k, t, outlier, opts.Rules.CohortFor, s.CohortRatio)
+		if _, err := sm.opts.Store.AppendBatch(ctx, a, b.Records); err != nil {
+			return err
 		}
-		if ei >= len(events) {
-			break
-		}
+		sm.pending[a] = sm.pending[a][:0]
 	}
-	// Conditions still true at the end fire if they held long enough.
-	for name, m := range rules {
+	return nil
+}
+
+// judge runs an evaluator pass at t and applies the alert rules to the
+// states it leaves.
+func (sm *sim) judge(ctx context.Context, t time.Time, out *Outcome) error {
+	judged, err := sm.ev.Pass(ctx)
+	if err != nil {
+		return err
+	}
+	out.Runs += judged
+	states, err := sm.opts.Store.ListProbeBaselines(ctx)
+	if err != nil {
+		return err
+	}
+	for _, s := range states {
+		vi, ok := sm.mounts[[2]string{s.AgentID, s.MountPoint}]
+		if !ok {
+			continue
+		}
+		k := volKind{vi, s.Kind}
+		if now := baseline.Status(s.Status); now != sm.last[k] {
+			if sm.last[k] != "" || now == baseline.Degraded {
+				out.Transitions = append(out.Transitions, Transition{At: t, Volume: vi, Kind: s.Kind, From: sm.last[k], To: now, Reference: s.Reference, Signal: s.Signal, Detail: s.Detail, Ratio: s.Ratio})
+			}
+			sm.last[k] = now
+		}
+		r := sm.opts.Rules
+		degraded := baseline.Status(s.Status) == baseline.Degraded && s.Reference == string(baseline.History)
+		outlier := s.CohortReference == string(baseline.Cohort) && s.CohortRatio >= r.CohortRatio && r.CohortRatio > 0
+		out.Alerts = step(out.Alerts, sm.rules[VolumeDegraded], VolumeDegraded, k, t, degraded, r.DegradedFor, s.Ratio)
+		out.Alerts = step(out.Alerts, sm.rules[VolumeCohortOutler], VolumeCohortOutler, k, t, outlier, r.CohortFor, s.CohortRatio)
+	}
+	return nil
+}
+
+// finish fires the conditions still true at the end that held long enough.
+func (sm *sim) finish(out *Outcome, end time.Time) {
+	for name, m := range sm.rules {
 		for k, rs := range m {
-			forDur := opts.Rules.DegradedFor
+			forDur := sm.opts.Rules.DegradedFor
 			if name == VolumeCohortOutler {
-				forDur = opts.Rules.CohortFor
+				forDur = sm.opts.Rules.CohortFor
 			}
 			if !rs.active.IsZero() && !rs.fired && !end.Before(rs.active.Add(forDur)) {
 				out.Alerts = append(out.Alerts, Alert{Name: name, Volume: k.vol, Kind: k.kind, Active: rs.active, Fired: rs.active.Add(forDur), Ratio: rs.ratio})
 			}
 		}
 	}
-	slices.SortStableFunc(out.Alerts, func(a, b Alert) int { return a.Fired.Compare(b.Fired) })
-	return out, nil
 }
 
 // step advances one alert rule's state at a pass at t, where the
@@ -456,13 +497,32 @@ func step(alerts []Alert, m map[volKind]*ruleState, name string, k volKind, t ti
 	return alerts
 }
 
+// replayIOPSCap is the IOPS cap of every replayed run (the agent's default).
+const replayIOPSCap = 100
+
 func probeRecord(seq uint64, e event, v Volume, h *histogram.Histogram) *plumblinev1.Record {
 	ops := h.Count()
 	return &plumblinev1.Record{Sequence: seq, ProducedAt: timestamppb.New(e.at), Payload: &plumblinev1.Record_Probe{Probe: &plumblinev1.ProbeResult{
 		MountPoint: v.Geometry.GetMountPoint(), Kind: e.kind, BlockSizeBytes: 8192, QueueDepth: 1,
-		Ops: ops, Bytes: ops * 8192, Duration: durationpb.New(h.Sum()), StartedAt: timestamppb.New(e.at),
-		CacheBypass: true, Latency: wire.HistogramToProto(h), OpsBudget: ops, IopsCap: 100, Sync: syncOf(e.kind),
+		Ops: ops, Bytes: ops * 8192, Duration: durationpb.New(pacedDuration(h, replayIOPSCap)), StartedAt: timestamppb.New(e.at),
+		CacheBypass: true, Latency: wire.HistogramToProto(h), OpsBudget: ops, IopsCap: replayIOPSCap, Sync: syncOf(e.kind),
 	}}}
+}
+
+// pacedDuration is how long the agent's probe takes for the operations of
+// h at QD 1 under an IOPS cap: its pacer (a token bucket of burst 1) starts
+// an operation no sooner than 1/cap after the last one's slot, so each
+// operation takes the longer of its latency and 1/cap. The latencies come
+// from h's buckets (an operation faster than 1/cap adds the wait up to it,
+// at its bucket's midpoint); the sum is exact for operations slower.
+func pacedDuration(h *histogram.Histogram, iopsCap float64) time.Duration {
+	slot := 1 / iopsCap
+	wait := float64(h.ZeroCount()) * slot
+	for _, b := range h.Buckets() {
+		mid := math.Sqrt(histogram.LowerBound(b.Index) * histogram.UpperBound(b.Index))
+		wait += float64(b.Count) * max(0, slot-mid)
+	}
+	return h.Sum() + time.Duration(wait*float64(time.Second))
 }
 
 func syncOf(kind string) string {

@@ -117,6 +117,7 @@ func days(d float64) time.Duration { return time.Duration(d * 24 * float64(time.
 // turns a volume degraded and raises no alert. bench/degrade.sh runs it
 // for 7 days and reads its last line.
 func TestNoiseReplay(t *testing.T) {
+	t.Parallel()
 	recs := loadRecordings(t)
 	total, alerts := 0.0, 0
 	for _, rec := range recs {
@@ -163,6 +164,7 @@ func TestNoiseReplay(t *testing.T) {
 // the spread the detector is built to ignore (TestNoiseReplay holds it to
 // that).
 func TestReplayDetects(t *testing.T) {
+	t.Parallel()
 	for _, rec := range loadRecordings(t) {
 		if !strings.HasPrefix(rec.Source, "lab-") {
 			continue
@@ -228,6 +230,7 @@ func mean(ds []time.Duration) time.Duration {
 // TestScaleDoubles: moving a histogram up 8 buckets is exactly doubling
 // every observation for the median the evaluator reads.
 func TestScaleDoubles(t *testing.T) {
+	t.Parallel()
 	var h histogram.Histogram
 	for i := range 97 {
 		h.Observe(time.Duration(300_000 + i*i*1_700))
@@ -253,6 +256,7 @@ func TestScaleDoubles(t *testing.T) {
 // the band of the profile the real stack derives for a lab volume, whose
 // media is unknown (a loop device; the agent cannot declare media).
 func TestLabWithinPriors(t *testing.T) {
+	t.Parallel()
 	priors, err := baseline.DefaultPriors()
 	if err != nil {
 		t.Fatal(err)
@@ -292,6 +296,7 @@ func TestLabWithinPriors(t *testing.T) {
 // in the recording's own time; past its end the walk jumps to a random
 // place and carries on from there.
 func TestWalkerKeepsTime(t *testing.T) {
+	t.Parallel()
 	var atoms []Atom
 	for i := range 100 {
 		h := &histogram.Histogram{}
@@ -310,5 +315,37 @@ func TestWalkerKeepsTime(t *testing.T) {
 	h := w.next(2)
 	if h.Count() != 2 || h.Min() < time.Millisecond || h.Max()-h.Min() != time.Millisecond {
 		t.Errorf("after the end: %d atoms min %s max %s, want two consecutive atoms from a random place", h.Count(), h.Min(), h.Max())
+	}
+}
+
+// TestQuick: the bare-detector replay counts what the noise does to a
+// detector: with every signal degrading on one run beyond, the recorded
+// noise alerts; with the shipped defaults, a day of the lab recording
+// does not.
+func TestQuick(t *testing.T) {
+	t.Parallel()
+	for _, rec := range loadRecordings(t) {
+		if !strings.HasPrefix(rec.Source, "lab-") {
+			continue
+		}
+		sch := Schedule{Every: 3 * time.Minute, Ops: 50}
+		one := baseline.SignalConfig{Sustain: 1}
+		hair, err := Quick(rec, sch, baseline.Config{Sustain: 1, Tail: one, Mean: one, Rate: one}, 6, 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hair[baseline.SignalTail]+hair[baseline.SignalMean]+hair[baseline.SignalRate]+hair[baseline.SignalMedian] == 0 {
+			t.Errorf("Quick(%s, sustain 1) = %v, want alerts from a hair trigger", rec.Source, hair)
+		}
+		def, err := Quick(rec, sch, baseline.Config{}, 6, 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(def) != 0 {
+			t.Errorf("Quick(%s, defaults, 1 day) = %v, want no alert", rec.Source, def)
+		}
+		if _, err := Quick(rec, Schedule{}, baseline.Config{}, 6, 1, 0); err == nil {
+			t.Error("Quick with no schedule = nil error")
+		}
 	}
 }
