@@ -201,10 +201,7 @@ func TestCacheInvalidation(t *testing.T) {
 	now := epoch
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
-	c, err := New(st, Options{Now: clock, MaxAge: 30 * time.Second, Evaluator: func() EvaluatorStatus {
-		s := ev.Status()
-		return EvaluatorStatus{LastSuccess: s.LastSuccess, Passes: s.Passes, Runs: s.Runs, Failures: s.Failures}
-	}})
+	c, err := New(st, Options{Now: clock, MaxAge: 30 * time.Second, Evaluator: evaluatorStatus(ev)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,10 +329,7 @@ func TestIncrementalMatchesFresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	status := func() EvaluatorStatus {
-		s := ev.Status()
-		return EvaluatorStatus{LastSuccess: s.LastSuccess, Passes: s.Passes, Runs: s.Runs, Failures: s.Failures}
-	}
+	status := evaluatorStatus(ev)
 	var ticks atomic.Int64 // a clock that moves a little on every read, so the record counts are counted again
 	opts := Options{Now: func() time.Time { return epoch.Add(time.Duration(ticks.Add(1)) * time.Millisecond) }, RecordCountsEvery: time.Nanosecond, Evaluator: status}
 	c, err := New(st, opts)

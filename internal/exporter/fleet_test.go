@@ -232,6 +232,14 @@ func goldenFleet() []host {
 	}
 }
 
+// evaluatorStatus wires an evaluator into Options as the server does.
+func evaluatorStatus(ev *evaluator.Evaluator) func() EvaluatorStatus {
+	return func() EvaluatorStatus {
+		s := ev.Status()
+		return EvaluatorStatus{LastSuccess: s.LastSuccess, Passes: s.Passes, Runs: s.Runs, Failures: s.Failures}
+	}
+}
+
 func fixedOptions() Options {
 	return Options{Now: func() time.Time { return epoch }}
 }

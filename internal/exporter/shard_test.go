@@ -377,10 +377,7 @@ func TestShardsAfterEvaluatorPass(t *testing.T) {
 	}
 	var ticks atomic.Int64
 	opts := Options{Now: func() time.Time { return epoch.Add(time.Duration(ticks.Add(1)) * time.Millisecond) }, RecordCountsEvery: time.Nanosecond,
-		Evaluator: func() EvaluatorStatus {
-			s := ev.Status()
-			return EvaluatorStatus{LastSuccess: s.LastSuccess, Passes: s.Passes, Runs: s.Runs, Failures: s.Failures}
-		}}
+		Evaluator: evaluatorStatus(ev)}
 	c, err := New(st, opts)
 	if err != nil {
 		t.Fatal(err)
