@@ -99,3 +99,12 @@ func (l *changeLog) touches(s shardSel) bool {
 	}
 	return false
 }
+
+// WithFleetSeries reports whether a /metrics request's query asks for the
+// fleet-wide series — the whole exposition, or shard 0 — so a handler
+// that adds the server's own series adds them to that shard only (a bad
+// query: false; the exporter answers it with a 400).
+func WithFleetSeries(q url.Values) bool {
+	sel, err := parseShard(q)
+	return err == nil && sel.hasGlobal()
+}
