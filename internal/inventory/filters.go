@@ -82,6 +82,9 @@ func minSplitCond(p *params, v any) (*store.Cond, error) {
 	if err != nil {
 		return nil, err
 	}
+	if size == "" {
+		size = strconv.Itoa(8 << 10)
+	}
 	n, _ := strconv.ParseUint(size, 10, 32)
 	col, ok := store.SplitFractionColumn(uint32(n))
 	if !ok {
