@@ -140,8 +140,8 @@ func Infer(inside []float64, straddles [][]float64, alpha float64) Inference {
 }
 
 // decide picks the smallest candidate from which every larger one is
-// significant with the same sign, if the latency steps there (its step test
-// is significant), and the straddle cost from there up.
+// significant with the same sign, if the pattern is a clean, even step
+// there (refusal), and the straddle cost from there up.
 func decide(inf *Inference, x []float64, ys [][]float64) {
 	cs := inf.Candidates
 	if len(cs) == 0 || !cs[len(cs)-1].Tested {
@@ -157,43 +157,12 @@ func decide(inf *Inference, x []float64, ys [][]float64) {
 		}
 		from = i
 	}
-	for j := range from {
-		if from < len(cs) && cs[j].Significant {
-			// Not a clean step: a smaller unit differs, a larger one does
-			// not (a chance miss, or a layout that is not a stripe).
-			inf.Reason = fmt.Sprintf("straddles of %d bytes differ from inside reads but those of %d do not: no consistent step, no stripe unit inferred", cs[j].Unit, cs[from-1].Unit)
-			return
-		}
-	}
-	if from < len(cs) && !cs[from].StepSignificant {
-		// The smallest unit that differs does not differ from the smaller
-		// ones: the inside sample is off, or the step is too weak to place
-		// the unit. Either way no unit is placed — never a wrong one.
-		inf.Reason = fmt.Sprintf("straddles of %d bytes and up differ from inside reads, but not from the straddles of smaller units (step adjusted p %.2g): no stripe unit inferred", cs[from].Unit, cs[from].StepAdjustedP)
-		return
-	}
 	if from == len(cs) {
-		inf.Reason = fmt.Sprintf("no candidate from 16 KiB to 1 MiB differs at the %g level with every larger one: no stripe unit in range, or the effect is below the noise", inf.Alpha)
-		for _, c := range cs {
-			if c.AdjustedP <= inf.Alpha && !c.Material {
-				inf.Reason = fmt.Sprintf("straddles of %d bytes differ by %.2g µs, below the smallest split penalty that counts: no stripe unit inferred", c.Unit, c.Shift*1e6)
-				break
-			}
-			if c.Significant {
-				inf.Reason = fmt.Sprintf("straddles of %d bytes differ but not consistently for every larger unit: no stripe unit inferred", c.Unit)
-				break
-			}
-		}
+		inf.Reason = noneReason(cs, inf.Alpha)
 		return
 	}
-	if p := kruskalWallis(ys[from:]); p <= inf.Alpha {
-		// A stripe splits every straddle from its unit up the same way
-		// (one more member operation), so their costs are equal; a cost
-		// that grows with the unit is something else's layout (a thin
-		// pool's or an image file's allocation chunks, a cache's lines).
-		inf.Reason = fmt.Sprintf("straddles of %d bytes and up differ from inside reads, but unequally (%.0f µs at %d bytes, %.0f µs at %d; Kruskal–Wallis p %.2g): not a stripe's even split cost, no stripe unit inferred",
-			cs[from].Unit, cs[from].Shift*1e6, cs[from].Unit, cs[len(cs)-1].Shift*1e6, cs[len(cs)-1].Unit, p)
-		inf.Uneven = p
+	if why := refusal(inf, ys, from); why != "" {
+		inf.Reason = why
 		return
 	}
 	inf.Unit = cs[from].Unit
@@ -211,6 +180,49 @@ func decide(inf *Inference, x []float64, ys [][]float64) {
 		word = "faster"
 	}
 	inf.Reason = fmt.Sprintf("straddles of %d bytes and every larger candidate are %s than inside reads (Holm-adjusted p ≤ %.2g)", inf.Unit, word, worst)
+}
+
+// noneReason says why no candidate run from the top differs.
+func noneReason(cs []Candidate, alpha float64) string {
+	for _, c := range cs {
+		if c.AdjustedP <= alpha && !c.Material {
+			return fmt.Sprintf("straddles of %d bytes differ by %.2g µs, below the smallest split penalty that counts: no stripe unit inferred", c.Unit, c.Shift*1e6)
+		}
+		if c.Significant {
+			return fmt.Sprintf("straddles of %d bytes differ but not consistently for every larger unit: no stripe unit inferred", c.Unit)
+		}
+	}
+	return fmt.Sprintf("no candidate from 16 KiB to 1 MiB differs at the %g level with every larger one: no stripe unit in range, or the effect is below the noise", alpha)
+}
+
+// refusal is why candidates from `from` up, all differing from the inside
+// reads, are still not a stripe; "" when they are one.
+func refusal(inf *Inference, ys [][]float64, from int) string {
+	cs := inf.Candidates
+	for j := range from {
+		if cs[j].Significant {
+			// Not a clean step: a smaller unit differs, a larger one does
+			// not (a chance miss, or a layout that is not a stripe).
+			return fmt.Sprintf("straddles of %d bytes differ from inside reads but those of %d do not: no consistent step, no stripe unit inferred", cs[j].Unit, cs[from-1].Unit)
+		}
+	}
+	if !cs[from].StepSignificant {
+		// The smallest unit that differs does not differ from the smaller
+		// ones: the inside sample is off, or the step is too weak to place
+		// the unit. Either way no unit is placed — never a wrong one.
+		return fmt.Sprintf("straddles of %d bytes and up differ from inside reads, but not from the straddles of smaller units (step adjusted p %.2g): no stripe unit inferred", cs[from].Unit, cs[from].StepAdjustedP)
+	}
+	if p := kruskalWallis(ys[from:]); p <= inf.Alpha {
+		// A stripe splits every straddle from its unit up the same way
+		// (one more member operation), so their costs are equal; a cost
+		// that grows with the unit is something else's layout (a thin
+		// pool's or an image file's allocation chunks, a cache's lines).
+		inf.Uneven = p
+		last := cs[len(cs)-1]
+		return fmt.Sprintf("straddles of %d bytes and up differ from inside reads, but unequally (%.0f µs at %d bytes, %.0f µs at %d; Kruskal–Wallis p %.2g): not a stripe's even split cost, no stripe unit inferred",
+			cs[from].Unit, cs[from].Shift*1e6, cs[from].Unit, last.Shift*1e6, last.Unit, p)
+	}
+	return ""
 }
 
 // kruskalWallis is the p-value of the Kruskal–Wallis H test that the
