@@ -6,7 +6,7 @@ GO      ?= go
 BIN     ?= bin
 PROTOS  := $(shell find proto -name '*.proto')
 
-.PHONY: all build run test test-unit proto proto-check lint windows bench bench-probe bench-fleet bench-inspect lab-seeds lab-degrade fuzz packages clean
+.PHONY: all build run test test-unit proto proto-check openapi lint windows bench bench-probe bench-fleet bench-inspect lab-seeds lab-degrade fuzz packages clean
 
 all: build
 
@@ -27,6 +27,11 @@ test-unit:
 # protobuf-compiler; protoc-gen-go is pinned in go.mod's tool block.
 proto:
 	./scripts/proto.sh
+
+# Rewrite the enumerations of api/openapi.yaml from internal/vocab and the
+# inventory's filter table (go test ./api/enumgen fails while they are stale).
+openapi:
+	$(GO) run ./api/enumgen
 
 # Fails when the committed generated code differs from what `make proto` makes.
 proto-check:

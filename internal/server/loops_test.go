@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,7 +24,7 @@ import (
 // TestMetricsLeaderGauge: /metrics — the exporter over a real store —
 // carries the election's plumbline_server_leader in every format a
 // scraper may ask for (text, delimited protobuf, each gzipped or not), and
-// the exporter's own families stay whole.
+// the exporter's own families stay whole; of the shards, shard 0 carries it.
 func TestMetricsLeaderGauge(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -93,6 +94,25 @@ func TestMetricsLeaderGauge(t *testing.T) {
 				t.Errorf("the exporter's families are gone: %d families", len(fams))
 			}
 		})
+	}
+	// Sharded scrapes: the gauge goes with the fleet-wide series, in shard
+	// 0 only, so the shards together carry it once; a bad shard query is
+	// the exporter's 400.
+	for _, tc := range []struct {
+		query      string
+		code       int
+		withLeader bool
+	}{
+		{"?shard=0&shards=3", http.StatusOK, true},
+		{"?shard=1&shards=3", http.StatusOK, false},
+		{"?shard=2&shards=3", http.StatusOK, false},
+		{"?shard=3&shards=3", http.StatusBadRequest, false},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics"+tc.query, nil))
+		if got := strings.Contains(rec.Body.String(), "plumbline_server_leader"); rec.Code != tc.code || got != tc.withLeader {
+			t.Errorf("GET /metrics%s: %d, leader gauge %v; want %d, %v\n%s", tc.query, rec.Code, got, tc.code, tc.withLeader, rec.Body)
+		}
 	}
 }
 

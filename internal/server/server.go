@@ -417,5 +417,12 @@ func metricsHandler(st *store.Store, evals *evaluators, el *leader.Elector, prun
 	if err := extra.Register(pruner); err != nil {
 		return nil, err
 	}
-	return inventory.RequireToken(tokens, appendFamilies(h, extra, logger)), nil
+	withOwn := appendFamilies(h, extra, logger)
+	return inventory.RequireToken(tokens, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if exporter.WithFleetSeries(r.URL.Query()) { // the server's own series go with the fleet-wide ones: shard 0
+			withOwn.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})), nil
 }
