@@ -52,6 +52,20 @@ ON CONFLICT (agent_id) DO UPDATE SET sequence = excluded.sequence`), agentID, in
 	}
 }
 
+// seedJudged registers a1 with probe records 1..n of incarnation, received
+// two days ago and judged by the evaluator.
+func seedJudged(t *testing.T, s *Store, incarnation string, n uint64) {
+	t.Helper()
+	register(t, s, "a1")
+	old := time.Now().Add(-48 * time.Hour).UTC()
+	s.now = func() time.Time { return old }
+	if _, err := s.AppendBatchFrom(context.Background(), "a1", incarnation, 0, probeRecords(1, n)); err != nil {
+		t.Fatal(err)
+	}
+	s.now = time.Now
+	setWatermark(t, s, "a1", n)
+}
+
 func storedAgentSeqs(t *testing.T, s *Store, agentID string) []uint64 {
 	t.Helper()
 	rows, err := s.db.QueryContext(context.Background(), s.q(`SELECT agent_sequence FROM records WHERE agent_id = ? ORDER BY agent_sequence`), agentID)
@@ -133,14 +147,7 @@ func TestPrunedReplayIsDuplicate(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, dsn string) {
 		ctx := context.Background()
 		s := open(t, dsn)
-		register(t, s, "a1")
-		old := time.Now().Add(-48 * time.Hour).UTC()
-		s.now = func() time.Time { return old }
-		if _, err := s.AppendBatchFrom(ctx, "a1", "inc-1", 0, probeRecords(1, 10)); err != nil {
-			t.Fatal(err)
-		}
-		s.now = time.Now
-		setWatermark(t, s, "a1", 10)
+		seedJudged(t, s, "inc-1", 10)
 		if st := pruneAll(t, ctx, s, time.Now().Add(-time.Hour), 4); st.Records != 10 {
 			t.Fatalf("pruned %d records, want 10", st.Records)
 		}
@@ -176,14 +183,7 @@ func TestPruneFenced(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, dsn string) {
 		ctx := context.Background()
 		s := open(t, dsn)
-		register(t, s, "a1")
-		old := time.Now().Add(-48 * time.Hour).UTC()
-		s.now = func() time.Time { return old }
-		if _, err := s.AppendBatch(ctx, "a1", probeRecords(1, 5)); err != nil {
-			t.Fatal(err)
-		}
-		s.now = time.Now
-		setWatermark(t, s, "a1", 5)
+		seedJudged(t, s, "", 5)
 		first, ok, err := s.AcquireLease(ctx, "retention", "r1", time.Millisecond)
 		if err != nil || !ok {
 			t.Fatalf("AcquireLease = %v, %v", ok, err)
