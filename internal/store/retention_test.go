@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -268,5 +269,57 @@ FROM generate_series(1, $2) a, generate_series(1, $1) q`,
 		if _, err := s.db.ExecContext(ctx, q, args...); err != nil {
 			b.Fatalf("seed: %v\n%s", err, q)
 		}
+	}
+}
+
+// TestSQLiteFileBounded: on SQLite the pages retention frees are reused —
+// after pruning a window of records and storing as many new ones, the
+// file is no larger than after the first window (README "Retention":
+// the file stays at its largest size, no auto_vacuum).
+func TestSQLiteFileBounded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "plumbline.db")
+	s := open(t, "sqlite://"+path)
+	register(t, s, "a1")
+	const window = 2000
+	fill := func(from uint64) {
+		recs := probeRecords(from, from+window-1)
+		for i := range recs {
+			recs[i].Payload = make([]byte, 1500)
+		}
+		old := time.Now().Add(-48 * time.Hour)
+		s.now = func() time.Time { return old }
+		defer func() { s.now = time.Now }()
+		for start := 0; start < len(recs); start += 500 {
+			if _, err := s.AppendBatch(ctx, "a1", recs[start:start+500]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		setWatermark(t, s, "a1", from+window-1)
+	}
+	size := func() int64 {
+		if _, err := s.db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	fill(1)
+	first := size()
+	if first < window*1500 {
+		t.Fatalf("file %d bytes after %d records of 1.5 KB", first, window)
+	}
+	for round := range 3 {
+		if st := pruneAll(t, ctx, s, time.Now(), 500); st.Records != window {
+			t.Fatalf("round %d: pruned %d records, want %d", round, st.Records, window)
+		}
+		fill(uint64(window*(round+1) + 1))
+	}
+	if got := size(); got > first+first/20 {
+		t.Errorf("file %d bytes after three prune-and-refill rounds, %d after the first fill: freed pages not reused", got, first)
 	}
 }
