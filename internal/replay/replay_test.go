@@ -95,7 +95,7 @@ var t0 = time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 
 // schedules are the old defaults (one 1,000-op run an hour, 3 runs
 // beyond to turn degraded, alert after 15m) and the new ones (50 ops
-// every 3 minutes, 4 runs, alert after 5m): the same 1,000 ops per kind
+// every 3 minutes, 4 runs, alert after 2m): the same 1,000 ops per kind
 // per hour.
 var schedules = []struct {
 	name  string
@@ -104,7 +104,7 @@ var schedules = []struct {
 	rules Rules
 }{
 	{"old-default-1h-1000ops", Schedule{time.Hour, 1000}, baseline.Config{Sustain: 3}, Rules{DegradedFor: 15 * time.Minute, CohortRatio: 1.5, CohortFor: 2 * time.Hour}},
-	{"default-3m-50ops", Schedule{3 * time.Minute, 50}, baseline.Config{}, Rules{DegradedFor: 5 * time.Minute, CohortRatio: 1.5, CohortFor: 2 * time.Hour}},
+	{"default-3m-50ops", Schedule{3 * time.Minute, 50}, baseline.Config{}, Rules{DegradedFor: 2 * time.Minute, CohortRatio: 1.5, CohortFor: 2 * time.Hour}},
 }
 
 func days(d float64) time.Duration { return time.Duration(d * 24 * float64(time.Hour)) }
