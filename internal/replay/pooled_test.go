@@ -1,14 +1,25 @@
 package replay
 
 import (
+	"flag"
 	"math"
 	"os"
 	"testing"
 	"time"
 
+	"github.com/plumbline/plumbline/internal/baseline"
 	"github.com/plumbline/plumbline/internal/evaluator"
 	"github.com/plumbline/plumbline/internal/histogram"
+	"github.com/plumbline/plumbline/internal/store"
 )
+
+// stallHealthy is the healthy recording the stall is compared with: by
+// default the lab recording of the noise replay (recorded under load ~13,
+// its FUSE round trips stalling now and then); testdata/faults/
+// lab-sas15k-raid1-small-healthy.txt.gz is the stall's own array just
+// after the fault was lifted (load ~2: not one op 8× its run's median in
+// 15,000).
+var stallHealthy = flag.String("replay.stall-healthy", "testdata/lab-sas15k-raid1.txt.gz", "healthy recording the stall recording is compared with")
 
 // stallRecording is a lab RAID 1 of two sas15k members (the recording
 // lab-sas15k-raid1's shape) recorded while member 0 stalled 3% of its ops
@@ -30,7 +41,7 @@ const stallRecording = "testdata/faults/lab-sas15k-raid1-stall3pct.txt.gz"
 // are: the stall's slow-op rate above the noise's.
 func TestPooledStallPower(t *testing.T) {
 	t.Parallel()
-	healthy := readRecording(t, "testdata/lab-sas15k-raid1.txt.gz")
+	healthy := readRecording(t, *stallHealthy)
 	f, err := os.Open(stallRecording)
 	if err != nil {
 		t.Fatal(err)
@@ -154,4 +165,50 @@ func windowMax(counts []int, w int) int {
 		m = max(m, s)
 	}
 	return m
+}
+
+// TestStallRecordingDetection replays the stall recording through the
+// shipped detector, per kind: healthyRuns runs of the healthy recording
+// to learn the history, then the stalled runs from several places in the
+// stall recording, at the default 3m × 50 ops; it logs the faulted runs to
+// degraded (-1: not within maxRuns) and what named it. A mirror's stalling
+// member is in every write and half the reads.
+func TestStallRecordingDetection(t *testing.T) {
+	t.Parallel()
+	healthy := readRecording(t, *stallHealthy)
+	stall := readRecording(t, stallRecording)
+	const every, ops, healthyRuns, maxRuns, starts = 3 * time.Minute, 50, 48, 14, 8
+	for _, k := range kinds {
+		var got []int
+		named := map[baseline.Signal]int{}
+		for s := range starts {
+			d, err := baseline.NewDetector(baseline.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			at := t0
+			feed := func(h *histogram.Histogram) baseline.State {
+				at = at.Add(every)
+				r := &store.ProbeRun{ProbeResult: store.ProbeResult{Ops: h.Count(), IOPSCap: replayIOPSCap, Duration: pacedDuration(h, replayIOPSCap)}}
+				return d.ObserveRun(at, evaluator.RunOf(r, h), baseline.Refs{})
+			}
+			hw := newWalker(healthy.Atoms[k], every, uint64(s+1), s*len(healthy.Atoms[k])/starts)
+			for range healthyRuns {
+				if st := feed(hw.next(ops / healthy.AtomOps)); st.Status == baseline.Degraded {
+					t.Logf("%s start %d: degraded on healthy runs (%s)", k, s, st.Detail())
+				}
+			}
+			sw := newWalker(stall.Atoms[k], every, uint64(s+101), s*len(stall.Atoms[k])/starts)
+			n := -1
+			for i := range maxRuns {
+				if st := feed(sw.next(ops / stall.AtomOps)); st.Status == baseline.Degraded {
+					n = i + 1
+					named[st.Signal]++
+					break
+				}
+			}
+			got = append(got, n)
+		}
+		t.Logf("%s: faulted runs to degraded from %d places: %v (named by %v)", k, starts, got, named)
+	}
 }
