@@ -6,7 +6,7 @@ GO      ?= go
 BIN     ?= bin
 PROTOS  := $(shell find proto -name '*.proto')
 
-.PHONY: all build run test test-unit proto proto-check lint windows bench bench-probe bench-fleet bench-inspect lab-seeds lab-degrade fuzz clean
+.PHONY: all build run test test-unit proto proto-check openapi lint windows bench bench-probe bench-fleet bench-inspect lab-seeds lab-degrade fuzz packages clean
 
 all: build
 
@@ -27,6 +27,11 @@ test-unit:
 # protobuf-compiler; protoc-gen-go is pinned in go.mod's tool block.
 proto:
 	./scripts/proto.sh
+
+# Rewrite the enumerations of api/openapi.yaml from internal/vocab and the
+# inventory's filter table (go test ./api/enumgen fails while they are stale).
+openapi:
+	$(GO) run ./api/enumgen
 
 # Fails when the committed generated code differs from what `make proto` makes.
 proto-check:
@@ -71,5 +76,11 @@ FUZZTIME ?= 30s
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
+# .deb and .rpm of the agent and the server, and the Windows agent zip,
+# under dist/ (nfpm pinned in tools/go.mod; README "Packages").
+#   make packages VERSION=1.2.0 ARCHS="amd64 arm64" DIST=dist
+packages:
+	GO=$(GO) VERSION=$(VERSION) ARCHS="$(ARCHS)" DIST=$(DIST) ./scripts/packages.sh
+
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) dist

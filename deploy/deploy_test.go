@@ -49,6 +49,7 @@ func TestPrometheusRules(t *testing.T) {
 	run(t, "prometheus", promtool, "check", "rules", "plumbline.rules.yml")
 	run(t, "prometheus", promtool, "test", "rules", "plumbline.rules.test.yml")
 	run(t, "prometheus", promtool, "check", "config", "prometheus.yml")
+	run(t, "prometheus", promtool, "check", "config", "prometheus-sharded.yml")
 }
 
 // TestEveryAlertTested: each alert of the rules file has a unit test case

@@ -23,6 +23,9 @@ declare -A pkg_for=(
   # The Windows smoke test (deploy/windows/wine): agent.exe under Wine, and
   # mingw-w64 for its stand-in bcryptprimitives.dll.
   [wine]=wine [x86_64-w64-mingw32-gcc]=gcc-mingw-w64-x86-64
+  # The packages test (deploy/packaging): dpkg installs the .deb, rpm reads
+  # the .rpm.
+  [dpkg]=dpkg [rpm]=rpm [make]=make
 )
 need=()
 for cmd in "${!pkg_for[@]}"; do

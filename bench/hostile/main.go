@@ -57,49 +57,11 @@ func run() error {
 	if *devDir == "" {
 		return errors.New("--dev-dir is required")
 	}
-	ac, err := config.Load(filepath.Join(*devDir, "agent.yaml"))
-	if err != nil {
-		return err
-	}
-	ca, err := devca.Load(filepath.Join(*devDir, "..", "ca"))
-	if err != nil {
-		return err
-	}
-	pem, err := os.ReadFile(filepath.Join(*devDir, "ca.crt"))
-	if err != nil {
-		return err
-	}
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(pem)
-	host, _, _ := net.SplitHostPort(ac.Server.Address)
-	if ac.Server.TLS.ServerName != "" {
-		host = ac.Server.TLS.ServerName
-	}
 	ctx := context.Background()
-	type client struct {
-		id string
-		c  plumblinev1.AgentServiceClient
-	}
-	var clients []client
-	for a := range *agents {
-		id := fmt.Sprintf("hostile-%d", a+1)
-		leaf, err := ca.IssueAgent(id)
-		if err != nil {
-			return err
-		}
-		tc := &tls.Config{RootCAs: roots, ServerName: host, MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{leaf.TLSCertificate()}}
-		for range *conns {
-			cc, err := grpc.NewClient(ac.Server.Address, grpc.WithTransportCredentials(credentials.NewTLS(tc)),
-				grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(64<<20)))
-			if err != nil {
-				return err
-			}
-			defer cc.Close()
-			clients = append(clients, client{id, plumblinev1.NewAgentServiceClient(cc)})
-		}
-		if _, err := clients[len(clients)-1].c.Hello(ctx, &plumblinev1.HelloRequest{AgentId: id, Host: &plumblinev1.Host{Hostname: id, Os: "linux"}, AgentVersion: "hostile"}); err != nil {
-			return fmt.Errorf("hello: %w", err)
-		}
+	clients, closeAll, err := connect(ctx, *devDir, *agents, *conns)
+	defer closeAll()
+	if err != nil {
+		return err
 	}
 	// Build the requests once (they are the client's memory, not the server's).
 	reqs := make([]*plumblinev1.ReportRequest, *reports)
@@ -109,33 +71,98 @@ func run() error {
 	fmt.Printf("%d rounds of %d concurrent Reports of %.2f MiB from %d certificate(s) over %d connection(s) each\n", *rounds, *reports, float64(*size)/(1<<20), *agents, *conns)
 	var seq uint64 = 1
 	for r := range *rounds {
-		var mu sync.Mutex
-		codes := map[string]int{}
-		var wg sync.WaitGroup
 		start := time.Now()
-		for i, req := range reqs {
-			req.Records[0].Sequence = seq
-			seq++
-			wg.Add(1)
-			go func(c plumblinev1.AgentServiceClient, req *plumblinev1.ReportRequest) {
-				defer wg.Done()
-				cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-				defer cancel()
-				_, err := c.Report(cctx, req)
-				mu.Lock()
-				codes[status.Code(err).String()]++
-				mu.Unlock()
-			}(clients[i%len(clients)].c, cloneSeq(req))
-		}
-		wg.Wait()
-		var parts []string
-		for c, n := range codes {
-			parts = append(parts, fmt.Sprintf("%s=%d", c, n))
-		}
-		sort.Strings(parts)
-		fmt.Printf("round %d: %s in %.1fs\n", r+1, strings.Join(parts, " "), time.Since(start).Seconds())
+		codes := sendRound(ctx, clients, reqs, &seq)
+		fmt.Printf("round %d: %s in %.1fs\n", r+1, codes, time.Since(start).Seconds())
 	}
 	return nil
+}
+
+// client is one TLS connection with one agent's certificate.
+type client struct {
+	id string
+	c  plumblinev1.AgentServiceClient
+}
+
+// connect issues agent certificates hostile-1..agents from the dev CA
+// beside devDir, opens conns connections for each and says Hello once per
+// agent. closeAll closes what was opened, also after an error.
+func connect(ctx context.Context, devDir string, agents, conns int) (clients []client, closeAll func(), err error) {
+	var open []*grpc.ClientConn
+	closeAll = func() {
+		for _, cc := range open {
+			cc.Close()
+		}
+	}
+	ac, err := config.Load(filepath.Join(devDir, "agent.yaml"))
+	if err != nil {
+		return nil, closeAll, err
+	}
+	ca, err := devca.Load(filepath.Join(devDir, "..", "ca"))
+	if err != nil {
+		return nil, closeAll, err
+	}
+	pem, err := os.ReadFile(filepath.Join(devDir, "ca.crt"))
+	if err != nil {
+		return nil, closeAll, err
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pem)
+	host, _, _ := net.SplitHostPort(ac.Server.Address)
+	if ac.Server.TLS.ServerName != "" {
+		host = ac.Server.TLS.ServerName
+	}
+	for a := range agents {
+		id := fmt.Sprintf("hostile-%d", a+1)
+		leaf, err := ca.IssueAgent(id)
+		if err != nil {
+			return nil, closeAll, err
+		}
+		tc := &tls.Config{RootCAs: roots, ServerName: host, MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{leaf.TLSCertificate()}}
+		for range conns {
+			cc, err := grpc.NewClient(ac.Server.Address, grpc.WithTransportCredentials(credentials.NewTLS(tc)),
+				grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(64<<20)))
+			if err != nil {
+				return nil, closeAll, err
+			}
+			open = append(open, cc)
+			clients = append(clients, client{id, plumblinev1.NewAgentServiceClient(cc)})
+		}
+		if _, err := clients[len(clients)-1].c.Hello(ctx, &plumblinev1.HelloRequest{AgentId: id, Host: &plumblinev1.Host{Hostname: id, Os: "linux"}, AgentVersion: "hostile"}); err != nil {
+			return nil, closeAll, fmt.Errorf("hello: %w", err)
+		}
+	}
+	return clients, closeAll, nil
+}
+
+// sendRound sends every request at once, spread over the clients, with
+// the next sequence numbers, and counts the calls by status code
+// ("Code=N ..." sorted).
+func sendRound(ctx context.Context, clients []client, reqs []*plumblinev1.ReportRequest, seq *uint64) string {
+	var mu sync.Mutex
+	codes := map[string]int{}
+	var wg sync.WaitGroup
+	for i, req := range reqs {
+		req.Records[0].Sequence = *seq
+		*seq++
+		wg.Add(1)
+		go func(c plumblinev1.AgentServiceClient, req *plumblinev1.ReportRequest) {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+			defer cancel()
+			_, err := c.Report(cctx, req)
+			mu.Lock()
+			codes[status.Code(err).String()]++
+			mu.Unlock()
+		}(clients[i%len(clients)].c, cloneSeq(req))
+	}
+	wg.Wait()
+	var parts []string
+	for c, n := range codes {
+		parts = append(parts, fmt.Sprintf("%s=%d", c, n))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
 }
 
 // cloneSeq copies the envelope and the record header (the big payload is shared).

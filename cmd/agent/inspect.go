@@ -23,62 +23,67 @@ const (
 	exitFailedOn = 3 // --fail-on matched a volume
 )
 
-func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// inspectFlags are the flags of agent inspect.
+type inspectFlags struct {
+	configFile, format, failOn string
+	roots                      *hostRoots
+}
+
+// parseInspectFlags parses and checks the flags; code is the exit status
+// when ok is false (help or bad usage).
+func parseInspectFlags(args []string, stderr io.Writer) (f inspectFlags, code int, ok bool) {
 	fl := flag.NewFlagSet("agent inspect", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	def := geometry.DefaultOptions()
-	var (
-		configFile = fl.String("config", "", "agent config file (declared devices, include/exclude); none: defaults")
-		sysfs      = fl.String("path.sysfs", def.SysfsRoot, "sysfs mount point")
-		procfs     = fl.String("path.procfs", def.ProcfsRoot, "procfs mount point")
-		devRoot    = fl.String("path.dev", def.DevRoot, "device directory, for declared /dev/disk/by-id links and superblocks")
-		format     = fl.String("format", "table", "output format: table or json")
-		failOn     = fl.String("fail-on", "", "exit 3 when a volume has this verdict: misaligned or unknown (comma-free, one value)")
-	)
+	fl.StringVar(&f.configFile, "config", "", "agent config file (declared devices, include/exclude); none: defaults")
+	f.roots = addHostRootFlags(fl)
+	fl.StringVar(&f.format, "format", "table", "output format: table or json")
+	fl.StringVar(&f.failOn, "fail-on", "", "exit 3 when a volume has this verdict: misaligned or unknown (comma-free, one value)")
 	fl.Usage = func() {
 		fmt.Fprintf(stderr, "usage: agent inspect [flags]\n\nDiscover each mounted volume's storage layers and judge its alignment.\nExit status: 0 success (even with misaligned volumes), 1 error, 2 bad usage, 3 --fail-on matched.\n\n")
 		fl.PrintDefaults()
 	}
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
+			return f, exitOK, false
 		}
-		return exitUsage
+		return f, exitUsage, false
 	}
-	if fl.NArg() > 0 {
+	switch {
+	case fl.NArg() > 0:
 		fmt.Fprintf(stderr, "agent inspect: unexpected argument %q\n", fl.Arg(0))
-		return exitUsage
+	case f.format != "table" && f.format != "json":
+		fmt.Fprintf(stderr, "agent inspect: --format %q: want table or json\n", f.format)
+	case f.failOn != "" && f.failOn != align.Misaligned && f.failOn != align.Unknown:
+		fmt.Fprintf(stderr, "agent inspect: --fail-on %q: want misaligned or unknown\n", f.failOn)
+	default:
+		return f, exitOK, true
 	}
-	if *format != "table" && *format != "json" {
-		fmt.Fprintf(stderr, "agent inspect: --format %q: want table or json\n", *format)
-		return exitUsage
-	}
-	if *failOn != "" && *failOn != align.Misaligned && *failOn != align.Unknown {
-		fmt.Fprintf(stderr, "agent inspect: --fail-on %q: want misaligned or unknown\n", *failOn)
-		return exitUsage
-	}
+	return f, exitUsage, false
+}
 
+func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	f, code, ok := parseInspectFlags(args, stderr)
+	if !ok {
+		return code
+	}
 	cfg := config.Default()
-	if *configFile != "" {
+	if f.configFile != "" {
 		var err error
-		if cfg, err = config.Load(*configFile); err != nil {
+		if cfg, err = config.Load(f.configFile); err != nil {
 			fmt.Fprintf(stderr, "agent inspect: %v\n", err)
 			return exitError
 		}
 	}
-	opts := def
-	opts.SysfsRoot, opts.ProcfsRoot, opts.DevRoot = *sysfs, *procfs, *devRoot
+	opts := f.roots.options()
 	// Facts that only the live host has (statfs of mount points, machine-id)
 	// are not read when the roots point at a captured tree.
-	live := *sysfs == def.SysfsRoot && *procfs == def.ProcfsRoot
-	opts.StatMounts = live
-	opts.Captured = !live
-	if !live {
+	opts.Captured = !opts.StatMounts
+	if opts.Captured {
 		opts.EtcRoot = ""
 	}
 	opts = cfg.GeometryOptions(opts)
 
-	inv, warnings, err := inspect(ctx, opts, captureHostRoots(opts, def))
+	inv, warnings, err := inspect(ctx, opts, captureHostRoots(opts, f.roots.def))
 	if err != nil {
 		fmt.Fprintf(stderr, "agent inspect: %v\n", err)
 		return exitError
@@ -86,29 +91,63 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	for _, w := range warnings {
 		fmt.Fprintf(stderr, "agent inspect: warning: %s\n", w)
 	}
-
-	if *format == "json" {
-		b, err := render.JSON(inv)
-		if err != nil {
-			fmt.Fprintf(stderr, "agent inspect: %v\n", err)
-			return exitError
-		}
-		if _, err := stdout.Write(b); err != nil {
-			return exitError
-		}
-	} else if err := render.Table(stdout, inv); err != nil {
+	if err := writeInventory(stdout, inv, f.format); err != nil {
 		fmt.Fprintf(stderr, "agent inspect: %v\n", err)
 		return exitError
 	}
-
-	if *failOn != "" {
-		for _, v := range inv.GetVolumes() {
-			if v.GetAlignment().GetVerdict() == *failOn {
-				return exitFailedOn
-			}
-		}
+	if f.failOn != "" && hasVerdict(inv, f.failOn) {
+		return exitFailedOn
 	}
 	return exitOK
+}
+
+// writeInventory prints the inventory as a table or as JSON.
+func writeInventory(w io.Writer, inv *plumblinev1.Inventory, format string) error {
+	if format != "json" {
+		return render.Table(w, inv)
+	}
+	b, err := render.JSON(inv)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// hasVerdict says whether a volume of inv was judged verdict.
+func hasVerdict(inv *plumblinev1.Inventory, verdict string) bool {
+	for _, v := range inv.GetVolumes() {
+		if v.GetAlignment().GetVerdict() == verdict {
+			return true
+		}
+	}
+	return false
+}
+
+// hostRoots are the flags that point discovery at a tree other than this
+// host's (a captured one), shared by agent inspect and agent run.
+type hostRoots struct {
+	def                 geometry.Options
+	sysfs, procfs, devs *string
+}
+
+func addHostRootFlags(fl *flag.FlagSet) *hostRoots {
+	def := geometry.DefaultOptions()
+	return &hostRoots{
+		def:    def,
+		sysfs:  fl.String("path.sysfs", def.SysfsRoot, "sysfs mount point"),
+		procfs: fl.String("path.procfs", def.ProcfsRoot, "procfs mount point"),
+		devs:   fl.String("path.dev", def.DevRoot, "device directory, for declared /dev/disk/by-id links and superblocks"),
+	}
+}
+
+// options are the default geometry options on the roots; mount points are
+// statfs'd only when sysfs and procfs are this host's own.
+func (r *hostRoots) options() geometry.Options {
+	opts := r.def
+	opts.SysfsRoot, opts.ProcfsRoot, opts.DevRoot = *r.sysfs, *r.procfs, *r.devs
+	opts.StatMounts = *r.sysfs == r.def.SysfsRoot && *r.procfs == r.def.ProcfsRoot
+	return opts
 }
 
 // captureHostRoots are the roots the host facts of a captured tree come

@@ -14,108 +14,112 @@ import (
 	"github.com/plumbline/plumbline/internal/bytesize"
 	"github.com/plumbline/plumbline/internal/config"
 	"github.com/plumbline/plumbline/internal/probe"
+	"github.com/plumbline/plumbline/internal/stripescan"
 )
 
-const probeUsage = `usage: agent probe --dir DIR [--kind random-read|random-write|log-write] [flags]
+const probeUsage = `usage: agent probe --dir DIR [--kind random-read|random-write|log-write|stripe-scan] [flags]
        agent probe --cleanup --dir DIR
 
 Runs one bounded, low-impact I/O probe against Plumbline's own probe file
 (DIR/` + probe.DefaultFileName + `), creating and filling it on first use. A skipped or
-stopped run is a result (stopped_reason), not an error.
+stopped run is a result (stopped_reason), not an error. --kind stripe-scan
+times 8 KiB reads placed across and inside candidate stripe-unit boundaries
+and infers the stripe unit (at most 2000 ops, queue depth 1).
 
 flags:
 `
+
+// probeFlags are `agent probe`'s flags, parsed into o and the few values
+// that need converting.
+type probeFlags struct {
+	o         probe.Options
+	kind      string
+	syncMode  string
+	blockSize bytesize.Size
+	fileSize  bytesize.Size
+	fillRate  bytesize.Size
+	minFree   config.MinFree
+	format    string
+	cleanup   bool
+	seed      uint64
+	set       map[string]bool // flags given on the command line
+}
+
+// newProbeFlags defines the flags on fs.
+func newProbeFlags(fs *flag.FlagSet) *probeFlags {
+	o := probe.DefaultOptions()
+	f := &probeFlags{o: o, kind: string(o.Kind), syncMode: string(o.Sync), blockSize: bytesize.Size(o.BlockSize),
+		fileSize: bytesize.Size(o.FileSize), fillRate: bytesize.Size(o.FillRate), minFree: config.MinFree(o.MinFreeBytes), format: "table"}
+	var kindNames []string
+	for _, k := range probe.ProbedKinds() {
+		kindNames = append(kindNames, string(k))
+	}
+	p := &f.o
+	fs.StringVar(&p.Dir, "dir", "", "directory on the volume to probe; holds the probe file (required)")
+	fs.StringVar(&f.kind, "kind", f.kind, "probe kind: "+strings.Join(kindNames, ", "))
+	fs.Var(&f.blockSize, "block-size", "I/O size, a power of two from 512B to 1MiB (log-write: up to 64KiB; stripe-scan: 8KiB)")
+	fs.Var(&f.fileSize, "file-size", "probe file size, a multiple of 1MiB (written once in full)")
+	fs.IntVar(&p.QueueDepth, "qd", p.QueueDepth, "queue depth (parallel workers) for the random kinds")
+	fs.StringVar(&f.syncMode, "sync", f.syncMode, "log-write durability: dsync (O_DSYNC) or fdatasync")
+	fs.IntVar(&p.Ops, "ops", p.Ops, "op budget of the run (stripe-scan: default and at most 2000)")
+	fs.DurationVar(&p.MaxDuration, "max-duration", p.MaxDuration, "wall-clock cap of the run")
+	fs.Float64Var(&p.IOPS, "iops", p.IOPS, "IOPS cap (token bucket); 0 = unlimited, for calibration only")
+	fs.DurationVar(&p.Jitter, "jitter", 0, "random start delay in [0, jitter)")
+	fs.Var(&f.fillRate, "fill-rate", "bytes per second for the one-time fill of a new probe file; 0 = unlimited")
+	fs.Float64Var(&p.MinFreePercent, "min-free-percent", p.MinFreePercent, "refuse to create or grow the probe file if it would leave less than this % of the file system free")
+	fs.Var(&f.minFree, "min-free", "refuse to create or grow the probe file if it would leave less than this many bytes free; auto: twice --file-size (the larger of the two floors wins)")
+	fs.Float64Var(&p.BusyThreshold, "busy-threshold", p.BusyThreshold, "skip or stop when the device is busier than this % (others' io_ticks); 0 = off")
+	fs.DurationVar(&p.BusyWindow, "busy-window", p.BusyWindow, "how long to sample the device before the run")
+	fs.DurationVar(&p.BusyInterval, "busy-interval", p.BusyInterval, "how often to re-check the device during the run")
+	fs.DurationVar(&p.LatencyCeiling, "latency-ceiling", p.LatencyCeiling, "stop when the median of the last --latency-window ops exceeds this; 0 = off")
+	fs.IntVar(&p.LatencyWindow, "latency-window", p.LatencyWindow, "ops in the latency guard's window")
+	fs.BoolVar(&p.RawIO, "raw-io", true, "issue probe I/O as raw syscalls (less CPU per op; fine for this one-shot command)")
+	fs.BoolVar(&p.AllowCached, "allow-cached", false, "run through the page cache where O_DIRECT is refused (tmpfs); results say cache_bypass=false")
+	fs.StringVar(&p.ProcRoot, "path.procfs", p.ProcRoot, "procfs mount point")
+	fs.StringVar(&p.SysRoot, "path.sysfs", p.SysRoot, "sysfs mount point")
+	fs.Uint64Var(&f.seed, "seed", 0, "seed of the random offsets; 0 = from the clock")
+	fs.BoolVar(&f.cleanup, "cleanup", false, "remove the probe file from --dir (only a file Plumbline created) and exit")
+	fs.StringVar(&f.format, "format", f.format, "output: table or json")
+	return f
+}
+
+// options is the parsed flags as probe.Options.
+func (f *probeFlags) options() probe.Options {
+	o := f.o
+	o.Kind = probe.Kind(f.kind)
+	o.Sync = probe.SyncMode(f.syncMode)
+	o.BlockSize = int(f.blockSize)
+	o.FileSize = int64(f.fileSize)
+	o.FillRate = int64(f.fillRate)
+	o.MinFreeBytes = int64(f.minFree)
+	o.Seed = f.seed
+	if o.Kind == probe.StripeScan && !f.set["ops"] {
+		o.Ops = stripescan.MaxOps
+	}
+	return o
+}
 
 // runProbe is `agent probe`: flags → probe.Options → probe.Run → output.
 // Exit status: 0 for a result (also a skipped or stopped one), 1 for a
 // refusal or failure, 2 for bad usage.
 func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	o := probe.DefaultOptions()
 	fs := flag.NewFlagSet("probe", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, probeUsage)
 		fs.PrintDefaults()
 	}
-	var (
-		kind      = string(o.Kind)
-		syncMode  = string(o.Sync)
-		blockSize = bytesize.Size(o.BlockSize)
-		fileSize  = bytesize.Size(o.FileSize)
-		fillRate  = bytesize.Size(o.FillRate)
-		minFree   = config.MinFree(o.MinFreeBytes)
-		format    = "table"
-		cleanup   bool
-		seed      uint64
-		kindNames []string
-	)
-	for _, k := range probe.Kinds() {
-		kindNames = append(kindNames, string(k))
+	f := newProbeFlags(fs)
+	if code, ok := parseProbeFlags(fs, f, args, stderr); !ok {
+		return code
 	}
-	fs.StringVar(&o.Dir, "dir", "", "directory on the volume to probe; holds the probe file (required)")
-	fs.StringVar(&kind, "kind", kind, "probe kind: "+strings.Join(kindNames, ", "))
-	fs.Var(&blockSize, "block-size", "I/O size, a power of two from 512B to 1MiB (log-write: up to 64KiB)")
-	fs.Var(&fileSize, "file-size", "probe file size, a multiple of 1MiB (written once in full)")
-	fs.IntVar(&o.QueueDepth, "qd", o.QueueDepth, "queue depth (parallel workers) for the random kinds")
-	fs.StringVar(&syncMode, "sync", syncMode, "log-write durability: dsync (O_DSYNC) or fdatasync")
-	fs.IntVar(&o.Ops, "ops", o.Ops, "op budget of the run")
-	fs.DurationVar(&o.MaxDuration, "max-duration", o.MaxDuration, "wall-clock cap of the run")
-	fs.Float64Var(&o.IOPS, "iops", o.IOPS, "IOPS cap (token bucket); 0 = unlimited, for calibration only")
-	fs.DurationVar(&o.Jitter, "jitter", 0, "random start delay in [0, jitter)")
-	fs.Var(&fillRate, "fill-rate", "bytes per second for the one-time fill of a new probe file; 0 = unlimited")
-	fs.Float64Var(&o.MinFreePercent, "min-free-percent", o.MinFreePercent, "refuse to create or grow the probe file if it would leave less than this % of the file system free")
-	fs.Var(&minFree, "min-free", "refuse to create or grow the probe file if it would leave less than this many bytes free; auto: twice --file-size (the larger of the two floors wins)")
-	fs.Float64Var(&o.BusyThreshold, "busy-threshold", o.BusyThreshold, "skip or stop when the device is busier than this % (others' io_ticks); 0 = off")
-	fs.DurationVar(&o.BusyWindow, "busy-window", o.BusyWindow, "how long to sample the device before the run")
-	fs.DurationVar(&o.BusyInterval, "busy-interval", o.BusyInterval, "how often to re-check the device during the run")
-	fs.DurationVar(&o.LatencyCeiling, "latency-ceiling", o.LatencyCeiling, "stop when the median of the last --latency-window ops exceeds this; 0 = off")
-	fs.IntVar(&o.LatencyWindow, "latency-window", o.LatencyWindow, "ops in the latency guard's window")
-	fs.BoolVar(&o.RawIO, "raw-io", true, "issue probe I/O as raw syscalls (less CPU per op; fine for this one-shot command)")
-	fs.BoolVar(&o.AllowCached, "allow-cached", false, "run through the page cache where O_DIRECT is refused (tmpfs); results say cache_bypass=false")
-	fs.StringVar(&o.ProcRoot, "path.procfs", o.ProcRoot, "procfs mount point")
-	fs.StringVar(&o.SysRoot, "path.sysfs", o.SysRoot, "sysfs mount point")
-	fs.Uint64Var(&seed, "seed", 0, "seed of the random offsets; 0 = from the clock")
-	fs.BoolVar(&cleanup, "cleanup", false, "remove the probe file from --dir (only a file Plumbline created) and exit")
-	fs.StringVar(&format, "format", format, "output: table or json")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if f.cleanup {
+		return probeCleanup(f.o.Dir, stdout, stderr)
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "agent probe: unexpected arguments %q\n", fs.Args())
-		return 2
+	o := f.options()
+	if o.Kind == probe.StripeScan {
+		o.Placement = probe.PlacementFor(volumeHolding(ctx, o.Dir, o.ProcRoot, o.SysRoot))
 	}
-	if format != "table" && format != "json" {
-		fmt.Fprintf(stderr, "agent probe: --format %q: want table or json\n", format)
-		return 2
-	}
-	if o.Dir == "" {
-		fmt.Fprintln(stderr, "agent probe: --dir is required")
-		fs.Usage()
-		return 2
-	}
-	if cleanup {
-		removed, err := probe.Cleanup(o.Dir, probe.DefaultFileName)
-		if err != nil {
-			fmt.Fprintf(stderr, "agent probe --cleanup: %v\n", err)
-			return 1
-		}
-		if removed {
-			fmt.Fprintf(stdout, "removed the probe file from %s\n", o.Dir)
-		} else {
-			fmt.Fprintf(stdout, "no probe file in %s\n", o.Dir)
-		}
-		return 0
-	}
-	o.Kind = probe.Kind(kind)
-	o.Sync = probe.SyncMode(syncMode)
-	o.BlockSize = int(blockSize)
-	o.FileSize = int64(fileSize)
-	o.FillRate = int64(fillRate)
-	o.MinFreeBytes = int64(minFree)
-	o.Seed = seed
 
 	// Progress on a terminal (the first run fills the file: tens of
 	// seconds), nothing extra when stderr is piped.
@@ -130,7 +134,7 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		return 1
 	}
-	if format == "json" {
+	if f.format == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(res); err != nil {
@@ -140,6 +144,47 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 0
 	}
 	printProbeTable(stdout, res)
+	return 0
+}
+
+// parseProbeFlags parses args and checks what the flag package cannot; ok
+// false means exit with code.
+func parseProbeFlags(fs *flag.FlagSet, f *probeFlags, args []string, stderr io.Writer) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, false
+		}
+		return 2, false
+	}
+	f.set = map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	switch {
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "agent probe: unexpected arguments %q\n", fs.Args())
+		return 2, false
+	case f.format != "table" && f.format != "json":
+		fmt.Fprintf(stderr, "agent probe: --format %q: want table or json\n", f.format)
+		return 2, false
+	case f.o.Dir == "":
+		fmt.Fprintln(stderr, "agent probe: --dir is required")
+		fs.Usage()
+		return 2, false
+	}
+	return 0, true
+}
+
+// probeCleanup is `agent probe --cleanup`.
+func probeCleanup(dir string, stdout, stderr io.Writer) int {
+	removed, err := probe.Cleanup(dir, probe.DefaultFileName)
+	if err != nil {
+		fmt.Fprintf(stderr, "agent probe --cleanup: %v\n", err)
+		return 1
+	}
+	if removed {
+		fmt.Fprintf(stdout, "removed the probe file from %s\n", dir)
+	} else {
+		fmt.Fprintf(stdout, "no probe file in %s\n", dir)
+	}
 	return 0
 }
 
@@ -181,6 +226,9 @@ func printProbeTable(w io.Writer, r probe.Result) {
 	fmt.Fprintf(tw, "busy guard\t%s\n", busy)
 	if r.FillSeconds > 0 {
 		fmt.Fprintf(tw, "fill\twrote the probe file in %s\n", secs(r.FillSeconds))
+	}
+	if r.StripeScan != nil {
+		printStripeScan(tw, r.StripeScan)
 	}
 	tw.Flush()
 }

@@ -93,3 +93,41 @@ func TestProbeCLIRefusalsAndUsage(t *testing.T) {
 		t.Errorf("foreign file changed: %q", b)
 	}
 }
+
+// TestProbeCLIStripeScanJSON: `agent probe --kind stripe-scan --format
+// json` carries stripe_scan.inferred_stripe_unit_bytes and confidence
+// beside the usual fields, and takes 2000 ops unless told otherwise.
+func TestProbeCLIStripeScanJSON(t *testing.T) {
+	dir := t.TempDir()
+	common := []string{"--dir", dir, "--kind", "stripe-scan", "--file-size", "16MiB", "--min-free", "0", "--min-free-percent", "0",
+		"--iops", "0", "--fill-rate", "0", "--busy-threshold", "0", "--format", "json"}
+	code, out, errOut := probeCLI(t, append(common, "--ops", "300")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var res struct {
+		Kind       string `json:"kind"`
+		Ops        int    `json:"ops"`
+		OpsBudget  int    `json:"ops_budget"`
+		StripeScan *struct {
+			Unit       *int64   `json:"inferred_stripe_unit_bytes"`
+			Confidence *float64 `json:"confidence"`
+			Candidates []struct {
+				Unit int64 `json:"unit_bytes"`
+			} `json:"candidates"`
+		} `json:"stripe_scan"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out)
+	}
+	if res.Kind != "stripe-scan" || res.Ops != 300 || res.StripeScan == nil || res.StripeScan.Unit == nil || res.StripeScan.Confidence == nil || len(res.StripeScan.Candidates) != 7 {
+		t.Fatalf("result %s", out)
+	}
+	if code, _, errOut := probeCLI(t, append(common, "--ops", "2001")...); code != 2 || !strings.Contains(errOut, "at most 2000") {
+		t.Errorf("--ops 2001: exit %d, %s", code, errOut)
+	}
+	code, out, _ = probeCLI(t, append(common, "--max-duration", "1ns")...)
+	if code != 0 || !strings.Contains(out, `"ops_budget": 2000`) {
+		t.Errorf("default budget: exit %d, %s", code, out)
+	}
+}

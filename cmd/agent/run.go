@@ -12,7 +12,6 @@ import (
 
 	"github.com/plumbline/plumbline/internal/agent"
 	"github.com/plumbline/plumbline/internal/config"
-	"github.com/plumbline/plumbline/internal/geometry"
 )
 
 const runUsage = `usage: agent run --config FILE [--check | --print-config] [--path.sysfs DIR] [--path.procfs DIR]
@@ -32,14 +31,11 @@ flags:
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("agent run", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	def := geometry.DefaultOptions()
 	var (
 		configFile = fl.String("config", "", "agent config file (required)")
 		check      = fl.Bool("check", false, "validate the config file and exit (0 valid, 1 invalid)")
 		printCfg   = fl.Bool("print-config", false, "print the effective configuration (the file merged with the cached central policy) and exit")
-		sysfs      = fl.String("path.sysfs", def.SysfsRoot, "sysfs mount point")
-		procfs     = fl.String("path.procfs", def.ProcfsRoot, "procfs mount point")
-		devRoot    = fl.String("path.dev", def.DevRoot, "device directory, for declared /dev/disk/by-id links and superblocks")
+		roots      = addHostRootFlags(fl)
 	)
 	fl.Usage = func() {
 		fmt.Fprint(stderr, runUsage)
@@ -82,12 +78,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if cfg.Server.Insecure {
 		log.Warn("server.insecure: reporting in plaintext, without TLS (tests and dev only)")
 	}
-	opts := def
-	opts.SysfsRoot, opts.ProcfsRoot, opts.DevRoot = *sysfs, *procfs, *devRoot
-	opts.StatMounts = *sysfs == def.SysfsRoot && *procfs == def.ProcfsRoot
+	opts := roots.options()
 	a, err := agent.New(agent.Options{
 		Config: cfg, AgentID: id, Version: version, Creds: creds, Renewer: renewer,
-		Geometry: cfg.GeometryOptions(opts), ProcRoot: *procfs, Logger: log,
+		Geometry: cfg.GeometryOptions(opts), ProcRoot: *roots.procfs, Logger: log,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "agent run: %v\n", err)

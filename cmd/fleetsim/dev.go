@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/plumbline/plumbline/internal/config"
 	"github.com/plumbline/plumbline/internal/devca"
@@ -43,16 +44,25 @@ func devTarget(c Config) (Target, Issuer, error) {
 	if addr == "" {
 		return Target{}, nil, errors.New("dev dir: agent.yaml names no server.address (and no --server)")
 	}
+	addrs := strings.Split(addr, ",")
 	name := ac.Server.TLS.ServerName
 	if name == "" {
-		name, _, _ = net.SplitHostPort(addr)
+		name, _, _ = net.SplitHostPort(addrs[0])
 	}
-	issue := func(id string) (tls.Certificate, error) {
+	t := Target{Address: addrs[0], ServerName: name, Roots: roots}
+	if len(addrs) > 1 {
+		t.Addresses = addrs
+	}
+	return t, caIssuer(ca), nil
+}
+
+// caIssuer mints agent certificates with ca.
+func caIssuer(ca *devca.CA) Issuer {
+	return func(id string) (tls.Certificate, error) {
 		leaf, err := ca.IssueAgent(id)
 		if err != nil {
 			return tls.Certificate{}, err
 		}
 		return leaf.TLSCertificate(), nil
 	}
-	return Target{Address: addr, ServerName: name, Roots: roots}, issue, nil
 }

@@ -153,13 +153,7 @@ func TestEndToEnd(t *testing.T) {
 		BackoffBase: 50 * time.Millisecond, BackoffMax: time.Second, IDPrefix: "e2e-", Seed: 7,
 	}
 	target := Target{Address: ln.Addr().String(), ServerName: "127.0.0.1", Roots: ca.Pool()}
-	issue := func(id string) (tls.Certificate, error) {
-		l, err := ca.IssueAgent(id)
-		if err != nil {
-			return tls.Certificate{}, err
-		}
-		return l.TLSCertificate(), nil
-	}
+	issue := caIssuer(ca)
 	sum, err := Run(ctx, cfg, target, issue, io.Discard)
 	if err != nil {
 		t.Fatal(err)

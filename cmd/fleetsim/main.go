@@ -72,7 +72,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.SetOutput(stderr)
 	var c Config
 	fs.StringVar(&c.DevDir, "dev-dir", "", "the `DIR/dev` directory of a `server --dev --data-dir DIR` (agent.yaml, ca.crt; the CA in DIR/ca)")
-	fs.StringVar(&c.Address, "server", "", "server gRPC `address` (default: the one in DIR/dev/agent.yaml)")
+	fs.StringVar(&c.Address, "server", "", "server gRPC `address`, or replicas' addresses separated by commas (agents spread over them and fail over) (default: the one in DIR/dev/agent.yaml)")
 	fs.IntVar(&c.Agents, "agents", 1000, "simulated agents, each with its own certificate and TLS connection")
 	fs.DurationVar(&c.Duration, "duration", 30*time.Second, "how long the agents produce records (after all are connected)")
 	fs.Float64Var(&c.Rate, "rate", 12000, "records/s the whole fleet produces")

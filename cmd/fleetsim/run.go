@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -31,6 +32,11 @@ type Summary struct {
 	// every agent had a successful Report again; 0 when no failure was seen.
 	FirstFailure, AllResumed time.Time
 	Resumed                  int
+	// ServedBy counts the agents whose Reports each server address
+	// acknowledged; Moved the agents acknowledged by more than one
+	// (failovers between replicas).
+	ServedBy map[string]int
+	Moved    int
 }
 
 // Percentile is the q-quantile (0..1) of the Report latencies.
@@ -61,6 +67,14 @@ func (s Summary) Print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "errors_by_call: %s\n", strings.Join(parts, " "))
 	}
+	if len(s.ServedBy) > 1 {
+		addrs := slices.Sorted(maps.Keys(s.ServedBy))
+		var parts []string
+		for _, a := range addrs {
+			parts = append(parts, fmt.Sprintf("%s=%d", a, s.ServedBy[a]))
+		}
+		fmt.Fprintf(w, "agents_by_server: %s moved=%d\n", strings.Join(parts, " "), s.Moved)
+	}
 	if !s.FirstFailure.IsZero() {
 		if s.AllResumed.IsZero() {
 			fmt.Fprintf(w, "reconnect: %d of %d agents reported again after the first failure at %s; not all (reconnect_seconds=NaN)\n",
@@ -84,16 +98,9 @@ func Run(ctx context.Context, cfg Config, target Target, issue Issuer, progress 
 		st:   &stats{errs: map[string]int{}},
 		goCh: make(chan struct{}), genDone: make(chan struct{}),
 	}
-	agents := make([]*simAgent, cfg.Agents)
-	for i := range agents {
-		a, err := newSimAgent(f, i+1, issue)
-		if err != nil {
-			for _, b := range agents[:i] {
-				b.conn.Close()
-			}
-			return Summary{}, err
-		}
-		agents[i] = a
+	agents, err := newAgents(f, issue)
+	if err != nil {
+		return Summary{}, err
 	}
 	defer func() {
 		for _, a := range agents {
@@ -106,7 +113,43 @@ func Run(ctx context.Context, cfg Config, target Target, issue Issuer, progress 
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, cfg.ConnectConcurrency)
+	allConnected := startAgents(runCtx, f, agents, &wg)
+	stopProgress := startProgress(f, progress, cfg.Progress)
+	defer stopProgress()
+
+	connectTime := connectPhase(ctx, f, allConnected, len(agents), progress)
+	f.start = time.Now()
+	close(f.goCh)
+	rc := sendPhase(ctx, f, agents)
+	f.genEnd.Store(time.Now().UnixNano())
+	close(f.genDone)
+	drain := time.AfterFunc(cfg.Drain, cancelRun)
+	wg.Wait()
+	drain.Stop()
+	return f.summary(agents, connectTime, rc), nil
+}
+
+// newAgents builds the fleet's agents, each with its certificate and
+// connection.
+func newAgents(f *fleet, issue Issuer) ([]*simAgent, error) {
+	agents := make([]*simAgent, f.cfg.Agents)
+	for i := range agents {
+		a, err := newSimAgent(f, i+1, issue)
+		if err != nil {
+			for _, b := range agents[:i] {
+				b.conn.Close()
+			}
+			return nil, err
+		}
+		agents[i] = a
+	}
+	return agents, nil
+}
+
+// startAgents runs every agent (at most ConnectConcurrency saying Hello at
+// once) until ctx ends; the channel closes once all have connected.
+func startAgents(ctx context.Context, f *fleet, agents []*simAgent, wg *sync.WaitGroup) <-chan struct{} {
+	sem := make(chan struct{}, f.cfg.ConnectConcurrency)
 	allConnected := make(chan struct{})
 	var connMu sync.Mutex
 	connected := 0
@@ -120,86 +163,96 @@ func Run(ctx context.Context, cfg Config, target Target, issue Issuer, progress 
 		connMu.Unlock()
 		f.st.connected.Add(1)
 	}
-	connectStart := time.Now()
 	for _, a := range agents {
 		wg.Go(func() {
 			select {
 			case sem <- struct{}{}:
-			case <-runCtx.Done():
+			case <-ctx.Done():
 				return
 			}
-			a.run(runCtx, onConnected)
+			a.run(ctx, onConnected)
 		})
 	}
-	stopProgress := startProgress(f, progress, cfg.Progress)
-	defer stopProgress()
+	return allConnected
+}
 
-	timeout := time.NewTimer(cfg.ConnectTimeout)
+// connectPhase waits for every agent's Hello, at most ConnectTimeout, and
+// returns how long it took.
+func connectPhase(ctx context.Context, f *fleet, allConnected <-chan struct{}, agents int, progress io.Writer) time.Duration {
+	start := time.Now()
+	timeout := time.NewTimer(f.cfg.ConnectTimeout)
+	defer timeout.Stop()
 	select {
 	case <-allConnected:
 	case <-timeout.C:
-		fmt.Fprintf(progress, "fleetsim: connect phase timed out after %s with %d of %d agents connected; going on\n", cfg.ConnectTimeout, f.st.connected.Load(), len(agents))
+		fmt.Fprintf(progress, "fleetsim: connect phase timed out after %s with %d of %d agents connected; going on\n", f.cfg.ConnectTimeout, f.st.connected.Load(), agents)
 	case <-ctx.Done():
 	}
-	timeout.Stop()
-	connectTime := time.Since(connectStart)
-	fmt.Fprintf(progress, "fleetsim: %d agents connected in %.1fs; sending %.0f records/s for %s\n", f.st.connected.Load(), connectTime.Seconds(), cfg.perAgentRate()*float64(len(agents)), cfg.Duration)
-	f.start = time.Now()
-	close(f.goCh)
+	took := time.Since(start)
+	fmt.Fprintf(progress, "fleetsim: %d agents connected in %.1fs; sending %.0f records/s for %s\n", f.st.connected.Load(), took.Seconds(), f.cfg.perAgentRate()*float64(agents), f.cfg.Duration)
+	return took
+}
 
-	// The sending stage: until the duration ends, or (reconnect) until every
-	// agent has reported again after the first failure.
-	var firstFailure, allResumed time.Time
-	resumed := 0
-	end := time.NewTimer(cfg.Duration)
+// reconnect is what the sending stage saw of a server restart.
+type reconnect struct {
+	firstFailure, allResumed time.Time
+	resumed                  int
+}
+
+// sendPhase lasts until the duration ends, or (Config.Reconnect) until
+// every agent has reported again after the first failure.
+func sendPhase(ctx context.Context, f *fleet, agents []*simAgent) reconnect {
+	var rc reconnect
+	end := time.NewTimer(f.cfg.Duration)
+	defer end.Stop()
 	tick := time.NewTicker(100 * time.Millisecond)
-wait:
+	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			break wait
+			return rc
 		case <-end.C:
-			break wait
+			return rc
 		case <-tick.C:
-			if !cfg.Reconnect {
-				continue
-			}
-			t0 := f.t0.Load()
-			if t0 == 0 {
-				continue
-			}
-			n, last := 0, int64(0)
-			for _, a := range agents {
-				if s := a.lastSuccess.Load(); s > t0 {
-					n++
-					last = max(last, s)
-				}
-			}
-			resumed, firstFailure = n, time.Unix(0, t0)
-			if n == len(agents) {
-				allResumed = time.Unix(0, last)
-				break wait
+		}
+		t0 := f.t0.Load()
+		if !f.cfg.Reconnect || t0 == 0 {
+			continue
+		}
+		n, last := 0, int64(0)
+		for _, a := range agents {
+			if s := a.lastSuccess.Load(); s > t0 {
+				n++
+				last = max(last, s)
 			}
 		}
+		rc.resumed, rc.firstFailure = n, time.Unix(0, t0)
+		if n == len(agents) {
+			rc.allResumed = time.Unix(0, last)
+			return rc
+		}
 	}
-	end.Stop()
-	tick.Stop()
-	f.genEnd.Store(time.Now().UnixNano())
-	close(f.genDone)
-	drain := time.AfterFunc(cfg.Drain, cancelRun)
-	wg.Wait()
-	drain.Stop()
+}
 
+// summary is what the run measured, once every agent has stopped.
+func (f *fleet) summary(agents []*simAgent, connectTime time.Duration, rc reconnect) Summary {
 	st := f.st
 	s := Summary{
 		Agents: len(agents), Connected: int(st.connected.Load()), ConnectTime: connectTime,
 		Generated: st.generated.Load(), Acked: st.acked.Load(), Rejected: st.rejected.Load(), Dropped: st.dropped.Load(),
 		Reports: st.reports.Load(), Hellos: st.hellos.Load(), Rehellos: st.rehellos.Load(),
-		FirstFailure: firstFailure, AllResumed: allResumed, Resumed: resumed,
+		FirstFailure: rc.firstFailure, AllResumed: rc.allResumed, Resumed: rc.resumed,
 	}
+	s.ServedBy = map[string]int{}
 	for _, a := range agents {
 		s.Pending += int64(len(a.pending))
 		s.Latency = append(s.Latency, a.lats...)
+		for addr := range a.servers {
+			s.ServedBy[addr]++
+		}
+		if len(a.servers) > 1 {
+			s.Moved++
+		}
 	}
 	slices.Sort(s.Latency)
 	s.Errors, s.ErrorsBy = st.errorCount()
@@ -207,7 +260,7 @@ wait:
 		s.Elapsed = time.Unix(0, last).Sub(f.start)
 		s.RecordsPerSecond = float64(s.Acked) / s.Elapsed.Seconds()
 	}
-	return s, nil
+	return s
 }
 
 // startProgress prints a line every interval: connected agents, records

@@ -14,6 +14,9 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/resolver/manual"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -24,7 +27,10 @@ import (
 
 // Target is the server the fleet reports to and how to trust it.
 type Target struct {
-	Address    string
+	Address string
+	// Addresses, when set, are server replicas: agent i connects to
+	// Addresses[i mod n] first and fails over to the next ones in turn.
+	Addresses  []string
 	ServerName string
 	Roots      *x509.CertPool
 }
@@ -100,6 +106,8 @@ type simAgent struct {
 	maxBatch       int
 	lats           []time.Duration
 
+	servers map[string]bool // the server addresses its Reports went to
+
 	helloed     atomic.Bool
 	lastSuccess atomic.Int64 // unix ns of the last successful Report
 }
@@ -110,7 +118,7 @@ func newSimAgent(f *fleet, idx int, issue Issuer) (*simAgent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &simAgent{f: f, idx: idx, id: id, prof: NewHostProfile(f.cfg.Seed, idx, id), r: rand.New(rand.NewPCG(f.cfg.Seed^0xa9e17, uint64(idx)))}
+	a := &simAgent{f: f, idx: idx, id: id, servers: map[string]bool{}, prof: NewHostProfile(f.cfg.Seed, idx, id), r: rand.New(rand.NewPCG(f.cfg.Seed^0xa9e17, uint64(idx)))}
 	for _, v := range a.prof.Volumes {
 		a.mis = append(a.mis, v.Volume(a.prof.OS).GetAlignment().GetVerdict() == "misaligned")
 	}
@@ -120,12 +128,30 @@ func newSimAgent(f *fleet, idx int, issue Issuer) (*simAgent, error) {
 		RootCAs:      f.target.Roots,
 		ServerName:   f.target.ServerName,
 	}
-	a.conn, err = grpc.NewClient(f.target.Address, grpc.WithTransportCredentials(credentials.NewTLS(tc)))
+	a.conn, err = dial(f.target, idx, credentials.NewTLS(tc))
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: %w", id, err)
 	}
 	a.rpc = plumblinev1.NewAgentServiceClient(a.conn)
 	return a, nil
+}
+
+// dial connects agent idx to the target: to the one address, or to the
+// replicas from Addresses[idx mod n] on (pick_first over the rotated
+// list), so the fleet is spread evenly and fails over in turn.
+func dial(t Target, idx int, creds credentials.TransportCredentials) (*grpc.ClientConn, error) {
+	if len(t.Addresses) == 0 {
+		return grpc.NewClient(t.Address, grpc.WithTransportCredentials(creds))
+	}
+	n := len(t.Addresses)
+	addrs := make([]resolver.Address, n)
+	for i := range n {
+		addrs[i] = resolver.Address{Addr: t.Addresses[(idx+i)%n]}
+	}
+	r := manual.NewBuilderWithScheme("fleetsim")
+	r.InitialState(resolver.State{Addresses: addrs})
+	return grpc.NewClient("fleetsim:///replicas", grpc.WithTransportCredentials(creds), grpc.WithResolvers(r),
+		grpc.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"pick_first":{}}]}`))
 }
 
 // run keeps a session with the server, reconnecting with the real agent's
@@ -200,7 +226,9 @@ func (a *simAgent) session(ctx context.Context, connected func()) (helloOK bool,
 		// same store): continue above its mark, as an agent with a spool would.
 		a.next = hw + 1
 	}
-	a.settle(hw, nil)
+	before := len(a.pending)
+	a.settle(hw, nil) // stored, its acknowledgement lost with the connection
+	st.acked.Add(int64(before - len(a.pending)))
 	if first {
 		a.next = max(a.next, 1)
 		a.appendRecord(&plumblinev1.Record{Payload: &plumblinev1.Record_Geometry{Geometry: &plumblinev1.GeometrySnapshot{
@@ -303,7 +331,8 @@ func (a *simAgent) drain(ctx context.Context) error {
 		req := &plumblinev1.ReportRequest{AgentId: a.id, Records: a.pending[:n], FirstSequence: a.pending[0].GetSequence()}
 		rctx, cancel := context.WithTimeout(ctx, callTimeout)
 		t := time.Now()
-		resp, err := a.rpc.Report(rctx, req)
+		var server peer.Peer
+		resp, err := a.rpc.Report(rctx, req, grpc.Peer(&server))
 		cancel()
 		now := time.Now()
 		st.reports.Add(1)
@@ -317,6 +346,9 @@ func (a *simAgent) drain(ctx context.Context) error {
 		}
 		a.lats = append(a.lats, now.Sub(t))
 		a.lastSuccess.Store(now.UnixNano())
+		if server.Addr != nil {
+			a.servers[server.Addr.String()] = true
+		}
 		set := make(map[uint64]bool, len(resp.GetAckedSequences())+len(resp.GetRejections()))
 		for _, q := range resp.GetAckedSequences() {
 			set[q] = true

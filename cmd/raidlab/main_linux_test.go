@@ -10,12 +10,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unsafe"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/plumbline/plumbline/internal/loopdev"
 	"github.com/plumbline/plumbline/internal/raidlab"
+	"github.com/plumbline/plumbline/internal/raidlab/raidlabtest"
 )
 
 // The test binary doubles as the raidlab command (and so as its own
@@ -91,22 +89,6 @@ func (c *cli) up(args ...string) string {
 	return dev
 }
 
-func direct(t *testing.T, dev string) *os.File {
-	t.Helper()
-	f, err := os.OpenFile(dev, os.O_RDWR|unix.O_DIRECT, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
-}
-
-func aligned(n int) []byte {
-	b := make([]byte, n+4096)
-	off := (4096 - int(uintptr(unsafe.Pointer(&b[0]))%4096)) % 4096
-	return b[off : off+n]
-}
-
 // TestUpFaultStatsDown drives a RAID 10 lab through the command: up, a file
 // system on a partition at 31.5 KiB, faults, stats, down with the file
 // system still mounted.
@@ -150,8 +132,8 @@ func TestUpFaultStatsDown(t *testing.T) {
 		}
 	}
 	// Degraded RAID 10 still serves: member 1's mirror (0) answers.
-	f := direct(t, dev)
-	buf := aligned(8192)
+	f := raidlabtest.OpenDirect(t, dev)
+	buf := raidlabtest.AlignedBuf(8192)
 	start := time.Now()
 	if _, err := f.ReadAt(buf, 0); err != nil {
 		t.Fatalf("read from degraded raid10: %v", err)
@@ -199,8 +181,8 @@ func TestRAID0FailedMemberIsEIO(t *testing.T) {
 	c := newCLI(t)
 	dev := c.up("--level", "raid0", "--disks", "2", "--stripe-unit", "64KiB", "--size", "64MiB")
 	c.must("fault", dev, "fail", "--member", "1")
-	f := direct(t, dev)
-	buf := aligned(8192)
+	f := raidlabtest.OpenDirect(t, dev)
+	buf := raidlabtest.AlignedBuf(8192)
 	if _, err := f.ReadAt(buf, 0); err != nil { // chunk 0: member 0
 		t.Fatalf("read of a surviving member's chunk: %v", err)
 	}
@@ -241,8 +223,8 @@ func TestReapKilledDaemon(t *testing.T) {
 		t.Fatalf("reap left %s attached", dead)
 	}
 	// The live one is untouched and still serves.
-	f := direct(t, live)
-	if _, err := f.ReadAt(aligned(4096), 0); err != nil {
+	f := raidlabtest.OpenDirect(t, live)
+	if _, err := f.ReadAt(raidlabtest.AlignedBuf(4096), 0); err != nil {
 		t.Fatalf("the live lab stopped serving after reap: %v", err)
 	}
 	if _, err := raidlab.Find(c.root, live); err != nil {

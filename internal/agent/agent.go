@@ -206,21 +206,19 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}
 	creds := a.o.Creds
-	var dialOpts []grpc.DialOption
 	if creds == nil {
-		dialOpts = append(dialOpts, grpc.WithTransportCredentials(insecureCreds()))
-	} else {
-		dialOpts = append(dialOpts, grpc.WithTransportCredentials(creds))
+		creds = insecureCreds()
 	}
+	var extra []grpc.DialOption
 	if a.o.Renewer != nil {
-		dialOpts = append(dialOpts, a.o.Renewer.DialOption())
+		extra = append(extra, a.o.Renewer.DialOption())
 	}
-	conn, err := grpc.NewClient(a.o.Config.Server.Address, dialOpts...)
+	conn, err := dialServer(a.o.Config.Server, creds, a.o.BackoffBase, a.o.BackoffMax, extra...)
 	if err != nil {
 		if ln != nil {
 			ln.Close()
 		}
-		return fmt.Errorf("server.address: %w", err)
+		return err
 	}
 	defer conn.Close()
 

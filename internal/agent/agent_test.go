@@ -641,8 +641,14 @@ func TestProbeResultToProto(t *testing.T) {
 		StoppedReason: probe.StopMaxDuration, Histogram: &h, Device: "sdb", BusyGuard: "on", BusyPercent: 12.5, OpsBudget: 10, IOPSCap: 100}
 	p := ProbeResultToProto("/data", r)
 	if p.GetSync() != "" || p.GetDuration().AsDuration() != 500*time.Millisecond || p.GetLatency().GetCount() != 1 ||
-		p.GetDevice() != "sdb" || p.GetQueueDepth() != 4 || p.GetStoppedReason() != "max-duration" || p.GetIopsCap() != 100 {
+		p.GetDevice() != "sdb" || p.GetQueueDepth() != 4 || p.GetStoppedReason() != "max-duration" || p.GetIopsCap() != 100 || p.GetStripeScan() != nil {
 		t.Errorf("ProbeResultToProto = %v", p)
+	}
+	r.Kind, r.StripeScan = probe.StripeScan, &probe.StripeScanResult{Placed: 2000, Placement: probe.Placement{Device: "sdb", Basis: "disk", Known: true, Offset: 1 << 20}}
+	r.StripeScan.Unit, r.StripeScan.Confidence = 64<<10, 0.999
+	s := ProbeResultToProto("/data", r).GetStripeScan()
+	if s.GetInferredStripeUnitBytes() != 64<<10 || s.GetConfidence() != 0.999 || s.GetPlaced() != 2000 || s.GetPlacementOffsetBytes() != 1<<20 {
+		t.Errorf("stripe scan = %v", s)
 	}
 }
 

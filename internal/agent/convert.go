@@ -40,6 +40,7 @@ func ProbeResultToProto(mountPoint string, r probe.Result) *plumblinev1.ProbeRes
 		BusyPercent:        r.BusyPercent,
 		FirstError:         r.FirstError,
 		Failure:            r.Failure,
+		StripeScan:         r.StripeScan.Proto(),
 	}
 	if r.Kind != probe.LogWrite {
 		p.Sync = ""

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/plumbline/plumbline/internal/config"
@@ -62,9 +63,11 @@ func RenewingTLS(c config.Server, logger *slog.Logger) (*tls.Config, *enroll.Ren
 	if !pool.AppendCertsFromPEM(caPEM) {
 		return nil, nil, "", fmt.Errorf("server.tls.ca_file %s: no PEM certificate in it", t.CAFile)
 	}
+	// Without server_name, each address is checked against its own host
+	// name (the connection's authority, see dialServer).
 	name := t.ServerName
-	if name == "" {
-		name, _, _ = net.SplitHostPort(c.Address)
+	if targets := c.Targets(); name == "" && len(targets) == 1 {
+		name, _, _ = net.SplitHostPort(targets[0])
 	}
 	return &tls.Config{
 		MinVersion:           tls.VersionTLS13,
@@ -120,8 +123,9 @@ var errConnectionLost = errors.New("connection to the server lost")
 // geometry with the agent's).
 func (a *Agent) session(ctx context.Context, client plumblinev1.AgentServiceClient, conn connState) (helloOK bool, err error) {
 	hctx, cancel := context.WithTimeout(ctx, callTimeout)
+	var server peer.Peer // the replica this connection reached
 	hello, err := client.Hello(hctx, &plumblinev1.HelloRequest{AgentId: a.o.AgentID, Host: a.host.Load(), AgentVersion: a.o.Version,
-		Incarnation: a.spool.Incarnation(), Labels: a.o.Config.Labels})
+		Incarnation: a.spool.Incarnation(), Labels: a.o.Config.Labels}, grpc.Peer(&server))
 	cancel()
 	if err != nil {
 		return false, fmt.Errorf("hello: %w", err)
@@ -144,7 +148,7 @@ func (a *Agent) session(ctx context.Context, client plumblinev1.AgentServiceClie
 		return true, err
 	}
 	a.metrics.connected.Set(1)
-	a.log.Info("connected", "server", a.o.Config.Server.Address, "incarnation", a.spool.Incarnation(), "high_water", hello.GetHighWaterSequence())
+	a.log.Info("connected", "server", server.Addr, "incarnation", a.spool.Incarnation(), "high_water", hello.GetHighWaterSequence())
 	a.checkServerGeometry(hello.GetGeometryDigest())
 
 	// Watch the connection the Hello went over: when it stops being ready,

@@ -74,6 +74,7 @@ func TestLoadBad(t *testing.T) {
 		"bad-spans.yml":          "spans 3",
 
 		"bad-server-address.yml":     `server.address "localhost"`,
+		"bad-server-addresses.yml":   `server.addresses[1] "plumbline-3.example": want host:port`,
 		"bad-spool-max.yml":          "spool.max_bytes 100KiB",
 		"bad-report-interval.yml":    "intervals.report 1ms",
 		"bad-interval-syntax.yml":    `line 1: intervals.geometry_refresh: "soon" is not a duration`,

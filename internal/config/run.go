@@ -70,11 +70,25 @@ const (
 
 // Server is where the agent reports.
 type Server struct {
-	// Address is host:port of the server's gRPC listener.
-	Address string    `yaml:"address,omitempty"`
-	TLS     ClientTLS `yaml:"tls,omitempty"`
+	// Address is host:port of the server's gRPC listener (a DNS name with
+	// several A records: every one is a replica).
+	Address string `yaml:"address,omitempty"`
+	// Addresses are more replicas' host:port (with or instead of
+	// Address): the agent connects to one, in a random order per agent,
+	// and fails over to the next.
+	Addresses []string  `yaml:"addresses,omitempty"`
+	TLS       ClientTLS `yaml:"tls,omitempty"`
 	// Insecure sends in plaintext, without TLS: tests and dev only.
 	Insecure bool `yaml:"insecure,omitempty"`
+}
+
+// Targets are the server addresses: Address, then Addresses.
+func (s Server) Targets() []string {
+	var out []string
+	if s.Address != "" {
+		out = append(out, s.Address)
+	}
+	return append(out, s.Addresses...)
 }
 
 // ClientTLS are the agent's mutual-TLS files (PEM).
@@ -251,6 +265,11 @@ func (a Agent) validateEndpoints(add adder) {
 			add("server.address %q: want host:port", s)
 		}
 	}
+	for i, s := range a.Server.Addresses {
+		if host, port, err := net.SplitHostPort(s); err != nil || host == "" || port == "" {
+			add("server.addresses[%d] %q: want host:port", i, s)
+		}
+	}
 	if a.Spool.MaxBytes < MinSpoolMaxBytes {
 		add("spool.max_bytes %s: want at least %s", a.Spool.MaxBytes, MinSpoolMaxBytes)
 	}
@@ -350,8 +369,8 @@ func (a Agent) ValidateRun() error {
 		errs = append(errs, err)
 	}
 	var missing []error
-	if a.Server.Address == "" {
-		missing = append(missing, errors.New("server.address: required"))
+	if len(a.Server.Targets()) == 0 {
+		missing = append(missing, errors.New("server.address: required (or server.addresses)"))
 	}
 	if !a.Server.Insecure {
 		t := a.Server.TLS

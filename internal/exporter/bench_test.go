@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/plumbline/plumbline/internal/store"
-	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
+	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 // discardWriter is a ResponseWriter that counts the body and keeps none of
@@ -29,97 +29,116 @@ func (w *discardWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// BenchmarkScrape serves /metrics over a store of 10,000 volumes (1,000
-// agents × 10), each with three probe kinds' baselines and histograms and a
-// stop count, seeded through the store API — between changes (the cached
-// body), after an agent reported, after an evaluator pass that judged runs
-// of 10% of the volumes or of all of them, and after MaxAge with nothing
-// signalled:
-//
-//	go test ./internal/exporter -run '^$' -bench Scrape -benchtime 5x
-func BenchmarkScrape(b *testing.B) {
-	st := openStore(b)
+// benchFleet is a store of 10,000 volumes (1,000 agents × 10), each with
+// three probe kinds' baselines (a ratio on every signal, a cohort ratio)
+// and histograms and a stop count, seeded through the store API, and an
+// evaluator that judges runs of some volumes (their states move on: one
+// more run, a new histogram) as the server's would.
+type benchFleet struct {
+	st             *store.Store
+	states         []store.ProbeBaseline
+	h2             []byte
+	pass           int
+	passes, runs   atomic.Uint64 // the evaluator's pass and run counts, as the server wires them
+	clock          atomic.Int64  // offset from epoch
+	agents, perVol int
+}
+
+func newBenchFleet(b *testing.B) *benchFleet {
+	f := &benchFleet{st: openStore(b), agents: 1000, perVol: 10, h2: runHistogram(b, 2100*time.Microsecond, 100)}
 	ctx := context.Background()
-	const agents, perAgent = 1000, 10
-	now := epoch
-	var states []store.ProbeBaseline
 	var stops []store.StopCount
 	h := runHistogram(b, 2*time.Millisecond, 100)
-	for a := range agents {
+	for a := range f.agents {
 		id := fmt.Sprintf("db%04d", a)
-		if err := st.UpsertAgent(ctx, store.Agent{ID: id, Hostname: id + ".example.com", LastSeen: now}); err != nil {
+		if err := f.st.UpsertAgent(ctx, store.Agent{ID: id, Hostname: id + ".example.com", LastSeen: epoch}); err != nil {
 			b.Fatal(err)
 		}
-		g := store.Record{Sequence: 1, Kind: store.KindGeometry, ProducedAt: now}
-		for v := range perAgent {
-			var pv *plumblinev1.Volume
-			mount := fmt.Sprintf("/data%d", v)
+		g := store.Record{Sequence: 1, Kind: store.KindGeometry, ProducedAt: epoch}
+		for v := range f.perVol {
+			pv := mdVolume(fmt.Sprintf("/data%d", v))
 			if v%2 == 0 {
-				pv = legacyVolume(mount)
-			} else {
-				pv = mdVolume(mount)
+				pv = legacyVolume(pv.MountPoint)
 			}
 			g.Volumes = append(g.Volumes, storeVolume(b, pv))
-			for _, k := range []string{"random-read", "random-write", "log-write"} {
-				states = append(states, store.ProbeBaseline{AgentID: id, MountPoint: mount, Kind: k, Profile: "p", Detector: []byte{},
+			for _, k := range vocab.ProbeKindNames() {
+				f.states = append(f.states, store.ProbeBaseline{AgentID: id, MountPoint: pv.MountPoint, Kind: k, Profile: "p", Detector: []byte{},
 					Status: "ok", Reference: "history", Ratio: 1.05, HistoryRatio: 1.05, CohortRatio: 0.97, CohortReference: "cohort",
-					Trusted: true, LastRun: now, Runs: 100, Histogram: h})
+					TailRatio: 1.1, MeanRatio: 1.02, RateRatio: 1, Trusted: true, LastRun: epoch, Runs: 100, Histogram: h})
 			}
-			stops = append(stops, store.StopCount{AgentID: id, MountPoint: mount, Kind: "random-read", Reason: "busy", Runs: 3})
+			stops = append(stops, store.StopCount{AgentID: id, MountPoint: pv.MountPoint, Kind: "random-read", Reason: "busy", Runs: 3})
 		}
-		if _, err := st.AppendBatch(ctx, id, []store.Record{g}); err != nil {
+		if _, err := f.st.AppendBatch(ctx, id, []store.Record{g}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	var passes, runs atomic.Uint64 // the evaluator's pass and run counts, as the server wires them
-	if err := st.SaveBaselines(ctx, store.BaselineUpdate{States: states, StopCounts: stops}); err != nil {
+	if err := f.st.SaveBaselines(ctx, store.BaselineUpdate{States: f.states, StopCounts: stops}); err != nil {
 		b.Fatal(err)
 	}
-	// An evaluator pass judges new runs of some volumes: their states move
-	// on (one more run, a new histogram), the others stay as they were.
-	h2 := runHistogram(b, 2100*time.Microsecond, 100)
-	pass := 0
-	judge := func(volumes int) {
-		pass++
-		from := (pass * volumes) % (agents * perAgent)
-		var changed []store.ProbeBaseline
-		for v := from; v < from+volumes; v++ {
-			for k := range 3 {
-				s := states[(v%(agents*perAgent))*3+k]
-				s.Runs += uint64(pass)
-				s.Histogram, s.HistoryRatio, s.LastRun = h2, 1.05+float64(pass)/1000, now.Add(time.Duration(pass)*time.Second)
-				changed = append(changed, s)
-			}
+	return f
+}
+
+// judge is an evaluator pass that judged new runs of n volumes.
+func (f *benchFleet) judge(b *testing.B, n int) {
+	f.pass++
+	total := f.agents * f.perVol
+	from := (f.pass * n) % total
+	var changed []store.ProbeBaseline
+	for v := from; v < from+n; v++ {
+		for k := range 3 {
+			s := f.states[(v%total)*3+k]
+			s.Runs += uint64(f.pass)
+			s.Histogram, s.HistoryRatio, s.LastRun = f.h2, 1.05+float64(f.pass)/1000, epoch.Add(time.Duration(f.pass)*time.Second)
+			changed = append(changed, s)
 		}
-		if err := st.SaveBaselines(ctx, store.BaselineUpdate{States: changed}); err != nil {
-			b.Fatal(err)
-		}
-		runs.Add(uint64(len(changed)))
-		passes.Add(1)
 	}
-	var clock atomic.Int64 // offset from now
-	c, err := New(st, Options{Now: func() time.Time { return now.Add(time.Duration(clock.Load())) }, Evaluator: func() EvaluatorStatus {
-		return EvaluatorStatus{LastSuccess: now, Passes: passes.Load(), Runs: runs.Load()}
+	if err := f.st.SaveBaselines(context.Background(), store.BaselineUpdate{States: changed}); err != nil {
+		b.Fatal(err)
+	}
+	f.runs.Add(uint64(len(changed)))
+	f.passes.Add(1)
+}
+
+func (f *benchFleet) collector(b *testing.B) *Collector {
+	c, err := New(f.st, Options{Now: func() time.Time { return epoch.Add(time.Duration(f.clock.Load())) }, Evaluator: func() EvaluatorStatus {
+		return EvaluatorStatus{LastSuccess: epoch, Passes: f.passes.Load(), Runs: f.runs.Load()}
 	}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	serve := func(b *testing.B, accept, encoding string) int {
-		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
-		if accept != "" {
-			req.Header.Set("Accept", accept)
-		}
-		if encoding != "" {
-			req.Header.Set("Accept-Encoding", encoding)
-		}
-		w := &discardWriter{header: http.Header{}}
-		c.ServeHTTP(w, req)
-		if w.code != 0 && w.code != http.StatusOK {
-			b.Fatalf("GET /metrics: %d", w.code)
-		}
-		return w.n
+	return c
+}
+
+// serveBench serves one scrape of target (a /metrics URL) and returns the
+// body's size.
+func serveBench(b *testing.B, c *Collector, target, accept, encoding string) int {
+	req := httptest.NewRequest(http.MethodGet, target, nil)
+	if accept != "" {
+		req.Header.Set("Accept", accept)
 	}
-	serve(b, "", "") // the first scrape reads and encodes everything
+	if encoding != "" {
+		req.Header.Set("Accept-Encoding", encoding)
+	}
+	w := &discardWriter{header: http.Header{}}
+	c.ServeHTTP(w, req)
+	if w.code != 0 && w.code != http.StatusOK {
+		b.Fatalf("GET %s: %d", target, w.code)
+	}
+	return w.n
+}
+
+// BenchmarkScrape serves /metrics over the bench fleet — between changes
+// (the cached body), after an agent reported, after an evaluator pass that
+// judged runs of 10% of the volumes or of all of them, and after MaxAge
+// with nothing signalled:
+//
+//	go test ./internal/exporter -run '^$' -bench 'Scrape$' -benchtime 5x
+func BenchmarkScrape(b *testing.B) {
+	f := newBenchFleet(b)
+	ctx := context.Background()
+	c := f.collector(b)
+	volumes := f.agents * f.perVol
+	serveBench(b, c, "/metrics", "", "") // the first scrape reads and encodes everything
 	for _, tc := range []struct {
 		name, accept, encoding string
 		change                 func(i int)
@@ -130,23 +149,22 @@ func BenchmarkScrape(b *testing.B) {
 		{"cached/protobuf-gzip", prometheusAccept, "gzip", nil},
 		// An agent reported since the last scrape: agents and volumes read again.
 		{"ingest/text", "", "", func(i int) {
-			id := fmt.Sprintf("db%04d", i%agents)
-			if err := st.UpsertAgent(ctx, store.Agent{ID: id, Hostname: id + ".example.com", LastSeen: now.Add(time.Duration(i+1) * time.Millisecond)}); err != nil {
+			id := fmt.Sprintf("db%04d", i%f.agents)
+			if err := f.st.UpsertAgent(ctx, store.Agent{ID: id, Hostname: id + ".example.com", LastSeen: epoch.Add(time.Duration(i+1) * time.Millisecond)}); err != nil {
 				b.Fatal(err)
 			}
 		}},
 		// The evaluator finished a pass that judged runs of 10% of the
 		// volumes: their rows read and their series built again.
-		{"evaluated/text", "", "", func(int) { judge(agents * perAgent / 10) }},
-		{"evaluated/protobuf-gzip", prometheusAccept, "gzip", func(int) { judge(agents * perAgent / 10) }},
+		{"evaluated/text", "", "", func(int) { f.judge(b, volumes/10) }},
+		{"evaluated/protobuf-gzip", prometheusAccept, "gzip", func(int) { f.judge(b, volumes/10) }},
 		// A pass that judged runs of every volume: everything read and built again.
-		{"evaluated-all/text", "", "", func(int) { judge(agents * perAgent) }},
+		{"evaluated-all/text", "", "", func(int) { f.judge(b, volumes) }},
 		// MaxAge passed with nothing signalled: everything read again, nothing changed.
-		{"expired/text", "", "", func(int) { clock.Add(int64(31 * time.Second)) }},
+		{"expired/text", "", "", func(int) { f.clock.Add(int64(31 * time.Second)) }},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			size := serve(b, tc.accept, tc.encoding)
-			b.ReportMetric(float64(size), "bytes/scrape")
+			size := serveBench(b, c, "/metrics", tc.accept, tc.encoding)
 			i := 0
 			for b.Loop() {
 				if tc.change != nil {
@@ -155,10 +173,61 @@ func BenchmarkScrape(b *testing.B) {
 					i++
 					b.StartTimer()
 				}
-				serve(b, tc.accept, tc.encoding)
+				serveBench(b, c, "/metrics", tc.accept, tc.encoding)
 			}
+			b.ReportMetric(float64(size), "bytes/scrape")
 		})
 	}
+}
+
+// BenchmarkScrapeShards: the scrape after an evaluator pass that changed
+// every one of the 10,000 volumes, of one shard of 10 (1,000 volumes) and
+// of the whole exposition, in the formats Prometheus asks for; then the
+// ten shards' scrapes after a pass that changed 10% of them:
+//
+//	go test ./internal/exporter -run '^$' -bench ScrapeShards -benchtime 5x
+func BenchmarkScrapeShards(b *testing.B) {
+	f := newBenchFleet(b)
+	c := f.collector(b)
+	volumes := f.agents * f.perVol
+	for _, tc := range []struct{ name, target, accept, encoding string }{
+		{"shard-3-of-10/text", "/metrics?shard=3&shards=10", "", ""},
+		{"shard-3-of-10/protobuf-gzip", "/metrics?shard=3&shards=10", prometheusAccept, "gzip"},
+		{"unsharded/text", "/metrics", "", ""},
+		{"unsharded/protobuf-gzip", "/metrics", prometheusAccept, "gzip"},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			size := serveBench(b, c, tc.target, tc.accept, tc.encoding)
+			var cpu time.Duration
+			for b.Loop() {
+				b.StopTimer()
+				f.judge(b, volumes)
+				b.StartTimer()
+				before := processCPU()
+				serveBench(b, c, tc.target, tc.accept, tc.encoding)
+				cpu += processCPU() - before
+			}
+			b.ReportMetric(float64(cpu.Microseconds())/1e3/float64(b.N), "cpu-ms/op")
+			b.ReportMetric(float64(size), "bytes/scrape")
+		})
+	}
+	// As Prometheus scrapes: after a pass that judged 10% of the volumes,
+	// every shard of 10 in turn (the later ones share the pass's reads);
+	// an op is the ten scrapes.
+	b.Run("all-10-shards-after-10%-pass/protobuf-gzip", func(b *testing.B) {
+		var cpu time.Duration
+		for b.Loop() {
+			b.StopTimer()
+			f.judge(b, volumes/10)
+			b.StartTimer()
+			before := processCPU()
+			for i := range 10 {
+				serveBench(b, c, fmt.Sprintf("/metrics?shard=%d&shards=10", i), prometheusAccept, "gzip")
+			}
+			cpu += processCPU() - before
+		}
+		b.ReportMetric(float64(cpu.Microseconds())/1e3/float64(b.N), "cpu-ms/op")
+	})
 }
 
 // BenchmarkEncodeHistogram: one latency histogram of a volume in both

@@ -49,6 +49,7 @@ func get(t testing.TB, h http.Handler, accept, encoding string) *httptest.Respon
 }
 
 func TestFamiliesInNameOrder(t *testing.T) {
+	t.Parallel()
 	fs := newFamilies()
 	for i := 1; i < len(fs); i++ {
 		if fs[i-1].name >= fs[i].name {
@@ -62,6 +63,7 @@ func TestFamiliesInNameOrder(t *testing.T) {
 // expfmt's encoding of the same families, and label values and help that
 // need escaping.
 func TestTextMatchesExpfmt(t *testing.T) {
+	t.Parallel()
 	c := goldenCollector(t)
 	mfs, err := c.Gather()
 	if err != nil {
@@ -105,6 +107,7 @@ func TestTextMatchesExpfmt(t *testing.T) {
 // what protodelim.MarshalTo writes for the same families (the client
 // library's encoder), native buckets included.
 func TestProtobufMatchesMarshal(t *testing.T) {
+	t.Parallel()
 	c := goldenCollector(t)
 	body := get(t, c, prometheusAccept, "").Body.Bytes()
 	mfs, err := c.Gather()
@@ -125,6 +128,7 @@ func TestProtobufMatchesMarshal(t *testing.T) {
 // TestProtobufNegotiation: Prometheus asking for protobuf gets the
 // delimited protobuf exposition with native buckets; gzip is the same body.
 func TestProtobufNegotiation(t *testing.T) {
+	t.Parallel()
 	c := goldenCollector(t)
 	text := get(t, c, "", "").Body.String()
 
@@ -185,6 +189,7 @@ func TestProtobufNegotiation(t *testing.T) {
 // ingest and evaluator passes show at once; a change nothing signals shows
 // within MaxAge; agent_up follows the clock.
 func TestCacheInvalidation(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st := openStore(t)
 	seed(t, st, goldenFleet())
@@ -196,10 +201,7 @@ func TestCacheInvalidation(t *testing.T) {
 	now := epoch
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
-	c, err := New(st, Options{Now: clock, MaxAge: 30 * time.Second, Evaluator: func() EvaluatorStatus {
-		s := ev.Status()
-		return EvaluatorStatus{LastSuccess: s.LastSuccess, Passes: s.Passes, Runs: s.Runs, Failures: s.Failures}
-	}})
+	c, err := New(st, Options{Now: clock, MaxAge: 30 * time.Second, Evaluator: evaluatorStatus(ev)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,6 +301,7 @@ func TestCacheInvalidation(t *testing.T) {
 // TestStoreFailureRecovers: a failed read drops the store's families; the
 // next good read brings all of them back.
 func TestStoreFailureRecovers(t *testing.T) {
+	t.Parallel()
 	c := goldenCollector(t)
 	want := get(t, c, "", "").Body.String()
 	st := c.st
@@ -318,6 +321,7 @@ func TestStoreFailureRecovers(t *testing.T) {
 // keeps up to date volume by volume is byte for byte that of a new
 // collector reading everything, in both formats.
 func TestIncrementalMatchesFresh(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st := openStore(t)
 	seed(t, st, goldenFleet())
@@ -325,10 +329,7 @@ func TestIncrementalMatchesFresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	status := func() EvaluatorStatus {
-		s := ev.Status()
-		return EvaluatorStatus{LastSuccess: s.LastSuccess, Passes: s.Passes, Runs: s.Runs, Failures: s.Failures}
-	}
+	status := evaluatorStatus(ev)
 	var ticks atomic.Int64 // a clock that moves a little on every read, so the record counts are counted again
 	opts := Options{Now: func() time.Time { return epoch.Add(time.Duration(ticks.Add(1)) * time.Millisecond) }, RecordCountsEvery: time.Nanosecond, Evaluator: status}
 	c, err := New(st, opts)
@@ -410,6 +411,7 @@ func TestIncrementalMatchesFresh(t *testing.T) {
 // spans and deltas are those of the histogram's buckets, on sparse and
 // dense histograms alike.
 func TestClassicCounts(t *testing.T) {
+	t.Parallel()
 	c, err := New(openStore(t), Options{ClassicBuckets: []float64{0x1p-20, 0x1p-10, histogram.UpperBound(-61), 0x1p-6, 0x1p+2}})
 	if err != nil {
 		t.Fatal(err)

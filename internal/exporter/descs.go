@@ -2,8 +2,11 @@ package exporter
 
 import (
 	"slices"
+	"strings"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 // family is one metric family, described once: its name, help, type and
@@ -61,6 +64,8 @@ var (
 
 func newFamilies() [numFamilies]family {
 	const ns = "plumbline_"
+	verdicts, severities := strings.Join(vocab.Verdicts(), ", "), strings.Join(vocab.Severities(), ", ")
+	stopReasons, kinds := strings.Join(vocab.StopReasons(), ", "), vocab.ProbeKindList()
 	var fs [numFamilies]family
 	d := func(i int, name string, typ dto.MetricType, help string, labels []string) {
 		f := family{name: ns + name, help: help, typ: typ, labels: labels}
@@ -75,25 +80,25 @@ func newFamilies() [numFamilies]family {
 		f.headers()
 		fs[i] = f
 	}
-	d(famVolInfo, "volume_info", gauge, "A volume the latest geometry snapshot of its host lists, with its identity, geometry and the server's alignment verdict (aligned, misaligned, unknown) as labels. Sizes are bytes; data_offset_bytes is empty when unknown, cluster (the file-system allocation unit) when unknown.",
+	d(famVolInfo, "volume_info", gauge, "A volume the latest geometry snapshot of its host lists, with its identity, geometry and the server's alignment verdict ("+verdicts+") as labels. Sizes are bytes; data_offset_bytes is empty when unknown, cluster (the file-system allocation unit) when unknown.",
 		withVolume("device", "fs", "raid_level", "stripe_unit_bytes", "data_offset_bytes", "cluster", "media", "profile", "verdict"))
 	d(famVolSplit, "volume_split_fraction", gauge, "Offset-caused split: predicted share of I/Os of io_size_bytes that straddle a stripe unit because of where the volume's data starts, beyond what an aligned offset would split (split-I/O model; 0 to 1; 0 when aligned). Re-creating the partition at an aligned offset removes it. Absent when no stripe unit or offset is known.",
 		withVolume("io_size_bytes"))
 	d(famVolGranSplit, "volume_granularity_split_fraction", gauge, "Allocation-granularity split: predicted share of I/Os of io_size_bytes that straddle a stripe unit at any offset, because the file system places them on a grid finer than their size (allocation unit or stripe hint below the I/O size). Not a misalignment; no re-partitioning removes it (0 to 1). Absent when no stripe unit or offset is known.",
 		withVolume("io_size_bytes"))
-	d(famVolFinding, "volume_finding", gauge, "An alignment finding of the server's rules on the volume (rule id, severity: critical, warning, info); always 1.",
+	d(famVolFinding, "volume_finding", gauge, "An alignment finding of the server's rules on the volume (rule id, severity: "+severities+"); always 1.",
 		withVolume("rule", "severity"))
 	d(famVolRAIDMissing, "volume_raid_missing_members", gauge, "Members an md array under the volume lacks: the kernel's raid_disks minus the member devices sysfs lists. 0 for a complete array.",
 		withVolume("device"))
 	d(famVolLastProbe, "volume_last_probe_timestamp_seconds", gauge, "When the volume's last probe run that completed operations started (Unix time), over all probe kinds.",
 		volumeLabels)
-	d(famLatency, "probe_latency_seconds", histog, "Latency of every probe operation on the volume, by probe kind (random-read, random-write: 8 KiB QD1 O_DIRECT; log-write: synced sequential writes), cumulative over every judged run. Classic buckets and schema-3 native buckets.",
+	d(famLatency, "probe_latency_seconds", histog, "Latency of every probe operation on the volume, by probe kind ("+kinds+"), cumulative over every judged run. Classic buckets and schema-3 native buckets.",
 		withVolume("kind"))
 	d(famRatio, "baseline_ratio", gauge, "The last run against a reference, by signal: against the history (the volume's own rolling median of the signal) the run's median, p99 and mean latency and its rate shortfall (IOPS cap over achieved IOPS), signal median, p99, mean, rate; against the cohort (the median of volumes of the same profile) or the prior (the profile's expected band, while the cohort is too small) the median only.",
 		withVolume("kind", "reference", "signal"))
 	d(famDegradedSince, "baseline_degraded_since_timestamp_seconds", gauge, "Present while the volume is degraded for the probe kind: when the sustained shift began (Unix time), against which reference, and on which signal (median, p99, mean; rate: throttled, the median steady).",
 		withVolume("kind", "reference", "signal"))
-	d(famStops, "probe_stops_total", counter, "Probe runs of any kind skipped or stopped before their op budget, by reason (busy, busy-during, latency-ceiling, max-duration, interrupted, io-errors, refused, failed, lock-timeout, skipped).",
+	d(famStops, "probe_stops_total", counter, "Probe runs of any kind skipped or stopped before their op budget, by reason ("+stopReasons+"; skipped: a skipped run that gave none).",
 		withVolume("reason"))
 	d(famAgentConflicts, "agent_identity_conflicts_total", counter, "Times two live agents were seen on this agent identity (an agent spool incarnation that a newer one had replaced spoke again: two hosts sharing one certificate, or a copied spool). Present only for agents with at least one.",
 		[]string{"agent_id", "host"})

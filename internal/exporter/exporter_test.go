@@ -54,6 +54,7 @@ func goldenCollector(t testing.TB) *Collector {
 // TestGolden compares the whole /metrics page of a fixed fleet with
 // testdata/metrics.golden (go test ./internal/exporter -run Golden -update).
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	got := scrape(t, goldenCollector(t))
 	path := filepath.Join("testdata", "metrics.golden")
 	if *update {
@@ -75,6 +76,7 @@ func TestGolden(t *testing.T) {
 
 // TestPromtoolCheckMetrics runs the golden exposition through promtool.
 func TestPromtoolCheckMetrics(t *testing.T) {
+	t.Parallel()
 	promtool := requireTool(t, "promtool")
 	exp, err := os.ReadFile(filepath.Join("testdata", "metrics.golden"))
 	if err != nil {
@@ -111,6 +113,7 @@ func requireTool(t testing.TB, name string) string {
 // offset and allocation granularity, adds 2 where a stripe unit is known;
 // the p99, mean and rate ratios against the history 3 per probe kind).
 func TestSeriesPerVolume(t *testing.T) {
+	t.Parallel()
 	c := goldenCollector(t)
 	mfs, err := prometheus.Gatherers{c}.Gather() // the registry's consistency checks
 	if err != nil {
@@ -173,6 +176,7 @@ func seriesOf(m *dto.Metric) int {
 // TestNativeBuckets checks the protobuf exposition carries native buckets
 // alongside the classic ones, and that they add up.
 func TestNativeBuckets(t *testing.T) {
+	t.Parallel()
 	c := goldenCollector(t)
 	mfs, err := prometheus.Gatherers{c}.Gather() // the registry's consistency checks
 	if err != nil {
@@ -211,6 +215,7 @@ func TestNativeBuckets(t *testing.T) {
 // 0.98 ms and 15.6 ms, put all of a fleet's flash in one bucket). The counts
 // are those of a stored histogram of these latencies, through histFactsOf.
 func TestDefaultBucketsResolveLatency(t *testing.T) {
+	t.Parallel()
 	c, err := New(openStore(t), Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -263,6 +268,7 @@ func TestDefaultBucketsResolveLatency(t *testing.T) {
 }
 
 func TestNewRejectsBadBuckets(t *testing.T) {
+	t.Parallel()
 	st := openStore(t)
 	for _, b := range [][]float64{{0.001}, {0x1p-9, 0x1p-10}, {-1}} {
 		if _, err := New(st, Options{ClassicBuckets: b}); err == nil {
@@ -272,6 +278,7 @@ func TestNewRejectsBadBuckets(t *testing.T) {
 }
 
 func TestStoreFailure(t *testing.T) {
+	t.Parallel()
 	st := openStore(t)
 	c, err := New(st, fixedOptions())
 	if err != nil {
@@ -289,6 +296,7 @@ func TestStoreFailure(t *testing.T) {
 // incarnations take turns gets plumbline_agent_identity_conflicts_total;
 // an agent without conflicts has no such series.
 func TestIdentityConflictsMetric(t *testing.T) {
+	t.Parallel()
 	st := openStore(t)
 	seed(t, st, goldenFleet())
 	c, err := New(st, fixedOptions())

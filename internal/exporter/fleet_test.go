@@ -13,6 +13,7 @@ import (
 	"github.com/plumbline/plumbline/internal/evaluator"
 	"github.com/plumbline/plumbline/internal/histogram"
 	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/vocab"
 	"github.com/plumbline/plumbline/internal/wire"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
@@ -194,7 +195,7 @@ func seed(tb testing.TB, st *store.Store, fleet []host) {
 func steady(mount string, start time.Time, n int, medians map[string]time.Duration) []run {
 	var out []run
 	for i := range n {
-		for _, k := range []string{"random-read", "random-write", "log-write"} {
+		for _, k := range vocab.ProbeKindNames() {
 			out = append(out, run{mount: mount, kind: k, at: start.Add(time.Duration(i) * time.Hour), median: medians[k]})
 		}
 	}
@@ -228,6 +229,14 @@ func goldenFleet() []host {
 		{id: "db01", hostname: "db01.example.com", lastSeen: epoch.Add(-30 * time.Second), volumes: []*plumblinev1.Volume{legacyVolume("/data"), nvmeVolume("/log")}, runs: db01},
 		{id: "db02", hostname: "db02.example.com", lastSeen: epoch.Add(-time.Minute), volumes: []*plumblinev1.Volume{mdVolume("/srv/pg")}, runs: db02},
 		{id: "db03", hostname: "db03.example.com", lastSeen: epoch.Add(-2 * time.Hour)},
+	}
+}
+
+// evaluatorStatus wires an evaluator into Options as the server does.
+func evaluatorStatus(ev *evaluator.Evaluator) func() EvaluatorStatus {
+	return func() EvaluatorStatus {
+		s := ev.Status()
+		return EvaluatorStatus{LastSuccess: s.LastSuccess, Passes: s.Passes, Runs: s.Runs, Failures: s.Failures}
 	}
 }
 

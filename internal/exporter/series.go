@@ -8,8 +8,6 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/protobuf/encoding/protowire"
-
-	"github.com/plumbline/plumbline/internal/histogram"
 )
 
 // series is one metric of a family, encoded once in both formats: its text
@@ -32,16 +30,17 @@ type series struct {
 // change.
 type part struct {
 	series []*series
+	hash   uint64 // shardHash of the volume's key: which shards carry it
 }
 
-// famState is one family's series in exposition order and the family's
-// encodings, rebuilt when a series changed.
+// famState is one family's series in exposition order, kept up to date
+// as series come and go; changes are noted in log.
 type famState struct {
 	byKey   map[string]*series
 	order   []*series // by key
 	added   []*series // not yet in order
 	removed bool      // order holds dead series
-	changed bool      // the exposition changed since the last update
+	log     *changeLog
 }
 
 // put makes s (emitted by owner in refresh gen) the family's series of its
@@ -53,13 +52,17 @@ func (fs *famState) put(s *series, owner *part, gen uint64) *series {
 	}
 	if old := fs.byKey[s.key]; old != nil {
 		fs.replaceBytes(old, s)
+		if old.owner != owner { // another volume's now (hosts sharing a name): it may move shards
+			fs.log.note(old.owner)
+			fs.log.note(owner)
+		}
 		old.owner, old.gen = owner, gen
 		return old
 	}
 	s.owner, s.gen = owner, gen
 	fs.byKey[s.key] = s
 	fs.added = append(fs.added, s)
-	fs.changed = true
+	fs.log.note(owner)
 	return s
 }
 
@@ -67,13 +70,15 @@ func (fs *famState) put(s *series, owner *part, gen uint64) *series {
 // the same key).
 func (fs *famState) replaceBytes(old, s *series) {
 	if !bytes.Equal(old.text, s.text) || !bytes.Equal(old.pb, s.pb) {
-		old.text, old.pb, fs.changed = s.text, s.pb, true
+		old.text, old.pb = s.text, s.pb
+		fs.log.note(old.owner)
 	}
 }
 
 func (fs *famState) drop(s *series) {
 	delete(fs.byKey, s.key)
-	s.dead, fs.removed, fs.changed = true, true, true
+	s.dead, fs.removed = true, true
+	fs.log.note(s.owner)
 }
 
 // replace makes ss (any order) the family's only series.
@@ -96,74 +101,87 @@ func (fs *famState) replace(ss []*series, gen uint64) {
 // reset drops every series.
 func (fs *famState) reset() {
 	if len(fs.byKey) > 0 || len(fs.order) > 0 {
-		*fs = famState{changed: true}
+		fs.log.global = true
+		*fs = famState{log: fs.log}
 	}
 }
 
-// update brings the order up to date and reports whether the family's
-// exposition changed since the last call.
-func (fs *famState) update() bool {
-	if len(fs.added) > 0 || fs.removed {
-		order := fs.order
-		if fs.removed {
-			order = make([]*series, 0, len(fs.order)+len(fs.added))
-			for _, s := range fs.order {
-				if !s.dead {
-					order = append(order, s)
-				}
-			}
-		}
-		added := fs.added[:0]
-		for _, s := range fs.added {
+// update brings the order up to date.
+func (fs *famState) update() {
+	if len(fs.added) == 0 && !fs.removed {
+		return
+	}
+	order := fs.order
+	if fs.removed {
+		order = make([]*series, 0, len(fs.order)+len(fs.added))
+		for _, s := range fs.order {
 			if !s.dead {
-				added = append(added, s)
+				order = append(order, s)
 			}
 		}
-		slices.SortFunc(added, func(a, b *series) int { return strings.Compare(a.key, b.key) })
-		fs.order = mergeSeries(order, added)
-		fs.added, fs.removed = nil, false
 	}
-	changed := fs.changed
-	fs.changed = false
-	return changed
+	added := fs.added[:0]
+	for _, s := range fs.added {
+		if !s.dead {
+			added = append(added, s)
+		}
+	}
+	slices.SortFunc(added, func(a, b *series) int { return strings.Compare(a.key, b.key) })
+	fs.order = mergeSeries(order, added)
+	fs.added, fs.removed = nil, false
 }
 
-// size is the length of the family's text or delimited protobuf
-// encoding (0: absent), and pbSize that of its MetricFamily message.
-func (fs *famState) size(f *family, protobuf bool) (n, pbSize int) {
-	if len(fs.order) == 0 {
+// selected is the family's series in a shard, in order.
+func (fs *famState) selected(sel shardSel) []*series {
+	if sel == allShards {
+		return fs.order
+	}
+	var out []*series
+	for _, s := range fs.order {
+		if s.owner == nil && sel.hasGlobal() || s.owner != nil && sel.has(s.owner.hash) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// size is the length of the text or delimited protobuf encoding of ss, series of
+// the family (0: absent), and pbSize that of its MetricFamily message.
+func (f *family) size(ss []*series, protobuf bool) (n, pbSize int) {
+	if len(ss) == 0 {
 		return 0, 0
 	}
 	if !protobuf {
 		n = len(f.textHeader)
-		for _, s := range fs.order {
+		for _, s := range ss {
 			n += len(s.text)
 		}
 		return n, 0
 	}
 	pbSize = len(f.pbHeader)
-	for _, s := range fs.order {
+	for _, s := range ss {
 		pbSize += protowire.SizeTag(4) + protowire.SizeBytes(len(s.pb))
 	}
 	return protowire.SizeVarint(uint64(pbSize)) + pbSize, pbSize
 }
 
-// appendTo appends the family's text or delimited protobuf encoding.
-func (fs *famState) appendTo(b []byte, f *family, protobuf bool) []byte {
-	if len(fs.order) == 0 {
+// appendTo appends the text or delimited protobuf encoding of ss, series
+// of the family.
+func (f *family) appendTo(b []byte, ss []*series, protobuf bool) []byte {
+	if len(ss) == 0 {
 		return b
 	}
 	if !protobuf {
 		b = append(b, f.textHeader...)
-		for _, s := range fs.order {
+		for _, s := range ss {
 			b = append(b, s.text...)
 		}
 		return b
 	}
-	_, size := fs.size(f, true)
+	_, size := f.size(ss, true)
 	b = protowire.AppendVarint(b, uint64(size))
 	b = append(b, f.pbHeader...)
-	for _, s := range fs.order {
+	for _, s := range ss {
 		b = protowire.AppendTag(b, 4, protowire.BytesType) // MetricFamily.metric
 		b = protowire.AppendBytes(b, s.pb)
 	}
@@ -211,125 +229,6 @@ func (f *family) encodeSeries(fam int, values []string, v float64) *series {
 	buf = f.appendLine(buf, "", values, math.NaN(), v)
 	s.text = buf[:len(buf):len(buf)]
 	s.pb = f.appendMetric(buf[len(buf):], values, v)
-	return s
-}
-
-// nativeHist is a histogram as the exposition shows it: classic buckets
-// (cumulative counts at the classic bounds) and schema-3 native buckets.
-type nativeHist struct {
-	count   uint64
-	sum     float64 // seconds
-	zero    uint64
-	classic []uint64
-	spans   []histogram.Span
-	deltas  []int64
-}
-
-// classicBounds are the classic bucket bounds of the histograms and their
-// le label values as the text format writes them (formatted once).
-type classicBounds struct {
-	bounds []float64
-	le     [][]byte
-}
-
-func newClassicBounds(bounds []float64) classicBounds {
-	c := classicBounds{bounds: bounds, le: make([][]byte, len(bounds))}
-	for i, b := range bounds {
-		c.le[i] = appendFloat(nil, b)
-	}
-	return c
-}
-
-// encodeHistogram encodes one histogram of family f: the text lines
-// (classic buckets, +Inf, _sum, _count) and the Metric message with its
-// native buckets, field by field as proto.Marshal writes a dto.Metric.
-// The text's label pairs are escaped once and copied into every line.
-func (f *family) encodeHistogram(fam int, values []string, cb classicBounds, h *nativeHist) *series {
-	bounds := cb.bounds
-	s := &series{fam: fam, key: f.key(values)}
-	line := f.lineSize(values)
-	pairs := make([]byte, 0, line)
-	for i, j := range f.order {
-		if i > 0 {
-			pairs = append(pairs, ',')
-		}
-		pairs = append(pairs, f.labelNames[i]...)
-		pairs = append(pairs, `="`...)
-		pairs = appendEscaped(pairs, values[j], true)
-		pairs = append(pairs, '"')
-	}
-	text := make([]byte, 0, (len(bounds)+3)*(len(f.name)+len(pairs)+48))
-	bucket := func(le []byte, v uint64) {
-		text = append(text, f.name...)
-		text = append(text, "_bucket{"...)
-		text = append(text, pairs...)
-		if len(pairs) > 0 {
-			text = append(text, ',')
-		}
-		text = append(text, `le="`...)
-		text = append(text, le...)
-		text = append(text, `"} `...)
-		text = appendFloat(text, float64(v))
-		text = append(text, '\n')
-	}
-	for i := range bounds {
-		bucket(cb.le[i], h.classic[i])
-	}
-	bucket([]byte("+Inf"), h.count)
-	for _, x := range []struct {
-		suffix string
-		v      float64
-	}{{"_sum", h.sum}, {"_count", float64(h.count)}} {
-		text = append(text, f.name...)
-		text = append(text, x.suffix...)
-		if len(pairs) > 0 {
-			text = append(text, '{')
-			text = append(text, pairs...)
-			text = append(text, '}')
-		}
-		text = append(text, ' ')
-		text = appendFloat(text, x.v)
-		text = append(text, '\n')
-	}
-	s.text = text
-
-	m := make([]byte, 0, 48+24*len(bounds)+12*len(h.spans)+4*len(h.deltas)) // dto.Histogram
-	m = protowire.AppendTag(m, 1, protowire.VarintType)                     // sample_count
-	m = protowire.AppendVarint(m, h.count)
-	m = protowire.AppendTag(m, 2, protowire.Fixed64Type) // sample_sum
-	m = protowire.AppendFixed64(m, math.Float64bits(h.sum))
-	for i, bound := range bounds { // bucket
-		m = protowire.AppendTag(m, 3, protowire.BytesType)
-		m = protowire.AppendVarint(m, uint64(protowire.SizeTag(1)+protowire.SizeVarint(h.classic[i])+protowire.SizeTag(2)+protowire.SizeFixed64()))
-		m = protowire.AppendTag(m, 1, protowire.VarintType) // cumulative_count
-		m = protowire.AppendVarint(m, h.classic[i])
-		m = protowire.AppendTag(m, 2, protowire.Fixed64Type) // upper_bound
-		m = protowire.AppendFixed64(m, math.Float64bits(bound))
-	}
-	m = protowire.AppendTag(m, 5, protowire.VarintType) // schema (sint32)
-	m = protowire.AppendVarint(m, protowire.EncodeZigZag(int64(histogram.Schema)))
-	m = protowire.AppendTag(m, 6, protowire.Fixed64Type) // zero_threshold
-	m = protowire.AppendFixed64(m, math.Float64bits(histogram.ZeroThreshold))
-	m = protowire.AppendTag(m, 7, protowire.VarintType) // zero_count
-	m = protowire.AppendVarint(m, h.zero)
-	for _, sp := range h.spans { // positive_span
-		off := protowire.EncodeZigZag(int64(sp.Offset))
-		m = protowire.AppendTag(m, 12, protowire.BytesType)
-		m = protowire.AppendVarint(m, uint64(protowire.SizeTag(1)+protowire.SizeVarint(off)+protowire.SizeTag(2)+protowire.SizeVarint(uint64(sp.Length))))
-		m = protowire.AppendTag(m, 1, protowire.VarintType) // offset (sint32)
-		m = protowire.AppendVarint(m, off)
-		m = protowire.AppendTag(m, 2, protowire.VarintType) // length
-		m = protowire.AppendVarint(m, uint64(sp.Length))
-	}
-	for _, d := range h.deltas { // positive_delta (sint64, not packed: proto2)
-		m = protowire.AppendTag(m, 13, protowire.VarintType)
-		m = protowire.AppendVarint(m, protowire.EncodeZigZag(d))
-	}
-	labels := f.metricSize(values) - protowire.SizeTag(2) - protowire.SizeBytes(protowire.SizeTag(1)+protowire.SizeFixed64())
-	pb := make([]byte, 0, labels+protowire.SizeTag(7)+protowire.SizeBytes(len(m)))
-	pb = f.appendLabels(pb, values)
-	pb = protowire.AppendTag(pb, 7, protowire.BytesType) // Metric.histogram
-	s.pb = protowire.AppendBytes(pb, m)
 	return s
 }
 

@@ -82,9 +82,13 @@ func minSplitCond(p *params, v any) (*store.Cond, error) {
 	if err != nil {
 		return nil, err
 	}
-	col := "split_fraction_8k"
-	if n, _ := strconv.Atoi(size); n == 64<<10 {
-		col = "split_fraction_64k"
+	if size == "" {
+		size = strconv.Itoa(8 << 10)
+	}
+	n, _ := strconv.ParseUint(size, 10, 32)
+	col, ok := store.SplitFractionColumn(uint32(n))
+	if !ok {
+		return nil, badParam("io_size_bytes", nil, "%s: no stored split fraction for this I/O size", size)
 	}
 	return &store.Cond{Col: col, Op: store.OpAtLeast, Value: v}, nil
 }

@@ -41,6 +41,10 @@ type plan struct {
 	dataOff    int64 // first byte of the data region
 	dataBlocks int64 // data region size / blockSize
 	align      int   // buffer memory alignment
+	read       bool  // the kind reads (random-read, stripe-scan)
+	// schedule, when set, is the file offset of every op in order (a
+	// stripe-scan's placed reads), and each op's latency is kept by index.
+	schedule []int64
 
 	busyThreshold float64
 	busyInterval  time.Duration
@@ -60,6 +64,9 @@ type outcome struct {
 	start, end    time.Time
 	stoppedReason string
 	busyPercent   float64
+	// opLatency is the latency of scheduled op i, −1 when it did not
+	// complete; nil without a schedule.
+	opLatency []time.Duration
 }
 
 // Internal stop causes, mapped to StoppedReason.
@@ -80,6 +87,12 @@ func measure(ctx context.Context, p plan, tgt target, util utilSampler) outcome 
 	defer cancelT()
 
 	m := &measurement{p: p, tgt: tgt, cancel: cancel, pace: newPacer(p.iops), guard: newLatencyGuard(p.latCeiling, p.latWindow)}
+	if p.schedule != nil {
+		m.opLatency = make([]time.Duration, p.ops)
+		for i := range m.opLatency {
+			m.opLatency[i] = -1
+		}
+	}
 	workers := make([]workerResult, p.qd)
 	var wg sync.WaitGroup
 	p.progress.startMeasure(p.ops)
@@ -109,6 +122,7 @@ func measure(ctx context.Context, p plan, tgt target, util utilSampler) outcome 
 	monWG.Wait()
 
 	out := m.collect(workers)
+	out.opLatency = m.opLatency
 	out.start, out.end, out.busyPercent = start, end, math.Float64frombits(busyPct.Load())
 	switch cause := context.Cause(runCtx); {
 	case out.ops+out.errors >= p.ops:
@@ -134,6 +148,9 @@ type measurement struct {
 	guard    *latencyGuard
 	firstErr atomic.Pointer[error]
 	logNext  atomic.Int64 // log-write: next sequential block
+	// opLatency is indexed by the op's claim number: each index is written
+	// by the one worker that claimed it, and read after they all return.
+	opLatency []time.Duration
 }
 
 // work is worker w: it claims ops from the shared budget and runs them
@@ -144,23 +161,27 @@ func (m *measurement) work(ctx context.Context, w int, res *workerResult) {
 	res.samples = make([]time.Duration, 0, min(p.ops/p.qd+1, 1<<16))
 	buf := alignedBuffer(p.blockSize, p.align)
 	rng := rand.New(rand.NewPCG(p.seed, uint64(w)))
-	if p.kind != RandomRead {
+	if !p.read {
 		fillRandom(rng, buf)
 	}
 	for {
 		if ctx.Err() != nil {
 			return
 		}
-		if m.claimed.Add(1) > int64(p.ops) {
+		n := m.claimed.Add(1)
+		if n > int64(p.ops) {
 			return
 		}
 		if err := m.pace.wait(ctx); err != nil {
 			return
 		}
 		var off int64
-		if p.kind == LogWrite {
+		switch {
+		case p.schedule != nil:
+			off = p.schedule[n-1]
+		case p.kind == LogWrite:
 			off = p.dataOff + (m.logNext.Add(1)-1)%p.dataBlocks*int64(p.blockSize)
-		} else {
+		default:
 			off = p.dataOff + rng.Int64N(p.dataBlocks)*int64(p.blockSize)
 		}
 		m.busy.begin()
@@ -178,6 +199,9 @@ func (m *measurement) work(ctx context.Context, w int, res *workerResult) {
 			continue
 		}
 		res.ops++
+		if m.opLatency != nil {
+			m.opLatency[n-1] = lat
+		}
 		res.samples = append(res.samples, lat)
 		res.hist.Observe(lat)
 		if m.guard.observe(lat) {
@@ -212,7 +236,7 @@ type workerResult struct {
 func doOp(p plan, tgt target, buf []byte, off int64) error {
 	var n int
 	var err error
-	if p.kind == RandomRead {
+	if p.read {
 		n, err = tgt.ReadAt(buf, off)
 	} else {
 		n, err = tgt.WriteAt(buf, off)

@@ -37,10 +37,14 @@ const (
 	RandomRead  = vocab.RandomRead
 	RandomWrite = vocab.RandomWrite
 	LogWrite    = vocab.LogWrite
+	StripeScan  = vocab.StripeScan
 )
 
-// Kinds lists every kind agents run, for flag help and validation.
+// Kinds lists every kind agents run and report, for schedules and validation.
 func Kinds() []Kind { return vocab.ProbeKinds() }
+
+// ProbedKinds lists every kind `agent probe` runs, for its flag help.
+func ProbedKinds() []Kind { return vocab.ProbedKinds() }
 
 // SyncMode is how a log-write makes each write durable.
 type SyncMode = vocab.SyncMode
@@ -200,6 +204,10 @@ type Options struct {
 
 	Seed uint64 // random offsets seed; 0 = from the clock
 
+	// Placement is where the file system's device lies on the device a
+	// stripe-scan measures (stripe-scan only).
+	Placement Placement
+
 	// Progress, when set, is updated while the run fills its file and
 	// measures, for a caller that shows progress (nil: no tracking).
 	Progress *Progress
@@ -231,13 +239,15 @@ func DefaultOptions() Options {
 	}
 }
 
+// invalid is an ErrInvalid with a message.
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}
+
 // validate checks o and fills the few defaults that have no "off" meaning.
 func (o *Options) validate() error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
-	}
 	if o.Dir == "" {
-		return bad("--dir is required")
+		return invalid("--dir is required")
 	}
 	if o.FileName == "" {
 		o.FileName = DefaultFileName
@@ -245,52 +255,81 @@ func (o *Options) validate() error {
 	if err := checkFileName(o.FileName); err != nil {
 		return err
 	}
-	if _, ok := vocab.LookupProbeKind(o.Kind); !ok {
-		return bad("kind %q: want one of %s", o.Kind, vocab.ProbeKindList())
+	if _, ok := vocab.LookupProbedKind(o.Kind); !ok {
+		return invalid("kind %q: want one of %s", o.Kind, kindList(vocab.ProbedKinds()))
 	}
+	if o.Kind == StripeScan {
+		if err := o.validateStripeScan(); err != nil {
+			return err
+		}
+	}
+	if err := o.validateShape(); err != nil {
+		return err
+	}
+	if err := o.validateBudget(); err != nil {
+		return err
+	}
+	o.fillDefaults()
+	return nil
+}
+
+// validateShape checks the I/O the run issues: block size, sync mode and
+// queue depth (a log write is synced and single-threaded).
+func (o *Options) validateShape() error {
 	bs := o.BlockSize
 	if bs < MinBlockSize || bs > MaxBlockSize || bs&(bs-1) != 0 {
-		return bad("block size %d: want a power of two from 512B to 1MiB", bs)
+		return invalid("block size %d: want a power of two from 512B to 1MiB", bs)
 	}
 	if o.Kind == LogWrite {
 		if bs > MaxLogBlockSize {
-			return bad("log-write block size %d: want 512B to 64KiB", bs)
+			return invalid("log-write block size %d: want 512B to 64KiB", bs)
 		}
 		switch o.Sync {
 		case SyncDsync, SyncFdatasync:
 		case "":
 			o.Sync = SyncDsync
 		default:
-			return bad("sync mode %q: want dsync or fdatasync", o.Sync)
+			return invalid("sync mode %q: want dsync or fdatasync", o.Sync)
 		}
 		if o.QueueDepth > 1 {
-			return bad("log-write is single-threaded: queue depth must be 1")
+			return invalid("log-write is single-threaded: queue depth must be 1")
 		}
 		o.QueueDepth = 1
 	} else {
 		o.Sync = ""
 	}
 	if o.QueueDepth < 1 || o.QueueDepth > vocab.MaxQueueDepth {
-		return bad("queue depth %d: want 1 to %d", o.QueueDepth, vocab.MaxQueueDepth)
+		return invalid("queue depth %d: want 1 to %d", o.QueueDepth, vocab.MaxQueueDepth)
 	}
 	if o.FileSize%HeaderSize != 0 || o.FileSize < HeaderSize+int64(max(bs, HeaderSize)) {
-		return bad("file size %d: want a multiple of 1MiB, at least 2MiB", o.FileSize)
+		return invalid("file size %d: want a multiple of 1MiB, at least 2MiB", o.FileSize)
 	}
+	return nil
+}
+
+// validateBudget checks the run's bounds: ops, duration, rates, the
+// free-space floor and the busy guard.
+func (o *Options) validateBudget() error {
 	if o.Ops < 1 || o.Ops > MaxOps {
-		return bad("ops %d: want 1 to %d", o.Ops, MaxOps)
+		return invalid("ops %d: want 1 to %d", o.Ops, MaxOps)
 	}
 	if o.MaxDuration <= 0 {
-		return bad("max duration must be positive")
+		return invalid("max duration must be positive")
 	}
 	if o.IOPS < 0 || o.FillRate < 0 || o.Jitter < 0 || (o.MinFreeBytes < 0 && o.MinFreeBytes != MinFreeAuto) || o.LatencyCeiling < 0 {
-		return bad("rates, sizes and durations must not be negative")
+		return invalid("rates, sizes and durations must not be negative")
 	}
 	if o.MinFreePercent < 0 || o.MinFreePercent >= 100 {
-		return bad("free-space floor %v%%: want 0 to <100", o.MinFreePercent)
+		return invalid("free-space floor %v%%: want 0 to <100", o.MinFreePercent)
 	}
 	if o.BusyThreshold < 0 || o.BusyThreshold > 100 {
-		return bad("busy threshold %v%%: want 0 to 100", o.BusyThreshold)
+		return invalid("busy threshold %v%%: want 0 to 100", o.BusyThreshold)
 	}
+	return nil
+}
+
+// fillDefaults sets the guards' windows and the roots left at zero.
+func (o *Options) fillDefaults() {
 	if o.BusyWindow <= 0 {
 		o.BusyWindow = time.Second
 	}
@@ -309,7 +348,14 @@ func (o *Options) validate() error {
 	if o.SysRoot == "" {
 		o.SysRoot = "/sys"
 	}
-	return nil
+}
+
+func kindList(ks []Kind) string {
+	s := make([]string, len(ks))
+	for i, k := range ks {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ", ")
 }
 
 // checkFileName refuses anything but a single, plain path element: the
@@ -363,6 +409,9 @@ type Result struct {
 	BusyPercent       float64 `json:"busy_percent"`          // others' utilisation seen last (before or during)
 	FirstError        string  `json:"first_error,omitempty"` // the first I/O error, if any
 	Failure           string  `json:"failure,omitempty"`     // why a refused, failed or lock-timeout run never ran (set by the caller that reports it)
+
+	// StripeScan is a stripe-scan run's answer; nil for other kinds.
+	StripeScan *StripeScanResult `json:"stripe_scan,omitempty"`
 
 	// Histogram is the mergeable latency distribution (seconds); it is
 	// serialised as "latency_histogram".

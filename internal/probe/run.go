@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/plumbline/plumbline/internal/histogram"
+	"github.com/plumbline/plumbline/internal/stripescan"
 )
 
 // Run runs one probe: validate, wait the start jitter, skip when the device
@@ -72,6 +73,14 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	res.CacheBypass = f.cacheBypass
 
 	p := newPlan(o, seed, f.memAlign)
+	var reads []stripescan.Read
+	if o.Kind == StripeScan {
+		var extents int
+		if reads, extents, err = planScan(o, f, &p); err != nil {
+			return res, err
+		}
+		res.StripeScan = &StripeScanResult{Placement: scanPlacement(o.Placement), Extents: extents, Placed: len(reads)}
+	}
 	// A raw system call keeps its P while it blocks: with more workers
 	// than Ps, raw I/O would cap the queue depth at GOMAXPROCS (at QD 8 on
 	// 2 CPUs, 2 I/Os in flight, not 8) and starve the busy monitor. Raw
@@ -79,6 +88,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	rawIO := o.RawIO && o.QueueDepth < runtime.GOMAXPROCS(0)
 	out := measure(ctx, p, f.file.ioTarget(rawIO), util)
 	fillResult(&res, out, o.BlockSize)
+	if res.StripeScan != nil {
+		res.StripeScan = scanResult(res.StripeScan.Placement, res.StripeScan.Extents, reads, out.opLatency)
+		if f.filled {
+			res.StripeScan.withholdFresh()
+		}
+	}
 	return res, nil
 }
 
@@ -168,6 +183,7 @@ func waitJitter(ctx context.Context, o Options, seed uint64) error {
 func newPlan(o Options, seed uint64, memAlign int) plan {
 	return plan{
 		kind:          o.Kind,
+		read:          o.Kind == RandomRead || o.Kind == StripeScan,
 		blockSize:     o.BlockSize,
 		qd:            o.QueueDepth,
 		syncEach:      o.Kind != RandomRead && o.Sync == SyncFdatasync,

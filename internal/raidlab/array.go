@@ -425,88 +425,107 @@ func (a *Array) planRAID5Read(off, n int64) ([][]memberOp, error) {
 // failed, the method that does not need it is used, and nothing is queued
 // on it.
 func (a *Array) planRAID5Write(off, n int64) ([][]memberOp, error) {
-	g := a.geo
 	failed := a.failedMembers()
 	if len(failed) > 1 {
 		return nil, ErrMemberFailed
 	}
 	isFailed := func(m int) bool { return len(failed) == 1 && failed[0] == m }
-	u := g.StripeUnit
-	dataPer := g.Members - 1
 	var reads, writes []memberOp
-	ps := g.pieces(off, n)
+	ps := a.geo.pieces(off, n)
 	for i := 0; i < len(ps); {
 		j := i
 		for j < len(ps) && ps[j].stripe == ps[i].stripe {
 			j++
 		}
-		stripe := ps[i:j]
+		r, w, err := a.geo.planRAID5Stripe(ps[i:j], isFailed)
+		if err != nil {
+			return nil, err
+		}
+		reads, writes = append(reads, r...), append(writes, w...)
 		i = j
-		s := stripe[0].stripe
-		pm := g.parityMember(s)
-		var cols []span
-		touched := make(map[int]piece, len(stripe)) // by data index
-		for _, p := range stripe {
-			cols = addSpan(cols, span{p.inChunk, p.inChunk + p.len})
-			touched[p.dataIdx] = p
-		}
-		full := len(stripe) == dataPer && len(cols) == 1 && cols[0] == span{0, u}
-		for _, p := range stripe {
-			if !isFailed(p.member) {
-				writes = append(writes, memberOp{member: p.member, off: p.memberOf, len: p.len, write: true})
-			}
-		}
-		var parity []memberOp
-		for _, c := range cols {
-			parity = append(parity, memberOp{member: pm, off: s*u + c.lo, len: c.hi - c.lo})
-		}
-		if !isFailed(pm) {
-			for _, op := range parity {
-				op.write = true
-				writes = append(writes, op)
-			}
-		}
-		if full || isFailed(pm) {
-			continue // no old data or parity is needed
-		}
-		// Read-modify-write: old data of each piece, old parity.
-		rmw := append([]memberOp(nil), parity...)
-		rmwOK := true
-		for _, p := range stripe {
-			if isFailed(p.member) {
-				rmwOK = false
-			}
-			rmw = append(rmw, memberOp{member: p.member, off: p.memberOf, len: p.len})
-		}
-		// Reconstruct-write: every data chunk's bytes in the touched
-		// columns that this write does not replace.
-		var rcw []memberOp
-		rcwOK := true
-		for d := range dataPer {
-			m := (pm + 1 + d) % g.Members
-			for _, c := range cols {
-				for _, need := range c.minus(touched, d) {
-					if isFailed(m) {
-						rcwOK = false
-					}
-					rcw = append(rcw, memberOp{member: m, off: s*u + need.lo, len: need.hi - need.lo})
-				}
-			}
-		}
-		switch {
-		case rmwOK && (!rcwOK || len(rmw) <= len(rcw)):
-			reads = append(reads, rmw...)
-		case rcwOK:
-			reads = append(reads, rcw...)
-		default:
-			return nil, ErrMemberFailed
-		}
 	}
 	var phases [][]memberOp
 	if len(reads) > 0 {
 		phases = append(phases, mergeOps(reads))
 	}
 	return append(phases, mergeOps(writes)), nil
+}
+
+// planRAID5Stripe plans the write of one stripe's pieces: the data and
+// parity writes, and the reads the new parity needs — none for a full
+// stripe or a failed parity member, else the cheaper of read-modify-write
+// and reconstruct-write that the failed member leaves possible.
+func (g Geometry) planRAID5Stripe(stripe []piece, isFailed func(int) bool) (reads, writes []memberOp, err error) {
+	s := stripe[0].stripe
+	pm := g.parityMember(s)
+	var cols []span
+	touched := make(map[int]piece, len(stripe)) // by data index
+	for _, p := range stripe {
+		cols = addSpan(cols, span{p.inChunk, p.inChunk + p.len})
+		touched[p.dataIdx] = p
+	}
+	full := len(stripe) == g.Members-1 && len(cols) == 1 && cols[0] == span{0, g.StripeUnit}
+	for _, p := range stripe {
+		if !isFailed(p.member) {
+			writes = append(writes, memberOp{member: p.member, off: p.memberOf, len: p.len, write: true})
+		}
+	}
+	var parity []memberOp
+	for _, c := range cols {
+		parity = append(parity, memberOp{member: pm, off: s*g.StripeUnit + c.lo, len: c.hi - c.lo})
+	}
+	if !isFailed(pm) {
+		for _, op := range parity {
+			op.write = true
+			writes = append(writes, op)
+		}
+	}
+	if full || isFailed(pm) {
+		return nil, writes, nil // no old data or parity is needed
+	}
+	rmw, rmwOK := rmwReads(stripe, parity, isFailed)
+	rcw, rcwOK := g.rcwReads(s, pm, cols, touched, isFailed)
+	switch {
+	case rmwOK && (!rcwOK || len(rmw) <= len(rcw)):
+		return rmw, writes, nil
+	case rcwOK:
+		return rcw, writes, nil
+	default:
+		return nil, nil, ErrMemberFailed
+	}
+}
+
+// rmwReads are a read-modify-write's reads: the old parity and the old
+// data of each piece; ok is false when a piece is on the failed member.
+func rmwReads(stripe []piece, parity []memberOp, isFailed func(int) bool) (reads []memberOp, ok bool) {
+	reads = append([]memberOp(nil), parity...)
+	ok = true
+	for _, p := range stripe {
+		if isFailed(p.member) {
+			ok = false
+		}
+		reads = append(reads, memberOp{member: p.member, off: p.memberOf, len: p.len})
+	}
+	return reads, ok
+}
+
+// rcwReads are a reconstruct-write's reads in stripe s (parity on member
+// pm): every data chunk's bytes in the touched columns that the write
+// does not replace; ok is false when one is on the failed member.
+func (g Geometry) rcwReads(s int64, pm int, cols []span, touched map[int]piece, isFailed func(int) bool) (reads []memberOp, ok bool) {
+	ok = true
+	for d := range g.Members - 1 {
+		m := (pm + 1 + d) % g.Members
+		for _, c := range cols {
+			for _, need := range c.minus(touched, d) {
+				if isFailed(m) {
+					ok = false
+				}
+				reads = append(reads, memberOp{member: m, off: s*g.StripeUnit + need.lo, len: need.hi - need.lo})
+			}
+		}
+	}
+	return reads, ok
 }
 
 // span is a byte range [lo, hi) inside a chunk.

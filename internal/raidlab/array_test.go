@@ -24,6 +24,7 @@ func newTestArray(t *testing.T, g Geometry) *Array {
 }
 
 func TestRAID5LeftSymmetric(t *testing.T) {
+	t.Parallel()
 	// md's left-symmetric layout, 4 members: parity on 3, 2, 1, 0, 3, ...;
 	// data follows the parity, wrapping.
 	g := Geometry{Level: RAID5, Members: 4, StripeUnit: 64 << 10, Size: 64 << 20}
@@ -52,6 +53,7 @@ func countOps(phases [][]memberOp) (reads, writes int) {
 }
 
 func TestPlanOps(t *testing.T) {
+	t.Parallel()
 	const k = 1 << 10
 	r5 := Geometry{Level: RAID5, Members: 4, StripeUnit: 64 * k, Size: 64 << 20}
 	r10 := Geometry{Level: RAID10, Members: 4, StripeUnit: 64 * k, Size: 64 << 20}
@@ -157,6 +159,7 @@ func TestMemberQueue(t *testing.T) {
 }
 
 func TestFaultValidation(t *testing.T) {
+	t.Parallel()
 	a := newTestArray(t, Geometry{Level: RAID1, Members: 2, Size: 1 << 20})
 	bad, neg := 2, -1
 	for _, f := range []Fault{
@@ -165,10 +168,54 @@ func TestFaultValidation(t *testing.T) {
 		{Kind: FaultSlow, Factor: 2},
 		{Kind: FaultSlow, Member: new(int), Factor: 0.5},
 		{Kind: FaultLatency, Add: -time.Second},
+		{Kind: FaultLatency, Member: &bad, Add: time.Millisecond},
+		{Kind: FaultFail},
+		{Kind: FaultThrottle, IOPS: 10},
+		{Kind: FaultThrottle, IOPS: 0.01, Burst: 1},
+		{Kind: FaultRebuild, Load: 0.5},
+		{Kind: FaultRebuild, Member: new(int), Load: -0.5},
 		{Kind: "melt"},
 	} {
 		if err := a.Apply(f); err == nil {
 			t.Errorf("Apply(%+v): no error", f)
 		}
+	}
+}
+
+// TestFaultsAddUp: faults of one member and of the array add up in Stats;
+// restore clears every one of them.
+func TestFaultsAddUp(t *testing.T) {
+	t.Parallel()
+	a := newTestArray(t, Geometry{Level: RAID10, Members: 4, StripeUnit: 64 << 10, Size: 64 << 20})
+	one, two := 1, 2
+	for _, f := range []Fault{
+		{Kind: FaultSlow, Member: &one, Factor: 3},
+		{Kind: FaultLatency, Member: &one, Add: 2 * time.Millisecond},
+		{Kind: FaultLatency, Add: time.Millisecond},
+		{Kind: FaultFail, Member: &two},
+		{Kind: FaultStall, Member: &two, Fraction: 0.5, Add: time.Millisecond},
+		{Kind: FaultThrottle, IOPS: 100, Burst: 10},
+	} {
+		if err := a.Apply(f); err != nil {
+			t.Fatalf("Apply(%+v): %v", f, err)
+		}
+	}
+	st := a.Stats()
+	m1, m2 := st.MemberStats[1], st.MemberStats[2]
+	if m1.SlowFactor != 3 || m1.AddLatency != 2*time.Millisecond || st.AddLatency != time.Millisecond ||
+		!m2.Failed || m2.StallFraction != 0.5 || m2.StallLatency != time.Millisecond || st.ThrottleIOPS != 100 || st.ThrottleBurst != 10 {
+		t.Errorf("after the faults: array %+v", st)
+	}
+	if err := a.Apply(Fault{Kind: FaultRestore}); err != nil {
+		t.Fatal(err)
+	}
+	st = a.Stats()
+	for i, m := range st.MemberStats {
+		if m.SlowFactor != 0 || m.AddLatency != 0 || m.Failed || m.StallFraction != 0 || m.RebuildEvery != 0 {
+			t.Errorf("member %d after restore: %+v", i, m)
+		}
+	}
+	if st.AddLatency != 0 || st.ThrottleIOPS != 0 || st.ThrottleBurst != 0 {
+		t.Errorf("array after restore: %+v", st)
 	}
 }

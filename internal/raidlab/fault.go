@@ -48,25 +48,7 @@ type Fault struct {
 func (a *Array) Apply(f Fault) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	memberIdx := func() (int, error) {
-		if f.Member == nil {
-			return 0, fmt.Errorf("raidlab: %s fault needs a member", f.Kind)
-		}
-		if *f.Member < 0 || *f.Member >= len(a.members) {
-			return 0, fmt.Errorf("raidlab: member %d out of range (the array has members 0..%d)", *f.Member, len(a.members)-1)
-		}
-		return *f.Member, nil
-	}
 	switch f.Kind {
-	case FaultSlow:
-		m, err := memberIdx()
-		if err != nil {
-			return err
-		}
-		if !(f.Factor >= 1) || math.IsInf(f.Factor, 0) || f.Factor > 1000 {
-			return fmt.Errorf("raidlab: slow factor %v: want 1 to 1000", f.Factor)
-		}
-		a.members[m].factor = f.Factor
 	case FaultLatency:
 		if f.Add < 0 || f.Add > time.Minute {
 			return fmt.Errorf("raidlab: added latency %v: want 0 to 1m", f.Add)
@@ -75,30 +57,47 @@ func (a *Array) Apply(f Fault) error {
 			a.addLatency = f.Add
 			return nil
 		}
-		m, err := memberIdx()
-		if err != nil {
-			return err
+	case FaultThrottle:
+		return a.applyThrottle(f)
+	case FaultRestore:
+		a.restore()
+		return nil
+	case FaultSlow, FaultFail, FaultStall, FaultRebuild:
+	default:
+		return fmt.Errorf("raidlab: unknown fault %q (want slow, latency, fail, throttle, stall, rebuild or restore)", f.Kind)
+	}
+	m, err := a.faultMember(f)
+	if err != nil {
+		return err
+	}
+	return a.applyToMember(m, f)
+}
+
+// faultMember is the member a fault names, checked against the array.
+func (a *Array) faultMember(f Fault) (int, error) {
+	if f.Member == nil {
+		return 0, fmt.Errorf("raidlab: %s fault needs a member", f.Kind)
+	}
+	if *f.Member < 0 || *f.Member >= len(a.members) {
+		return 0, fmt.Errorf("raidlab: member %d out of range (the array has members 0..%d)", *f.Member, len(a.members)-1)
+	}
+	return *f.Member, nil
+}
+
+// applyToMember injects a fault of one member (slow, latency, fail,
+// stall, rebuild); a.mu is held.
+func (a *Array) applyToMember(m int, f Fault) error {
+	switch f.Kind {
+	case FaultSlow:
+		if !(f.Factor >= 1) || math.IsInf(f.Factor, 0) || f.Factor > 1000 {
+			return fmt.Errorf("raidlab: slow factor %v: want 1 to 1000", f.Factor)
 		}
+		a.members[m].factor = f.Factor
+	case FaultLatency:
 		a.members[m].addLatency = f.Add
 	case FaultFail:
-		m, err := memberIdx()
-		if err != nil {
-			return err
-		}
 		a.members[m].failed = true
-	case FaultThrottle:
-		if !(f.IOPS >= 0) || math.IsInf(f.IOPS, 0) || f.IOPS > 1e6 || f.IOPS > 0 && f.IOPS < 0.1 {
-			return fmt.Errorf("raidlab: throttle iops %v: want 0 (off) or 0.1 to 1e6", f.IOPS)
-		}
-		if f.Burst < 1 && f.IOPS > 0 || f.Burst > 1e6 {
-			return fmt.Errorf("raidlab: throttle burst %d: want 1 to 1e6", f.Burst)
-		}
-		a.throttle = throttle{iops: f.IOPS, burst: f.Burst, throttled: a.throttle.throttled, waited: a.throttle.waited}
 	case FaultStall:
-		m, err := memberIdx()
-		if err != nil {
-			return err
-		}
 		if !(f.Fraction >= 0 && f.Fraction <= 1) {
 			return fmt.Errorf("raidlab: stall fraction %v: want 0 to 1", f.Fraction)
 		}
@@ -107,39 +106,56 @@ func (a *Array) Apply(f Fault) error {
 		}
 		a.members[m].stallFrac, a.members[m].stallFor = f.Fraction, f.Add
 	case FaultRebuild:
-		m, err := memberIdx()
-		if err != nil {
-			return err
-		}
-		load := f.Load
-		if load == 0 {
-			load = 0.5
-		}
-		if !(load > 0 && load < 1) {
-			return fmt.Errorf("raidlab: rebuild load %v: want between 0 and 1", f.Load)
-		}
-		// The mean service time of one background operation over load:
-		// the interval that keeps the member busy that share of the time.
-		p := a.preset
-		svc := p.Fixed + p.AvgRotation + time.Duration(float64(p.PerKiB)*rebuildLen/1024)
-		every := max(time.Duration(float64(svc)/load), time.Microsecond)
-		for i := range a.members {
-			a.members[i].rebuildEvery, a.members[i].rebuildWrite, a.members[i].rebuildNext = every, i == m, time.Time{}
-		}
-	case FaultRestore:
-		a.addLatency = 0
-		a.throttle = throttle{throttled: a.throttle.throttled, waited: a.throttle.waited}
-		for i := range a.members {
-			a.members[i].factor = 0
-			a.members[i].addLatency = 0
-			a.members[i].failed = false
-			a.members[i].stallFrac, a.members[i].stallFor = 0, 0
-			a.members[i].rebuildEvery, a.members[i].rebuildWrite = 0, false
-		}
-	default:
-		return fmt.Errorf("raidlab: unknown fault %q (want slow, latency, fail, throttle, stall, rebuild or restore)", f.Kind)
+		return a.applyRebuild(m, f.Load)
 	}
 	return nil
+}
+
+// applyThrottle puts the token bucket in front of the array (IOPS 0: off),
+// keeping its counters; a.mu is held.
+func (a *Array) applyThrottle(f Fault) error {
+	if !(f.IOPS >= 0) || math.IsInf(f.IOPS, 0) || f.IOPS > 1e6 || f.IOPS > 0 && f.IOPS < 0.1 {
+		return fmt.Errorf("raidlab: throttle iops %v: want 0 (off) or 0.1 to 1e6", f.IOPS)
+	}
+	if f.Burst < 1 && f.IOPS > 0 || f.Burst > 1e6 {
+		return fmt.Errorf("raidlab: throttle burst %d: want 1 to 1e6", f.Burst)
+	}
+	a.throttle = throttle{iops: f.IOPS, burst: f.Burst, throttled: a.throttle.throttled, waited: a.throttle.waited}
+	return nil
+}
+
+// applyRebuild loads every member with background operations taking load
+// of its time (0: the default 0.5), member m written, the others read;
+// a.mu is held.
+func (a *Array) applyRebuild(m int, load float64) error {
+	if load == 0 {
+		load = 0.5
+	}
+	if !(load > 0 && load < 1) {
+		return fmt.Errorf("raidlab: rebuild load %v: want between 0 and 1", load)
+	}
+	// The mean service time of one background operation over load:
+	// the interval that keeps the member busy that share of the time.
+	p := a.preset
+	svc := p.Fixed + p.AvgRotation + time.Duration(float64(p.PerKiB)*rebuildLen/1024)
+	every := max(time.Duration(float64(svc)/load), time.Microsecond)
+	for i := range a.members {
+		a.members[i].rebuildEvery, a.members[i].rebuildWrite, a.members[i].rebuildNext = every, i == m, time.Time{}
+	}
+	return nil
+}
+
+// restore clears every fault, keeping the counters; a.mu is held.
+func (a *Array) restore() {
+	a.addLatency = 0
+	a.throttle = throttle{throttled: a.throttle.throttled, waited: a.throttle.waited}
+	for i := range a.members {
+		a.members[i].factor = 0
+		a.members[i].addLatency = 0
+		a.members[i].failed = false
+		a.members[i].stallFrac, a.members[i].stallFor = 0, 0
+		a.members[i].rebuildEvery, a.members[i].rebuildWrite = 0, false
+	}
 }
 
 // Stats is a snapshot of an array's counters and faults.

@@ -82,20 +82,8 @@ func (l *Lab) Array() *Array { return l.arr }
 // process dies without Close is reaped by the next Start (or `raidlab
 // list`). Needs root.
 func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
-	if err := cfg.Geometry.Validate(); err != nil {
+	if cfg, err = cfg.withDefaults(); err != nil {
 		return nil, err
-	}
-	if cfg.Preset.Name == "" {
-		return nil, errors.New("raidlab: no preset")
-	}
-	if cfg.StateRoot == "" {
-		cfg.StateRoot = DefaultStateRoot
-	}
-	if cfg.DataRoot == "" {
-		cfg.DataRoot = DefaultDataRoot
-	}
-	if cfg.Seed == 0 {
-		cfg.Seed = uint64(time.Now().UnixNano())
 	}
 	Reap(cfg.StateRoot)
 	if cfg.ID == "" {
@@ -106,6 +94,52 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 	if strings.ContainsAny(cfg.ID, "/.") || cfg.ID == "" {
 		return nil, fmt.Errorf("raidlab: bad lab id %q", cfg.ID)
 	}
+	l, err := newLab(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			if cerr := l.Close(); cerr != nil {
+				err = errors.Join(err, cerr)
+			}
+		}
+	}()
+	if err := l.serveArray(ctx, cfg); err != nil {
+		return nil, err
+	}
+	if err := l.writeState(); err != nil {
+		return nil, err
+	}
+	if err := l.serveControl(); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// withDefaults checks cfg and fills in the roots and the seed.
+func (cfg Config) withDefaults() (Config, error) {
+	if err := cfg.Geometry.Validate(); err != nil {
+		return cfg, err
+	}
+	if cfg.Preset.Name == "" {
+		return cfg, errors.New("raidlab: no preset")
+	}
+	if cfg.StateRoot == "" {
+		cfg.StateRoot = DefaultStateRoot
+	}
+	if cfg.DataRoot == "" {
+		cfg.DataRoot = DefaultDataRoot
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = uint64(time.Now().UnixNano())
+	}
+	return cfg, nil
+}
+
+// newLab makes the lab's state directory and writes its state file first:
+// from then on a crash leaves something the reaper can find.
+func newLab(cfg Config) (*Lab, error) {
 	dir := filepath.Join(cfg.StateRoot, cfg.ID)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("raidlab: state dir: %w", err)
@@ -122,48 +156,37 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 		Geometry:   cfg.Geometry, Preset: cfg.Preset.Name,
 		Started: time.Now().UTC().Format(time.RFC3339), Daemon: cfg.Daemon,
 	}}
-	// The state file goes first: from here on a crash leaves something
-	// the reaper can find.
 	if err := l.writeState(); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	defer func() {
-		if err != nil {
-			if cerr := l.Close(); cerr != nil {
-				err = errors.Join(err, cerr)
-			}
-		}
-	}()
+	return l, nil
+}
+
+// serveArray creates the sparse backing file and the array on it, mounts
+// it over FUSE and attaches the loop device (l.Device).
+func (l *Lab) serveArray(ctx context.Context, cfg Config) (err error) {
 	if err := os.MkdirAll(l.Mountpoint, 0o700); err != nil {
-		return nil, fmt.Errorf("raidlab: %w", err)
+		return fmt.Errorf("raidlab: %w", err)
 	}
 	if err := os.MkdirAll(filepath.Dir(l.DataFile), 0o700); err != nil {
-		return nil, fmt.Errorf("raidlab: data dir: %w", err)
+		return fmt.Errorf("raidlab: data dir: %w", err)
 	}
 	l.data, err = os.OpenFile(l.DataFile, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("raidlab: backing file: %w", err)
+		return fmt.Errorf("raidlab: backing file: %w", err)
 	}
 	if err := l.data.Truncate(cfg.Size); err != nil {
-		return nil, fmt.Errorf("raidlab: backing file: %w", err)
+		return fmt.Errorf("raidlab: backing file: %w", err)
 	}
 	if l.arr, err = NewArray(cfg.Geometry, cfg.Preset, l.data, cfg.Seed); err != nil {
-		return nil, err
+		return err
 	}
 	if l.srv, err = mountArray(l.Mountpoint, "raidlab-"+cfg.ID, l.arr); err != nil {
-		return nil, err
+		return err
 	}
-	if l.Device, err = attachLoop(ctx, filepath.Join(l.Mountpoint, ArrayFile)); err != nil {
-		return nil, err
-	}
-	if err := l.writeState(); err != nil {
-		return nil, err
-	}
-	if err := l.serveControl(); err != nil {
-		return nil, err
-	}
-	return l, nil
+	l.Device, err = attachLoop(ctx, filepath.Join(l.Mountpoint, ArrayFile))
+	return err
 }
 
 func (l *Lab) writeState() error {

@@ -10,11 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"unsafe"
-
 	"golang.org/x/sys/unix"
 
 	"github.com/plumbline/plumbline/internal/loopdev"
+	"github.com/plumbline/plumbline/internal/raidlab/raidlabtest"
 )
 
 // requireLab skips (or under CI=true fails) when a lab cannot run here.
@@ -54,27 +53,6 @@ func startLab(t *testing.T, g Geometry, preset string) *Lab {
 	return l
 }
 
-// openDirect opens a block device for O_DIRECT I/O.
-func openDirect(t *testing.T, dev string) *os.File {
-	t.Helper()
-	f, err := os.OpenFile(dev, os.O_RDWR|unix.O_DIRECT, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
-}
-
-// alignedBuf is a 4 KiB-aligned buffer for O_DIRECT.
-func alignedBuf(n int) []byte {
-	b := make([]byte, n+4096)
-	off := 0
-	if r := int(uintptrOf(b) % 4096); r != 0 {
-		off = 4096 - r
-	}
-	return b[off : off+n]
-}
-
 // TestLabStoresData writes a pattern through the loop device of every level
 // and reads it back, across stripe-unit boundaries and the array's end.
 func TestLabStoresData(t *testing.T) {
@@ -87,7 +65,7 @@ func TestLabStoresData(t *testing.T) {
 	} {
 		t.Run(string(g.Level), func(t *testing.T) {
 			l := startLab(t, g, "fast")
-			f := openDirect(t, l.Device)
+			f := raidlabtest.OpenDirect(t, l.Device)
 			rng := rand.New(rand.NewPCG(7, 7))
 			type chunk struct {
 				off  int64
@@ -98,7 +76,7 @@ func TestLabStoresData(t *testing.T) {
 			// and sizes from one sector to 1 MiB.
 			for i, size := range []int{512, 4096, 8192, 65536, 192 << 10, 1 << 20} {
 				off := int64(i)*(2<<20) + 32256
-				buf := alignedBuf(size)
+				buf := raidlabtest.AlignedBuf(size)
 				for j := range buf {
 					buf[j] = byte(rng.Uint32())
 				}
@@ -107,14 +85,14 @@ func TestLabStoresData(t *testing.T) {
 				}
 				written = append(written, chunk{off, bytes.Clone(buf)})
 			}
-			last := alignedBuf(4096)
+			last := raidlabtest.AlignedBuf(4096)
 			copy(last, "the last block")
 			if _, err := f.WriteAt(last, g.Size-4096); err != nil {
 				t.Fatal(err)
 			}
 			written = append(written, chunk{g.Size - 4096, bytes.Clone(last)})
 			for _, c := range written {
-				got := alignedBuf(len(c.data))
+				got := raidlabtest.AlignedBuf(len(c.data))
 				if _, err := f.ReadAt(got, c.off); err != nil {
 					t.Fatalf("read %d at %d: %v", len(c.data), c.off, err)
 				}
@@ -123,7 +101,7 @@ func TestLabStoresData(t *testing.T) {
 				}
 			}
 			// Unwritten space reads as zeros.
-			z := alignedBuf(8192)
+			z := raidlabtest.AlignedBuf(8192)
 			if _, err := f.ReadAt(z, 1<<20); err != nil {
 				t.Fatal(err)
 			}
@@ -167,7 +145,7 @@ func TestLabConcurrent(t *testing.T) {
 				return
 			}
 			defer f.Close()
-			buf := alignedBuf(8192)
+			buf := raidlabtest.AlignedBuf(8192)
 			for i := range each {
 				if _, err := f.ReadAt(buf, int64(w*each+i)*(64<<10)); err != nil {
 					errs <- err
@@ -189,5 +167,3 @@ func TestLabConcurrent(t *testing.T) {
 		t.Fatalf("at most %d requests reached the array at once with %d concurrent readers: the kernel serializes them (no async direct I/O?)", st.MaxInFlight, workers)
 	}
 }
-
-func uintptrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }

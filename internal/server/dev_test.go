@@ -3,6 +3,7 @@ package server
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -33,7 +34,7 @@ func TestDevAgentConfigLoads(t *testing.T) {
 			}
 			want := config.WithDefaults(devAgentConfig(l, "127.0.0.1:7443", "127.0.0.1:9465", false))
 			want.ReadSuperblocks, want.LVMBackupDir = config.Default().ReadSuperblocks, config.Default().LVMBackupDir
-			if got.Server != want.Server || got.Spool != want.Spool || got.Probes[0].Dir != l.probeDir || got.Probes[0].MountPoint != want.Probes[0].MountPoint ||
+			if !reflect.DeepEqual(got.Server, want.Server) || got.Spool != want.Spool || got.Probes[0].Dir != l.probeDir || got.Probes[0].MountPoint != want.Probes[0].MountPoint ||
 				got.Web != want.Web || strings.Join(got.OverrideFiles, ",") != "agent.local.yaml" {
 				t.Errorf("loaded %+v\nwant %+v", got, want)
 			}

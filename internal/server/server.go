@@ -14,16 +14,22 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
 
 	"github.com/plumbline/plumbline/internal/enroll/authority"
 	"github.com/plumbline/plumbline/internal/evaluator"
 	"github.com/plumbline/plumbline/internal/exporter"
 	"github.com/plumbline/plumbline/internal/ingest"
 	"github.com/plumbline/plumbline/internal/inventory"
+	"github.com/plumbline/plumbline/internal/leader"
 	"github.com/plumbline/plumbline/internal/policy"
+	"github.com/plumbline/plumbline/internal/projection"
 	"github.com/plumbline/plumbline/internal/server/config"
 	"github.com/plumbline/plumbline/internal/store"
 )
@@ -93,40 +99,15 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	defer st.Close()
 
-	enr, err := newEnrollment(cfg, st, tlsConf, logger)
+	p, err := assemble(st, cfg, tokens, tlsConf, logger)
 	if err != nil {
 		return err
 	}
-	pol := policy.NewSource(cfg.Policies)
-	svc := ingest.New(st, enr.ingestOptions(ingestOptions(cfg, logger, pol)))
-	gs, hs, err := ingest.NewGRPCServer(svc, tlsConf)
+	gl, wl, closeListeners, err := listen(cfg)
 	if err != nil {
 		return err
 	}
-	enr.register(gs)
-	api, eval, hsrv, err := webServer(st, cfg, tokens, policy.Handler(pol, svc.PolicyReports), logger)
-	if err != nil {
-		return err
-	}
-
-	// The listeners: one close path for every error below (closing a
-	// listener a server has already closed is harmless).
-	var listeners []net.Listener
-	defer func() {
-		for _, l := range listeners {
-			l.Close()
-		}
-	}()
-	gl, err := net.Listen("tcp", cfg.GRPC.ListenAddress)
-	if err != nil {
-		return fmt.Errorf("grpc listener: %w", err)
-	}
-	listeners = append(listeners, gl)
-	wl, err := net.Listen("tcp", cfg.Web.ListenAddress)
-	if err != nil {
-		return fmt.Errorf("web listener: %w", err)
-	}
-	listeners = append(listeners, wl)
+	defer closeListeners() // closing a listener a server has closed is harmless
 	if cfg.PprofAddress != "" {
 		stopPprof, _, err := startPprof(cfg.PprofAddress, logger)
 		if err != nil {
@@ -137,17 +118,84 @@ func (s *Server) Run(ctx context.Context) error {
 
 	// The background loops stop after the listeners, when Run returns.
 	bg, stopBG := context.WithCancel(context.Background())
-	var loops errgroup.Group
+	var loops sync.WaitGroup
+	loops.Go(func() { p.elector.Run(bg, p.loops...) })
+	for _, run := range p.everywhere {
+		loops.Go(func() { run(bg) })
+	}
 	defer func() { stopBG(); loops.Wait() }()
-	loops.Go(func() error { eval.Run(bg); return nil })
-	loops.Go(func() error { api.Run(bg); return nil }) // the inventory's full sync (requests sync incrementally)
-	loops.Go(func() error { watchPolicies(bg, cfg, pol, logger); return nil })
 
-	// The listeners: the first to fail stops the others.
+	return s.serve(ctx, cfg, dev, p, gl, wl)
+}
+
+// parts are what a running server is made of.
+type parts struct {
+	gs         *grpc.Server
+	hs         *health.Server
+	hsrv       *http.Server
+	elector    *leader.Elector
+	loops      []leader.Loop           // on the elected replica
+	everywhere []func(context.Context) // on every replica
+}
+
+// assemble builds the gRPC ingest service (with enrollment), the HTTP
+// side and the background loops with their election.
+func assemble(st *store.Store, cfg config.Config, tokens []inventory.Token, tlsConf *tls.Config, logger *slog.Logger) (parts, error) {
+	var p parts
+	enr, err := newEnrollment(cfg, st, tlsConf, logger)
+	if err != nil {
+		return p, err
+	}
+	pol := policy.NewSource(cfg.Policies)
+	svc := ingest.New(st, enr.ingestOptions(ingestOptions(cfg, logger, pol)))
+	if p.gs, p.hs, err = ingest.NewGRPCServer(svc, tlsConf); err != nil {
+		return p, err
+	}
+	enr.register(p.gs)
+	p.elector = elector(st, cfg, logger)
+	// The inventory's read model: its sync loop runs on the elected
+	// replica; every replica's API catches up before a query
+	// (projection.Ready) and keeps its own cached summaries.
+	proj := projection.New(st, projection.Options{Logger: logger.With("component", "projection")})
+	api := inventory.New(st, inventory.Options{Tokens: tokens, Projection: proj, Logger: logger.With("component", "inventory")})
+	evals, hsrv, err := webServer(st, cfg, tokens, api, policy.Handler(pol, svc.PolicyReports), p.elector, logger)
+	if err != nil {
+		return p, err
+	}
+	p.hsrv = hsrv
+	p.loops = []leader.Loop{
+		{Name: LoopEvaluator, Run: evals.run},
+		{Name: LoopInventory, Run: proj.Run},
+	}
+	p.everywhere = []func(context.Context){
+		api.Run, // this replica's cached summaries
+		func(ctx context.Context) { watchPolicies(ctx, cfg, pol, logger) }, // each replica serves its own configuration's policies
+	}
+	return p, nil
+}
+
+// listen opens the gRPC and the web listeners; close closes both.
+func listen(cfg config.Config) (grpcL, webL net.Listener, close func(), err error) {
+	gl, err := net.Listen("tcp", cfg.GRPC.ListenAddress)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("grpc listener: %w", err)
+	}
+	wl, err := net.Listen("tcp", cfg.Web.ListenAddress)
+	if err != nil {
+		gl.Close()
+		return nil, nil, nil, fmt.Errorf("web listener: %w", err)
+	}
+	return gl, wl, func() { gl.Close(); wl.Close() }, nil
+}
+
+// serve serves the listeners until ctx is done or one fails (the first
+// to fail stops the others), then stops both servers.
+func (s *Server) serve(ctx context.Context, cfg config.Config, dev devLayout, p parts, gl, wl net.Listener) error {
+	logger := s.logger
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return gs.Serve(gl) })
+	g.Go(func() error { return p.gs.Serve(gl) })
 	g.Go(func() error {
-		if err := serveWeb(wl, hsrv, cfg, logger); !errors.Is(err, http.ErrServerClosed) {
+		if err := serveWeb(wl, p.hsrv, cfg, logger); !errors.Is(err, http.ErrServerClosed) {
 			return err
 		}
 		return nil
@@ -160,8 +208,8 @@ func (s *Server) Run(ctx context.Context) error {
 			logger.Info("stopping")
 		}
 	}
-	hs.Shutdown() // health: NOT_SERVING, so balancers move agents away
-	s.stop(gs.GracefulStop, gs.Stop, hsrv)
+	p.hs.Shutdown() // health: NOT_SERVING, so balancers move agents away
+	s.stop(p.gs.GracefulStop, p.gs.Stop, p.hsrv)
 	// Once asked to stop, a listener's error is the stop's (gRPC's Serve
 	// says ErrServerStopped when the stop came first): only a failure
 	// before it is the server's.
@@ -200,24 +248,23 @@ func prepare(cfg *config.Config, logger *slog.Logger) (devLayout, []inventory.To
 }
 
 // webServer is the HTTP side: the inventory API, the policy API and
-// /metrics (the exporter, fed by the evaluator's status), and the loops
-// they need run.
-func webServer(st *store.Store, cfg config.Config, tokens []inventory.Token, policyAPI http.Handler, logger *slog.Logger) (*inventory.API, *evaluator.Evaluator, *http.Server, error) {
-	api := inventory.New(st, inventory.Options{Tokens: tokens, Logger: logger.With("component", "inventory")})
-	eval, err := evaluator.New(st, evaluator.Options{Interval: cfg.BaselineInterval, Logger: logger.With("component", "evaluator")})
+// /metrics (the exporter, fed by the evaluators' status, and the
+// election's gauges), and the loops they need run.
+func webServer(st *store.Store, cfg config.Config, tokens []inventory.Token, api *inventory.API, policyAPI http.Handler, el *leader.Elector, logger *slog.Logger) (*evaluators, *http.Server, error) {
+	evals, err := newEvaluators(st, evaluator.Options{Interval: cfg.BaselineInterval, Logger: logger.With("component", "evaluator")})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	metrics, err := metricsHandler(st, eval, cfg, tokens, logger)
+	metrics, err := metricsHandler(st, evals, el, cfg, tokens, logger)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	web := http.NewServeMux()
 	web.Handle("GET /metrics", metrics)
 	web.Handle("GET /api/v1/hosts/{host}/policy", inventory.RequireToken(tokens, policyAPI))
 	web.Handle("GET /api/v1/policies", inventory.RequireToken(tokens, policyAPI))
 	web.Handle("/", api)
-	return api, eval, &http.Server{Handler: web, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}, nil
+	return evals, &http.Server{Handler: web, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}, nil
 }
 
 // watchPolicies re-reads the configuration file's policies until ctx
@@ -339,7 +386,7 @@ func orOff(addr string) string {
 // metricsHandler serves /metrics: the exporter over the store, behind the
 // same bearer-token check as the inventory API (inventory.RequireToken:
 // any token of web.bearer_tokens or web.bearer_token_file).
-func metricsHandler(st *store.Store, eval *evaluator.Evaluator, cfg config.Config, tokens []inventory.Token, logger *slog.Logger) (http.Handler, error) {
+func metricsHandler(st *store.Store, evals *evaluators, el *leader.Elector, cfg config.Config, tokens []inventory.Token, logger *slog.Logger) (http.Handler, error) {
 	stale := 3 * cfg.Agents.ReportInterval
 	if stale < time.Minute {
 		stale = time.Minute
@@ -347,7 +394,7 @@ func metricsHandler(st *store.Store, eval *evaluator.Evaluator, cfg config.Confi
 	c, err := exporter.New(st, exporter.Options{
 		AgentStaleAfter: stale,
 		Evaluator: func() exporter.EvaluatorStatus {
-			s := eval.Status()
+			s := evals.status()
 			return exporter.EvaluatorStatus{LastSuccess: s.LastSuccess, Passes: s.Passes, Runs: s.Runs, Failures: s.Failures}
 		},
 		MaxAge: cfg.BaselineInterval, // a change nothing signals shows within one evaluator interval
@@ -360,5 +407,16 @@ func metricsHandler(st *store.Store, eval *evaluator.Evaluator, cfg config.Confi
 	if err != nil {
 		return nil, err
 	}
-	return inventory.RequireToken(tokens, h), nil
+	extra := prometheus.NewRegistry()
+	if err := extra.Register(el); err != nil {
+		return nil, err
+	}
+	withOwn := appendFamilies(h, extra, logger)
+	return inventory.RequireToken(tokens, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if exporter.WithFleetSeries(r.URL.Query()) { // the server's own series go with the fleet-wide ones: shard 0
+			withOwn.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})), nil
 }

@@ -63,6 +63,18 @@ var filterColumns = map[string]ColumnType{
 	"split_fraction_8k": Real, "split_fraction_64k": Real,
 }
 
+// splitFractionColumns are the inventory_volumes columns that keep the
+// predicted split fraction of an I/O size, for filtering and sorting.
+var splitFractionColumns = map[uint32]string{8 << 10: "split_fraction_8k", 64 << 10: "split_fraction_64k"}
+
+// SplitFractionColumn is the column that keeps the split fraction of I/Os
+// of size bytes; false when no column keeps it (an I/O size added to
+// internal/vocab needs its column: a migration and an entry here).
+func SplitFractionColumn(size uint32) (string, bool) {
+	col, ok := splitFractionColumns[size]
+	return col, ok
+}
+
 // findingColumns are the inventory_findings columns OpFinding tests.
 var findingColumns = map[string]ColumnType{"rule": Text, "severity": Text}
 

@@ -310,7 +310,18 @@ func cmpUint64(a, b uint64) int {
 // back; fn's changes are still committed, or undone, as a whole. On
 // PostgreSQL fn has a transaction of its own (only the agents' writes,
 // through write, are grouped there).
+//
+// A fenced ctx (WithFence) makes the transaction check its lease epoch first.
 func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	if f, ok := FenceFrom(ctx); ok {
+		write := fn
+		fn = func(tx *sql.Tx) error {
+			if err := s.checkFence(ctx, tx, f); err != nil {
+				return err
+			}
+			return write(tx)
+		}
+	}
 	if s.group != nil && s.engine == SQLite {
 		return s.group.do(ctx, "", func(_ context.Context, tx *sql.Tx) error { return fn(tx) })
 	}

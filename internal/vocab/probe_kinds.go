@@ -13,9 +13,11 @@ const (
 	RandomRead  ProbeKind = "random-read"  // random reads of the block size, aligned to it
 	RandomWrite ProbeKind = "random-write" // random writes of the block size, aligned to it
 	LogWrite    ProbeKind = "log-write"    // sequential writes, each synced before the next, wrapping
-	// StripeScan is the geometry probe (issue 13): listed so its name is
-	// reserved, but not yet Reported — agents do not run it and the server
-	// refuses a result of this kind.
+	// StripeScan is the geometry probe (issue 13): 8 KiB reads placed to
+	// straddle candidate stripe-unit boundaries or to stay inside them.
+	// `agent probe` runs it (Probed); until the server stores its results
+	// it is not Reported, so the server refuses a result of this kind and
+	// schedules cannot name it.
 	StripeScan ProbeKind = "stripe-scan"
 )
 
@@ -30,8 +32,11 @@ const (
 type ProbeKindSpec struct {
 	Kind ProbeKind
 	// Reported: agents run this kind and the server accepts its results.
-	// A kind that is not Reported is only a reserved name.
+	// A kind that is neither Reported nor Probed is only a reserved name.
 	Reported bool
+	// Probed: the probe engine runs this kind on request (`agent probe
+	// --kind`), Reported or not.
+	Probed bool
 	// MaxBlockSize is the largest block size of a run of this kind.
 	MaxBlockSize uint32
 	// Synced: each write is made durable before the next (a sync mode is
@@ -42,40 +47,51 @@ type ProbeKindSpec struct {
 // probeKinds is the one list of probe kinds, in the order flag help,
 // validation messages and the agent's default schedule use.
 var probeKinds = [...]ProbeKindSpec{
-	{Kind: RandomRead, Reported: true, MaxBlockSize: MaxBlockSize},
-	{Kind: RandomWrite, Reported: true, MaxBlockSize: MaxBlockSize},
-	{Kind: LogWrite, Reported: true, MaxBlockSize: MaxLogBlockSize, Synced: true},
-	{Kind: StripeScan, Reported: false, MaxBlockSize: MaxBlockSize},
+	{Kind: RandomRead, Reported: true, Probed: true, MaxBlockSize: MaxBlockSize},
+	{Kind: RandomWrite, Reported: true, Probed: true, MaxBlockSize: MaxBlockSize},
+	{Kind: LogWrite, Reported: true, Probed: true, MaxBlockSize: MaxLogBlockSize, Synced: true},
+	{Kind: StripeScan, Reported: false, Probed: true, MaxBlockSize: StripeScanBlockSize},
 }
 
 // MaxLogBlockSize is the largest block size of a log-write run.
 const MaxLogBlockSize = 64 << 10
 
+// StripeScanBlockSize is the one block size of a stripe-scan run.
+const StripeScanBlockSize = 8 << 10
+
 // ProbeKinds lists every kind agents run and the server accepts, in order.
-func ProbeKinds() []ProbeKind {
+func ProbeKinds() []ProbeKind { return kindsWhere(func(s ProbeKindSpec) bool { return s.Reported }) }
+
+// ProbedKinds lists every kind the probe engine runs on request, in order.
+func ProbedKinds() []ProbeKind { return kindsWhere(func(s ProbeKindSpec) bool { return s.Probed }) }
+
+// ListedProbeKinds lists every probe kind name, reserved ones included.
+func ListedProbeKinds() []ProbeKind { return kindsWhere(func(ProbeKindSpec) bool { return true }) }
+
+// LookupProbeKind returns the spec of a Reported kind; false for an unknown
+// or only reserved name.
+func LookupProbeKind(k ProbeKind) (ProbeKindSpec, bool) {
+	return lookupWhere(k, func(s ProbeKindSpec) bool { return s.Reported })
+}
+
+// LookupProbedKind returns the spec of a kind the probe engine runs.
+func LookupProbedKind(k ProbeKind) (ProbeKindSpec, bool) {
+	return lookupWhere(k, func(s ProbeKindSpec) bool { return s.Probed })
+}
+
+func kindsWhere(keep func(ProbeKindSpec) bool) []ProbeKind {
 	var out []ProbeKind
 	for _, s := range probeKinds {
-		if s.Reported {
+		if keep(s) {
 			out = append(out, s.Kind)
 		}
 	}
 	return out
 }
 
-// ListedProbeKinds lists every probe kind name, reserved ones included.
-func ListedProbeKinds() []ProbeKind {
-	out := make([]ProbeKind, len(probeKinds))
-	for i, s := range probeKinds {
-		out[i] = s.Kind
-	}
-	return out
-}
-
-// LookupProbeKind returns the spec of a Reported kind; false for an unknown
-// or only reserved name.
-func LookupProbeKind(k ProbeKind) (ProbeKindSpec, bool) {
+func lookupWhere(k ProbeKind, keep func(ProbeKindSpec) bool) (ProbeKindSpec, bool) {
 	for _, s := range probeKinds {
-		if s.Kind == k && s.Reported {
+		if s.Kind == k && keep(s) {
 			return s, true
 		}
 	}

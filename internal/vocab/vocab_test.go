@@ -39,8 +39,8 @@ func TestImportsOnlyTheStandardLibrary(t *testing.T) {
 	}
 }
 
-// stripe-scan is a reserved name: listed, but neither the agent nor the
-// server accepts it until its engine exists.
+// stripe-scan is probed (`agent probe` runs it) but not reported: the
+// server refuses it until it stores its results.
 func TestStripeScanReservedNotReported(t *testing.T) {
 	t.Parallel()
 	if !slices.Contains(ListedProbeKinds(), StripeScan) {
@@ -50,7 +50,13 @@ func TestStripeScanReservedNotReported(t *testing.T) {
 		t.Errorf("ProbeKinds() = %v: %s must not be reported yet", ProbeKinds(), StripeScan)
 	}
 	if _, ok := LookupProbeKind(StripeScan); ok {
-		t.Errorf("LookupProbeKind(%s) accepted a kind that has no engine", StripeScan)
+		t.Errorf("LookupProbeKind(%s) accepted a kind the server does not store", StripeScan)
+	}
+	if s, ok := LookupProbedKind(StripeScan); !ok || s.MaxBlockSize != StripeScanBlockSize {
+		t.Errorf("LookupProbedKind(%s) = %+v, %v: want probed, 8 KiB", StripeScan, s, ok)
+	}
+	if want := []ProbeKind{RandomRead, RandomWrite, LogWrite, StripeScan}; !slices.Equal(ProbedKinds(), want) {
+		t.Errorf("ProbedKinds() = %v, want %v", ProbedKinds(), want)
 	}
 	if want := []ProbeKind{RandomRead, RandomWrite, LogWrite}; !slices.Equal(ProbeKinds(), want) {
 		t.Errorf("ProbeKinds() = %v, want %v", ProbeKinds(), want)

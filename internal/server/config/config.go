@@ -134,6 +134,10 @@ type TokenConfig struct {
 // StoreConfig names the database.
 type StoreConfig struct {
 	DSN string `yaml:"dsn"`
+	// LeaseTTL is how long a replica leads a background loop without
+	// renewing its lease (PostgreSQL; replicas on one database): the
+	// bound on failover after a leader dies.
+	LeaseTTL time.Duration `yaml:"lease_ttl"`
 }
 
 // AgentConfig is what the server tells agents in HelloResponse.
@@ -156,6 +160,7 @@ const (
 	DevWebAddress          = "127.0.0.1:9464"
 	DefaultDataDir         = "/var/lib/plumbline"
 	DefaultShutdownTimeout = 15 * time.Second
+	DefaultLeaseTTL        = 15 * time.Second
 	// DefaultCertTTL is enrollment.cert_ttl's default.
 	DefaultCertTTL = 30 * 24 * time.Hour
 	// DefaultBaselineInterval is --baseline.interval's default.
@@ -178,6 +183,7 @@ func Default() Config {
 			MaxInflightBytes:     ingest.DefaultMaxInflightBytes,
 		},
 		Web:             WebConfig{ListenAddress: DefaultWebAddress},
+		Store:           StoreConfig{LeaseTTL: DefaultLeaseTTL},
 		Agents:          AgentConfig{GeometryRefreshInterval: 15 * time.Minute, ReportInterval: 10 * time.Second},
 		Log:             LogConfig{Level: "info", Format: "text"},
 		Enrollment:      EnrollmentConfig{CertTTL: DefaultCertTTL, RateLimit: RateConfig{CallsPerSecond: 5, Burst: 50}},
@@ -309,6 +315,9 @@ func (c Config) Validate() error {
 	}
 	if c.Dev && !Loopback(c.Web.ListenAddress) && len(c.Web.BearerTokens) == 0 && c.Web.BearerTokenFile == "" {
 		bad("web.listen_address %q is not a loopback address: in --dev mode that needs web.bearer_tokens", c.Web.ListenAddress)
+	}
+	if c.Store.LeaseTTL < time.Second {
+		bad("store.lease_ttl %s: want at least 1s", c.Store.LeaseTTL)
 	}
 	errs = append(errs, c.Enrollment.validate(c.GRPC.Insecure)...)
 	if c.ShutdownTimeout <= 0 {

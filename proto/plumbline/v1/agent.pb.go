@@ -892,7 +892,11 @@ type ProbeResult struct {
 	// For stopped_reason refused, failed and lock-timeout: the agent's error
 	// message (at most 1024 bytes of UTF-8, no control characters); empty
 	// otherwise.
-	Failure       string `protobuf:"bytes,23,opt,name=failure,proto3" json:"failure,omitempty"` // Next tag: 24
+	Failure string `protobuf:"bytes,23,opt,name=failure,proto3" json:"failure,omitempty"`
+	// For kind stripe-scan: the geometry probe's inference (stripescan.proto);
+	// absent for other kinds. The server refuses stripe-scan results until it
+	// stores them.
+	StripeScan    *StripeScan `protobuf:"bytes,24,opt,name=stripe_scan,json=stripeScan,proto3" json:"stripe_scan,omitempty"` // Next tag: 25
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1088,6 +1092,13 @@ func (x *ProbeResult) GetFailure() string {
 	return ""
 }
 
+func (x *ProbeResult) GetStripeScan() *StripeScan {
+	if x != nil {
+		return x.StripeScan
+	}
+	return nil
+}
+
 // Histogram is a latency distribution with the exact layout of
 // internal/histogram (a Prometheus native histogram with one fixed schema):
 // bucket i holds the durations d with 2^((i-1)/8) < d <= 2^(i/8) seconds;
@@ -1263,7 +1274,7 @@ var File_plumbline_v1_agent_proto protoreflect.FileDescriptor
 
 const file_plumbline_v1_agent_proto_rawDesc = "" +
 	"\n" +
-	"\x18plumbline/v1/agent.proto\x12\fplumbline.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bplumbline/v1/geometry.proto\"\x93\x02\n" +
+	"\x18plumbline/v1/agent.proto\x12\fplumbline.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bplumbline/v1/geometry.proto\x1a\x1dplumbline/v1/stripescan.proto\"\x93\x02\n" +
 	"\fHelloRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12&\n" +
 	"\x04host\x18\x02 \x01(\v2\x12.plumbline.v1.HostR\x04host\x12#\n" +
@@ -1323,7 +1334,7 @@ const file_plumbline_v1_agent_proto_rawDesc = "" +
 	"\x10GeometrySnapshot\x125\n" +
 	"\tinventory\x18\x01 \x01(\v2\x17.plumbline.v1.InventoryR\tinventory\x12\x18\n" +
 	"\atrigger\x18\x02 \x01(\tR\atrigger\x12\x16\n" +
-	"\x06digest\x18\x03 \x01(\fR\x06digest\"\x8b\x06\n" +
+	"\x06digest\x18\x03 \x01(\fR\x06digest\"\xc6\x06\n" +
 	"\vProbeResult\x12\x1f\n" +
 	"\vmount_point\x18\x01 \x01(\tR\n" +
 	"mountPoint\x12\x16\n" +
@@ -1355,7 +1366,9 @@ const file_plumbline_v1_agent_proto_rawDesc = "" +
 	"\fbusy_percent\x18\x15 \x01(\x01R\vbusyPercent\x12\x1f\n" +
 	"\vfirst_error\x18\x16 \x01(\tR\n" +
 	"firstError\x12\x18\n" +
-	"\afailure\x18\x17 \x01(\tR\afailure\"\xc2\x02\n" +
+	"\afailure\x18\x17 \x01(\tR\afailure\x129\n" +
+	"\vstripe_scan\x18\x18 \x01(\v2\x18.plumbline.v1.StripeScanR\n" +
+	"stripeScan\"\xc2\x02\n" +
 	"\tHistogram\x12\x16\n" +
 	"\x06schema\x18\x01 \x01(\x11R\x06schema\x124\n" +
 	"\x16zero_threshold_seconds\x18\x02 \x01(\x01R\x14zeroThresholdSeconds\x12\x1d\n" +
@@ -1407,6 +1420,7 @@ var file_plumbline_v1_agent_proto_goTypes = []any{
 	(*durationpb.Duration)(nil),   // 16: google.protobuf.Duration
 	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
 	(*Inventory)(nil),             // 18: plumbline.v1.Inventory
+	(*StripeScan)(nil),            // 19: plumbline.v1.StripeScan
 }
 var file_plumbline_v1_agent_proto_depIdxs = []int32{
 	15, // 0: plumbline.v1.HelloRequest.host:type_name -> plumbline.v1.Host
@@ -1427,18 +1441,19 @@ var file_plumbline_v1_agent_proto_depIdxs = []int32{
 	16, // 15: plumbline.v1.ProbeResult.duration:type_name -> google.protobuf.Duration
 	17, // 16: plumbline.v1.ProbeResult.started_at:type_name -> google.protobuf.Timestamp
 	11, // 17: plumbline.v1.ProbeResult.latency:type_name -> plumbline.v1.Histogram
-	12, // 18: plumbline.v1.Histogram.buckets:type_name -> plumbline.v1.HistogramBucket
-	0,  // 19: plumbline.v1.AgentService.Hello:input_type -> plumbline.v1.HelloRequest
-	5,  // 20: plumbline.v1.AgentService.Report:input_type -> plumbline.v1.ReportRequest
-	3,  // 21: plumbline.v1.AgentService.WatchPolicy:input_type -> plumbline.v1.WatchPolicyRequest
-	1,  // 22: plumbline.v1.AgentService.Hello:output_type -> plumbline.v1.HelloResponse
-	6,  // 23: plumbline.v1.AgentService.Report:output_type -> plumbline.v1.ReportResponse
-	4,  // 24: plumbline.v1.AgentService.WatchPolicy:output_type -> plumbline.v1.WatchPolicyResponse
-	22, // [22:25] is the sub-list for method output_type
-	19, // [19:22] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	19, // 18: plumbline.v1.ProbeResult.stripe_scan:type_name -> plumbline.v1.StripeScan
+	12, // 19: plumbline.v1.Histogram.buckets:type_name -> plumbline.v1.HistogramBucket
+	0,  // 20: plumbline.v1.AgentService.Hello:input_type -> plumbline.v1.HelloRequest
+	5,  // 21: plumbline.v1.AgentService.Report:input_type -> plumbline.v1.ReportRequest
+	3,  // 22: plumbline.v1.AgentService.WatchPolicy:input_type -> plumbline.v1.WatchPolicyRequest
+	1,  // 23: plumbline.v1.AgentService.Hello:output_type -> plumbline.v1.HelloResponse
+	6,  // 24: plumbline.v1.AgentService.Report:output_type -> plumbline.v1.ReportResponse
+	4,  // 25: plumbline.v1.AgentService.WatchPolicy:output_type -> plumbline.v1.WatchPolicyResponse
+	23, // [23:26] is the sub-list for method output_type
+	20, // [20:23] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_plumbline_v1_agent_proto_init() }
@@ -1447,6 +1462,7 @@ func file_plumbline_v1_agent_proto_init() {
 		return
 	}
 	file_plumbline_v1_geometry_proto_init()
+	file_plumbline_v1_stripescan_proto_init()
 	file_plumbline_v1_agent_proto_msgTypes[8].OneofWrappers = []any{
 		(*Record_Geometry)(nil),
 		(*Record_Probe)(nil),

@@ -1,0 +1,175 @@
+// Command enumgen writes the enumerations of api/openapi.yaml from the
+// words' homes: internal/vocab (verdicts, severities, probe kinds, stop
+// reasons) and the inventory's filter table (every enumerated query
+// parameter). The rest of the document is written by hand; enumgen
+// replaces only the flow lists of the enums it owns, in place, so a new
+// probe kind, RAID level, rule or I/O size reaches the API contract
+// without an edit of the document. `make openapi` runs it;
+// TestDocumentIsCurrent fails while the committed document is stale.
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/plumbline/plumbline/internal/inventory"
+	"github.com/plumbline/plumbline/internal/vocab"
+)
+
+func main() {
+	path := flag.String("file", "api/openapi.yaml", "the OpenAPI document to rewrite in place")
+	check := flag.Bool("check", false, "only report whether the document is current (exit 1 when not)")
+	flag.Parse()
+	if err := run(*path, *check); err != nil {
+		fmt.Fprintln(os.Stderr, "enumgen:", err)
+		os.Exit(1)
+	}
+}
+
+func run(path string, check bool) error {
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	out, err := rewrite(doc, enums())
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	switch {
+	case bytes.Equal(out, doc):
+		return nil
+	case check:
+		return fmt.Errorf("%s: enumerations are stale; run make openapi", path)
+	}
+	return os.WriteFile(path, out, 0o644)
+}
+
+// enum is one enumeration the generator owns: where it is in the
+// document (a path of mapping keys) and its values.
+type enum struct {
+	path   []string
+	values []string
+}
+
+// enums are every enumeration enumgen owns.
+func enums() []enum {
+	out := []enum{
+		{[]string{"components", "schemas", "Volume", "properties", "severity"}, append(vocab.Severities(), "none")},
+		{[]string{"components", "schemas", "Finding", "properties", "severity"}, vocab.Severities()},
+		{[]string{"components", "schemas", "Alignment", "properties", "verdict"}, vocab.Verdicts()},
+		{[]string{"components", "schemas", "ProbeSummary", "properties", "kind"}, vocab.ProbeKindNames()},
+	}
+	for _, p := range inventory.Filters() {
+		if vals := inventory.FilterValues(p.Param); vals != nil {
+			out = append(out, enum{[]string{"components", "parameters", p.Param, "schema"}, vals})
+		}
+	}
+	return out
+}
+
+// rewrite replaces the flow list of each enum's `enum:` key in doc.
+func rewrite(doc []byte, enums []enum) ([]byte, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(doc, &root); err != nil {
+		return nil, err
+	}
+	lines := strings.SplitAfter(string(doc), "\n")
+	// Rewrite from the bottom up, so that earlier line numbers hold.
+	type edit struct {
+		line, col int
+		values    []string
+	}
+	var edits []edit
+	for _, e := range enums {
+		n := lookup(root.Content[0], e.path)
+		if n == nil {
+			return nil, fmt.Errorf("no %s", strings.Join(e.path, "."))
+		}
+		list := lookup(n, []string{"enum"})
+		if list == nil || list.Kind != yaml.SequenceNode || list.Style&yaml.FlowStyle == 0 {
+			return nil, fmt.Errorf("%s: want a flow list under enum:", strings.Join(e.path, "."))
+		}
+		edits = append(edits, edit{list.Line - 1, list.Column - 1, e.values})
+	}
+	slices.SortFunc(edits, func(a, b edit) int { return cmp.Compare(a.line, b.line) })
+	for i := len(edits) - 1; i >= 0; i-- {
+		var err error
+		if lines, err = replaceList(lines, edits[i].line, edits[i].col, edits[i].values); err != nil {
+			return nil, err
+		}
+	}
+	return []byte(strings.Join(lines, "")), nil
+}
+
+// lookup follows mapping keys from n.
+func lookup(n *yaml.Node, path []string) *yaml.Node {
+	for _, key := range path {
+		if n.Kind != yaml.MappingNode {
+			return nil
+		}
+		var next *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key {
+				next = n.Content[i+1]
+			}
+		}
+		if next == nil {
+			return nil
+		}
+		n = next
+	}
+	return n
+}
+
+// maxWidth is where a long list wraps.
+const maxWidth = 100
+
+// replaceList replaces the flow list that opens at lines[line][col] (up
+// to its closing bracket, possibly lines further down) with values,
+// wrapped at maxWidth with continuation lines indented two past the
+// list's line.
+func replaceList(lines []string, line, col int, values []string) ([]string, error) {
+	end, endCol := line, -1
+	for end < len(lines) {
+		from := 0
+		if end == line {
+			from = col
+		}
+		if i := strings.IndexByte(lines[end][from:], ']'); i >= 0 {
+			endCol = from + i
+			break
+		}
+		end++
+	}
+	if endCol < 0 {
+		return nil, fmt.Errorf("line %d: unclosed flow list", line+1)
+	}
+	head, tail := lines[line][:col], lines[end][endCol+1:]
+	indent := strings.Repeat(" ", len(head)-len(strings.TrimLeft(head, " "))+2)
+	var out []string
+	cur := head + "["
+	for i, v := range values {
+		item := v
+		if i < len(values)-1 {
+			item += ","
+		}
+		if i > 0 && len(cur)+1+len(item) > maxWidth {
+			out = append(out, cur+"\n")
+			cur = indent + item
+			continue
+		}
+		if i > 0 {
+			cur += " "
+		}
+		cur += item
+	}
+	out = append(out, cur+"]"+tail)
+	return append(append(append([]string(nil), lines[:line]...), out...), lines[end+1:]...), nil
+}

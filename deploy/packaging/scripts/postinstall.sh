@@ -1,0 +1,24 @@
+#!/bin/sh
+# @PKG@ post-install (deb postinst configure [OLD-VERSION], rpm %post 1|2):
+# the directories the unit and the config name, owned and moded as the unit
+# expects; on an upgrade a running service restarts on the new binary.
+# A fresh install does not enable or start the service: its config names
+# the server and the certificates first (README "Packages").
+set -e
+case "$1" in
+configure | 1 | 2) ;;
+*) exit 0 ;;
+esac
+install -d -m 0750 -o root -g plumbline /etc/plumbline /etc/plumbline/tls
+install -d -m @STATE_MODE@ -o plumbline -g plumbline /var/lib/@STATE_DIR@
+upgrade=false
+if { [ "$1" = configure ] && [ -n "$2" ]; } || [ "$1" = 2 ]; then
+	upgrade=true
+fi
+if [ -d /run/systemd/system ]; then
+	systemctl daemon-reload || true
+	if $upgrade; then
+		systemctl try-restart @PKG@.service || true
+	fi
+fi
+exit 0
