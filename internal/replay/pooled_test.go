@@ -42,15 +42,7 @@ const stallRecording = "testdata/faults/lab-sas15k-raid1-stall3pct.txt.gz"
 func TestPooledStallPower(t *testing.T) {
 	t.Parallel()
 	healthy := readRecording(t, *stallHealthy)
-	f, err := os.Open(stallRecording)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stall, err := Read(f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	stall := readRecording(t, stallRecording)
 	const target, pass, forDur = 20 * time.Minute, 30 * time.Second, 2 * time.Minute
 	for _, sc := range []struct {
 		every time.Duration
@@ -78,7 +70,7 @@ func TestPooledStallPower(t *testing.T) {
 	}
 }
 
-func readRecording(t *testing.T, path string) *Recording {
+func readRecording(t testing.TB, path string) *Recording {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {

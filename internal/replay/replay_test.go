@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -58,16 +57,7 @@ func loadRecordings(t testing.TB) []*Recording {
 	}
 	var out []*Recording
 	for _, p := range paths {
-		f, err := os.Open(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := Read(f)
-		f.Close()
-		if err != nil {
-			t.Fatalf("%s: %v", p, err)
-		}
-		out = append(out, r)
+		out = append(out, readRecording(t, p))
 	}
 	return out
 }
