@@ -18,7 +18,7 @@
 #     of every member's time); FAULT_TRIALS trials each at the 3-minute
 #     schedule (simulated between real runs), 50 ops under a 100 IOPS cap;
 #     detection = faulted runs × 3m + the evaluator's 30 s pass + the
-#     alert's for: 5m. FAULT_LEVEL/FAULT_DISKS choose the array (raid1 × 2;
+#     alert's for: 2m. FAULT_LEVEL/FAULT_DISKS choose the array (raid1 × 2;
 #     1 × 1 for a single disk).
 #  4. Live (SKIP_LIVE=1 leaves it out): the whole product on lab arrays
 #     (bench/degrade → internal/fleetlab): five RAID 1 arrays of sas15k

@@ -68,7 +68,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		maxRuns    = fs.Int("max-runs", 14, "faulted runs before giving up")
 		trials     = fs.Int("trials", 3, "trials per fault kind")
 		pass       = fs.Duration("pass", 30*time.Second, "evaluator pass interval (added to detection)")
-		forDur     = fs.Duration("for", 5*time.Minute, "the alert's for: (added to detection)")
+		forDur     = fs.Duration("for", 2*time.Minute, "the alert's for: (added to detection)")
 		days       = fs.Float64("replay-days", 7, "days of noise replayed from the recorded healthy runs")
 		only       = fs.String("only", "", "comma-separated fault kinds (default all: slow, stall, throttle, rebuild)")
 		record     = fs.String("record", "", "write the recorded healthy runs here (JSON lines)")

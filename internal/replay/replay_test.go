@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -58,16 +57,7 @@ func loadRecordings(t testing.TB) []*Recording {
 	}
 	var out []*Recording
 	for _, p := range paths {
-		f, err := os.Open(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := Read(f)
-		f.Close()
-		if err != nil {
-			t.Fatalf("%s: %v", p, err)
-		}
-		out = append(out, r)
+		out = append(out, readRecording(t, p))
 	}
 	return out
 }
@@ -95,7 +85,7 @@ var t0 = time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 
 // schedules are the old defaults (one 1,000-op run an hour, 3 runs
 // beyond to turn degraded, alert after 15m) and the new ones (50 ops
-// every 3 minutes, 4 runs, alert after 5m): the same 1,000 ops per kind
+// every 3 minutes, 4 runs, alert after 2m): the same 1,000 ops per kind
 // per hour.
 var schedules = []struct {
 	name  string
@@ -104,7 +94,7 @@ var schedules = []struct {
 	rules Rules
 }{
 	{"old-default-1h-1000ops", Schedule{time.Hour, 1000}, baseline.Config{Sustain: 3}, Rules{DegradedFor: 15 * time.Minute, CohortRatio: 1.5, CohortFor: 2 * time.Hour}},
-	{"default-3m-50ops", Schedule{3 * time.Minute, 50}, baseline.Config{}, Rules{DegradedFor: 5 * time.Minute, CohortRatio: 1.5, CohortFor: 2 * time.Hour}},
+	{"default-3m-50ops", Schedule{3 * time.Minute, 50}, baseline.Config{}, Rules{DegradedFor: 2 * time.Minute, CohortRatio: 1.5, CohortFor: 2 * time.Hour}},
 }
 
 func days(d float64) time.Duration { return time.Duration(d * 24 * float64(time.Hour)) }
