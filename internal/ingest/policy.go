@@ -37,12 +37,41 @@ func (s *Service) agentPolicy(ctx context.Context, agent, hostname string, label
 	if s.opts.Policy == nil {
 		return nil, nil, nil
 	}
-	res, changed, err := s.opts.Policy.Resolve(policy.Facts{Hostname: hostname, Labels: labels})
+	selection, err := s.selectionLabels(ctx, agent, labels)
+	if err != nil {
+		return nil, nil, s.storeError(ctx, "policy", agent, err)
+	}
+	res, changed, err := s.opts.Policy.Resolve(policy.Facts{Hostname: hostname, Labels: selection})
 	if err != nil {
 		s.opts.Logger.Error("policy", "agent", agent, "err", err)
 		return nil, nil, status.Error(codes.Internal, "policy: resolving failed")
 	}
 	return &plumblinev1.AgentPolicy{ConfigYaml: res.YAML, Digest: res.Digest, Sources: res.Sources}, changed, nil
+}
+
+// selectionLabels are the labels policy selects the agent by: the labels
+// its join token gave it at enrollment, which the operator issued and the
+// server keeps, over the labels the agent declares in its config. An
+// agent cannot claim another team's policy by declaring a label its token
+// fixed: on a key in both, the enrollment's value wins and the clash is
+// logged.
+func (s *Service) selectionLabels(ctx context.Context, agent string, declared map[string]string) (map[string]string, error) {
+	enrolled, err := s.store.AgentLabels(ctx, agent)
+	if err != nil || len(enrolled) == 0 {
+		return declared, err
+	}
+	out := make(map[string]string, len(declared)+len(enrolled))
+	for k, v := range declared {
+		out[k] = v
+	}
+	for k, v := range enrolled {
+		if d, ok := declared[k]; ok && d != v {
+			s.opts.Logger.Warn("policy: the agent declares a label its enrollment fixed; the enrollment's value selects",
+				"agent", agent, "label", k, "declared", d, "enrolled", v)
+		}
+		out[k] = v
+	}
+	return out, nil
 }
 
 // WatchPolicy answers the agent's central policy once it differs from the

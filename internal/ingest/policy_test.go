@@ -10,6 +10,7 @@ import (
 
 	"github.com/plumbline/plumbline/internal/maintenance"
 	"github.com/plumbline/plumbline/internal/policy"
+	"github.com/plumbline/plumbline/internal/store"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -105,5 +106,43 @@ func waitReport(t *testing.T, svc *Service, host string, ok func(policy.Report) 
 			t.Fatalf("no report for %s", host)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Policy selects an enrolled agent by the labels of its join token over
+// the labels it declares: a declared label cannot claim a policy the
+// token's label does not, and a token's label selects with none declared.
+func TestPolicyEnrollmentLabels(t *testing.T) {
+	t.Parallel()
+	src := policy.NewSource([]policy.Entry{windowEntry("pg-nightly", "postgres")})
+	dsn := sqliteDSN(t)
+	e := startServer(t, dsn, newPKI(t), Options{Policy: src})
+	ctx := ctxT(t)
+	if err := e.store.CreateJoinToken(ctx, store.JoinToken{ID: "tok", SecretHash: "h", Labels: map[string]string{"role": "mysql", "team": "payments"},
+		MaxUses: 2, Expires: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.EnrollAgent(ctx, store.Enrollment{TokenID: "tok", SecretHash: "h", AgentID: "db1", Serial: "01", NotAfter: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	c := e.agent(t, "db1")
+	hello := func(labels map[string]string) *plumblinev1.AgentPolicy {
+		t.Helper()
+		h, err := c.Hello(ctx, &plumblinev1.HelloRequest{AgentId: "db1", Host: &plumblinev1.Host{Hostname: "db1"}, AgentVersion: "1", Labels: labels})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h.GetPolicy()
+	}
+	if p := hello(map[string]string{"role": "postgres"}); len(p.GetConfigYaml()) != 0 {
+		t.Errorf("agent declaring role=postgres, enrolled with role=mysql: policy %q, want none (the enrollment's label selects)", p.GetConfigYaml())
+	}
+	src.Update([]policy.Entry{{Name: "payments", Select: policy.Selector{Labels: map[string]string{"team": "payments", "tier": "gold"}},
+		Policy: policy.Fragment{MaintenanceWindows: []maintenance.Window{{Name: "payments", Schedule: "0 3 * * *", Duration: time.Hour}}}}})
+	if p := hello(map[string]string{"tier": "gold"}); !strings.Contains(string(p.GetConfigYaml()), "payments") {
+		t.Errorf("enrolled team=payments, declared tier=gold: policy %q, want the payments entry (both label sources select together)", p.GetConfigYaml())
+	}
+	if p := hello(nil); len(p.GetConfigYaml()) != 0 {
+		t.Errorf("enrolled team=payments, nothing declared: policy %q, want none (tier=gold is missing)", p.GetConfigYaml())
 	}
 }
