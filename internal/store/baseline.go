@@ -209,11 +209,8 @@ ON CONFLICT (agent_id) DO UPDATE SET evaluated_through = CASE
 				var b strings.Builder
 				b.WriteString(`INSERT INTO baseline_cohorts (profile, kind, volumes, median, mad) VALUES `)
 				args := make([]any, 0, len(chunk)*5)
-				for i, c := range chunk {
-					if i > 0 {
-						b.WriteString(", ")
-					}
-					b.WriteString("(?, ?, ?, ?, ?)")
+				b.WriteString(tupleList("(?, ?, ?, ?, ?)", len(chunk)))
+				for _, c := range chunk {
 					args = append(args, c.Profile, c.Kind, int64(c.Volumes), c.Median, c.MAD)
 				}
 				if _, err := tx.ExecContext(ctx, s.q(b.String()), args...); err != nil {
@@ -236,11 +233,8 @@ func (s *Store) putStates(ctx context.Context, tx *sql.Tx, states []ProbeBaselin
     since_ns, history_ratio, cohort_ratio, cohort_reference, history_median, trusted, last_run_ns, runs, latency_histogram,
     signal, detail, p99_ratio, mean_ratio, rate_ratio) VALUES `)
 		args := make([]any, 0, len(chunk)*22)
-		for i, st := range chunk {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		b.WriteString(tupleList("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", len(chunk)))
+		for _, st := range chunk {
 			det, hist := st.Detector, st.Histogram
 			if det == nil {
 				det = []byte{}

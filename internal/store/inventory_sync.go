@@ -143,11 +143,8 @@ func (s *Store) deriveInventory(ctx context.Context, derive DeriveFunc, keys []v
     v.verdict, v.data_offset_bytes, v.stripe_unit_bytes, v.split_fraction_8k, v.split_fraction_64k
 FROM volumes v JOIN agents a ON a.agent_id = v.agent_id
 WHERE v.present AND (v.agent_id, v.mount_point) IN (VALUES `)
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("(?, ?)")
+	b.WriteString(tupleList("(?, ?)", len(keys)))
+	for _, k := range keys {
 		args = append(args, k.agent, k.mount)
 	}
 	b.WriteString(")")
@@ -188,6 +185,12 @@ func (s *Store) LastGeometryReceived(ctx context.Context) (time.Time, error) {
 
 func placeholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+// tupleList is n copies of tuple, comma-separated: the rows of a
+// multi-row VALUES list.
+func tupleList(tuple string, n int) string {
+	return strings.TrimSuffix(strings.Repeat(tuple+", ", n), ", ")
 }
 
 // scanVolumes runs a query whose columns are those of ListVolumes.
@@ -335,5 +338,5 @@ func (s *Store) insertFindings(ctx context.Context, tx *sql.Tx, vols []Inventory
 func insertValues(table string, cols []string, rows int) string {
 	row := "(" + placeholders(len(cols)) + ")"
 	return "INSERT INTO " + table + " (" + strings.Join(cols, ", ") + ") VALUES " +
-		strings.TrimSuffix(strings.Repeat(row+", ", rows), ", ")
+		tupleList(row, rows)
 }

@@ -426,11 +426,8 @@ func (s *Store) insertRecords(ctx context.Context, tx *sql.Tx, agentID, incarnat
 		var b strings.Builder
 		b.WriteString(insertRecordSQL)
 		args := make([]any, 0, len(chunk)*9)
-		for i, r := range chunk {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		b.WriteString(tupleList("(?, ?, ?, ?, ?, ?, ?, ?, ?)", len(chunk)))
+		for _, r := range chunk {
 			payload := r.Payload
 			if payload == nil {
 				payload = []byte{}
@@ -467,11 +464,8 @@ func (s *Store) insertProbes(ctx context.Context, tx *sql.Tx, agentID string, pr
 		var b strings.Builder
 		b.WriteString(insertProbeSQL)
 		args := make([]any, 0, len(chunk)*16)
-		for i, r := range chunk {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(probeRowSQL)
+		b.WriteString(tupleList(probeRowSQL, len(chunk)))
+		for _, r := range chunk {
 			args = probeArgs(args, agentID, r)
 		}
 		if _, err := s.txExec(ctx, tx, s.q(b.String()), args...); err != nil {

@@ -135,11 +135,8 @@ func (s *Store) deleteKeys(ctx context.Context, tx *sql.Tx, table string, keys [
 		var b strings.Builder
 		b.WriteString("DELETE FROM " + table + " WHERE (agent_id, sequence) IN (VALUES ")
 		args := make([]any, 0, 2*len(chunk))
-		for i, k := range chunk {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString("(?, CAST(? AS BIGINT))")
+		b.WriteString(tupleList("(?, CAST(? AS BIGINT))", len(chunk)))
+		for _, k := range chunk {
 			args = append(args, k.agentID, k.sequence)
 		}
 		b.WriteString(")")
