@@ -72,6 +72,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		days       = fs.Float64("replay-days", 7, "days of noise replayed from the recorded healthy runs")
 		only       = fs.String("only", "", "comma-separated fault kinds (default all: slow, stall, throttle, rebuild)")
 		record     = fs.String("record", "", "write the recorded healthy runs here (JSON lines)")
+		recFaulted = fs.String("record-faulted", "", "write every faulted run here (JSON lines: fault, trial, run) and run each trial to -max-runs")
+		kind       = fs.String("kind", string(probe.RandomRead), "probe kind (random-read, random-write, log-write)")
 		replayFrom = fs.String("replay-from", "", "no lab: replay the healthy runs recorded in this file")
 		within     = fs.Int("within", 0, "override the tail's and the mean's SignalConfig.Within (0: default)")
 		tailRatio  = fs.Float64("tail-ratio", 0, "override the tail's DegradeRatio (0: default)")
@@ -82,6 +84,15 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	for i, name := range []string{"tail", "mean", "rate"} {
 		fs.IntVar(&sustain[i], name+"-sustain", 0, "override the "+name+"'s Sustain (0: default)")
 	}
+	var slow baseline.SlowConfig
+	fs.IntVar(&slow.Pool, "slow-pool", 0, "override the slow-op count's Pool (0: default)")
+	fs.IntVar(&slow.PerRun, "slow-per-run", 0, "override the slow-op count's PerRun (0: default)")
+	fs.IntVar(&slow.Floor, "slow-floor", 0, "override the slow-op count's Floor (0: default)")
+	fs.IntVar(&slow.Margin, "slow-margin", 0, "override the slow-op count's Margin (0: default)")
+	fs.IntVar(&slow.MinHistory, "slow-min-history", 0, "override the slow-op count's MinHistory (0: default)")
+	fs.IntVar(&slow.HalfLife, "slow-half-life", 0, "override the slow-op count's HalfLife in runs (0: default)")
+	fs.IntVar(&slow.Sustain, "slow-sustain", 0, "override the slow-op count's Sustain (0: default)")
+	meanRatio := fs.Float64("mean-ratio", 0, "override the mean's DegradeRatio (0: default)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -91,6 +102,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	}
 	det.Tail.DegradeRatio = *tailRatio
 	det.Tail.Sustain, det.Mean.Sustain, det.Rate.Sustain = sustain[0], sustain[1], sustain[2]
+	det.Slow, det.Mean.DegradeRatio = slow, *meanRatio
 	if *noiseFrom != "" {
 		if err := noise(stdout, strings.Split(*noiseFrom, ","), det, replaypkg.Schedule{Every: *every, Ops: *ops}, *days, *seeds); err != nil {
 			fmt.Fprintln(stderr, "tails:", err)
@@ -114,7 +126,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if err := run(context.Background(), stdout, stderr, cfg{
 		raidlab: *raidlabBin, work: *work, level: *level, disks: *disks, preset: *preset, every: *every, ops: *ops,
 		iops: *iops, healthy: *healthy, maxRuns: *maxRuns, trials: *trials, extra: *pass + *forDur, days: *days, only: *only,
-		record: *record, det: det,
+		record: *record, det: det, recordFaulted: *recFaulted, kind: probe.Kind(*kind),
 	}); err != nil {
 		fmt.Fprintln(stderr, "tails:", err)
 		return 1
@@ -124,7 +136,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 
 type cfg struct {
 	raidlab, work, level, preset, only   string
-	record                               string
+	record, recordFaulted                string
+	kind                                 probe.Kind
 	det                                  baseline.Config
 	disks, ops, healthy, maxRuns, trials int
 	iops, days                           float64
@@ -164,6 +177,11 @@ func run(ctx context.Context, stdout, stderr io.Writer, c cfg) error {
 	}
 	if c.record != "" {
 		if err := writeRuns(c.record, m.recorded); err != nil {
+			return err
+		}
+	}
+	if c.recordFaulted != "" {
+		if err := writeJSONLines(c.recordFaulted, m.faults); err != nil {
 			return err
 		}
 	}
@@ -223,7 +241,7 @@ func prober(ctx context.Context, mnt string, c cfg) func() (baseline.Run, error)
 	o := probe.DefaultOptions()
 	o.Dir, o.FileSize, o.FillRate = mnt, 64<<20, 0
 	o.MinFreeBytes, o.MinFreePercent, o.BusyThreshold, o.LatencyCeiling = 0, 0, 0, 0
-	o.Kind, o.QueueDepth, o.Ops, o.IOPS, o.MaxDuration = probe.RandomRead, 1, c.ops, c.iops, 30*time.Second
+	o.Kind, o.QueueDepth, o.Ops, o.IOPS, o.MaxDuration = c.kind, 1, c.ops, c.iops, 30*time.Second
 	return func() (baseline.Run, error) {
 		res, err := probe.Run(ctx, o)
 		if err != nil {
@@ -244,6 +262,14 @@ type measurer struct {
 	stderr   io.Writer
 	t        time.Time
 	recorded []baseline.Run
+	faults   []faultedRun
+}
+
+// faultedRun is one faulted run, for -record-faulted.
+type faultedRun struct {
+	Fault string
+	Trial int
+	Run   baseline.Run
 }
 
 // kind runs c.trials trials of one fault kind: c.healthy healthy runs
@@ -272,7 +298,7 @@ func (m *measurer) kind(ctx context.Context, k faultKind) ([]int, map[baseline.S
 				fmt.Fprintf(m.stderr, "# %s trial %d: degraded before the fault (%s)\n", k.name, trial, s.Detail())
 			}
 		}
-		got, last, err := m.faulted(ctx, k, d)
+		got, last, err := m.faulted(ctx, k, d, trial)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -287,8 +313,9 @@ func (m *measurer) kind(ctx context.Context, k faultKind) ([]int, map[baseline.S
 
 // faulted applies the fault and runs until d is degraded: the number of
 // faulted runs (-1: not within c.maxRuns) and the last state.
-func (m *measurer) faulted(ctx context.Context, k faultKind, d *baseline.Detector) (int, baseline.State, error) {
+func (m *measurer) faulted(ctx context.Context, k faultKind, d *baseline.Detector, trial int) (int, baseline.State, error) {
 	var last baseline.State
+	first := -1
 	for i := range m.c.maxRuns {
 		// The throttle's runs follow each other at once in real time; at
 		// the simulated schedule the bucket refills between them (every ×
@@ -303,11 +330,21 @@ func (m *measurer) faulted(ctx context.Context, k faultKind, d *baseline.Detecto
 			return 0, last, err
 		}
 		m.t = m.t.Add(m.c.every)
-		if last = d.ObserveRun(m.t, r, baseline.Refs{}); last.Status == baseline.Degraded {
-			return i + 1, last, nil
+		s := d.ObserveRun(m.t, r, baseline.Refs{})
+		if first < 0 {
+			last = s
+		}
+		if m.c.recordFaulted != "" {
+			m.faults = append(m.faults, faultedRun{Fault: k.name, Trial: trial, Run: r})
+		}
+		if s.Status == baseline.Degraded && first < 0 {
+			first = i + 1
+			if m.c.recordFaulted == "" {
+				break
+			}
 		}
 	}
-	return -1, last, nil
+	return first, last, nil
 }
 
 // reportLine is one fault kind's result line.
@@ -384,7 +421,9 @@ func replay(stdout, stderr io.Writer, det baseline.Config, recorded []baseline.R
 	fmt.Fprintf(stdout, "false_alerts=%d replay_days=%g healthy_runs=%d\n", falseAlerts, days, len(recorded))
 }
 
-func writeRuns(path string, runs []baseline.Run) error {
+func writeRuns(path string, runs []baseline.Run) error { return writeJSONLines(path, runs) }
+
+func writeJSONLines[T any](path string, runs []T) error {
 	var b []byte
 	for _, r := range runs {
 		line, err := json.Marshal(r)

@@ -61,6 +61,13 @@ type Config struct {
 	// a week on the lab's noise), 3 normal runs in a row to recover; at
 	// least 50 ops for the tail, 10 for the mean and the rate.
 	Tail, Mean, Rate SignalConfig
+
+	// Slow is the slow-op count's constants (SignalSlow): by default the
+	// last 6 runs pooled, at most 2 slow ops counted per run, beyond when
+	// the pool exceeds the largest pool the volume's own history holds
+	// (half-life a day of runs) and reaches 5, 1 run to degrade, 3 to
+	// recover, runs of at least 50 ops.
+	Slow SlowConfig
 }
 
 // DefaultConfig is the configuration every zero field of a Config takes.
@@ -74,6 +81,7 @@ func DefaultConfig() Config {
 		Tail:              SignalConfig{DegradeRatio: 3, RecoverRatio: 2, Sustain: 5, Within: 5, Recover: 3, MinOps: 50},
 		Mean:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 6, Within: 6, Recover: 3, MinOps: 10},
 		Rate:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 6, Within: 6, Recover: 3, MinOps: 10},
+		Slow:              SlowConfig{Pool: 6, PerRun: 2, Floor: 5, Margin: 3, MinHistory: 240, HalfLife: 960, Sustain: 2, Recover: 3, MinOps: 50},
 	}
 }
 
@@ -109,6 +117,7 @@ func (c Config) withDefaults() Config {
 	c.Tail.fill(d.Tail)
 	c.Mean.fill(d.Mean)
 	c.Rate.fill(d.Rate)
+	c.Slow.fill(d.Slow)
 	return c
 }
 
@@ -145,10 +154,13 @@ func (c Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
+	if err := c.Slow.validate(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
 // signalConfigs are the extra signals' constants in track order.
-func (c *Config) signalConfigs() [numSignals - 1]SignalConfig {
-	return [numSignals - 1]SignalConfig{c.Tail, c.Mean, c.Rate}
+func (c *Config) signalConfigs() [numTracks]SignalConfig {
+	return [numTracks]SignalConfig{c.Tail, c.Mean, c.Rate}
 }

@@ -86,6 +86,10 @@ type State struct {
 	// IOPS and Cap are this run's achieved rate and IOPS cap (0: uncapped
 	// or not carried).
 	IOPS, Cap float64
+	// SlowOps is the pooled slow-op count (at most SlowConfig.PerRun a
+	// run), SlowOf the pool's ops and SlowCeiling the largest pool the
+	// volume's history holds, while the state is about SignalSlow.
+	SlowOps, SlowOf, SlowCeiling int
 }
 
 // Throttled reports a volume degraded on its rate alone, its median
@@ -104,6 +108,8 @@ func (s State) Detail() string {
 	switch {
 	case sig == SignalRate && s.Cap > 0 && s.IOPS > 0:
 		return fmt.Sprintf("rate %.3g/%.3g IOPS, %.2g× below its history", s.IOPS, s.Cap, s.Ratio)
+	case sig == SignalSlow:
+		return fmt.Sprintf("slow ops %d of %d vs history ≤%d", s.SlowOps, s.SlowOf, s.SlowCeiling)
 	case sig == SignalMedian:
 		return fmt.Sprintf("median ×%.2g vs %s", s.Ratio, orNone(s.Reference))
 	}
@@ -148,7 +154,9 @@ type Detector struct {
 
 	// tracks are the signals after the median (tail, mean, rate), their
 	// windows slices of one block; view is the last state of all of them.
-	tracks [numSignals - 1]track
+	tracks [numTracks]track
+	// slow is the slow-op count (SignalSlow).
+	slow slowTrack
 	// iops and cap are the last run's rate and cap (0: not carried);
 	// waitShare its (mean − median)/(p99 − median), not persisted.
 	iops, cap, waitShare float64
@@ -175,6 +183,7 @@ func NewDetector(cfg Config) (*Detector, error) {
 		d.tracks[i].sc = sc
 		d.tracks[i].win = newWindow(block[2*i*sw:2*(i+1)*sw], sw)
 	}
+	d.slow.sc = &d.cfg.Slow
 	return d, nil
 }
 
@@ -201,6 +210,7 @@ func (d *Detector) Reset() {
 	for i := range d.tracks {
 		d.tracks[i].reset()
 	}
+	d.slow.reset()
 	d.iops, d.cap = 0, 0
 }
 
@@ -257,7 +267,7 @@ func (d *Detector) ObserveRun(t time.Time, run Run, refs Refs) State {
 		return d.combine()
 	}
 	d.observeMedian(t, run.Median, refs)
-	vals := [numSignals - 1]float64{run.P99, run.Mean, 0}
+	vals := [numTracks]float64{run.P99, run.Mean, 0}
 	if run.Cap > 0 && run.IOPS > 0 && !math.IsInf(run.Cap, 0) {
 		vals[2] = run.Cap / run.IOPS
 	}
@@ -268,6 +278,7 @@ func (d *Detector) ObserveRun(t time.Time, run Run, refs Refs) State {
 		}
 		d.tracks[i].observe(t, x, &d.cfg)
 	}
+	d.slow.observe(t, run.Slow, run.Ops)
 	d.iops, d.cap, d.waitShare = 0, 0, 0
 	if vals[2] > 0 {
 		d.iops, d.cap = run.IOPS, run.Cap
@@ -299,15 +310,28 @@ func (d *Detector) combine() State {
 			lead = i
 		}
 	}
+	slow := d.slow.st.Status == Degraded
+	if slow && (lead < 0 || d.slow.st.Since.Before(per[lead].st.Since)) {
+		lead = numTracks
+	}
 	if lead < 0 {
 		return s
 	}
-	s.Status, s.Reference, s.Since = Degraded, History, per[lead].st.Since
-	tailsSteady := per[0].st.Status != Degraded && per[1].st.Status != Degraded
+	s.Status, s.Reference, s.Since = Degraded, History, d.slow.st.Since
+	if lead < numTracks {
+		s.Since = per[lead].st.Since
+	}
+	tailsSteady := per[0].st.Status != Degraded && per[1].st.Status != Degraded && !slow
 	if r := &per[2]; (r.st.Status == Degraded || r.st.Streak > 0) && (tailsSteady || d.waitShare >= minWaitShare) {
 		lead = 2
 	}
-	s.Signal, s.Streak, s.Ratio = allSignals[lead+1], per[lead].st.Streak, per[lead].ratio
+	s.Signal = allSignals[lead+1]
+	if lead == numTracks {
+		s.Streak, s.Ratio = d.slow.st.Streak, d.slow.ratio
+		s.SlowOps, s.SlowOf, s.SlowCeiling = int(d.slow.st.Value), d.slow.ops, d.slow.ceiling()
+		return s
+	}
+	s.Streak, s.Ratio = per[lead].st.Streak, per[lead].ratio
 	return s
 }
 
@@ -319,8 +343,10 @@ func (d *Detector) Of(sig Signal) SignalState {
 	case i == 0:
 		m := &d.last
 		return SignalState{Status: m.Status, Since: m.Since, Streak: m.Streak, Value: m.Latency, History: m.History}
-	case i > 0:
+	case i > 0 && i <= numTracks:
 		return d.tracks[i-1].st
+	case i == numTracks+1:
+		return d.slow.st
 	}
 	return SignalState{}
 }

@@ -31,12 +31,23 @@ const (
 	// it kept up with its cap, 2.5 at 20 of 50 IOPS): a volume that cannot
 	// reach its cap on an idle device is throttled.
 	SignalRate Signal = "rate"
+	// SignalSlow is the count of slow operations (at least SlowFactor ×
+	// their run's median) pooled over the last runs, against the
+	// distribution of that pooled count in the volume's own history
+	// (SlowConfig): a member that stalls a few percent of its ops, too few
+	// per run for the p99 to stay up run after run.
+	SignalSlow Signal = "slow"
 )
 
-// allSignals is the order of State.PerSignal and of the serialised tracks.
-var allSignals = [numSignals]Signal{SignalMedian, SignalTail, SignalMean, SignalRate}
+// allSignals is the order of the signals: the median, the tracks (in the
+// order of the serialised tracks), the slow-op count.
+var allSignals = [numSignals]Signal{SignalMedian, SignalTail, SignalMean, SignalRate, SignalSlow}
 
-const numSignals = 4
+const (
+	numSignals = 5
+	// numTracks is the signals judged by a track: tail, mean, rate.
+	numTracks = 3
+)
 
 // Signals returns every signal, the median first.
 func Signals() []Signal { return slices.Clone(allSignals[:]) }
@@ -61,6 +72,9 @@ type Run struct {
 	// IOPS is the rate the run achieved (ops over its measured duration)
 	// and Cap the IOPS cap it ran under (0: uncapped).
 	IOPS, Cap float64
+	// Slow is how many of its ops took at least SlowFactor × its median
+	// (SlowOps); counted on runs of at least SlowConfig.MinOps ops.
+	Slow int
 }
 
 // SignalConfig is the detection constants of one signal other than the

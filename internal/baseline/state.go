@@ -28,16 +28,29 @@ import (
 //	history                     uvarint n, then n float32s, oldest first
 //	held                        uvarint n, then n float64s
 //
+//	(version 3) the slow-op count:
+//	status                      one byte
+//	flags                       one byte: since, streak since
+//	since, streak since         varint Unix nanoseconds, each if flagged
+//	ratio                       float64 bits
+//	streak                      uvarint
+//	pool                        uvarint n, then n × (slow ops byte, ops uvarint), oldest first
+//	history                     uvarint n, then n float32 weights (pooled sums 0..n-1)
+//	learned                     uvarint
+//	waiting                     uvarint n, then n bytes (pools not learned yet), oldest first
+//
 // The configuration is not part of it: UnmarshalBinary keeps the
 // Detector's own, and trims a longer history to its window. A state with
 // a 48-run window takes at most 4+3+30+16+1+1+384+1+8×3 ≈ 460 bytes for
 // the median and, with 24-run signal windows, 2+20+8+1+3+1+96+1+8×3 ≈ 156
-// more per signal: ≈ 930 (785 measured with nothing held). Version 1 (the
-// median alone) is still read: the other signals start learning.
+// more per signal: ≈ 930 (785 measured with nothing held), and at most
+// 2+20+8+1+1+16×4+1+48×4+4+1+16 ≈ 310 for the slow-op count (its default
+// 6-run pool and 13 sums: ≈ 100). Versions 1 (the median alone) and 2 (no
+// slow-op count) are still read: the signals they lack start learning.
 var magic = [3]byte{'P', 'L', 'B'}
 
 // stateVersion is the format MarshalBinary writes.
-const stateVersion = 2
+const stateVersion = 3
 
 var (
 	statusCodes = []Status{"", Learning, OK, Degraded}
@@ -81,7 +94,7 @@ func (d *Detector) MarshalBinary() ([]byte, error) {
 		}
 		b = appendFloats(b, k.held)
 	}
-	return b, nil
+	return d.slow.append(b), nil
 }
 
 // appendTimes appends a flag byte (bit i: times[i] is set) and the set
@@ -157,11 +170,15 @@ func (d *Detector) UnmarshalBinary(b []byte) error {
 	st.Streak = int(streak)
 	hist := r.values(maxWindow)
 	held := r.values(maxHeld)
-	var tracks [numSignals - 1]savedTrack
+	var tracks [numTracks]savedTrack
 	if version >= 2 {
 		for i := range tracks {
 			tracks[i] = r.track()
 		}
+	}
+	var slow savedSlow
+	if version >= 3 {
+		slow = r.slow(d.slow.sc)
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.fail("%d trailing bytes", len(r.b))
@@ -182,6 +199,7 @@ func (d *Detector) UnmarshalBinary(b []byte) error {
 		// A mask wider than this configuration's window keeps its recent end.
 		k.recent = t.recent & (1<<k.sc.Within - 1)
 	}
+	d.slow.restore(slow)
 	d.iops, d.cap = 0, 0
 	return nil
 }

@@ -525,16 +525,36 @@ func decodeHistogram(b []byte) (*histogram.Histogram, error) {
 }
 
 // RunOf is what the detector judges of one probe run: the histogram's
-// median, p99 and exact mean, its op count, and — for a run that went its
+// median, p99 and exact mean, its op count, its slow ops (at least
+// baseline.SlowFactor × its median: SlowOps), and — for a run that went its
 // whole course or was cut by its time limit (not one stopped because the
 // device was busy or a latency ceiling) and ran under an IOPS cap — the
 // rate it achieved (ops over the measured duration) against that cap.
 func RunOf(r *store.ProbeRun, h *histogram.Histogram) baseline.Run {
-	run := baseline.Run{Median: Median(h), P99: Quantile(h, 0.99), Mean: h.Mean().Seconds(), Ops: int(min(h.Count(), 1<<31-1))}
+	med := Median(h)
+	run := baseline.Run{Median: med, P99: Quantile(h, 0.99), Mean: h.Mean().Seconds(), Ops: int(min(h.Count(), 1<<31-1)),
+		Slow: SlowOps(h, baseline.SlowFactor*med)}
 	if r.IOPSCap > 0 && r.Duration > 0 && (r.StoppedReason == "" || r.StoppedReason == vocab.StopMaxDuration) {
 		run.IOPS, run.Cap = float64(r.Ops)/r.Duration.Seconds(), r.IOPSCap
 	}
 	return run
+}
+
+// SlowOps counts the histogram's observations in buckets whose lower
+// bound is at least bar seconds (buckets are ~9% wide: an op up to 9%
+// under the bar may count, none 9% over it is missed). 0 when bar is not
+// positive.
+func SlowOps(h *histogram.Histogram, bar float64) int {
+	if !(bar > 0) {
+		return 0
+	}
+	n := uint64(0)
+	for _, b := range h.Buckets() {
+		if histogram.LowerBound(b.Index) >= bar {
+			n += b.Count
+		}
+	}
+	return int(min(n, 1<<31-1))
 }
 
 // Median is the histogram's 50th percentile in seconds (Quantile 0.5).

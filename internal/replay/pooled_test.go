@@ -169,7 +169,7 @@ func TestStallRecordingDetection(t *testing.T) {
 	t.Parallel()
 	healthy := readRecording(t, *stallHealthy)
 	stall := readRecording(t, stallRecording)
-	const every, ops, healthyRuns, maxRuns, starts = 3 * time.Minute, 50, 48, 14, 8
+	const every, ops, healthyRuns, maxRuns, starts = 3 * time.Minute, 50, 260, 14, 8
 	for _, k := range kinds {
 		var got []int
 		named := map[baseline.Signal]int{}
