@@ -78,7 +78,7 @@ func DefaultConfig() Config {
 		RecoverRatio: 1.2, RecoverZ: 2, Recover: 3,
 		MinRelativeSpread: 0.05,
 		SignalWindow:      24,
-		Tail:              SignalConfig{DegradeRatio: 3, RecoverRatio: 2, Sustain: 5, Within: 5, Recover: 3, MinOps: 50},
+		Tail:              SignalConfig{DegradeRatio: 3, RecoverRatio: 2, Sustain: 6, Within: 6, Recover: 3, MinOps: 50},
 		Mean:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 6, Within: 6, Recover: 3, MinOps: 10},
 		Rate:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 6, Within: 6, Recover: 3, MinOps: 10},
 		Slow:              SlowConfig{Pool: 6, PerRun: 2, Floor: 5, Margin: 3, MinHistory: 240, HalfLife: 960, Sustain: 2, Recover: 3, MinOps: 50},

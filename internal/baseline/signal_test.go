@@ -333,7 +333,13 @@ func TestThrottleLeadsTheTail(t *testing.T) {
 	for i := 60; i < last; i++ {
 		d.ObserveRun(at(i), stalls(46), Refs{})
 	}
-	s := d.ObserveRun(at(last), opsRun(stallOps(rng, 50, 0.35*ms, 0.4, 80*ms), 50, 20), Refs{})
+	// The throttled run: 20 of its 50 ops (40%) wait ~80 ms for a token
+	// (a fixed count: a random 40% can put the median among the waits).
+	throttled := healthyOps(rng, 50, 0.35*ms)
+	for i := range 20 {
+		throttled[i] = 80 * ms * (1 + 0.1*rng.Float64())
+	}
+	s := d.ObserveRun(at(last), opsRun(throttled, 50, 20), Refs{})
 	if d.Of(SignalTail).Status != Degraded || d.Of(SignalRate).Status == Degraded {
 		t.Fatalf("tail %+v, rate %+v: want the tail degraded and the rate not yet", d.Of(SignalTail), d.Of(SignalRate))
 	}
