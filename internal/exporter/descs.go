@@ -96,7 +96,7 @@ func newFamilies() [numFamilies]family {
 		withVolume("kind"))
 	d(famRatio, "baseline_ratio", gauge, "The last run against a reference, by signal: against the history (the volume's own rolling median of the signal) the run's median, p99 and mean latency and its rate shortfall (IOPS cap over achieved IOPS), signal median, p99, mean, rate; against the cohort (the median of volumes of the same profile) or the prior (the profile's expected band, while the cohort is too small) the median only.",
 		withVolume("kind", "reference", "signal"))
-	d(famDegradedSince, "baseline_degraded_since_timestamp_seconds", gauge, "Present while the volume is degraded for the probe kind: when the sustained shift began (Unix time), against which reference, and on which signal (median, p99, mean; rate: throttled, the median steady).",
+	d(famDegradedSince, "baseline_degraded_since_timestamp_seconds", gauge, "Present while the volume is degraded for the probe kind: when the sustained shift began (Unix time), against which reference, and on which signal (median, p99, mean; slow: the pooled count of slow ops above the volume's own history, no ratio series; rate: throttled, the median steady).",
 		withVolume("kind", "reference", "signal"))
 	d(famStops, "probe_stops_total", counter, "Probe runs of any kind skipped or stopped before their op budget, by reason ("+stopReasons+"; skipped: a skipped run that gave none).",
 		withVolume("reason"))
