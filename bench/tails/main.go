@@ -93,6 +93,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&slow.HalfLife, "slow-half-life", 0, "override the slow-op count's HalfLife in runs (0: default)")
 	fs.IntVar(&slow.Sustain, "slow-sustain", 0, "override the slow-op count's Sustain (0: default)")
 	meanRatio := fs.Float64("mean-ratio", 0, "override the mean's DegradeRatio (0: default)")
+	meanCorr := fs.Int("mean-corroborated", 0, "override the mean's Corroborated (0: default)")
+	corrRatio := fs.Float64("corroborate-ratio", 0, "override the mean's CorroborateRatio (0: default)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -103,6 +105,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	det.Tail.DegradeRatio = *tailRatio
 	det.Tail.Sustain, det.Mean.Sustain, det.Rate.Sustain = sustain[0], sustain[1], sustain[2]
 	det.Slow, det.Mean.DegradeRatio = slow, *meanRatio
+	det.Mean.Corroborated, det.Mean.CorroborateRatio = *meanCorr, *corrRatio
 	if *noiseFrom != "" {
 		if err := noise(stdout, strings.Split(*noiseFrom, ","), det, replaypkg.Schedule{Every: *every, Ops: *ops}, *days, *seeds); err != nil {
 			fmt.Fprintln(stderr, "tails:", err)

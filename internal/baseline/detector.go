@@ -276,7 +276,7 @@ func (d *Detector) ObserveRun(t time.Time, run Run, refs Refs) State {
 		if run.Ops < d.tracks[i].sc.MinOps {
 			x = 0
 		}
-		d.tracks[i].observe(t, x, &d.cfg)
+		d.tracks[i].observe(t, x, &d.cfg, d.last.History.Ratio)
 	}
 	d.slow.observe(t, run.Slow, run.Ops)
 	d.iops, d.cap, d.waitShare = 0, 0, 0

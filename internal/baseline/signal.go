@@ -93,6 +93,14 @@ type SignalConfig struct {
 	// MinOps is the fewest completed operations a run needs for the
 	// signal to be judged.
 	MinOps int
+	// Corroborated, when set, degrades the signal after that many beyond
+	// runs in a row in each of which the run's median was also at least
+	// CorroborateRatio × its history: every op moved a little, not a few
+	// ops a lot — a slow member of a mirror, which moves the median of its
+	// reads ×1.5–1.8 and their mean ×2, and not the bursts of a loaded
+	// host, whose few huge ops move the mean alone.
+	Corroborated     int
+	CorroborateRatio float64
 }
 
 func (c *SignalConfig) fill(d SignalConfig) {
@@ -114,6 +122,12 @@ func (c *SignalConfig) fill(d SignalConfig) {
 	if c.MinOps == 0 {
 		c.MinOps = d.MinOps
 	}
+	if c.Corroborated == 0 {
+		c.Corroborated = d.Corroborated
+	}
+	if c.CorroborateRatio == 0 {
+		c.CorroborateRatio = d.CorroborateRatio
+	}
 }
 
 // maxWithin bounds SignalConfig.Within (the beyond runs are a 16-bit mask).
@@ -127,6 +141,8 @@ func (c SignalConfig) validate(name Signal) error {
 		return fmt.Errorf("%s sustain %d of %d, recover %d: want 1 <= sustain <= within <= %d, recover 1 to %d", name, c.Sustain, c.Within, c.Recover, maxWithin, maxHeld)
 	case c.MinOps < 1:
 		return fmt.Errorf("%s min ops %d: want at least 1", name, c.MinOps)
+	case c.Corroborated < 0 || c.Corroborated > maxHeld || c.Corroborated > 0 && !(c.CorroborateRatio >= 1):
+		return fmt.Errorf("%s corroborated %d at ratio %v: want 0 to %d, a ratio of at least 1", name, c.Corroborated, c.CorroborateRatio, maxHeld)
 	}
 	return nil
 }
@@ -164,6 +180,9 @@ type track struct {
 	// ratio is the last run that carried the signal against its history
 	// (what a state degraded on it reports while runs lack it).
 	ratio float64
+	// corr counts the beyond runs in a row whose median corroborated
+	// (SignalConfig.Corroborated).
+	corr int
 }
 
 func (k *track) trusted(minHistory int) bool { return k.win.len() >= minHistory }
@@ -188,8 +207,9 @@ func (k *track) compare(x float64, c *Config, sc *SignalConfig) Comparison {
 }
 
 // observe judges one run's value of the signal (x not valid: the run did
-// not carry it, and only Value and History are cleared).
-func (k *track) observe(t time.Time, x float64, c *Config) {
+// not carry it, and only Value and History are cleared); medRatio is the
+// run's median against the median's history (0: none).
+func (k *track) observe(t time.Time, x float64, c *Config, medRatio float64) {
 	sc := k.sc
 	prev := k.st
 	if !valid(x) || !valid(float64(float32(x))) {
@@ -212,7 +232,7 @@ func (k *track) observe(t time.Time, x float64, c *Config) {
 		}
 		if s.Streak >= sc.Recover {
 			s.Status, s.Since, s.Streak = OK, k.streakSince, 0
-			k.recent = 0
+			k.recent, k.corr = 0, 0
 		}
 		k.st = s
 		return
@@ -227,6 +247,10 @@ func (k *track) observe(t time.Time, x float64, c *Config) {
 	// Streak: the beyond runs among the last Within. Held runs wait out
 	// of the history until every one of them has left that window.
 	k.recent = k.recent << 1 & (1<<sc.Within - 1)
+	k.corr++
+	if !beyond || !(medRatio >= sc.CorroborateRatio) {
+		k.corr = 0
+	}
 	if !beyond {
 		k.win.push(x)
 		if k.recent == 0 {
@@ -245,14 +269,14 @@ func (k *track) observe(t time.Time, x float64, c *Config) {
 	k.recent |= 1
 	s.Streak = bits.OnesCount16(k.recent)
 	k.held = append(k.held, x)
-	if s.Streak >= sc.Sustain {
+	if s.Streak >= sc.Sustain || sc.Corroborated > 0 && k.corr >= sc.Corroborated {
 		s.Status, s.Since, s.Streak = Degraded, k.streakSince, 0
-		k.held, k.recent = k.held[:0], 0
+		k.held, k.recent, k.corr = k.held[:0], 0, 0
 	}
 	k.st = s
 }
 
 func (k *track) reset() {
 	k.win.reset()
-	k.held, k.st, k.streakSince, k.ratio, k.recent = k.held[:0], SignalState{}, time.Time{}, 0, 0
+	k.held, k.st, k.streakSince, k.ratio, k.recent, k.corr = k.held[:0], SignalState{}, time.Time{}, 0, 0, 0
 }

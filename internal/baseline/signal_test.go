@@ -130,7 +130,8 @@ func TestObserveRunShapes(t *testing.T) {
 		},
 		{
 			// Rebuild-style background load: most ops queue behind it a
-			// little, the mean and the tail rise, the median by 30%.
+			// little, the mean and the tail rise, the median by 30%: the
+			// median corroborates the mean (Mean.Corroborated runs).
 			name: "mean up (background load), median below its threshold",
 			series: join(healthy, runs(20, func() Run {
 				ops := healthyOps(rng, 50, 0.45*ms)
@@ -141,7 +142,7 @@ func TestObserveRunShapes(t *testing.T) {
 				}
 				return opsRun(ops, 50, 49)
 			})),
-			wantFrom: 60, by: def.Tail.Sustain, signal: SignalTail, detail: "p99 ×",
+			wantFrom: 60, by: def.Mean.Corroborated, signal: SignalMean, detail: "mean ×",
 		},
 		{
 			name: "single stall run (30% of ops at 100 ms): no alert",

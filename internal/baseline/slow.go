@@ -267,7 +267,7 @@ type savedSlow struct {
 // slow decodes a slow-op track written under any configuration: what
 // does not fit sc (a longer pool, sums beyond its range) is trimmed by
 // restore.
-func (r *reader) slow(sc *SlowConfig) savedSlow {
+func (r *reader) slow() savedSlow {
 	var t savedSlow
 	st, flags := r.byte(), r.byte()
 	if r.err != nil {

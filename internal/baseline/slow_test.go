@@ -233,7 +233,7 @@ func TestSlowRoundTrip(t *testing.T) {
 		d.ObserveRun(at(i), series[i], Refs{})
 	}
 	b, _ := d.MarshalBinary()
-	v2 := slices.Clone(b[:len(b)-len(d.slow.append(nil))])
+	v2 := slices.Clone(b[:len(b)-len(d.slow.append(nil))-numTracks])
 	v2[3] = 2
 	restored, _ := NewDetector(def)
 	if err := restored.UnmarshalBinary(v2); err != nil {
@@ -256,5 +256,84 @@ func TestSlowConfigValidate(t *testing.T) {
 		if err := c.Validate(); err == nil {
 			t.Errorf("%+v.Validate() = nil, want an error", c.Slow)
 		}
+	}
+}
+
+// TestCorroboratedMean: a mean beyond its history in runs whose median is
+// at least CorroborateRatio × its own degrades after Corroborated runs (a
+// slow mirror member), one whose median stays put waits for Sustain (a
+// loaded host's bursts); a restore in the middle of the streak goes on
+// like the live detector.
+func TestCorroboratedMean(t *testing.T) {
+	t.Parallel()
+	def := DefaultConfig()
+	rng := rand.New(rand.NewPCG(6, 8))
+	// member: every op 1.4× slower, a fifth of them 3 ms more.
+	member := func() Run {
+		ops := healthyOps(rng, 50, 0.49*ms)
+		for i := range ops {
+			if i%5 == 0 {
+				ops[i] += 3 * ms
+			}
+		}
+		return opsRun(ops, 50, 50)
+	}
+	// burst: the median put, a fifth of the ops 3 ms more.
+	burst := func() Run {
+		ops := healthyOps(rng, 50, 0.35*ms)
+		for i := range ops {
+			if i%5 == 0 {
+				ops[i] += 3 * ms
+			}
+		}
+		return opsRun(ops, 50, 50)
+	}
+	for _, tc := range []struct {
+		name  string
+		shape func() Run
+		want  int
+	}{{"median ×1.4, mean up: corroborated", member, def.Mean.Corroborated}, {"median put, mean up: not corroborated", burst, def.Mean.Sustain}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var series []Run
+			for range 60 {
+				series = append(series, healthyRun(rng))
+			}
+			for range 10 {
+				series = append(series, tc.shape())
+			}
+			live, _ := NewDetector(def)
+			first := -1
+			for i, r := range series {
+				if i == 62 {
+					b, _ := live.MarshalBinary()
+					restored, _ := NewDetector(def)
+					if err := restored.UnmarshalBinary(b); err != nil {
+						t.Fatal(err)
+					}
+					for j := i; j < len(series); j++ {
+						if diff := cmp.Diff(live.ObserveRun(at(j), series[j], Refs{}), restored.ObserveRun(at(j), series[j], Refs{})); diff != "" {
+							t.Fatalf("after a restore at run 62, run %d differs (-live +restored):\n%s", j, diff)
+						}
+					}
+					break
+				}
+				live.ObserveRun(at(i), r, Refs{})
+			}
+			d, _ := NewDetector(def)
+			for i, r := range series {
+				if s := d.ObserveRun(at(i), r, Refs{}); s.Status == Degraded && first < 0 {
+					first = i - 59
+					if s.Signal != SignalMean && s.Signal != SignalTail {
+						t.Errorf("degraded on %s (%s), want the mean or the p99", s.Signal, s.Detail())
+					}
+				}
+			}
+			if d.Of(SignalMean).Status != Degraded || first > tc.want {
+				t.Errorf("first degraded at faulted run %d, mean %+v: want the mean degraded by run %d", first, d.Of(SignalMean), tc.want)
+			}
+			if tc.want == def.Mean.Corroborated && first != tc.want {
+				t.Errorf("first degraded at faulted run %d, want %d (Corroborated)", first, tc.want)
+			}
+		})
 	}
 }

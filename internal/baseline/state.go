@@ -38,6 +38,7 @@ import (
 //	history                     uvarint n, then n float32 weights (pooled sums 0..n-1)
 //	learned                     uvarint
 //	waiting                     uvarint n, then n bytes (pools not learned yet), oldest first
+//	corroborated                uvarint for each signal after the median (tail, mean, rate)
 //
 // The configuration is not part of it: UnmarshalBinary keeps the
 // Detector's own, and trims a longer history to its window. A state with
@@ -94,7 +95,11 @@ func (d *Detector) MarshalBinary() ([]byte, error) {
 		}
 		b = appendFloats(b, k.held)
 	}
-	return d.slow.append(b), nil
+	b = d.slow.append(b)
+	for i := range d.tracks {
+		b = binary.AppendUvarint(b, uint64(d.tracks[i].corr))
+	}
+	return b, nil
 }
 
 // appendTimes appends a flag byte (bit i: times[i] is set) and the set
@@ -177,8 +182,12 @@ func (d *Detector) UnmarshalBinary(b []byte) error {
 		}
 	}
 	var slow savedSlow
+	var corr [numTracks]int
 	if version >= 3 {
-		slow = r.slow(d.slow.sc)
+		slow = r.slow()
+		for i := range corr {
+			corr[i] = r.count(maxHeld)
+		}
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.fail("%d trailing bytes", len(r.b))
@@ -198,6 +207,7 @@ func (d *Detector) UnmarshalBinary(b []byte) error {
 		k.streakSince, k.ratio = t.streakSince, t.ratio
 		// A mask wider than this configuration's window keeps its recent end.
 		k.recent = t.recent & (1<<k.sc.Within - 1)
+		k.corr = corr[i]
 	}
 	d.slow.restore(slow)
 	d.iops, d.cap = 0, 0
