@@ -155,7 +155,7 @@ func (e *evaluation) measuredFinding() {
 	msg := fmt.Sprintf("no RAID layer or stripe hint is known for this volume; the geometry probe inferred a %s stripe unit on %s from reads straddling candidate boundaries (%s), and the verdict is judged against it",
 		human(st.unit), st.device, runsWord(m))
 	if e.meas.costOK {
-		msg += fmt.Sprintf("; a split read costs %s more (%s to %s)",
+		msg += fmt.Sprintf("; a read split across two stripe units took %s longer (%s to %s)",
 			seconds(m.GetStraddleCostSeconds()), seconds(m.GetStraddleCostLowSeconds()), seconds(m.GetStraddleCostHighSeconds()))
 	}
 	var fix string
@@ -215,14 +215,11 @@ func declaredExample(v *plumblinev1.Volume, l *plumblinev1.Layer, unit string) s
 	if windowsFS(v.GetFilesystem().GetType()) {
 		dev = deviceOr(l, "PhysicalDriveN")
 	}
-	level, disks := "LEVEL", "N"
-	if l.GetRaidLevel() != "" {
-		level = l.GetRaidLevel()
+	level, disks := l.GetRaidLevel(), fmt.Sprint(l.GetRaidDisks())
+	if level != "" && l.GetRaidDisks() != 0 {
+		return fmt.Sprintf("declared_devices: [{device: %s, raid: {level: %s, stripe_unit: %s, disks: %s}}]", dev, level, unit, disks)
 	}
-	if l.GetRaidDisks() != 0 {
-		disks = fmt.Sprint(l.GetRaidDisks())
-	}
-	return fmt.Sprintf("declared_devices: [{device: %s, raid: {level: %s, stripe_unit: %s, disks: %s}}] with the controller's RAID level and disk count", dev, level, unit, disks)
+	return fmt.Sprintf("declared_devices: [{device: %s, raid: {level: LEVEL, stripe_unit: %s, disks: N}}] with the controller's RAID level and disk count", dev, unit)
 }
 
 // configTool is where an array's own stripe unit can be read.
