@@ -95,7 +95,7 @@ func Evaluate(v *plumblinev1.Volume) *plumblinev1.Alignment {
 	e.a.AllocationUnitBytes = v.GetFilesystem().GetBlockSizeBytes()
 	e.stripe = e.st.findStripe()
 	e.meas, _ = e.st.measured(v.GetMeasuredStripe())
-	if !e.known() && e.meas.m.GetUnitBytes() != 0 {
+	if !e.known() && e.meas.m.GetUnitBytes() != 0 && !e.st.declared(e.meas) {
 		e.stripe = e.st.measuredStripe(e.meas)
 	}
 	if e.known() {
@@ -230,6 +230,9 @@ func (e *evaluation) stripeFindings() {
 			stripeHints(&e.f, e.v, e.stripe)
 		}
 		return
+	}
+	if e.disagrees() {
+		e.disagreeFinding()
 	}
 	disk := e.disk
 	devKey := "/dev/" + deviceOr(disk, "sdX")

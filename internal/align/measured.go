@@ -113,14 +113,15 @@ func (s *stack) measuredStripe(ms measurement) stripe {
 // cost of this one).
 func (e *evaluation) useMeasurement() {
 	ms, a := e.meas, e.a
+	if e.disagrees() {
+		a.StripeUnitConfidence = ms.m.GetConfidence()
+		return
+	}
 	if ms.m == nil || !e.known() || ms.m.GetUnitBytes() == 0 || ms.index != e.stripe.index {
 		return
 	}
 	if ms.m.GetUnitBytes() != e.stripe.unit {
-		if ms.m.GetConfidence() >= MeasuredConfidence {
-			a.StripeUnitConfidence = ms.m.GetConfidence()
-		}
-		return
+		return // disagrees, or too unsure to
 	}
 	a.StripeUnitConfidence = ms.m.GetConfidence()
 	if !ms.costOK {
@@ -140,11 +141,25 @@ func (e *evaluation) useMeasurement() {
 }
 
 // disagrees says whether a confident measurement of the striped device
-// contradicts the unit known from another source.
+// contradicts the unit known from another source, or a declaration that
+// gives none.
 func (e *evaluation) disagrees() bool {
 	ms := e.meas
-	return ms.m != nil && e.known() && e.stripe.source != SourceMeasured && ms.index == e.stripe.index &&
-		ms.m.GetUnitBytes() != 0 && ms.m.GetUnitBytes() != e.stripe.unit && ms.m.GetConfidence() >= MeasuredConfidence
+	if ms.m == nil || ms.m.GetUnitBytes() == 0 || ms.m.GetConfidence() < MeasuredConfidence {
+		return false
+	}
+	if !e.known() {
+		return e.st.declared(ms)
+	}
+	return e.stripe.source != SourceMeasured && ms.index == e.stripe.index && ms.m.GetUnitBytes() != e.stripe.unit
+}
+
+// declared says whether the measured layer is the operator's declaration:
+// an array declared with no stripe unit (RAID 1) is declared unstriped,
+// and a measurement does not overrule the operator's word.
+func (s *stack) declared(ms measurement) bool {
+	l := s.layers[s.primary[ms.index]]
+	return sourceOf(l, "stripe_unit_bytes") == "declared"
 }
 
 // measuredFinding says the judged unit is the probe's inference, how sure
@@ -170,14 +185,21 @@ func (e *evaluation) measuredFinding() {
 }
 
 // disagreeFinding names both units, where each comes from, and how to
-// settle which is right. The verdict stays judged against the known unit.
+// settle which is right. The verdict stays judged against the known unit
+// (none, for an array declared unstriped).
 func (e *evaluation) disagreeFinding() {
 	st, m := e.stripe, e.meas.m
-	l := e.st.layers[e.st.primary[st.index]]
+	l := e.st.layers[e.st.primary[e.meas.index]]
 	mu := fmt.Sprintf("%dKiB", m.GetUnitBytes()>>10)
+	known := fmt.Sprintf("%s has a %s stripe unit from %s: the verdict and split fractions use %s", st.device, human(st.unit), sourceWord(st), human(st.unit))
+	right := human(st.unit)
+	if !e.known() {
+		known = fmt.Sprintf("%s is declared in the agent config as %s with no stripe unit: the verdict uses none", l.GetDevice(), orWord(l.GetRaidLevel(), "an array"))
+		right = "the declaration"
+	}
 	var fix string
 	switch {
-	case st.source == "declared":
+	case st.source == "declared" || !e.known():
 		fix = fmt.Sprintf("if the array's unit is %s, correct its entry in the agent config: %s", human(m.GetUnitBytes()), declaredExample(e.v, l, mu))
 	case st.fromFS:
 		fix = fmt.Sprintf("if the array's unit is %s, the file system's stripe hints are wrong: declare the array in the agent config (%s) and set the hints to match", human(m.GetUnitBytes()), declaredExample(e.v, l, mu))
@@ -187,10 +209,10 @@ func (e *evaluation) disagreeFinding() {
 		fix = fmt.Sprintf("%s's unit is what the kernel stripes by; a different measured unit suggests a hardware array below it with its own unit, or a misled probe", st.device)
 	}
 	e.f.add(RuleStripeUnitDisagrees, Warning,
-		fmt.Sprintf("the geometry probe measured a %s stripe unit on %s (%s), but %s has a %s stripe unit from %s: the verdict and split fractions use %s",
-			human(m.GetUnitBytes()), m.GetDevice(), runsWord(m), st.device, human(st.unit), sourceWord(st), human(st.unit)),
+		fmt.Sprintf("the geometry probe measured a %s stripe unit on %s (%s), but %s",
+			human(m.GetUnitBytes()), m.GetDevice(), runsWord(m), known),
 		fmt.Sprintf("check the array's own configuration (%s): %s; if %s is right, the probe was misled (a controller cache, SSD members or other I/O on the device shape read latency) and later runs should stop agreeing with it",
-			configTool(l), fix, human(st.unit)))
+			configTool(l), fix, right))
 }
 
 // noneWord is what stripe-unit-unknown adds when the probe looked for a

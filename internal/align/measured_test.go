@@ -151,6 +151,26 @@ func TestEvaluateMeasuredStripe(t *testing.T) {
 			priced:     true, split8K: 0, split64: 0,
 		},
 		{
+			// The operator declared the array unstriped: the measurement
+			// does not overrule the declaration, but a confident one says
+			// that one of them is wrong.
+			name:     "declared raid1 without a unit, measured 64K",
+			vol:      withMeasurement(sqlVolume("raid1", 0, 2, 1, legacyOffset, 4*kib), measuredOn("sdb", BasisDisk, 64*kib, 0.995)),
+			verdict:  Aligned,
+			findings: []string{"warning:stripe-unit-disagrees", "info:stripe-unit-unknown", "info:allocation-unit-below-recommendation"},
+			// The measurement contradicts the declaration.
+			confidence: 0.995,
+			sayRule:    RuleStripeUnitDisagrees,
+			say: []string{"sdb is declared in the agent config as raid1 with no stripe unit: the verdict uses none",
+				"declared_devices: [{device: sdb, raid: {level: raid1, stripe_unit: 64KiB, disks: 2}}]", "if the declaration is right"},
+		},
+		{
+			name:     "declared raid1 without a unit, unsure measurement",
+			vol:      withMeasurement(sqlVolume("raid1", 0, 2, 1, legacyOffset, 4*kib), measuredOn("sdb", BasisDisk, 64*kib, 0.9)),
+			verdict:  Aligned,
+			findings: []string{"info:stripe-unit-unknown", "info:allocation-unit-below-recommendation"},
+		},
+		{
 			name:     "a measurement of a device not in the stack is ignored",
 			vol:      withMeasurement(hiddenRAID("ext4", 4*kib, legacyOffset), measuredOn("sdc", BasisDisk, 64*kib, 0.999)),
 			verdict:  Aligned,
