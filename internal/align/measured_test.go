@@ -404,3 +404,29 @@ func TestRulesSorted(t *testing.T) {
 		}
 	}
 }
+
+// FuzzEvaluateMeasured: whatever numbers an agent's runs carry, Evaluate
+// neither panics nor returns a NaN or infinite number, judges only against
+// a believable unit, and prices only the unit it judges against.
+func FuzzEvaluateMeasured(f *testing.F) {
+	f.Add(uint64(64*kib), 0.999, uint32(3), uint32(0), cost, costLow, costHigh, "sdb", BasisDisk, true, uint64(legacyOffset))
+	f.Add(uint64(0), 0.0, uint32(0), uint32(9), 0.0, 0.0, 0.0, "sdb", BasisDisk, true, uint64(mib))
+	f.Add(uint64(96*kib), math.NaN(), uint32(1), uint32(1), math.Inf(1), -1.0, math.NaN(), "sdb1", BasisStripedDevice, false, uint64(0))
+	f.Fuzz(func(t *testing.T, unit uint64, conf float64, agree, none uint32, c, lo, hi float64, dev, basis string, offKnown bool, off uint64) {
+		m := &plumblinev1.StripeMeasurement{UnitBytes: unit, Confidence: conf, AgreeingRuns: agree, NoneRuns: none,
+			StraddleCostSeconds: c, StraddleCostLowSeconds: lo, StraddleCostHighSeconds: hi, Device: dev, Basis: basis, OffsetKnown: offKnown}
+		for _, v := range []*plumblinev1.Volume{hiddenRAID("ext4", 4*kib, off), sqlVolume("raid10", 64*kib, 4, 2, off, 64*kib)} {
+			a := Evaluate(withMeasurement(v, m))
+			checkFinite(t, a)
+			if a.GetStripeUnitSource() == SourceMeasured {
+				u := a.GetStripeUnitBytes()
+				if u != unit || u < minMeasuredUnit || u&(u-1) != 0 || conf < 0 || conf > 1 {
+					t.Fatalf("Evaluate(%v) judged against a measured %d, confidence %v", m, u, conf)
+				}
+			}
+			if a.MeasuredSplitCostSeconds != nil && (a.GetStripeUnitBytes() != unit || a.GetMeasuredSplitCostSeconds() != c) {
+				t.Fatalf("Evaluate(%v) priced a %d-byte unit with a measurement of %d", m, a.GetStripeUnitBytes(), unit)
+			}
+		}
+	})
+}
