@@ -237,8 +237,17 @@ func (a Agent) validateRun() []error {
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	a.validateEndpoints(add)
 	seen := map[string]bool{}
+	files := map[string]int{} // a probe directory → the first schedule using it
 	for i, p := range a.Probes {
 		p.validate(fmt.Sprintf("probes[%d]", i), seen, add)
+		j, ok := files[dirKey(p.Dir)]
+		switch {
+		case !ok:
+			files[dirKey(p.Dir)] = i
+		case a.Probes[j].FileSize != p.FileSize:
+			add("probes[%d].file_size %s: probes[%d] has the same dir with file_size %s (one probe file: a different size rewrites it at every run; use the same size or a dir of its own)",
+				i, p.FileSize, j, a.Probes[j].FileSize)
+		}
 	}
 	for i, w := range a.MaintenanceWindows {
 		if err := w.Validate(); err != nil {
@@ -436,6 +445,15 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// dirKey names the probe file a schedule's dir holds: /x/ and /x, C:\P
+// and c:/p are one.
+func dirKey(dir string) string {
+	if isWindowsAbs(dir) {
+		return strings.ToLower(path.Clean(strings.ReplaceAll(dir, `\`, "/")))
+	}
+	return path.Clean(dir)
 }
 
 // isWindowsAbs accepts C:\dir and C:/dir, so a Windows agent's config

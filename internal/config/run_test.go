@@ -183,3 +183,29 @@ func TestStripeScanSchedule(t *testing.T) {
 		t.Errorf("random-read alone: %v", err)
 	}
 }
+
+// Schedules with one dir share one probe file: a second file_size would
+// rewrite it at every run (and a stripe-scan after a rewrite infers
+// nothing), so it is refused; the same size, or a dir of its own, is fine.
+func TestSharedProbeFile(t *testing.T) {
+	const lat = "probes: [{mount_point: /data, dir: /data/p, file_size: 1GiB},\n"
+	for _, ok := range []string{
+		lat + "         {mount_point: /data, dir: /data/p/, kinds: [stripe-scan], ops: 2000, every: 6h, file_size: 1GiB}]\n",
+		lat + "         {mount_point: /data, dir: /data/geometry, kinds: [stripe-scan], ops: 2000, every: 6h, file_size: 64MiB}]\n",
+	} {
+		if _, err := Parse([]byte(ok)); err != nil {
+			t.Errorf("Parse(%q) = %v", ok, err)
+		}
+	}
+	for _, tc := range []struct{ yaml, want string }{
+		{lat + "         {mount_point: /data, dir: /data/p/, kinds: [stripe-scan], ops: 2000, every: 6h, file_size: 64MiB}]\n",
+			"probes[1].file_size 64MiB: probes[0] has the same dir with file_size 1GiB"},
+		{"probes: [{mount_point: 'D:/', dir: 'D:\\P'}, {mount_point: 'D:/', dir: 'd:/p', kinds: [stripe-scan], file_size: 64MiB}]\n",
+			"probes[1].file_size 64MiB: probes[0] has the same dir with file_size 1GiB"},
+	} {
+		_, err := Parse([]byte(tc.yaml))
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse(%s) = %v\nwant ErrInvalid mentioning %q", tc.yaml, err, tc.want)
+		}
+	}
+}
