@@ -2,6 +2,9 @@ package config
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -207,5 +210,36 @@ func TestSharedProbeFile(t *testing.T) {
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Parse(%s) = %v\nwant ErrInvalid mentioning %q", tc.yaml, err, tc.want)
 		}
+	}
+}
+
+// The example's commented geometry schedule is valid once uncommented:
+// operators uncomment it.
+func TestDeployExampleGeometrySchedule(t *testing.T) {
+	b, err := os.ReadFile("../../deploy/examples/agent.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	at := slices.Index(lines, "  # Uncomment to run it:")
+	if at < 0 {
+		t.Fatal("deploy/examples/agent.yaml: no commented geometry schedule (\"  # Uncomment to run it:\")")
+	}
+	n := 0
+	for i := at + 1; i < len(lines) && strings.HasPrefix(lines[i], "  # "); i++ {
+		lines[i] = "  " + strings.TrimPrefix(lines[i], "  # ")
+		n++
+	}
+	f := filepath.Join(t.TempDir(), "agent.yaml")
+	if err := os.WriteFile(f, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, err := LoadRun(f)
+	if err != nil {
+		t.Fatalf("the example with its %d-line geometry schedule uncommented: %v", n, err)
+	}
+	p := a.Probes[len(a.Probes)-1]
+	if len(a.Probes) != 3 || !slices.Equal(p.Kinds, []vocab.ProbeKind{vocab.StripeScan}) || p.Ops != vocab.StripeScanMaxOps || p.Every != 6*time.Hour || *p.IOPS != 100 {
+		t.Errorf("uncommented geometry schedule = %+v (of %d), want stripe-scan, 2000 ops every 6h at 100 IOPS", p, len(a.Probes))
 	}
 }
