@@ -52,8 +52,17 @@ func TestProfilesValidate(t *testing.T) {
 			seen["fs="+v.FSType] = true
 			seen[fmt.Sprintf("offset=%d", v.Offset)] = true
 			seen[fmt.Sprintf("stripe=%d", v.StripeUnit)] = true
-			for _, k := range probe.Kinds() {
+			for _, k := range probe.JudgedKinds() {
 				add(&plumblinev1.Record{Payload: &plumblinev1.Record_Probe{Probe: pool.ProbeRecord(r, &h.Volumes[vi], verdict == "misaligned", k, now)}})
+			}
+			if v.HiddenStripe {
+				seen["hidden="+string(v.Media)] = true
+				scan := pool.ScanRecord(r, &h.Volumes[vi], now)
+				checkScanRecord(t, inv.GetVolumes()[vi], scan)
+				add(&plumblinev1.Record{Payload: &plumblinev1.Record_Probe{Probe: scan}})
+				skipped := pool.ScanRecord(r, &h.Volumes[vi], now)
+				maintenanceSkip(skipped)
+				add(&plumblinev1.Record{Payload: &plumblinev1.Record_Probe{Probe: skipped}})
 			}
 			// --maintenance-every's skipped runs are valid too.
 			skip := pool.ProbeRecord(r, &h.Volumes[vi], verdict == "misaligned", probe.RandomRead, now)
@@ -72,9 +81,61 @@ func TestProfilesValidate(t *testing.T) {
 		"verdict=aligned", "verdict=misaligned", "media=hdd", "media=ssd", "media=nvme",
 		"raid=raid1", "raid=raid5", "raid=raid10", "fs=ext4", "fs=xfs", "fs=ntfs",
 		"offset=32256", "offset=65536", "offset=1048576", "stripe=65536", "stripe=131072", "stripe=262144",
+		"hidden=hdd", "hidden=ssd", "hidden=nvme",
 	} {
 		if !seen[want] {
 			t.Errorf("no profile with %s in 300 hosts", want)
+		}
+	}
+}
+
+// checkScanRecord checks a simulated stripe-scan against the volume's
+// inventory: the volume shows no stripe (hardware RAID the agent cannot
+// see), and the scan is placed where the real agent would place it
+// (probe.PlacementFor), with the kind's whole budget.
+func checkScanRecord(t *testing.T, vol *plumblinev1.Volume, pr *plumblinev1.ProbeResult) {
+	t.Helper()
+	if a := vol.GetAlignment(); a.GetStripeUnitBytes() != 0 {
+		t.Errorf("%s: hidden stripe, but the verdict knows a %d-byte unit", vol.GetMountPoint(), a.GetStripeUnitBytes())
+	}
+	pl, s := probe.PlacementFor(vol), pr.GetStripeScan()
+	if !pl.Known || s.GetPlacementDevice() != pl.Device || s.GetPlacementBasis() != pl.Basis || s.GetPlacementOffsetBytes() != uint64(pl.Offset) || !s.GetPlacementOffsetKnown() {
+		t.Errorf("%s: scan placed on %q (%s) at %d, known %v; the agent places it at %+v", vol.GetMountPoint(),
+			s.GetPlacementDevice(), s.GetPlacementBasis(), s.GetPlacementOffsetBytes(), s.GetPlacementOffsetKnown(), pl)
+	}
+	if pr.GetKind() != string(probe.StripeScan) || pr.GetOps() != scanOps || pr.GetLatency().GetCount() != scanOps || s.GetPlaced() != scanOps || len(s.GetCandidates()) == 0 {
+		t.Errorf("%s: scan record %v", vol.GetMountPoint(), pr)
+	}
+}
+
+// TestSimulatedScans: the engine's inference over the simulated reads
+// answers each array's stripe unit or none, never another unit, and finds
+// the unit in most scans on every medium; a mirror has none. The straddle
+// cost is what the split-I/O model makes it: the slower of two member
+// reads, a fraction of a read.
+func TestSimulatedScans(t *testing.T) {
+	pool := NewSamplePool(1)
+	for _, m := range mediaKinds {
+		for _, unit := range append([]uint64{0}, stripeUnits...) {
+			found := 0
+			for _, s := range pool.scans[scanKey{m, unit}] {
+				sc := s.scan
+				switch got := sc.GetInferredStripeUnitBytes(); {
+				case got == unit && unit != 0:
+					found++
+					if c, med := sc.GetStraddleCostSeconds(), latencies[m][probe.RandomRead].median.Seconds(); c <= 0 || c > med {
+						t.Errorf("%s %d: straddle cost %gs, want more than 0 and less than a read (%gs)", m, unit, c, med)
+					}
+					if sc.GetConfidence() < 0.99 {
+						t.Errorf("%s %d: confidence %g", m, unit, sc.GetConfidence())
+					}
+				case got != 0:
+					t.Errorf("%s, stripe unit %d: inferred %d", m, unit, got)
+				}
+			}
+			if unit != 0 && 2*found <= scanVariants {
+				t.Errorf("%s, stripe unit %d: found in %d of %d scans", m, unit, found, scanVariants)
+			}
 		}
 	}
 }
@@ -148,7 +209,7 @@ func TestEndToEnd(t *testing.T) {
 	defer gs.Stop()
 
 	cfg := Config{
-		Agents: 20, Duration: 2 * time.Second, Rate: 400, ReportInterval: 200 * time.Millisecond,
+		Agents: 20, Duration: 2 * time.Second, Rate: 400, ReportInterval: 200 * time.Millisecond, ScanEvery: 10,
 		ConnectConcurrency: 8, ConnectTimeout: 30 * time.Second, Drain: 30 * time.Second,
 		BackoffBase: 50 * time.Millisecond, BackoffMax: time.Second, IDPrefix: "e2e-", Seed: 7,
 	}
