@@ -175,7 +175,8 @@ func TestHistogramPlausible(t *testing.T) {
 
 // TestEndToEnd: 20 simulated agents for 2 s against an in-process server
 // over real TCP and mutual TLS, on SQLite: every record generated is
-// acknowledged and stored exactly once.
+// acknowledged and stored exactly once, stripe-scans (every 10th run of
+// an agent with a hidden-stripe volume) with their answer.
 func TestEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	ca, err := devca.Create(filepath.Join(dir, "ca"))
@@ -257,14 +258,19 @@ func TestEndToEnd(t *testing.T) {
 	}
 	// The records table holds each (agent, sequence) once: its row count
 	// equals the sum of the high-water marks (sequences are contiguous).
-	n := countRecords(t, dir)
+	n := countRows(t, dir, "SELECT COUNT(*) FROM records")
 	if n != int(hw) {
 		t.Errorf("records stored %d, want %d (exactly once each)", n, hw)
 	}
+	// The hidden-stripe volumes' stripe-scans are stored with their answer.
+	scans := countRows(t, dir, "SELECT COUNT(*) FROM probe_results WHERE kind = 'stripe-scan' AND stripe_scan IS NOT NULL")
+	if sum.Scans == 0 || scans != int(sum.Scans) {
+		t.Errorf("stripe-scan results: generated %d, stored with an answer %d; want some, all stored", sum.Scans, scans)
+	}
 }
 
-// countRecords counts the rows of the records table.
-func countRecords(t *testing.T, dir string) int {
+// countRows runs a COUNT query on the store.
+func countRows(t *testing.T, dir, query string) int {
 	t.Helper()
 	db, err := sql.Open("sqlite", filepath.Join(dir, "plumbline.db"))
 	if err != nil {
@@ -272,7 +278,7 @@ func countRecords(t *testing.T, dir string) int {
 	}
 	defer db.Close()
 	var n int
-	if err := db.QueryRow("SELECT COUNT(*) FROM records").Scan(&n); err != nil {
+	if err := db.QueryRow(query).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n

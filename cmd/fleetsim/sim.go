@@ -94,13 +94,14 @@ type simAgent struct {
 	id   string
 	prof HostProfile
 	mis  []bool // per volume: misaligned on its array (its latencies show it)
+	r    *rand.Rand
+	conn *grpc.ClientConn
+	rpc  plumblinev1.AgentServiceClient
+
 	// hidden are the volumes whose stripe is hidden (stripe-scan runs
 	// there); scanIdx cycles over them.
 	hidden  []int
 	scanIdx int
-	r    *rand.Rand
-	conn *grpc.ClientConn
-	rpc  plumblinev1.AgentServiceClient
 
 	next     uint64 // the next sequence; 0 before the first Hello
 	pending  []*plumblinev1.Record
