@@ -14,6 +14,14 @@ import (
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
+// fakeMountTable is a mountTable whose fingerprint the test sets, as the
+// Windows volume list or the Linux mountinfo would change.
+type fakeMountTable struct{ fp atomic.Uint64 }
+
+var _ mountTable = (*fakeMountTable)(nil)
+
+func (f *fakeMountTable) fingerprint() uint64 { return f.fp.Load() }
+
 // scanVolume is an ext4 volume on partition sdb1 at byte offset off of
 // disk sdb, as discovery reports a hardware RAID volume (no striped layer
 // visible); off nil: the partition's offset could not be read.
