@@ -91,6 +91,9 @@ func TestCheckStripeScan(t *testing.T) {
 		{"hostile device", func(p *plumblinev1.ProbeResult) { p.StripeScan.PlacementDevice = "../../etc" }, "placement_device"},
 		{"control characters", func(p *plumblinev1.ProbeResult) { p.StripeScan.Reason = "a\x1b[31mb" }, "control characters"},
 		{"placed above the budget", func(p *plumblinev1.ProbeResult) { p.StripeScan.Placed = 1 << 20 }, "placed 1048576"},
+		{"block size of another kind", func(p *plumblinev1.ProbeResult) { p.BlockSizeBytes, p.Bytes = 4096, 100*4096 }, "block_size_bytes 4096: want a power of two from 8192 to 8192"},
+		{"queue depth above the kind's", func(p *plumblinev1.ProbeResult) { p.QueueDepth = 4 }, "queue_depth 4: want 1 to 1 for stripe-scan"},
+		{"ops above the kind's budget", func(p *plumblinev1.ProbeResult) { p.Ops = 3000 }, "ops 3000: want at most 2000 for stripe-scan"},
 		{"too many candidates", func(p *plumblinev1.ProbeResult) {
 			p.StripeScan.Candidates = append(p.StripeScan.Candidates, p.StripeScan.Candidates...)
 		}, "candidates: want at most"},
