@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -40,11 +39,8 @@ func runEnroll(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprint(stderr, enrollUsage)
 		fl.PrintDefaults()
 	}
-	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, ok := parseFlags(fl, args); !ok {
+		return code
 	}
 	if fl.NArg() > 0 || *server == "" || *tokenFile == "" || *caHash == "" || *dir == "" {
 		fl.Usage()

@@ -41,11 +41,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, runUsage)
 		fl.PrintDefaults()
 	}
-	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, ok := parseFlags(fl, args); !ok {
+		return code
 	}
 	if fl.NArg() > 0 || *configFile == "" {
 		fl.Usage()
