@@ -294,7 +294,7 @@ func NewSamplePool(seed uint64) *SamplePool {
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
 	p := &SamplePool{m: map[classKey][]sample{}}
 	for _, m := range mediaKinds {
-		for _, k := range probe.Kinds() {
+		for _, k := range probe.JudgedKinds() {
 			for _, mis := range []bool{false, true} {
 				for _, raid := range raidLevels {
 					key := classKey{m, k, mis, raid}

@@ -305,7 +305,7 @@ func (a *simAgent) generate(now time.Time) {
 	default:
 	}
 	due := int64(a.f.cfg.perAgentRate() * now.Sub(a.f.start).Seconds())
-	kinds := probe.Kinds()
+	kinds := probe.JudgedKinds()
 	for ; a.produced < due; a.produced++ {
 		vi := a.kindIdx % len(a.prof.Volumes)
 		kind := kinds[(a.kindIdx/len(a.prof.Volumes))%len(kinds)]

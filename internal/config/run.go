@@ -203,7 +203,7 @@ func (a *Agent) applyDefaults() {
 // (every, ops), else the probe engine's.
 func (p *ProbeSchedule) applyDefaults() {
 	if len(p.Kinds) == 0 {
-		p.Kinds = vocab.ProbeKinds()
+		p.Kinds = vocab.DefaultProbeKinds()
 	}
 	setZero(&p.Every, DefaultProbeEvery)
 	setZero(&p.Ops, DefaultProbeOps)

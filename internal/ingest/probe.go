@@ -54,6 +54,10 @@ func convertProbe(p *plumblinev1.ProbeResult, now time.Time, lim Limits) (*store
 	if err := checkProbeGuards(p); err != nil {
 		return nil, err
 	}
+	scan, err := checkStripeScan(p)
+	if err != nil {
+		return nil, err
+	}
 	return &store.ProbeResult{
 		MountPoint:     p.GetMountPoint(),
 		Device:         p.GetDevice(),
@@ -70,6 +74,7 @@ func convertProbe(p *plumblinev1.ProbeResult, now time.Time, lim Limits) (*store
 		Failure:        p.GetFailure(),
 		Histogram:      histBytes,
 		IOPSCap:        p.GetIopsCap(),
+		StripeScan:     scan,
 	}, nil
 }
 

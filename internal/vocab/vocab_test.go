@@ -39,28 +39,29 @@ func TestImportsOnlyTheStandardLibrary(t *testing.T) {
 	}
 }
 
-// stripe-scan is probed (`agent probe` runs it) but not reported: the
-// server refuses it until it stores its results.
-func TestStripeScanReservedNotReported(t *testing.T) {
+// stripe-scan is reported and stored, but not in the default schedule and
+// not judged by the degradation detector: its latency is a measurement of
+// geometry, not of the volume's health.
+func TestStripeScanReportedNotJudged(t *testing.T) {
 	t.Parallel()
-	if !slices.Contains(ListedProbeKinds(), StripeScan) {
-		t.Errorf("ListedProbeKinds() = %v: want %s listed", ListedProbeKinds(), StripeScan)
+	if want := []ProbeKind{RandomRead, RandomWrite, LogWrite, StripeScan}; !slices.Equal(ProbeKinds(), want) || !slices.Equal(ProbedKinds(), want) {
+		t.Errorf("ProbeKinds() = %v, ProbedKinds() = %v, want %v", ProbeKinds(), ProbedKinds(), want)
 	}
-	if slices.Contains(ProbeKinds(), StripeScan) {
-		t.Errorf("ProbeKinds() = %v: %s must not be reported yet", ProbeKinds(), StripeScan)
+	three := []ProbeKind{RandomRead, RandomWrite, LogWrite}
+	if !slices.Equal(DefaultProbeKinds(), three) || !slices.Equal(JudgedProbeKinds(), three) {
+		t.Errorf("DefaultProbeKinds() = %v, JudgedProbeKinds() = %v, want %v", DefaultProbeKinds(), JudgedProbeKinds(), three)
 	}
-	if _, ok := LookupProbeKind(StripeScan); ok {
-		t.Errorf("LookupProbeKind(%s) accepted a kind the server does not store", StripeScan)
+	if IsJudged(StripeScan) || !IsJudged(LogWrite) || IsJudged("no-such-kind") {
+		t.Error("IsJudged: want true for the three latency kinds only")
 	}
-	if s, ok := LookupProbedKind(StripeScan); !ok || s.MaxBlockSize != StripeScanBlockSize {
-		t.Errorf("LookupProbedKind(%s) = %+v, %v: want probed, 8 KiB", StripeScan, s, ok)
+	s, ok := LookupProbeKind(StripeScan)
+	if !ok || s.MaxBlockSize != StripeScanBlockSize || s.MaxOps != StripeScanMaxOps || s.MinFileSize != StripeScanMinFileSize {
+		t.Errorf("LookupProbeKind(%s) = %+v, %v: want reported, 8 KiB, %d ops, 16 MiB file", StripeScan, s, ok, StripeScanMaxOps)
 	}
-	if want := []ProbeKind{RandomRead, RandomWrite, LogWrite, StripeScan}; !slices.Equal(ProbedKinds(), want) {
-		t.Errorf("ProbedKinds() = %v, want %v", ProbedKinds(), want)
-	}
-	if want := []ProbeKind{RandomRead, RandomWrite, LogWrite}; !slices.Equal(ProbeKinds(), want) {
-		t.Errorf("ProbeKinds() = %v, want %v", ProbeKinds(), want)
-	}
+}
+
+func TestProbeKindSpecs(t *testing.T) {
+	t.Parallel()
 	s, ok := LookupProbeKind(LogWrite)
 	if !ok || !s.Synced || s.MaxBlockSize != MaxLogBlockSize {
 		t.Errorf("LookupProbeKind(log-write) = %+v, %v: want synced, at most %d", s, ok, MaxLogBlockSize)
