@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -39,8 +40,11 @@ func runEnroll(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprint(stderr, enrollUsage)
 		fl.PrintDefaults()
 	}
-	if code, ok := parseFlags(fl, args); !ok {
-		return code
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
 	}
 	if fl.NArg() > 0 || *server == "" || *tokenFile == "" || *caHash == "" || *dir == "" {
 		fl.Usage()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,7 +15,7 @@ import (
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
-// Exit codes: every command exits 0, 1 or 2 (parseFlags); inspect also 3.
+// Exit codes of inspect.
 const (
 	exitOK       = 0
 	exitError    = 1
@@ -41,8 +42,11 @@ func parseInspectFlags(args []string, stderr io.Writer) (f inspectFlags, code in
 		fmt.Fprintf(stderr, "usage: agent inspect [flags]\n\nDiscover each mounted volume's storage layers and judge its alignment.\nExit status: 0 success (even with misaligned volumes), 1 error, 2 bad usage, 3 --fail-on matched.\n\n")
 		fl.PrintDefaults()
 	}
-	if code, ok := parseFlags(fl, args); !ok {
-		return f, code, false
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return f, exitOK, false
+		}
+		return f, exitUsage, false
 	}
 	switch {
 	case fl.NArg() > 0:

@@ -11,8 +11,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -66,20 +64,5 @@ func run(args []string, stdout, stderr io.Writer) int {
 	default:
 		fmt.Fprintf(stderr, "agent: unknown command %q\n\n%s", args[0], usage)
 		return 2
-	}
-}
-
-// parseFlags parses a command's args into fl. ok false means the command
-// ends with code: 0 after -h or --help, 2 for a bad flag (the flag package
-// printed the usage or the error to fl's output).
-func parseFlags(fl *flag.FlagSet, args []string) (code int, ok bool) {
-	err := fl.Parse(args)
-	switch {
-	case err == nil:
-		return exitOK, true
-	case errors.Is(err, flag.ErrHelp):
-		return exitOK, false
-	default:
-		return exitUsage, false
 	}
 }

@@ -150,8 +150,11 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // parseProbeFlags parses args and checks what the flag package cannot; ok
 // false means exit with code.
 func parseProbeFlags(fs *flag.FlagSet, f *probeFlags, args []string, stderr io.Writer) (code int, ok bool) {
-	if code, ok := parseFlags(fs, args); !ok {
-		return code, false
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, false
+		}
+		return 2, false
 	}
 	f.set = map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })

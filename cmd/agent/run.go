@@ -41,8 +41,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, runUsage)
 		fl.PrintDefaults()
 	}
-	if code, ok := parseFlags(fl, args); !ok {
-		return code
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
 	}
 	if fl.NArg() > 0 || *configFile == "" {
 		fl.Usage()
