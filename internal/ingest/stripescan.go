@@ -95,17 +95,20 @@ func checkScanCandidates(s *plumblinev1.StripeScan, ops uint64) error {
 	if uint64(s.GetPlaced()) > vocab.StripeScanMaxOps {
 		return fmt.Errorf("placed %d: want at most %d", s.GetPlaced(), vocab.StripeScanMaxOps)
 	}
-	var prev, total uint64
+	var prev, total, inside uint64
 	for i, c := range cands {
 		u := c.GetUnitBytes()
 		if !candidateUnit(u) || u <= prev {
 			return fmt.Errorf("candidates[%d]: unit_bytes %d: want ascending powers of two from %d to %d", i, u, stripescan.MinUnit, stripescan.MaxUnit)
 		}
 		prev = u
+		// Every candidate is judged against the same inside reads: the
+		// straddles of all candidates and the inside reads add up to at
+		// most the run's reads (each count below 2^32: no overflow).
 		total += uint64(c.GetStraddles())
-		inside := uint64(c.GetInside())
-		if inside > ops || total > ops {
-			return fmt.Errorf("candidates[%d]: straddles %d, inside %d: more reads than the run's %d ops", i, c.GetStraddles(), inside, ops)
+		inside = max(inside, uint64(c.GetInside()))
+		if total+inside > ops {
+			return fmt.Errorf("candidates[%d]: straddles %d, inside %d: more reads than the run's %d ops", i, c.GetStraddles(), c.GetInside(), ops)
 		}
 		for _, f := range []struct {
 			name string
@@ -151,6 +154,9 @@ func measuredStripe(runs []store.StripeScanRun) *plumblinev1.StripeMeasurement {
 	for i := len(runs) - 1; i >= 0; i-- { // oldest first
 		var s plumblinev1.StripeScan
 		if err := proto.Unmarshal(runs[i].Scan, &s); err != nil || !s.GetPlacementOffsetKnown() {
+			continue
+		}
+		if c := s.GetConfidence(); !(c >= 0 && c <= 1) { // ingest refuses these; a stored one counts as garbage
 			continue
 		}
 		if m == nil || m.GetDevice() != s.GetPlacementDevice() {
