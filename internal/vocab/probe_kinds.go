@@ -48,8 +48,15 @@ type ProbeKindSpec struct {
 	// MinFileSize is the smallest probe file a run of this kind needs
 	// (0: no floor beyond the engine's).
 	MinFileSize uint64
-	// MaxBlockSize is the largest block size of a run of this kind.
+	// MinBlockSize and MaxBlockSize bound the block size of a run of this
+	// kind (MinBlockSize 0: the package's MinBlockSize); equal, the kind
+	// has one fixed block size.
+	MinBlockSize uint32
 	MaxBlockSize uint32
+	// MaxQueueDepth is the deepest queue a run of this kind takes (0:
+	// the package's MaxQueueDepth). A synced kind runs at 1 whatever the
+	// schedule says; a kind with MaxQueueDepth 1 refuses more.
+	MaxQueueDepth int
 	// Synced: each write is made durable before the next (a sync mode is
 	// required), and the queue depth is 1.
 	Synced bool
@@ -61,8 +68,38 @@ var probeKinds = [...]ProbeKindSpec{
 	{Kind: RandomRead, Reported: true, Probed: true, Default: true, Judged: true, MaxBlockSize: MaxBlockSize},
 	{Kind: RandomWrite, Reported: true, Probed: true, Default: true, Judged: true, MaxBlockSize: MaxBlockSize},
 	{Kind: LogWrite, Reported: true, Probed: true, Default: true, Judged: true, MaxBlockSize: MaxLogBlockSize, Synced: true},
-	{Kind: StripeScan, Reported: true, Probed: true, MaxBlockSize: StripeScanBlockSize,
-		MaxOps: StripeScanMaxOps, MinFileSize: StripeScanMinFileSize},
+	{Kind: StripeScan, Reported: true, Probed: true, MinBlockSize: StripeScanBlockSize, MaxBlockSize: StripeScanBlockSize,
+		MaxQueueDepth: 1, MaxOps: StripeScanMaxOps, MinFileSize: StripeScanMinFileSize},
+}
+
+// BlockSizes are the smallest and largest block size of a run of this
+// kind, the defaults filled in.
+func (s ProbeKindSpec) BlockSizes() (lo, hi uint64) {
+	lo, hi = uint64(s.MinBlockSize), uint64(s.MaxBlockSize)
+	if lo == 0 {
+		lo = MinBlockSize
+	}
+	if hi == 0 {
+		hi = MaxBlockSize
+	}
+	return lo, hi
+}
+
+// OpsLimit is the most ops a run of this kind takes, the default filled in.
+func (s ProbeKindSpec) OpsLimit() uint64 {
+	if s.MaxOps == 0 {
+		return MaxOps
+	}
+	return s.MaxOps
+}
+
+// QueueDepthLimit is the deepest queue a run of this kind takes, the
+// default filled in.
+func (s ProbeKindSpec) QueueDepthLimit() int {
+	if s.MaxQueueDepth == 0 {
+		return MaxQueueDepth
+	}
+	return s.MaxQueueDepth
 }
 
 // MaxLogBlockSize is the largest block size of a log-write run.

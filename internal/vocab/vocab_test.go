@@ -55,8 +55,9 @@ func TestStripeScanReportedNotJudged(t *testing.T) {
 		t.Error("IsJudged: want true for the three latency kinds only")
 	}
 	s, ok := LookupProbeKind(StripeScan)
-	if !ok || s.MaxBlockSize != StripeScanBlockSize || s.MaxOps != StripeScanMaxOps || s.MinFileSize != StripeScanMinFileSize {
-		t.Errorf("LookupProbeKind(%s) = %+v, %v: want reported, 8 KiB, %d ops, 16 MiB file", StripeScan, s, ok, StripeScanMaxOps)
+	lo, hi := s.BlockSizes()
+	if !ok || lo != StripeScanBlockSize || hi != StripeScanBlockSize || s.OpsLimit() != StripeScanMaxOps || s.MinFileSize != StripeScanMinFileSize || s.QueueDepthLimit() != 1 {
+		t.Errorf("LookupProbeKind(%s) = %+v, %v: want reported, 8 KiB only, %d ops, 16 MiB file, queue depth 1", StripeScan, s, ok, StripeScanMaxOps)
 	}
 }
 
@@ -68,6 +69,18 @@ func TestProbeKindSpecs(t *testing.T) {
 	}
 	if s, _ := LookupProbeKind(RandomRead); s.Synced || s.MaxBlockSize != MaxBlockSize {
 		t.Errorf("LookupProbeKind(random-read) = %+v: want unsynced, at most %d", s, MaxBlockSize)
+	}
+	// A spec's zero limits are the package's: the latency kinds take any
+	// block size, queue depth and op count the engine does.
+	for _, k := range JudgedProbeKinds() {
+		s, _ := LookupProbeKind(k)
+		if lo, hi := s.BlockSizes(); lo != MinBlockSize || hi != uint64(s.MaxBlockSize) || s.OpsLimit() != MaxOps || s.QueueDepthLimit() != MaxQueueDepth {
+			t.Errorf("%s: block sizes %d to %d, ops %d, queue depth %d: want %d to %d, %d, %d",
+				k, lo, hi, s.OpsLimit(), s.QueueDepthLimit(), MinBlockSize, s.MaxBlockSize, MaxOps, MaxQueueDepth)
+		}
+	}
+	if lo, hi := (ProbeKindSpec{}).BlockSizes(); lo != MinBlockSize || hi != MaxBlockSize {
+		t.Errorf("zero spec block sizes %d to %d, want %d to %d", lo, hi, MinBlockSize, MaxBlockSize)
 	}
 }
 
