@@ -26,6 +26,10 @@ type Config struct {
 	// MaintenanceEvery: every Nth probe run of each agent is reported as
 	// skipped by a maintenance window (stop reason maintenance); 0: none.
 	MaintenanceEvery int
+	// ScanEvery: every Nth probe run of an agent with hardware RAID
+	// volumes whose stripe is hidden (VolumeProfile.HiddenStripe) is a
+	// stripe-scan of one of them, the first run included; 0: none.
+	ScanEvery int
 
 	BackoffBase, BackoffMax time.Duration
 	IDPrefix                string

@@ -52,8 +52,17 @@ func TestProfilesValidate(t *testing.T) {
 			seen["fs="+v.FSType] = true
 			seen[fmt.Sprintf("offset=%d", v.Offset)] = true
 			seen[fmt.Sprintf("stripe=%d", v.StripeUnit)] = true
-			for _, k := range probe.Kinds() {
+			for _, k := range probe.JudgedKinds() {
 				add(&plumblinev1.Record{Payload: &plumblinev1.Record_Probe{Probe: pool.ProbeRecord(r, &h.Volumes[vi], verdict == "misaligned", k, now)}})
+			}
+			if v.HiddenStripe {
+				seen["hidden="+string(v.Media)] = true
+				scan := pool.ScanRecord(r, &h.Volumes[vi], now)
+				checkScanRecord(t, inv.GetVolumes()[vi], scan)
+				add(&plumblinev1.Record{Payload: &plumblinev1.Record_Probe{Probe: scan}})
+				skipped := pool.ScanRecord(r, &h.Volumes[vi], now)
+				maintenanceSkip(skipped)
+				add(&plumblinev1.Record{Payload: &plumblinev1.Record_Probe{Probe: skipped}})
 			}
 			// --maintenance-every's skipped runs are valid too.
 			skip := pool.ProbeRecord(r, &h.Volumes[vi], verdict == "misaligned", probe.RandomRead, now)
@@ -72,9 +81,61 @@ func TestProfilesValidate(t *testing.T) {
 		"verdict=aligned", "verdict=misaligned", "media=hdd", "media=ssd", "media=nvme",
 		"raid=raid1", "raid=raid5", "raid=raid10", "fs=ext4", "fs=xfs", "fs=ntfs",
 		"offset=32256", "offset=65536", "offset=1048576", "stripe=65536", "stripe=131072", "stripe=262144",
+		"hidden=hdd", "hidden=ssd", "hidden=nvme",
 	} {
 		if !seen[want] {
 			t.Errorf("no profile with %s in 300 hosts", want)
+		}
+	}
+}
+
+// checkScanRecord checks a simulated stripe-scan against the volume's
+// inventory: the volume shows no stripe (hardware RAID the agent cannot
+// see), and the scan is placed where the real agent would place it
+// (probe.PlacementFor), with the kind's whole budget.
+func checkScanRecord(t *testing.T, vol *plumblinev1.Volume, pr *plumblinev1.ProbeResult) {
+	t.Helper()
+	if a := vol.GetAlignment(); a.GetStripeUnitBytes() != 0 {
+		t.Errorf("%s: hidden stripe, but the verdict knows a %d-byte unit", vol.GetMountPoint(), a.GetStripeUnitBytes())
+	}
+	pl, s := probe.PlacementFor(vol), pr.GetStripeScan()
+	if !pl.Known || s.GetPlacementDevice() != pl.Device || s.GetPlacementBasis() != pl.Basis || s.GetPlacementOffsetBytes() != uint64(pl.Offset) || !s.GetPlacementOffsetKnown() {
+		t.Errorf("%s: scan placed on %q (%s) at %d, known %v; the agent places it at %+v", vol.GetMountPoint(),
+			s.GetPlacementDevice(), s.GetPlacementBasis(), s.GetPlacementOffsetBytes(), s.GetPlacementOffsetKnown(), pl)
+	}
+	if pr.GetKind() != string(probe.StripeScan) || pr.GetOps() != scanOps || pr.GetLatency().GetCount() != scanOps || s.GetPlaced() != scanOps || len(s.GetCandidates()) == 0 {
+		t.Errorf("%s: scan record %v", vol.GetMountPoint(), pr)
+	}
+}
+
+// TestSimulatedScans: the engine's inference over the simulated reads
+// answers each array's stripe unit or none, never another unit, and finds
+// the unit in most scans on every medium; a mirror has none. The straddle
+// cost is what the split-I/O model makes it: the slower of two member
+// reads, a fraction of a read.
+func TestSimulatedScans(t *testing.T) {
+	pool := NewSamplePool(1)
+	for _, m := range mediaKinds {
+		for _, unit := range append([]uint64{0}, stripeUnits...) {
+			found := 0
+			for _, s := range pool.scans[scanKey{m, unit}] {
+				sc := s.scan
+				switch got := sc.GetInferredStripeUnitBytes(); {
+				case got == unit && unit != 0:
+					found++
+					if c, med := sc.GetStraddleCostSeconds(), latencies[m][probe.RandomRead].median.Seconds(); c <= 0 || c > med {
+						t.Errorf("%s %d: straddle cost %gs, want more than 0 and less than a read (%gs)", m, unit, c, med)
+					}
+					if sc.GetConfidence() < 0.99 {
+						t.Errorf("%s %d: confidence %g", m, unit, sc.GetConfidence())
+					}
+				case got != 0:
+					t.Errorf("%s, stripe unit %d: inferred %d", m, unit, got)
+				}
+			}
+			if unit != 0 && 2*found <= scanVariants {
+				t.Errorf("%s, stripe unit %d: found in %d of %d scans", m, unit, found, scanVariants)
+			}
 		}
 	}
 }
@@ -114,7 +175,8 @@ func TestHistogramPlausible(t *testing.T) {
 
 // TestEndToEnd: 20 simulated agents for 2 s against an in-process server
 // over real TCP and mutual TLS, on SQLite: every record generated is
-// acknowledged and stored exactly once.
+// acknowledged and stored exactly once, stripe-scans (every 10th run of
+// an agent with a hidden-stripe volume) with their answer.
 func TestEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	ca, err := devca.Create(filepath.Join(dir, "ca"))
@@ -148,7 +210,7 @@ func TestEndToEnd(t *testing.T) {
 	defer gs.Stop()
 
 	cfg := Config{
-		Agents: 20, Duration: 2 * time.Second, Rate: 400, ReportInterval: 200 * time.Millisecond,
+		Agents: 20, Duration: 2 * time.Second, Rate: 400, ReportInterval: 200 * time.Millisecond, ScanEvery: 10,
 		ConnectConcurrency: 8, ConnectTimeout: 30 * time.Second, Drain: 30 * time.Second,
 		BackoffBase: 50 * time.Millisecond, BackoffMax: time.Second, IDPrefix: "e2e-", Seed: 7,
 	}
@@ -196,14 +258,19 @@ func TestEndToEnd(t *testing.T) {
 	}
 	// The records table holds each (agent, sequence) once: its row count
 	// equals the sum of the high-water marks (sequences are contiguous).
-	n := countRecords(t, dir)
+	n := countRows(t, dir, "SELECT COUNT(*) FROM records")
 	if n != int(hw) {
 		t.Errorf("records stored %d, want %d (exactly once each)", n, hw)
 	}
+	// The hidden-stripe volumes' stripe-scans are stored with their answer.
+	scans := countRows(t, dir, "SELECT COUNT(*) FROM probe_results WHERE kind = 'stripe-scan' AND stripe_scan IS NOT NULL")
+	if sum.Scans == 0 || scans != int(sum.Scans) {
+		t.Errorf("stripe-scan results: generated %d, stored with an answer %d; want some, all stored", sum.Scans, scans)
+	}
 }
 
-// countRecords counts the rows of the records table.
-func countRecords(t *testing.T, dir string) int {
+// countRows runs a COUNT query on the store.
+func countRows(t *testing.T, dir, query string) int {
 	t.Helper()
 	db, err := sql.Open("sqlite", filepath.Join(dir, "plumbline.db"))
 	if err != nil {
@@ -211,7 +278,7 @@ func countRecords(t *testing.T, dir string) int {
 	}
 	defer db.Close()
 	var n int
-	if err := db.QueryRow("SELECT COUNT(*) FROM records").Scan(&n); err != nil {
+	if err := db.QueryRow(query).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n

@@ -84,6 +84,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.DurationVar(&c.Drain, "drain", 30*time.Second, "how long the final flush may take after --duration")
 	fs.BoolVar(&c.Reconnect, "reconnect", false, "restart test: end once every agent has reported again after the first failure (restart the server meanwhile), print reconnect_seconds")
 	fs.IntVar(&c.MaintenanceEvery, "maintenance-every", 0, "every `N`th probe run of each agent is reported skipped by a maintenance window (0: none)")
+	fs.IntVar(&c.ScanEvery, "scan-every", 100, "every `N`th probe run of an agent whose volumes include hardware RAID with a hidden stripe (a quarter of the volumes) is a stripe-scan of one of them, the first included (0: none)")
 	fs.DurationVar(&c.BackoffBase, "backoff.base", time.Second, "reconnect backoff base (full jitter, doubling), as the agent's")
 	fs.DurationVar(&c.BackoffMax, "backoff.max", 30*time.Second, "reconnect backoff ceiling")
 	fs.StringVar(&c.IDPrefix, "id-prefix", "fleetsim-", "agent ids are this prefix and a 5-digit number")
@@ -104,6 +105,8 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 		return Config{}, fmt.Errorf("--duration %s: want more than 0", c.Duration)
 	case c.Rate < 0 || c.RatePerAgent < 0:
 		return Config{}, errors.New("--rate and --rate-per-agent: want 0 or more")
+	case c.MaintenanceEvery < 0 || c.ScanEvery < 0:
+		return Config{}, errors.New("--maintenance-every and --scan-every: want 0 or more")
 	case c.ConnectConcurrency < 1:
 		return Config{}, fmt.Errorf("--connect-concurrency %d: want at least 1", c.ConnectConcurrency)
 	case c.BackoffBase <= 0 || c.BackoffMax < c.BackoffBase:

@@ -56,6 +56,12 @@ type VolumeProfile struct {
 	FSType     string
 	Cluster    uint32 // file-system block or NTFS cluster
 	Device     string // kernel name of the RAID volume (sdb, nvme0n1, PhysicalDrive1)
+	// HiddenStripe: a hardware RAID volume whose stripe unit nobody
+	// declared and the controller does not hint. Discovery sees one disk
+	// (the controller's logical drive); only the geometry probe
+	// (stripe-scan) can tell its unit, and the agent runs it (ScanRecord).
+	// RAIDLevel, StripeUnit and Disks are still the array's truth.
+	HiddenStripe bool
 }
 
 // HostProfile is one simulated agent's host: its identity and volumes.
@@ -104,8 +110,21 @@ func NewHostProfile(seed uint64, i int, hostname string) HostProfile {
 		}
 		h.Volumes = append(h.Volumes, p)
 	}
+	// A stream of its own, so that the draws above are what they were
+	// before hidden stripes: one volume in four.
+	hide := rand.New(rand.NewPCG(seed^hiddenStream, uint64(i)))
+	for v := range h.Volumes {
+		h.Volumes[v].HiddenStripe = hide.IntN(4) == 0
+	}
 	return h
 }
+
+// hiddenStream seeds the draw of hidden stripes.
+const hiddenStream = 0x41dde7
+
+// controllerModel is the model a hardware RAID controller's logical drive
+// reports.
+const controllerModel = "PERC H740P Mini"
 
 func dataDisks(level string, disks uint32) uint32 {
 	switch level {
@@ -143,7 +162,7 @@ func (p VolumeProfile) Volume(os string) *plumblinev1.Volume {
 	fsLayer := &plumblinev1.Layer{Kind: "filesystem", Device: mounted, FsType: p.FSType, BlockSizeBytes: p.Cluster,
 		OffsetBytes: u64(0), SizeBytes: size - p.Offset, Source: "superblock"}
 	fs := &plumblinev1.Filesystem{Type: p.FSType, BlockSizeBytes: p.Cluster, SizeBytes: size - p.Offset}
-	if p.FSType == "xfs" {
+	if p.FSType == "xfs" && !p.HiddenStripe {
 		// mkfs.xfs on a declared array: sunit = stripe unit, swidth = full stripe.
 		fsLayer.StripeUnitBytes, fsLayer.StripeWidthBytes = p.StripeUnit, p.StripeUnit*uint64(dataDisks(p.RAIDLevel, p.Disks))
 		fs.StripeUnitBytes, fs.StripeWidthBytes = fsLayer.StripeUnitBytes, fsLayer.StripeWidthBytes
@@ -153,6 +172,14 @@ func (p VolumeProfile) Volume(os string) *plumblinev1.Volume {
 	if p.Media != HDD {
 		physical = 4096
 	}
+	bottom := &plumblinev1.Layer{Kind: "raid", Device: p.Device, RaidLevel: p.RAIDLevel, StripeUnitBytes: p.StripeUnit,
+		RaidDisks: p.Disks, RaidDataDisks: dataDisks(p.RAIDLevel, p.Disks), OffsetBytes: u64(0), SizeBytes: size,
+		LogicalSectorBytes: 512, PhysicalSectorBytes: physical, Rotational: &rot, Model: models[p.Media],
+		Source: "declared"}
+	if p.HiddenStripe {
+		bottom = &plumblinev1.Layer{Kind: "disk", Device: p.Device, OffsetBytes: u64(0), SizeBytes: size,
+			LogicalSectorBytes: 512, PhysicalSectorBytes: physical, Rotational: &rot, Model: controllerModel, Source: "sysfs"}
+	}
 	v := &plumblinev1.Volume{
 		MountPoint: p.MountPoint,
 		Device:     mounted,
@@ -161,14 +188,19 @@ func (p VolumeProfile) Volume(os string) *plumblinev1.Volume {
 			fsLayer,
 			{Kind: "partition", Device: part, OffsetBytes: u64(p.Offset), SizeBytes: size - p.Offset,
 				LogicalSectorBytes: 512, PartitionTable: "gpt", PartitionNumber: 1, Source: "sysfs"},
-			{Kind: "raid", Device: p.Device, RaidLevel: p.RAIDLevel, StripeUnitBytes: p.StripeUnit,
-				RaidDisks: p.Disks, RaidDataDisks: dataDisks(p.RAIDLevel, p.Disks), OffsetBytes: u64(0), SizeBytes: size,
-				LogicalSectorBytes: 512, PhysicalSectorBytes: physical, Rotational: &rot, Model: models[p.Media],
-				Source: "declared"},
+			bottom,
 		},
 	}
 	v.Alignment = align.Evaluate(v)
 	return v
+}
+
+// Misaligned reports whether the volume is misaligned on its array, stripe
+// hidden or not: what its latencies show (SampleHistogram), whatever the
+// agent's verdict knows.
+func (p VolumeProfile) Misaligned(os string) bool {
+	p.HiddenStripe = false
+	return p.Volume(os).GetAlignment().GetVerdict() == "misaligned"
 }
 
 // Inventory is the host's full inventory, as a geometry snapshot carries it.
@@ -284,7 +316,8 @@ type sample struct {
 // SamplePool holds pre-drawn histograms per class. It is read only after
 // NewSamplePool and safe for concurrent use.
 type SamplePool struct {
-	m map[classKey][]sample
+	m     map[classKey][]sample
+	scans map[scanKey][]scanSample // stripe-scans (ScanRecord)
 }
 
 const simIOPSCap = 50
@@ -292,9 +325,9 @@ const simIOPSCap = 50
 // NewSamplePool draws variantsPerClass histograms for every class.
 func NewSamplePool(seed uint64) *SamplePool {
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
-	p := &SamplePool{m: map[classKey][]sample{}}
+	p := &SamplePool{m: map[classKey][]sample{}, scans: drawScans(seed)}
 	for _, m := range mediaKinds {
-		for _, k := range probe.Kinds() {
+		for _, k := range probe.JudgedKinds() {
 			for _, mis := range []bool{false, true} {
 				for _, raid := range raidLevels {
 					key := classKey{m, k, mis, raid}
@@ -316,10 +349,6 @@ func (p *SamplePool) ProbeRecord(r *rand.Rand, v *VolumeProfile, misaligned bool
 	vs := p.m[classKey{v.Media, kind, misaligned, v.RAIDLevel}]
 	s := vs[r.IntN(len(vs))]
 	shape := probeShape[kind]
-	file := v.MountPoint + "/.plumbline/" + probe.DefaultFileName
-	if v.MountPoint[0] != '/' {
-		file = v.MountPoint + `.plumbline\` + probe.DefaultFileName
-	}
 	return &plumblinev1.ProbeResult{
 		MountPoint:         v.MountPoint,
 		Device:             v.Device,
@@ -333,7 +362,7 @@ func (p *SamplePool) ProbeRecord(r *rand.Rand, v *VolumeProfile, misaligned bool
 		StartedAt:          timestamppb.New(now.Add(-s.duration)),
 		CacheBypass:        true,
 		Latency:            s.hist,
-		ProbeFile:          file,
+		ProbeFile:          probeFile(v),
 		ProbeFileSizeBytes: 64 * mib,
 		OpsBudget:          ProbeOps,
 		IopsCap:            simIOPSCap,
@@ -342,9 +371,18 @@ func (p *SamplePool) ProbeRecord(r *rand.Rand, v *VolumeProfile, misaligned bool
 	}
 }
 
+// probeFile is the volume's probe file.
+func probeFile(v *VolumeProfile) string {
+	if v.MountPoint[0] != '/' {
+		return v.MountPoint + `.plumbline\` + probe.DefaultFileName
+	}
+	return v.MountPoint + "/.plumbline/" + probe.DefaultFileName
+}
+
 // maintenanceSkip makes pr a run a maintenance window held back, as the
 // agent reports one: skipped, no operations, stop reason maintenance.
 func maintenanceSkip(pr *plumblinev1.ProbeResult) {
 	pr.Ops, pr.Bytes, pr.Duration, pr.Skipped, pr.StoppedReason = 0, 0, durationpb.New(0), true, vocab.StopMaintenance
 	pr.Latency = wire.HistogramToProto(&histogram.Histogram{})
+	pr.StripeScan = nil // a run that never started answers nothing
 }

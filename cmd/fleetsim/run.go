@@ -18,6 +18,7 @@ type Summary struct {
 	ConnectTime       time.Duration // the connect phase (all Hellos)
 	Elapsed           time.Duration // start of sending to the last acknowledgement
 	Generated         int64
+	Scans             int64 // stripe-scan results among Generated (Config.ScanEvery)
 	Acked             int64 // records stored or recognised as stored
 	Rejected          int64
 	Dropped           int64 // dropped by the pending cap
@@ -53,8 +54,8 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/1e6) }
 // Print writes the report; its last line starts records_per_second=N.
 func (s Summary) Print(w io.Writer) {
 	fmt.Fprintf(w, "agents=%d connected=%d connect_seconds=%.1f elapsed_seconds=%.1f\n", s.Agents, s.Connected, s.ConnectTime.Seconds(), s.Elapsed.Seconds())
-	fmt.Fprintf(w, "generated=%d acked=%d rejected=%d dropped=%d pending=%d reports=%d hellos=%d reconnect_hellos=%d\n",
-		s.Generated, s.Acked, s.Rejected, s.Dropped, s.Pending, s.Reports, s.Hellos, s.Rehellos)
+	fmt.Fprintf(w, "generated=%d acked=%d rejected=%d dropped=%d pending=%d reports=%d hellos=%d reconnect_hellos=%d stripe_scans=%d\n",
+		s.Generated, s.Acked, s.Rejected, s.Dropped, s.Pending, s.Reports, s.Hellos, s.Rehellos, s.Scans)
 	if s.Errors > 0 {
 		keys := make([]string, 0, len(s.ErrorsBy))
 		for k := range s.ErrorsBy {
@@ -239,7 +240,7 @@ func (f *fleet) summary(agents []*simAgent, connectTime time.Duration, rc reconn
 	st := f.st
 	s := Summary{
 		Agents: len(agents), Connected: int(st.connected.Load()), ConnectTime: connectTime,
-		Generated: st.generated.Load(), Acked: st.acked.Load(), Rejected: st.rejected.Load(), Dropped: st.dropped.Load(),
+		Generated: st.generated.Load(), Scans: st.scans.Load(), Acked: st.acked.Load(), Rejected: st.rejected.Load(), Dropped: st.dropped.Load(),
 		Reports: st.reports.Load(), Hellos: st.hellos.Load(), Rehellos: st.rehellos.Load(),
 		FirstFailure: rc.firstFailure, AllResumed: rc.allResumed, Resumed: rc.resumed,
 	}

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/plumbline/plumbline/internal/agent"
+	"github.com/plumbline/plumbline/internal/ctxtime"
 	"github.com/plumbline/plumbline/internal/probe"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
@@ -58,6 +59,7 @@ type fleet struct {
 // stats are the fleet's counters.
 type stats struct {
 	generated, acked, rejected, dropped atomic.Int64
+	scans                               atomic.Int64 // stripe-scan results generated
 	reports, hellos, rehellos           atomic.Int64
 	connected                           atomic.Int64
 	lastAck                             atomic.Int64 // unix ns
@@ -92,10 +94,15 @@ type simAgent struct {
 	idx  int
 	id   string
 	prof HostProfile
-	mis  []bool // per volume: the agent's verdict is misaligned
+	mis  []bool // per volume: misaligned on its array (its latencies show it)
 	r    *rand.Rand
 	conn *grpc.ClientConn
 	rpc  plumblinev1.AgentServiceClient
+
+	// hidden are the volumes whose stripe is hidden (stripe-scan runs
+	// there); scanIdx cycles over them.
+	hidden  []int
+	scanIdx int
 
 	next     uint64 // the next sequence; 0 before the first Hello
 	pending  []*plumblinev1.Record
@@ -119,8 +126,11 @@ func newSimAgent(f *fleet, idx int, issue Issuer) (*simAgent, error) {
 		return nil, err
 	}
 	a := &simAgent{f: f, idx: idx, id: id, servers: map[string]bool{}, prof: NewHostProfile(f.cfg.Seed, idx, id), r: rand.New(rand.NewPCG(f.cfg.Seed^0xa9e17, uint64(idx)))}
-	for _, v := range a.prof.Volumes {
-		a.mis = append(a.mis, v.Volume(a.prof.OS).GetAlignment().GetVerdict() == "misaligned")
+	for i, v := range a.prof.Volumes {
+		a.mis = append(a.mis, v.Misaligned(a.prof.OS))
+		if v.HiddenStripe {
+			a.hidden = append(a.hidden, i)
+		}
 	}
 	tc := &tls.Config{
 		MinVersion:   tls.VersionTLS13,
@@ -169,12 +179,8 @@ func (a *simAgent) run(ctx context.Context, connected func()) {
 		}
 		attempt++
 		wait := agent.Backoff(attempt, a.f.cfg.BackoffBase, a.f.cfg.BackoffMax, a.r.Float64())
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if ctxtime.Sleep(ctx, wait) != nil {
 			return
-		case <-t.C:
 		}
 	}
 }
@@ -300,7 +306,9 @@ func (a *simAgent) appendRecord(rec *plumblinev1.Record, now time.Time) {
 }
 
 // generate produces the probe results due by now at the agent's rate,
-// cycling over its volumes and the three probe kinds.
+// cycling over its volumes and the latency kinds; with Config.ScanEvery,
+// every Nth (the first included) is a stripe-scan of one of its
+// hidden-stripe volumes instead, when it has any.
 func (a *simAgent) generate(now time.Time) {
 	select {
 	case <-a.f.genDone:
@@ -308,15 +316,23 @@ func (a *simAgent) generate(now time.Time) {
 	default:
 	}
 	due := int64(a.f.cfg.perAgentRate() * now.Sub(a.f.start).Seconds())
-	kinds := probe.Kinds()
+	kinds := probe.JudgedKinds()
 	for ; a.produced < due; a.produced++ {
-		vi := a.kindIdx % len(a.prof.Volumes)
-		kind := kinds[(a.kindIdx/len(a.prof.Volumes))%len(kinds)]
-		a.kindIdx++
-		v := &a.prof.Volumes[vi]
-		pr := a.f.pool.ProbeRecord(a.r, v, a.mis[vi], kind, now)
+		var pr *plumblinev1.ProbeResult
+		if n := int64(a.f.cfg.ScanEvery); n > 0 && len(a.hidden) > 0 && a.produced%n == 0 {
+			pr = a.f.pool.ScanRecord(a.r, &a.prof.Volumes[a.hidden[a.scanIdx%len(a.hidden)]], now)
+			a.scanIdx++
+		} else {
+			vi := a.kindIdx % len(a.prof.Volumes)
+			kind := kinds[(a.kindIdx/len(a.prof.Volumes))%len(kinds)]
+			a.kindIdx++
+			pr = a.f.pool.ProbeRecord(a.r, &a.prof.Volumes[vi], a.mis[vi], kind, now)
+		}
 		if n := int64(a.f.cfg.MaintenanceEvery); n > 0 && a.produced%n == n-1 {
 			maintenanceSkip(pr)
+		}
+		if pr.GetStripeScan() != nil {
+			a.f.st.scans.Add(1)
 		}
 		a.appendRecord(&plumblinev1.Record{Payload: &plumblinev1.Record_Probe{Probe: pr}}, now)
 	}

@@ -14,14 +14,6 @@ import (
 	"github.com/plumbline/plumbline/internal/config"
 )
 
-// fakeMountTable is a mountTable whose fingerprint the test sets, as the
-// Windows volume list or the Linux mountinfo would change.
-type fakeMountTable struct{ fp atomic.Uint64 }
-
-var _ mountTable = (*fakeMountTable)(nil)
-
-func (f *fakeMountTable) fingerprint() uint64 { return f.fp.Load() }
-
 // A new mount table fingerprint runs discovery once ("changed"); the same
 // one does not.
 func TestGeometryOnMountChange(t *testing.T) {

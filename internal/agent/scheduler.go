@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/plumbline/plumbline/internal/config"
+	"github.com/plumbline/plumbline/internal/ctxtime"
 	"github.com/plumbline/plumbline/internal/geometry"
 	"github.com/plumbline/plumbline/internal/probe"
 	"github.com/plumbline/plumbline/internal/vocab"
@@ -27,13 +28,19 @@ type target struct {
 	kind       probe.Kind
 	sched      config.ProbeSchedule
 	schedIndex int // in Config.Probes
+	// placement is where the volume's file system lies on the device a
+	// stripe-scan measures (probe.PlacementFor the discovered volume);
+	// zero for the other kinds, which do not place their reads.
+	placement probe.Placement
 }
 
 // key identifies a target's timer: a schedule whose settings changed
-// (central policy) is a new timer.
+// (central policy) is a new timer, and so is a stripe-scan whose placement
+// changed (new geometry: a partition moved, a layer appeared).
 func (t target) key() string {
-	settings, _ := json.Marshal(t.sched) // plain data: cannot fail
-	return t.mount + "\x00" + string(t.kind) + "\x00" + fmt.Sprint(t.lockKeys) + "\x00" + string(settings)
+	settings, _ := json.Marshal(t.sched)      // plain data: cannot fail
+	placement, _ := json.Marshal(t.placement) // plain data: cannot fail
+	return t.mount + "\x00" + string(t.kind) + "\x00" + fmt.Sprint(t.lockKeys) + "\x00" + string(settings) + "\x00" + string(placement)
 }
 
 // sameSchedule compares two schedules by value (pointers followed).
@@ -49,7 +56,8 @@ type scheduler struct {
 
 // targetsFor maps volumes to probe targets: the first schedule whose
 // mount_point glob matches a volume's mount point (geometry.MatchMountPoint)
-// wins for each kind.
+// wins for each kind. A stripe-scan target carries its placement from the
+// volume's discovered geometry.
 func targetsFor(vols []*plumblinev1.Volume, scheds []config.ProbeSchedule) []target {
 	var out []target
 	for _, v := range vols {
@@ -63,7 +71,11 @@ func targetsFor(vols []*plumblinev1.Volume, scheds []config.ProbeSchedule) []tar
 					continue
 				}
 				done[k] = true
-				out = append(out, target{mount: v.GetMountPoint(), device: v.GetDevice(), lockKeys: lockKeys(v), kind: k, sched: s, schedIndex: i})
+				t := target{mount: v.GetMountPoint(), device: v.GetDevice(), lockKeys: lockKeys(v), kind: k, sched: s, schedIndex: i}
+				if k == probe.StripeScan {
+					t.placement = probe.PlacementFor(v)
+				}
+				out = append(out, t)
 			}
 		}
 	}
@@ -113,7 +125,12 @@ func (s *scheduler) update(ctx context.Context, vols []*plumblinev1.Volume) {
 		tctx, cancel := context.WithCancel(ctx)
 		s.running[k] = cancel
 		s.wg.Go(func() { s.a.probeLoop(tctx, t) })
-		s.a.log.Info("probe scheduled", "mount_point", t.mount, "kind", t.kind, "every", t.sched.Every)
+		attrs := []any{"mount_point", t.mount, "kind", t.kind, "every", t.sched.Every}
+		if t.kind == probe.StripeScan {
+			pl := t.placement
+			attrs = append(attrs, "placement_device", pl.Device, "placement_basis", pl.Basis, "placement_offset_known", pl.Known, "placement_why", pl.Why)
+		}
+		s.a.log.Info("probe scheduled", attrs...)
 	}
 }
 
@@ -139,16 +156,10 @@ func jittered(d, j time.Duration) time.Duration {
 // probeLoop runs t's probe: first after a random delay in [0, jitter), then
 // every `every` plus a fresh draw in [0, jitter).
 func (a *Agent) probeLoop(ctx context.Context, t target) {
-	timer := time.NewTimer(jittered(0, t.sched.Jitter))
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C:
-		}
+	wait := jittered(0, t.sched.Jitter)
+	for ctxtime.Sleep(ctx, wait) == nil {
 		a.probeOnce(ctx, t)
-		timer.Reset(jittered(t.sched.Every, t.sched.Jitter))
+		wait = jittered(t.sched.Every, t.sched.Jitter)
 	}
 }
 
@@ -167,6 +178,7 @@ var errMaintenance = errors.New(vocab.StopMaintenance)
 
 func (a *Agent) probeOnce(ctx context.Context, t target) {
 	o := ProbeOptions(t.sched, t.kind)
+	o.Placement = t.placement
 	o.ProcRoot = a.o.ProcRoot
 	if a.o.Geometry.SysfsRoot != "" {
 		o.SysRoot = a.o.Geometry.SysfsRoot

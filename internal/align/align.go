@@ -42,6 +42,8 @@ const (
 	RuleAllocationUnitBelowRecommended = "allocation-unit-below-recommendation"
 	RulePhysicalSectorUnknown          = "physical-sector-unknown"
 	RuleRAIDReshapeRunning             = "raid-reshape-running"
+	RuleStripeUnitMeasured             = "stripe-unit-measured"
+	RuleStripeUnitDisagrees            = "stripe-unit-disagrees"
 )
 
 // Rules lists every rule id, sorted: the vocabulary API filters and docs
@@ -59,6 +61,8 @@ func Rules() []string {
 		RulePhysicalSectorUnknown,
 		RuleRAIDReshapeRunning,
 		RuleStripeUnitAllocationUnit,
+		RuleStripeUnitDisagrees,
+		RuleStripeUnitMeasured,
 		RuleStripeUnitUnknown,
 	}
 }
@@ -72,7 +76,10 @@ func IOSizes() []uint32 { return vocab.IOSizes() }
 const recommendedStart = 1 << 20
 
 // Evaluate judges one volume. It reads v.Layers (top, the file system, to
-// bottom, the disks) and v.Filesystem and never modifies v.
+// bottom, the disks), v.Filesystem and v.MeasuredStripe and never modifies
+// v. A measured stripe unit is judged against when no layer knows one
+// (source "measured"); otherwise it confirms the known unit or, when
+// confident, is reported as disagreeing with it.
 func Evaluate(v *plumblinev1.Volume) *plumblinev1.Alignment {
 	e := &evaluation{
 		v:  v,
@@ -87,6 +94,10 @@ func Evaluate(v *plumblinev1.Volume) *plumblinev1.Alignment {
 	}
 	e.a.AllocationUnitBytes = v.GetFilesystem().GetBlockSizeBytes()
 	e.stripe = e.st.findStripe()
+	e.meas, _ = e.st.measured(v.GetMeasuredStripe())
+	if !e.known() && e.meas.m.GetUnitBytes() != 0 && !e.st.declared(e.meas) {
+		e.stripe = e.st.measuredStripe(e.meas)
+	}
 	if e.known() {
 		e.a.StripeUnitBytes = e.stripe.unit
 		e.a.StripeUnitSource = e.stripe.source
@@ -95,6 +106,7 @@ func Evaluate(v *plumblinev1.Volume) *plumblinev1.Alignment {
 	}
 	e.checkSectorOffset()
 	e.splitFractions()
+	e.useMeasurement()
 	e.stripeFindings()
 	allocationUnit(&e.f, v)
 	reshapes(&e.f, v)
@@ -109,6 +121,9 @@ type evaluation struct {
 	a      *plumblinev1.Alignment
 	f      findings
 	stripe stripe
+	// meas is the volume's stripe measurement (meas.m nil: none that
+	// applies to this stack).
+	meas measurement
 	// disk is the disk below the volume (nil: none known).
 	disk *plumblinev1.Layer
 	// offsetKnown is false when a rule could not read the offset it checks;
@@ -202,9 +217,22 @@ func (e *evaluation) splitFractions() {
 // nothing is, how it fits the allocation unit and the hints when it is.
 func (e *evaluation) stripeFindings() {
 	if e.known() {
+		switch {
+		case e.stripe.source == SourceMeasured:
+			// An inference is confirmed by declaring it; stripe hints
+			// wait for that.
+			e.measuredFinding()
+		case e.disagrees():
+			e.disagreeFinding()
+		}
 		unitVsAllocation(&e.f, e.v, e.stripe)
-		stripeHints(&e.f, e.v, e.stripe)
+		if e.stripe.source != SourceMeasured {
+			stripeHints(&e.f, e.v, e.stripe)
+		}
 		return
+	}
+	if e.disagrees() {
+		e.disagreeFinding()
 	}
 	disk := e.disk
 	devKey := "/dev/" + deviceOr(disk, "sdX")
@@ -216,7 +244,7 @@ func (e *evaluation) stripeFindings() {
 		checked = ""
 	}
 	e.f.add(RuleStripeUnitUnknown, Info,
-		"no RAID layer or stripe hint is known for this volume"+checked,
+		"no RAID layer or stripe hint is known for this volume"+checked+e.noneWord(),
 		fmt.Sprintf("if %s sits on hardware RAID, declare it in the agent config: declared_devices: [{device: %s, raid: {level: raid10, stripe_unit: 64KiB, disks: 4}}]",
 			deviceOr(disk, "the disk"), devKey))
 }

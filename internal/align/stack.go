@@ -67,6 +67,8 @@ type stripe struct {
 	fromFS    bool // the unit is the file system's own stripe hint
 	raidLevel string
 	layerKind string
+	// confidence is the geometry probe's, for a measured unit.
+	confidence float64
 }
 
 func sourceOf(l *plumblinev1.Layer, field string) string {
@@ -264,6 +266,8 @@ func stripeOrigin(st stripe) string {
 		return fmt.Sprintf(" (from the file system's stripe hints, %s)", st.source)
 	case st.source == "kernel-hint":
 		return " (from the kernel's minimum_io_size hint)"
+	case st.source == SourceMeasured:
+		return fmt.Sprintf(" (inferred by the geometry probe, confidence %s)", confidence(st.confidence))
 	case st.raidLevel != "":
 		return fmt.Sprintf(" (%s, %s)", st.raidLevel, st.source)
 	}

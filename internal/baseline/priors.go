@@ -25,9 +25,9 @@ const (
 	LogWrite    = vocab.LogWrite
 )
 
-// Kinds lists the probe kinds that have priors: every kind agents report
-// (a priors file must give each a band).
-func Kinds() []Kind { return vocab.ProbeKinds() }
+// Kinds lists the probe kinds that have priors: every kind whose latency
+// the detector judges (a priors file must give each a band).
+func Kinds() []Kind { return vocab.JudgedProbeKinds() }
 
 // Band is an expected latency range in seconds: Low <= Typical <= High.
 type Band struct {

@@ -119,7 +119,7 @@ type Intervals struct {
 type ProbeSchedule struct {
 	MountPoint    string            `yaml:"mount_point,omitempty"` // glob of the volume's mount point (geometry.MatchMountPoint)
 	Dir           string            `yaml:"dir,omitempty"`         // probe directory on that volume
-	Kinds         []vocab.ProbeKind `yaml:"kinds,omitempty"`       // default all three
+	Kinds         []vocab.ProbeKind `yaml:"kinds,omitempty"`       // default vocab.DefaultProbeKinds (not stripe-scan)
 	Every         time.Duration     `yaml:"every,omitempty"`       // default 3m
 	Ops           int               `yaml:"ops,omitempty"`         // default 50
 	IOPS          *float64          `yaml:"iops,omitempty"`        // 0: uncapped
@@ -203,7 +203,7 @@ func (a *Agent) applyDefaults() {
 // (every, ops), else the probe engine's.
 func (p *ProbeSchedule) applyDefaults() {
 	if len(p.Kinds) == 0 {
-		p.Kinds = vocab.ProbeKinds()
+		p.Kinds = vocab.DefaultProbeKinds()
 	}
 	setZero(&p.Every, DefaultProbeEvery)
 	setZero(&p.Ops, DefaultProbeOps)
@@ -237,8 +237,17 @@ func (a Agent) validateRun() []error {
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	a.validateEndpoints(add)
 	seen := map[string]bool{}
+	files := map[string]int{} // a probe directory → the first schedule using it
 	for i, p := range a.Probes {
 		p.validate(fmt.Sprintf("probes[%d]", i), seen, add)
+		j, ok := files[dirKey(p.Dir)]
+		switch {
+		case !ok:
+			files[dirKey(p.Dir)] = i
+		case a.Probes[j].FileSize != p.FileSize:
+			add("probes[%d].file_size %s: probes[%d] has the same dir with file_size %s (one probe file: a different size rewrites it at every run; use the same size or a dir of its own)",
+				i, p.FileSize, j, a.Probes[j].FileSize)
+		}
 	}
 	for i, w := range a.MaintenanceWindows {
 		if err := w.Validate(); err != nil {
@@ -318,6 +327,8 @@ func (p ProbeSchedule) validate(w string, seen map[string]bool, add adder) {
 	}
 	if p.Ops < 1 || p.Ops > vocab.MaxOps {
 		add("%s.ops %d: want 1 to %d", w, p.Ops, vocab.MaxOps)
+	} else if k, spec, ok := p.refusingKind(func(s vocab.ProbeKindSpec) bool { return uint64(p.Ops) > s.OpsLimit() }); ok {
+		add("%s.ops %d: %s wants 1 to %d%s", w, p.Ops, k, spec.OpsLimit(), p.apart(k))
 	}
 	if p.IOPS != nil && *p.IOPS < 0 {
 		add("%s.iops %g: want 0 (uncapped) or more", w, *p.IOPS)
@@ -340,25 +351,64 @@ func (p ProbeSchedule) validate(w string, seen map[string]bool, add adder) {
 	}
 }
 
-// validateSizes checks block_size (for every kind of the schedule),
-// file_size and queue_depth.
+// validateSizes checks block_size, file_size and queue_depth: first the
+// engine's limits, then each kind's (its vocab.ProbeKindSpec).
 func (p ProbeSchedule) validateSizes(w string, add adder) {
-	if bs := uint64(p.BlockSize); bs < vocab.MinBlockSize || bs > vocab.MaxBlockSize || bits.OnesCount64(bs) != 1 {
+	bs := uint64(p.BlockSize)
+	if bs < vocab.MinBlockSize || bs > vocab.MaxBlockSize || bits.OnesCount64(bs) != 1 {
 		add("%s.block_size %s: want a power of two from 512B to 1MiB", w, p.BlockSize)
-	} else {
-		for _, k := range p.Kinds {
-			if spec, ok := vocab.LookupProbeKind(k); ok && bs > uint64(spec.MaxBlockSize) {
-				add("%s.block_size %s: %s wants %s to %s", w, p.BlockSize, k, bytesize.Size(vocab.MinBlockSize), bytesize.Size(spec.MaxBlockSize))
-				break
-			}
-		}
+	} else if k, spec, ok := p.refusingKind(func(s vocab.ProbeKindSpec) bool { lo, hi := s.BlockSizes(); return bs < lo || bs > hi }); ok {
+		lo, hi := spec.BlockSizes()
+		add("%s.block_size %s: %s wants %s%s", w, p.BlockSize, k, sizeRange(lo, hi), p.apart(k))
 	}
-	if fs := uint64(p.FileSize); fs%ProbeFileUnit != 0 || fs < 2*ProbeFileUnit || fs < ProbeFileUnit+uint64(p.BlockSize) {
+	fs := uint64(p.FileSize)
+	if fs%ProbeFileUnit != 0 || fs < 2*ProbeFileUnit || fs < ProbeFileUnit+bs {
 		add("%s.file_size %s: want a multiple of 1MiB, at least 2MiB", w, p.FileSize)
+	} else if k, spec, ok := p.refusingKind(func(s vocab.ProbeKindSpec) bool { return fs < s.MinFileSize }); ok {
+		add("%s.file_size %s: %s wants at least %s", w, p.FileSize, k, bytesize.Size(spec.MinFileSize))
 	}
 	if p.QueueDepth < 1 || p.QueueDepth > vocab.MaxQueueDepth {
 		add("%s.queue_depth %d: want 1 to %d (log-write always runs at 1)", w, p.QueueDepth, vocab.MaxQueueDepth)
+	} else if k, spec, ok := p.refusingKind(func(s vocab.ProbeKindSpec) bool { return p.QueueDepth > s.QueueDepthLimit() }); ok {
+		add("%s.queue_depth %d: %s wants %s%s", w, p.QueueDepth, k, intRange(1, spec.QueueDepthLimit()), p.apart(k))
 	}
+}
+
+// refusingKind is the first kind of the schedule whose spec refuses a key
+// (the kinds share every key: one message names the first that refuses).
+// Unknown kinds are skipped: validate names them.
+func (p ProbeSchedule) refusingKind(refuses func(vocab.ProbeKindSpec) bool) (vocab.ProbeKind, vocab.ProbeKindSpec, bool) {
+	for _, k := range p.Kinds {
+		if spec, ok := vocab.LookupProbeKind(k); ok && refuses(spec) {
+			return k, spec, true
+		}
+	}
+	return "", vocab.ProbeKindSpec{}, false
+}
+
+// apart is the hint for a key kind k refuses in a schedule of several
+// kinds: the keys apply to all of them, so k may need its own schedule.
+func (p ProbeSchedule) apart(k vocab.ProbeKind) string {
+	if len(p.Kinds) < 2 {
+		return ""
+	}
+	return fmt.Sprintf(" (the schedule's keys apply to each of its kinds: give %s a schedule of its own for the same mount_point)", k)
+}
+
+// sizeRange is "8KiB" or "512B to 64KiB".
+func sizeRange(lo, hi uint64) string {
+	if lo == hi {
+		return bytesize.Size(lo).String()
+	}
+	return bytesize.Size(lo).String() + " to " + bytesize.Size(hi).String()
+}
+
+// intRange is "1" or "1 to 256".
+func intRange(lo, hi int) string {
+	if lo == hi {
+		return fmt.Sprint(lo)
+	}
+	return fmt.Sprintf("%d to %d", lo, hi)
 }
 
 // ValidateRun checks what `agent run` needs on top of Validate: a server to
@@ -395,6 +445,15 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// dirKey names the probe file a schedule's dir holds: /x/ and /x, C:\P
+// and c:/p are one.
+func dirKey(dir string) string {
+	if isWindowsAbs(dir) {
+		return strings.ToLower(path.Clean(strings.ReplaceAll(dir, `\`, "/")))
+	}
+	return path.Clean(dir)
 }
 
 // isWindowsAbs accepts C:\dir and C:/dir, so a Windows agent's config

@@ -276,7 +276,7 @@ func (e *Evaluator) judge(ctx context.Context, runs []store.ProbeRun) error {
 		r := &runs[i]
 		u.Watermarks[r.AgentID] = max(u.Watermarks[r.AgentID], r.Sequence)
 		t.count(r)
-		if r.Skipped || r.Ops == 0 {
+		if r.Skipped || r.Ops == 0 || !vocab.IsJudged(vocab.ProbeKind(r.Kind)) {
 			continue
 		}
 		h, err := decodeHistogram(r.Histogram)

@@ -39,6 +39,8 @@ func FuzzValidateReport(f *testing.F) {
 	wrapped.Layers[1].OffsetBytes = u64(math.MaxInt64)
 	wrapped.Layers[2].OffsetBytes = u64(math.MaxInt64)
 	seeds = append(seeds, &plumblinev1.ReportRequest{AgentId: "db1", Records: []*plumblinev1.Record{negative, geometryRecord(11, wrapped)}})
+	seeds = append(seeds, &plumblinev1.ReportRequest{AgentId: "db1", Records: []*plumblinev1.Record{
+		scanProbe(12, "/data", testNow.Add(-time.Minute), scanAnswer(64<<10, 0.999)), scanProbe(13, "/data", testNow, scanAnswer(0, 0))}})
 	for _, s := range seeds {
 		b, err := proto.Marshal(s)
 		if err != nil {

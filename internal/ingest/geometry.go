@@ -49,7 +49,7 @@ func convertGeometry(g *plumblinev1.GeometrySnapshot, lim Limits) ([]store.Volum
 			return nil, fmt.Errorf("volume %q listed twice", mp)
 		}
 		seen[mp] = true
-		sv, err := judge(v)
+		sv, err := judge(v, nil)
 		if err != nil {
 			return nil, fmt.Errorf("volume %q: %w", mp, err)
 		}
@@ -59,14 +59,17 @@ func convertGeometry(g *plumblinev1.GeometrySnapshot, lim Limits) ([]store.Volum
 }
 
 // Rejudge is the store.JudgeFunc of the server's rules: it re-evaluates a
-// stored geometry's alignment, so that a rule change reaches volumes whose
-// agents send no new snapshot (store.RejudgeVolumes, run at server start).
-func Rejudge(geometry []byte) (store.Volume, error) {
+// stored geometry's alignment with the volume's measured stripe (from its
+// latest stripe-scan runs, newest first), so that a rule change reaches
+// volumes whose agents send no new snapshot (store.RejudgeVolumes, run at
+// server start) and a stripe-scan run reaches its volume's verdict
+// (store.RejudgeVolume).
+func Rejudge(geometry []byte, scans []store.StripeScanRun) (store.Volume, error) {
 	var v plumblinev1.Volume
 	if err := proto.Unmarshal(geometry, &v); err != nil {
 		return store.Volume{}, fmt.Errorf("stored geometry: %w", err)
 	}
-	sv, err := judge(&v)
+	sv, err := judge(&v, measuredStripe(scans))
 	if err != nil {
 		return store.Volume{}, err
 	}
@@ -75,8 +78,12 @@ func Rejudge(geometry []byte) (store.Volume, error) {
 
 // judge re-evaluates a volume's alignment with the server's rules (the
 // authoritative verdict) and converts it for the store.
-func judge(v *plumblinev1.Volume) (store.Volume, error) {
+//
+// m is the volume's measured stripe; it replaces whatever the agent put in
+// Volume.measured_stripe (the server's own runs are the source).
+func judge(v *plumblinev1.Volume, m *plumblinev1.StripeMeasurement) (store.Volume, error) {
 	v = proto.Clone(v).(*plumblinev1.Volume)
+	v.MeasuredStripe = m
 	a := align.Evaluate(v)
 	v.Alignment = a
 	geom, err := proto.MarshalOptions{Deterministic: true}.Marshal(v)

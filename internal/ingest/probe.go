@@ -54,6 +54,10 @@ func convertProbe(p *plumblinev1.ProbeResult, now time.Time, lim Limits) (*store
 	if err := checkProbeGuards(p); err != nil {
 		return nil, err
 	}
+	scan, err := checkStripeScan(p)
+	if err != nil {
+		return nil, err
+	}
 	return &store.ProbeResult{
 		MountPoint:     p.GetMountPoint(),
 		Device:         p.GetDevice(),
@@ -70,6 +74,7 @@ func convertProbe(p *plumblinev1.ProbeResult, now time.Time, lim Limits) (*store
 		Failure:        p.GetFailure(),
 		Histogram:      histBytes,
 		IOPSCap:        p.GetIopsCap(),
+		StripeScan:     scan,
 	}, nil
 }
 
@@ -82,15 +87,18 @@ func checkProbeShape(p *plumblinev1.ProbeResult) error {
 		return fmt.Errorf("kind %q: want one of %s", kind, vocab.ProbeKindList())
 	}
 	bs := uint64(p.GetBlockSizeBytes())
-	if maxBS := uint64(spec.MaxBlockSize); !powerOfTwo(bs) || bs < vocab.MinBlockSize || bs > maxBS {
-		return fmt.Errorf("block_size_bytes %d: want a power of two from %d to %d for %s", bs, vocab.MinBlockSize, maxBS, kind)
+	if lo, hi := spec.BlockSizes(); !powerOfTwo(bs) || bs < lo || bs > hi {
+		return fmt.Errorf("block_size_bytes %d: want a power of two from %d to %d for %s", bs, lo, hi, kind)
 	}
 	qd := p.GetQueueDepth()
-	switch {
+	switch maxQD := uint32(spec.QueueDepthLimit()); {
 	case spec.Synced && qd != 1:
 		return fmt.Errorf("queue_depth %d: want 1 for %s", qd, kind)
-	case qd < 1 || qd > vocab.MaxQueueDepth:
-		return fmt.Errorf("queue_depth %d: want 1 to %d", qd, vocab.MaxQueueDepth)
+	case qd < 1 || qd > maxQD:
+		return fmt.Errorf("queue_depth %d: want 1 to %d for %s", qd, maxQD, kind)
+	}
+	if ops, budget := p.GetOps(), spec.OpsLimit(); ops > budget {
+		return fmt.Errorf("ops %d: want at most %d for %s", ops, budget, kind)
 	}
 	switch s := p.GetSync(); {
 	case spec.Synced && !slices.Contains(vocab.SyncModeNames(), s):

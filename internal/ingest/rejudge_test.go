@@ -128,7 +128,7 @@ func BenchmarkRejudgeVolumes(b *testing.B) {
 		}
 		var vols []store.Volume
 		for i := range perHost {
-			sv, err := judge(misalignedVolume(fmt.Sprintf("/data%d", i)))
+			sv, err := judge(misalignedVolume(fmt.Sprintf("/data%d", i)), nil)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -463,12 +463,16 @@ func (s *Service) Report(ctx context.Context, req *plumblinev1.ReportRequest) (*
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
+	if err := s.judgeMeasured(ctx, agent, b); err != nil {
+		return nil, s.storeError(ctx, "report", agent, err)
+	}
 	// One commit for first_sequence and the records (grouped with other
 	// agents' batches on SQLite): nothing is acknowledged before it.
 	res, err := s.store.AppendBatchFrom(ctx, agent, inc, b.FirstSequence, b.Records)
 	if err != nil {
 		return nil, s.storeError(ctx, "report", agent, err)
 	}
+	s.rejudgeScanned(ctx, agent, b, res)
 	if res.IdentityConflict {
 		s.identityConflict(agent, inc, "", "report")
 	}

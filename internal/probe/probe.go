@@ -43,6 +43,10 @@ const (
 // Kinds lists every kind agents run and report, for schedules and validation.
 func Kinds() []Kind { return vocab.ProbeKinds() }
 
+// JudgedKinds lists the kinds whose latency the degradation detector
+// learns: the ones a latency simulation produces.
+func JudgedKinds() []Kind { return vocab.JudgedProbeKinds() }
+
 // ProbedKinds lists every kind `agent probe` runs, for its flag help.
 func ProbedKinds() []Kind { return vocab.ProbedKinds() }
 

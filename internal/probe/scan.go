@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/plumbline/plumbline/internal/stripescan"
+	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 // Placement is where the probe file's device offsets (FIEMAP's, retrieval
@@ -83,7 +84,7 @@ func (o *Options) validateStripeScan() error {
 		return fmt.Errorf("%w: stripe-scan runs at queue depth 1: --qd %d", ErrInvalid, o.QueueDepth)
 	case o.Ops > stripescan.MaxOps:
 		return fmt.Errorf("%w: stripe-scan ops %d: want at most %d", ErrInvalid, o.Ops, stripescan.MaxOps)
-	case o.FileSize < 16<<20:
+	case o.FileSize < vocab.StripeScanMinFileSize:
 		return fmt.Errorf("%w: stripe-scan needs a probe file of at least 16MiB (straddles of 1 MiB units): --file-size %d", ErrInvalid, o.FileSize)
 	}
 	return nil

@@ -3,9 +3,11 @@ package render
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/plumbline/plumbline/internal/align"
 	"github.com/plumbline/plumbline/internal/bytesize"
 	"github.com/plumbline/plumbline/internal/vocab"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
@@ -95,11 +97,18 @@ func offset(data, disk *uint64) string {
 	return "?"
 }
 
+// stripeCell is the stripe unit and where it comes from: "64KiB (declared)";
+// a unit the geometry probe inferred says how sure it is, rounded down so
+// that an inference never reads as certain: "64KiB (measured 99.7%)".
 func stripeCell(a *plumblinev1.Alignment) string {
 	if a.GetStripeUnitBytes() == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%s (%s)", size(a.GetStripeUnitBytes()), a.GetStripeUnitSource())
+	src := a.GetStripeUnitSource()
+	if c := a.GetStripeUnitConfidence(); src == align.SourceMeasured && c > 0 && c <= 1 {
+		src += " " + strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.1f", math.Floor(c*1000)/10), "0"), ".") + "%"
+	}
+	return fmt.Sprintf("%s (%s)", size(a.GetStripeUnitBytes()), src)
 }
 
 func raidCell(v *plumblinev1.Volume) string {

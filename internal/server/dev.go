@@ -228,7 +228,7 @@ func devAgentConfig(l devLayout, grpcAddr, webAddr string, insecure bool) config
 		Spool:     config.Spool{Dir: l.spoolDir, MaxBytes: config.DefaultSpoolMaxBytes},
 		Intervals: config.Intervals{GeometryRefresh: config.DefaultGeometryRefresh, Report: config.DefaultReportInterval},
 		Probes: []config.ProbeSchedule{{
-			MountPoint: globQuote(mountPointOf(l.probeDir)), Dir: l.probeDir, Kinds: vocab.ProbeKinds(),
+			MountPoint: globQuote(mountPointOf(l.probeDir)), Dir: l.probeDir, Kinds: vocab.DefaultProbeKinds(),
 			Every: 5 * time.Minute, Ops: 200, IOPS: &iops, MaxDuration: 30 * time.Second, FileSize: 64 * bytesize.MiB, AllowCached: true,
 		}},
 		Web:           config.Web{ListenAddress: webAddr},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 )
 
@@ -11,9 +12,10 @@ import (
 const rejudgePage = 500
 
 // JudgeFunc re-evaluates one stored geometry (a plumbline.v1.Volume) with
-// the server's current rules: the volume's geometry with the new
+// the server's current rules and the volume's latest stripe-scan runs
+// (newest first; nil when it has none): the volume's geometry with the new
 // alignment in it, and the columns derived from it.
-type JudgeFunc func(geometry []byte) (Volume, error)
+type JudgeFunc func(geometry []byte, scans []StripeScanRun) (Volume, error)
 
 // RejudgeVolumes runs judge over every stored volume and rewrites the rows
 // whose judged geometry differs from the stored one (a rule changed since
@@ -23,6 +25,10 @@ type JudgeFunc func(geometry []byte) (Volume, error)
 // next sync. It returns how many rows it rewrote and how many geometries
 // did not judge (left as they are). Idempotent, so replicas may all run it.
 func (s *Store) RejudgeVolumes(ctx context.Context, judge JudgeFunc) (changed, failed int, err error) {
+	scanned, err := s.scannedVolumes(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("rejudge volumes: %w", err)
+	}
 	var after *volumeKey
 	for {
 		page, err := s.volumeGeometries(ctx, after)
@@ -35,7 +41,15 @@ func (s *Store) RejudgeVolumes(ctx context.Context, judge JudgeFunc) (changed, f
 		after = &page[len(page)-1].volumeKey
 		var ups []rejudged
 		for _, r := range page {
-			v, err := judge(r.geom)
+			var scans []StripeScanRun
+			if scanned[r.volumeKey] {
+				runs, err := s.StripeScanRuns(ctx, r.agent, r.mount)
+				if err != nil {
+					return changed, failed, fmt.Errorf("rejudge volumes: %w", err)
+				}
+				scans = runs[r.mount]
+			}
+			v, err := judge(r.geom, scans)
 			if err != nil {
 				failed++
 				continue
@@ -53,6 +67,38 @@ func (s *Store) RejudgeVolumes(ctx context.Context, judge JudgeFunc) (changed, f
 		}
 		changed += n
 	}
+}
+
+// RejudgeVolume re-evaluates one stored volume as RejudgeVolumes does (a
+// stripe-scan run of it arrived) and reports whether its row changed;
+// false with no error when the volume has no row.
+func (s *Store) RejudgeVolume(ctx context.Context, agentID, mountPoint string, judge JudgeFunc) (bool, error) {
+	var r storedGeometry
+	r.agent, r.mount = agentID, mountPoint
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT sequence, geometry FROM volumes WHERE agent_id = ? AND mount_point = ?`),
+		agentID, mountPoint).Scan(&r.seq, &r.geom)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("rejudge volume %s:%s: %w", agentID, mountPoint, err)
+	}
+	runs, err := s.StripeScanRuns(ctx, agentID, mountPoint)
+	if err != nil {
+		return false, fmt.Errorf("rejudge volume %s:%s: %w", agentID, mountPoint, err)
+	}
+	v, err := judge(r.geom, runs[mountPoint])
+	if err != nil {
+		return false, fmt.Errorf("rejudge volume %s:%s: %w", agentID, mountPoint, err)
+	}
+	if bytes.Equal(v.Geometry, r.geom) {
+		return false, nil
+	}
+	n, err := s.rewriteJudged(ctx, []rejudged{{r, v}})
+	if err != nil {
+		return false, fmt.Errorf("rejudge volume %s:%s: %w", agentID, mountPoint, err)
+	}
+	return n > 0, nil
 }
 
 // volumeKey names a volume row.

@@ -18,6 +18,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 // ReadSize is the size of every stripe-scan read.
@@ -29,8 +31,8 @@ const (
 	MaxUnit = 1 << 20
 )
 
-// MaxOps bounds a stripe-scan run.
-const MaxOps = 2000
+// MaxOps bounds a stripe-scan run (vocab defines it).
+const MaxOps = vocab.StripeScanMaxOps
 
 // Candidates lists the candidate units, smallest first.
 func Candidates() []int64 {

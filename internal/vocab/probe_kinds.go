@@ -13,11 +13,11 @@ const (
 	RandomRead  ProbeKind = "random-read"  // random reads of the block size, aligned to it
 	RandomWrite ProbeKind = "random-write" // random writes of the block size, aligned to it
 	LogWrite    ProbeKind = "log-write"    // sequential writes, each synced before the next, wrapping
-	// StripeScan is the geometry probe (issue 13): 8 KiB reads placed to
-	// straddle candidate stripe-unit boundaries or to stay inside them.
-	// `agent probe` runs it (Probed); until the server stores its results
-	// it is not Reported, so the server refuses a result of this kind and
-	// schedules cannot name it.
+	// StripeScan is the geometry probe: 8 KiB reads placed to straddle
+	// candidate stripe-unit boundaries or to stay inside them. Schedules
+	// name it explicitly (it is not in the default schedule) and its
+	// latency feeds no degradation detector: the server reads its answer
+	// (ProbeResult.stripe_scan) as a source of geometry.
 	StripeScan ProbeKind = "stripe-scan"
 )
 
@@ -37,8 +37,26 @@ type ProbeKindSpec struct {
 	// Probed: the probe engine runs this kind on request (`agent probe
 	// --kind`), Reported or not.
 	Probed bool
-	// MaxBlockSize is the largest block size of a run of this kind.
+	// Default: a schedule that names no kinds runs this one.
+	Default bool
+	// Judged: the degradation detector learns this kind's latency (the
+	// baselines, cohorts and priors); a kind that measures geometry is
+	// not judged.
+	Judged bool
+	// MaxOps bounds a run of this kind (0: MaxOps).
+	MaxOps uint64
+	// MinFileSize is the smallest probe file a run of this kind needs
+	// (0: no floor beyond the engine's).
+	MinFileSize uint64
+	// MinBlockSize and MaxBlockSize bound the block size of a run of this
+	// kind (MinBlockSize 0: the package's MinBlockSize); equal, the kind
+	// has one fixed block size.
+	MinBlockSize uint32
 	MaxBlockSize uint32
+	// MaxQueueDepth is the deepest queue a run of this kind takes (0:
+	// the package's MaxQueueDepth). A synced kind runs at 1 whatever the
+	// schedule says; a kind with MaxQueueDepth 1 refuses more.
+	MaxQueueDepth int
 	// Synced: each write is made durable before the next (a sync mode is
 	// required), and the queue depth is 1.
 	Synced bool
@@ -47,10 +65,41 @@ type ProbeKindSpec struct {
 // probeKinds is the one list of probe kinds, in the order flag help,
 // validation messages and the agent's default schedule use.
 var probeKinds = [...]ProbeKindSpec{
-	{Kind: RandomRead, Reported: true, Probed: true, MaxBlockSize: MaxBlockSize},
-	{Kind: RandomWrite, Reported: true, Probed: true, MaxBlockSize: MaxBlockSize},
-	{Kind: LogWrite, Reported: true, Probed: true, MaxBlockSize: MaxLogBlockSize, Synced: true},
-	{Kind: StripeScan, Reported: false, Probed: true, MaxBlockSize: StripeScanBlockSize},
+	{Kind: RandomRead, Reported: true, Probed: true, Default: true, Judged: true, MaxBlockSize: MaxBlockSize},
+	{Kind: RandomWrite, Reported: true, Probed: true, Default: true, Judged: true, MaxBlockSize: MaxBlockSize},
+	{Kind: LogWrite, Reported: true, Probed: true, Default: true, Judged: true, MaxBlockSize: MaxLogBlockSize, Synced: true},
+	{Kind: StripeScan, Reported: true, Probed: true, MinBlockSize: StripeScanBlockSize, MaxBlockSize: StripeScanBlockSize,
+		MaxQueueDepth: 1, MaxOps: StripeScanMaxOps, MinFileSize: StripeScanMinFileSize},
+}
+
+// BlockSizes are the smallest and largest block size of a run of this
+// kind, the defaults filled in.
+func (s ProbeKindSpec) BlockSizes() (lo, hi uint64) {
+	lo, hi = uint64(s.MinBlockSize), uint64(s.MaxBlockSize)
+	if lo == 0 {
+		lo = MinBlockSize
+	}
+	if hi == 0 {
+		hi = MaxBlockSize
+	}
+	return lo, hi
+}
+
+// OpsLimit is the most ops a run of this kind takes, the default filled in.
+func (s ProbeKindSpec) OpsLimit() uint64 {
+	if s.MaxOps == 0 {
+		return MaxOps
+	}
+	return s.MaxOps
+}
+
+// QueueDepthLimit is the deepest queue a run of this kind takes, the
+// default filled in.
+func (s ProbeKindSpec) QueueDepthLimit() int {
+	if s.MaxQueueDepth == 0 {
+		return MaxQueueDepth
+	}
+	return s.MaxQueueDepth
 }
 
 // MaxLogBlockSize is the largest block size of a log-write run.
@@ -59,8 +108,32 @@ const MaxLogBlockSize = 64 << 10
 // StripeScanBlockSize is the one block size of a stripe-scan run.
 const StripeScanBlockSize = 8 << 10
 
+// StripeScanMaxOps bounds a stripe-scan run: its budget and its default.
+const StripeScanMaxOps = 2000
+
+// StripeScanMinFileSize is the smallest probe file a stripe-scan run
+// places its reads in: straddles of 1 MiB candidate units.
+const StripeScanMinFileSize = 16 << 20
+
 // ProbeKinds lists every kind agents run and the server accepts, in order.
 func ProbeKinds() []ProbeKind { return kindsWhere(func(s ProbeKindSpec) bool { return s.Reported }) }
+
+// DefaultProbeKinds lists the kinds a schedule that names none runs.
+func DefaultProbeKinds() []ProbeKind {
+	return kindsWhere(func(s ProbeKindSpec) bool { return s.Reported && s.Default })
+}
+
+// JudgedProbeKinds lists the kinds whose latency the degradation detector
+// learns, in order.
+func JudgedProbeKinds() []ProbeKind {
+	return kindsWhere(func(s ProbeKindSpec) bool { return s.Reported && s.Judged })
+}
+
+// IsJudged reports whether kind k's latency feeds the degradation detector.
+func IsJudged(k ProbeKind) bool {
+	s, ok := LookupProbeKind(k)
+	return ok && s.Judged
+}
 
 // ProbedKinds lists every kind the probe engine runs on request, in order.
 func ProbedKinds() []ProbeKind { return kindsWhere(func(s ProbeKindSpec) bool { return s.Probed }) }

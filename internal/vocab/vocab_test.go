@@ -39,34 +39,48 @@ func TestImportsOnlyTheStandardLibrary(t *testing.T) {
 	}
 }
 
-// stripe-scan is probed (`agent probe` runs it) but not reported: the
-// server refuses it until it stores its results.
-func TestStripeScanReservedNotReported(t *testing.T) {
+// stripe-scan is reported and stored, but not in the default schedule and
+// not judged by the degradation detector: its latency is a measurement of
+// geometry, not of the volume's health.
+func TestStripeScanReportedNotJudged(t *testing.T) {
 	t.Parallel()
-	if !slices.Contains(ListedProbeKinds(), StripeScan) {
-		t.Errorf("ListedProbeKinds() = %v: want %s listed", ListedProbeKinds(), StripeScan)
+	if want := []ProbeKind{RandomRead, RandomWrite, LogWrite, StripeScan}; !slices.Equal(ProbeKinds(), want) || !slices.Equal(ProbedKinds(), want) {
+		t.Errorf("ProbeKinds() = %v, ProbedKinds() = %v, want %v", ProbeKinds(), ProbedKinds(), want)
 	}
-	if slices.Contains(ProbeKinds(), StripeScan) {
-		t.Errorf("ProbeKinds() = %v: %s must not be reported yet", ProbeKinds(), StripeScan)
+	three := []ProbeKind{RandomRead, RandomWrite, LogWrite}
+	if !slices.Equal(DefaultProbeKinds(), three) || !slices.Equal(JudgedProbeKinds(), three) {
+		t.Errorf("DefaultProbeKinds() = %v, JudgedProbeKinds() = %v, want %v", DefaultProbeKinds(), JudgedProbeKinds(), three)
 	}
-	if _, ok := LookupProbeKind(StripeScan); ok {
-		t.Errorf("LookupProbeKind(%s) accepted a kind the server does not store", StripeScan)
+	if IsJudged(StripeScan) || !IsJudged(LogWrite) || IsJudged("no-such-kind") {
+		t.Error("IsJudged: want true for the three latency kinds only")
 	}
-	if s, ok := LookupProbedKind(StripeScan); !ok || s.MaxBlockSize != StripeScanBlockSize {
-		t.Errorf("LookupProbedKind(%s) = %+v, %v: want probed, 8 KiB", StripeScan, s, ok)
+	s, ok := LookupProbeKind(StripeScan)
+	lo, hi := s.BlockSizes()
+	if !ok || lo != StripeScanBlockSize || hi != StripeScanBlockSize || s.OpsLimit() != StripeScanMaxOps || s.MinFileSize != StripeScanMinFileSize || s.QueueDepthLimit() != 1 {
+		t.Errorf("LookupProbeKind(%s) = %+v, %v: want reported, 8 KiB only, %d ops, 16 MiB file, queue depth 1", StripeScan, s, ok, StripeScanMaxOps)
 	}
-	if want := []ProbeKind{RandomRead, RandomWrite, LogWrite, StripeScan}; !slices.Equal(ProbedKinds(), want) {
-		t.Errorf("ProbedKinds() = %v, want %v", ProbedKinds(), want)
-	}
-	if want := []ProbeKind{RandomRead, RandomWrite, LogWrite}; !slices.Equal(ProbeKinds(), want) {
-		t.Errorf("ProbeKinds() = %v, want %v", ProbeKinds(), want)
-	}
+}
+
+func TestProbeKindSpecs(t *testing.T) {
+	t.Parallel()
 	s, ok := LookupProbeKind(LogWrite)
 	if !ok || !s.Synced || s.MaxBlockSize != MaxLogBlockSize {
 		t.Errorf("LookupProbeKind(log-write) = %+v, %v: want synced, at most %d", s, ok, MaxLogBlockSize)
 	}
 	if s, _ := LookupProbeKind(RandomRead); s.Synced || s.MaxBlockSize != MaxBlockSize {
 		t.Errorf("LookupProbeKind(random-read) = %+v: want unsynced, at most %d", s, MaxBlockSize)
+	}
+	// A spec's zero limits are the package's: the latency kinds take any
+	// block size, queue depth and op count the engine does.
+	for _, k := range JudgedProbeKinds() {
+		s, _ := LookupProbeKind(k)
+		if lo, hi := s.BlockSizes(); lo != MinBlockSize || hi != uint64(s.MaxBlockSize) || s.OpsLimit() != MaxOps || s.QueueDepthLimit() != MaxQueueDepth {
+			t.Errorf("%s: block sizes %d to %d, ops %d, queue depth %d: want %d to %d, %d, %d",
+				k, lo, hi, s.OpsLimit(), s.QueueDepthLimit(), MinBlockSize, s.MaxBlockSize, MaxOps, MaxQueueDepth)
+		}
+	}
+	if lo, hi := (ProbeKindSpec{}).BlockSizes(); lo != MinBlockSize || hi != MaxBlockSize {
+		t.Errorf("zero spec block sizes %d to %d, want %d to %d", lo, hi, MinBlockSize, MaxBlockSize)
 	}
 }
 

@@ -189,10 +189,14 @@ type Volume struct {
 	// Layers from the top (the file system) down to the disks. A layer that
 	// sits on several devices (md, dm) lists them in `below`; they follow it,
 	// each with its own layers beneath, depth first.
-	Layers        []*Layer   `protobuf:"bytes,4,rep,name=layers,proto3" json:"layers,omitempty"`
-	Alignment     *Alignment `protobuf:"bytes,5,opt,name=alignment,proto3" json:"alignment,omitempty"` // Next tag: 6
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Layers    []*Layer   `protobuf:"bytes,4,rep,name=layers,proto3" json:"layers,omitempty"`
+	Alignment *Alignment `protobuf:"bytes,5,opt,name=alignment,proto3" json:"alignment,omitempty"`
+	// What the geometry probe (stripe-scan runs) measured on this volume's
+	// stack. The server sets it from the stored runs before it judges the
+	// volume (an agent's value is replaced); the agent leaves it empty.
+	MeasuredStripe *StripeMeasurement `protobuf:"bytes,6,opt,name=measured_stripe,json=measuredStripe,proto3" json:"measured_stripe,omitempty"` // Next tag: 7
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Volume) Reset() {
@@ -256,6 +260,13 @@ func (x *Volume) GetLayers() []*Layer {
 func (x *Volume) GetAlignment() *Alignment {
 	if x != nil {
 		return x.Alignment
+	}
+	return nil
+}
+
+func (x *Volume) GetMeasuredStripe() *StripeMeasurement {
+	if x != nil {
+		return x.MeasuredStripe
 	}
 	return nil
 }
@@ -842,9 +853,25 @@ type Alignment struct {
 	// misalignment: no partition offset fixes it; a larger allocation unit or
 	// stripe hints do. The total predicted split is split_fraction plus this.
 	// Empty when no stripe unit is known.
-	GranularitySplitFraction map[uint32]float64 `protobuf:"bytes,12,rep,name=granularity_split_fraction,json=granularitySplitFraction,proto3" json:"granularity_split_fraction,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"` // Next tag: 13
-	unknownFields            protoimpl.UnknownFields
-	sizeCache                protoimpl.SizeCache
+	GranularitySplitFraction map[uint32]float64 `protobuf:"bytes,12,rep,name=granularity_split_fraction,json=granularitySplitFraction,proto3" json:"granularity_split_fraction,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"`
+	// The measured cost of one split I/O on the striped device: the
+	// stripe-scan straddle cost (seconds of extra latency per 8 KiB read
+	// that crosses a stripe-unit boundary), with its interval, when a
+	// measurement of the judged stripe unit exists. Beside it,
+	// measured_penalty_seconds is what that cost comes to per I/O of each
+	// size at this volume's predicted split (split_fraction plus
+	// granularity_split_fraction, times the cost). Absent or empty when not
+	// measured.
+	MeasuredSplitCostSeconds     *float64           `protobuf:"fixed64,13,opt,name=measured_split_cost_seconds,json=measuredSplitCostSeconds,proto3,oneof" json:"measured_split_cost_seconds,omitempty"`
+	MeasuredSplitCostLowSeconds  float64            `protobuf:"fixed64,14,opt,name=measured_split_cost_low_seconds,json=measuredSplitCostLowSeconds,proto3" json:"measured_split_cost_low_seconds,omitempty"`
+	MeasuredSplitCostHighSeconds float64            `protobuf:"fixed64,15,opt,name=measured_split_cost_high_seconds,json=measuredSplitCostHighSeconds,proto3" json:"measured_split_cost_high_seconds,omitempty"`
+	MeasuredPenaltySeconds       map[uint32]float64 `protobuf:"bytes,16,rep,name=measured_penalty_seconds,json=measuredPenaltySeconds,proto3" json:"measured_penalty_seconds,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"`
+	// The confidence of a measured stripe unit (stripe_unit_source
+	// "measured"), or of the measurement that confirmed or contradicted the
+	// stripe unit judged; 0 when none.
+	StripeUnitConfidence float64 `protobuf:"fixed64,17,opt,name=stripe_unit_confidence,json=stripeUnitConfidence,proto3" json:"stripe_unit_confidence,omitempty"` // Next tag: 18
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *Alignment) Reset() {
@@ -961,6 +988,178 @@ func (x *Alignment) GetGranularitySplitFraction() map[uint32]float64 {
 	return nil
 }
 
+func (x *Alignment) GetMeasuredSplitCostSeconds() float64 {
+	if x != nil && x.MeasuredSplitCostSeconds != nil {
+		return *x.MeasuredSplitCostSeconds
+	}
+	return 0
+}
+
+func (x *Alignment) GetMeasuredSplitCostLowSeconds() float64 {
+	if x != nil {
+		return x.MeasuredSplitCostLowSeconds
+	}
+	return 0
+}
+
+func (x *Alignment) GetMeasuredSplitCostHighSeconds() float64 {
+	if x != nil {
+		return x.MeasuredSplitCostHighSeconds
+	}
+	return 0
+}
+
+func (x *Alignment) GetMeasuredPenaltySeconds() map[uint32]float64 {
+	if x != nil {
+		return x.MeasuredPenaltySeconds
+	}
+	return nil
+}
+
+func (x *Alignment) GetStripeUnitConfidence() float64 {
+	if x != nil {
+		return x.StripeUnitConfidence
+	}
+	return 0
+}
+
+// StripeMeasurement is the server's summary of a volume's stripe-scan runs:
+// the latest unit a run inferred and how many runs agreed with it since,
+// or, while no run inferred one, how many looked and saw none.
+type StripeMeasurement struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The inferred stripe unit; 0 when no run inferred one.
+	UnitBytes uint64 `protobuf:"varint,1,opt,name=unit_bytes,json=unitBytes,proto3" json:"unit_bytes,omitempty"`
+	// The highest confidence among the runs that agree on unit_bytes.
+	Confidence float64 `protobuf:"fixed64,2,opt,name=confidence,proto3" json:"confidence,omitempty"`
+	// Runs that inferred unit_bytes since it was last replaced, and runs
+	// that answered none (counted since the last inference, or overall while
+	// there is none).
+	AgreeingRuns uint32 `protobuf:"varint,3,opt,name=agreeing_runs,json=agreeingRuns,proto3" json:"agreeing_runs,omitempty"`
+	NoneRuns     uint32 `protobuf:"varint,4,opt,name=none_runs,json=noneRuns,proto3" json:"none_runs,omitempty"`
+	// The latest agreeing run's straddle cost and interval (seconds).
+	StraddleCostSeconds     float64 `protobuf:"fixed64,5,opt,name=straddle_cost_seconds,json=straddleCostSeconds,proto3" json:"straddle_cost_seconds,omitempty"`
+	StraddleCostLowSeconds  float64 `protobuf:"fixed64,6,opt,name=straddle_cost_low_seconds,json=straddleCostLowSeconds,proto3" json:"straddle_cost_low_seconds,omitempty"`
+	StraddleCostHighSeconds float64 `protobuf:"fixed64,7,opt,name=straddle_cost_high_seconds,json=straddleCostHighSeconds,proto3" json:"straddle_cost_high_seconds,omitempty"`
+	// Where the runs placed their reads (StripeScan.placement_*): the device
+	// the unit is a unit of, and whether the file system's offset on it was
+	// known.
+	Device      string `protobuf:"bytes,8,opt,name=device,proto3" json:"device,omitempty"`
+	Basis       string `protobuf:"bytes,9,opt,name=basis,proto3" json:"basis,omitempty"`
+	OffsetKnown bool   `protobuf:"varint,10,opt,name=offset_known,json=offsetKnown,proto3" json:"offset_known,omitempty"`
+	// When the latest run that counted started.
+	MeasuredAt    *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=measured_at,json=measuredAt,proto3" json:"measured_at,omitempty"` // Next tag: 12
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StripeMeasurement) Reset() {
+	*x = StripeMeasurement{}
+	mi := &file_plumbline_v1_geometry_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StripeMeasurement) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StripeMeasurement) ProtoMessage() {}
+
+func (x *StripeMeasurement) ProtoReflect() protoreflect.Message {
+	mi := &file_plumbline_v1_geometry_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StripeMeasurement.ProtoReflect.Descriptor instead.
+func (*StripeMeasurement) Descriptor() ([]byte, []int) {
+	return file_plumbline_v1_geometry_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *StripeMeasurement) GetUnitBytes() uint64 {
+	if x != nil {
+		return x.UnitBytes
+	}
+	return 0
+}
+
+func (x *StripeMeasurement) GetConfidence() float64 {
+	if x != nil {
+		return x.Confidence
+	}
+	return 0
+}
+
+func (x *StripeMeasurement) GetAgreeingRuns() uint32 {
+	if x != nil {
+		return x.AgreeingRuns
+	}
+	return 0
+}
+
+func (x *StripeMeasurement) GetNoneRuns() uint32 {
+	if x != nil {
+		return x.NoneRuns
+	}
+	return 0
+}
+
+func (x *StripeMeasurement) GetStraddleCostSeconds() float64 {
+	if x != nil {
+		return x.StraddleCostSeconds
+	}
+	return 0
+}
+
+func (x *StripeMeasurement) GetStraddleCostLowSeconds() float64 {
+	if x != nil {
+		return x.StraddleCostLowSeconds
+	}
+	return 0
+}
+
+func (x *StripeMeasurement) GetStraddleCostHighSeconds() float64 {
+	if x != nil {
+		return x.StraddleCostHighSeconds
+	}
+	return 0
+}
+
+func (x *StripeMeasurement) GetDevice() string {
+	if x != nil {
+		return x.Device
+	}
+	return ""
+}
+
+func (x *StripeMeasurement) GetBasis() string {
+	if x != nil {
+		return x.Basis
+	}
+	return ""
+}
+
+func (x *StripeMeasurement) GetOffsetKnown() bool {
+	if x != nil {
+		return x.OffsetKnown
+	}
+	return false
+}
+
+func (x *StripeMeasurement) GetMeasuredAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.MeasuredAt
+	}
+	return nil
+}
+
 // Finding is one rule's observation about a volume.
 type Finding struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -978,7 +1177,7 @@ type Finding struct {
 
 func (x *Finding) Reset() {
 	*x = Finding{}
-	mi := &file_plumbline_v1_geometry_proto_msgTypes[8]
+	mi := &file_plumbline_v1_geometry_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -990,7 +1189,7 @@ func (x *Finding) String() string {
 func (*Finding) ProtoMessage() {}
 
 func (x *Finding) ProtoReflect() protoreflect.Message {
-	mi := &file_plumbline_v1_geometry_proto_msgTypes[8]
+	mi := &file_plumbline_v1_geometry_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1003,7 +1202,7 @@ func (x *Finding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Finding.ProtoReflect.Descriptor instead.
 func (*Finding) Descriptor() ([]byte, []int) {
-	return file_plumbline_v1_geometry_proto_rawDescGZIP(), []int{8}
+	return file_plumbline_v1_geometry_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Finding) GetRule() string {
@@ -1049,7 +1248,7 @@ const file_plumbline_v1_geometry_proto_rawDesc = "" +
 	"\n" +
 	"machine_id\x18\x04 \x01(\tR\tmachineId\x12#\n" +
 	"\ragent_version\x18\x05 \x01(\tR\fagentVersion\x12=\n" +
-	"\fcollected_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\vcollectedAt\"\xdf\x01\n" +
+	"\fcollected_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\vcollectedAt\"\xa9\x02\n" +
 	"\x06Volume\x12\x1f\n" +
 	"\vmount_point\x18\x01 \x01(\tR\n" +
 	"mountPoint\x12\x16\n" +
@@ -1058,7 +1257,8 @@ const file_plumbline_v1_geometry_proto_rawDesc = "" +
 	"filesystem\x18\x03 \x01(\v2\x18.plumbline.v1.FilesystemR\n" +
 	"filesystem\x12+\n" +
 	"\x06layers\x18\x04 \x03(\v2\x13.plumbline.v1.LayerR\x06layers\x125\n" +
-	"\talignment\x18\x05 \x01(\v2\x17.plumbline.v1.AlignmentR\talignment\"\xaa\x03\n" +
+	"\talignment\x18\x05 \x01(\v2\x17.plumbline.v1.AlignmentR\talignment\x12H\n" +
+	"\x0fmeasured_stripe\x18\x06 \x01(\v2\x1f.plumbline.v1.StripeMeasurementR\x0emeasuredStripe\"\xaa\x03\n" +
 	"\n" +
 	"Filesystem\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12(\n" +
@@ -1126,7 +1326,7 @@ const file_plumbline_v1_geometry_proto_rawDesc = "" +
 	"\x14previous_raid_layout\x18\x03 \x01(\tR\x12previousRaidLayout\"7\n" +
 	"\aUnknown\x12\x14\n" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xcc\a\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xae\v\n" +
 	"\tAlignment\x12\x18\n" +
 	"\averdict\x18\x01 \x01(\tR\averdict\x12/\n" +
 	"\x11data_offset_bytes\x18\x02 \x01(\x04H\x00R\x0fdataOffsetBytes\x88\x01\x01\x12*\n" +
@@ -1140,7 +1340,12 @@ const file_plumbline_v1_geometry_proto_rawDesc = "" +
 	"\x13sector_rmw_fraction\x18\n" +
 	" \x03(\v2..plumbline.v1.Alignment.SectorRmwFractionEntryR\x11sectorRmwFraction\x121\n" +
 	"\bfindings\x18\v \x03(\v2\x15.plumbline.v1.FindingR\bfindings\x12s\n" +
-	"\x1agranularity_split_fraction\x18\f \x03(\v25.plumbline.v1.Alignment.GranularitySplitFractionEntryR\x18granularitySplitFraction\x1a@\n" +
+	"\x1agranularity_split_fraction\x18\f \x03(\v25.plumbline.v1.Alignment.GranularitySplitFractionEntryR\x18granularitySplitFraction\x12B\n" +
+	"\x1bmeasured_split_cost_seconds\x18\r \x01(\x01H\x02R\x18measuredSplitCostSeconds\x88\x01\x01\x12D\n" +
+	"\x1fmeasured_split_cost_low_seconds\x18\x0e \x01(\x01R\x1bmeasuredSplitCostLowSeconds\x12F\n" +
+	" measured_split_cost_high_seconds\x18\x0f \x01(\x01R\x1cmeasuredSplitCostHighSeconds\x12m\n" +
+	"\x18measured_penalty_seconds\x18\x10 \x03(\v23.plumbline.v1.Alignment.MeasuredPenaltySecondsEntryR\x16measuredPenaltySeconds\x124\n" +
+	"\x16stripe_unit_confidence\x18\x11 \x01(\x01R\x14stripeUnitConfidence\x1a@\n" +
 	"\x12SplitFractionEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\rR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\x1aD\n" +
@@ -1149,9 +1354,30 @@ const file_plumbline_v1_geometry_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\x1aK\n" +
 	"\x1dGranularitySplitFractionEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\rR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\x1aI\n" +
+	"\x1bMeasuredPenaltySecondsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\rR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01B\x14\n" +
 	"\x12_data_offset_bytesB\x14\n" +
-	"\x12_disk_offset_bytes\"u\n" +
+	"\x12_disk_offset_bytesB\x1e\n" +
+	"\x1c_measured_split_cost_seconds\"\xce\x03\n" +
+	"\x11StripeMeasurement\x12\x1d\n" +
+	"\n" +
+	"unit_bytes\x18\x01 \x01(\x04R\tunitBytes\x12\x1e\n" +
+	"\n" +
+	"confidence\x18\x02 \x01(\x01R\n" +
+	"confidence\x12#\n" +
+	"\ragreeing_runs\x18\x03 \x01(\rR\fagreeingRuns\x12\x1b\n" +
+	"\tnone_runs\x18\x04 \x01(\rR\bnoneRuns\x122\n" +
+	"\x15straddle_cost_seconds\x18\x05 \x01(\x01R\x13straddleCostSeconds\x129\n" +
+	"\x19straddle_cost_low_seconds\x18\x06 \x01(\x01R\x16straddleCostLowSeconds\x12;\n" +
+	"\x1astraddle_cost_high_seconds\x18\a \x01(\x01R\x17straddleCostHighSeconds\x12\x16\n" +
+	"\x06device\x18\b \x01(\tR\x06device\x12\x14\n" +
+	"\x05basis\x18\t \x01(\tR\x05basis\x12!\n" +
+	"\foffset_known\x18\n" +
+	" \x01(\bR\voffsetKnown\x12;\n" +
+	"\vmeasured_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"measuredAt\"u\n" +
 	"\aFinding\x12\x12\n" +
 	"\x04rule\x18\x01 \x01(\tR\x04rule\x12\x1a\n" +
 	"\bseverity\x18\x02 \x01(\tR\bseverity\x12\x18\n" +
@@ -1170,7 +1396,7 @@ func file_plumbline_v1_geometry_proto_rawDescGZIP() []byte {
 	return file_plumbline_v1_geometry_proto_rawDescData
 }
 
-var file_plumbline_v1_geometry_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_plumbline_v1_geometry_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_plumbline_v1_geometry_proto_goTypes = []any{
 	(*Inventory)(nil),             // 0: plumbline.v1.Inventory
 	(*Host)(nil),                  // 1: plumbline.v1.Host
@@ -1180,35 +1406,40 @@ var file_plumbline_v1_geometry_proto_goTypes = []any{
 	(*RaidReshape)(nil),           // 5: plumbline.v1.RaidReshape
 	(*Unknown)(nil),               // 6: plumbline.v1.Unknown
 	(*Alignment)(nil),             // 7: plumbline.v1.Alignment
-	(*Finding)(nil),               // 8: plumbline.v1.Finding
-	nil,                           // 9: plumbline.v1.Filesystem.SourcesEntry
-	nil,                           // 10: plumbline.v1.Layer.SourcesEntry
-	nil,                           // 11: plumbline.v1.Alignment.SplitFractionEntry
-	nil,                           // 12: plumbline.v1.Alignment.SectorRmwFractionEntry
-	nil,                           // 13: plumbline.v1.Alignment.GranularitySplitFractionEntry
-	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
+	(*StripeMeasurement)(nil),     // 8: plumbline.v1.StripeMeasurement
+	(*Finding)(nil),               // 9: plumbline.v1.Finding
+	nil,                           // 10: plumbline.v1.Filesystem.SourcesEntry
+	nil,                           // 11: plumbline.v1.Layer.SourcesEntry
+	nil,                           // 12: plumbline.v1.Alignment.SplitFractionEntry
+	nil,                           // 13: plumbline.v1.Alignment.SectorRmwFractionEntry
+	nil,                           // 14: plumbline.v1.Alignment.GranularitySplitFractionEntry
+	nil,                           // 15: plumbline.v1.Alignment.MeasuredPenaltySecondsEntry
+	(*timestamppb.Timestamp)(nil), // 16: google.protobuf.Timestamp
 }
 var file_plumbline_v1_geometry_proto_depIdxs = []int32{
 	1,  // 0: plumbline.v1.Inventory.host:type_name -> plumbline.v1.Host
 	2,  // 1: plumbline.v1.Inventory.volumes:type_name -> plumbline.v1.Volume
-	14, // 2: plumbline.v1.Host.collected_at:type_name -> google.protobuf.Timestamp
+	16, // 2: plumbline.v1.Host.collected_at:type_name -> google.protobuf.Timestamp
 	3,  // 3: plumbline.v1.Volume.filesystem:type_name -> plumbline.v1.Filesystem
 	4,  // 4: plumbline.v1.Volume.layers:type_name -> plumbline.v1.Layer
 	7,  // 5: plumbline.v1.Volume.alignment:type_name -> plumbline.v1.Alignment
-	9,  // 6: plumbline.v1.Filesystem.sources:type_name -> plumbline.v1.Filesystem.SourcesEntry
-	6,  // 7: plumbline.v1.Filesystem.unknown:type_name -> plumbline.v1.Unknown
-	10, // 8: plumbline.v1.Layer.sources:type_name -> plumbline.v1.Layer.SourcesEntry
-	6,  // 9: plumbline.v1.Layer.unknown:type_name -> plumbline.v1.Unknown
-	5,  // 10: plumbline.v1.Layer.reshape:type_name -> plumbline.v1.RaidReshape
-	11, // 11: plumbline.v1.Alignment.split_fraction:type_name -> plumbline.v1.Alignment.SplitFractionEntry
-	12, // 12: plumbline.v1.Alignment.sector_rmw_fraction:type_name -> plumbline.v1.Alignment.SectorRmwFractionEntry
-	8,  // 13: plumbline.v1.Alignment.findings:type_name -> plumbline.v1.Finding
-	13, // 14: plumbline.v1.Alignment.granularity_split_fraction:type_name -> plumbline.v1.Alignment.GranularitySplitFractionEntry
-	15, // [15:15] is the sub-list for method output_type
-	15, // [15:15] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	8,  // 6: plumbline.v1.Volume.measured_stripe:type_name -> plumbline.v1.StripeMeasurement
+	10, // 7: plumbline.v1.Filesystem.sources:type_name -> plumbline.v1.Filesystem.SourcesEntry
+	6,  // 8: plumbline.v1.Filesystem.unknown:type_name -> plumbline.v1.Unknown
+	11, // 9: plumbline.v1.Layer.sources:type_name -> plumbline.v1.Layer.SourcesEntry
+	6,  // 10: plumbline.v1.Layer.unknown:type_name -> plumbline.v1.Unknown
+	5,  // 11: plumbline.v1.Layer.reshape:type_name -> plumbline.v1.RaidReshape
+	12, // 12: plumbline.v1.Alignment.split_fraction:type_name -> plumbline.v1.Alignment.SplitFractionEntry
+	13, // 13: plumbline.v1.Alignment.sector_rmw_fraction:type_name -> plumbline.v1.Alignment.SectorRmwFractionEntry
+	9,  // 14: plumbline.v1.Alignment.findings:type_name -> plumbline.v1.Finding
+	14, // 15: plumbline.v1.Alignment.granularity_split_fraction:type_name -> plumbline.v1.Alignment.GranularitySplitFractionEntry
+	15, // 16: plumbline.v1.Alignment.measured_penalty_seconds:type_name -> plumbline.v1.Alignment.MeasuredPenaltySecondsEntry
+	16, // 17: plumbline.v1.StripeMeasurement.measured_at:type_name -> google.protobuf.Timestamp
+	18, // [18:18] is the sub-list for method output_type
+	18, // [18:18] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_plumbline_v1_geometry_proto_init() }
@@ -1224,7 +1455,7 @@ func file_plumbline_v1_geometry_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plumbline_v1_geometry_proto_rawDesc), len(file_plumbline_v1_geometry_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,73 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"time"
+)
+
+// StripeScanRun is one stored stripe-scan run's answer.
+type StripeScanRun struct {
+	Sequence  uint64
+	StartedAt time.Time
+	// Scan is the run's plumbline.v1.StripeScan.
+	Scan []byte
+}
+
+// MaxStripeScanRuns is how many of a volume's latest stripe-scan runs the
+// server's measured stripe is derived from.
+const MaxStripeScanRuns = 16
+
+// StripeScanRuns returns the latest stripe-scan runs (at most
+// MaxStripeScanRuns, newest first) of each of the agent's volumes that has
+// any, by mount point; mountPoint "" means every volume of the agent.
+func (s *Store) StripeScanRuns(ctx context.Context, agentID, mountPoint string) (map[string][]StripeScanRun, error) {
+	query := `SELECT mount_point, sequence, started_ns, stripe_scan FROM probe_results
+WHERE agent_id = ? AND kind = 'stripe-scan' AND stripe_scan IS NOT NULL`
+	args := []any{agentID}
+	if mountPoint != "" {
+		query += ` AND mount_point = ?`
+		args = append(args, mountPoint)
+	}
+	query += ` ORDER BY mount_point, started_ns DESC, sequence DESC`
+	out := map[string][]StripeScanRun{}
+	type row struct {
+		mount string
+		run   StripeScanRun
+	}
+	err := eachRow(ctx, s, "stripe-scan runs of "+agentID, query, args, func(rows *sql.Rows) (row, error) {
+		var r row
+		var seq, started int64
+		err := rows.Scan(&r.mount, &seq, &started, &r.run.Scan)
+		r.run.Sequence, r.run.StartedAt = uint64(seq), fromUnixNano(started)
+		return r, err
+	}, func(r row) error {
+		if len(out[r.mount]) < MaxStripeScanRuns {
+			out[r.mount] = append(out[r.mount], r.run)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// scannedVolumes returns the (agent, mount point) pairs that have stripe-scan
+// runs, for RejudgeVolumes to know whose runs to read.
+func (s *Store) scannedVolumes(ctx context.Context) (map[volumeKey]bool, error) {
+	keys, err := queryAll(ctx, s, "scanned volumes", `SELECT DISTINCT agent_id, mount_point FROM probe_results WHERE kind = 'stripe-scan' AND stripe_scan IS NOT NULL`, nil,
+		func(r rowScanner) (volumeKey, error) {
+			var k volumeKey
+			err := r.Scan(&k.agent, &k.mount)
+			return k, err
+		})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[volumeKey]bool, len(keys))
+	for _, k := range keys {
+		out[k] = true
+	}
+	return out, nil
+}
