@@ -75,37 +75,14 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		recFaulted = fs.String("record-faulted", "", "write every faulted run here (JSON lines: fault, trial, run) and run each trial to -max-runs")
 		kind       = fs.String("kind", string(probe.RandomRead), "probe kind (random-read, random-write, log-write)")
 		replayFrom = fs.String("replay-from", "", "no lab: replay the healthy runs recorded in this file")
-		within     = fs.Int("within", 0, "override the tail's and the mean's SignalConfig.Within (0: default)")
-		tailRatio  = fs.Float64("tail-ratio", 0, "override the tail's DegradeRatio (0: default)")
-		sustain    [3]int
 		noiseFrom  = fs.String("noise", "", "no lab: replay these noise recordings (internal/replay/testdata/*.txt.gz, comma-separated) through bare detectors")
 		seeds      = fs.Int("seeds", 8, "with -noise: walks through each recording")
 	)
-	for i, name := range []string{"tail", "mean", "rate"} {
-		fs.IntVar(&sustain[i], name+"-sustain", 0, "override the "+name+"'s Sustain (0: default)")
-	}
-	var slow baseline.SlowConfig
-	fs.IntVar(&slow.Pool, "slow-pool", 0, "override the slow-op count's Pool (0: default)")
-	fs.IntVar(&slow.PerRun, "slow-per-run", 0, "override the slow-op count's PerRun (0: default)")
-	fs.IntVar(&slow.Floor, "slow-floor", 0, "override the slow-op count's Floor (0: default)")
-	fs.IntVar(&slow.Margin, "slow-margin", 0, "override the slow-op count's Margin (0: default)")
-	fs.IntVar(&slow.MinHistory, "slow-min-history", 0, "override the slow-op count's MinHistory (0: default)")
-	fs.IntVar(&slow.HalfLife, "slow-half-life", 0, "override the slow-op count's HalfLife in runs (0: default)")
-	fs.IntVar(&slow.Sustain, "slow-sustain", 0, "override the slow-op count's Sustain (0: default)")
-	meanRatio := fs.Float64("mean-ratio", 0, "override the mean's DegradeRatio (0: default)")
-	meanCorr := fs.Int("mean-corroborated", 0, "override the mean's Corroborated (0: default)")
-	corrRatio := fs.Float64("corroborate-ratio", 0, "override the mean's CorroborateRatio (0: default)")
+	config := detectorFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	det := baseline.Config{}
-	if *within > 0 {
-		det.Tail.Within, det.Mean.Within = *within, *within
-	}
-	det.Tail.DegradeRatio = *tailRatio
-	det.Tail.Sustain, det.Mean.Sustain, det.Rate.Sustain = sustain[0], sustain[1], sustain[2]
-	det.Slow, det.Mean.DegradeRatio = slow, *meanRatio
-	det.Mean.Corroborated, det.Mean.CorroborateRatio = *meanCorr, *corrRatio
+	det := config()
 	if *noiseFrom != "" {
 		if err := noise(stdout, strings.Split(*noiseFrom, ","), det, replaypkg.Schedule{Every: *every, Ops: *ops}, *days, *seeds); err != nil {
 			fmt.Fprintln(stderr, "tails:", err)
@@ -135,6 +112,40 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// detectorFlags registers the flags that override the detector's
+// defaults; the returned function builds the Config once they are parsed.
+func detectorFlags(fs *flag.FlagSet) func() baseline.Config {
+	var (
+		within    = fs.Int("within", 0, "override the tail's and the mean's SignalConfig.Within (0: default)")
+		tailRatio = fs.Float64("tail-ratio", 0, "override the tail's DegradeRatio (0: default)")
+		meanRatio = fs.Float64("mean-ratio", 0, "override the mean's DegradeRatio (0: default)")
+		meanCorr  = fs.Int("mean-corroborated", 0, "override the mean's Corroborated (0: default)")
+		corrRatio = fs.Float64("corroborate-ratio", 0, "override the mean's CorroborateRatio (0: default)")
+		sustain   [3]int
+		slow      baseline.SlowConfig
+	)
+	for i, name := range []string{"tail", "mean", "rate"} {
+		fs.IntVar(&sustain[i], name+"-sustain", 0, "override the "+name+"'s Sustain (0: default)")
+	}
+	for _, f := range []struct {
+		v    *int
+		name string
+	}{{&slow.Pool, "pool"}, {&slow.PerRun, "per-run"}, {&slow.Floor, "floor"}, {&slow.Margin, "margin"},
+		{&slow.MinHistory, "min-history"}, {&slow.HalfLife, "half-life"}, {&slow.Sustain, "sustain"}} {
+		fs.IntVar(f.v, "slow-"+f.name, 0, "override the slow-op count's "+f.name+" (baseline.SlowConfig; 0: default)")
+	}
+	return func() baseline.Config {
+		det := baseline.Config{Slow: slow}
+		if *within > 0 {
+			det.Tail.Within, det.Mean.Within = *within, *within
+		}
+		det.Tail.DegradeRatio, det.Mean.DegradeRatio = *tailRatio, *meanRatio
+		det.Tail.Sustain, det.Mean.Sustain, det.Rate.Sustain = sustain[0], sustain[1], sustain[2]
+		det.Mean.Corroborated, det.Mean.CorroborateRatio = *meanCorr, *corrRatio
+		return det
+	}
 }
 
 type cfg struct {
