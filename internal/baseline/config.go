@@ -52,21 +52,23 @@ type Config struct {
 	// own history with its own spread: defaults ratio 3 to degrade and 2
 	// to recover for the tail (a 50-op run's p99 is its slowest op: one
 	// host hiccup moves it), 1.5 and 1.2 for the mean and the rate; beyond
-	// runs in a row to degrade: 5 for the tail, 6 for the mean and the rate
-	// (with 4, 56 days of the recorded noise of internal/replay raised 231
-	// p99, 469 mean and 126 rate alerts on this machine's disk; with the
-	// defaults 14, nearly all p99, and 0 in the 7-day replay: bench/tails
-	// -noise, README "Degradation: median, tail, mean, rate"; "3 of the
-	// last 5" caught a stalling RAID 1 member sooner but alerted 3.2 times
-	// a week on the lab's noise), 3 normal runs in a row to recover; at
-	// least 50 ops for the tail, 10 for the mean and the rate.
+	// runs in a row to degrade: 6 for the tail, the mean and the rate, 5
+	// for the mean when the run's median corroborates (≥ 1.25× its
+	// history). With 4, 56 days of the recorded noise of internal/replay
+	// raised 231 p99, 469 mean and 126 rate alerts on this machine's disk;
+	// with the tail at 5 (before the slow-op count took the stalls) 14,
+	// nearly all p99; with these defaults 5 over both recordings, and 0 in
+	// the 7-day replay (bench/tails -noise, README "Degradation: median,
+	// tail, mean, rate"); an uncorroborated mean at 5 raised 24 more. 3
+	// normal runs in a row to recover; at least 50 ops for the tail, 10 for
+	// the mean and the rate.
 	Tail, Mean, Rate SignalConfig
 
 	// Slow is the slow-op count's constants (SignalSlow): by default the
 	// last 6 runs pooled, at most 2 slow ops counted per run, beyond when
-	// the pool exceeds the largest pool the volume's own history holds
-	// (half-life a day of runs) and reaches 5, 1 run to degrade, 3 to
-	// recover, runs of at least 50 ops.
+	// the pool reaches 5 and the largest pool the volume's own history
+	// holds (half-life 960 runs, judged after 240) + 3, 2 beyond in a row
+	// to degrade, 3 normal to recover, runs of at least 50 ops.
 	Slow SlowConfig
 }
 

@@ -22,8 +22,12 @@ const SlowFactor = 8
 // pooled sum in the volume's own history: a decayed histogram of past
 // pools (half-life HalfLife runs), whose ceiling is the largest pooled sum
 // the history still holds half a run's weight of. A pool is beyond when it
-// exceeds that ceiling and reaches Floor: a volume whose slow ops come in
+// reaches the ceiling + Margin and Floor: a volume whose slow ops come in
 // bursts learns those bursts, one that never stalls is judged on Floor.
+// The defaults were chosen on the recorded noise and stalls of
+// internal/replay (bench/RESULTS-degrade.md, third pass): Margin 2 or
+// Sustain 1 raised 13 and 6 false alerts in 56 days of the lab's loaded
+// recording, the defaults 1.
 type SlowConfig struct {
 	// Pool is how many recent runs are pooled (default 6: 18 minutes at
 	// the default 3-minute schedule), PerRun the most slow ops one run
@@ -32,15 +36,17 @@ type SlowConfig struct {
 	// Floor is the least pooled count that can be beyond (default 5:
 	// more than two runs' worth at PerRun 2, so one or two stalled runs
 	// never alert); Margin how far above the history's ceiling a pool
-	// must be (default 2).
+	// must be (default 3).
 	Floor, Margin int
 	// MinHistory is how many pools the history needs before it is a
-	// reference (default 96).
+	// reference (default 240: 12 hours at the default schedule; the
+	// ceiling of a shorter history is below the bursts a loaded host
+	// shows in a day).
 	MinHistory int
-	// HalfLife is the history's memory in runs (default 480: a day at
+	// HalfLife is the history's memory in runs (default 960: two days at
 	// the default schedule).
 	HalfLife int
-	// Sustain beyond runs in a row degrade (default 1: the pool already
+	// Sustain beyond runs in a row degrade (default 2: the pool already
 	// spans Pool runs), Recover normal runs in a row recover (default 3).
 	Sustain, Recover int
 	// MinOps is the fewest completed operations a run needs to count
