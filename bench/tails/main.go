@@ -122,6 +122,7 @@ func detectorFlags(fs *flag.FlagSet) func() baseline.Config {
 		tailRatio = fs.Float64("tail-ratio", 0, "override the tail's DegradeRatio (0: default)")
 		meanRatio = fs.Float64("mean-ratio", 0, "override the mean's DegradeRatio (0: default)")
 		meanCorr  = fs.Int("mean-corroborated", 0, "override the mean's Corroborated (0: default)")
+		rateCorr  = fs.Int("rate-corroborated", 0, "override the rate's Corroborated (0: default)")
 		corrRatio = fs.Float64("corroborate-ratio", 0, "override the mean's CorroborateRatio (0: default)")
 		sustain   [3]int
 		slow      baseline.SlowConfig
@@ -143,7 +144,7 @@ func detectorFlags(fs *flag.FlagSet) func() baseline.Config {
 		}
 		det.Tail.DegradeRatio, det.Mean.DegradeRatio = *tailRatio, *meanRatio
 		det.Tail.Sustain, det.Mean.Sustain, det.Rate.Sustain = sustain[0], sustain[1], sustain[2]
-		det.Mean.Corroborated, det.Mean.CorroborateRatio = *meanCorr, *corrRatio
+		det.Mean.Corroborated, det.Mean.CorroborateRatio, det.Rate.Corroborated = *meanCorr, *corrRatio, *rateCorr
 		return det
 	}
 }

@@ -82,7 +82,7 @@ func DefaultConfig() Config {
 		SignalWindow:      24,
 		Tail:              SignalConfig{DegradeRatio: 3, RecoverRatio: 2, Sustain: 6, Within: 6, Recover: 3, MinOps: 50},
 		Mean:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 6, Within: 6, Recover: 3, MinOps: 10, Corroborated: 5, CorroborateRatio: 1.25},
-		Rate:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 6, Within: 6, Recover: 3, MinOps: 10},
+		Rate:              SignalConfig{DegradeRatio: 1.5, RecoverRatio: 1.2, Sustain: 6, Within: 6, Recover: 3, MinOps: 10, Corroborated: 5},
 		Slow:              SlowConfig{Pool: 6, PerRun: 2, Floor: 5, Margin: 3, MinHistory: 240, HalfLife: 960, Sustain: 2, Recover: 3, MinOps: 50},
 	}
 }

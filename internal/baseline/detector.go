@@ -271,20 +271,22 @@ func (d *Detector) ObserveRun(t time.Time, run Run, refs Refs) State {
 	if run.Cap > 0 && run.IOPS > 0 && !math.IsInf(run.Cap, 0) {
 		vals[2] = run.Cap / run.IOPS
 	}
+	d.waitShare = 0
+	if run.P99 > run.Median && run.Mean > run.Median {
+		d.waitShare = (run.Mean - run.Median) / (run.P99 - run.Median)
+	}
+	corroborated := [numTracks]bool{false, d.last.History.Ratio >= d.cfg.Mean.CorroborateRatio, d.waitShare >= minWaitShare}
 	for i := range d.tracks {
 		x := vals[i]
 		if run.Ops < d.tracks[i].sc.MinOps {
 			x = 0
 		}
-		d.tracks[i].observe(t, x, &d.cfg, d.last.History.Ratio)
+		d.tracks[i].observe(t, x, &d.cfg, corroborated[i])
 	}
 	d.slow.observe(t, run.Slow, run.Ops)
-	d.iops, d.cap, d.waitShare = 0, 0, 0
+	d.iops, d.cap = 0, 0
 	if vals[2] > 0 {
 		d.iops, d.cap = run.IOPS, run.Cap
-	}
-	if run.P99 > run.Median && run.Mean > run.Median {
-		d.waitShare = (run.Mean - run.Median) / (run.P99 - run.Median)
 	}
 	return d.combine()
 }

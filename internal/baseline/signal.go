@@ -94,11 +94,15 @@ type SignalConfig struct {
 	// signal to be judged.
 	MinOps int
 	// Corroborated, when set, degrades the signal after that many beyond
-	// runs in a row in each of which the run's median was also at least
+	// runs in a row each of which was corroborated. The mean is
+	// corroborated by a run whose median is also at least
 	// CorroborateRatio × its history: every op moved a little, not a few
 	// ops a lot — a slow member of a mirror, which moves the median of its
 	// reads ×1.5–1.8 and their mean ×2, and not the bursts of a loaded
-	// host, whose few huge ops move the mean alone.
+	// host, whose few huge ops move the mean alone. The rate is
+	// corroborated by a run whose lost time is spread over many ops
+	// ((mean − median)/(p99 − median) ≥ 0.1: a token bucket's waits), not
+	// carried by a few stalls. The tail has no corroboration.
 	Corroborated     int
 	CorroborateRatio float64
 }
@@ -141,7 +145,7 @@ func (c SignalConfig) validate(name Signal) error {
 		return fmt.Errorf("%s sustain %d of %d, recover %d: want 1 <= sustain <= within <= %d, recover 1 to %d", name, c.Sustain, c.Within, c.Recover, maxWithin, maxHeld)
 	case c.MinOps < 1:
 		return fmt.Errorf("%s min ops %d: want at least 1", name, c.MinOps)
-	case c.Corroborated < 0 || c.Corroborated > maxHeld || c.Corroborated > 0 && !(c.CorroborateRatio >= 1):
+	case c.Corroborated < 0 || c.Corroborated > maxHeld || name == SignalMean && c.Corroborated > 0 && !(c.CorroborateRatio >= 1):
 		return fmt.Errorf("%s corroborated %d at ratio %v: want 0 to %d, a ratio of at least 1", name, c.Corroborated, c.CorroborateRatio, maxHeld)
 	}
 	return nil
@@ -207,9 +211,9 @@ func (k *track) compare(x float64, c *Config, sc *SignalConfig) Comparison {
 }
 
 // observe judges one run's value of the signal (x not valid: the run did
-// not carry it, and only Value and History are cleared); medRatio is the
-// run's median against the median's history (0: none).
-func (k *track) observe(t time.Time, x float64, c *Config, medRatio float64) {
+// not carry it, and only Value and History are cleared); corroborated
+// says whether the run corroborates a shift (SignalConfig.Corroborated).
+func (k *track) observe(t time.Time, x float64, c *Config, corroborated bool) {
 	sc := k.sc
 	prev := k.st
 	if !valid(x) || !valid(float64(float32(x))) {
@@ -248,7 +252,7 @@ func (k *track) observe(t time.Time, x float64, c *Config, medRatio float64) {
 	// of the history until every one of them has left that window.
 	k.recent = k.recent << 1 & (1<<sc.Within - 1)
 	k.corr++
-	if !beyond || !(medRatio >= sc.CorroborateRatio) {
+	if !beyond || !corroborated {
 		k.corr = 0
 	}
 	if !beyond {

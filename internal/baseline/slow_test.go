@@ -337,3 +337,52 @@ func TestCorroboratedMean(t *testing.T) {
 		})
 	}
 }
+
+// TestCorroboratedRate: a rate shortfall whose lost time is spread over
+// many ops (a token bucket: 20 of 50 ops wait ~50 ms) degrades after
+// Rate.Corroborated runs and names the rate (throttled); one carried by two
+// stalled ops waits for the rate's Sustain.
+func TestCorroboratedRate(t *testing.T) {
+	t.Parallel()
+	def := DefaultConfig()
+	rng := rand.New(rand.NewPCG(7, 8))
+	bucket := func() Run {
+		ops := healthyOps(rng, 50, 0.35*ms)
+		for i := range 20 {
+			ops[i] = 50 * ms * (1 + 0.1*rng.Float64())
+		}
+		return opsRun(ops, 50, 20)
+	}
+	stalls := func() Run {
+		ops := healthyOps(rng, 50, 0.35*ms)
+		ops[10], ops[30] = 400*ms, 400*ms
+		return opsRun(ops, 50, 30)
+	}
+	for _, tc := range []struct {
+		name  string
+		shape func() Run
+		want  int
+		rate  bool // named by the rate (throttled)
+	}{{"token bucket: corroborated", bucket, def.Rate.Corroborated, true}, {"two stalls a run: not corroborated", stalls, def.Rate.Sustain, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, _ := NewDetector(def)
+			for i := range 60 {
+				d.ObserveRun(at(i), healthyRun(rng), Refs{})
+			}
+			rateAt := -1
+			var s State
+			for i := range 10 {
+				s = d.ObserveRun(at(60+i), tc.shape(), Refs{})
+				if d.Of(SignalRate).Status == Degraded && rateAt < 0 {
+					rateAt = i + 1
+				}
+			}
+			if rateAt != tc.want {
+				t.Errorf("the rate degraded at faulted run %d, want %d", rateAt, tc.want)
+			}
+			if s.Throttled() != tc.rate {
+				t.Errorf("after 10 runs: %v on %s (%s), throttled %v, want %v", s, s.Signal, s.Detail(), s.Throttled(), tc.rate)
+			}
+		})
+	}
+}
