@@ -1,6 +1,7 @@
 // Package evaluator is the server's baseline loop: it reads the probe
 // results the store has not judged yet, feeds each run (RunOf: its median,
-// p99 and mean latency and its rate against its IOPS cap) to the
+// p99 and mean latency, its rate against its IOPS cap and its count of
+// slow ops) to the
 // baseline.Detector of its volume and probe kind — against the volume's
 // history of each signal, its profile's cohort and the profile's prior
 // (the median) — and persists the
