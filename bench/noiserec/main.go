@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/plumbline/plumbline/internal/bytesize"
+	"github.com/plumbline/plumbline/internal/ctxtime"
 	"github.com/plumbline/plumbline/internal/probe"
 	"github.com/plumbline/plumbline/internal/replay"
 )
@@ -107,12 +108,8 @@ func (r *recorder) record(ctx context.Context, rounds int, pause time.Duration) 
 		if (i+1)%100 == 0 {
 			fmt.Fprintf(os.Stderr, "noiserec: %d/%d rounds in %s\n", i+1, rounds, time.Since(start).Round(time.Second))
 		}
-		if pause > 0 {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(pause):
-			}
+		if pause > 0 && ctxtime.Sleep(ctx, pause) != nil {
+			return nil
 		}
 	}
 	return nil

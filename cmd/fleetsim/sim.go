@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/plumbline/plumbline/internal/agent"
+	"github.com/plumbline/plumbline/internal/ctxtime"
 	"github.com/plumbline/plumbline/internal/probe"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
@@ -178,12 +179,8 @@ func (a *simAgent) run(ctx context.Context, connected func()) {
 		}
 		attempt++
 		wait := agent.Backoff(attempt, a.f.cfg.BackoffBase, a.f.cfg.BackoffMax, a.r.Float64())
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if ctxtime.Sleep(ctx, wait) != nil {
 			return
-		case <-t.C:
 		}
 	}
 }

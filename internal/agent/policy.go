@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/plumbline/plumbline/internal/config"
+	"github.com/plumbline/plumbline/internal/ctxtime"
 	"github.com/plumbline/plumbline/internal/devca"
 	"github.com/plumbline/plumbline/internal/maintenance"
 	"github.com/plumbline/plumbline/internal/policy"
@@ -170,12 +171,8 @@ func (a *Agent) watchPolicy(ctx context.Context, client plumblinev1.AgentService
 			return
 		}
 		a.log.Warn("watching the central policy", "err", err)
-		t := time.NewTimer(time.Duration(a.reportInterval.Load()))
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if ctxtime.Sleep(ctx, time.Duration(a.reportInterval.Load())) != nil {
 			return
-		case <-t.C:
 		}
 	}
 }

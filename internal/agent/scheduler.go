@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/plumbline/plumbline/internal/config"
+	"github.com/plumbline/plumbline/internal/ctxtime"
 	"github.com/plumbline/plumbline/internal/geometry"
 	"github.com/plumbline/plumbline/internal/probe"
 	"github.com/plumbline/plumbline/internal/vocab"
@@ -155,16 +156,10 @@ func jittered(d, j time.Duration) time.Duration {
 // probeLoop runs t's probe: first after a random delay in [0, jitter), then
 // every `every` plus a fresh draw in [0, jitter).
 func (a *Agent) probeLoop(ctx context.Context, t target) {
-	timer := time.NewTimer(jittered(0, t.sched.Jitter))
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C:
-		}
+	wait := jittered(0, t.sched.Jitter)
+	for ctxtime.Sleep(ctx, wait) == nil {
 		a.probeOnce(ctx, t)
-		timer.Reset(jittered(t.sched.Every, t.sched.Jitter))
+		wait = jittered(t.sched.Every, t.sched.Jitter)
 	}
 }
 

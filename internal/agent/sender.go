@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/plumbline/plumbline/internal/config"
+	"github.com/plumbline/plumbline/internal/ctxtime"
 	"github.com/plumbline/plumbline/internal/enroll"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
@@ -95,12 +96,8 @@ func (a *Agent) sendLoop(ctx context.Context, conn *grpc.ClientConn) {
 		wait := Backoff(attempt, a.o.BackoffBase, a.o.BackoffMax, rand.Float64())
 		a.metrics.sendErrors.Inc()
 		a.log.Warn("server session ended; reconnecting", "err", err, "in", wait.Round(time.Millisecond))
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if ctxtime.Sleep(ctx, wait) != nil {
 			return
-		case <-t.C:
 		}
 	}
 }

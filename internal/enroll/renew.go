@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/plumbline/plumbline/internal/ctxtime"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -189,12 +190,8 @@ func (r *Renewer) Run(ctx context.Context, conn grpc.ClientConnInterface) {
 		if failed {
 			wait = retryDelay(leaf, time.Now())
 		}
-		t := time.NewTimer(max(wait, 0))
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if ctxtime.Sleep(ctx, wait) != nil {
 			return
-		case <-t.C:
 		}
 		if RenewAt(r.Leaf()).After(time.Now()) {
 			failed = false

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/plumbline/plumbline/internal/ctxtime"
 )
 
 // Alert names the scenario watches.
@@ -131,10 +133,8 @@ func (r *scenarioRun) watch(ctx context.Context, phase string, timeout time.Dura
 		if now.After(deadline) {
 			return fmt.Errorf("%s: not done within %s (last error %v)", phase, timeout, err)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(r.sc.Poll):
+		if err := ctxtime.Sleep(ctx, r.sc.Poll); err != nil {
+			return err
 		}
 	}
 }

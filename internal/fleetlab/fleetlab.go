@@ -44,9 +44,15 @@ type Array struct {
 	// SlowFromStart slows member 0 by this factor before the agent starts
 	// (0: healthy): a volume that was always slow.
 	SlowFromStart float64
+	// Hidden: the array is not declared to the agent, like a hardware RAID
+	// that reports no stripe: only the geometry probe can find its unit.
+	Hidden bool
+	// PartitionStart is where the partition starts, in parted's units
+	// (default 1MiB; 63s is the 31.5 KiB of Windows Server 2003).
+	PartitionStart string
 }
 
-// Binaries are the built commands.
+// Binaries are the built commands; without Prometheus, Start starts none.
 type Binaries struct {
 	Server, Agent, Raidlab, Prometheus string
 }
@@ -60,6 +66,9 @@ type Plan struct {
 	Every    time.Duration
 	Ops      int
 	FileSize string // probe file size, e.g. 64MiB or 1GiB
+	// ScanEvery, when set, adds a geometry probe schedule (stripe-scan,
+	// 2,000 reads, uncapped, the same probe file) to every array.
+	ScanEvery time.Duration
 	// BusyThreshold is the agent's busy guard (percent; 0 off).
 	BusyThreshold float64
 	// ReportInterval is the agent's intervals.report.
@@ -129,6 +138,9 @@ func Start(ctx context.Context, plan Plan) (_ *Stack, err error) {
 	if err := s.startAgent(ctx); err != nil {
 		return s, err
 	}
+	if plan.Bin.Prometheus == "" {
+		return s, nil
+	}
 	if err := s.startPrometheus(ctx); err != nil {
 		return s, err
 	}
@@ -160,7 +172,11 @@ func (s *Stack) buildArray(ctx context.Context, i int, a Array) (dev, mnt string
 		return "", "", fmt.Errorf("raidlab up: last line %q is not a loop device", dev)
 	}
 	s.logf("array %d: %s %s × %d %s on %s", i, a.Level, a.Preset, a.Disks, a.StripeUnit, dev)
-	if _, err := s.run(ctx, "parted", "-s", dev, "mklabel", "gpt", "mkpart", "p", "ext4", "1MiB", "100%"); err != nil {
+	start := a.PartitionStart
+	if start == "" {
+		start = "1MiB"
+	}
+	if _, err := s.run(ctx, "parted", "-s", "-a", "none", dev, "mklabel", "gpt", "mkpart", "p", "ext4", start, "100%"); err != nil {
 		return dev, "", err
 	}
 	if _, err := s.run(ctx, "partx", "-u", dev); err != nil {
@@ -266,8 +282,8 @@ func (s *Stack) startAgent(ctx context.Context) error {
 	}
 	b.WriteString("declared_devices:\n")
 	for i, a := range s.plan.Arrays {
-		if a.Level == "single" {
-			continue // one disk: nothing to declare
+		if a.Level == "single" || a.Hidden {
+			continue // one disk, or a hidden stripe: nothing to declare
 		}
 		fmt.Fprintf(&b, "  - device: %q\n    raid: {level: %s, disks: %d", s.Devices[i], a.Level, a.Disks)
 		if a.StripeUnit != "" {
@@ -288,6 +304,13 @@ func (s *Stack) startAgent(ctx context.Context) error {
 			fmt.Fprintf(&b, "    file_size: %s\n", s.plan.FileSize)
 		}
 		fmt.Fprintf(&b, "    busy_threshold: %g\n", s.plan.BusyThreshold)
+		if s.plan.ScanEvery > 0 {
+			fmt.Fprintf(&b, "  - mount_point: %q\n    dir: %q\n    kinds: [stripe-scan]\n    every: %s\n    max_duration: %s\n    ops: 2000\n    iops: 0\n    busy_threshold: 0\n",
+				m, filepath.Join(m, "probe"), s.plan.ScanEvery, s.plan.ScanEvery)
+			if s.plan.FileSize != "" {
+				fmt.Fprintf(&b, "    file_size: %s\n", s.plan.FileSize)
+			}
+		}
 	}
 	path := filepath.Join(s.plan.Dir, "agent.yaml")
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {

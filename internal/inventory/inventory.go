@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/plumbline/plumbline/api"
+	"github.com/plumbline/plumbline/internal/ctxtime"
 	"github.com/plumbline/plumbline/internal/projection"
 	"github.com/plumbline/plumbline/internal/store"
 )
@@ -175,18 +176,11 @@ func (a *API) Run(ctx context.Context) {
 		a.proj.Run(ctx)
 		return
 	}
-	t := time.NewTicker(a.opts.SyncPeriod)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := a.refreshSummaries(ctx, false); err != nil && ctx.Err() == nil {
-				a.opts.Logger.Warn("inventory summaries", "err", err)
-			}
+	ctxtime.Every(ctx, a.opts.SyncPeriod, func(ctx context.Context) {
+		if err := a.refreshSummaries(ctx, false); err != nil && ctx.Err() == nil {
+			a.opts.Logger.Warn("inventory summaries", "err", err)
 		}
-	}
+	})
 }
 
 // Sync brings the inventory tables up to date (projection.Sync) — in

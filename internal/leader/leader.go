@@ -34,6 +34,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/plumbline/plumbline/internal/ctxtime"
 	"github.com/plumbline/plumbline/internal/store"
 )
 
@@ -188,10 +189,8 @@ func (e *Elector) campaign(ctx context.Context, l Loop) {
 			log.Debug("following", "leader", lease.Holder, "epoch", lease.Epoch)
 		}
 		wait := e.renewEvery() + rand.N(e.renewEvery()/10+1)
-		select {
-		case <-ctx.Done():
+		if ctxtime.Sleep(ctx, wait) != nil {
 			return
-		case <-time.After(wait):
 		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/plumbline/plumbline/internal/ctxtime"
 )
 
 // Source holds the server's current policy entries and tells waiters
@@ -63,30 +65,23 @@ func (s *Source) WatchFile(ctx context.Context, file string, every time.Duration
 		sum := sha256.Sum256(b)
 		last = sum[:]
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	ctxtime.Every(ctx, every, func(context.Context) {
 		b, err := os.ReadFile(file)
 		if err != nil {
 			log.Warn("policy: re-reading the configuration file failed; keeping the current policy", "file", file, "err", err)
-			continue
+			return
 		}
 		sum := sha256.Sum256(b)
 		if bytes.Equal(sum[:], last) {
-			continue
+			return
 		}
 		last = sum[:]
 		entries, err := load(file)
 		if err != nil {
 			log.Error("policy: the changed configuration file does not load; keeping the current policy", "file", file, "err", err)
-			continue
+			return
 		}
 		s.Update(entries)
 		log.Info("policy: reloaded", "file", file, "entries", len(entries))
-	}
+	})
 }

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/plumbline/plumbline/internal/ctxtime"
 	"github.com/plumbline/plumbline/internal/histogram"
 )
 
@@ -367,22 +368,7 @@ func (p *pacer) wait(ctx context.Context) error {
 	}
 	p.next = slot.Add(p.interval)
 	p.mu.Unlock()
-	return sleepCtx(ctx, time.Until(slot))
-}
-
-// sleepCtx sleeps for d or until ctx is done.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return ctxtime.Sleep(ctx, time.Until(slot))
 }
 
 // latencyGuard trips when more than half of the last window ops (that is,

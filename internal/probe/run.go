@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/plumbline/plumbline/internal/ctxtime"
 	"github.com/plumbline/plumbline/internal/histogram"
 	"github.com/plumbline/plumbline/internal/stripescan"
 )
@@ -134,7 +135,7 @@ func sampleUtil(ctx context.Context, s utilSampler, window time.Duration) (float
 		return 0, err
 	}
 	start := time.Now()
-	if err := sleepCtx(ctx, window); err != nil {
+	if err := ctxtime.Sleep(ctx, window); err != nil {
 		return 0, err
 	}
 	t1, err := s.ioTicks()
@@ -176,7 +177,7 @@ func waitJitter(ctx context.Context, o Options, seed uint64) error {
 	if o.Jitter <= 0 {
 		return nil
 	}
-	return sleepCtx(ctx, time.Duration(rand.New(rand.NewPCG(seed, 1)).Int64N(int64(o.Jitter))))
+	return ctxtime.Sleep(ctx, time.Duration(rand.New(rand.NewPCG(seed, 1)).Int64N(int64(o.Jitter))))
 }
 
 // newPlan turns validated options into what measure runs.

@@ -9,6 +9,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/plumbline/plumbline/internal/ctxtime"
 )
 
 // ErrMemberFailed is returned for a request the array cannot serve because
@@ -191,14 +193,7 @@ func waitUntil(ctx context.Context, t time.Time) error {
 	if d <= 0 {
 		return nil
 	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return ctxtime.Sleep(ctx, d)
 }
 
 // serve plans a request's member operations, queues them and returns when

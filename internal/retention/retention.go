@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/plumbline/plumbline/internal/ctxtime"
 	"github.com/plumbline/plumbline/internal/store"
 )
 
@@ -84,16 +85,11 @@ func (p *Pruner) Run(ctx context.Context) {
 	if p.opts.Retention <= 0 {
 		return
 	}
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	for ctx.Err() == nil {
 		p.Pass(ctx)
-		t.Reset(p.opts.Interval)
+		if ctxtime.Sleep(ctx, p.opts.Interval) != nil {
+			return
+		}
 	}
 }
 
@@ -124,10 +120,8 @@ func (p *Pruner) Pass(ctx context.Context) bool {
 			break
 		}
 		cur = st.Next
-		select {
-		case <-ctx.Done():
+		if ctxtime.Sleep(ctx, p.opts.Pause) != nil {
 			return false
-		case <-time.After(p.opts.Pause):
 		}
 	}
 	p.mu.Lock()

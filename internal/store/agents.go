@@ -188,23 +188,8 @@ func (s *Store) SettleBelow(ctx context.Context, agentID, incarnation string, fi
 
 // ListHosts returns every registered agent, by hostname.
 func (s *Store) ListHosts(ctx context.Context) ([]Agent, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+agentColumns+` FROM agents a ORDER BY a.hostname, a.agent_id`)
-	if err != nil {
-		return nil, fmt.Errorf("list hosts: %w", err)
-	}
-	defer rows.Close()
-	var out []Agent
-	for rows.Next() {
-		a, err := scanAgent(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list hosts: %w", err)
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list hosts: %w", err)
-	}
-	return out, nil
+	return queryAll(ctx, s, "list hosts", `SELECT `+agentColumns+` FROM agents a ORDER BY a.hostname, a.agent_id`, nil,
+		func(row rowScanner) (Agent, error) { return scanAgent(row) })
 }
 
 // scanAgent scans a row of agentColumns (then extra).

@@ -118,7 +118,7 @@ type BaselineUpdate struct {
 // at or below its dedup high-water mark, below which no late record can
 // still arrive.
 func (s *Store) PendingProbeRuns(ctx context.Context, limit int) ([]ProbeRun, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`
+	return queryAll(ctx, s, "pending probe runs", `
 SELECT p.agent_id, p.sequence, p.mount_point, p.device, p.kind, p.block_size_bytes, p.queue_depth,
     p.started_ns, p.duration_ns, p.ops, p.errors, p.bytes, p.skipped, p.stopped_reason, p.failure, p.latency_histogram, p.iops_cap
 FROM probe_results p
@@ -126,28 +126,18 @@ JOIN agents a ON a.agent_id = p.agent_id
 LEFT JOIN baseline_watermarks w ON w.agent_id = p.agent_id
 WHERE p.sequence > COALESCE(w.evaluated_through, 0) AND p.sequence <= a.high_water
 ORDER BY p.agent_id, p.sequence
-LIMIT ?`), limit)
-	if err != nil {
-		return nil, fmt.Errorf("pending probe runs: %w", err)
-	}
-	defer rows.Close()
-	var out []ProbeRun
-	for rows.Next() {
+LIMIT ?`, []any{limit}, func(row rowScanner) (ProbeRun, error) {
 		var r ProbeRun
 		var seq, bs, qd, started, dur, ops, errs, bytes int64
-		if err := rows.Scan(&r.AgentID, &seq, &r.MountPoint, &r.Device, &r.Kind, &bs, &qd,
+		if err := row.Scan(&r.AgentID, &seq, &r.MountPoint, &r.Device, &r.Kind, &bs, &qd,
 			&started, &dur, &ops, &errs, &bytes, &r.Skipped, &r.StoppedReason, &r.Failure, &r.Histogram, &r.IOPSCap); err != nil {
-			return nil, fmt.Errorf("pending probe runs: %w", err)
+			return r, err
 		}
 		r.Sequence, r.BlockSizeBytes, r.QueueDepth = uint64(seq), uint32(bs), uint32(qd)
 		r.StartedAt, r.Duration = fromUnixNano(started), time.Duration(dur)
 		r.Ops, r.Errors, r.Bytes = uint64(ops), uint64(errs), uint64(bytes)
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("pending probe runs: %w", err)
-	}
-	return out, nil
+		return r, nil
+	})
 }
 
 // SaveBaselines writes one evaluator pass atomically.
@@ -263,105 +253,65 @@ func (s *Store) putStates(ctx context.Context, tx *sql.Tx, states []ProbeBaselin
 // ListProbeBaselines returns every stored baseline state, by agent, mount point
 // and kind.
 func (s *Store) ListProbeBaselines(ctx context.Context) ([]ProbeBaseline, error) {
-	rows, err := s.db.QueryContext(ctx, `
+	return queryAll(ctx, s, "list baselines", `
 SELECT agent_id, mount_point, kind, profile, detector, status, reference, ratio, since_ns, history_ratio,
     cohort_ratio, cohort_reference, history_median, trusted, last_run_ns, runs, latency_histogram,
     signal, detail, p99_ratio, mean_ratio, rate_ratio
-FROM baseline_states ORDER BY agent_id, mount_point, kind`)
-	if err != nil {
-		return nil, fmt.Errorf("list baselines: %w", err)
-	}
-	defer rows.Close()
-	var out []ProbeBaseline
-	for rows.Next() {
+FROM baseline_states ORDER BY agent_id, mount_point, kind`, nil, func(row rowScanner) (ProbeBaseline, error) {
 		var st ProbeBaseline
 		var since, last, runs int64
-		if err := rows.Scan(&st.AgentID, &st.MountPoint, &st.Kind, &st.Profile, &st.Detector, &st.Status, &st.Reference,
+		if err := row.Scan(&st.AgentID, &st.MountPoint, &st.Kind, &st.Profile, &st.Detector, &st.Status, &st.Reference,
 			&st.Ratio, &since, &st.HistoryRatio, &st.CohortRatio, &st.CohortReference, &st.HistoryMedian, &st.Trusted,
 			&last, &runs, &st.Histogram, &st.Signal, &st.Detail, &st.TailRatio, &st.MeanRatio, &st.RateRatio); err != nil {
-			return nil, fmt.Errorf("list baselines: %w", err)
+			return st, err
 		}
 		st.Since, st.LastRun, st.Runs = fromUnixNano(since), fromUnixNano(last), uint64(runs)
-		out = append(out, st)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list baselines: %w", err)
-	}
-	return out, nil
+		return st, nil
+	})
 }
 
 // ListStopCounts returns every stop count, by agent, mount point, kind and reason.
 func (s *Store) ListStopCounts(ctx context.Context) ([]StopCount, error) {
-	rows, err := s.db.QueryContext(ctx, `
+	return queryAll(ctx, s, "list stop counts", `
 SELECT agent_id, mount_point, kind, reason, runs FROM probe_stop_counts
-ORDER BY agent_id, mount_point, kind, reason`)
-	if err != nil {
-		return nil, fmt.Errorf("list stop counts: %w", err)
-	}
-	defer rows.Close()
-	var out []StopCount
-	for rows.Next() {
+ORDER BY agent_id, mount_point, kind, reason`, nil, func(row rowScanner) (StopCount, error) {
 		var c StopCount
 		var n int64
-		if err := rows.Scan(&c.AgentID, &c.MountPoint, &c.Kind, &c.Reason, &n); err != nil {
-			return nil, fmt.Errorf("list stop counts: %w", err)
+		if err := row.Scan(&c.AgentID, &c.MountPoint, &c.Kind, &c.Reason, &n); err != nil {
+			return c, err
 		}
 		c.Runs = uint64(n)
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list stop counts: %w", err)
-	}
-	return out, nil
+		return c, nil
+	})
 }
 
 // ListCohorts returns the cohorts of the last evaluator pass, by profile and kind.
 func (s *Store) ListCohorts(ctx context.Context) ([]Cohort, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT profile, kind, volumes, median, mad FROM baseline_cohorts ORDER BY profile, kind`)
-	if err != nil {
-		return nil, fmt.Errorf("list cohorts: %w", err)
-	}
-	defer rows.Close()
-	var out []Cohort
-	for rows.Next() {
+	return queryAll(ctx, s, "list cohorts", `SELECT profile, kind, volumes, median, mad FROM baseline_cohorts ORDER BY profile, kind`, nil, func(row rowScanner) (Cohort, error) {
 		var c Cohort
 		var n int64
-		if err := rows.Scan(&c.Profile, &c.Kind, &n, &c.Median, &c.MAD); err != nil {
-			return nil, fmt.Errorf("list cohorts: %w", err)
+		if err := row.Scan(&c.Profile, &c.Kind, &n, &c.Median, &c.MAD); err != nil {
+			return c, err
 		}
 		c.Volumes = int(n)
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list cohorts: %w", err)
-	}
-	return out, nil
+		return c, nil
+	})
 }
 
 // ListProbeFailing returns every failing streak, by agent, mount point and
 // kind.
 func (s *Store) ListProbeFailing(ctx context.Context) ([]ProbeFailing, error) {
-	rows, err := s.db.QueryContext(ctx, `
+	return queryAll(ctx, s, "list probe failing", `
 SELECT agent_id, mount_point, kind, reason, failure, since_ns, last_ns, runs FROM probe_failing
-ORDER BY agent_id, mount_point, kind`)
-	if err != nil {
-		return nil, fmt.Errorf("list probe failing: %w", err)
-	}
-	defer rows.Close()
-	var out []ProbeFailing
-	for rows.Next() {
+ORDER BY agent_id, mount_point, kind`, nil, func(row rowScanner) (ProbeFailing, error) {
 		var f ProbeFailing
 		var since, last, n int64
-		if err := rows.Scan(&f.AgentID, &f.MountPoint, &f.Kind, &f.Reason, &f.Failure, &since, &last, &n); err != nil {
-			return nil, fmt.Errorf("list probe failing: %w", err)
+		if err := row.Scan(&f.AgentID, &f.MountPoint, &f.Kind, &f.Reason, &f.Failure, &since, &last, &n); err != nil {
+			return f, err
 		}
 		f.Since, f.Last, f.Runs = fromUnixNano(since), fromUnixNano(last), uint64(n)
-		out = append(out, f)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list probe failing: %w", err)
-	}
-	return out, nil
+		return f, nil
+	})
 }
 
 // signalOrMedian: a state written without a signal is about the median.

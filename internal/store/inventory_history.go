@@ -55,26 +55,17 @@ func (s *Store) HistoryMark(ctx context.Context, agentID string) (uint64, error)
 // GeometryRecordsAfter returns up to limit geometry records of the agent
 // with a sequence above after, ascending.
 func (s *Store) GeometryRecordsAfter(ctx context.Context, agentID string, after uint64, limit int) ([]GeometryRecord, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT sequence, produced_ns, payload FROM records
-WHERE agent_id = ? AND kind = 'geometry' AND sequence > ? ORDER BY sequence LIMIT `+fmt.Sprint(limit)), agentID, int64(after))
-	if err != nil {
-		return nil, fmt.Errorf("geometry records of %q: %w", agentID, err)
-	}
-	defer rows.Close()
-	var out []GeometryRecord
-	for rows.Next() {
-		var r GeometryRecord
-		var seq, produced int64
-		if err := rows.Scan(&seq, &produced, &r.Payload); err != nil {
-			return nil, fmt.Errorf("geometry records of %q: %w", agentID, err)
-		}
-		r.Sequence, r.ProducedAt = uint64(seq), fromUnixNano(produced)
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("geometry records of %q: %w", agentID, err)
-	}
-	return out, nil
+	return queryAll(ctx, s, fmt.Sprintf("geometry records of %q", agentID), `SELECT sequence, produced_ns, payload FROM records
+WHERE agent_id = ? AND kind = 'geometry' AND sequence > ? ORDER BY sequence LIMIT `+fmt.Sprint(limit), []any{agentID, int64(after)},
+		func(row rowScanner) (GeometryRecord, error) {
+			var r GeometryRecord
+			var seq, produced int64
+			if err := row.Scan(&seq, &produced, &r.Payload); err != nil {
+				return r, err
+			}
+			r.Sequence, r.ProducedAt = uint64(seq), fromUnixNano(produced)
+			return r, nil
+		})
 }
 
 // HistoryStates returns the last seen state of each of the agent's

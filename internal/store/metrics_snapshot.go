@@ -141,29 +141,19 @@ func (s *Store) ListMetricsBaselinesOf(ctx context.Context, volumes []VolumeKey)
 }
 
 func (s *Store) listMetricsBaselines(ctx context.Context, where string, args []any) ([]MetricsBaseline, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`
+	return queryAll(ctx, s, "list metrics baselines", `
 SELECT agent_id, mount_point, kind, status, reference, since_ns, history_ratio, cohort_ratio, cohort_reference,
     last_run_ns, runs, latency_histogram, signal, p99_ratio, mean_ratio, rate_ratio
-FROM baseline_states `+where+` ORDER BY agent_id, mount_point, kind`), args...)
-	if err != nil {
-		return nil, fmt.Errorf("list metrics baselines: %w", err)
-	}
-	defer rows.Close()
-	var out []MetricsBaseline
-	for rows.Next() {
+FROM baseline_states `+where+` ORDER BY agent_id, mount_point, kind`, args, func(row rowScanner) (MetricsBaseline, error) {
 		var b MetricsBaseline
 		var since, last, runs int64
-		if err := rows.Scan(&b.AgentID, &b.MountPoint, &b.Kind, &b.Status, &b.Reference, &since, &b.HistoryRatio,
+		if err := row.Scan(&b.AgentID, &b.MountPoint, &b.Kind, &b.Status, &b.Reference, &since, &b.HistoryRatio,
 			&b.CohortRatio, &b.CohortReference, &last, &runs, &b.Histogram, &b.Signal, &b.TailRatio, &b.MeanRatio, &b.RateRatio); err != nil {
-			return nil, fmt.Errorf("list metrics baselines: %w", err)
+			return b, err
 		}
 		b.Since, b.LastRun, b.Runs = fromUnixNano(since), fromUnixNano(last), uint64(runs)
-		out = append(out, b)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list metrics baselines: %w", err)
-	}
-	return out, nil
+		return b, nil
+	})
 }
 
 // VolumeKey names a volume.
@@ -186,27 +176,17 @@ type BaselineRuns struct {
 // ListBaselineRuns returns every volume's BaselineRuns, by agent and mount
 // point.
 func (s *Store) ListBaselineRuns(ctx context.Context) ([]BaselineRuns, error) {
-	rows, err := s.db.QueryContext(ctx, `
+	return queryAll(ctx, s, "list baseline runs", `
 SELECT agent_id, mount_point, COUNT(*), SUM(runs) FROM baseline_states
-GROUP BY agent_id, mount_point ORDER BY agent_id, mount_point`)
-	if err != nil {
-		return nil, fmt.Errorf("list baseline runs: %w", err)
-	}
-	defer rows.Close()
-	var out []BaselineRuns
-	for rows.Next() {
+GROUP BY agent_id, mount_point ORDER BY agent_id, mount_point`, nil, func(row rowScanner) (BaselineRuns, error) {
 		var b BaselineRuns
 		var n, runs int64
-		if err := rows.Scan(&b.AgentID, &b.MountPoint, &n, &runs); err != nil {
-			return nil, fmt.Errorf("list baseline runs: %w", err)
+		if err := row.Scan(&b.AgentID, &b.MountPoint, &n, &runs); err != nil {
+			return b, err
 		}
 		b.States, b.Runs = int(n), uint64(runs)
-		out = append(out, b)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list baseline runs: %w", err)
-	}
-	return out, nil
+		return b, nil
+	})
 }
 
 // VolumeSequence is a present volume and the sequence of the geometry
@@ -221,24 +201,14 @@ type VolumeSequence struct {
 // mount point: the cheap read that tells whether ListVolumes would return
 // anything new (a volume's row changes only with its sequence).
 func (s *Store) ListVolumeSequences(ctx context.Context) ([]VolumeSequence, error) {
-	rows, err := s.db.QueryContext(ctx, `
-SELECT agent_id, mount_point, sequence FROM volumes WHERE present ORDER BY agent_id, mount_point`)
-	if err != nil {
-		return nil, fmt.Errorf("list volume sequences: %w", err)
-	}
-	defer rows.Close()
-	var out []VolumeSequence
-	for rows.Next() {
+	return queryAll(ctx, s, "list volume sequences", `
+SELECT agent_id, mount_point, sequence FROM volumes WHERE present ORDER BY agent_id, mount_point`, nil, func(row rowScanner) (VolumeSequence, error) {
 		var v VolumeSequence
 		var seq int64
-		if err := rows.Scan(&v.AgentID, &v.MountPoint, &seq); err != nil {
-			return nil, fmt.Errorf("list volume sequences: %w", err)
+		if err := row.Scan(&v.AgentID, &v.MountPoint, &seq); err != nil {
+			return v, err
 		}
 		v.Sequence = uint64(seq)
-		out = append(out, v)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list volume sequences: %w", err)
-	}
-	return out, nil
+		return v, nil
+	})
 }

@@ -2,7 +2,7 @@ package store
 
 import (
 	"context"
-	"fmt"
+	"database/sql"
 	"time"
 )
 
@@ -30,25 +30,25 @@ WHERE agent_id = ? AND kind = 'stripe-scan' AND stripe_scan IS NOT NULL`
 		args = append(args, mountPoint)
 	}
 	query += ` ORDER BY mount_point, started_ns DESC, sequence DESC`
-	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
-	if err != nil {
-		return nil, fmt.Errorf("stripe-scan runs of %s: %w", agentID, err)
-	}
-	defer rows.Close()
 	out := map[string][]StripeScanRun{}
-	for rows.Next() {
-		var mount string
-		var seq, started int64
-		var scan []byte
-		if err := rows.Scan(&mount, &seq, &started, &scan); err != nil {
-			return nil, fmt.Errorf("stripe-scan runs of %s: %w", agentID, err)
-		}
-		if len(out[mount]) < MaxStripeScanRuns {
-			out[mount] = append(out[mount], StripeScanRun{Sequence: uint64(seq), StartedAt: fromUnixNano(started), Scan: scan})
-		}
+	type row struct {
+		mount string
+		run   StripeScanRun
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("stripe-scan runs of %s: %w", agentID, err)
+	err := eachRow(ctx, s, "stripe-scan runs of "+agentID, query, args, func(rows *sql.Rows) (row, error) {
+		var r row
+		var seq, started int64
+		err := rows.Scan(&r.mount, &seq, &started, &r.run.Scan)
+		r.run.Sequence, r.run.StartedAt = uint64(seq), fromUnixNano(started)
+		return r, err
+	}, func(r row) error {
+		if len(out[r.mount]) < MaxStripeScanRuns {
+			out[r.mount] = append(out[r.mount], r.run)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -56,18 +56,18 @@ WHERE agent_id = ? AND kind = 'stripe-scan' AND stripe_scan IS NOT NULL`
 // scannedVolumes returns the (agent, mount point) pairs that have stripe-scan
 // runs, for RejudgeVolumes to know whose runs to read.
 func (s *Store) scannedVolumes(ctx context.Context) (map[volumeKey]bool, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT agent_id, mount_point FROM probe_results WHERE kind = 'stripe-scan' AND stripe_scan IS NOT NULL`)
+	keys, err := queryAll(ctx, s, "scanned volumes", `SELECT DISTINCT agent_id, mount_point FROM probe_results WHERE kind = 'stripe-scan' AND stripe_scan IS NOT NULL`, nil,
+		func(r rowScanner) (volumeKey, error) {
+			var k volumeKey
+			err := r.Scan(&k.agent, &k.mount)
+			return k, err
+		})
 	if err != nil {
-		return nil, fmt.Errorf("scanned volumes: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
-	out := map[volumeKey]bool{}
-	for rows.Next() {
-		var k volumeKey
-		if err := rows.Scan(&k.agent, &k.mount); err != nil {
-			return nil, fmt.Errorf("scanned volumes: %w", err)
-		}
+	out := make(map[volumeKey]bool, len(keys))
+	for _, k := range keys {
 		out[k] = true
 	}
-	return out, rows.Err()
+	return out, nil
 }

@@ -86,7 +86,7 @@ func (s *Store) CreateJoinToken(ctx context.Context, t JoinToken) error {
 
 // JoinTokens lists every token, newest first.
 func (s *Store) JoinTokens(ctx context.Context) ([]JoinToken, error) {
-	return queryAll(ctx, s, "join tokens", `SELECT token_id, secret_sha256, labels, max_uses, uses, created_ns, expires_ns, revoked_ns FROM join_tokens ORDER BY created_ns DESC, token_id`,
+	return queryAll(ctx, s, "join tokens", `SELECT token_id, secret_sha256, labels, max_uses, uses, created_ns, expires_ns, revoked_ns FROM join_tokens ORDER BY created_ns DESC, token_id`, nil,
 		func(row rowScanner) (JoinToken, error) {
 			var t JoinToken
 			var labels string
@@ -99,27 +99,6 @@ func (s *Store) JoinTokens(ctx context.Context) ([]JoinToken, error) {
 			t.Labels, err = decodeLabels(labels)
 			return t, err
 		})
-}
-
-// queryAll runs a query without arguments and scans every row.
-func queryAll[T any](ctx context.Context, s *Store, what, query string, scan func(rowScanner) (T, error)) ([]T, error) {
-	rows, err := s.db.QueryContext(ctx, query)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	defer rows.Close()
-	var out []T
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", what, err)
-		}
-		out = append(out, v)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	return out, nil
 }
 
 // RevokeJoinToken ends a token (ErrNotFound: no such token). Revoking a
@@ -286,7 +265,7 @@ func (s *Store) enrolledAgent(ctx context.Context, queryRow func(context.Context
 
 // EnrolledAgents lists the enrolled agents by id.
 func (s *Store) EnrolledAgents(ctx context.Context) ([]EnrolledAgent, error) {
-	return queryAll(ctx, s, "enrolled agents", `SELECT `+enrolledColumns+` FROM enrolled_agents ORDER BY agent_id`, scanEnrolled)
+	return queryAll(ctx, s, "enrolled agents", `SELECT `+enrolledColumns+` FROM enrolled_agents ORDER BY agent_id`, nil, scanEnrolled)
 }
 
 // AgentLabels are the labels an agent got from its join token (none for

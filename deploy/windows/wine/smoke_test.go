@@ -77,8 +77,6 @@ func goBuild(t *testing.T, goos, out, pkg string) {
 func TestAgentUnderWine(t *testing.T) {
 	wine := require(t, "wine", "wine")
 	gcc := require(t, "x86_64-w64-mingw32-gcc", "gcc-mingw-w64-x86-64")
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
 	dir := t.TempDir()
 
 	// Builds: agent.exe, the Linux server, the stand-in DLL.
@@ -90,6 +88,11 @@ func TestAgentUnderWine(t *testing.T) {
 	if b, err := exec.Command(gcc, "-shared", "-O2", "-Wall", "-Werror", "-o", dll, filepath.Join("testdata", "bcryptprimitives.c")).CombinedOutput(); err != nil {
 		t.Fatalf("build bcryptprimitives.dll: %v\n%s", err, b)
 	}
+
+	// The clock starts after the builds (minutes of their own on a loaded
+	// machine): a first wineboot on a fresh machine takes a minute or two.
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
 
 	// A private prefix, initialised, with the DLL in its system32.
 	prefix := filepath.Join(dir, "prefix")
