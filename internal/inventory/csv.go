@@ -17,7 +17,9 @@ import (
 // VolumeCSVColumns are the columns of GET /api/v1/volumes?format=csv: what
 // a change ticket needs to name the volume, say what is wrong, and how to
 // fix it. Unknown numbers are empty cells.
-func VolumeCSVColumns() []string { return append(slices.Clone(volumeCSVColumns[:]), measuredCSVColumns()...) }
+func VolumeCSVColumns() []string {
+	return append(slices.Clone(volumeCSVColumns[:]), measuredCSVColumns()...)
+}
 
 var volumeCSVColumns = [...]string{
 	"id", "host", "agent_id", "mount_point", "device", "fs_type", "verdict",

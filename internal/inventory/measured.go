@@ -15,11 +15,12 @@ import (
 // measured cost of one split I/O with what it comes to per I/O of each
 // size (plumbline.v1.Alignment fields 4, 13-17).
 type measured struct {
-	source     []byte // within the geometry read: no copy
+	source []byte // within the geometry read: no copy
 
 	confidence float64
 	cost       float64 // -1: not measured
-	low, high  float64
+	low, high  float64 // -1: not measured
+	costSet    bool    // the geometry has a cost (proto3 optional presence)
 	// penalty by I/O size (in the order of the sizes asked for); -1:
 	// none.
 	penalty []float64
@@ -47,21 +48,28 @@ const (
 // that does not parse gives an error and what was read before the damage
 // (the store only holds geometry ingest validated).
 func measuredOf(geometry []byte, sizes []uint32, penalty []float64) (measured, error) {
-	m := measured{cost: -1, low: -1, high: -1, penalty: penalty[:len(sizes)]}
+	m := measured{penalty: penalty[:len(sizes)]}
 	for i := range m.penalty {
 		m.penalty[i] = -1
 	}
-	var align []byte
+	// Each occurrence of the alignment merges into what came before, as
+	// proto.Unmarshal merges a repeated message field (the server writes
+	// one).
 	err := eachField(geometry, func(num protowire.Number, typ protowire.Type, b []byte) error {
 		if num == volumeAlignmentField && typ == protowire.BytesType {
-			align = b // the server writes one (deterministic marshal)
+			return eachField(b, m.alignmentField(sizes))
 		}
 		return nil
 	})
-	if err != nil || align == nil {
-		return m, err
+	if !m.costSet { // not measured: no interval either
+		m.cost, m.low, m.high = -1, -1, -1
 	}
-	err = eachField(align, func(num protowire.Number, typ protowire.Type, b []byte) error {
+	return m, err
+}
+
+// alignmentField reads one field of an Alignment into m.
+func (m *measured) alignmentField(sizes []uint32) func(protowire.Number, protowire.Type, []byte) error {
+	return func(num protowire.Number, typ protowire.Type, b []byte) error {
 		switch typ {
 		case protowire.BytesType:
 			switch num {
@@ -75,7 +83,7 @@ func measuredOf(geometry []byte, sizes []uint32, penalty []float64) (measured, e
 			f := math.Float64frombits(v)
 			switch num {
 			case alignCostField:
-				m.cost = f
+				m.cost, m.costSet = f, true
 			case alignCostLowField:
 				m.low = f
 			case alignCostHighField:
@@ -85,18 +93,15 @@ func measuredOf(geometry []byte, sizes []uint32, penalty []float64) (measured, e
 			}
 		}
 		return nil
-	})
-	if m.cost < 0 { // not measured: no interval either
-		m.low, m.high = -1, -1
 	}
-	return m, err
 }
 
 // penaltyEntry reads one map entry of measured_penalty_seconds into the
-// penalty of its size, when it is one of sizes.
+// penalty of its size, when it is one of sizes (a missing key or value
+// is 0, as in protobuf).
 func (m *measured) penaltyEntry(entry []byte, sizes []uint32) error {
 	var key uint64
-	value := -1.0
+	var value float64
 	err := eachField(entry, func(num protowire.Number, typ protowire.Type, b []byte) error {
 		switch {
 		case num == mapKeyField && typ == protowire.VarintType:
@@ -107,12 +112,15 @@ func (m *measured) penaltyEntry(entry []byte, sizes []uint32) error {
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
 	for i, s := range sizes {
 		if uint64(s) == key {
 			m.penalty[i] = value
 		}
 	}
-	return err
+	return nil
 }
 
 // eachField calls fn with each field of a message: its number, wire type

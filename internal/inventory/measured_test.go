@@ -90,19 +90,8 @@ func TestMeasuredOf(t *testing.T) {
 			if err != nil {
 				t.Fatalf("measuredOf: %v", err)
 			}
-			a := v.GetAlignment()
-			want := measured{source: []byte(a.GetStripeUnitSource()), confidence: a.GetStripeUnitConfidence(), cost: -1, low: -1, high: -1}
-			if a != nil && a.MeasuredSplitCostSeconds != nil {
-				want.cost, want.low, want.high = a.GetMeasuredSplitCostSeconds(), a.GetMeasuredSplitCostLowSeconds(), a.GetMeasuredSplitCostHighSeconds()
-			}
-			for _, s := range sizes {
-				p, ok := a.GetMeasuredPenaltySeconds()[s]
-				if !ok {
-					p = -1
-				}
-				want.penalty = append(want.penalty, p)
-			}
-			if diff := gocmp.Diff(want, got, gocmp.AllowUnexported(measured{}), cmpopts.EquateEmpty()); diff != "" {
+			want := decodedMeasured(v.GetAlignment(), sizes)
+			if diff := gocmp.Diff(want, got, measuredCmp...); diff != "" {
 				t.Errorf("measuredOf (-full decode +wire walk):\n%s", diff)
 			}
 		})
@@ -120,6 +109,54 @@ func TestMeasuredOf(t *testing.T) {
 	if _, err := measuredOf([]byte{0x2a, 0x7f}, sizes, make([]float64, len(sizes))); err == nil {
 		t.Error("measuredOf(alignment field longer than the bytes) = nil error")
 	}
+}
+
+// decodedMeasured is what measuredOf should read, from the decoded
+// alignment a.
+func decodedMeasured(a *plumblinev1.Alignment, sizes []uint32) measured {
+	want := measured{source: []byte(a.GetStripeUnitSource()), confidence: a.GetStripeUnitConfidence(), cost: -1, low: -1, high: -1}
+	if a != nil && a.MeasuredSplitCostSeconds != nil {
+		want.cost, want.low, want.high, want.costSet = a.GetMeasuredSplitCostSeconds(), a.GetMeasuredSplitCostLowSeconds(), a.GetMeasuredSplitCostHighSeconds(), true
+	}
+	for _, s := range sizes {
+		p, ok := a.GetMeasuredPenaltySeconds()[s]
+		if !ok {
+			p = -1
+		}
+		want.penalty = append(want.penalty, p)
+	}
+	return want
+}
+
+var measuredCmp = []gocmp.Option{gocmp.AllowUnexported(measured{}), cmpopts.EquateEmpty(), cmpopts.EquateNaNs()}
+
+// FuzzMeasuredOf: on any bytes the wire walk neither panics nor, where
+// protobuf decodes the bytes as a Volume, disagrees with the decode
+// (repeated alignments merge, map entries with a missing key or value,
+// fields of the wrong wire type).
+func FuzzMeasuredOf(f *testing.F) {
+	for _, v := range []*plumblinev1.Volume{judged(f, hiddenStripeVolume("/data"), stripeScan("sdc", align.BasisDisk)), judged(f, fleetVolume(3, "/d"), nil)} {
+		b, err := proto.Marshal(v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+		f.Add(append(b, b...)) // the alignment twice
+	}
+	sizes := vocab.IOSizes()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, err := measuredOf(b, sizes, make([]float64, len(sizes)))
+		var v plumblinev1.Volume
+		if perr := proto.Unmarshal(b, &v); perr != nil {
+			return // protobuf checks more (UTF-8, the layers' insides)
+		}
+		if err != nil {
+			t.Fatalf("measuredOf(%x): %v, but protobuf decodes it", b, err)
+		}
+		if diff := gocmp.Diff(decodedMeasured(v.GetAlignment(), sizes), got, measuredCmp...); diff != "" {
+			t.Errorf("measuredOf(%x) (-decode +wire walk):\n%s", b, diff)
+		}
+	})
 }
 
 // reportMeasured stores a geometry snapshot of agent id whose volumes are
