@@ -67,7 +67,7 @@ var (
 func newFamilies() [numFamilies]family {
 	const ns = "plumbline_"
 	verdicts, severities := strings.Join(vocab.Verdicts(), ", "), strings.Join(vocab.Severities(), ", ")
-	stopReasons, kinds := strings.Join(vocab.StopReasons(), ", "), vocab.ProbeKindList()
+	stopReasons := strings.Join(vocab.StopReasons(), ", ")
 	var fs [numFamilies]family
 	d := func(i int, name string, typ dto.MetricType, help string, labels []string) {
 		f := family{name: ns + name, help: help, typ: typ, labels: labels}
@@ -98,7 +98,7 @@ func newFamilies() [numFamilies]family {
 		withVolume("device"))
 	d(famVolLastProbe, "volume_last_probe_timestamp_seconds", gauge, "When the volume's last probe run that completed operations started (Unix time), over all probe kinds.",
 		volumeLabels)
-	d(famLatency, "probe_latency_seconds", histog, "Latency of every probe operation on the volume, by probe kind ("+kinds+"), cumulative over every judged run. Classic buckets and schema-3 native buckets.",
+	d(famLatency, "probe_latency_seconds", histog, "Latency of every probe operation on the volume, by probe kind ("+strings.Join(vocab.JudgedProbeKindNames(), ", ")+"), cumulative over every judged run. Classic buckets and schema-3 native buckets.",
 		withVolume("kind"))
 	d(famRatio, "baseline_ratio", gauge, "The last run against a reference, by signal: against the history (the volume's own rolling median of the signal) the run's median, p99 and mean latency and its rate shortfall (IOPS cap over achieved IOPS), signal median, p99, mean, rate; against the cohort (the median of volumes of the same profile) or the prior (the profile's expected band, while the cohort is too small) the median only.",
 		withVolume("kind", "reference", "signal"))

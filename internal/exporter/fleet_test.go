@@ -199,7 +199,7 @@ func seed(tb testing.TB, st *store.Store, fleet []host) {
 func steady(mount string, start time.Time, n int, medians map[string]time.Duration) []run {
 	var out []run
 	for i := range n {
-		for _, k := range vocab.ProbeKindNames() {
+		for _, k := range vocab.JudgedProbeKindNames() {
 			out = append(out, run{mount: mount, kind: k, at: start.Add(time.Duration(i) * time.Hour), median: medians[k]})
 		}
 	}
