@@ -11,12 +11,15 @@ import (
 	"unicode/utf8"
 
 	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 // VolumeCSVColumns are the columns of GET /api/v1/volumes?format=csv: what
 // a change ticket needs to name the volume, say what is wrong, and how to
 // fix it. Unknown numbers are empty cells.
-func VolumeCSVColumns() []string { return slices.Clone(volumeCSVColumns[:]) }
+func VolumeCSVColumns() []string {
+	return append(slices.Clone(volumeCSVColumns[:]), measuredCSVColumns()...)
+}
 
 var volumeCSVColumns = [...]string{
 	"id", "host", "agent_id", "mount_point", "device", "fs_type", "verdict",
@@ -25,7 +28,8 @@ var volumeCSVColumns = [...]string{
 	"finding_rule", "finding", "remediation", "degraded", "observed_at",
 	// Appended last so that readers by position keep working: the split
 	// at any offset from the allocation grid (split_fraction_* is the
-	// offset-caused split).
+	// offset-caused split), then what the geometry probe measured
+	// (measuredCSVColumns).
 	"granularity_split_fraction_8k", "granularity_split_fraction_64k",
 }
 
@@ -50,6 +54,11 @@ type csvWriter struct {
 	buf []byte
 	n   int // cells in the current row
 	err error
+	// sizes are the I/O sizes of the measured penalty columns
+	// (vocab.IOSizes, read at the first volume row), penalty their
+	// values' reused buffer.
+	sizes   []uint32
+	penalty []float64
 }
 
 func newCSV(w http.ResponseWriter, name, next string, header []string) *csvWriter {
@@ -248,7 +257,36 @@ func (c *csvWriter) volumeRow(v *store.InventoryVolume) error {
 	c.time(v.ObservedAt)
 	c.frac(v.GranularitySplit8K)
 	c.frac(v.GranularitySplit64K)
+	c.measured(v.Geometry)
 	return c.end()
+}
+
+// measured appends the cells of measuredCSVColumns from a volume's stored
+// geometry: empty where nothing was measured (a confidence of 0 is
+// none).
+func (c *csvWriter) measured(geometry []byte) {
+	if c.sizes == nil {
+		c.sizes = vocab.IOSizes()
+		c.penalty = make([]float64, len(c.sizes))
+	}
+	m, _ := measuredOf(geometry, c.sizes, c.penalty) // damage: the cells read before it
+	if needsQuoting(m.source) {
+		c.text(string(m.source)) // sources are plain words; this never runs for real ones
+	} else {
+		c.sep()
+		c.buf = append(c.buf, m.source...)
+	}
+	if m.confidence > 0 {
+		c.frac(m.confidence)
+	} else {
+		c.sep()
+	}
+	c.frac(m.cost)
+	c.frac(m.low)
+	c.frac(m.high)
+	for _, p := range m.penalty {
+		c.frac(p)
+	}
 }
 
 // needsQuoting says whether appended bytes would need quoting or defusing
@@ -264,6 +302,7 @@ func needsQuoting(b []byte) bool {
 // time when unpaged; a page (limit given) carries the next page's token in
 // the X-Next-Page-Token header.
 func (a *API) volumesCSV(w http.ResponseWriter, r *http.Request, q store.VolumeQuery, hash uint64) {
+	q.WithGeometry = true // the measured columns
 	if q.Limit > 0 {
 		rows, next, err := a.page(r, q, hash)
 		if err != nil {
