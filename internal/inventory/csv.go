@@ -11,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/plumbline/plumbline/internal/store"
-	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 // VolumeCSVColumns are the columns of GET /api/v1/volumes?format=csv: what
@@ -54,11 +53,6 @@ type csvWriter struct {
 	buf []byte
 	n   int // cells in the current row
 	err error
-	// sizes are the I/O sizes of the measured penalty columns
-	// (vocab.IOSizes, read at the first volume row), penalty their
-	// values' reused buffer.
-	sizes   []uint32
-	penalty []float64
 }
 
 func newCSV(w http.ResponseWriter, name, next string, header []string) *csvWriter {
@@ -257,36 +251,32 @@ func (c *csvWriter) volumeRow(v *store.InventoryVolume) error {
 	c.time(v.ObservedAt)
 	c.frac(v.GranularitySplit8K)
 	c.frac(v.GranularitySplit64K)
-	c.measured(v.Geometry)
+	c.measured(v)
 	return c.end()
 }
 
-// measured appends the cells of measuredCSVColumns from a volume's stored
-// geometry: empty where nothing was measured (a confidence of 0 is
-// none).
-func (c *csvWriter) measured(geometry []byte) {
-	if c.sizes == nil {
-		c.sizes = vocab.IOSizes()
-		c.penalty = make([]float64, len(c.sizes))
-	}
-	m, _ := measuredOf(geometry, c.sizes, c.penalty) // damage: the cells read before it
-	if needsQuoting(m.source) {
-		c.text(string(m.source)) // sources are plain words; this never runs for real ones
-	} else {
-		c.sep()
-		c.buf = append(c.buf, m.source...)
-	}
-	if m.confidence > 0 {
-		c.frac(m.confidence)
+// measured appends the cells of measuredCSVColumns: empty where nothing
+// was measured (a confidence of 0 is none).
+func (c *csvWriter) measured(v *store.InventoryVolume) {
+	c.text(v.StripeUnitSource)
+	if v.StripeUnitConfidence > 0 {
+		c.frac(v.StripeUnitConfidence)
 	} else {
 		c.sep()
 	}
-	c.frac(m.cost)
-	c.frac(m.low)
-	c.frac(m.high)
-	for _, p := range m.penalty {
-		c.frac(p)
-	}
+	c.frac(v.MeasuredSplitCost)
+	c.frac(v.MeasuredSplitCostLow)
+	c.frac(v.MeasuredSplitCostHigh)
+	c.frac(v.MeasuredPenalty8K)
+	c.frac(v.MeasuredPenalty64K)
+}
+
+// measuredCSVColumns are the CSV's columns of what the geometry probe
+// measured, appended after the others.
+func measuredCSVColumns() []string {
+	return []string{"stripe_unit_source", "stripe_unit_confidence", "measured_split_cost_seconds",
+		"measured_split_cost_low_seconds", "measured_split_cost_high_seconds",
+		"measured_penalty_seconds_8k", "measured_penalty_seconds_64k"}
 }
 
 // needsQuoting says whether appended bytes would need quoting or defusing
@@ -302,7 +292,6 @@ func needsQuoting(b []byte) bool {
 // time when unpaged; a page (limit given) carries the next page's token in
 // the X-Next-Page-Token header.
 func (a *API) volumesCSV(w http.ResponseWriter, r *http.Request, q store.VolumeQuery, hash uint64) {
-	q.WithGeometry = true // the measured columns
 	if q.Limit > 0 {
 		rows, next, err := a.page(r, q, hash)
 		if err != nil {

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	gocmp "github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -57,106 +56,6 @@ func judged(t testing.TB, v *plumblinev1.Volume, m *plumblinev1.StripeMeasuremen
 	v.MeasuredStripe = m
 	v.Alignment = align.Evaluate(v)
 	return v
-}
-
-// TestMeasuredOf: the wire walk of the CSV reads the same measured fields
-// from a stored geometry as a full protobuf decode, for a volume whose
-// stripe unit was inferred, one whose unit a measurement confirmed, one
-// without a measurement and one without an alignment; damaged bytes are
-// an error, not a panic.
-func TestMeasuredOf(t *testing.T) {
-	t.Parallel()
-	confirmed := fleetVolume(0, "/data") // RAID 10 declared at 64 KiB on sdb
-	confirmed.Layers[2].Device = "sdb"
-	cases := map[string]*plumblinev1.Volume{
-		"inferred":     judged(t, hiddenStripeVolume("/data"), stripeScan("sdc", align.BasisDisk)),
-		"confirmed":    judged(t, confirmed, stripeScan("sdb", align.BasisDisk)),
-		"not measured": judged(t, fleetVolume(3, "/data"), nil),
-		"no alignment": hiddenStripeVolume("/data"),
-		"unit, no offset": judged(t, func() *plumblinev1.Volume {
-			v := hiddenStripeVolume("/data")
-			v.Layers[1].OffsetBytes = nil
-			return v
-		}(), stripeScan("sdc", align.BasisDisk)),
-	}
-	sizes := vocab.IOSizes()
-	for name, v := range cases {
-		t.Run(name, func(t *testing.T) {
-			b, err := proto.MarshalOptions{Deterministic: true}.Marshal(v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := measuredOf(b, sizes, make([]float64, len(sizes)))
-			if err != nil {
-				t.Fatalf("measuredOf: %v", err)
-			}
-			want := decodedMeasured(v.GetAlignment(), sizes)
-			if diff := gocmp.Diff(want, got, measuredCmp...); diff != "" {
-				t.Errorf("measuredOf (-full decode +wire walk):\n%s", diff)
-			}
-		})
-	}
-	// The cases exercise what they claim.
-	if a := cases["inferred"].GetAlignment(); a.GetStripeUnitSource() != align.SourceMeasured || a.MeasuredSplitCostSeconds == nil || len(a.GetMeasuredPenaltySeconds()) != len(sizes) {
-		t.Errorf("inferred case: alignment %v", a)
-	}
-	if a := cases["confirmed"].GetAlignment(); a.GetStripeUnitSource() == align.SourceMeasured || a.MeasuredSplitCostSeconds == nil {
-		t.Errorf("confirmed case: alignment %v", a)
-	}
-	if a := cases["unit, no offset"].GetAlignment(); a.MeasuredSplitCostSeconds == nil || len(a.GetMeasuredPenaltySeconds()) != 0 {
-		t.Errorf("unit, no offset case: alignment %v", a)
-	}
-	if _, err := measuredOf([]byte{0x2a, 0x7f}, sizes, make([]float64, len(sizes))); err == nil {
-		t.Error("measuredOf(alignment field longer than the bytes) = nil error")
-	}
-}
-
-// decodedMeasured is what measuredOf should read, from the decoded
-// alignment a.
-func decodedMeasured(a *plumblinev1.Alignment, sizes []uint32) measured {
-	want := measured{source: []byte(a.GetStripeUnitSource()), confidence: a.GetStripeUnitConfidence(), cost: -1, low: -1, high: -1}
-	if a != nil && a.MeasuredSplitCostSeconds != nil {
-		want.cost, want.low, want.high, want.costSet = a.GetMeasuredSplitCostSeconds(), a.GetMeasuredSplitCostLowSeconds(), a.GetMeasuredSplitCostHighSeconds(), true
-	}
-	for _, s := range sizes {
-		p, ok := a.GetMeasuredPenaltySeconds()[s]
-		if !ok {
-			p = -1
-		}
-		want.penalty = append(want.penalty, p)
-	}
-	return want
-}
-
-var measuredCmp = []gocmp.Option{gocmp.AllowUnexported(measured{}), cmpopts.EquateEmpty(), cmpopts.EquateNaNs()}
-
-// FuzzMeasuredOf: on any bytes the wire walk neither panics nor, where
-// protobuf decodes the bytes as a Volume, disagrees with the decode
-// (repeated alignments merge, map entries with a missing key or value,
-// fields of the wrong wire type).
-func FuzzMeasuredOf(f *testing.F) {
-	for _, v := range []*plumblinev1.Volume{judged(f, hiddenStripeVolume("/data"), stripeScan("sdc", align.BasisDisk)), judged(f, fleetVolume(3, "/d"), nil)} {
-		b, err := proto.Marshal(v)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-		f.Add(append(b, b...)) // the alignment twice
-	}
-	sizes := vocab.IOSizes()
-	f.Fuzz(func(t *testing.T, b []byte) {
-		got, err := measuredOf(b, sizes, make([]float64, len(sizes)))
-		var v plumblinev1.Volume
-		if perr := proto.Unmarshal(b, &v); perr != nil {
-			return // protobuf checks more (UTF-8, the layers' insides)
-		}
-		if err != nil {
-			t.Fatalf("measuredOf(%x): %v, but protobuf decodes it", b, err)
-		}
-		if diff := gocmp.Diff(decodedMeasured(v.GetAlignment(), sizes), got, measuredCmp...); diff != "" {
-			t.Errorf("measuredOf(%x) (-decode +wire walk):\n%s", b, diff)
-		}
-	})
 }
 
 // reportMeasured stores a geometry snapshot of agent id whose volumes are
@@ -252,6 +151,18 @@ func TestMeasuredColumns(t *testing.T) {
 			}
 			if _, ok := byMount["/plain"]["measured_split_cost_seconds"]; ok {
 				t.Errorf("/plain (no measurement) has a measured split cost: %v", byMount["/plain"])
+			}
+
+			// The filter on the source: the SQL (a page) and the summary
+			// index (the summary's count) select the one measured volume.
+			if got := list(t, srv.URL, "stripe_unit_source=measured", 10); len(got) != 1 || got[0]["mount_point"] != "/data" || got[0]["host"] != "hw01.example" {
+				t.Errorf("stripe_unit_source=measured: %d volumes %v, want hw01.example:/data", len(got), got)
+			}
+			if n := num(summaryAt(t, srv.URL, "stripe_unit_source=measured")["volumes"]); n != 1 {
+				t.Errorf("summary of stripe_unit_source=measured: %v volumes, want 1", n)
+			}
+			if got := list(t, srv.URL, "stripe_unit_source=declared&host=hw01.example", 10); len(got) != 0 {
+				t.Errorf("stripe_unit_source=declared on hw01: %d volumes, want 0", len(got))
 			}
 
 			// The CSV: the same numbers.
