@@ -81,7 +81,8 @@ func TestEveryAlertTested(t *testing.T) {
 		}
 	}
 	want := []string{"PlumblineVolumeMisaligned", "PlumblineVolumeDegraded", "PlumblineVolumeCohortOutlier", "PlumblineAgentDown",
-		"PlumblineProbeFailing", "PlumblineGeometryChanged", "PlumblineAllocationUnitNotRecommended", "PlumblineRAIDArrayDegraded"}
+		"PlumblineProbeFailing", "PlumblineGeometryChanged", "PlumblineAllocationUnitNotRecommended", "PlumblineRAIDArrayDegraded",
+		"PlumblineStripeUnitDisagrees"}
 	var have []string
 	for _, g := range rules.Groups {
 		for _, r := range g.Rules {
@@ -122,6 +123,7 @@ func TestAlertmanagerRoutes(t *testing.T) {
 		{"alertname=PlumblineExporterStoreFailing severity=critical instance=s1:9464", "plumbline-pager"},
 		{"alertname=PlumblineVolumeDegraded severity=warning host=db01 mount_point=/data", "plumbline-tickets"},
 		{"alertname=PlumblineGeometryChanged severity=info host=db01 mount_point=/data", "plumbline-digest"},
+		{"alertname=PlumblineStripeUnitDisagrees severity=warning host=db01 mount_point=/data", "plumbline-tickets"},
 		{"alertname=PlumblineAgentIdentityConflict severity=warning agent_id=a1 host=db01", "plumbline-tickets"},
 	} {
 		cmd := exec.Command(amtool, append([]string{"config", "routes", "test", "--config.file=alertmanager.yml"}, strings.Fields(c.labels)...)...)

@@ -1,6 +1,7 @@
 // Command enumgen writes the enumerations of api/openapi.yaml from the
 // words' homes: internal/vocab (verdicts, severities, probe kinds, stop
-// reasons) and the inventory's filter table (every enumerated query
+// reasons), internal/align (where stripe-scan runs place their reads) and
+// the inventory's filter table (every enumerated query
 // parameter). The rest of the document is written by hand; enumgen
 // replaces only the flow lists of the enums it owns, in place, so a new
 // probe kind, RAID level, rule or I/O size reaches the API contract
@@ -19,6 +20,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/plumbline/plumbline/internal/align"
 	"github.com/plumbline/plumbline/internal/inventory"
 	"github.com/plumbline/plumbline/internal/vocab"
 )
@@ -65,6 +67,7 @@ func enums() []enum {
 		{[]string{"components", "schemas", "Finding", "properties", "severity"}, vocab.Severities()},
 		{[]string{"components", "schemas", "Alignment", "properties", "verdict"}, vocab.Verdicts()},
 		{[]string{"components", "schemas", "ProbeSummary", "properties", "kind"}, vocab.ProbeKindNames()},
+		{[]string{"components", "schemas", "StripeMeasurement", "properties", "basis"}, []string{align.BasisStripedDevice, align.BasisDisk}},
 	}
 	for _, p := range inventory.Filters() {
 		if vals := inventory.FilterValues(p.Param); vals != nil {

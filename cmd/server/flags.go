@@ -37,10 +37,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (config.Config, bool, e
 		logFormat  = fs.String("log.format", d.Log.Format, "log `format`: text or json")
 		pprofAddr  = fs.String("debug.pprof-listen-address", "", "serve net/http/pprof on this `address` (a separate listener, no authentication: keep it on loopback; default: off)")
 	)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "usage: server --config FILE [flags]\n       server --dev --data-dir DIR\n       server inventory list|summary [--url URL] [--token-file FILE] [--verdict misaligned ...]\n\nflags:\n")
-		fs.PrintDefaults()
-	}
+	fs.Usage = func() { usage(fs) }
 	if err := fs.Parse(args); err != nil {
 		return config.Config{}, false, err
 	}
@@ -94,6 +91,12 @@ func parseFlags(args []string, stdout, stderr io.Writer) (config.Config, bool, e
 		return config.Config{}, false, fmt.Errorf("configuration: %w", strictyaml.WithLines(err, lines))
 	}
 	return cfg, *check, nil
+}
+
+// usage prints the server's usage line and flags.
+func usage(fs *flag.FlagSet) {
+	fmt.Fprint(fs.Output(), "usage: server --config FILE [flags]\n       server --dev --data-dir DIR\n       server inventory list|summary [--url URL] [--token-file FILE] [--verdict misaligned ...]\n\nflags:\n")
+	fs.PrintDefaults()
 }
 
 // devDefaults is --dev's part of the configuration: loopback listeners

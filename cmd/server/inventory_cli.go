@@ -7,12 +7,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/plumbline/plumbline/internal/align"
 	"github.com/plumbline/plumbline/internal/bytesize"
 	"github.com/plumbline/plumbline/internal/inventory"
 	"github.com/plumbline/plumbline/internal/inventory/client"
@@ -149,7 +151,7 @@ func listVolumes(ctx context.Context, c *client.Client, a *inventoryArgs, stdout
 	var tw *tabwriter.Writer
 	if a.format == "table" {
 		tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "HOST\tMOUNT POINT\tVERDICT\tOFFSET\tSTRIPE UNIT\tSPLIT 8K\tSEVERITY\tPROFILE\tID")
+		fmt.Fprintln(tw, "HOST\tMOUNT POINT\tVERDICT\tOFFSET\tSTRIPE UNIT\tSPLIT 8K\tSPLIT COST\tSEVERITY\tPROFILE\tID")
 	}
 	q.Set("limit", "1000")
 	for {
@@ -181,7 +183,8 @@ func listVolumes(ctx context.Context, c *client.Client, a *inventoryArgs, stdout
 
 // tableRow is a volume of the API as a row of the list's table: sizes as
 // `agent inspect` writes them, unknownCell for what the server does not
-// know.
+// know. A stripe unit the geometry probe inferred says so, with its
+// confidence; SPLIT COST is the measured cost of one split I/O.
 func tableRow(raw json.RawMessage) string {
 	var v struct {
 		ID         string `json:"id"`
@@ -190,25 +193,44 @@ func tableRow(raw json.RawMessage) string {
 		Profile    string `json:"profile"`
 		Severity   string `json:"severity"`
 		Alignment  struct {
-			Verdict         string             `json:"verdict"`
-			DataOffsetBytes *uint64            `json:"data_offset_bytes"`
-			StripeUnitBytes uint64             `json:"stripe_unit_bytes"`
-			SplitFraction   map[string]float64 `json:"split_fraction"`
+			Verdict          string             `json:"verdict"`
+			DataOffsetBytes  *uint64            `json:"data_offset_bytes"`
+			StripeUnitBytes  uint64             `json:"stripe_unit_bytes"`
+			StripeUnitSource string             `json:"stripe_unit_source"`
+			Confidence       float64            `json:"stripe_unit_confidence"`
+			SplitFraction    map[string]float64 `json:"split_fraction"`
+			SplitCost        *float64           `json:"measured_split_cost_seconds"`
 		}
 	}
 	json.Unmarshal(raw, &v)
-	off, stripe, split := unknownCell, unknownCell, unknownCell
+	off, stripe, split, cost := unknownCell, unknownCell, unknownCell, unknownCell
 	if v.Alignment.DataOffsetBytes != nil {
 		off = bytesize.Size(*v.Alignment.DataOffsetBytes).Human()
 	}
 	if v.Alignment.StripeUnitBytes != 0 {
 		stripe = bytesize.Size(v.Alignment.StripeUnitBytes).Human()
+		if v.Alignment.StripeUnitSource == align.SourceMeasured {
+			// Rounded down, so that 0.996 does not read as certainty.
+			stripe += fmt.Sprintf(" (measured, %d%%)", int(math.Floor(100*v.Alignment.Confidence)))
+		}
 	}
 	if f, ok := v.Alignment.SplitFraction["8192"]; ok {
 		split = fmt.Sprintf("%.1f%%", 100*f)
 	}
+	if c := v.Alignment.SplitCost; c != nil {
+		cost = latencyCell(*c)
+	}
 	return strings.Join([]string{cell(v.Host), cell(v.MountPoint), cell(v.Alignment.Verdict), off,
-		stripe, split, cell(v.Severity), cell(v.Profile), v.ID}, "\t")
+		stripe, split, cost, cell(v.Severity), cell(v.Profile), v.ID}, "\t")
+}
+
+// latencyCell writes seconds in milliseconds (0.81ms), or microseconds
+// below 0.1 ms (85µs).
+func latencyCell(s float64) string {
+	if s < 100e-6 {
+		return fmt.Sprintf("%.0fµs", s*1e6)
+	}
+	return fmt.Sprintf("%.2fms", s*1e3)
 }
 
 // cell is s, or the unknown marker when empty.

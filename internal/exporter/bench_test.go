@@ -61,7 +61,7 @@ func newBenchFleet(b *testing.B) *benchFleet {
 				pv = legacyVolume(pv.MountPoint)
 			}
 			g.Volumes = append(g.Volumes, storeVolume(b, pv))
-			for _, k := range vocab.ProbeKindNames() {
+			for _, k := range vocab.JudgedProbeKindNames() {
 				f.states = append(f.states, store.ProbeBaseline{AgentID: id, MountPoint: pv.MountPoint, Kind: k, Profile: "p", Detector: []byte{},
 					Status: "ok", Reference: "history", Ratio: 1.05, HistoryRatio: 1.05, CohortRatio: 0.97, CohortReference: "cohort",
 					TailRatio: 1.1, MeanRatio: 1.02, RateRatio: 1, Trusted: true, LastRun: epoch, Runs: 100, Histogram: h})

@@ -44,8 +44,10 @@ const (
 	famVolGranSplit
 	famVolInfo
 	famVolLastProbe
+	famVolMeasuredCost
 	famVolRAIDMissing
 	famVolSplit
+	famVolStripeConfidence
 	famVolumes
 	numFamilies
 )
@@ -65,7 +67,7 @@ var (
 func newFamilies() [numFamilies]family {
 	const ns = "plumbline_"
 	verdicts, severities := strings.Join(vocab.Verdicts(), ", "), strings.Join(vocab.Severities(), ", ")
-	stopReasons, kinds := strings.Join(vocab.StopReasons(), ", "), vocab.ProbeKindList()
+	stopReasons := strings.Join(vocab.StopReasons(), ", ")
 	var fs [numFamilies]family
 	d := func(i int, name string, typ dto.MetricType, help string, labels []string) {
 		f := family{name: ns + name, help: help, typ: typ, labels: labels}
@@ -86,13 +88,17 @@ func newFamilies() [numFamilies]family {
 		withVolume("io_size_bytes"))
 	d(famVolGranSplit, "volume_granularity_split_fraction", gauge, "Allocation-granularity split: predicted share of I/Os of io_size_bytes that straddle a stripe unit at any offset, because the file system places them on a grid finer than their size (allocation unit or stripe hint below the I/O size). Not a misalignment; no re-partitioning removes it (0 to 1). Absent when no stripe unit or offset is known.",
 		withVolume("io_size_bytes"))
+	d(famVolMeasuredCost, "volume_measured_split_cost_seconds", gauge, "Measured cost of one split I/O: the extra latency of an 8 KiB read that straddles a boundary of the judged stripe unit, as the geometry probe (stripe-scan) timed it on the striped device. Times the predicted split (volume_split_fraction + volume_granularity_split_fraction) it is the measured penalty per I/O. Present only when a measurement of the judged stripe unit exists.",
+		volumeLabels)
+	d(famVolStripeConfidence, "volume_stripe_unit_confidence", gauge, "Confidence (0 to 1) of the geometry probe's stripe-unit measurement behind the verdict: of the inferred unit when stripe_unit_source is measured, else of the measurement that confirmed or contradicted the unit from stripe_unit_source. Present only when there is one.",
+		withVolume("stripe_unit_source"))
 	d(famVolFinding, "volume_finding", gauge, "An alignment finding of the server's rules on the volume (rule id, severity: "+severities+"); always 1.",
 		withVolume("rule", "severity"))
 	d(famVolRAIDMissing, "volume_raid_missing_members", gauge, "Members an md array under the volume lacks: the kernel's raid_disks minus the member devices sysfs lists. 0 for a complete array.",
 		withVolume("device"))
 	d(famVolLastProbe, "volume_last_probe_timestamp_seconds", gauge, "When the volume's last probe run that completed operations started (Unix time), over all probe kinds.",
 		volumeLabels)
-	d(famLatency, "probe_latency_seconds", histog, "Latency of every probe operation on the volume, by probe kind ("+kinds+"), cumulative over every judged run. Classic buckets and schema-3 native buckets.",
+	d(famLatency, "probe_latency_seconds", histog, "Latency of every probe operation on the volume, by probe kind ("+strings.Join(vocab.JudgedProbeKindNames(), ", ")+"), cumulative over every judged run. Classic buckets and schema-3 native buckets.",
 		withVolume("kind"))
 	d(famRatio, "baseline_ratio", gauge, "The last run against a reference, by signal: against the history (the volume's own rolling median of the signal) the run's median, p99 and mean latency and its rate shortfall (IOPS cap over achieved IOPS), signal median, p99, mean, rate; against the cohort (the median of volumes of the same profile) or the prior (the profile's expected band, while the cohort is too small) the median only.",
 		withVolume("kind", "reference", "signal"))

@@ -111,7 +111,8 @@ func requireTool(t testing.TB, name string) string {
 // budget: at most 89 per volume with default settings (30 before the
 // classic buckets went from 2 bounds to 18; the split reported by cause,
 // offset and allocation granularity, adds 2 where a stripe unit is known;
-// the p99, mean and rate ratios against the history 3 per probe kind).
+// the p99, mean and rate ratios against the history 3 per probe kind; a
+// stripe-scan measurement behind the verdict its cost and confidence, 2).
 func TestSeriesPerVolume(t *testing.T) {
 	t.Parallel()
 	c := goldenCollector(t)
@@ -147,10 +148,10 @@ func TestSeriesPerVolume(t *testing.T) {
 		// info, finding ×1 (stripe-unit-unknown), last probe, latency 3 kinds, ratios ×15 (no stripe: no split fraction),
 		// stops ×1 (refused), failing since ×1 (random-write refused)
 		"db01.example.com:/log": 1 + 1 + 1 + 3*hist + 15 + 1 + 1,
-		// info, split ×2, granularity split ×2, finding ×1, raid missing members, last probe, latency 3 kinds,
-		// ratios ×14 (the last log-write run stopped at its latency ceiling: no rate), stops ×2
-		// (busy, latency-ceiling)
-		"db02.example.com:/srv/pg": 1 + 2 + 2 + 1 + 1 + 1 + 3*hist + 14 + 2,
+		// info, split ×2, granularity split ×2, measured split cost, stripe-unit confidence, finding ×1,
+		// raid missing members, last probe, latency 3 kinds, ratios ×14 (the last log-write run stopped at
+		// its latency ceiling: no rate), stops ×2 (busy, latency-ceiling)
+		"db02.example.com:/srv/pg": 1 + 2 + 2 + 1 + 1 + 1 + 1 + 1 + 3*hist + 14 + 2,
 	}
 	for id, n := range perVolume {
 		t.Logf("%s: %d series", id, n)

@@ -76,7 +76,11 @@ func mdVolume(mount string) *plumblinev1.Volume {
 	for _, d := range md.Below {
 		ls = append(ls, diskLayer(d, "Samsung SSD 870 EVO 1TB", false, 4096))
 	}
-	return &plumblinev1.Volume{MountPoint: mount, Device: "/dev/md0", Filesystem: &plumblinev1.Filesystem{Type: "ext4", BlockSizeBytes: 4 * kib}, Layers: ls}
+	// The geometry probe confirmed md0's 512 KiB unit and timed a split read.
+	ms := &plumblinev1.StripeMeasurement{UnitBytes: 512 * kib, Confidence: 0.995, AgreeingRuns: 3, StraddleCostSeconds: 0.0004,
+		StraddleCostLowSeconds: 0.0003, StraddleCostHighSeconds: 0.0005, Device: "md0", Basis: "striped device", OffsetKnown: true}
+	return &plumblinev1.Volume{MountPoint: mount, Device: "/dev/md0", Filesystem: &plumblinev1.Filesystem{Type: "ext4", BlockSizeBytes: 4 * kib},
+		Layers: ls, MeasuredStripe: ms}
 }
 
 // storeVolume is what ingest stores for a volume: the server's verdict
@@ -195,7 +199,7 @@ func seed(tb testing.TB, st *store.Store, fleet []host) {
 func steady(mount string, start time.Time, n int, medians map[string]time.Duration) []run {
 	var out []run
 	for i := range n {
-		for _, k := range vocab.ProbeKindNames() {
+		for _, k := range vocab.JudgedProbeKindNames() {
 			out = append(out, run{mount: mount, kind: k, at: start.Add(time.Duration(i) * time.Hour), median: medians[k]})
 		}
 	}

@@ -93,6 +93,12 @@ func (c *Collector) volumeSeries(v store.Volume, f *volumeFacts) []*series {
 			ss = append(ss, c.series(famVolGranSplit, g, host, mount, c.ioSizeNames[i]))
 		}
 	}
+	if f.splitCost != nil {
+		ss = append(ss, c.series(famVolMeasuredCost, *f.splitCost, host, mount))
+	}
+	if f.confidence > 0 {
+		ss = append(ss, c.series(famVolStripeConfidence, f.confidence, host, mount, f.stripeSource))
+	}
 	for _, fd := range f.findings {
 		ss = append(ss, c.series(famVolFinding, 1, host, mount, fd[0], fd[1]))
 	}
@@ -112,6 +118,12 @@ type volumeFacts struct {
 	// alignment, as the volumes table's split columns), granularity the
 	// split at any offset.
 	split, granularity map[uint32]float64
+	// splitCost is the measured cost of one split I/O (nil: not
+	// measured); confidence the stripe-scan measurement's behind the
+	// verdict (0: none), stripeSource where the judged unit comes from.
+	splitCost    *float64
+	confidence   float64
+	stripeSource string
 }
 
 type raidFacts struct {
@@ -132,6 +144,12 @@ func factsOf(v store.Volume) volumeFacts {
 	}
 	f.split = pv.GetAlignment().GetSplitFraction()
 	f.granularity = pv.GetAlignment().GetGranularitySplitFraction()
+	if a := pv.GetAlignment(); a.MeasuredSplitCostSeconds != nil {
+		cost := a.GetMeasuredSplitCostSeconds()
+		f.splitCost = &cost
+	}
+	f.confidence = pv.GetAlignment().GetStripeUnitConfidence()
+	f.stripeSource = pv.GetAlignment().GetStripeUnitSource()
 	seen := map[[2]string]bool{}
 	for _, fd := range pv.GetAlignment().GetFindings() {
 		k := [2]string{fd.GetRule(), fd.GetSeverity()}

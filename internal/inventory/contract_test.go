@@ -15,9 +15,11 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/plumbline/plumbline/api"
+	"github.com/plumbline/plumbline/internal/align"
 	"github.com/plumbline/plumbline/internal/histogram"
 	"github.com/plumbline/plumbline/internal/store"
 	"github.com/plumbline/plumbline/internal/wire"
+	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
 // seedProbe stores one probe result of agent id's volume mp.
@@ -70,6 +72,10 @@ func TestOpenAPIContract(t *testing.T) {
 			v.Layers[1].OffsetBytes = u64(1 << 20)
 			report(t, st, "agent00", "db00.example", 2, v, fleetVolume(1, "/data1"))
 			seedProbe(t, st, "agent00", "/data0", 3)
+			// A volume judged with the geometry probe's inferred stripe unit.
+			reportMeasured(t, st, "hidden", "hw01.example", 1,
+				map[string]*plumblinev1.StripeMeasurement{"/data": stripeScan("sdc", align.BasisDisk)}, hiddenStripeVolume("/data"))
+			measuredID := store.VolumeID("hidden", "/data")
 			if err := st.PutBaselineStates(context.Background(), []store.BaselineState{
 				{AgentID: "agent00", MountPoint: "/data0", State: "degraded", Degraded: true, Reason: "p95 3x cohort", UpdatedAt: time.Now()},
 			}); err != nil {
@@ -99,6 +105,19 @@ func TestOpenAPIContract(t *testing.T) {
 						if !bytes.Contains(b, []byte(want)) {
 							t.Errorf("volume detail has no %s:\n%s", want, b)
 						}
+					}
+				}},
+				{"/api/v1/volumes/" + measuredID, true, "", 200, func(t *testing.T, b []byte) {
+					for _, want := range []string{`"stripe_unit_source": "measured"`, `"stripe_unit_confidence": 0.998`, `"measured_split_cost_seconds": 0.0008`,
+						`"measured_split_cost_low_seconds"`, `"measured_split_cost_high_seconds"`, `"measured_penalty_seconds": {`, `"measured_stripe": {`} {
+						if !bytes.Contains(b, []byte(want)) {
+							t.Errorf("measured volume detail has no %s:\n%s", want, b)
+						}
+					}
+				}},
+				{"/api/v1/volumes?host=hw01.example", true, "", 200, func(t *testing.T, b []byte) {
+					if !bytes.Contains(b, []byte(`"measured_penalty_seconds":{`)) {
+						t.Errorf("measured volume in a page has no measured_penalty_seconds:\n%s", b)
 					}
 				}},
 				{"/api/v1/volumes/ffffffffffffffff", true, "", 404, nil},
@@ -160,5 +179,34 @@ func TestOpenAPIContract(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOpenAPIVolumeFields: api/openapi.yaml documents every field of
+// plumblinev1.Volume, its Alignment (the verdict) and its
+// StripeMeasurement, so a field added to the proto (the measured split
+// cost, its penalty per I/O size, the stripe unit's confidence) is
+// described where clients read.
+func TestOpenAPIVolumeFields(t *testing.T) {
+	t.Parallel()
+	doc, err := openapi3.NewLoader().LoadFromData(api.OpenAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for schemaName, msg := range map[string]proto.Message{
+		"Volume": &plumblinev1.Volume{}, "Alignment": &plumblinev1.Alignment{}, "StripeMeasurement": &plumblinev1.StripeMeasurement{},
+	} {
+		schema := doc.Components.Schemas[schemaName]
+		if schema == nil || schema.Value == nil {
+			t.Errorf("api/openapi.yaml: no %s schema", schemaName)
+			continue
+		}
+		fields := msg.ProtoReflect().Descriptor().Fields()
+		for i := range fields.Len() {
+			name := string(fields.Get(i).Name())
+			if _, ok := schema.Value.Properties[name]; !ok {
+				t.Errorf("api/openapi.yaml %s has no property %s (%s field %d)", schemaName, name, msg.ProtoReflect().Descriptor().FullName(), fields.Get(i).Number())
+			}
+		}
 	}
 }

@@ -16,7 +16,9 @@ import (
 // VolumeCSVColumns are the columns of GET /api/v1/volumes?format=csv: what
 // a change ticket needs to name the volume, say what is wrong, and how to
 // fix it. Unknown numbers are empty cells.
-func VolumeCSVColumns() []string { return slices.Clone(volumeCSVColumns[:]) }
+func VolumeCSVColumns() []string {
+	return append(slices.Clone(volumeCSVColumns[:]), measuredCSVColumns()...)
+}
 
 var volumeCSVColumns = [...]string{
 	"id", "host", "agent_id", "mount_point", "device", "fs_type", "verdict",
@@ -25,7 +27,8 @@ var volumeCSVColumns = [...]string{
 	"finding_rule", "finding", "remediation", "degraded", "observed_at",
 	// Appended last so that readers by position keep working: the split
 	// at any offset from the allocation grid (split_fraction_* is the
-	// offset-caused split).
+	// offset-caused split), then what the geometry probe measured
+	// (measuredCSVColumns).
 	"granularity_split_fraction_8k", "granularity_split_fraction_64k",
 }
 
@@ -248,7 +251,32 @@ func (c *csvWriter) volumeRow(v *store.InventoryVolume) error {
 	c.time(v.ObservedAt)
 	c.frac(v.GranularitySplit8K)
 	c.frac(v.GranularitySplit64K)
+	c.measured(v)
 	return c.end()
+}
+
+// measured appends the cells of measuredCSVColumns: empty where nothing
+// was measured (a confidence of 0 is none).
+func (c *csvWriter) measured(v *store.InventoryVolume) {
+	c.text(v.StripeUnitSource)
+	if v.StripeUnitConfidence > 0 {
+		c.frac(v.StripeUnitConfidence)
+	} else {
+		c.sep()
+	}
+	c.frac(v.MeasuredSplitCost)
+	c.frac(v.MeasuredSplitCostLow)
+	c.frac(v.MeasuredSplitCostHigh)
+	c.frac(v.MeasuredPenalty8K)
+	c.frac(v.MeasuredPenalty64K)
+}
+
+// measuredCSVColumns are the CSV's columns of what the geometry probe
+// measured, appended after the others.
+func measuredCSVColumns() []string {
+	return []string{"stripe_unit_source", "stripe_unit_confidence", "measured_split_cost_seconds",
+		"measured_split_cost_low_seconds", "measured_split_cost_high_seconds",
+		"measured_penalty_seconds_8k", "measured_penalty_seconds_64k"}
 }
 
 // needsQuoting says whether appended bytes would need quoting or defusing

@@ -56,6 +56,7 @@ var volumeFilters = [...]filter{
 	{param: "mount_point", help: "mount point, exact or a glob", col: "mount_point", op: store.OpMatch},
 	{param: "fs", help: "file-system type (xfs, ext4, ntfs, ...)", col: "fs_type", op: store.OpEq},
 	{param: "raid_level", help: "RAID level", kind: enumParam, values: vocab.RAIDLevels, col: "raid_level", op: store.OpEq},
+	{param: "stripe_unit_source", help: "where the stripe unit came from (declared, sysfs, lvm-metadata, kernel-hint, superblock, measured, ...)", col: "stripe_unit_source", op: store.OpEq},
 	{param: "stripe_unit_bytes", help: "stripe unit, bytes or a size (64KiB)", kind: bytesParam, col: "stripe_unit_bytes", op: store.OpEq, size: true},
 	{param: "data_offset_bytes", help: "data offset, bytes or a size (32256, 1MiB)", kind: bytesParam, col: "data_offset_bytes", op: store.OpEq, size: true},
 	{param: "media", help: "media class", kind: enumParam, values: mediaClasses, col: "media", op: store.OpEq},

@@ -42,6 +42,7 @@ type summaryIndex struct {
 type ixVolume struct {
 	id                                                                    string
 	agent, host, mount, verdict, severity, profile, raid, media, fs, rank int32
+	source                                                                int32
 	stripe, offset                                                        int64
 	s8, s64                                                               float64
 	baseline, degraded                                                    bool
@@ -71,7 +72,7 @@ func buildSummaryIndex(ctx context.Context, st Store) (*summaryIndex, error) {
 		byID[r.ID] = int32(len(ix.vols))
 		ix.vols = append(ix.vols, ixVolume{id: r.ID, agent: intern(r.AgentID), host: intern(r.Hostname), mount: intern(r.MountPoint),
 			verdict: intern(r.Verdict), severity: intern(r.Severity), profile: intern(r.Profile), raid: intern(r.RAIDLevel),
-			media: intern(r.Media), fs: intern(r.FSType), rank: int32(r.SeverityRank), stripe: r.StripeUnitBytes,
+			media: intern(r.Media), fs: intern(r.FSType), rank: int32(r.SeverityRank), stripe: r.StripeUnitBytes, source: intern(r.StripeUnitSource),
 			offset: r.DataOffsetBytes, s8: r.SplitFraction8K, s64: r.SplitFraction64K, baseline: r.HasBaseline, degraded: r.Degraded})
 		return nil
 	}, func(id, rule, severity string) error {

@@ -16,14 +16,15 @@ import (
 // column as its interned index).
 var (
 	ixText = map[string]func(*ixVolume) int32{
-		"verdict":     func(v *ixVolume) int32 { return v.verdict },
-		"agent_id":    func(v *ixVolume) int32 { return v.agent },
-		"hostname":    func(v *ixVolume) int32 { return v.host },
-		"mount_point": func(v *ixVolume) int32 { return v.mount },
-		"fs_type":     func(v *ixVolume) int32 { return v.fs },
-		"raid_level":  func(v *ixVolume) int32 { return v.raid },
-		"media":       func(v *ixVolume) int32 { return v.media },
-		"profile":     func(v *ixVolume) int32 { return v.profile },
+		"verdict":            func(v *ixVolume) int32 { return v.verdict },
+		"agent_id":           func(v *ixVolume) int32 { return v.agent },
+		"hostname":           func(v *ixVolume) int32 { return v.host },
+		"mount_point":        func(v *ixVolume) int32 { return v.mount },
+		"fs_type":            func(v *ixVolume) int32 { return v.fs },
+		"raid_level":         func(v *ixVolume) int32 { return v.raid },
+		"media":              func(v *ixVolume) int32 { return v.media },
+		"profile":            func(v *ixVolume) int32 { return v.profile },
+		"stripe_unit_source": func(v *ixVolume) int32 { return v.source },
 	}
 	ixInt = map[string]func(*ixVolume) int64{
 		"stripe_unit_bytes": func(v *ixVolume) int64 { return v.stripe },

@@ -23,6 +23,7 @@ func Derive(v store.Volume) (store.InventoryVolume, error) {
 		Device: v.Device, FSType: v.FSType, Verdict: v.Verdict,
 		DataOffsetBytes: -1, StripeUnitBytes: int64(v.StripeUnitBytes), AllocationUnitBytes: -1,
 		SplitFraction8K: -1, SplitFraction64K: -1, GranularitySplit8K: -1, GranularitySplit64K: -1, Severity: "none",
+		MeasuredSplitCost: -1, MeasuredSplitCostLow: -1, MeasuredSplitCostHigh: -1, MeasuredPenalty8K: -1, MeasuredPenalty64K: -1,
 		RAIDLevel: vocab.NoRAID, Media: string(baseline.UnknownMedia),
 	}
 	if v.DataOffsetBytes != nil {
@@ -50,6 +51,7 @@ func Derive(v store.Volume) (store.InventoryVolume, error) {
 	if g, ok := a.GetGranularitySplitFraction()[64<<10]; ok {
 		iv.GranularitySplit64K = g
 	}
+	measuredColumns(&iv, a)
 	p := baseline.ProfileOf(&pv)
 	iv.Profile = p.Key()
 	iv.Media = string(p.Media)
@@ -84,4 +86,22 @@ func Derive(v store.Volume) (store.InventoryVolume, error) {
 		iv.Doc = doc
 	}
 	return iv, nil
+}
+
+// measuredColumns copies what the geometry probe adds to the verdict: the
+// stripe unit's source and confidence, and the measured split cost with
+// its penalty per I/O size (left at -1 when not measured).
+func measuredColumns(iv *store.InventoryVolume, a *plumblinev1.Alignment) {
+	iv.StripeUnitSource, iv.StripeUnitConfidence = a.GetStripeUnitSource(), a.GetStripeUnitConfidence()
+	if a.MeasuredSplitCostSeconds == nil {
+		return
+	}
+	iv.MeasuredSplitCost = a.GetMeasuredSplitCostSeconds()
+	iv.MeasuredSplitCostLow, iv.MeasuredSplitCostHigh = a.GetMeasuredSplitCostLowSeconds(), a.GetMeasuredSplitCostHighSeconds()
+	if p, ok := a.GetMeasuredPenaltySeconds()[8<<10]; ok {
+		iv.MeasuredPenalty8K = p
+	}
+	if p, ok := a.GetMeasuredPenaltySeconds()[64<<10]; ok {
+		iv.MeasuredPenalty64K = p
+	}
 }

@@ -56,6 +56,16 @@ type InventoryVolume struct {
 	SplitFraction64K    float64
 	GranularitySplit8K  float64
 	GranularitySplit64K float64
+	// StripeUnitSource is where the judged stripe unit came from ("" when
+	// none is known); StripeUnitConfidence a stripe-scan measurement's
+	// confidence (0: none). MeasuredSplitCost (with its interval) is the
+	// measured extra latency of one split I/O and MeasuredPenalty8K/64K
+	// that cost at the predicted split of each size, in seconds (-1: not
+	// measured). See plumbline.v1.Alignment.
+	StripeUnitSource                                               string
+	StripeUnitConfidence                                           float64
+	MeasuredSplitCost, MeasuredSplitCostLow, MeasuredSplitCostHigh float64
+	MeasuredPenalty8K, MeasuredPenalty64K                          float64
 	// Severity is the worst finding's severity ("none" without findings);
 	// SeverityRank orders it: critical 3, warning 2, info 1, none 0.
 	Severity     string

@@ -58,7 +58,7 @@ const (
 // filterColumns are the inventory_volumes columns a condition may test.
 var filterColumns = map[string]ColumnType{
 	"verdict": Text, "agent_id": Text, "hostname": Text, "mount_point": Text, "fs_type": Text,
-	"raid_level": Text, "media": Text, "profile": Text,
+	"raid_level": Text, "media": Text, "profile": Text, "stripe_unit_source": Text,
 	"stripe_unit_bytes": Integer, "data_offset_bytes": Integer,
 	"split_fraction_8k": Real, "split_fraction_64k": Real,
 }

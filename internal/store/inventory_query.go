@@ -95,6 +95,8 @@ func KeysetKinds(sort string) string {
 const inventoryColumns = `f.volume_id, f.agent_id, f.mount_point, f.hostname, f.sequence, f.observed_ns, f.device, f.fs_type,
     f.verdict, f.data_offset_bytes, f.stripe_unit_bytes, f.allocation_unit_bytes, f.raid_level, f.media, f.profile,
     f.split_fraction_8k, f.split_fraction_64k, f.granularity_split_fraction_8k, f.granularity_split_fraction_64k,
+    f.stripe_unit_source, f.stripe_unit_confidence, f.measured_split_cost_seconds, f.measured_split_cost_low_seconds,
+    f.measured_split_cost_high_seconds, f.measured_penalty_8k, f.measured_penalty_64k,
     f.severity, f.severity_rank, f.rules,
     t.rule, t.severity, t.message, t.remediation, b.state, b.degraded, b.reason, b.updated_ns`
 
@@ -113,7 +115,9 @@ func scanInventory(rows *sql.Rows, withGeometry, withDoc bool) (*InventoryVolume
 	var bUpdated sql.NullInt64
 	dest := []any{&v.ID, &v.AgentID, &v.MountPoint, &v.Hostname, &seq, &observed, &v.Device, &v.FSType,
 		&v.Verdict, &v.DataOffsetBytes, &v.StripeUnitBytes, &v.AllocationUnitBytes, &v.RAIDLevel, &v.Media, &v.Profile,
-		&v.SplitFraction8K, &v.SplitFraction64K, &v.GranularitySplit8K, &v.GranularitySplit64K, &v.Severity, &v.SeverityRank, &rules,
+		&v.SplitFraction8K, &v.SplitFraction64K, &v.GranularitySplit8K, &v.GranularitySplit64K,
+		&v.StripeUnitSource, &v.StripeUnitConfidence, &v.MeasuredSplitCost, &v.MeasuredSplitCostLow, &v.MeasuredSplitCostHigh,
+		&v.MeasuredPenalty8K, &v.MeasuredPenalty64K, &v.Severity, &v.SeverityRank, &rules,
 		&tRule, &tSev, &tMsg, &tFix, &bState, &bDegraded, &bReason, &bUpdated}
 	if withGeometry {
 		dest = append(dest, &v.Geometry)

@@ -16,6 +16,7 @@ type SummaryRow struct {
 	SeverityRank                                         int
 	StripeUnitBytes, DataOffsetBytes                     int64
 	SplitFraction8K, SplitFraction64K                    float64
+	StripeUnitSource                                     string
 	// HasBaseline: the evaluator has judged the volume; Degraded: judged
 	// it degraded.
 	HasBaseline, Degraded bool
@@ -34,7 +35,7 @@ func (s *Store) ScanSummaryRows(ctx context.Context, vol func(*SummaryRow) error
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT f.volume_id, f.agent_id, f.hostname, f.mount_point, f.verdict, f.severity,
     f.profile, f.raid_level, f.media, f.fs_type, f.severity_rank, f.stripe_unit_bytes, f.data_offset_bytes,
-    f.split_fraction_8k, f.split_fraction_64k, b.agent_id IS NOT NULL, COALESCE(b.degraded, FALSE)
+    f.split_fraction_8k, f.split_fraction_64k, f.stripe_unit_source, b.agent_id IS NOT NULL, COALESCE(b.degraded, FALSE)
 FROM inventory_volumes f LEFT JOIN inventory_baseline b ON b.agent_id = f.agent_id AND b.mount_point = f.mount_point`)
 	if err != nil {
 		return 0, 0, fmt.Errorf("summary rows: %w", err)
@@ -43,7 +44,7 @@ FROM inventory_volumes f LEFT JOIN inventory_baseline b ON b.agent_id = f.agent_
 	for rows.Next() {
 		if err := rows.Scan(&r.ID, &r.AgentID, &r.Hostname, &r.MountPoint, &r.Verdict, &r.Severity, &r.Profile,
 			&r.RAIDLevel, &r.Media, &r.FSType, &r.SeverityRank, &r.StripeUnitBytes, &r.DataOffsetBytes,
-			&r.SplitFraction8K, &r.SplitFraction64K, &r.HasBaseline, &r.Degraded); err != nil {
+			&r.SplitFraction8K, &r.SplitFraction64K, &r.StripeUnitSource, &r.HasBaseline, &r.Degraded); err != nil {
 			rows.Close()
 			return 0, 0, fmt.Errorf("summary rows: %w", err)
 		}

@@ -261,6 +261,8 @@ func (s *Store) putInventory(ctx context.Context, vols []InventoryVolume) error 
 var inventoryRowColumns = [...]string{"volume_id", "agent_id", "mount_point", "hostname", "sequence", "observed_ns",
 	"device", "fs_type", "verdict", "data_offset_bytes", "stripe_unit_bytes", "allocation_unit_bytes", "raid_level", "media", "profile",
 	"split_fraction_8k", "split_fraction_64k", "granularity_split_fraction_8k", "granularity_split_fraction_64k",
+	"stripe_unit_source", "stripe_unit_confidence", "measured_split_cost_seconds", "measured_split_cost_low_seconds",
+	"measured_split_cost_high_seconds", "measured_penalty_8k", "measured_penalty_64k",
 	"severity", "severity_rank", "findings", "rules"}
 
 // upsertInventoryRows writes the rows of vols (at most rowsPerInsert); a
@@ -276,7 +278,9 @@ func (s *Store) upsertInventoryRows(ctx context.Context, tx *sql.Tx, vols []Inve
 		args = append(args, v.ID, v.AgentID, v.MountPoint, v.Hostname, int64(v.Sequence), unixNano(v.ObservedAt),
 			v.Device, v.FSType, v.Verdict, v.DataOffsetBytes, v.StripeUnitBytes, v.AllocationUnitBytes,
 			v.RAIDLevel, v.Media, v.Profile, v.SplitFraction8K, v.SplitFraction64K,
-			v.GranularitySplit8K, v.GranularitySplit64K, sev, v.SeverityRank,
+			v.GranularitySplit8K, v.GranularitySplit64K,
+			v.StripeUnitSource, v.StripeUnitConfidence, v.MeasuredSplitCost, v.MeasuredSplitCostLow, v.MeasuredSplitCostHigh,
+			v.MeasuredPenalty8K, v.MeasuredPenalty64K, sev, v.SeverityRank,
 			len(v.Findings), strings.Join(v.Rules, ","))
 	}
 	set := make([]string, 0, len(cols)-3)

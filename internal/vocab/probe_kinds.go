@@ -174,6 +174,9 @@ func lookupWhere(k ProbeKind, keep func(ProbeKindSpec) bool) (ProbeKindSpec, boo
 // ProbeKindNames is ProbeKinds as strings.
 func ProbeKindNames() []string { return names(ProbeKinds()) }
 
+// JudgedProbeKindNames is JudgedProbeKinds as strings.
+func JudgedProbeKindNames() []string { return names(JudgedProbeKinds()) }
+
 // ProbeKindList is ProbeKinds for messages and flag help: "a, b, c".
 func ProbeKindList() string { return strings.Join(ProbeKindNames(), ", ") }
 

@@ -111,29 +111,9 @@ func checkHistogram(p *plumblinev1.Histogram) error {
 		return fmt.Errorf("zero threshold %g s: want %g", p.GetZeroThresholdSeconds(), histogram.ZeroThreshold)
 	}
 	bs := p.GetBuckets()
-	if len(bs) > MaxBuckets {
-		return fmt.Errorf("%d buckets: at most %d", len(bs), MaxBuckets)
-	}
-	total := p.GetZeroCount()
-	for i, b := range bs {
-		if b == nil {
-			return fmt.Errorf("bucket %d is empty", i)
-		}
-		idx := b.GetIndex()
-		if idx < MinBucketIndex || idx > MaxBucketIndex {
-			return fmt.Errorf("bucket index %d: want %d to %d", idx, MinBucketIndex, MaxBucketIndex)
-		}
-		if i > 0 && idx <= bs[i-1].GetIndex() {
-			return fmt.Errorf("bucket index %d after %d: want strictly ascending", idx, bs[i-1].GetIndex())
-		}
-		if b.GetCount() == 0 {
-			return fmt.Errorf("bucket %d has count 0: list populated buckets only", idx)
-		}
-		var carry uint64
-		total, carry = bits.Add64(total, b.GetCount(), 0)
-		if carry != 0 {
-			return errors.New("bucket counts overflow")
-		}
+	total, err := bucketTotal(p.GetZeroCount(), bs)
+	if err != nil {
+		return err
 	}
 	n := p.GetCount()
 	if total != n {
@@ -182,4 +162,35 @@ func checkHistogram(p *plumblinev1.Histogram) error {
 		return fmt.Errorf("max %d ns with no bucket above zero", hi)
 	}
 	return nil
+}
+
+// bucketTotal checks the populated buckets (bounded in number, indexes in
+// range and strictly ascending, no empty one) and returns their count with
+// the zero bucket's, refusing a sum that overflows.
+func bucketTotal(zero uint64, bs []*plumblinev1.HistogramBucket) (uint64, error) {
+	if len(bs) > MaxBuckets {
+		return 0, fmt.Errorf("%d buckets: at most %d", len(bs), MaxBuckets)
+	}
+	total := zero
+	for i, b := range bs {
+		if b == nil {
+			return 0, fmt.Errorf("bucket %d is empty", i)
+		}
+		idx := b.GetIndex()
+		if idx < MinBucketIndex || idx > MaxBucketIndex {
+			return 0, fmt.Errorf("bucket index %d: want %d to %d", idx, MinBucketIndex, MaxBucketIndex)
+		}
+		if i > 0 && idx <= bs[i-1].GetIndex() {
+			return 0, fmt.Errorf("bucket index %d after %d: want strictly ascending", idx, bs[i-1].GetIndex())
+		}
+		if b.GetCount() == 0 {
+			return 0, fmt.Errorf("bucket %d has count 0: list populated buckets only", idx)
+		}
+		var carry uint64
+		total, carry = bits.Add64(total, b.GetCount(), 0)
+		if carry != 0 {
+			return 0, errors.New("bucket counts overflow")
+		}
+	}
+	return total, nil
 }
