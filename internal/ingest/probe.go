@@ -24,7 +24,7 @@ func convertProbe(p *plumblinev1.ProbeResult, now time.Time, lim Limits) (*store
 	if err := checkMountPoint(p.GetMountPoint()); err != nil {
 		return nil, err
 	}
-	if d := p.GetDevice(); strings.ContainsFunc(d, func(r rune) bool { return r == '/' || unicode.IsSpace(r) || unicode.IsControl(r) }) {
+	if d := p.GetDevice(); !deviceName(d) {
 		return nil, fmt.Errorf("device %q: want a kernel device name (sdb, dm-3, md0)", d)
 	}
 	if err := checkProbeShape(p); err != nil {
@@ -76,6 +76,13 @@ func convertProbe(p *plumblinev1.ProbeResult, now time.Time, lim Limits) (*store
 		IOPSCap:        p.GetIopsCap(),
 		StripeScan:     scan,
 	}, nil
+}
+
+// deviceName reports whether d can be a device's name as agents report
+// it (sdb, md0, dm-3, PhysicalDrive1; empty when unknown): no path
+// separator, space or control character.
+func deviceName(d string) bool {
+	return !strings.ContainsFunc(d, func(r rune) bool { return r == '/' || unicode.IsSpace(r) || unicode.IsControl(r) })
 }
 
 // checkProbeShape checks what the run was asked to do: its kind, block

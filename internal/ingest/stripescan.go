@@ -73,7 +73,7 @@ func checkScanAnswer(s *plumblinev1.StripeScan) error {
 	case u == 0 && (lo != 0 || mid != 0 || hi != 0):
 		return fmt.Errorf("straddle cost %v s with no inferred unit: want 0", mid)
 	}
-	if d := s.GetPlacementDevice(); strings.ContainsFunc(d, func(r rune) bool { return r == '/' || unicode.IsSpace(r) || unicode.IsControl(r) }) {
+	if d := s.GetPlacementDevice(); !deviceName(d) {
 		return fmt.Errorf("placement_device %q: want a device name (sdb, md0, PhysicalDrive1)", d)
 	}
 	if strings.ContainsFunc(s.GetPlacementBasis()+s.GetReason(), unicode.IsControl) {

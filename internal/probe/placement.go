@@ -20,9 +20,9 @@ func PlacementFor(v *plumblinev1.Volume) Placement {
 	a := align.Evaluate(v)
 	switch {
 	case a.StripeUnitBytes != 0 && a.DataOffsetBytes != nil:
-		return Placement{Offset: int64(*a.DataOffsetBytes), Known: true, Device: a.GetStripedDevice(), Basis: "striped device"}
+		return Placement{Offset: int64(*a.DataOffsetBytes), Known: true, Device: a.GetStripedDevice(), Basis: align.BasisStripedDevice}
 	case a.StripeUnitBytes == 0 && a.DiskOffsetBytes != nil:
-		return Placement{Offset: int64(*a.DiskOffsetBytes), Known: true, Device: diskOf(v), Basis: "disk"}
+		return Placement{Offset: int64(*a.DiskOffsetBytes), Known: true, Device: diskOf(v), Basis: align.BasisDisk}
 	}
 	why := "an offset between the file system and the device below it is unknown"
 	for _, f := range a.GetFindings() {
