@@ -19,6 +19,7 @@ import (
 	"github.com/plumbline/plumbline/internal/inventory"
 	"github.com/plumbline/plumbline/internal/inventory/client"
 	"github.com/plumbline/plumbline/internal/server/config"
+	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 // The /api/v1/volumes filters the CLI passes on are the API's own
@@ -151,7 +152,8 @@ func listVolumes(ctx context.Context, c *client.Client, a *inventoryArgs, stdout
 	var tw *tabwriter.Writer
 	if a.format == "table" {
 		tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "HOST\tMOUNT POINT\tVERDICT\tOFFSET\tSTRIPE UNIT\tSPLIT 8K\tSPLIT COST\tSEVERITY\tPROFILE\tID")
+		fmt.Fprintln(tw, "HOST\tMOUNT POINT\tVERDICT\tOFFSET\tSTRIPE UNIT\tSPLIT "+strings.ToUpper(vocab.IOSizeKey(vocab.IOSize(0)))+
+			"\tSPLIT COST\tSEVERITY\tPROFILE\tID")
 	}
 	q.Set("limit", "1000")
 	for {
@@ -214,7 +216,9 @@ func tableRow(raw json.RawMessage) string {
 			stripe += fmt.Sprintf(" (measured, %d%%)", int(math.Floor(100*v.Alignment.Confidence)))
 		}
 	}
-	if f, ok := v.Alignment.SplitFraction["8192"]; ok {
+	// SPLIT is the smallest I/O size's (the API's split_fraction keys
+	// are decimal bytes).
+	if f, ok := v.Alignment.SplitFraction[vocab.IOSizeNames()[0]]; ok {
 		split = fmt.Sprintf("%.1f%%", 100*f)
 	}
 	if c := v.Alignment.SplitCost; c != nil {

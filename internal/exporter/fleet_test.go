@@ -98,11 +98,10 @@ func storeVolume(tb testing.TB, v *plumblinev1.Volume) store.Volume {
 	if a.DataOffsetBytes != nil {
 		sv.DataOffsetBytes = u64(a.GetDataOffsetBytes())
 	}
-	if f, ok := a.GetSplitFraction()[8*kib]; ok {
-		sv.SplitFraction8K = &f
-	}
-	if f, ok := a.GetSplitFraction()[64*kib]; ok {
-		sv.SplitFraction64K = &f
+	for i := range sv.SplitFraction {
+		if f, ok := a.GetSplitFraction()[vocab.IOSize(i)]; ok {
+			sv.SplitFraction[i] = &f
+		}
 	}
 	return sv
 }

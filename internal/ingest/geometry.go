@@ -108,11 +108,10 @@ func judge(v *plumblinev1.Volume, m *plumblinev1.StripeMeasurement) (store.Volum
 	if sv.StripeUnitBytes > math.MaxInt64 {
 		return store.Volume{}, fmt.Errorf("stripe unit %d: want at most 2^63-1", sv.StripeUnitBytes)
 	}
-	if f, ok := a.GetSplitFraction()[8<<10]; ok {
-		sv.SplitFraction8K = &f
-	}
-	if f, ok := a.GetSplitFraction()[64<<10]; ok {
-		sv.SplitFraction64K = &f
+	for i := range sv.SplitFraction {
+		if f, ok := a.GetSplitFraction()[vocab.IOSize(i)]; ok {
+			sv.SplitFraction[i] = &f
+		}
 	}
 	return sv, nil
 }

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/vocab"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -59,11 +60,10 @@ func TestRejudgeVolumes(t *testing.T) {
 			}
 			sv := store.Volume{MountPoint: v.MountPoint, Device: v.Device, FSType: "ext4", Geometry: b, Verdict: v.Alignment.Verdict,
 				DataOffsetBytes: v.Alignment.DataOffsetBytes, StripeUnitBytes: v.Alignment.StripeUnitBytes}
-			if f, ok := v.Alignment.SplitFraction[8192]; ok {
-				sv.SplitFraction8K = &f
-			}
-			if f, ok := v.Alignment.SplitFraction[65536]; ok {
-				sv.SplitFraction64K = &f
+			for i := range sv.SplitFraction {
+				if f, ok := v.Alignment.SplitFraction[vocab.IOSize(i)]; ok {
+					sv.SplitFraction[i] = &f
+				}
 			}
 			return sv
 		}
@@ -87,8 +87,18 @@ func TestRejudgeVolumes(t *testing.T) {
 			got[v.MountPoint] = v
 		}
 		d := got["/data"]
-		if d.Verdict != "aligned" || d.SplitFraction8K == nil || *d.SplitFraction8K != 0 || d.SplitFraction64K == nil || *d.SplitFraction64K != 0 {
-			t.Errorf("/data after rejudge = verdict %s split %v/%v, want aligned 0/0 (the offset's share)", d.Verdict, d.SplitFraction8K, d.SplitFraction64K)
+		var split []any
+		zero := true
+		for _, f := range d.SplitFraction {
+			split = append(split, f)
+			if f == nil || *f != 0 {
+				zero = false
+			} else {
+				split[len(split)-1] = *f
+			}
+		}
+		if d.Verdict != "aligned" || !zero {
+			t.Errorf("/data after rejudge = verdict %s split %v, want aligned and 0 at every I/O size (the offset's share)", d.Verdict, split)
 		}
 		var pv plumblinev1.Volume
 		if err := proto.Unmarshal(d.Geometry, &pv); err != nil {

@@ -74,8 +74,8 @@ func TestHelloAndReport(t *testing.T) {
 		}
 		// xfs with 4 KiB blocks at 31.5 KiB on 64 KiB: of the 12.5% of 8 KiB
 		// I/Os that split, the offset causes half (the column's figure).
-		if vols[0].Verdict != "misaligned" || vols[0].SplitFraction8K == nil || *vols[0].SplitFraction8K != 0.0625 {
-			t.Errorf("stored volume: verdict %q, split 8K %v; want misaligned, 0.0625", vols[0].Verdict, vols[0].SplitFraction8K)
+		if vols[0].Verdict != "misaligned" || vols[0].SplitFraction[0] == nil || *vols[0].SplitFraction[0] != 0.0625 {
+			t.Errorf("stored volume: verdict %q, split 8K %v; want misaligned, 0.0625", vols[0].Verdict, vols[0].SplitFraction[0])
 		}
 		var pv plumblinev1.Volume
 		if err := proto.Unmarshal(vols[0].Geometry, &pv); err != nil || pv.GetAlignment().GetVerdict() != "misaligned" || len(pv.GetAlignment().GetFindings()) == 0 {

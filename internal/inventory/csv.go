@@ -11,25 +11,39 @@ import (
 	"unicode/utf8"
 
 	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 // VolumeCSVColumns are the columns of GET /api/v1/volumes?format=csv: what
 // a change ticket needs to name the volume, say what is wrong, and how to
 // fix it. Unknown numbers are empty cells.
 func VolumeCSVColumns() []string {
-	return append(slices.Clone(volumeCSVColumns[:]), measuredCSVColumns()...)
+	return append(slices.Clone(volumeCSVColumns), measuredCSVColumns()...)
 }
 
-var volumeCSVColumns = [...]string{
+// volumeCSVColumns are VolumeCSVColumns but the measured ones (computed
+// once, never written); the per-size columns are one per vocab.IOSizes,
+// prefix + vocab.IOSizeKey.
+var volumeCSVColumns = slices.Concat([]string{
 	"id", "host", "agent_id", "mount_point", "device", "fs_type", "verdict",
-	"data_offset_bytes", "stripe_unit_bytes", "allocation_unit_bytes", "raid_level", "media", "profile",
-	"split_fraction_8k", "split_fraction_64k", "severity", "rules",
-	"finding_rule", "finding", "remediation", "degraded", "observed_at",
+	"data_offset_bytes", "stripe_unit_bytes", "allocation_unit_bytes", "raid_level", "media", "profile"},
+	sizeNames("split_fraction_"), []string{"severity", "rules",
+		"finding_rule", "finding", "remediation", "degraded", "observed_at"},
 	// Appended last so that readers by position keep working: the split
 	// at any offset from the allocation grid (split_fraction_* is the
 	// offset-caused split), then what the geometry probe measured
 	// (measuredCSVColumns).
-	"granularity_split_fraction_8k", "granularity_split_fraction_64k",
+	sizeNames("granularity_split_fraction_"),
+)
+
+// sizeNames are prefix + vocab.IOSizeKey of every I/O size, in
+// vocab.IOSizes order: split_fraction_8k, split_fraction_64k.
+func sizeNames(prefix string) []string {
+	var out []string
+	for _, s := range vocab.IOSizes() {
+		out = append(out, prefix+vocab.IOSizeKey(s))
+	}
+	return out
 }
 
 // HostCSVColumns are the columns of GET /api/v1/hosts?format=csv.
@@ -223,8 +237,7 @@ func (c *csvWriter) volumeRow(v *store.InventoryVolume) error {
 	c.text(v.RAIDLevel)
 	c.text(v.Media)
 	c.text(v.Profile)
-	c.frac(v.SplitFraction8K)
-	c.frac(v.SplitFraction64K)
+	c.fracs(&v.SplitFraction)
 	c.text(v.Severity)
 	c.sep()
 	rules := len(c.buf)
@@ -249,8 +262,7 @@ func (c *csvWriter) volumeRow(v *store.InventoryVolume) error {
 		c.buf = strconv.AppendBool(c.buf, v.Baseline.Degraded)
 	}
 	c.time(v.ObservedAt)
-	c.frac(v.GranularitySplit8K)
-	c.frac(v.GranularitySplit64K)
+	c.fracs(&v.GranularitySplit)
 	c.measured(v)
 	return c.end()
 }
@@ -267,16 +279,22 @@ func (c *csvWriter) measured(v *store.InventoryVolume) {
 	c.frac(v.MeasuredSplitCost)
 	c.frac(v.MeasuredSplitCostLow)
 	c.frac(v.MeasuredSplitCostHigh)
-	c.frac(v.MeasuredPenalty8K)
-	c.frac(v.MeasuredPenalty64K)
+	c.fracs(&v.MeasuredPenalty)
+}
+
+// fracs appends the cells of a per-I/O-size figure, one per vocab.IOSizes.
+func (c *csvWriter) fracs(fs *[vocab.NumIOSizes]float64) {
+	for _, f := range fs {
+		c.frac(f)
+	}
 }
 
 // measuredCSVColumns are the CSV's columns of what the geometry probe
 // measured, appended after the others.
 func measuredCSVColumns() []string {
-	return []string{"stripe_unit_source", "stripe_unit_confidence", "measured_split_cost_seconds",
-		"measured_split_cost_low_seconds", "measured_split_cost_high_seconds",
-		"measured_penalty_seconds_8k", "measured_penalty_seconds_64k"}
+	return append([]string{"stripe_unit_source", "stripe_unit_confidence", "measured_split_cost_seconds",
+		"measured_split_cost_low_seconds", "measured_split_cost_high_seconds"},
+		sizeNames("measured_penalty_seconds_")...)
 }
 
 // needsQuoting says whether appended bytes would need quoting or defusing

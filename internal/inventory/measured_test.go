@@ -92,12 +92,11 @@ func reportMeasured(t testing.TB, st *store.Store, id, hostname string, seq uint
 		}
 		a := jv.GetAlignment()
 		sv.Geometry, sv.Verdict, sv.StripeUnitBytes = geom, a.GetVerdict(), a.GetStripeUnitBytes()
-		sv.DataOffsetBytes, sv.SplitFraction8K, sv.SplitFraction64K = a.DataOffsetBytes, nil, nil
-		if f, ok := a.GetSplitFraction()[8<<10]; ok {
-			sv.SplitFraction8K = &f
-		}
-		if f, ok := a.GetSplitFraction()[64<<10]; ok {
-			sv.SplitFraction64K = &f
+		sv.DataOffsetBytes, sv.SplitFraction = a.DataOffsetBytes, [vocab.NumIOSizes]*float64{}
+		for i := range sv.SplitFraction {
+			if f, ok := a.GetSplitFraction()[vocab.IOSize(i)]; ok {
+				sv.SplitFraction[i] = &f
+			}
 		}
 		b.Records[0].Volumes[i] = sv
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 // Summary is GET /api/v1/summary.
@@ -49,19 +50,70 @@ type Penalty struct {
 }
 
 // TopOffender is a volume with one of the highest predicted split fractions.
+// In JSON (MarshalJSON) its SplitFraction is one member per I/O size,
+// split_fraction_<key> (split_fraction_8k, split_fraction_64k), between
+// stripe_unit_bytes and severity: the smallest size's always a number (a
+// top offender's is above 0), the others null when unknown.
 type TopOffender struct {
-	ID               string   `json:"id"`
-	Host             string   `json:"host"`
-	MountPoint       string   `json:"mount_point"`
-	Verdict          string   `json:"verdict"`
-	Profile          string   `json:"profile"`
-	DataOffsetBytes  *int64   `json:"data_offset_bytes"`
-	StripeUnitBytes  *int64   `json:"stripe_unit_bytes"`
-	SplitFraction8K  float64  `json:"split_fraction_8k"`
-	SplitFraction64K *float64 `json:"split_fraction_64k"`
-	Severity         string   `json:"severity"`
-	Rule             string   `json:"rule"`
-	Remediation      string   `json:"remediation"`
+	ID              string
+	Host            string
+	MountPoint      string
+	Verdict         string
+	Profile         string
+	DataOffsetBytes *int64
+	StripeUnitBytes *int64
+	// SplitFraction per vocab.IOSizes; nil: unknown.
+	SplitFraction [vocab.NumIOSizes]*float64
+	Severity      string
+	Rule          string
+	Remediation   string
+}
+
+// topOffenderHead and topOffenderTail are TopOffender's JSON members
+// before and after the split fractions.
+type topOffenderHead struct {
+	ID              string `json:"id"`
+	Host            string `json:"host"`
+	MountPoint      string `json:"mount_point"`
+	Verdict         string `json:"verdict"`
+	Profile         string `json:"profile"`
+	DataOffsetBytes *int64 `json:"data_offset_bytes"`
+	StripeUnitBytes *int64 `json:"stripe_unit_bytes"`
+}
+
+type topOffenderTail struct {
+	Severity    string `json:"severity"`
+	Rule        string `json:"rule"`
+	Remediation string `json:"remediation"`
+}
+
+// MarshalJSON writes the members in the order of the API's TopOffender.
+func (t TopOffender) MarshalJSON() ([]byte, error) {
+	head, err := json.Marshal(topOffenderHead{t.ID, t.Host, t.MountPoint, t.Verdict, t.Profile, t.DataOffsetBytes, t.StripeUnitBytes})
+	if err != nil {
+		return nil, err
+	}
+	tail, err := json.Marshal(topOffenderTail{t.Severity, t.Rule, t.Remediation})
+	if err != nil {
+		return nil, err
+	}
+	b := head[:len(head)-1] // without its }
+	for i, f := range t.SplitFraction {
+		b = append(b, `,"split_fraction_`...)
+		b = append(b, vocab.IOSizeKey(vocab.IOSize(i))...)
+		b = append(b, `":`...)
+		if f == nil {
+			b = append(b, "null"...)
+			continue
+		}
+		n, err := json.Marshal(*f)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, n...)
+	}
+	b = append(b, ',')
+	return append(b, tail[1:]...), nil // tail without its {
 }
 
 const (
@@ -169,15 +221,19 @@ func (a *API) summaryOf(ctx context.Context, f store.VolumeFilter, top int) (*st
 
 func topOffender(v *store.InventoryVolume) TopOffender {
 	t := TopOffender{ID: v.ID, Host: v.Hostname, MountPoint: v.MountPoint, Verdict: v.Verdict, Profile: v.Profile,
-		SplitFraction8K: v.SplitFraction8K, Severity: v.Severity}
+		Severity: v.Severity}
 	if v.DataOffsetBytes >= 0 {
 		t.DataOffsetBytes = &v.DataOffsetBytes
 	}
 	if v.StripeUnitBytes > 0 {
 		t.StripeUnitBytes = &v.StripeUnitBytes
 	}
-	if v.SplitFraction64K >= 0 {
-		t.SplitFraction64K = &v.SplitFraction64K
+	for i := range v.SplitFraction {
+		// The smallest size's is known: the top offenders are the
+		// volumes where it is above 0.
+		if i == 0 || v.SplitFraction[i] >= 0 {
+			t.SplitFraction[i] = &v.SplitFraction[i]
+		}
 	}
 	if f := v.TopFinding; f != nil {
 		t.Rule, t.Remediation = f.Rule, f.Remediation

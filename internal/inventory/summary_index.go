@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 // summaryIndex is the summary's in-memory copy of the inventory: per
@@ -44,7 +45,7 @@ type ixVolume struct {
 	agent, host, mount, verdict, severity, profile, raid, media, fs, rank int32
 	source                                                                int32
 	stripe, offset                                                        int64
-	s8, s64                                                               float64
+	split                                                                 [vocab.NumIOSizes]float64 // per vocab.IOSizes
 	baseline, degraded                                                    bool
 	// pairs: indexes into summaryIndex.pairs of the volume's findings,
 	// without repeats.
@@ -73,7 +74,7 @@ func buildSummaryIndex(ctx context.Context, st Store) (*summaryIndex, error) {
 		ix.vols = append(ix.vols, ixVolume{id: r.ID, agent: intern(r.AgentID), host: intern(r.Hostname), mount: intern(r.MountPoint),
 			verdict: intern(r.Verdict), severity: intern(r.Severity), profile: intern(r.Profile), raid: intern(r.RAIDLevel),
 			media: intern(r.Media), fs: intern(r.FSType), rank: int32(r.SeverityRank), stripe: r.StripeUnitBytes, source: intern(r.StripeUnitSource),
-			offset: r.DataOffsetBytes, s8: r.SplitFraction8K, s64: r.SplitFraction64K, baseline: r.HasBaseline, degraded: r.Degraded})
+			offset: r.DataOffsetBytes, split: r.SplitFraction, baseline: r.HasBaseline, degraded: r.Degraded})
 		return nil
 	}, func(id, rule, severity string) error {
 		vi, ok := byID[id]
@@ -144,11 +145,13 @@ type summaryAcc struct {
 	offenders  []int32 // the best top so far, in order
 }
 
-// ixGroup is one verdict × severity group: p8/p64 affected, sum, known.
+// ixGroup is one verdict × severity group: per I/O size the volumes
+// affected (a) and known (k), and the sum of split fractions (s).
 type ixGroup struct {
-	verdict, severity   int32
-	n, a8, k8, a64, k64 int64
-	s8, s64             kbn
+	verdict, severity int32
+	n                 int64
+	a, k              [vocab.NumIOSizes]int64
+	s                 [vocab.NumIOSizes]kbn
 }
 
 func newSummaryAcc(ix *summaryIndex, top int) *summaryAcc {
@@ -179,9 +182,10 @@ func (a *summaryAcc) add(vi int32) {
 	for _, p := range v.pairs {
 		a.ruleCounts[p]++
 	}
-	g.a8, g.k8 = g.a8+affected(v.s8, &g.s8), g.k8+known(v.s8)
-	g.a64, g.k64 = g.a64+affected(v.s64, &g.s64), g.k64+known(v.s64)
-	if a.top > 0 && v.s8 > 0 && (len(a.offenders) < a.top || a.better(vi, a.offenders[len(a.offenders)-1]) < 0) {
+	for i, f := range v.split {
+		g.a[i], g.k[i] = g.a[i]+affected(f, &g.s[i]), g.k[i]+known(f)
+	}
+	if a.top > 0 && v.split[0] > 0 && (len(a.offenders) < a.top || a.better(vi, a.offenders[len(a.offenders)-1]) < 0) {
 		i, _ := slices.BinarySearchFunc(a.offenders, vi, a.better)
 		a.offenders = slices.Insert(a.offenders, i, vi)
 		if len(a.offenders) > a.top {
@@ -208,10 +212,16 @@ func known(f float64) int64 {
 }
 
 // better orders the top offenders: the order of
-// inventory_volumes_offenders.
+// inventory_volumes_offenders (each size's split fraction descending,
+// smallest size first; severity descending; id).
 func (a *summaryAcc) better(x, y int32) int {
 	v, w := &a.ix.vols[x], &a.ix.vols[y]
-	return cmp.Or(cmp.Compare(w.s8, v.s8), cmp.Compare(w.s64, v.s64), cmp.Compare(w.rank, v.rank), cmp.Compare(v.id, w.id))
+	for i := range v.split {
+		if c := cmp.Compare(w.split[i], v.split[i]); c != 0 {
+			return c
+		}
+	}
+	return cmp.Or(cmp.Compare(w.rank, v.rank), cmp.Compare(v.id, w.id))
 }
 
 // result is the summary, and the top offenders' ids in order.
@@ -226,15 +236,18 @@ func (a *summaryAcc) result() (*store.InventorySummary, []string) {
 	slices.SortFunc(gs, func(x, y *ixGroup) int {
 		return cmp.Or(cmp.Compare(ix.strs[x.verdict], ix.strs[y.verdict]), cmp.Compare(ix.strs[x.severity], ix.strs[y.severity]))
 	})
-	p8 := store.Penalty{IOSizeBytes: 8 << 10}
-	p64 := store.Penalty{IOSizeBytes: 64 << 10}
+	sum.Penalties = make([]store.Penalty, vocab.NumIOSizes)
+	for i := range sum.Penalties {
+		sum.Penalties[i].IOSizeBytes = int(vocab.IOSize(i))
+	}
 	for _, g := range gs {
 		sum.ByVerdict[ix.strs[g.verdict]] += g.n
 		sum.BySeverity[ix.strs[g.severity]] += g.n
-		p8.Affected, p8.VolumeEquivalents, p8.Known = p8.Affected+g.a8, p8.VolumeEquivalents+g.s8.sum(), p8.Known+g.k8
-		p64.Affected, p64.VolumeEquivalents, p64.Known = p64.Affected+g.a64, p64.VolumeEquivalents+g.s64.sum(), p64.Known+g.k64
+		for i := range sum.Penalties {
+			p := &sum.Penalties[i]
+			p.Affected, p.VolumeEquivalents, p.Known = p.Affected+g.a[i], p.VolumeEquivalents+g.s[i].sum(), p.Known+g.k[i]
+		}
 	}
-	sum.Penalties = []store.Penalty{p8, p64}
 	for i, n := range a.ruleCounts {
 		if n > 0 {
 			p := ix.pairs[i]

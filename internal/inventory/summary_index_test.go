@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/vocab"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -205,7 +206,7 @@ func TestSummaryIndexMatchesSQL(t *testing.T) {
 					add("data_offset_bytes", store.OpEq, v.offset)
 				}
 				if rng.IntN(2) == 0 {
-					m := []float64{-1, 0, 0.01, 0.05, 0.1, 0.5, v.s8, v.s64}[rng.IntN(8)]
+					m := []float64{-1, 0, 0.01, 0.05, 0.1, 0.5, v.split[0], v.split[vocab.NumIOSizes-1]}[rng.IntN(8)]
 					add([]string{"split_fraction_8k", "split_fraction_8k", "split_fraction_64k"}[rng.IntN(3)], store.OpAtLeast, m)
 				}
 				if rng.IntN(3) == 0 {

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 // The summary index's predicate of a store.VolumeFilter: each condition
@@ -30,10 +31,16 @@ var (
 		"stripe_unit_bytes": func(v *ixVolume) int64 { return v.stripe },
 		"data_offset_bytes": func(v *ixVolume) int64 { return v.offset },
 	}
-	ixReal = map[string]func(*ixVolume) float64{
-		"split_fraction_8k":  func(v *ixVolume) float64 { return v.s8 },
-		"split_fraction_64k": func(v *ixVolume) float64 { return v.s64 },
-	}
+	// ixReal: each I/O size's split fraction, under its filter column
+	// (store.SplitFractionColumn).
+	ixReal = func() map[string]func(*ixVolume) float64 {
+		out := map[string]func(*ixVolume) float64{}
+		for i, size := range vocab.IOSizes() {
+			col, _ := store.SplitFractionColumn(size)
+			out[col] = func(v *ixVolume) float64 { return v.split[i] }
+		}
+		return out
+	}()
 )
 
 // ixMatcher is a filter compiled against an index.

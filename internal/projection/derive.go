@@ -21,19 +21,18 @@ import (
 func Derive(v store.Volume) (store.InventoryVolume, error) {
 	iv := store.InventoryVolume{
 		Device: v.Device, FSType: v.FSType, Verdict: v.Verdict,
-		DataOffsetBytes: -1, StripeUnitBytes: int64(v.StripeUnitBytes), AllocationUnitBytes: -1,
-		SplitFraction8K: -1, SplitFraction64K: -1, GranularitySplit8K: -1, GranularitySplit64K: -1, Severity: "none",
-		MeasuredSplitCost: -1, MeasuredSplitCostLow: -1, MeasuredSplitCostHigh: -1, MeasuredPenalty8K: -1, MeasuredPenalty64K: -1,
+		DataOffsetBytes: -1, StripeUnitBytes: int64(v.StripeUnitBytes), AllocationUnitBytes: -1, Severity: "none",
+		MeasuredSplitCost: -1, MeasuredSplitCostLow: -1, MeasuredSplitCostHigh: -1,
 		RAIDLevel: vocab.NoRAID, Media: string(baseline.UnknownMedia),
+	}
+	for i := range iv.SplitFraction {
+		iv.SplitFraction[i], iv.GranularitySplit[i], iv.MeasuredPenalty[i] = -1, -1, -1
+		if f := v.SplitFraction[i]; f != nil {
+			iv.SplitFraction[i] = *f
+		}
 	}
 	if v.DataOffsetBytes != nil {
 		iv.DataOffsetBytes = int64(*v.DataOffsetBytes)
-	}
-	if v.SplitFraction8K != nil {
-		iv.SplitFraction8K = *v.SplitFraction8K
-	}
-	if v.SplitFraction64K != nil {
-		iv.SplitFraction64K = *v.SplitFraction64K
 	}
 	var pv plumblinev1.Volume
 	if err := proto.Unmarshal(v.Geometry, &pv); err != nil {
@@ -45,11 +44,10 @@ func Derive(v store.Volume) (store.InventoryVolume, error) {
 		a = align.Evaluate(&pv)
 		pv.Alignment = a
 	}
-	if g, ok := a.GetGranularitySplitFraction()[8<<10]; ok {
-		iv.GranularitySplit8K = g
-	}
-	if g, ok := a.GetGranularitySplitFraction()[64<<10]; ok {
-		iv.GranularitySplit64K = g
+	for i := range iv.GranularitySplit {
+		if g, ok := a.GetGranularitySplitFraction()[vocab.IOSize(i)]; ok {
+			iv.GranularitySplit[i] = g
+		}
 	}
 	measuredColumns(&iv, a)
 	p := baseline.ProfileOf(&pv)
@@ -98,10 +96,9 @@ func measuredColumns(iv *store.InventoryVolume, a *plumblinev1.Alignment) {
 	}
 	iv.MeasuredSplitCost = a.GetMeasuredSplitCostSeconds()
 	iv.MeasuredSplitCostLow, iv.MeasuredSplitCostHigh = a.GetMeasuredSplitCostLowSeconds(), a.GetMeasuredSplitCostHighSeconds()
-	if p, ok := a.GetMeasuredPenaltySeconds()[8<<10]; ok {
-		iv.MeasuredPenalty8K = p
-	}
-	if p, ok := a.GetMeasuredPenaltySeconds()[64<<10]; ok {
-		iv.MeasuredPenalty64K = p
+	for i := range iv.MeasuredPenalty {
+		if p, ok := a.GetMeasuredPenaltySeconds()[vocab.IOSize(i)]; ok {
+			iv.MeasuredPenalty[i] = p
+		}
 	}
 }

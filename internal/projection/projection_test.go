@@ -116,12 +116,12 @@ func TestSyncDerivesRows(t *testing.T) {
 			data := got["/data"]
 			logs := got["/logs"]
 			if data.Verdict != "misaligned" || data.RAIDLevel != "raid10" || data.Hostname != "db1.example" ||
-				data.DataOffsetBytes != 32256 || data.StripeUnitBytes != 64<<10 || data.SplitFraction8K <= 0 || data.Severity != "critical" {
+				data.DataOffsetBytes != 32256 || data.StripeUnitBytes != 64<<10 || data.SplitFraction[0] <= 0 || data.Severity != "critical" {
 				t.Errorf("/data row: verdict %s raid %s host %s offset %d stripe unit %d split %v severity %s",
-					data.Verdict, data.RAIDLevel, data.Hostname, data.DataOffsetBytes, data.StripeUnitBytes, data.SplitFraction8K, data.Severity)
+					data.Verdict, data.RAIDLevel, data.Hostname, data.DataOffsetBytes, data.StripeUnitBytes, data.SplitFraction[0], data.Severity)
 			}
-			if logs.Verdict != "aligned" || logs.DataOffsetBytes != 1<<20 || logs.SplitFraction8K != 0 || logs.SeverityRank >= data.SeverityRank {
-				t.Errorf("/logs row: verdict %s offset %d split %v severity %s", logs.Verdict, logs.DataOffsetBytes, logs.SplitFraction8K, logs.Severity)
+			if logs.Verdict != "aligned" || logs.DataOffsetBytes != 1<<20 || logs.SplitFraction[0] != 0 || logs.SeverityRank >= data.SeverityRank {
+				t.Errorf("/logs row: verdict %s offset %d split %v severity %s", logs.Verdict, logs.DataOffsetBytes, logs.SplitFraction[0], logs.Severity)
 			}
 			var doc map[string]any
 			if err := json.Unmarshal(data.Doc, &doc); err != nil {

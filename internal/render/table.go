@@ -125,17 +125,17 @@ func raidCell(v *plumblinev1.Volume) string {
 	return "-"
 }
 
-// splitSizes names the split columns' I/O sizes: "8K/64K".
+// splitSizes names the split columns' I/O sizes, their vocab.IOSizeKey
+// upper-cased: "8K/64K".
 func splitSizes() string {
 	var s []string
 	for _, n := range vocab.IOSizes() {
-		s = append(s, fmt.Sprintf("%dK", n>>10))
+		s = append(s, strings.ToUpper(vocab.IOSizeKey(n)))
 	}
 	return strings.Join(s, "/")
 }
 
-// splitCell writes a split figure for each of vocab.IOSizes (8 KiB and
-// 64 KiB I/Os); "-" when none was computed (no stripe unit or offset known).
+// splitCell writes a split figure for each of vocab.IOSizes; "-" when none was computed (no stripe unit or offset known).
 func splitCell(sf map[uint32]float64) string {
 	if len(sf) == 0 {
 		return "-"

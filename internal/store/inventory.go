@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 // The inventory tables (migration 00003) are a query-friendly copy of the
@@ -49,23 +51,22 @@ type InventoryVolume struct {
 	RAIDLevel           string
 	Media               string
 	Profile             string
-	// SplitFraction8K/64K are the offset-caused split (-1: unknown);
-	// GranularitySplit8K/64K the split at any offset from the allocation
-	// grid (-1: unknown). See plumbline.v1.Alignment.
-	SplitFraction8K     float64
-	SplitFraction64K    float64
-	GranularitySplit8K  float64
-	GranularitySplit64K float64
+	// Per I/O size (vocab.IOSizes order): SplitFraction is the
+	// offset-caused split (-1: unknown); GranularitySplit the split at
+	// any offset from the allocation grid (-1: unknown). See
+	// plumbline.v1.Alignment.
+	SplitFraction    [vocab.NumIOSizes]float64
+	GranularitySplit [vocab.NumIOSizes]float64
 	// StripeUnitSource is where the judged stripe unit came from ("" when
 	// none is known); StripeUnitConfidence a stripe-scan measurement's
 	// confidence (0: none). MeasuredSplitCost (with its interval) is the
-	// measured extra latency of one split I/O and MeasuredPenalty8K/64K
-	// that cost at the predicted split of each size, in seconds (-1: not
-	// measured). See plumbline.v1.Alignment.
+	// measured extra latency of one split I/O and MeasuredPenalty (per
+	// I/O size) that cost at the predicted split of each size, in seconds
+	// (-1: not measured). See plumbline.v1.Alignment.
 	StripeUnitSource                                               string
 	StripeUnitConfidence                                           float64
 	MeasuredSplitCost, MeasuredSplitCostLow, MeasuredSplitCostHigh float64
-	MeasuredPenalty8K, MeasuredPenalty64K                          float64
+	MeasuredPenalty                                                [vocab.NumIOSizes]float64
 	// Severity is the worst finding's severity ("none" without findings);
 	// SeverityRank orders it: critical 3, warning 2, info 1, none 0.
 	Severity     string

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+
+	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 // VolumeFilter selects inventory volumes: every condition must hold. The
@@ -55,24 +57,30 @@ const (
 	Real
 )
 
-// filterColumns are the inventory_volumes columns a condition may test.
-var filterColumns = map[string]ColumnType{
-	"verdict": Text, "agent_id": Text, "hostname": Text, "mount_point": Text, "fs_type": Text,
-	"raid_level": Text, "media": Text, "profile": Text, "stripe_unit_source": Text,
-	"stripe_unit_bytes": Integer, "data_offset_bytes": Integer,
-	"split_fraction_8k": Real, "split_fraction_64k": Real,
-}
-
-// splitFractionColumns are the inventory_volumes columns that keep the
-// predicted split fraction of an I/O size, for filtering and sorting.
-var splitFractionColumns = map[uint32]string{8 << 10: "split_fraction_8k", 64 << 10: "split_fraction_64k"}
+// filterColumns are the inventory_volumes columns a condition may test
+// (computed once, never written): each I/O size's split fraction among
+// them.
+var filterColumns = func() map[string]ColumnType {
+	out := map[string]ColumnType{
+		"verdict": Text, "agent_id": Text, "hostname": Text, "mount_point": Text, "fs_type": Text,
+		"raid_level": Text, "media": Text, "profile": Text, "stripe_unit_source": Text,
+		"stripe_unit_bytes": Integer, "data_offset_bytes": Integer,
+	}
+	for _, c := range splitColumns {
+		out[c] = Real
+	}
+	return out
+}()
 
 // SplitFractionColumn is the column that keeps the split fraction of I/Os
-// of size bytes; false when no column keeps it (an I/O size added to
-// internal/vocab needs its column: a migration and an entry here).
+// of size bytes, for filtering and sorting; false when size is not one of
+// vocab.IOSizes.
 func SplitFractionColumn(size uint32) (string, bool) {
-	col, ok := splitFractionColumns[size]
-	return col, ok
+	i, ok := vocab.IOSizeIndex(size)
+	if !ok {
+		return "", false
+	}
+	return splitColumns[i], true
 }
 
 // findingColumns are the inventory_findings columns OpFinding tests.

@@ -38,7 +38,8 @@ type sortKey struct {
 	vals func(v *InventoryVolume) []any
 }
 
-var volumeSorts = map[string]sortKey{
+// fixedSorts are the sort fields of one column set each.
+var fixedSorts = map[string]sortKey{
 	"host":                  {[]string{"hostname", "mount_point"}, func(v *InventoryVolume) []any { return []any{v.Hostname, v.MountPoint} }},
 	"mount_point":           {[]string{"mount_point"}, func(v *InventoryVolume) []any { return []any{v.MountPoint} }},
 	"verdict":               {[]string{"verdict", "hostname", "mount_point"}, func(v *InventoryVolume) []any { return []any{v.Verdict, v.Hostname, v.MountPoint} }},
@@ -49,12 +50,26 @@ var volumeSorts = map[string]sortKey{
 	"stripe_unit_bytes":     {[]string{"stripe_unit_bytes"}, func(v *InventoryVolume) []any { return []any{v.StripeUnitBytes} }},
 	"data_offset_bytes":     {[]string{"data_offset_bytes"}, func(v *InventoryVolume) []any { return []any{v.DataOffsetBytes} }},
 	"allocation_unit_bytes": {[]string{"allocation_unit_bytes"}, func(v *InventoryVolume) []any { return []any{v.AllocationUnitBytes} }},
-	"split_fraction":        {[]string{"split_fraction_8k"}, func(v *InventoryVolume) []any { return []any{v.SplitFraction8K} }},
-	"split_fraction_64k":    {[]string{"split_fraction_64k"}, func(v *InventoryVolume) []any { return []any{v.SplitFraction64K} }},
 	"severity":              {[]string{"severity_rank"}, func(v *InventoryVolume) []any { return []any{int64(v.SeverityRank)} }},
 	"observed_at":           {[]string{"observed_ns"}, func(v *InventoryVolume) []any { return []any{v.ObservedAt.UnixNano()} }},
 	"id":                    {nil, func(v *InventoryVolume) []any { return nil }},
 }
+
+// volumeSorts are the sort fields (computed once, never written): those
+// of fixedSorts, and per I/O size its split fraction — split_fraction for
+// the smallest size, split_fraction_<key> for each other
+// (split_fraction_64k).
+var volumeSorts = func() map[string]sortKey {
+	out := maps.Clone(fixedSorts)
+	for i, col := range splitColumns {
+		name := col
+		if i == 0 {
+			name = "split_fraction"
+		}
+		out[name] = sortKey{[]string{col}, func(v *InventoryVolume) []any { return []any{v.SplitFraction[i]} }}
+	}
+	return out
+}()
 
 // VolumeSortFields lists the sort fields of VolumeQuery.Sort.
 func VolumeSortFields() []string { return slices.Sorted(maps.Keys(volumeSorts)) }
@@ -92,11 +107,12 @@ func KeysetKinds(sort string) string {
 	return b.String()
 }
 
-const inventoryColumns = `f.volume_id, f.agent_id, f.mount_point, f.hostname, f.sequence, f.observed_ns, f.device, f.fs_type,
+// inventoryColumns are the columns scanInventory reads.
+var inventoryColumns = `f.volume_id, f.agent_id, f.mount_point, f.hostname, f.sequence, f.observed_ns, f.device, f.fs_type,
     f.verdict, f.data_offset_bytes, f.stripe_unit_bytes, f.allocation_unit_bytes, f.raid_level, f.media, f.profile,
-    f.split_fraction_8k, f.split_fraction_64k, f.granularity_split_fraction_8k, f.granularity_split_fraction_64k,
+    ` + columnList("f", splitColumns[:]...) + `, ` + columnList("f", granularityColumns[:]...) + `,
     f.stripe_unit_source, f.stripe_unit_confidence, f.measured_split_cost_seconds, f.measured_split_cost_low_seconds,
-    f.measured_split_cost_high_seconds, f.measured_penalty_8k, f.measured_penalty_64k,
+    f.measured_split_cost_high_seconds, ` + columnList("f", penaltyColumns[:]...) + `,
     f.severity, f.severity_rank, f.rules,
     t.rule, t.severity, t.message, t.remediation, b.state, b.degraded, b.reason, b.updated_ns`
 
@@ -113,12 +129,15 @@ func scanInventory(rows *sql.Rows, withGeometry, withDoc bool) (*InventoryVolume
 	var tRule, tSev, tMsg, tFix, bState, bReason sql.NullString
 	var bDegraded sql.NullBool
 	var bUpdated sql.NullInt64
-	dest := []any{&v.ID, &v.AgentID, &v.MountPoint, &v.Hostname, &seq, &observed, &v.Device, &v.FSType,
-		&v.Verdict, &v.DataOffsetBytes, &v.StripeUnitBytes, &v.AllocationUnitBytes, &v.RAIDLevel, &v.Media, &v.Profile,
-		&v.SplitFraction8K, &v.SplitFraction64K, &v.GranularitySplit8K, &v.GranularitySplit64K,
-		&v.StripeUnitSource, &v.StripeUnitConfidence, &v.MeasuredSplitCost, &v.MeasuredSplitCostLow, &v.MeasuredSplitCostHigh,
-		&v.MeasuredPenalty8K, &v.MeasuredPenalty64K, &v.Severity, &v.SeverityRank, &rules,
-		&tRule, &tSev, &tMsg, &tFix, &bState, &bDegraded, &bReason, &bUpdated}
+	dest := make([]any, 0, 33+3*vocab.NumIOSizes) // every column, geometry and doc
+	dest = append(dest, &v.ID, &v.AgentID, &v.MountPoint, &v.Hostname, &seq, &observed, &v.Device, &v.FSType,
+		&v.Verdict, &v.DataOffsetBytes, &v.StripeUnitBytes, &v.AllocationUnitBytes, &v.RAIDLevel, &v.Media, &v.Profile)
+	dest = appendSizeDests(dest, &v.SplitFraction)
+	dest = appendSizeDests(dest, &v.GranularitySplit)
+	dest = append(dest, &v.StripeUnitSource, &v.StripeUnitConfidence, &v.MeasuredSplitCost, &v.MeasuredSplitCostLow, &v.MeasuredSplitCostHigh)
+	dest = appendSizeDests(dest, &v.MeasuredPenalty)
+	dest = append(dest, &v.Severity, &v.SeverityRank, &rules,
+		&tRule, &tSev, &tMsg, &tFix, &bState, &bDegraded, &bReason, &bUpdated)
 	if withGeometry {
 		dest = append(dest, &v.Geometry)
 	}

@@ -5,7 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+
+	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 // SummaryRow is one inventory volume's summary columns (ScanSummaryRows):
@@ -15,7 +18,7 @@ type SummaryRow struct {
 	Verdict, Severity, Profile, RAIDLevel, Media, FSType string
 	SeverityRank                                         int
 	StripeUnitBytes, DataOffsetBytes                     int64
-	SplitFraction8K, SplitFraction64K                    float64
+	SplitFraction                                        [vocab.NumIOSizes]float64
 	StripeUnitSource                                     string
 	// HasBaseline: the evaluator has judged the volume; Degraded: judged
 	// it degraded.
@@ -35,16 +38,18 @@ func (s *Store) ScanSummaryRows(ctx context.Context, vol func(*SummaryRow) error
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT f.volume_id, f.agent_id, f.hostname, f.mount_point, f.verdict, f.severity,
     f.profile, f.raid_level, f.media, f.fs_type, f.severity_rank, f.stripe_unit_bytes, f.data_offset_bytes,
-    f.split_fraction_8k, f.split_fraction_64k, f.stripe_unit_source, b.agent_id IS NOT NULL, COALESCE(b.degraded, FALSE)
+    `+columnList("f", splitColumns[:]...)+`, f.stripe_unit_source, b.agent_id IS NOT NULL, COALESCE(b.degraded, FALSE)
 FROM inventory_volumes f LEFT JOIN inventory_baseline b ON b.agent_id = f.agent_id AND b.mount_point = f.mount_point`)
 	if err != nil {
 		return 0, 0, fmt.Errorf("summary rows: %w", err)
 	}
 	var r SummaryRow
+	dest := []any{&r.ID, &r.AgentID, &r.Hostname, &r.MountPoint, &r.Verdict, &r.Severity, &r.Profile,
+		&r.RAIDLevel, &r.Media, &r.FSType, &r.SeverityRank, &r.StripeUnitBytes, &r.DataOffsetBytes}
+	dest = appendSizeDests(dest, &r.SplitFraction)
+	dest = append(dest, &r.StripeUnitSource, &r.HasBaseline, &r.Degraded)
 	for rows.Next() {
-		if err := rows.Scan(&r.ID, &r.AgentID, &r.Hostname, &r.MountPoint, &r.Verdict, &r.Severity, &r.Profile,
-			&r.RAIDLevel, &r.Media, &r.FSType, &r.SeverityRank, &r.StripeUnitBytes, &r.DataOffsetBytes,
-			&r.SplitFraction8K, &r.SplitFraction64K, &r.StripeUnitSource, &r.HasBaseline, &r.Degraded); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			rows.Close()
 			return 0, 0, fmt.Errorf("summary rows: %w", err)
 		}
@@ -138,8 +143,9 @@ type InventorySummary struct {
 	Degraded     int64
 	WithBaseline int64
 	Penalties    []Penalty
-	// TopOffenders are the volumes with the highest predicted 8 KiB split
-	// fraction (then 64 KiB, then severity), split fraction above 0 only.
+	// TopOffenders are the volumes with the highest predicted split
+	// fraction of the smallest I/O size (then of each larger size in turn,
+	// then severity), split fraction above 0 only.
 	TopOffenders []*InventoryVolume
 }
 
@@ -188,37 +194,52 @@ WHERE `+where), args...).Scan(&sum.Hosts, &sum.WithBaseline, nullInt{&sum.Degrad
 // penalties: one scan, verdict × severity groups carry every per-volume
 // total.
 func (s *Store) summaryCounts(ctx context.Context, where string, args []any, sum *InventorySummary) error {
-	p8 := Penalty{IOSizeBytes: 8 << 10}
-	p64 := Penalty{IOSizeBytes: 64 << 10}
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT f.verdict, f.severity, COUNT(*),
-    SUM(CASE WHEN f.split_fraction_8k > 0 THEN 1 ELSE 0 END), SUM(CASE WHEN f.split_fraction_8k > 0 THEN f.split_fraction_8k ELSE 0 END),
-    SUM(CASE WHEN f.split_fraction_8k >= 0 THEN 1 ELSE 0 END),
-    SUM(CASE WHEN f.split_fraction_64k > 0 THEN 1 ELSE 0 END), SUM(CASE WHEN f.split_fraction_64k > 0 THEN f.split_fraction_64k ELSE 0 END),
-    SUM(CASE WHEN f.split_fraction_64k >= 0 THEN 1 ELSE 0 END)
+	var ps, part [vocab.NumIOSizes]Penalty
+	var verdict, sev string
+	var n int64
+	dest := []any{&verdict, &sev, &n}
+	for i := range ps {
+		ps[i].IOSizeBytes = int(vocab.IOSize(i))
+		dest = append(dest, &part[i].Affected, &part[i].VolumeEquivalents, &part[i].Known)
+	}
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT f.verdict, f.severity, COUNT(*), `+penaltySums+`
 FROM inventory_volumes f WHERE `+where+` GROUP BY f.verdict, f.severity`), args...)
 	if err != nil {
 		return fmt.Errorf("summary: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var verdict, sev string
-		var n, a8, k8, a64, k64 int64
-		var s8, s64 float64
-		if err := rows.Scan(&verdict, &sev, &n, &a8, &s8, &k8, &a64, &s64, &k64); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return fmt.Errorf("summary: %w", err)
 		}
 		sum.Volumes += n
 		sum.ByVerdict[verdict] += n
 		sum.BySeverity[sev] += n
-		p8.Affected, p8.VolumeEquivalents, p8.Known = p8.Affected+a8, p8.VolumeEquivalents+s8, p8.Known+k8
-		p64.Affected, p64.VolumeEquivalents, p64.Known = p64.Affected+a64, p64.VolumeEquivalents+s64, p64.Known+k64
+		for i, p := range part {
+			ps[i].Affected, ps[i].VolumeEquivalents, ps[i].Known = ps[i].Affected+p.Affected, ps[i].VolumeEquivalents+p.VolumeEquivalents, ps[i].Known+p.Known
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("summary: %w", err)
 	}
-	sum.Penalties = []Penalty{p8, p64}
+	sum.Penalties = ps[:]
 	return nil
 }
+
+// penaltySums are summaryCounts' aggregates per I/O size: the volumes
+// with a split fraction above 0, its sum over them, and the volumes with
+// a known one.
+var penaltySums = func() string {
+	var b strings.Builder
+	for i, c := range splitColumns {
+		if i > 0 {
+			b.WriteString(",\n    ")
+		}
+		fmt.Fprintf(&b, "SUM(CASE WHEN f.%[1]s > 0 THEN 1 ELSE 0 END), SUM(CASE WHEN f.%[1]s > 0 THEN f.%[1]s ELSE 0 END), "+
+			"SUM(CASE WHEN f.%[1]s >= 0 THEN 1 ELSE 0 END)", c)
+	}
+	return b.String()
+}()
 
 func (s *Store) summaryProfiles(ctx context.Context, where string, args []any, sum *InventorySummary) error {
 	rows, err := s.db.QueryContext(ctx, s.q(`SELECT f.profile, COUNT(*) FROM inventory_volumes f WHERE `+where+` GROUP BY f.profile`), args...)
@@ -266,13 +287,24 @@ WHERE `+where+` GROUP BY x.rule, x.severity ORDER BY x.rule, x.severity`), args.
 func (s *Store) summaryOffenders(ctx context.Context, where string, args []any, top int, sum *InventorySummary) error {
 	return eachRow(ctx, s, "summary: top offenders", `SELECT `+inventoryColumns+`
 FROM inventory_volumes f`+inventoryJoins+`
-WHERE `+where+` AND f.split_fraction_8k > 0
-ORDER BY f.split_fraction_8k DESC, f.split_fraction_64k DESC, f.severity_rank DESC, f.volume_id
+WHERE `+where+` AND f.`+splitColumns[0]+` > 0
+ORDER BY `+offendersOrder+`
 LIMIT `+fmt.Sprint(top), args, scanSummaryVolume, func(v *InventoryVolume) error {
 		sum.TopOffenders = append(sum.TopOffenders, v)
 		return nil
 	})
 }
+
+// offendersOrder is the order of the top offenders (and of the
+// inventory_volumes_offenders index): each I/O size's split fraction,
+// smallest size first, descending; then severity; then the volume id.
+var offendersOrder = func() string {
+	var b strings.Builder
+	for _, c := range splitColumns {
+		b.WriteString("f." + c + " DESC, ")
+	}
+	return b.String() + "f.severity_rank DESC, f.volume_id"
+}()
 
 // nullInt scans a nullable integer (SUM over no rows) as 0.
 type nullInt struct{ p *int64 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 // syncBatch is how many volumes one sync transaction writes.
@@ -139,8 +141,7 @@ AND NOT EXISTS (SELECT 1 FROM volumes v WHERE v.agent_id = inventory_volumes.age
 func (s *Store) deriveInventory(ctx context.Context, derive DeriveFunc, keys []volumeKey) (updated, failed int, err error) {
 	var b strings.Builder
 	args := make([]any, 0, 2*len(keys))
-	b.WriteString(`SELECT v.agent_id, a.hostname, v.mount_point, v.device, v.fs_type, v.sequence, v.observed_ns, v.geometry,
-    v.verdict, v.data_offset_bytes, v.stripe_unit_bytes, v.split_fraction_8k, v.split_fraction_64k
+	b.WriteString(`SELECT ` + volumeColumns + `
 FROM volumes v JOIN agents a ON a.agent_id = v.agent_id
 WHERE v.present AND (v.agent_id, v.mount_point) IN (VALUES `)
 	b.WriteString(tupleList("(?, ?)", len(keys)))
@@ -205,9 +206,13 @@ func (s *Store) scanVolumes(ctx context.Context, query string, args ...any) ([]V
 		var v Volume
 		var seq, observed, stripe int64
 		var offset sql.NullInt64
-		var s8, s64 sql.NullFloat64
-		if err := rows.Scan(&v.AgentID, &v.Hostname, &v.MountPoint, &v.Device, &v.FSType, &seq, &observed, &v.Geometry,
-			&v.Verdict, &offset, &stripe, &s8, &s64); err != nil {
+		var split [vocab.NumIOSizes]sql.NullFloat64
+		dest := []any{&v.AgentID, &v.Hostname, &v.MountPoint, &v.Device, &v.FSType, &seq, &observed, &v.Geometry,
+			&v.Verdict, &offset, &stripe}
+		for i := range split {
+			dest = append(dest, &split[i])
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
 		v.Sequence, v.ObservedAt, v.StripeUnitBytes = uint64(seq), fromUnixNano(observed), uint64(stripe)
@@ -215,11 +220,10 @@ func (s *Store) scanVolumes(ctx context.Context, query string, args ...any) ([]V
 			o := uint64(offset.Int64)
 			v.DataOffsetBytes = &o
 		}
-		if s8.Valid {
-			v.SplitFraction8K = &s8.Float64
-		}
-		if s64.Valid {
-			v.SplitFraction64K = &s64.Float64
+		for i, f := range split {
+			if f.Valid {
+				v.SplitFraction[i] = &f.Float64
+			}
 		}
 		out = append(out, v)
 	}
@@ -257,18 +261,20 @@ func (s *Store) putInventory(ctx context.Context, vols []InventoryVolume) error 
 }
 
 // inventoryRowColumns are the columns of inventory_volumes that
-// upsertInventoryRows writes, volume_id first.
-var inventoryRowColumns = [...]string{"volume_id", "agent_id", "mount_point", "hostname", "sequence", "observed_ns",
-	"device", "fs_type", "verdict", "data_offset_bytes", "stripe_unit_bytes", "allocation_unit_bytes", "raid_level", "media", "profile",
-	"split_fraction_8k", "split_fraction_64k", "granularity_split_fraction_8k", "granularity_split_fraction_64k",
-	"stripe_unit_source", "stripe_unit_confidence", "measured_split_cost_seconds", "measured_split_cost_low_seconds",
-	"measured_split_cost_high_seconds", "measured_penalty_8k", "measured_penalty_64k",
-	"severity", "severity_rank", "findings", "rules"}
+// upsertInventoryRows writes, volume_id first (computed once, never
+// written).
+var inventoryRowColumns = slices.Concat([]string{"volume_id", "agent_id", "mount_point", "hostname", "sequence", "observed_ns",
+	"device", "fs_type", "verdict", "data_offset_bytes", "stripe_unit_bytes", "allocation_unit_bytes", "raid_level", "media", "profile"},
+	splitColumns[:], granularityColumns[:],
+	[]string{"stripe_unit_source", "stripe_unit_confidence", "measured_split_cost_seconds", "measured_split_cost_low_seconds",
+		"measured_split_cost_high_seconds"},
+	penaltyColumns[:],
+	[]string{"severity", "severity_rank", "findings", "rules"})
 
 // upsertInventoryRows writes the rows of vols (at most rowsPerInsert); a
 // stored row of a newer sequence stays.
 func (s *Store) upsertInventoryRows(ctx context.Context, tx *sql.Tx, vols []InventoryVolume) error {
-	cols := inventoryRowColumns[:]
+	cols := inventoryRowColumns
 	args := make([]any, 0, len(vols)*len(cols))
 	for _, v := range vols {
 		sev := v.Severity
@@ -277,11 +283,12 @@ func (s *Store) upsertInventoryRows(ctx context.Context, tx *sql.Tx, vols []Inve
 		}
 		args = append(args, v.ID, v.AgentID, v.MountPoint, v.Hostname, int64(v.Sequence), unixNano(v.ObservedAt),
 			v.Device, v.FSType, v.Verdict, v.DataOffsetBytes, v.StripeUnitBytes, v.AllocationUnitBytes,
-			v.RAIDLevel, v.Media, v.Profile, v.SplitFraction8K, v.SplitFraction64K,
-			v.GranularitySplit8K, v.GranularitySplit64K,
-			v.StripeUnitSource, v.StripeUnitConfidence, v.MeasuredSplitCost, v.MeasuredSplitCostLow, v.MeasuredSplitCostHigh,
-			v.MeasuredPenalty8K, v.MeasuredPenalty64K, sev, v.SeverityRank,
-			len(v.Findings), strings.Join(v.Rules, ","))
+			v.RAIDLevel, v.Media, v.Profile)
+		args = appendSizes(args, v.SplitFraction)
+		args = appendSizes(args, v.GranularitySplit)
+		args = append(args, v.StripeUnitSource, v.StripeUnitConfidence, v.MeasuredSplitCost, v.MeasuredSplitCostLow, v.MeasuredSplitCostHigh)
+		args = appendSizes(args, v.MeasuredPenalty)
+		args = append(args, sev, v.SeverityRank, len(v.Findings), strings.Join(v.Rules, ","))
 	}
 	set := make([]string, 0, len(cols)-3)
 	for _, c := range cols[3:] { // not the key (volume_id, agent_id, mount_point)

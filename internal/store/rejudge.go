@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // rejudgePage is how many volume rows RejudgeVolumes reads at a time.
@@ -155,11 +156,8 @@ func (s *Store) rewriteJudged(ctx context.Context, ups []rejudged) (int, error) 
 			if u.v.DataOffsetBytes != nil {
 				offset = int64(*u.v.DataOffsetBytes)
 			}
-			res, err := s.txExec(ctx, tx, s.q(`UPDATE volumes SET geometry = ?, verdict = ?, data_offset_bytes = ?,
-    stripe_unit_bytes = ?, split_fraction_8k = ?, split_fraction_64k = ?
-WHERE agent_id = ? AND mount_point = ? AND sequence = ?`),
-				u.v.Geometry, u.v.Verdict, offset, int64(u.v.StripeUnitBytes), floatOrNil(u.v.SplitFraction8K), floatOrNil(u.v.SplitFraction64K),
-				u.agent, u.mount, u.seq)
+			args := append([]any{u.v.Geometry, u.v.Verdict, offset, int64(u.v.StripeUnitBytes)}, nullableSizes(u.v.SplitFraction)...)
+			res, err := s.txExec(ctx, tx, s.q(rewriteJudgedSQL), append(args, u.agent, u.mount, u.seq)...)
 			if err != nil {
 				return err
 			}
@@ -177,3 +175,9 @@ WHERE agent_id = ? AND mount_point = ? AND sequence = ?`),
 	})
 	return n, err
 }
+
+// rewriteJudgedSQL stores a judged geometry over the row it was judged
+// from.
+var rewriteJudgedSQL = `UPDATE volumes SET geometry = ?, verdict = ?, data_offset_bytes = ?,
+    stripe_unit_bytes = ?, ` + strings.Join(splitColumns[:], " = ?, ") + ` = ?
+WHERE agent_id = ? AND mount_point = ? AND sequence = ?`

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plumbline/plumbline/internal/pgtest"
+	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -393,7 +394,7 @@ func vol(mount, verdict string) Volume {
 	return Volume{
 		MountPoint: mount, Device: "/dev/sdb1", FSType: "xfs", Geometry: []byte("geom " + mount + " " + verdict),
 		Verdict: verdict, DataOffsetBytes: ptr(uint64(32256)), StripeUnitBytes: 65536,
-		SplitFraction8K: ptr(0.125), SplitFraction64K: ptr(1.0),
+		SplitFraction: [vocab.NumIOSizes]*float64{ptr(0.125), ptr(1.0)},
 	}
 }
 
@@ -427,7 +428,7 @@ func TestVolumesAndHosts(t *testing.T) {
 		}
 
 		unknown := vol("/log", "unknown")
-		unknown.DataOffsetBytes, unknown.SplitFraction8K, unknown.SplitFraction64K, unknown.StripeUnitBytes = nil, nil, nil, 0
+		unknown.DataOffsetBytes, unknown.SplitFraction, unknown.StripeUnitBytes = nil, [vocab.NumIOSizes]*float64{}, 0
 		steps := []struct {
 			name  string
 			batch []Record
@@ -460,7 +461,7 @@ func TestVolumesAndHosts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got) != 2 || got[1].MountPoint != "/log" || got[1].DataOffsetBytes != nil || got[1].SplitFraction8K != nil || got[1].Verdict != "unknown" {
+		if len(got) != 2 || got[1].MountPoint != "/log" || got[1].DataOffsetBytes != nil || got[1].SplitFraction[0] != nil || got[1].Verdict != "unknown" {
 			t.Errorf("ListVolumes() = %+v, want /data and /log with unknown offset and split", got)
 		}
 	})

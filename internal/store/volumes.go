@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 // Volume is the latest geometry of one volume.
@@ -24,10 +26,9 @@ type Volume struct {
 	Verdict         string
 	DataOffsetBytes *uint64 // nil when unknown
 	StripeUnitBytes uint64
-	// Predicted split fractions of 8 KiB and 64 KiB I/Os; nil when no
-	// stripe unit is known.
-	SplitFraction8K  *float64
-	SplitFraction64K *float64
+	// SplitFraction is the predicted split fraction of I/Os of each of
+	// vocab.IOSizes; nil when no stripe unit is known.
+	SplitFraction [vocab.NumIOSizes]*float64
 	// Sequence and ObservedAt are those of the record that set the row
 	// (filled by ListVolumes); Sequence is the server's sequence of the
 	// record (records.sequence: the agent's records in arrival order).
@@ -70,25 +71,33 @@ WHERE agent_id = ? AND incarnation = ? AND agent_sequence > ? AND kind = 'geomet
 		if geom == nil {
 			geom = []byte{}
 		}
-		_, err := s.txExec(ctx, tx, s.q(`
-INSERT INTO volumes (agent_id, mount_point, device, fs_type, sequence, observed_ns, present, geometry,
-    verdict, data_offset_bytes, stripe_unit_bytes, split_fraction_8k, split_fraction_64k)
-VALUES (?, ?, ?, ?, ?, ?, TRUE, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (agent_id, mount_point) DO UPDATE SET
-    device = excluded.device, fs_type = excluded.fs_type, sequence = excluded.sequence,
-    observed_ns = excluded.observed_ns, present = TRUE, geometry = excluded.geometry,
-    verdict = excluded.verdict, data_offset_bytes = excluded.data_offset_bytes,
-    stripe_unit_bytes = excluded.stripe_unit_bytes, split_fraction_8k = excluded.split_fraction_8k,
-    split_fraction_64k = excluded.split_fraction_64k
-WHERE volumes.sequence < excluded.sequence`),
-			agentID, v.MountPoint, v.Device, v.FSType, int64(r.server), observed, geom,
-			v.Verdict, offset, int64(v.StripeUnitBytes), floatOrNil(v.SplitFraction8K), floatOrNil(v.SplitFraction64K))
+		args := append([]any{agentID, v.MountPoint, v.Device, v.FSType, int64(r.server), observed, geom,
+			v.Verdict, offset, int64(v.StripeUnitBytes)}, nullableSizes(v.SplitFraction)...)
+		_, err := s.txExec(ctx, tx, s.q(putVolumeSQL), args...)
 		if err != nil {
 			return fmt.Errorf("volume %q of snapshot %d: %w", v.MountPoint, r.Sequence, err)
 		}
 	}
 	return nil
 }
+
+// putVolumeSQL upserts a volume of a snapshot: an older row is replaced.
+var putVolumeSQL = func() string {
+	set := make([]string, len(splitColumns))
+	for i, c := range splitColumns {
+		set[i] = c + " = excluded." + c
+	}
+	return `
+INSERT INTO volumes (agent_id, mount_point, device, fs_type, sequence, observed_ns, present, geometry,
+    verdict, data_offset_bytes, stripe_unit_bytes, ` + columnList("", splitColumns[:]...) + `)
+VALUES (?, ?, ?, ?, ?, ?, TRUE, ?, ?, ?, ?, ` + placeholders(len(splitColumns)) + `)
+ON CONFLICT (agent_id, mount_point) DO UPDATE SET
+    device = excluded.device, fs_type = excluded.fs_type, sequence = excluded.sequence,
+    observed_ns = excluded.observed_ns, present = TRUE, geometry = excluded.geometry,
+    verdict = excluded.verdict, data_offset_bytes = excluded.data_offset_bytes,
+    stripe_unit_bytes = excluded.stripe_unit_bytes, ` + strings.Join(set, ", ") + `
+WHERE volumes.sequence < excluded.sequence`
+}()
 
 func floatOrNil(f *float64) any {
 	if f == nil {
@@ -101,8 +110,7 @@ func floatOrNil(f *float64) any {
 // by hostname and mount point.
 func (s *Store) ListVolumes(ctx context.Context) ([]Volume, error) {
 	out, err := s.scanVolumes(ctx, `
-SELECT v.agent_id, a.hostname, v.mount_point, v.device, v.fs_type, v.sequence, v.observed_ns, v.geometry,
-    v.verdict, v.data_offset_bytes, v.stripe_unit_bytes, v.split_fraction_8k, v.split_fraction_64k
+SELECT `+volumeColumns+`
 FROM volumes v JOIN agents a ON a.agent_id = v.agent_id
 WHERE v.present
 ORDER BY a.hostname, v.agent_id, v.mount_point`)
@@ -111,3 +119,8 @@ ORDER BY a.hostname, v.agent_id, v.mount_point`)
 	}
 	return out, nil
 }
+
+// volumeColumns are the columns scanVolumes reads, of volumes v joined
+// with agents a.
+var volumeColumns = `v.agent_id, a.hostname, v.mount_point, v.device, v.fs_type, v.sequence, v.observed_ns, v.geometry,
+    v.verdict, v.data_offset_bytes, v.stripe_unit_bytes, ` + columnList("v", splitColumns[:]...)

@@ -18,5 +18,8 @@
 //
 // Adding a probe kind: one entry in probeKinds (probe_kinds.go) plus its
 // engine in internal/probe. Adding an I/O size: one entry in ioSizes
-// (iosizes.go). Rule ids stay beside their rules in internal/align.
+// (words.go) plus a migration adding its columns (split_fraction_<key> on
+// volumes; split_fraction_, granularity_split_fraction_ and
+// measured_penalty_<key> on inventory_volumes; IOSizeKey names the key),
+// then `make openapi`. Rule ids stay beside their rules in internal/align.
 package vocab

@@ -4,11 +4,37 @@ import "strconv"
 
 // ioSizes are the database I/O sizes a verdict carries a split fraction
 // for (Alignment.split_fraction keys, the API's io_size_bytes, the
-// exporter's io_size label): 8 KiB pages and 64 KiB extents.
+// exporter's io_size label, the store's per-size columns): 8 KiB pages and
+// 64 KiB extents. Smallest first, each a whole number of KiB. Adding one:
+// its entry here, and a migration adding its columns (see IOSizeKey).
 var ioSizes = [...]uint32{8 << 10, 64 << 10}
+
+// NumIOSizes is how many I/O sizes a verdict carries: the length of the
+// per-size arrays ([NumIOSizes]float64) that hold one value per size, in
+// IOSizes order.
+const NumIOSizes = len(ioSizes)
 
 // IOSizes lists the I/O sizes a verdict carries, smallest first.
 func IOSizes() []uint32 { return append([]uint32(nil), ioSizes[:]...) }
+
+// IOSize is the i-th I/O size of IOSizes (0 <= i < NumIOSizes).
+func IOSize(i int) uint32 { return ioSizes[i] }
+
+// IOSizeIndex is the position of size in IOSizes; false when a verdict
+// does not carry it.
+func IOSizeIndex(size uint32) (int, bool) {
+	for i, s := range ioSizes {
+		if s == size {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// IOSizeKey names an I/O size in column, field and CSV names: its KiB and
+// "k" ("8k" for 8192, "64k" for 65536) — split_fraction_8k in the store
+// (one column per size and figure), the CSV and the summary.
+func IOSizeKey(size uint32) string { return strconv.FormatUint(uint64(size>>10), 10) + "k" }
 
 // IOSizeNames is IOSizes in decimal bytes ("8192", "65536").
 func IOSizeNames() []string {
