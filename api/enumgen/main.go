@@ -1,11 +1,13 @@
 // Command enumgen writes the enumerations of api/openapi.yaml from the
 // words' homes: internal/vocab (verdicts, severities, probe kinds, stop
-// reasons), internal/align (where stripe-scan runs place their reads) and
-// the inventory's filter table (every enumerated query
-// parameter). The rest of the document is written by hand; enumgen
-// replaces only the flow lists of the enums it owns, in place, so a new
-// probe kind, RAID level, rule or I/O size reaches the API contract
-// without an edit of the document. `make openapi` runs it;
+// reasons, I/O sizes), internal/align (where stripe-scan runs place their
+// reads), the inventory's filter table (every enumerated query parameter)
+// and the store's sort fields (GET /api/v1/volumes' sort) — and the
+// per-I/O-size members of the summary's top offenders
+// (split_fraction_<key>). The rest of the document is written by hand;
+// enumgen replaces only the flow lists of the enums it owns, and the
+// member lines it owns, in place, so a new probe kind, RAID level, rule
+// or I/O size reaches the API contract without an edit of the document. `make openapi` runs it;
 // TestDocumentIsCurrent fails while the committed document is stale.
 package main
 
@@ -22,6 +24,7 @@ import (
 
 	"github.com/plumbline/plumbline/internal/align"
 	"github.com/plumbline/plumbline/internal/inventory"
+	"github.com/plumbline/plumbline/internal/store"
 	"github.com/plumbline/plumbline/internal/vocab"
 )
 
@@ -54,7 +57,12 @@ func run(path string, check bool) error {
 }
 
 // enum is one enumeration the generator owns: where it is in the
-// document (a path of mapping keys) and its values.
+// document (a path of mapping keys; "name=x" picks the item of a list
+// whose name is x) and its values. A path whose last key ends in *
+// ("split_fraction_*") names instead a run of members of the mapping the
+// rest of the path leads to: those whose keys start with what precedes
+// the * (on consecutive lines, one member each, a flow value); its values
+// are the lines that replace them ("split_fraction_8k: {type: number}").
 type enum struct {
 	path   []string
 	values []string
@@ -74,6 +82,23 @@ func enums() []enum {
 			out = append(out, enum{[]string{"components", "parameters", p.Param, "schema"}, vals})
 		}
 	}
+	var sorts []string
+	for _, f := range store.VolumeSortOrder() {
+		sorts = append(sorts, f, "-"+f)
+	}
+	out = append(out, enum{path: []string{"paths", "/api/v1/volumes", "get", "parameters", "name=sort", "schema"}, values: sorts})
+	// A top offender's split fraction per I/O size: the smallest size's
+	// is known (the offenders are the volumes where it is above 0).
+	var split []string
+	for i, size := range vocab.IOSizes() {
+		m := "split_fraction_" + vocab.IOSizeKey(size) + ": {type: number, nullable: true}"
+		if i == 0 {
+			m = "split_fraction_" + vocab.IOSizeKey(size) + ": {type: number}"
+		}
+		split = append(split, m)
+	}
+	out = append(out, enum{path: []string{"components", "schemas", "Summary", "properties", "top_offenders", "items", "properties", "split_fraction_*"},
+		values: split})
 	return out
 }
 
@@ -86,11 +111,23 @@ func rewrite(doc []byte, enums []enum) ([]byte, error) {
 	lines := strings.SplitAfter(string(doc), "\n")
 	// Rewrite from the bottom up, so that earlier line numbers hold.
 	type edit struct {
-		line, col int
-		values    []string
+		line  int
+		apply func([]string) ([]string, error)
 	}
 	var edits []edit
 	for _, e := range enums {
+		if prefix, ok := strings.CutSuffix(e.path[len(e.path)-1], "*"); ok {
+			n := lookup(root.Content[0], e.path[:len(e.path)-1])
+			if n == nil {
+				return nil, fmt.Errorf("no %s", strings.Join(e.path[:len(e.path)-1], "."))
+			}
+			first, last, col, err := memberRun(n, prefix)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", strings.Join(e.path, "."), err)
+			}
+			edits = append(edits, edit{first, func(l []string) ([]string, error) { return replaceMembers(l, first, last, col, e.values), nil }})
+			continue
+		}
 		n := lookup(root.Content[0], e.path)
 		if n == nil {
 			return nil, fmt.Errorf("no %s", strings.Join(e.path, "."))
@@ -99,21 +136,76 @@ func rewrite(doc []byte, enums []enum) ([]byte, error) {
 		if list == nil || list.Kind != yaml.SequenceNode || list.Style&yaml.FlowStyle == 0 {
 			return nil, fmt.Errorf("%s: want a flow list under enum:", strings.Join(e.path, "."))
 		}
-		edits = append(edits, edit{list.Line - 1, list.Column - 1, e.values})
+		line, col := list.Line-1, list.Column-1
+		edits = append(edits, edit{line, func(l []string) ([]string, error) { return replaceList(l, line, col, e.values) }})
 	}
 	slices.SortFunc(edits, func(a, b edit) int { return cmp.Compare(a.line, b.line) })
 	for i := len(edits) - 1; i >= 0; i-- {
 		var err error
-		if lines, err = replaceList(lines, edits[i].line, edits[i].col, edits[i].values); err != nil {
+		if lines, err = edits[i].apply(lines); err != nil {
 			return nil, err
 		}
 	}
 	return []byte(strings.Join(lines, "")), nil
 }
 
-// lookup follows mapping keys from n.
+// memberRun finds the members of mapping n whose keys start with prefix:
+// the lines (0-based) of the first and last, and the keys' column. They
+// must be consecutive lines, each one member with a flow value.
+func memberRun(n *yaml.Node, prefix string) (first, last, col int, err error) {
+	if n.Kind != yaml.MappingNode {
+		return 0, 0, 0, fmt.Errorf("want a mapping")
+	}
+	first = -1
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if !strings.HasPrefix(k.Value, prefix) {
+			continue
+		}
+		if v.Line != k.Line || (v.Kind != yaml.ScalarNode && v.Style&yaml.FlowStyle == 0) {
+			return 0, 0, 0, fmt.Errorf("%s: want a flow value on the key's line", k.Value)
+		}
+		switch {
+		case first < 0:
+			first, col = k.Line-1, k.Column-1
+		case k.Line-1 != last+1:
+			return 0, 0, 0, fmt.Errorf("%s: want the %s* members on consecutive lines", k.Value, prefix)
+		}
+		last = k.Line - 1
+	}
+	if first < 0 {
+		return 0, 0, 0, fmt.Errorf("no %s* member", prefix)
+	}
+	return first, last, col, nil
+}
+
+// replaceMembers replaces lines first..last with members, one a line,
+// indented to col.
+func replaceMembers(lines []string, first, last, col int, members []string) []string {
+	out := append([]string(nil), lines[:first]...)
+	for _, m := range members {
+		out = append(out, strings.Repeat(" ", col)+m+"\n")
+	}
+	return append(out, lines[last+1:]...)
+}
+
+// lookup follows mapping keys from n; a key "name=x" picks the item of
+// a list whose name is x.
 func lookup(n *yaml.Node, path []string) *yaml.Node {
 	for _, key := range path {
+		if name, ok := strings.CutPrefix(key, "name="); ok && n.Kind == yaml.SequenceNode {
+			var next *yaml.Node
+			for _, item := range n.Content {
+				if v := lookup(item, []string{"name"}); v != nil && v.Value == name {
+					next = item
+				}
+			}
+			if next == nil {
+				return nil
+			}
+			n = next
+			continue
+		}
 		if n.Kind != yaml.MappingNode {
 			return nil
 		}

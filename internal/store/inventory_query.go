@@ -38,41 +38,56 @@ type sortKey struct {
 	vals func(v *InventoryVolume) []any
 }
 
-// fixedSorts are the sort fields of one column set each.
-var fixedSorts = map[string]sortKey{
-	"host":                  {[]string{"hostname", "mount_point"}, func(v *InventoryVolume) []any { return []any{v.Hostname, v.MountPoint} }},
-	"mount_point":           {[]string{"mount_point"}, func(v *InventoryVolume) []any { return []any{v.MountPoint} }},
-	"verdict":               {[]string{"verdict", "hostname", "mount_point"}, func(v *InventoryVolume) []any { return []any{v.Verdict, v.Hostname, v.MountPoint} }},
-	"fs":                    {[]string{"fs_type"}, func(v *InventoryVolume) []any { return []any{v.FSType} }},
-	"raid_level":            {[]string{"raid_level"}, func(v *InventoryVolume) []any { return []any{v.RAIDLevel} }},
-	"media":                 {[]string{"media"}, func(v *InventoryVolume) []any { return []any{v.Media} }},
-	"profile":               {[]string{"profile"}, func(v *InventoryVolume) []any { return []any{v.Profile} }},
-	"stripe_unit_bytes":     {[]string{"stripe_unit_bytes"}, func(v *InventoryVolume) []any { return []any{v.StripeUnitBytes} }},
-	"data_offset_bytes":     {[]string{"data_offset_bytes"}, func(v *InventoryVolume) []any { return []any{v.DataOffsetBytes} }},
-	"allocation_unit_bytes": {[]string{"allocation_unit_bytes"}, func(v *InventoryVolume) []any { return []any{v.AllocationUnitBytes} }},
-	"severity":              {[]string{"severity_rank"}, func(v *InventoryVolume) []any { return []any{int64(v.SeverityRank)} }},
-	"observed_at":           {[]string{"observed_ns"}, func(v *InventoryVolume) []any { return []any{v.ObservedAt.UnixNano()} }},
-	"id":                    {nil, func(v *InventoryVolume) []any { return nil }},
+// namedSort is a sort field and its key.
+type namedSort struct {
+	name string
+	sortKey
 }
 
-// volumeSorts are the sort fields (computed once, never written): those
-// of fixedSorts, and per I/O size its split fraction — split_fraction for
-// the smallest size, split_fraction_<key> for each other
-// (split_fraction_64k).
-var volumeSorts = func() map[string]sortKey {
-	out := maps.Clone(fixedSorts)
+// volumeSortOrder and volumeSorts are the sort fields, in the API's
+// documented order and by name (computed once, never written). Each I/O
+// size's split fraction is one: split_fraction for the smallest size,
+// split_fraction_<key> (split_fraction_64k) for each other.
+var volumeSortOrder, volumeSorts = buildVolumeSorts()
+
+func buildVolumeSorts() ([]string, map[string]sortKey) {
+	fields := []namedSort{
+		{"host", sortKey{[]string{"hostname", "mount_point"}, func(v *InventoryVolume) []any { return []any{v.Hostname, v.MountPoint} }}},
+		{"mount_point", sortKey{[]string{"mount_point"}, func(v *InventoryVolume) []any { return []any{v.MountPoint} }}},
+		{"verdict", sortKey{[]string{"verdict", "hostname", "mount_point"}, func(v *InventoryVolume) []any { return []any{v.Verdict, v.Hostname, v.MountPoint} }}},
+		{"fs", sortKey{[]string{"fs_type"}, func(v *InventoryVolume) []any { return []any{v.FSType} }}},
+		{"raid_level", sortKey{[]string{"raid_level"}, func(v *InventoryVolume) []any { return []any{v.RAIDLevel} }}},
+		{"media", sortKey{[]string{"media"}, func(v *InventoryVolume) []any { return []any{v.Media} }}},
+		{"profile", sortKey{[]string{"profile"}, func(v *InventoryVolume) []any { return []any{v.Profile} }}},
+		{"stripe_unit_bytes", sortKey{[]string{"stripe_unit_bytes"}, func(v *InventoryVolume) []any { return []any{v.StripeUnitBytes} }}},
+		{"data_offset_bytes", sortKey{[]string{"data_offset_bytes"}, func(v *InventoryVolume) []any { return []any{v.DataOffsetBytes} }}},
+		{"allocation_unit_bytes", sortKey{[]string{"allocation_unit_bytes"}, func(v *InventoryVolume) []any { return []any{v.AllocationUnitBytes} }}},
+	}
 	for i, col := range splitColumns {
 		name := col
 		if i == 0 {
 			name = "split_fraction"
 		}
-		out[name] = sortKey{[]string{col}, func(v *InventoryVolume) []any { return []any{v.SplitFraction[i]} }}
+		fields = append(fields, namedSort{name, sortKey{[]string{col}, func(v *InventoryVolume) []any { return []any{v.SplitFraction[i]} }}})
 	}
-	return out
-}()
+	fields = append(fields,
+		namedSort{"severity", sortKey{[]string{"severity_rank"}, func(v *InventoryVolume) []any { return []any{int64(v.SeverityRank)} }}},
+		namedSort{"observed_at", sortKey{[]string{"observed_ns"}, func(v *InventoryVolume) []any { return []any{v.ObservedAt.UnixNano()} }}},
+		namedSort{"id", sortKey{nil, func(v *InventoryVolume) []any { return nil }}})
+	order, byName := make([]string, len(fields)), make(map[string]sortKey, len(fields))
+	for i, f := range fields {
+		order[i], byName[f.name] = f.name, f.sortKey
+	}
+	return order, byName
+}
 
-// VolumeSortFields lists the sort fields of VolumeQuery.Sort.
+// VolumeSortFields lists the sort fields of VolumeQuery.Sort, sorted.
 func VolumeSortFields() []string { return slices.Sorted(maps.Keys(volumeSorts)) }
+
+// VolumeSortOrder lists the sort fields of VolumeQuery.Sort in the order
+// the API documents them (api/openapi.yaml's sort enum, which
+// api/enumgen writes from it).
+func VolumeSortOrder() []string { return slices.Clone(volumeSortOrder) }
 
 // VolumeKeyset returns the keyset of v under a sort field, for
 // VolumeQuery.After: the sort columns' values, then the volume id. The
