@@ -143,3 +143,37 @@ func TestWords(t *testing.T) {
 		}
 	}
 }
+
+// The I/O sizes are distinct whole KiB, smallest first, so that their
+// keys (column and field names) are distinct and per-size arrays follow
+// one order; IOSizeIndex and IOSize are inverse.
+func TestIOSizeKeys(t *testing.T) {
+	t.Parallel()
+	if got, want := IOSizeKey(8<<10), "8k"; got != want {
+		t.Errorf("IOSizeKey(8192) = %q, want %q", got, want)
+	}
+	if got, want := IOSizeKey(64<<10), "64k"; got != want {
+		t.Errorf("IOSizeKey(65536) = %q, want %q", got, want)
+	}
+	sizes := IOSizes()
+	if len(sizes) != NumIOSizes {
+		t.Fatalf("len(IOSizes()) = %d, NumIOSizes = %d", len(sizes), NumIOSizes)
+	}
+	for i, s := range sizes {
+		if s%1024 != 0 || s == 0 {
+			t.Errorf("I/O size %d: want a whole number of KiB", s)
+		}
+		if i > 0 && s <= sizes[i-1] {
+			t.Errorf("IOSizes() = %v: want ascending", sizes)
+		}
+		if IOSize(i) != s {
+			t.Errorf("IOSize(%d) = %d, want %d", i, IOSize(i), s)
+		}
+		if j, ok := IOSizeIndex(s); !ok || j != i {
+			t.Errorf("IOSizeIndex(%d) = %d, %v, want %d", s, j, ok, i)
+		}
+	}
+	if _, ok := IOSizeIndex(4096 + 1); ok {
+		t.Error("IOSizeIndex(4097) found a size vocab does not list")
+	}
+}
