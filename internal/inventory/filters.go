@@ -76,15 +76,16 @@ func mediaClasses() []string {
 	return out
 }
 
-// minSplitCond: the predicted split fraction of io_size_bytes (8 KiB when
-// not given) at least the value.
+// minSplitCond: the predicted split fraction of io_size_bytes (the
+// smallest I/O size, 8 KiB, when not given) at least the value.
 func minSplitCond(p *params, v any) (*store.Cond, error) {
-	size, err := p.enum("io_size_bytes", vocab.IOSizeNames())
+	names := vocab.IOSizeNames()
+	size, err := p.enum("io_size_bytes", names)
 	if err != nil {
 		return nil, err
 	}
 	if size == "" {
-		size = strconv.Itoa(8 << 10)
+		size = names[0]
 	}
 	n, _ := strconv.ParseUint(size, 10, 32)
 	col, ok := store.SplitFractionColumn(uint32(n))
