@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/plumbline/plumbline/internal/ingest"
 	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/vocab"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -302,6 +304,12 @@ func TestSort(t *testing.T) {
 				},
 				"observed_at": func(v map[string]any) any { return v["observed_at"] },
 				"id":          func(v map[string]any) any { return v["id"] },
+			}
+			// Every other I/O size's split fraction sorts as 64 KiB's does.
+			for _, size := range vocab.IOSizes()[1:] {
+				if f := "split_fraction_" + vocab.IOSizeKey(size); key[f] == nil {
+					key[f] = func(v map[string]any) any { return splitOf(v, strconv.FormatUint(uint64(size), 10)) }
+				}
 			}
 			for _, field := range store.VolumeSortFields() {
 				k, ok := key[field]

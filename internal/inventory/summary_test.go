@@ -81,11 +81,13 @@ func TestSummary(t *testing.T) {
 						t.Errorf("summary?%s by_rule %s = %v, want %v", filter, k, m["volumes"], byRule[k])
 					}
 				}
-				pen := body["estimated_penalty"].([]any)
-				for i, want := range []float64{eq8, eq64} {
-					got := num64(pen[i].(map[string]any)["volume_equivalents"])
-					if math.Abs(got-want) > 1e-9 {
-						t.Errorf("summary?%s penalty[%d] = %v, want %v", filter, i, got, want)
+				pen := map[float64]float64{} // volume equivalents by I/O size
+				for _, p := range body["estimated_penalty"].([]any) {
+					pen[num64(p.(map[string]any)["io_size_bytes"])] = num64(p.(map[string]any)["volume_equivalents"])
+				}
+				for size, want := range map[float64]float64{8 << 10: eq8, 64 << 10: eq64} {
+					if got := pen[size]; math.Abs(got-want) > 1e-9 {
+						t.Errorf("summary?%s penalty[%v] = %v, want %v", filter, size, got, want)
 					}
 				}
 				top := body["top_offenders"].([]any)
