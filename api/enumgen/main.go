@@ -86,7 +86,7 @@ func enums() []enum {
 	for _, f := range store.VolumeSortOrder() {
 		sorts = append(sorts, f, "-"+f)
 	}
-	out = append(out, enum{path: []string{"paths", "/api/v1/volumes", "get", "parameters", "name=sort", "schema"}, values: sorts})
+	out = append(out, enum{[]string{"paths", "/api/v1/volumes", "get", "parameters", "name=sort", "schema"}, sorts})
 	// A top offender's split fraction per I/O size: the smallest size's
 	// is known (the offenders are the volumes where it is above 0).
 	var split []string
@@ -97,12 +97,12 @@ func enums() []enum {
 		}
 		split = append(split, m)
 	}
-	out = append(out, enum{path: []string{"components", "schemas", "Summary", "properties", "top_offenders", "items", "properties", "split_fraction_*"},
-		values: split})
+	out = append(out, enum{[]string{"components", "schemas", "Summary", "properties", "top_offenders", "items", "properties", "split_fraction_*"}, split})
 	return out
 }
 
-// rewrite replaces the flow list of each enum's `enum:` key in doc.
+// rewrite replaces, in doc, the flow list of each enum's `enum:` key (or
+// its run of members, for a path ending in prefix*).
 func rewrite(doc []byte, enums []enum) ([]byte, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(doc, &root); err != nil {
