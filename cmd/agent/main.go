@@ -11,6 +11,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -65,4 +67,28 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agent: unknown command %q\n\n%s", args[0], usage)
 		return 2
 	}
+}
+
+// newFlagSet is the flag set of `agent <name>`: parse errors and -h go to
+// stderr, -h as usage followed by the flags.
+func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fl := flag.NewFlagSet("agent "+name, flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	fl.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fl.PrintDefaults()
+	}
+	return fl
+}
+
+// parseFlags parses args with fl. When ok is false the command ends with
+// code: exitOK after -h, exitUsage after a bad flag (fl has said why).
+func parseFlags(fl *flag.FlagSet, args []string) (code int, ok bool) {
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK, false
+		}
+		return exitUsage, false
+	}
+	return exitOK, true
 }
