@@ -16,8 +16,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
+
+	"github.com/plumbline/plumbline/internal/command"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -39,34 +39,22 @@ Run 'agent <command> -h' for the flags of a command.
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := command.Context()
 	defer stop()
+	return command.Dispatch(ctx, "agent", usage, map[string]command.Func{
+		"inspect":   runInspect,
+		"probe":     runProbe,
+		"run":       runRun,
+		"enroll":    runEnroll,
+		"service":   runService,
+		"version":   printVersion,
+		"--version": printVersion,
+	}, args, stdout, stderr)
+}
 
-	switch args[0] {
-	case "inspect":
-		return runInspect(ctx, args[1:], stdout, stderr)
-	case "probe":
-		return runProbe(ctx, args[1:], stdout, stderr)
-	case "run":
-		return runRun(ctx, args[1:], stdout, stderr)
-	case "enroll":
-		return runEnroll(ctx, args[1:], stdout, stderr)
-	case "service":
-		return runService(ctx, args[1:], stdout, stderr)
-	case "version", "--version":
-		fmt.Fprintln(stdout, "plumbline agent", version)
-		return 0
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	default:
-		fmt.Fprintf(stderr, "agent: unknown command %q\n\n%s", args[0], usage)
-		return 2
-	}
+func printVersion(_ context.Context, _ []string, stdout, _ io.Writer) int {
+	fmt.Fprintln(stdout, "plumbline agent", version)
+	return 0
 }
 
 // newFlagSet is the flag set of `agent <name>`: parse errors and -h go to

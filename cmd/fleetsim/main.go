@@ -17,15 +17,14 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
+
+	"github.com/plumbline/plumbline/internal/command"
 )
 
 // version is the agent_version the simulated agents announce.
@@ -53,7 +52,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "fleetsim:", err)
 		return 1
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := command.Context()
 	defer stop()
 	sum, err := Run(ctx, cfg, target, issue, stderr)
 	if err != nil {

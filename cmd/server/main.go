@@ -37,9 +37,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 
+	"github.com/plumbline/plumbline/internal/command"
 	"github.com/plumbline/plumbline/internal/server"
 	"github.com/plumbline/plumbline/internal/server/config"
 )
@@ -50,7 +49,7 @@ var version = "dev"
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := command.Context()
 	defer stop()
 	return runContext(ctx, args, stdout, stderr, nil)
 }
