@@ -15,7 +15,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/plumbline/plumbline/internal/command"
 )
@@ -36,11 +35,9 @@ commands:
 Run 'agent <command> -h' for the flags of a command.
 `
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() { command.Main(run) }
 
-func run(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := command.Context()
-	defer stop()
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return command.Dispatch(ctx, "agent", usage, map[string]command.Func{
 		"inspect":   runInspect,
 		"probe":     runProbe,

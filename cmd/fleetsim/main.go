@@ -17,11 +17,11 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/plumbline/plumbline/internal/command"
@@ -30,9 +30,9 @@ import (
 // version is the agent_version the simulated agents announce.
 const version = "fleetsim"
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() { command.Main(run) }
 
-func run(args []string, stdout, stderr io.Writer) int {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -52,8 +52,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "fleetsim:", err)
 		return 1
 	}
-	ctx, stop := command.Context()
-	defer stop()
 	sum, err := Run(ctx, cfg, target, issue, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "fleetsim:", err)

@@ -51,11 +51,9 @@ Members are numbered from 0. The state root (default /run/plumbline-raidlab)
 can be changed with --state-root or PLUMBLINE_RAIDLAB_ROOT on every command.
 `
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() { command.Main(run) }
 
-func run(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := command.Context()
-	defer stop()
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return command.Dispatch(ctx, "raidlab", usage, map[string]command.Func{
 		"up":    exitStatus(runUp),
 		"serve": exitStatus(runServe),

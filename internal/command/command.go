@@ -1,8 +1,10 @@
-// Package command is what Plumbline's commands (cmd/..., bench/...) share
-// around their own flags: the context a command runs under and, for the
-// commands made of subcommands (agent, raidlab), choosing the subcommand
-// from the first argument, nomad-style: a table of names, with help and
-// bad usage answered alike.
+// Package command is what Plumbline's commands share around their own
+// flags: a command is a Func of its context, arguments and streams that
+// returns its exit status (so its tests drive it as main does); Main runs
+// one for the process under the context every command runs under
+// (cancelled by SIGINT and SIGTERM); and the commands made of subcommands
+// (agent, raidlab) choose one from the first argument, nomad-style: a
+// table of names, with help and bad usage answered alike.
 package command
 
 import (
@@ -21,9 +23,18 @@ func Context() (ctx context.Context, stop context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
-// Func is a subcommand: its arguments (after its name), its output
-// streams, and the exit status it returns.
+// Func is a command or a subcommand: its arguments (after its name), its
+// output streams, and the exit status it returns.
 type Func func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+
+// Main runs the command run on the process's arguments and standard
+// streams under Context, and exits with the status it returns.
+func Main(run Func) {
+	ctx, stop := Context()
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
 
 // Dispatch runs the subcommand of prog that args[0] names with the rest
 // of args and returns its exit status. No arguments print usage to stderr
