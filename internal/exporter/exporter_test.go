@@ -21,6 +21,7 @@ import (
 
 	"github.com/plumbline/plumbline/internal/histogram"
 	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/vocab"
 	"github.com/plumbline/plumbline/internal/wire"
 )
 
@@ -140,18 +141,19 @@ func TestSeriesPerVolume(t *testing.T) {
 	}
 	// Default classic buckets: a histogram is 18 bounds + +Inf + _sum + _count = 21 series.
 	const hist = 18 + 1 + 2
+	sizes := vocab.NumIOSizes // the split series are one per I/O size
 	want := map[string]int{
-		// info, split ×2, granularity split ×2, findings ×2, last probe, latency 3 kinds,
+		// info, split ×2 (sizes), granularity split ×2 (sizes), findings ×2, last probe, latency 3 kinds,
 		// ratios history ×3 kinds × 4 signals (median, p99, mean, rate)
 		// + prior ×3, degraded since ×1 (random-read)
-		"db01.example.com:/data": 1 + 2 + 2 + 2 + 1 + 3*hist + 15 + 1,
+		"db01.example.com:/data": 1 + sizes + sizes + 2 + 1 + 3*hist + 15 + 1,
 		// info, finding ×1 (stripe-unit-unknown), last probe, latency 3 kinds, ratios ×15 (no stripe: no split fraction),
 		// stops ×1 (refused), failing since ×1 (random-write refused)
 		"db01.example.com:/log": 1 + 1 + 1 + 3*hist + 15 + 1 + 1,
-		// info, split ×2, granularity split ×2, measured split cost, stripe-unit confidence, finding ×1,
+		// info, split ×2 (sizes), granularity split ×2 (sizes), measured split cost, stripe-unit confidence, finding ×1,
 		// raid missing members, last probe, latency 3 kinds, ratios ×14 (the last log-write run stopped at
 		// its latency ceiling: no rate), stops ×2 (busy, latency-ceiling)
-		"db02.example.com:/srv/pg": 1 + 2 + 2 + 1 + 1 + 1 + 1 + 1 + 3*hist + 14 + 2,
+		"db02.example.com:/srv/pg": 1 + sizes + sizes + 1 + 1 + 1 + 1 + 1 + 3*hist + 14 + 2,
 	}
 	for id, n := range perVolume {
 		t.Logf("%s: %d series", id, n)
