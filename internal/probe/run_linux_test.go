@@ -251,18 +251,17 @@ func TestRunInterruptedDuringMeasure(t *testing.T) {
 	o := testOptions(dir, RandomRead)
 	o.IOPS = 200
 	o.Ops = 100000
+	o.Progress = &Progress{}
 	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
 	go func() {
-		// Cancel once the file exists and probing has begun.
-		for {
-			if b, err := os.ReadFile(filepath.Join(dir, DefaultFileName)); err == nil && len(b) >= headerFixed {
-				if h, err := parseHeader(b[:headerBlock]); err == nil && h.State == stateReady {
-					time.Sleep(100 * time.Millisecond)
-					cancel()
-					return
-				}
+		// Cancel once probing has done some ops.
+		for ctx.Err() == nil {
+			if p := o.Progress.Snapshot(); p.Phase == PhaseMeasure && p.Ops >= 5 {
+				cancel()
+				return
 			}
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(time.Millisecond)
 		}
 	}()
 	res, err := Run(ctx, o)
@@ -568,7 +567,9 @@ func TestBusyGuardRealLoad(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
-	for w := range 16 {
+	load := make([]*Progress, 16)
+	for w := range load {
+		load[w] = &Progress{}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -576,11 +577,23 @@ func TestBusyGuardRealLoad(t *testing.T) {
 			o.Ops = MaxOps
 			o.MaxDuration = time.Hour
 			o.Seed = uint64(w + 1)
+			o.Progress = load[w]
 			Run(ctx, o) // ends with stopped_reason interrupted
 		}()
 	}
 	defer func() { cancel(); wg.Wait() }()
-	time.Sleep(300 * time.Millisecond) // let the load start
+	// The load has started: every reader is past its first reads.
+	deadline := time.Now().Add(time.Minute)
+	for w := 0; w < len(load); {
+		if p := load[w].Snapshot(); p.Phase == PhaseMeasure && p.Ops >= 2 {
+			w++
+			continue
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("load reader %d did not start within a minute", w)
+		}
+		time.Sleep(time.Millisecond)
+	}
 
 	o := testOptions(probeDir, RandomRead)
 	// The load is CPU-bound on a slow shared machine (or under -race), so
@@ -662,13 +675,17 @@ func TestBusyGuardStopsDuringRun(t *testing.T) {
 		t.Fatal(err) // create the file while the fixture is idle
 	}
 
+	o.Progress = &Progress{}
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		// Stay idle through the pre-run window, then turn 100% busy.
-		time.Sleep(300 * time.Millisecond)
+		// Stay idle through the pre-run window, then, once the probe has
+		// started, turn 100% busy.
+		for ctx.Err() == nil && o.Progress.Snapshot().Phase != PhaseMeasure {
+			time.Sleep(time.Millisecond)
+		}
 		start := time.Now()
 		for ctx.Err() == nil {
 			writeDiskstats(t, procRoot, st.Dev, 1000+time.Since(start).Milliseconds())
