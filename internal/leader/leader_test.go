@@ -187,7 +187,12 @@ func TestElection(t *testing.T) {
 		t.Errorf("a follower's plumbline_server_leader = %v, want 0", got)
 	}
 
-	// Graceful stop: released, another leads well within one TTL.
+	// Graceful stop: released, another leads well within one TTL. The
+	// followers try in step, every TTL/3, and have just tried: stop half a
+	// period on, between their tries, where a stop at a random moment
+	// falls on average (stopping just after their tries leaves the
+	// handover a whole period).
+	time.Sleep(ttl / 6)
 	rs[first].stop()
 	<-rs[first].done
 	rest := append(append([]*replica{}, rs[:first]...), rs[first+1:]...)

@@ -247,6 +247,7 @@ func TestRunInterruptedDuringFill(t *testing.T) {
 }
 
 func TestRunInterruptedDuringMeasure(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	o := testOptions(dir, RandomRead)
 	o.IOPS = 200
@@ -658,6 +659,7 @@ func BenchmarkRunSaturatedRead(b *testing.B) {
 // Busy guard during a run, through the fixture: idle while the probe file
 // is prepared, 100% busy once the probe has started; the run stops early.
 func TestBusyGuardStopsDuringRun(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	procRoot := t.TempDir()
 	var st unix.Stat_t

@@ -432,6 +432,7 @@ func copyFile(t *testing.T, from, to string) {
 // TestTokenRefusals: an expired, used-up, revoked or unknown token is
 // refused with a message that says which, on both engines.
 func TestTokenRefusals(t *testing.T) {
+	t.Parallel()
 	pgtest.ForEachEngine(t, func(t *testing.T, dsn string) {
 		p := newPKI(t)
 		r := startServer(t, p, dsn, time.Hour)
@@ -482,6 +483,7 @@ func TestTokenRefusals(t *testing.T) {
 // refused Unauthenticated. A bring-your-own certificate from the root
 // works as before, and Renew tells it to renew where it came from.
 func TestGRPCAuthMatrix(t *testing.T) {
+	t.Parallel()
 	p := newPKI(t)
 	r := startServer(t, p, "sqlite://"+filepath.Join(t.TempDir(), "p.db"), time.Hour)
 	byo, err := p.root.IssueAgent("byo-1")
