@@ -12,14 +12,12 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
+	"github.com/plumbline/plumbline/internal/command"
 	"github.com/plumbline/plumbline/internal/fleetlab"
 )
 
@@ -43,7 +41,7 @@ func run() int {
 		clear    = flag.Duration("clear-timeout", 45*time.Minute, "time allowed for it to resolve")
 	)
 	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := command.Context()
 	defer stop()
 	os.RemoveAll(*dir)
 	raid1 := fleetlab.Array{Level: "raid1", Disks: 2, Size: "8GiB", Preset: *preset}

@@ -12,19 +12,17 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 
+	"github.com/plumbline/plumbline/internal/command"
 	"github.com/plumbline/plumbline/internal/raidlab"
 )
 
@@ -63,7 +61,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	r.Work = filepath.Join(*work, "mnt")
 	r.DataRoot = filepath.Join(*work, "data")
 	r.StateRoot = raidlab.DefaultStateRoot
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := command.Context()
 	defer stop()
 
 	if *agent == "" {

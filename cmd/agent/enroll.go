@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -25,8 +23,7 @@ flags:
 
 // runEnroll is `agent enroll`.
 func runEnroll(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("agent enroll", flag.ContinueOnError)
-	fl.SetOutput(stderr)
+	fl := newFlagSet("enroll", enrollUsage, stderr)
 	var (
 		server     = fl.String("server", "", "the server's gRPC `address` (host:port)")
 		serverName = fl.String("server-name", "", "the `name` the server certificate must carry (default: the host of --server)")
@@ -36,15 +33,8 @@ func runEnroll(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		agentID    = fl.String("agent-id", "", "the identity to enroll as (default: this host's name)")
 		timeout    = fl.Duration("timeout", 30*time.Second, "bound of each call to the server")
 	)
-	fl.Usage = func() {
-		fmt.Fprint(stderr, enrollUsage)
-		fl.PrintDefaults()
-	}
-	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, ok := parseFlags(fl, args); !ok {
+		return code
 	}
 	if fl.NArg() > 0 || *server == "" || *tokenFile == "" || *caHash == "" || *dir == "" {
 		fl.Usage()

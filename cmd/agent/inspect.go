@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -23,6 +22,13 @@ const (
 	exitFailedOn = 3 // --fail-on matched a volume
 )
 
+const inspectUsage = `usage: agent inspect [flags]
+
+Discover each mounted volume's storage layers and judge its alignment.
+Exit status: 0 success (even with misaligned volumes), 1 error, 2 bad usage, 3 --fail-on matched.
+
+`
+
 // inspectFlags are the flags of agent inspect.
 type inspectFlags struct {
 	configFile, format, failOn string
@@ -32,21 +38,13 @@ type inspectFlags struct {
 // parseInspectFlags parses and checks the flags; code is the exit status
 // when ok is false (help or bad usage).
 func parseInspectFlags(args []string, stderr io.Writer) (f inspectFlags, code int, ok bool) {
-	fl := flag.NewFlagSet("agent inspect", flag.ContinueOnError)
-	fl.SetOutput(stderr)
+	fl := newFlagSet("inspect", inspectUsage, stderr)
 	fl.StringVar(&f.configFile, "config", "", "agent config file (declared devices, include/exclude); none: defaults")
 	f.roots = addHostRootFlags(fl)
 	fl.StringVar(&f.format, "format", "table", "output format: table or json")
 	fl.StringVar(&f.failOn, "fail-on", "", "exit 3 when a volume has this verdict: misaligned or unknown (comma-free, one value)")
-	fl.Usage = func() {
-		fmt.Fprintf(stderr, "usage: agent inspect [flags]\n\nDiscover each mounted volume's storage layers and judge its alignment.\nExit status: 0 success (even with misaligned volumes), 1 error, 2 bad usage, 3 --fail-on matched.\n\n")
-		fl.PrintDefaults()
-	}
-	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return f, exitOK, false
-		}
-		return f, exitUsage, false
+	if code, ok := parseFlags(fl, args); !ok {
+		return f, code, false
 	}
 	switch {
 	case fl.NArg() > 0:

@@ -75,7 +75,7 @@ func TestInspectCaptureHost(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			if code := run(append([]string{"inspect", "--format", "json"}, tt.args...), &stdout, &stderr); code != exitOK {
+			if code := run(t.Context(), append([]string{"inspect", "--format", "json"}, tt.args...), &stdout, &stderr); code != exitOK {
 				t.Fatalf("agent inspect %v = exit %d: %s", tt.args, code, stderr.String())
 			}
 			var got struct {
@@ -100,7 +100,7 @@ func TestInspectCaptureHost(t *testing.T) {
 
 			stdout.Reset()
 			stderr.Reset()
-			if code := run(append([]string{"inspect"}, tt.args...), &stdout, &stderr); code != exitOK {
+			if code := run(t.Context(), append([]string{"inspect"}, tt.args...), &stdout, &stderr); code != exitOK {
 				t.Fatalf("agent inspect %v = exit %d: %s", tt.args, code, stderr.String())
 			}
 			if first, _, _ := strings.Cut(stdout.String(), "\n"); first != tt.wantTableTop {

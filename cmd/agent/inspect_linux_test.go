@@ -145,7 +145,7 @@ func TestInspectRealDevices(t *testing.T) {
 	}
 
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"inspect", "--config", cfgFile, "--format", "json"}, &stdout, &stderr); code != 0 {
+	if code := run(t.Context(), []string{"inspect", "--config", cfgFile, "--format", "json"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("agent inspect exit %d: %s", code, stderr.String())
 	}
 	var got inspectJSON
@@ -232,7 +232,7 @@ func TestInspectRealDevices(t *testing.T) {
 	// misaligned volume into exit status 3 for scripts.
 	stdout.Reset()
 	stderr.Reset()
-	code := run([]string{"inspect", "--config", cfgFile, "--fail-on", "misaligned"}, &stdout, &stderr)
+	code := run(t.Context(), []string{"inspect", "--config", cfgFile, "--fail-on", "misaligned"}, &stdout, &stderr)
 	if code != exitFailedOn {
 		t.Errorf("agent inspect --fail-on misaligned = exit %d, want %d; stderr %s", code, exitFailedOn, stderr.String())
 	}
@@ -263,7 +263,7 @@ func TestInspectUsageErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			code := run(tt.args, &stdout, &stderr)
+			code := run(t.Context(), tt.args, &stdout, &stderr)
 			if code != tt.code || !strings.Contains(stderr.String(), tt.want) {
 				t.Errorf("agent %v = exit %d, stderr %q; want exit %d mentioning %q", tt.args, code, stderr.String(), tt.code, tt.want)
 			}
@@ -272,7 +272,7 @@ func TestInspectUsageErrors(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	bad := filepath.Join(t.TempDir(), "bad.yml")
 	os.WriteFile(bad, []byte("declared_devices:\n  - device: /dev/sdb\n    raid: {level: raid7, stripe_unit: 64KiB, disks: 4}\n"), 0o644)
-	if code := run([]string{"inspect", "--config", bad}, &stdout, &stderr); code != exitError || !strings.Contains(stderr.String(), "raid7") {
+	if code := run(t.Context(), []string{"inspect", "--config", bad}, &stdout, &stderr); code != exitError || !strings.Contains(stderr.String(), "raid7") {
 		t.Errorf("agent inspect with a bad config = exit %d, %q; want exit 1 naming raid7", code, stderr.String())
 	}
 }

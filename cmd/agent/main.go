@@ -11,11 +11,12 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
+
+	"github.com/plumbline/plumbline/internal/command"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -34,35 +35,45 @@ commands:
 Run 'agent <command> -h' for the flags of a command.
 `
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() { command.Main(run) }
 
-func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return command.Dispatch(ctx, "agent", usage, map[string]command.Func{
+		"inspect":   runInspect,
+		"probe":     runProbe,
+		"run":       runRun,
+		"enroll":    runEnroll,
+		"service":   runService,
+		"version":   printVersion,
+		"--version": printVersion,
+	}, args, stdout, stderr)
+}
+
+func printVersion(_ context.Context, _ []string, stdout, _ io.Writer) int {
+	fmt.Fprintln(stdout, "plumbline agent", version)
+	return 0
+}
+
+// newFlagSet is the flag set of `agent <name>`: parse errors and -h go to
+// stderr, -h as usage followed by the flags.
+func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fl := flag.NewFlagSet("agent "+name, flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	fl.Usage = func() {
 		fmt.Fprint(stderr, usage)
-		return 2
+		fl.PrintDefaults()
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	return fl
+}
 
-	switch args[0] {
-	case "inspect":
-		return runInspect(ctx, args[1:], stdout, stderr)
-	case "probe":
-		return runProbe(ctx, args[1:], stdout, stderr)
-	case "run":
-		return runRun(ctx, args[1:], stdout, stderr)
-	case "enroll":
-		return runEnroll(ctx, args[1:], stdout, stderr)
-	case "service":
-		return runService(ctx, args[1:], stdout, stderr)
-	case "version", "--version":
-		fmt.Fprintln(stdout, "plumbline agent", version)
-		return 0
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	default:
-		fmt.Fprintf(stderr, "agent: unknown command %q\n\n%s", args[0], usage)
-		return 2
+// parseFlags parses args with fl. When ok is false the command ends with
+// code: exitOK after -h, exitUsage after a bad flag (fl has said why).
+func parseFlags(fl *flag.FlagSet, args []string) (code int, ok bool) {
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK, false
+		}
+		return exitUsage, false
 	}
+	return exitOK, true
 }

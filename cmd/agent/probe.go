@@ -103,12 +103,7 @@ func (f *probeFlags) options() probe.Options {
 // Exit status: 0 for a result (also a skipped or stopped one), 1 for a
 // refusal or failure, 2 for bad usage.
 func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("probe", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, probeUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("probe", probeUsage, stderr)
 	f := newProbeFlags(fs)
 	if code, ok := parseProbeFlags(fs, f, args, stderr); !ok {
 		return code
@@ -150,11 +145,8 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // parseProbeFlags parses args and checks what the flag package cannot; ok
 // false means exit with code.
 func parseProbeFlags(fs *flag.FlagSet, f *probeFlags, args []string, stderr io.Writer) (code int, ok bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0, false
-		}
-		return 2, false
+	if code, ok := parseFlags(fs, args); !ok {
+		return code, false
 	}
 	f.set = map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -29,23 +28,15 @@ flags:
 
 // runRun is `agent run`.
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("agent run", flag.ContinueOnError)
-	fl.SetOutput(stderr)
+	fl := newFlagSet("run", runUsage, stderr)
 	var (
 		configFile = fl.String("config", "", "agent config file (required)")
 		check      = fl.Bool("check", false, "validate the config file and exit (0 valid, 1 invalid)")
 		printCfg   = fl.Bool("print-config", false, "print the effective configuration (the file merged with the cached central policy) and exit")
 		roots      = addHostRootFlags(fl)
 	)
-	fl.Usage = func() {
-		fmt.Fprint(stderr, runUsage)
-		fl.PrintDefaults()
-	}
-	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, ok := parseFlags(fl, args); !ok {
+		return code
 	}
 	if fl.NArg() > 0 || *configFile == "" {
 		fl.Usage()

@@ -31,7 +31,7 @@ func TestRunCheck(t *testing.T) {
 		{[]string{"run", "--check"}, 2, "usage: agent run"},
 	} {
 		var out, errb bytes.Buffer
-		code := run(tc.args, &out, &errb)
+		code := run(t.Context(), tc.args, &out, &errb)
 		if code != tc.code || !strings.Contains(out.String()+errb.String(), tc.phrase) {
 			t.Errorf("agent %v = %d, %q%q; want %d and %q", tc.args, code, out.String(), errb.String(), tc.code, tc.phrase)
 		}
@@ -46,7 +46,7 @@ func TestRunPrintConfig(t *testing.T) {
 	os.WriteFile(cfg, []byte("agent_id: db1\nserver: {address: '127.0.0.1:7443', insecure: true}\nspool: {dir: "+dir+"}\n"+
 		"maintenance_windows: [{name: local-patch, schedule: '0 3 * * 6', duration: 1h}]\n"), 0o600)
 	var out, errb bytes.Buffer
-	if code := run([]string{"run", "--config", cfg, "--print-config"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "No central policy") ||
+	if code := run(t.Context(), []string{"run", "--config", cfg, "--print-config"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "No central policy") ||
 		!strings.Contains(out.String(), "name: local-patch") {
 		t.Fatalf("--print-config without a cache = %d, %s%s", code, out.String(), errb.String())
 	}
@@ -57,7 +57,7 @@ func TestRunPrintConfig(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(dir, agent.PolicyCacheFile), b, 0o600)
 	out.Reset()
-	code := run([]string{"run", "--config", cfg, "--print-config"}, &out, &errb)
+	code := run(t.Context(), []string{"run", "--config", cfg, "--print-config"}, &out, &errb)
 	for _, want := range []string{"[fleet]", "probes:              central", "local + central", "every: 7m0s", "name: local-patch", "time_zone: Asia/Tokyo", "ops: 50"} {
 		if code != 0 || !strings.Contains(out.String(), want) {
 			t.Errorf("--print-config with a cached policy = %d, lacks %q:\n%s%s", code, want, out.String(), errb.String())

@@ -349,23 +349,31 @@ func (p *SamplePool) ProbeRecord(r *rand.Rand, v *VolumeProfile, misaligned bool
 	vs := p.m[classKey{v.Media, kind, misaligned, v.RAIDLevel}]
 	s := vs[r.IntN(len(vs))]
 	shape := probeShape[kind]
+	res := simulatedRun(r, v, ProbeOps, s.duration, s.hist, now)
+	res.Kind = string(kind)
+	res.BlockSizeBytes, res.QueueDepth, res.Sync = shape.bs, shape.qd, shape.sync
+	res.Bytes = ProbeOps * uint64(shape.bs)
+	res.IopsCap = simIOPSCap
+	return res
+}
+
+// simulatedRun is what every simulated run on volume v reports, whatever
+// its kind: all of its ops budget done in d, ending at now, with latency
+// h, through the probe file, past a busy guard that found the device a
+// little busy (the last random draw of a record). The caller sets the
+// kind and what follows from it.
+func simulatedRun(r *rand.Rand, v *VolumeProfile, ops uint64, d time.Duration, h *plumblinev1.Histogram, now time.Time) *plumblinev1.ProbeResult {
 	return &plumblinev1.ProbeResult{
 		MountPoint:         v.MountPoint,
 		Device:             v.Device,
-		Kind:               string(kind),
-		BlockSizeBytes:     shape.bs,
-		QueueDepth:         shape.qd,
-		Sync:               shape.sync,
-		Ops:                ProbeOps,
-		Bytes:              ProbeOps * uint64(shape.bs),
-		Duration:           durationpb.New(s.duration),
-		StartedAt:          timestamppb.New(now.Add(-s.duration)),
+		Ops:                ops,
+		Duration:           durationpb.New(d),
+		StartedAt:          timestamppb.New(now.Add(-d)),
 		CacheBypass:        true,
-		Latency:            s.hist,
+		Latency:            h,
 		ProbeFile:          probeFile(v),
 		ProbeFileSizeBytes: 64 * mib,
-		OpsBudget:          ProbeOps,
-		IopsCap:            simIOPSCap,
+		OpsBudget:          ops,
 		BusyGuard:          "on",
 		BusyPercent:        float64(r.IntN(300)) / 10,
 	}

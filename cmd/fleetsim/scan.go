@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/plumbline/plumbline/internal/histogram"
 	"github.com/plumbline/plumbline/internal/probe"
@@ -116,24 +114,11 @@ func (p *SamplePool) ScanRecord(r *rand.Rand, v *VolumeProfile, now time.Time) *
 	scan.PlacementDevice, scan.PlacementBasis = v.Device, "disk"
 	scan.PlacementOffsetBytes, scan.PlacementOffsetKnown = v.Offset, true
 	scan.Extents = uint32(1 + r.IntN(8))
-	return &plumblinev1.ProbeResult{
-		MountPoint:         v.MountPoint,
-		Device:             v.Device,
-		Kind:               string(probe.StripeScan),
-		BlockSizeBytes:     vocab.StripeScanBlockSize,
-		QueueDepth:         1,
-		Ops:                scanOps,
-		Bytes:              scanOps * vocab.StripeScanBlockSize,
-		Duration:           durationpb.New(s.duration),
-		StartedAt:          timestamppb.New(now.Add(-s.duration)),
-		CacheBypass:        true,
-		Latency:            s.hist,
-		ProbeFile:          probeFile(v),
-		ProbeFileSizeBytes: 64 * mib,
-		OpsBudget:          scanOps,
-		IopsCap:            scanIOPSCap,
-		BusyGuard:          "on",
-		BusyPercent:        float64(r.IntN(300)) / 10,
-		StripeScan:         scan,
-	}
+	res := simulatedRun(r, v, scanOps, s.duration, s.hist, now)
+	res.Kind = string(probe.StripeScan)
+	res.BlockSizeBytes, res.QueueDepth = vocab.StripeScanBlockSize, 1
+	res.Bytes = scanOps * vocab.StripeScanBlockSize
+	res.IopsCap = scanIOPSCap
+	res.StripeScan = scan
+	return res
 }

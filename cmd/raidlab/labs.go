@@ -110,7 +110,7 @@ func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return tw.Flush()
 }
 
-func runList(args []string, stdout, stderr io.Writer) error {
+func runList(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, root := newFlags("list", stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -142,7 +142,7 @@ func orDash(s string) string {
 	return s
 }
 
-func runReap(args []string, stdout, stderr io.Writer) error {
+func runReap(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, root := newFlags("reap", stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return err

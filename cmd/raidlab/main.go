@@ -29,10 +29,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
+	"github.com/plumbline/plumbline/internal/command"
 	"github.com/plumbline/plumbline/internal/raidlab"
 )
 
@@ -52,49 +51,34 @@ Members are numbered from 0. The state root (default /run/plumbline-raidlab)
 can be changed with --state-root or PLUMBLINE_RAIDLAB_ROOT on every command.
 `
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() { command.Main(run) }
 
-func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	var err error
-	switch args[0] {
-	case "up":
-		err = runUp(ctx, args[1:], stdout, stderr)
-	case "serve":
-		err = runServe(args[1:], stdout, stderr)
-	case "down":
-		err = runDown(ctx, args[1:], stdout, stderr)
-	case "fault":
-		err = runFault(ctx, args[1:], stdout, stderr)
-	case "stats":
-		err = runStats(ctx, args[1:], stdout, stderr)
-	case "list":
-		err = runList(args[1:], stdout, stderr)
-	case "reap":
-		err = runReap(args[1:], stdout, stderr)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	default:
-		fmt.Fprintf(stderr, "raidlab: unknown command %q\n\n%s", args[0], usage)
-		return 2
-	}
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if errors.Is(err, errUsage) {
-		return 2
-	}
-	if err != nil {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return command.Dispatch(ctx, "raidlab", usage, map[string]command.Func{
+		"up":    exitStatus(runUp),
+		"serve": exitStatus(runServe),
+		"down":  exitStatus(runDown),
+		"fault": exitStatus(runFault),
+		"stats": exitStatus(runStats),
+		"list":  exitStatus(runList),
+		"reap":  exitStatus(runReap),
+	}, args, stdout, stderr)
+}
+
+// exitStatus runs a subcommand that fails with an error: 0 after -h, 2
+// after bad usage (already printed), 1 with the error printed.
+func exitStatus(f func(ctx context.Context, args []string, stdout, stderr io.Writer) error) command.Func {
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+		err := f(ctx, args, stdout, stderr)
+		switch {
+		case err == nil, errors.Is(err, flag.ErrHelp):
+			return 0
+		case errors.Is(err, errUsage):
+			return 2
+		}
 		fmt.Fprintln(stderr, "raidlab:", strings.TrimPrefix(err.Error(), "raidlab: "))
 		return 1
 	}
-	return 0
 }
 
 var errUsage = errors.New("usage")

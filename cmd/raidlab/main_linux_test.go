@@ -22,7 +22,7 @@ const asCommand = "PLUMBLINE_RAIDLAB_TEST_AS_COMMAND"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(asCommand) == "1" {
-		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+		main()
 	}
 	os.Exit(m.Run())
 }

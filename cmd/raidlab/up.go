@@ -167,7 +167,7 @@ func newID() string {
 
 // runServe is the daemon: it starts the lab, reports on fd 3, and serves
 // until SIGTERM, SIGINT or SIGHUP, then removes everything.
-func runServe(args []string, stdout, stderr io.Writer) error {
+func runServe(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, root := newFlags("serve", stderr)
 	var a arrayFlags
 	a.register(fs)

@@ -36,10 +36,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
 
+	"github.com/plumbline/plumbline/internal/command"
 	"github.com/plumbline/plumbline/internal/server"
 	"github.com/plumbline/plumbline/internal/server/config"
 )
@@ -47,19 +45,16 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
-
-func run(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return runContext(ctx, args, stdout, stderr, nil)
+func main() {
+	command.Main(func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+		return runContext(ctx, args, stdout, stderr, nil)
+	})
 }
 
 // listening is told the bound addresses once the server serves (tests).
 type listening = func(grpcAddr, webAddr string)
 
-// runContext is run with the caller's context: the server stops when it
-// is cancelled.
+// runContext is the server command: it stops when ctx is cancelled.
 func runContext(ctx context.Context, args []string, stdout, stderr io.Writer, ready listening) int {
 	if len(args) > 0 && args[0] == "inventory" {
 		return runInventory(ctx, args[1:], stdout, stderr)

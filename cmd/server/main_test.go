@@ -40,7 +40,7 @@ const envRunServer = "PLUMBLINE_TEST_RUN_SERVER"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(envRunServer) == "1" {
-		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+		main()
 	}
 	code := m.Run()
 	pgtest.Stop()

@@ -145,10 +145,8 @@ func listTokens(ctx context.Context, st *store.Store, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tUSES\tEXPIRES\tCREATED\tLABELS")
 	now := time.Now()
-	for _, t := range toks {
+	return writeTable(w, "ID\tSTATE\tUSES\tEXPIRES\tCREATED\tLABELS", toks, func(t store.JoinToken) string {
 		state := "active"
 		switch {
 		case !t.Revoked.IsZero():
@@ -158,9 +156,8 @@ func listTokens(ctx context.Context, st *store.Store, w io.Writer) error {
 		case t.Uses >= t.MaxUses:
 			state = "used-up"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\t%s\n", t.ID, state, t.Uses, t.MaxUses, t.Expires.Format(time.RFC3339), t.Created.Format(time.RFC3339), cell(enroll.FormatLabels(t.Labels)))
-	}
-	return tw.Flush()
+		return fmt.Sprintf("%s\t%s\t%d/%d\t%s\t%s\t%s", t.ID, state, t.Uses, t.MaxUses, t.Expires.Format(time.RFC3339), t.Created.Format(time.RFC3339), cell(enroll.FormatLabels(t.Labels)))
+	})
 }
 
 func listEnrolled(ctx context.Context, st *store.Store, w io.Writer) error {
@@ -168,14 +165,22 @@ func listEnrolled(ctx context.Context, st *store.Store, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT\tSTATE\tNOT AFTER\tTOKEN\tSERIAL\tLABELS")
-	for _, a := range agents {
+	return writeTable(w, "AGENT\tSTATE\tNOT AFTER\tTOKEN\tSERIAL\tLABELS", agents, func(a store.EnrolledAgent) string {
 		state := "active"
 		if !a.Revoked.IsZero() {
 			state = "revoked"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cell(a.AgentID), state, a.NotAfter.Format(time.RFC3339), a.TokenID, a.Serial, cell(enroll.FormatLabels(a.Labels)))
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", cell(a.AgentID), state, a.NotAfter.Format(time.RFC3339), a.TokenID, a.Serial, cell(enroll.FormatLabels(a.Labels)))
+	})
+}
+
+// writeTable writes the tab-separated header and one row per record,
+// aligned in columns.
+func writeTable[T any](w io.Writer, header string, recs []T, row func(T) string) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, r := range recs {
+		fmt.Fprintln(tw, row(r))
 	}
 	return tw.Flush()
 }

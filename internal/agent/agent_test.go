@@ -37,6 +37,7 @@ import (
 	"github.com/plumbline/plumbline/internal/config"
 	"github.com/plumbline/plumbline/internal/histogram"
 	"github.com/plumbline/plumbline/internal/probe"
+	"github.com/plumbline/plumbline/internal/vocab"
 	"github.com/plumbline/plumbline/internal/wire"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
@@ -638,7 +639,7 @@ func TestProbeResultToProto(t *testing.T) {
 	var h histogram.Histogram
 	h.Observe(time.Millisecond)
 	r := probe.Result{Kind: probe.RandomRead, Sync: probe.SyncDsync, BlockSize: 8192, QueueDepth: 4, Ops: 1, Bytes: 8192, Duration: 0.5,
-		StoppedReason: probe.StopMaxDuration, Histogram: &h, Device: "sdb", BusyGuard: "on", BusyPercent: 12.5, OpsBudget: 10, IOPSCap: 100}
+		StoppedReason: vocab.StopMaxDuration, Histogram: &h, Device: "sdb", BusyGuard: "on", BusyPercent: 12.5, OpsBudget: 10, IOPSCap: 100}
 	p := ProbeResultToProto("/data", r)
 	if p.GetSync() != "" || p.GetDuration().AsDuration() != 500*time.Millisecond || p.GetLatency().GetCount() != 1 ||
 		p.GetDevice() != "sdb" || p.GetQueueDepth() != 4 || p.GetStoppedReason() != "max-duration" || p.GetIopsCap() != 100 || p.GetStripeScan() != nil {

@@ -132,7 +132,7 @@ func (w *windowProber) run(ctx context.Context, o probe.Options) (probe.Result, 
 	var h histogram.Histogram
 	h.Observe(200 * time.Microsecond)
 	return probe.Result{Kind: o.Kind, BlockSize: o.BlockSize, QueueDepth: 1, Ops: 1, Bytes: int64(o.BlockSize), Duration: time.Since(start).Seconds(),
-		StartedAt: start, OpsBudget: o.Ops, Histogram: &h, StoppedReason: probe.StopInterrupted, File: filepath.Join(o.Dir, probe.DefaultFileName)}, nil
+		StartedAt: start, OpsBudget: o.Ops, Histogram: &h, StoppedReason: vocab.StopInterrupted, File: filepath.Join(o.Dir, probe.DefaultFileName)}, nil
 }
 
 // A maintenance window of the local file: the run under way when it

@@ -210,10 +210,10 @@ func (a *Agent) probeOnce(ctx context.Context, t target) {
 			return // shutting down
 		}
 		a.metrics.probeRuns.WithLabelValues(kind, "skipped").Inc()
-		a.metrics.probeSkips.WithLabelValues(kind, probe.StopLockTimeout).Inc()
+		a.metrics.probeSkips.WithLabelValues(kind, vocab.StopLockTimeout).Inc()
 		err = fmt.Errorf("another probe held %v for the whole run timeout of %s", t.lockKeys, runTimeout(o))
-		a.log.Warn("probe skipped", "mount_point", t.mount, "kind", kind, "reason", probe.StopLockTimeout, "err", err)
-		a.spoolProbe(t, notRun(o, probe.Result{}, probe.StopLockTimeout, err))
+		a.log.Warn("probe skipped", "mount_point", t.mount, "kind", kind, "reason", vocab.StopLockTimeout, "err", err)
+		a.spoolProbe(t, notRun(o, probe.Result{}, vocab.StopLockTimeout, err))
 		return
 	}
 	res, err := a.o.Probe(rctx, o)
@@ -222,7 +222,7 @@ func (a *Agent) probeOnce(ctx context.Context, t target) {
 	case inWindow() && (err != nil || res.Skipped):
 		a.maintenanceSkip(t, o, res, context.Cause(wctx).Error()) // stopped before its first I/O
 		return
-	case inWindow() && res.StoppedReason == probe.StopInterrupted:
+	case inWindow() && res.StoppedReason == vocab.StopInterrupted:
 		res.StoppedReason = vocab.StopMaintenance // stopped at the window's start
 		a.log.Info("probe stopped: a maintenance window started", "mount_point", t.mount, "kind", kind, "ops", res.Ops, "why", context.Cause(wctx))
 	case err != nil:
@@ -239,7 +239,7 @@ func (a *Agent) probeOnce(ctx context.Context, t target) {
 		return
 	}
 	a.countRun(t, res)
-	if res.StoppedReason == probe.StopInterrupted && ctx.Err() != nil {
+	if res.StoppedReason == vocab.StopInterrupted && ctx.Err() != nil {
 		return // shutting down: an interrupted run says nothing about the volume
 	}
 	a.spoolProbe(t, res)

@@ -16,6 +16,7 @@ import (
 	"github.com/plumbline/plumbline/internal/geometry"
 	"github.com/plumbline/plumbline/internal/ingest"
 	"github.com/plumbline/plumbline/internal/probe"
+	"github.com/plumbline/plumbline/internal/vocab"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -53,7 +54,7 @@ func TestRefusedRunReported(t *testing.T) {
 	cancel()
 	<-done
 	pr := got.GetProbe()
-	if pr.GetStoppedReason() != probe.StopRefused || !pr.GetSkipped() || pr.GetOps() != 0 ||
+	if pr.GetStoppedReason() != vocab.StopRefused || !pr.GetSkipped() || pr.GetOps() != 0 ||
 		!strings.Contains(pr.GetFailure(), "not enough free space") || pr.GetMountPoint() != "/data1" || pr.GetKind() != "log-write" || pr.GetSync() != "dsync" {
 		t.Errorf("probe result = %v, want a refused log-write run of /data1 with the free-space message", pr)
 	}

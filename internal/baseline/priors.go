@@ -18,13 +18,6 @@ import (
 // Kind is a probe kind (internal/vocab's).
 type Kind = vocab.ProbeKind
 
-// Probe kinds.
-const (
-	RandomRead  = vocab.RandomRead
-	RandomWrite = vocab.RandomWrite
-	LogWrite    = vocab.LogWrite
-)
-
 // Kinds lists the probe kinds that have priors: every kind whose latency
 // the detector judges (a priors file must give each a band).
 func Kinds() []Kind { return vocab.JudgedProbeKinds() }
@@ -348,7 +341,7 @@ func (p *Priors) Expect(prof Profile, kind Kind) (Expectation, error) {
 	f := rp.factors[kind]
 	e.Aligned = band.scale(f.Low, f.Typical, f.High)
 	e.Sources = append(e.Sources, fmt.Sprintf("%s %s ×%g: %s", lvl, kind, f.Typical, rp.sources[kind]))
-	if kind != LogWrite {
+	if kind != vocab.LogWrite {
 		e.Penalty = p.Penalty(media, prof.Split8K)
 	}
 	if e.Penalty > 0 {

@@ -67,12 +67,12 @@ func TestPenaltyMatchesMeasuredTable(t *testing.T) {
 		lo, hi      float64 // measured IOPS gain from aligning, as a fraction
 		latencyDrop float64 // measured latency reduction (0: not published)
 	}{
-		{"raid10 64K reads: +11% IOPS, −10% latency", profileOfSQL("raid10", 64*kib, 4, 2), 0.125, RandomRead, 0.105, 0.115, 0.10},
-		{"raid10 64K writes: +10.6%", profileOfSQL("raid10", 64*kib, 4, 2), 0.125, RandomWrite, 0.100, 0.115, 0},
-		{"raid5 128K reads: +5.7%", profileOfSQL("raid5", 128*kib, 5, 4), 0.0625, RandomRead, 0.052, 0.060, 0},
-		{"raid5 128K writes: +5.5%", profileOfSQL("raid5", 128*kib, 5, 4), 0.0625, RandomWrite, 0.052, 0.060, 0},
-		{"raid1 64K element: ~+10%", profileOfSQL("raid1", 64*kib, 2, 1), 0.125, RandomRead, 0.09, 0.12, 0},
-		{"log writes: no difference", profileOfSQL("raid1", 64*kib, 2, 1), 0.125, LogWrite, 0, 0, 0},
+		{"raid10 64K reads: +11% IOPS, −10% latency", profileOfSQL("raid10", 64*kib, 4, 2), 0.125, vocab.RandomRead, 0.105, 0.115, 0.10},
+		{"raid10 64K writes: +10.6%", profileOfSQL("raid10", 64*kib, 4, 2), 0.125, vocab.RandomWrite, 0.100, 0.115, 0},
+		{"raid5 128K reads: +5.7%", profileOfSQL("raid5", 128*kib, 5, 4), 0.0625, vocab.RandomRead, 0.052, 0.060, 0},
+		{"raid5 128K writes: +5.5%", profileOfSQL("raid5", 128*kib, 5, 4), 0.0625, vocab.RandomWrite, 0.052, 0.060, 0},
+		{"raid1 64K element: ~+10%", profileOfSQL("raid1", 64*kib, 2, 1), 0.125, vocab.RandomRead, 0.09, 0.12, 0},
+		{"log writes: no difference", profileOfSQL("raid1", 64*kib, 2, 1), 0.125, vocab.LogWrite, 0, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -117,10 +117,10 @@ func TestRAIDFactors(t *testing.T) {
 		}
 		return e.Band.Typical
 	}
-	if r5, r10 := typ("raid5", RandomWrite), typ("raid10", RandomWrite); r5/r10 < 1.6 || r5/r10 > 2.9 {
+	if r5, r10 := typ("raid5", vocab.RandomWrite), typ("raid10", vocab.RandomWrite); r5/r10 < 1.6 || r5/r10 > 2.9 {
 		t.Errorf("raid5/raid10 random-write typical = %.2f, want 1.6–2.9 (RMW at QD1; −60–65%% IOPS measured under load)", r5/r10)
 	}
-	if r5, r10 := typ("raid5", RandomRead), typ("raid10", RandomRead); r5 != r10 {
+	if r5, r10 := typ("raid5", vocab.RandomRead), typ("raid10", vocab.RandomRead); r5 != r10 {
 		t.Errorf("raid5 random-read typical = %v, raid10 = %v, want equal at QD1", r5, r10)
 	}
 }

@@ -1,6 +1,7 @@
 package baseline
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/bits"
@@ -108,30 +109,14 @@ type SignalConfig struct {
 }
 
 func (c *SignalConfig) fill(d SignalConfig) {
-	if c.DegradeRatio == 0 {
-		c.DegradeRatio = d.DegradeRatio
-	}
-	if c.RecoverRatio == 0 {
-		c.RecoverRatio = d.RecoverRatio
-	}
-	if c.Sustain == 0 {
-		c.Sustain = d.Sustain
-	}
-	if c.Within == 0 {
-		c.Within = max(d.Within, c.Sustain)
-	}
-	if c.Recover == 0 {
-		c.Recover = d.Recover
-	}
-	if c.MinOps == 0 {
-		c.MinOps = d.MinOps
-	}
-	if c.Corroborated == 0 {
-		c.Corroborated = d.Corroborated
-	}
-	if c.CorroborateRatio == 0 {
-		c.CorroborateRatio = d.CorroborateRatio
-	}
+	c.DegradeRatio = cmp.Or(c.DegradeRatio, d.DegradeRatio)
+	c.RecoverRatio = cmp.Or(c.RecoverRatio, d.RecoverRatio)
+	c.Sustain = cmp.Or(c.Sustain, d.Sustain)
+	c.Within = cmp.Or(c.Within, max(d.Within, c.Sustain))
+	c.Recover = cmp.Or(c.Recover, d.Recover)
+	c.MinOps = cmp.Or(c.MinOps, d.MinOps)
+	c.Corroborated = cmp.Or(c.Corroborated, d.Corroborated)
+	c.CorroborateRatio = cmp.Or(c.CorroborateRatio, d.CorroborateRatio)
 }
 
 // maxWithin bounds SignalConfig.Within (the beyond runs are a 16-bit mask).

@@ -13,10 +13,7 @@ func applyDeclaredRAID(l *plumblinev1.Layer, decl DeclaredDevice) {
 	l.Kind = KindRAID
 	l.Source = SourceDeclared
 	r := decl.RAID
-	if r.Level != "" {
-		l.RaidLevel = r.Level
-		l.Sources["raid_level"] = SourceDeclared
-	} else {
+	if !setKnown(l, "raid_level", &l.RaidLevel, r.Level, SourceDeclared) {
 		addUnknown(l, "raid_level", "not declared")
 	}
 	if r.StripeUnit > 0 {
@@ -108,6 +105,20 @@ func declaredLabel(decl DeclaredDevice) string {
 		return "(unnamed)"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// setKnown sets a field of l (dst, named field on the wire) to v and
+// records source as its provenance, unless v is the zero value: the reader
+// does not know it. A value and its source are written together. It
+// reports whether it set the field.
+func setKnown[T comparable](l *plumblinev1.Layer, field string, dst *T, v T, source string) bool {
+	var zero T
+	if v == zero {
+		return false
+	}
+	*dst = v
+	l.Sources[field] = source
+	return true
 }
 
 func addUnknown(l *plumblinev1.Layer, field, reason string) {

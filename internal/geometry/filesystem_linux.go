@@ -139,22 +139,10 @@ func (d *discoverer) readSuperblock(l *plumblinev1.Layer, m mountInfo, kname str
 	l.Source = SourceSuperblock
 	l.BlockSizeBytes = sb.BlockSize
 	l.Sources["block_size_bytes"] = SourceSuperblock
-	if sb.UUID != "" {
-		l.Uuid = sb.UUID
-		l.Sources["uuid"] = SourceSuperblock
-	}
-	if sb.Size != 0 {
-		l.SizeBytes = sb.Size
-		l.Sources["size_bytes"] = SourceSuperblock
-	}
-	if sb.StripeUnit != 0 {
-		l.StripeUnitBytes = sb.StripeUnit
-		l.Sources["stripe_unit_bytes"] = SourceSuperblock
-	}
-	if sb.StripeWidth != 0 {
-		l.StripeWidthBytes = sb.StripeWidth
-		l.Sources["stripe_width_bytes"] = SourceSuperblock
-	}
+	setKnown(l, "uuid", &l.Uuid, sb.UUID, SourceSuperblock)
+	setKnown(l, "size_bytes", &l.SizeBytes, sb.Size, SourceSuperblock)
+	setKnown(l, "stripe_unit_bytes", &l.StripeUnitBytes, sb.StripeUnit, SourceSuperblock)
+	setKnown(l, "stripe_width_bytes", &l.StripeWidthBytes, sb.StripeWidth, SourceSuperblock)
 }
 
 // statBlockSize is the file-system block size statfs(2) reports for a

@@ -227,15 +227,25 @@ type diskGeometryExLayout struct {
 	_        [7]byte
 }
 
+// volumeDataCountsLayout is the run of fields that NTFS_VOLUME_DATA_BUFFER
+// and REFS_VOLUME_DATA_BUFFER share, VolumeSerialNumber to BytesPerCluster
+// (48 bytes, 8-aligned): at offset 0 of the one and
+// refsVolumeDataCountsOffset of the other. Embedded, it leaves each
+// structure's layout as the SDK's (the layout test checks the offsets
+// through it).
+type volumeDataCountsLayout struct {
+	VolumeSerialNumber int64
+	NumberSectors      int64
+	TotalClusters      int64
+	FreeClusters       int64
+	TotalReserved      int64
+	BytesPerSector     uint32
+	BytesPerCluster    uint32
+}
+
 // ntfsVolumeDataBufferLayout is NTFS_VOLUME_DATA_BUFFER (96 bytes).
 type ntfsVolumeDataBufferLayout struct {
-	VolumeSerialNumber           int64
-	NumberSectors                int64
-	TotalClusters                int64
-	FreeClusters                 int64
-	TotalReserved                int64
-	BytesPerSector               uint32
-	BytesPerCluster              uint32
+	volumeDataCountsLayout
 	BytesPerFileRecordSegment    uint32
 	ClustersPerFileRecordSegment uint32
 	MftValidDataLength           int64
@@ -262,17 +272,11 @@ type ntfsExtendedVolumeDataLayout struct {
 
 // refsVolumeDataBufferLayout is REFS_VOLUME_DATA_BUFFER (152 bytes).
 type refsVolumeDataBufferLayout struct {
-	ByteCount                      uint32
-	MajorVersion                   uint32
-	MinorVersion                   uint32
-	BytesPerPhysicalSector         uint32
-	VolumeSerialNumber             int64
-	NumberSectors                  int64
-	TotalClusters                  int64
-	FreeClusters                   int64
-	TotalReserved                  int64
-	BytesPerSector                 uint32
-	BytesPerCluster                uint32
+	ByteCount              uint32
+	MajorVersion           uint32
+	MinorVersion           uint32
+	BytesPerPhysicalSector uint32
+	volumeDataCountsLayout
 	MaximumSizeOfResidentFile      int64
 	FastTierDataFillRatio          uint16
 	SlowTierDataFillRatio          uint16
@@ -299,4 +303,5 @@ const (
 	ntfsVolumeDataBufferSize             = 96
 	ntfsExtendedVolumeDataSize           = 32
 	refsVolumeDataBufferSize             = 152
+	refsVolumeDataCountsOffset           = 16
 )

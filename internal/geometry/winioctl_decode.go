@@ -322,13 +322,7 @@ func decodeNTFSVolumeData(b []byte) (fsVolumeData, error) {
 	if err := need(what, b, ntfsVolumeDataBufferSize); err != nil {
 		return fsVolumeData{}, err
 	}
-	d := fsVolumeData{
-		SerialNumber:    le.Uint64(b[0:]),
-		NumberSectors:   le.Uint64(b[8:]),
-		TotalClusters:   le.Uint64(b[16:]),
-		BytesPerSector:  le.Uint32(b[40:]),
-		BytesPerCluster: le.Uint32(b[44:]),
-	}
+	d := decodeVolumeDataCounts(b)
 	if x := b[ntfsVolumeDataBufferSize:]; len(x) >= 12 && le.Uint32(x[0:]) >= 12 {
 		d.MajorVersion = uint32(le.Uint16(x[4:]))
 		d.MinorVersion = uint32(le.Uint16(x[6:]))
@@ -343,17 +337,23 @@ func decodeReFSVolumeData(b []byte) (fsVolumeData, error) {
 	if err := need(what, b, refsVolumeDataBufferSize); err != nil {
 		return fsVolumeData{}, err
 	}
-	d := fsVolumeData{
-		MajorVersion:           le.Uint32(b[4:]),
-		MinorVersion:           le.Uint32(b[8:]),
-		BytesPerPhysicalSector: le.Uint32(b[12:]),
-		SerialNumber:           le.Uint64(b[16:]),
-		NumberSectors:          le.Uint64(b[24:]),
-		TotalClusters:          le.Uint64(b[32:]),
-		BytesPerSector:         le.Uint32(b[56:]),
-		BytesPerCluster:        le.Uint32(b[60:]),
-	}
+	d := decodeVolumeDataCounts(b[refsVolumeDataCountsOffset:])
+	d.MajorVersion = le.Uint32(b[4:])
+	d.MinorVersion = le.Uint32(b[8:])
+	d.BytesPerPhysicalSector = le.Uint32(b[12:])
 	return d, d.valid(what)
+}
+
+// decodeVolumeDataCounts decodes the run both volume data buffers share
+// (volumeDataCountsLayout) at the start of b.
+func decodeVolumeDataCounts(b []byte) fsVolumeData {
+	return fsVolumeData{
+		SerialNumber:    le.Uint64(b[0:]),
+		NumberSectors:   le.Uint64(b[8:]),
+		TotalClusters:   le.Uint64(b[16:]),
+		BytesPerSector:  le.Uint32(b[40:]),
+		BytesPerCluster: le.Uint32(b[44:]),
+	}
 }
 
 // formatGUID writes a Windows GUID (Data1-3 little-endian) as text.

@@ -110,6 +110,9 @@ func TestWindowsLayoutOffsets(t *testing.T) {
 		{"NTFS_VOLUME_DATA_BUFFER.BytesPerCluster", unsafe.Offsetof(ntfs.BytesPerCluster), 44},
 		{"NTFS_EXTENDED_VOLUME_DATA.BytesPerPhysicalSector", unsafe.Offsetof(nx.BytesPerPhysicalSector), 8},
 		{"REFS_VOLUME_DATA_BUFFER.VolumeSerialNumber", unsafe.Offsetof(refs.VolumeSerialNumber), 16},
+		{"REFS_VOLUME_DATA_BUFFER's shared run", unsafe.Offsetof(refs.volumeDataCountsLayout), refsVolumeDataCountsOffset},
+		{"NTFS_VOLUME_DATA_BUFFER.BytesPerFileRecordSegment", unsafe.Offsetof(ntfs.BytesPerFileRecordSegment), 48},
+		{"REFS_VOLUME_DATA_BUFFER.MaximumSizeOfResidentFile", unsafe.Offsetof(refs.MaximumSizeOfResidentFile), 64},
 		{"REFS_VOLUME_DATA_BUFFER.BytesPerSector", unsafe.Offsetof(refs.BytesPerSector), 56},
 		{"REFS_VOLUME_DATA_BUFFER.BytesPerCluster", unsafe.Offsetof(refs.BytesPerCluster), 60},
 	} {

@@ -129,16 +129,10 @@ func (d *winDiscoverer) readDeviceDescriptor(l *plumblinev1.Layer, n uint32) (de
 		addUnknown(l, "model", why)
 		addUnknown(l, "serial", why)
 	} else {
-		if m := desc.model(); m != "" {
-			l.Model = m
-			l.Sources["model"] = SourceIoctl
-		} else {
+		if !setKnown(l, "model", &l.Model, desc.model(), SourceIoctl) {
 			addUnknown(l, "model", "the device reports no product id")
 		}
-		if desc.Serial != "" {
-			l.Serial = desc.Serial
-			l.Sources["serial"] = SourceIoctl
-		} else {
+		if !setKnown(l, "serial", &l.Serial, desc.Serial, SourceIoctl) {
 			addUnknown(l, "serial", "the device reports no serial number")
 		}
 	}

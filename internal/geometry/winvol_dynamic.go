@@ -113,10 +113,7 @@ func (d *winDiscoverer) dynamic(ctx context.Context, v winVolume, fsl *plumbline
 		for _, f := range []string{"raid_level", "raid_disks", "raid_data_disks"} {
 			l.Sources[f] = SourceIoctl
 		}
-		if lay.unit != 0 {
-			l.StripeUnitBytes = lay.unit
-			l.Sources["stripe_unit_bytes"] = SourceIoctl
-		}
+		setKnown(l, "stripe_unit_bytes", &l.StripeUnitBytes, lay.unit, SourceIoctl)
 	}
 	if lay.level == "linear" && len(extents) == 1 {
 		asSimpleVolume(l)

@@ -233,10 +233,7 @@ func (d *winDiscoverer) applySpaces(ctx context.Context, l *plumblinev1.Layer, n
 	l.Source = SourceWMI
 	l.Name = vd.FriendlyName
 	l.Sources["name"] = SourceWMI
-	if vd.UniqueID != "" {
-		l.Uuid = vd.UniqueID
-		l.Sources["uuid"] = SourceWMI
-	}
+	setKnown(l, "uuid", &l.Uuid, vd.UniqueID, SourceWMI)
 	level, unit, disks, data, err := vd.layout()
 	if err != nil {
 		addUnknown(l, "raid_level", err.Error())
@@ -247,9 +244,6 @@ func (d *winDiscoverer) applySpaces(ctx context.Context, l *plumblinev1.Layer, n
 	for _, f := range []string{"raid_level", "raid_disks", "raid_data_disks", "raid_layout"} {
 		l.Sources[f] = SourceWMI
 	}
-	if unit != 0 {
-		l.StripeUnitBytes = unit
-		l.Sources["stripe_unit_bytes"] = SourceWMI
-	}
+	setKnown(l, "stripe_unit_bytes", &l.StripeUnitBytes, unit, SourceWMI)
 	addUnknown(l, "below", "the pool's physical disks are not listed")
 }

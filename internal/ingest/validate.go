@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -57,24 +58,13 @@ func DefaultLimits() Limits {
 
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits()
-	if l.MaxBatchRecords <= 0 {
-		l.MaxBatchRecords = d.MaxBatchRecords
-	}
-	if l.MaxVolumes <= 0 {
-		l.MaxVolumes = d.MaxVolumes
-	}
-	if l.MaxLayers <= 0 {
-		l.MaxLayers = d.MaxLayers
-	}
-	if l.MaxStringBytes <= 0 {
-		l.MaxStringBytes = d.MaxStringBytes
-	}
-	if l.MaxListLen <= 0 {
-		l.MaxListLen = d.MaxListLen
-	}
-	if l.MaxClockSkew <= 0 {
-		l.MaxClockSkew = d.MaxClockSkew
-	}
+	// A limit not above 0 is the default.
+	l.MaxBatchRecords = cmp.Or(max(l.MaxBatchRecords, 0), d.MaxBatchRecords)
+	l.MaxVolumes = cmp.Or(max(l.MaxVolumes, 0), d.MaxVolumes)
+	l.MaxLayers = cmp.Or(max(l.MaxLayers, 0), d.MaxLayers)
+	l.MaxStringBytes = cmp.Or(max(l.MaxStringBytes, 0), d.MaxStringBytes)
+	l.MaxListLen = cmp.Or(max(l.MaxListLen, 0), d.MaxListLen)
+	l.MaxClockSkew = cmp.Or(max(l.MaxClockSkew, 0), d.MaxClockSkew)
 	return l
 }
 

@@ -125,9 +125,7 @@ type ProjectionStore interface {
 
 // New returns the API over st.
 func New(st ProjectionStore, opts Options) *API {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	// A duration not above 0 is the default.
 	opts.ReadyTimeout = cmp.Or(max(opts.ReadyTimeout, 0), 2*time.Second)
 	opts.SyncPeriod = cmp.Or(max(opts.SyncPeriod, 0), 2*time.Second)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/plumbline/plumbline/internal/ctxtime"
 	"github.com/plumbline/plumbline/internal/histogram"
+	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 // target is what the engine does I/O against: the opened probe file. The
@@ -72,10 +73,10 @@ type outcome struct {
 
 // Internal stop causes, mapped to StoppedReason.
 var (
-	errStopDuration = errors.New(StopMaxDuration)
-	errStopBusy     = errors.New(StopBusyDuring)
-	errStopLatency  = errors.New(StopLatencyCeiling)
-	errStopIOErrors = errors.New(StopIOErrors)
+	errStopDuration = errors.New(vocab.StopMaxDuration)
+	errStopBusy     = errors.New(vocab.StopBusyDuring)
+	errStopLatency  = errors.New(vocab.StopLatencyCeiling)
+	errStopIOErrors = errors.New(vocab.StopIOErrors)
 )
 
 // measure runs the measured phase: p.qd workers share one op budget and one
@@ -130,7 +131,7 @@ func measure(ctx context.Context, p plan, tgt target, util utilSampler) outcome 
 		// Every op ran: a guard or the clock firing after the last one
 		// stopped nothing.
 	case ctx.Err() != nil:
-		out.stoppedReason = StopInterrupted
+		out.stoppedReason = vocab.StopInterrupted
 	case cause != nil:
 		out.stoppedReason = cause.Error()
 	}

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 // fakeTarget is an in-memory target; delay is added to every op.
@@ -126,10 +128,10 @@ func TestMeasureStops(t *testing.T) {
 		util   utilSampler
 		reason string
 	}{
-		{"max duration", func(p *plan) { p.ops = MaxOps; p.maxDur = 30 * time.Millisecond }, &fakeTarget{delay: time.Millisecond}, nil, StopMaxDuration},
-		{"latency ceiling", func(p *plan) { p.latCeiling = time.Microsecond }, &fakeTarget{delay: time.Millisecond}, nil, StopLatencyCeiling},
-		{"io errors", func(p *plan) {}, &fakeTarget{fail: true}, nil, StopIOErrors},
-		{"busy during", func(p *plan) { p.ops = MaxOps; p.busyThreshold = 70 }, &fakeTarget{delay: 100 * time.Microsecond}, &fakeUtil{step: time.Hour}, StopBusyDuring},
+		{"max duration", func(p *plan) { p.ops = MaxOps; p.maxDur = 30 * time.Millisecond }, &fakeTarget{delay: time.Millisecond}, nil, vocab.StopMaxDuration},
+		{"latency ceiling", func(p *plan) { p.latCeiling = time.Microsecond }, &fakeTarget{delay: time.Millisecond}, nil, vocab.StopLatencyCeiling},
+		{"io errors", func(p *plan) {}, &fakeTarget{fail: true}, nil, vocab.StopIOErrors},
+		{"busy during", func(p *plan) { p.ops = MaxOps; p.busyThreshold = 70 }, &fakeTarget{delay: 100 * time.Microsecond}, &fakeUtil{step: time.Hour}, vocab.StopBusyDuring},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -165,8 +167,8 @@ func TestMeasureInterrupted(t *testing.T) {
 	p.ops = MaxOps
 	time.AfterFunc(20*time.Millisecond, cancel)
 	out := measure(ctx, p, &fakeTarget{}, nil)
-	if out.stoppedReason != StopInterrupted {
-		t.Errorf("stoppedReason = %q, want %q", out.stoppedReason, StopInterrupted)
+	if out.stoppedReason != vocab.StopInterrupted {
+		t.Errorf("stoppedReason = %q, want %q", out.stoppedReason, vocab.StopInterrupted)
 	}
 }
 

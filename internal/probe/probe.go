@@ -119,36 +119,20 @@ func (o Options) freeSpaceError(grow, after, total, floor int64) error {
 // MaxOps bounds Options.Ops: a run keeps one 8-byte latency sample per op.
 const MaxOps = vocab.MaxOps
 
-// Stop reasons reported in Result.StoppedReason (vocab defines them). The
-// empty string means the run did all its ops. Run itself never sets the
-// not-run reasons (StopRefused, StopFailed, StopLockTimeout): callers that
-// report runs (the agent) do.
-const (
-	StopMaxDuration    = vocab.StopMaxDuration
-	StopBusy           = vocab.StopBusy
-	StopBusyDuring     = vocab.StopBusyDuring
-	StopLatencyCeiling = vocab.StopLatencyCeiling
-	StopInterrupted    = vocab.StopInterrupted
-	StopIOErrors       = vocab.StopIOErrors
-	StopRefused        = vocab.StopRefused
-	StopFailed         = vocab.StopFailed
-	StopLockTimeout    = vocab.StopLockTimeout
-)
-
 // MaxFailureBytes bounds Result.Failure as reported (agent.proto's
 // ProbeResult.failure).
 const MaxFailureBytes = vocab.MaxFailureBytes
 
-// FailureReason classifies an error of Run: StopRefused for the refusals
+// FailureReason classifies an error of Run: vocab.StopRefused for the refusals
 // (ErrUnsafePath, ErrForeignFile, ErrNoCacheBypass, ErrFreeSpace,
-// ErrInvalid, ErrNotSupported), StopFailed for anything else.
+// ErrInvalid, ErrNotSupported), vocab.StopFailed for anything else.
 func FailureReason(err error) string {
 	for _, r := range []error{ErrUnsafePath, ErrForeignFile, ErrNoCacheBypass, ErrFreeSpace, ErrInvalid, ErrNotSupported} {
 		if errors.Is(err, r) {
-			return StopRefused
+			return vocab.StopRefused
 		}
 	}
-	return StopFailed
+	return vocab.StopFailed
 }
 
 // Errors a caller may want to tell apart (wrapped; use errors.Is).
@@ -397,8 +381,8 @@ type Result struct {
 	IOPS          float64   `json:"iops"`
 	Throughput    float64   `json:"throughput_bytes_per_second"`
 	CacheBypass   bool      `json:"cache_bypass"`
-	StoppedReason string    `json:"stopped_reason"`
-	Skipped       bool      `json:"skipped"` // no op ran (busy before start, or interrupted before)
+	StoppedReason string    `json:"stopped_reason"` // a vocab stop reason; "" when the run did all its ops (Run never sets the not-run ones: the agent does)
+	Skipped       bool      `json:"skipped"`        // no op ran (busy before start, or interrupted before)
 	Latency       Latency   `json:"latency_seconds"`
 	StartedAt     time.Time `json:"started_at"`
 	FileSize      int64     `json:"file_size_bytes"`

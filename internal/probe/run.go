@@ -13,6 +13,7 @@ import (
 	"github.com/plumbline/plumbline/internal/ctxtime"
 	"github.com/plumbline/plumbline/internal/histogram"
 	"github.com/plumbline/plumbline/internal/stripescan"
+	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 // Run runs one probe: validate, wait the start jitter, skip when the device
@@ -35,7 +36,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	seed := runSeed(o)
 	interrupted := func() (Result, error) {
-		res.StoppedReason, res.Skipped = StopInterrupted, true
+		res.StoppedReason, res.Skipped = vocab.StopInterrupted, true
 		return res, nil
 	}
 
@@ -99,7 +100,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 }
 
 // checkBusy is the busy guard before the run: it samples the utilisation
-// of the device under d and marks res skipped (StopBusy) above
+// of the device under d and marks res skipped (vocab.StopBusy) above
 // o.BusyThreshold. It returns the sampler for the guard during the run (nil:
 // none), and an error only when ctx ended while it sampled.
 func checkBusy(ctx context.Context, o Options, d *probeDir, res *Result) (utilSampler, error) {
@@ -122,7 +123,7 @@ func checkBusy(ctx context.Context, o Options, d *probeDir, res *Result) (utilSa
 	}
 	res.BusyPercent = u
 	if u > o.BusyThreshold {
-		res.StoppedReason, res.Skipped = StopBusy, true
+		res.StoppedReason, res.Skipped = vocab.StopBusy, true
 	}
 	return s, nil
 }

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/plumbline/plumbline/internal/loopdev"
+	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 // testOptions are small, fast, unpaced options for dir, with the
@@ -234,7 +235,7 @@ func TestRunInterruptedDuringFill(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	time.AfterFunc(200*time.Millisecond, cancel)
 	res, err := Run(ctx, o)
-	if err != nil || res.StoppedReason != StopInterrupted || res.Ops != 0 {
+	if err != nil || res.StoppedReason != vocab.StopInterrupted || res.Ops != 0 {
 		t.Fatalf("Run interrupted during fill = %+v, %v; want stopped_reason interrupted", res, err)
 	}
 	// The half-filled file is ours and gets refilled by the next run.
@@ -269,7 +270,7 @@ func TestRunInterruptedDuringMeasure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.StoppedReason != StopInterrupted || res.Ops == 0 || res.Ops >= o.Ops || res.Histogram.Count() != uint64(res.Ops) {
+	if res.StoppedReason != vocab.StopInterrupted || res.Ops == 0 || res.Ops >= o.Ops || res.Histogram.Count() != uint64(res.Ops) {
 		t.Errorf("interrupted run: reason %q ops %d hist %d; want a partial result", res.StoppedReason, res.Ops, res.Histogram.Count())
 	}
 }
@@ -291,7 +292,7 @@ func TestRunBudgetCaps(t *testing.T) {
 	}
 	// At 100 IOPS, 300 ms allows at most 31 ops (one at t=0 and one per
 	// 10 ms), whatever the disk's speed.
-	if res.StoppedReason != StopMaxDuration || res.Ops > 31 || res.Ops == 0 {
+	if res.StoppedReason != vocab.StopMaxDuration || res.Ops > 31 || res.Ops == 0 {
 		t.Errorf("duration cap: reason %q, ops %d; want max-duration and 1..31 ops", res.StoppedReason, res.Ops)
 	}
 }
@@ -522,7 +523,7 @@ func TestBusyGuardFixture(t *testing.T) {
 	defer func() { cancel(); wg.Wait() }()
 	before := snapshot(t, dir)
 	res, err = Run(t.Context(), o)
-	if err != nil || !res.Skipped || res.StoppedReason != StopBusy || res.Ops != 0 || res.BusyPercent <= 70 {
+	if err != nil || !res.Skipped || res.StoppedReason != vocab.StopBusy || res.Ops != 0 || res.BusyPercent <= 70 {
 		t.Fatalf("busy fixture: skipped %v reason %q ops %d busy %.1f%%, %v; want skipped as busy", res.Skipped, res.StoppedReason, res.Ops, res.BusyPercent, err)
 	}
 	if diff := cmp.Diff(before, snapshot(t, dir)); diff != "" {
@@ -605,7 +606,7 @@ func TestBusyGuardRealLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.Skipped || res.StoppedReason != StopBusy || res.Device != d.Name {
+	if !res.Skipped || res.StoppedReason != vocab.StopBusy || res.Device != d.Name {
 		t.Errorf("probe beside QD16 load on %s: skipped %v reason %q device %q busy %.1f%%; want skipped as busy",
 			d.Name, res.Skipped, res.StoppedReason, res.Device, res.BusyPercent)
 	}
@@ -699,7 +700,7 @@ func TestBusyGuardStopsDuringRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.StoppedReason != StopBusyDuring || res.Skipped || res.Ops == 0 || res.Ops >= o.Ops || res.Histogram.Count() != uint64(res.Ops) {
+	if res.StoppedReason != vocab.StopBusyDuring || res.Skipped || res.Ops == 0 || res.Ops >= o.Ops || res.Histogram.Count() != uint64(res.Ops) {
 		t.Errorf("busy during the run: reason %q skipped %v ops %d busy %.1f%%; want busy-during with a partial result",
 			res.StoppedReason, res.Skipped, res.Ops, res.BusyPercent)
 	}

@@ -77,9 +77,7 @@ type Projection struct {
 
 // New returns the projection over st.
 func New(st Store, opts Options) *Projection {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	// A duration not above 0 is the default.
 	opts.SyncPeriod = cmp.Or(max(opts.SyncPeriod, 0), 2*time.Second)
 	opts.SyncMargin = cmp.Or(max(opts.SyncMargin, 0), 30*time.Second)

@@ -19,6 +19,7 @@ import (
 	"github.com/plumbline/plumbline/internal/histogram"
 	"github.com/plumbline/plumbline/internal/ingest"
 	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/vocab"
 	"github.com/plumbline/plumbline/internal/wire"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
@@ -526,7 +527,7 @@ func pacedDuration(h *histogram.Histogram, iopsCap float64) time.Duration {
 }
 
 func syncOf(kind string) string {
-	if kind == string(baseline.LogWrite) {
+	if kind == string(vocab.LogWrite) {
 		return "dsync"
 	}
 	return ""
