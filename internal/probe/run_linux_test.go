@@ -474,11 +474,79 @@ func TestRunTmpfs(t *testing.T) {
 	}
 }
 
+// diskstatsLine is a one-line diskstats fixture for dev with the given
+// io_ticks (ms).
+func diskstatsLine(dev uint64, ioTicksMs int64) string {
+	return fmt.Sprintf("%4d %7d fake0 100 0 800 50 100 0 800 50 0 %d %d 0 0 0 0 0 0\n",
+		unix.Major(dev), unix.Minor(dev), ioTicksMs, ioTicksMs)
+}
+
+// serveDiskstats makes <procRoot>/diskstats a FIFO that answers each
+// reader with dev's line, its io_ticks (ms) taken from ticks when the
+// reader opens it: a fixture whose ticks follow the clock exactly, however
+// late the test's goroutines are scheduled. It stops at the test's end.
+func serveDiskstats(t *testing.T, procRoot string, dev uint64, ticks func() int64) {
+	t.Helper()
+	path := filepath.Join(procRoot, "diskstats")
+	os.Remove(path)
+	if err := unix.Mkfifo(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		for {
+			fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0) // until a reader opens it
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			select {
+			case <-done:
+				unix.Close(fd)
+				return
+			default:
+			}
+			unix.Write(fd, []byte(diskstatsLine(dev, ticks())))
+			unix.Close(fd) // the reader's EOF
+			// While a reader has it open, answer again now and then,
+			// without holding it open: the reader that just read has its
+			// EOF (and ignores a second line), a new one its line.
+			for {
+				fd, err := unix.Open(path, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+				if err == unix.ENXIO {
+					break // no reader: wait for the next in open
+				}
+				if err == nil {
+					unix.Write(fd, []byte(diskstatsLine(dev, ticks())))
+					unix.Close(fd)
+				}
+				select {
+				case <-done:
+					return
+				case <-time.After(100 * time.Microsecond):
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		close(done)
+		// A reader of our own lets a writer waiting in open go on.
+		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		<-exited
+		if err == nil {
+			unix.Close(fd)
+		}
+	})
+}
+
 // writeDiskstats writes a one-line diskstats fixture for dev with the given
 // io_ticks (ms), atomically.
 func writeDiskstats(t *testing.T, procRoot string, dev uint64, ioTicksMs int64) {
-	line := fmt.Sprintf("%4d %7d fake0 100 0 800 50 100 0 800 50 0 %d %d 0 0 0 0 0 0\n",
-		unix.Major(dev), unix.Minor(dev), ioTicksMs, ioTicksMs)
+	line := diskstatsLine(dev, ioTicksMs)
 	tmp := filepath.Join(procRoot, ".diskstats.tmp")
 	if err := os.WriteFile(tmp, []byte(line), 0o644); err != nil {
 		t.Error(err)
@@ -509,18 +577,8 @@ func TestBusyGuardFixture(t *testing.T) {
 	}
 	Cleanup(dir, "")
 
-	ctx, cancel := context.WithCancel(t.Context())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		start := time.Now()
-		for ctx.Err() == nil {
-			writeDiskstats(t, procRoot, st.Dev, 1000+time.Since(start).Milliseconds())
-			time.Sleep(5 * time.Millisecond)
-		}
-	}()
-	defer func() { cancel(); wg.Wait() }()
+	start := time.Now()
+	serveDiskstats(t, procRoot, st.Dev, func() int64 { return 1000 + time.Since(start).Milliseconds() })
 	before := snapshot(t, dir)
 	res, err = Run(t.Context(), o)
 	if err != nil || !res.Skipped || res.StoppedReason != vocab.StopBusy || res.Ops != 0 || res.BusyPercent <= 70 {
@@ -678,24 +736,14 @@ func TestBusyGuardStopsDuringRun(t *testing.T) {
 		t.Fatal(err) // create the file while the fixture is idle
 	}
 
+	// Idle through the pre-run window, 100% busy from the probe's start.
 	o.Progress = &Progress{}
-	ctx, cancel := context.WithCancel(t.Context())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		// Stay idle through the pre-run window, then, once the probe has
-		// started, turn 100% busy.
-		for ctx.Err() == nil && o.Progress.Snapshot().Phase != PhaseMeasure {
-			time.Sleep(time.Millisecond)
+	serveDiskstats(t, procRoot, st.Dev, func() int64 {
+		if p := o.Progress.Snapshot(); p.Phase == PhaseMeasure {
+			return 1000 + time.Since(p.PhaseStarted).Milliseconds()
 		}
-		start := time.Now()
-		for ctx.Err() == nil {
-			writeDiskstats(t, procRoot, st.Dev, 1000+time.Since(start).Milliseconds())
-			time.Sleep(5 * time.Millisecond)
-		}
-	}()
-	defer func() { cancel(); wg.Wait() }()
+		return 1000
+	})
 	res, err := Run(t.Context(), o)
 	if err != nil {
 		t.Fatal(err)
