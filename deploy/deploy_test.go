@@ -82,7 +82,7 @@ func TestEveryAlertTested(t *testing.T) {
 	}
 	want := []string{"PlumblineVolumeMisaligned", "PlumblineVolumeDegraded", "PlumblineVolumeCohortOutlier", "PlumblineAgentDown",
 		"PlumblineProbeFailing", "PlumblineGeometryChanged", "PlumblineAllocationUnitNotRecommended", "PlumblineRAIDArrayDegraded",
-		"PlumblineStripeUnitDisagrees"}
+		"PlumblineStripeUnitDisagrees", "PlumblineAgentCertificateExpiring"}
 	var have []string
 	for _, g := range rules.Groups {
 		for _, r := range g.Rules {

@@ -60,7 +60,8 @@ type State struct {
 	// Ratio is this run's latency over that reference's baseline.
 	Ratio float64
 	// Since is when the status began: for Degraded the time of the first
-	// run of the sustained shift; for OK the first run of the recovery
+	// run of the sustained shift of the earliest signal degraded now (the
+	// episode's start, whichever signal leads it now); for OK the first run of the recovery
 	// streak (or the first run ever); for Learning the first run.
 	Since time.Time
 	// Streak counts the consecutive runs towards the next transition: runs
@@ -297,6 +298,7 @@ func (d *Detector) combine() State {
 	s := *med
 	s.Signal, s.IOPS, s.Cap = SignalMedian, d.iops, d.cap
 	if med.Status == Degraded {
+		s.Since = d.episodeSince(med.Since)
 		return s
 	}
 	// The first signal to degrade leads, unless the rate has fallen short
@@ -319,10 +321,8 @@ func (d *Detector) combine() State {
 	if lead < 0 {
 		return s
 	}
-	s.Status, s.Reference, s.Since = Degraded, History, d.slow.st.Since
-	if lead < numTracks {
-		s.Since = per[lead].st.Since
-	}
+	s.Status, s.Reference = Degraded, History
+	s.Since = d.episodeSince(time.Time{})
 	tailsSteady := per[0].st.Status != Degraded && per[1].st.Status != Degraded && !slow
 	if r := &per[2]; (r.st.Status == Degraded || r.st.Streak > 0) && (tailsSteady || d.waitShare >= minWaitShare) {
 		lead = 2
@@ -335,6 +335,27 @@ func (d *Detector) combine() State {
 	}
 	s.Streak, s.Ratio = per[lead].st.Streak, per[lead].ratio
 	return s
+}
+
+// episodeSince is when the episode began: the earliest Since of the
+// signals degraded now (and of since, unless zero). Another signal may
+// come to lead an episode as it goes on — a stall's p99 first, then the
+// median — and the episode's start stays.
+func (d *Detector) episodeSince(since time.Time) time.Time {
+	earliest := func(t time.Time) {
+		if since.IsZero() || t.Before(since) {
+			since = t
+		}
+	}
+	for i := range d.tracks {
+		if d.tracks[i].st.Status == Degraded {
+			earliest(d.tracks[i].st.Since)
+		}
+	}
+	if d.slow.st.Status == Degraded {
+		earliest(d.slow.st.Since)
+	}
+	return since
 }
 
 // Of returns the last run's state of one signal against its own history

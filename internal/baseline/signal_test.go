@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // opsRun builds a Run from per-operation latencies the way the evaluator
@@ -372,4 +373,35 @@ func withTailWithin(c Config, within int, mean bool) Config {
 		c.Mean.Within = within
 	}
 	return c
+}
+
+// An episode keeps its start when another signal comes to lead it: a
+// member stalls 3% of its ops (the p99 degrades), then turns slow on every
+// op (the median degrades too and names the state). Since stays the p99's
+// start, so `degraded since` and the alert's duration do not jump.
+func TestEpisodeKeepsItsStart(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(7, 21))
+	d, _ := NewDetector(Config{}) // the shipped defaults
+	for i := range 60 {
+		d.ObserveRun(at(i), healthyRun(rng), Refs{})
+	}
+	i := 60
+	var s State
+	for ; s.Status != Degraded && i < 80; i++ {
+		s = d.ObserveRun(at(i), opsRun(stallOps(rng, 50, 0.35*ms, 0.03, 100*ms), 50, 48), Refs{})
+	}
+	if s.Status != Degraded || s.Signal != SignalTail {
+		t.Fatalf("stalls: %v on %s, want degraded on the p99", s, s.Signal)
+	}
+	start := s.Since
+	for n := 0; d.Of(SignalMedian).Status != Degraded && n < 20; n, i = n+1, i+1 {
+		s = d.ObserveRun(at(i), opsRun(stallOps(rng, 50, 1.2*ms, 0.03, 100*ms), 50, 48), Refs{})
+		if s.Status != Degraded || !s.Since.Equal(start) {
+			t.Fatalf("run %d: %v on %s, want degraded since the episode's start %s", i, s, s.Signal, start.Format(time.RFC3339))
+		}
+	}
+	if s.Signal != SignalMedian || d.Of(SignalMedian).Since.Equal(start) {
+		t.Fatalf("slow member: %v on %s, median since %s; want the median leading, degraded after the p99", s, s.Signal, d.Of(SignalMedian).Since)
+	}
 }

@@ -3,7 +3,7 @@ package exporter
 import "time"
 
 // The agent and pipeline series: each agent's last report and whether it
-// is up, identity conflicts, records stored by kind, the evaluator's
+// is up, its client certificate's validity, identity conflicts, records stored by kind, the evaluator's
 // counters. All fleet-wide: shard 0 carries them.
 
 // buildEvaluator sets the evaluator's families and returns its status
@@ -28,8 +28,12 @@ func (c *Collector) buildEvaluator() EvaluatorStatus {
 func (c *Collector) buildAgents(now time.Time) {
 	last := make([]*series, 0, len(c.hosts))
 	up := make([]*series, 0, len(c.hosts))
-	var conflicts []*series
+	var conflicts, certExpiry, certIssued []*series
 	for _, a := range c.hosts {
+		if !a.CertNotAfter.IsZero() {
+			certExpiry = append(certExpiry, c.series(famAgentCertExpiry, seconds(a.CertNotAfter), a.ID, a.Hostname))
+			certIssued = append(certIssued, c.series(famAgentCertIssued, seconds(a.CertNotBefore), a.ID, a.Hostname))
+		}
 		if a.IdentityConflicts > 0 {
 			conflicts = append(conflicts, c.series(famAgentConflicts, float64(a.IdentityConflicts), a.ID, a.Hostname))
 		}
@@ -40,6 +44,8 @@ func (c *Collector) buildAgents(now time.Time) {
 		last = append(last, c.series(famAgentLast, seconds(a.LastSeen), a.ID, a.Hostname))
 		up = append(up, c.series(famAgentUp, v, a.ID, a.Hostname))
 	}
+	c.set(famAgentCertExpiry, certExpiry)
+	c.set(famAgentCertIssued, certIssued)
 	c.set(famAgentConflicts, conflicts)
 	c.set(famAgentLast, last)
 	c.set(famAgentUp, up)

@@ -25,7 +25,9 @@ type family struct {
 
 // Families, in name order.
 const (
-	famAgentConflicts = iota
+	famAgentCertExpiry = iota
+	famAgentCertIssued
+	famAgentConflicts
 	famAgentLast
 	famAgentUp
 	famDegradedSince
@@ -110,6 +112,10 @@ func newFamilies() [numFamilies]family {
 		[]string{"agent_id", "host"})
 	d(famFailingSince, "probe_failing_since_timestamp_seconds", gauge, "Present while the volume's latest runs of the probe kind never ran because the agent refused them (reason refused: free-space floor, unsafe path, foreign file, no cache bypass) or failed to open, create or fill the probe file (reason failed): when the first of those runs started (Unix time). Gone once a run does I/O again. The agent's message is in the inventory API and the agent's log.",
 		withVolume("kind", "reason"))
+	d(famAgentCertExpiry, "agent_client_certificate_expiry_timestamp_seconds", gauge, "When the client certificate the agent presented at its last connection expires (Unix time; the agent's own /metrics has the same gauge, unlabelled). Agents renew at two thirds of the lifetime, and every connection after a renewal presents the new one. Absent for agents without a certificate (insecure mode).",
+		[]string{"agent_id", "host"})
+	d(famAgentCertIssued, "agent_client_certificate_issued_timestamp_seconds", gauge, "When the client certificate the agent presented at its last connection became valid (Unix time, its NotBefore): with the expiry, its lifetime. Absent for agents without a certificate.",
+		[]string{"agent_id", "host"})
 	d(famAgentLast, "agent_last_report_timestamp_seconds", gauge, "When the agent last registered or sent a report (Unix time).",
 		[]string{"agent_id", "host"})
 	d(famAgentUp, "agent_up", gauge, "1 when the agent reported within the stale threshold, else 0.",

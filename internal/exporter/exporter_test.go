@@ -322,3 +322,40 @@ func TestIdentityConflictsMetric(t *testing.T) {
 		t.Errorf("no %s in:\n%s", want, body)
 	}
 }
+
+// An agent's certificate validity (as of its last Hello) is two gauges,
+// in Unix seconds; an agent without a certificate has neither.
+func TestAgentCertificateMetrics(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	seed(t, st, goldenFleet()) // db01 has a certificate, db02 and db03 none
+	c, err := New(st, fixedOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(scrape(t, c), "plumbline_agent_client_certificate_expiry_timestamp_seconds{"); n != 1 {
+		t.Fatalf("%d expiry series, want 1 (db01's)", n)
+	}
+	hosts, err := st.ListHosts(t.Context())
+	if err != nil || len(hosts) < 2 || hosts[1].ID != "db02" {
+		t.Fatalf("ListHosts = %v, %v", hosts, err)
+	}
+	a := hosts[1]
+	a.CertNotBefore = time.Unix(1_790_000_000, 0)
+	a.CertNotAfter = a.CertNotBefore.Add(30 * 24 * time.Hour)
+	if err := st.UpsertAgent(t.Context(), a); err != nil {
+		t.Fatal(err)
+	}
+	body := scrape(t, c)
+	for _, want := range []string{
+		`plumbline_agent_client_certificate_expiry_timestamp_seconds{agent_id="db02",host="db02.example.com"} 1.792592e+09`,
+		`plumbline_agent_client_certificate_issued_timestamp_seconds{agent_id="db02",host="db02.example.com"} 1.79e+09`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("no %s in:\n%s", want, body)
+		}
+	}
+	if n := strings.Count(body, "plumbline_agent_client_certificate_expiry_timestamp_seconds{"); n != 2 {
+		t.Errorf("%d expiry series, want 2 (db03 has no certificate)", n)
+	}
+}

@@ -136,8 +136,18 @@ type run struct {
 type host struct {
 	id, hostname string
 	lastSeen     time.Time
+	certIssued   time.Time // a 30-day client certificate's NotBefore (zero: none)
 	volumes      []*plumblinev1.Volume
 	runs         []run
+}
+
+// agent is the host as its Hello registers it.
+func (h host) agent() store.Agent {
+	a := store.Agent{ID: h.id, Hostname: h.hostname, OS: "linux", Kernel: "6.1.0", AgentVersion: "0.1.0", LastSeen: h.lastSeen}
+	if !h.certIssued.IsZero() {
+		a.CertNotBefore, a.CertNotAfter = h.certIssued, h.certIssued.Add(30*24*time.Hour)
+	}
+	return a
 }
 
 // seed stores the fleet through the store API, as ingest would, and lets
@@ -146,7 +156,7 @@ func seed(tb testing.TB, st *store.Store, fleet []host) {
 	tb.Helper()
 	ctx := context.Background()
 	for _, h := range fleet {
-		if err := st.UpsertAgent(ctx, store.Agent{ID: h.id, Hostname: h.hostname, OS: "linux", Kernel: "6.1.0", AgentVersion: "0.1.0", LastSeen: h.lastSeen}); err != nil {
+		if err := st.UpsertAgent(ctx, h.agent()); err != nil {
 			tb.Fatal(err)
 		}
 		var recs []store.Record
@@ -182,7 +192,7 @@ func seed(tb testing.TB, st *store.Store, fleet []host) {
 			recs = recs[n:]
 		}
 		// AppendBatch moved last-seen to the wall clock; pin it back.
-		if err := st.UpsertAgent(ctx, store.Agent{ID: h.id, Hostname: h.hostname, OS: "linux", Kernel: "6.1.0", AgentVersion: "0.1.0", LastSeen: h.lastSeen}); err != nil {
+		if err := st.UpsertAgent(ctx, h.agent()); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -230,7 +240,7 @@ func goldenFleet() []host {
 		run{mount: "/srv/pg", kind: "log-write", at: start.Add(21 * time.Hour), median: 600 * time.Microsecond, stopped: "latency-ceiling"})
 
 	return []host{
-		{id: "db01", hostname: "db01.example.com", lastSeen: epoch.Add(-30 * time.Second), volumes: []*plumblinev1.Volume{legacyVolume("/data"), nvmeVolume("/log")}, runs: db01},
+		{id: "db01", hostname: "db01.example.com", lastSeen: epoch.Add(-30 * time.Second), certIssued: epoch.Add(-25 * 24 * time.Hour), volumes: []*plumblinev1.Volume{legacyVolume("/data"), nvmeVolume("/log")}, runs: db01},
 		{id: "db02", hostname: "db02.example.com", lastSeen: epoch.Add(-time.Minute), volumes: []*plumblinev1.Volume{mdVolume("/srv/pg")}, runs: db02},
 		{id: "db03", hostname: "db03.example.com", lastSeen: epoch.Add(-2 * time.Hour)},
 	}

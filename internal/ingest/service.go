@@ -384,10 +384,16 @@ func (s *Service) Hello(ctx context.Context, req *plumblinev1.HelloRequest) (*pl
 		hostname = req.GetAgentId()
 	}
 	now := s.opts.Now()
-	err := s.store.UpsertAgent(ctx, store.Agent{
+	agent := store.Agent{
 		ID: req.GetAgentId(), Hostname: hostname, OS: h.GetOs(), Kernel: h.GetKernel(),
 		MachineID: h.GetMachineId(), AgentVersion: req.GetAgentVersion(), LastSeen: now,
-	})
+	}
+	// Every connection starts with a Hello, so a renewed certificate shows
+	// here at the agent's next connection (insecure mode: none).
+	if cert, err := verifiedCert(ctx); err == nil {
+		agent.CertNotBefore, agent.CertNotAfter = cert.NotBefore, cert.NotAfter
+	}
+	err := s.store.UpsertAgent(ctx, agent)
 	if err != nil {
 		return nil, s.storeError(ctx, "hello", req.GetAgentId(), err)
 	}

@@ -37,6 +37,7 @@ func HostCSVColumns() []string { return slices.Clone(hostCSVColumns[:]) }
 
 var hostCSVColumns = [...]string{
 	"host", "agent_id", "os", "kernel", "agent_version", "first_seen", "last_seen", "volume_count", "misaligned_count",
+	"client_certificate_not_after",
 }
 
 // csvBufferSize is how much CSV is gathered before it goes out (and is

@@ -29,6 +29,11 @@ type Host struct {
 	// IdentityConflictAt is the last (null: never).
 	IdentityConflicts  uint64     `json:"identity_conflicts"`
 	IdentityConflictAt *time.Time `json:"identity_conflict_at"`
+	// ClientCertificateNotBefore/NotAfter are the validity of the client
+	// certificate the agent presented at its last Hello (null without
+	// one: insecure mode, or not connected since the server learned it).
+	ClientCertificateNotBefore *time.Time `json:"client_certificate_not_before"`
+	ClientCertificateNotAfter  *time.Time `json:"client_certificate_not_after"`
 	// Volumes and Misaligned count its present volumes.
 	Volumes    int64 `json:"volume_count"`
 	Misaligned int64 `json:"misaligned_count"`
@@ -44,6 +49,10 @@ func hostJSON(h *store.InventoryHost) Host {
 	if !h.IdentityConflictAt.IsZero() {
 		at := h.IdentityConflictAt
 		out.IdentityConflictAt = &at
+	}
+	if !h.CertNotAfter.IsZero() {
+		nb, na := h.CertNotBefore, h.CertNotAfter
+		out.ClientCertificateNotBefore, out.ClientCertificateNotAfter = &nb, &na
 	}
 	return out
 }
@@ -127,7 +136,7 @@ func (a *API) hosts(w http.ResponseWriter, r *http.Request) {
 
 func hostRow(h *store.InventoryHost) []string {
 	return []string{h.Hostname, h.ID, h.OS, h.Kernel, h.AgentVersion, timeCell(h.FirstSeen), timeCell(h.LastSeen),
-		strconv.FormatInt(h.Volumes, 10), strconv.FormatInt(h.Misaligned, 10)}
+		strconv.FormatInt(h.Volumes, 10), strconv.FormatInt(h.Misaligned, 10), timeCell(h.CertNotAfter)}
 }
 
 // host is GET /api/v1/hosts/{host}: the agent with that id, else the

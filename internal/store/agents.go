@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -33,13 +34,18 @@ type Agent struct {
 	// IdentityConflictAt is the last time (zero: never). Read only.
 	IdentityConflicts  uint64
 	IdentityConflictAt time.Time
+	// CertNotBefore and CertNotAfter are the validity of the client
+	// certificate the agent presented at its last UpsertAgent (its Hello);
+	// zero when it had none (insecure mode) or is not known yet.
+	CertNotBefore, CertNotAfter time.Time
 }
 
 // MaxIncarnationBytes bounds an incarnation id.
 const MaxIncarnationBytes = 64
 
-// UpsertAgent registers an agent or updates its host facts and last-seen
-// time. FirstSeen is kept from the first registration.
+// UpsertAgent registers an agent or updates its host facts, last-seen
+// time and certificate validity (zero: none). FirstSeen is kept from the
+// first registration.
 func (s *Store) UpsertAgent(ctx context.Context, a Agent) error {
 	if a.ID == "" {
 		return fmt.Errorf("upsert agent: %w: empty agent id", ErrInvalid)
@@ -50,13 +56,16 @@ func (s *Store) UpsertAgent(ctx context.Context, a Agent) error {
 	}
 	err := s.write(ctx, a.ID, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := s.txExec(ctx, tx, s.q(`
-INSERT INTO agents (agent_id, hostname, os, kernel, machine_id, agent_version, first_seen_ns, last_seen_ns)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO agents (agent_id, hostname, os, kernel, machine_id, agent_version, first_seen_ns, last_seen_ns,
+    cert_not_before_ns, cert_not_after_ns)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (agent_id) DO UPDATE SET
     hostname = excluded.hostname, os = excluded.os, kernel = excluded.kernel,
     machine_id = excluded.machine_id, agent_version = excluded.agent_version,
-    last_seen_ns = excluded.last_seen_ns`),
-			a.ID, a.Hostname, a.OS, a.Kernel, a.MachineID, a.AgentVersion, unixNano(seen), unixNano(seen))
+    last_seen_ns = excluded.last_seen_ns,
+    cert_not_before_ns = excluded.cert_not_before_ns, cert_not_after_ns = excluded.cert_not_after_ns`),
+			a.ID, a.Hostname, a.OS, a.Kernel, a.MachineID, a.AgentVersion, unixNano(seen), unixNano(seen),
+			certNano(a.CertNotBefore), certNano(a.CertNotAfter))
 		return err
 	})
 	if err != nil {
@@ -195,9 +204,9 @@ func (s *Store) ListHosts(ctx context.Context) ([]Agent, error) {
 // scanAgent scans a row of agentColumns (then extra).
 func scanAgent(row interface{ Scan(...any) error }, extra ...any) (Agent, error) {
 	var a Agent
-	var first, last, hw, conflicts, conflictNS int64
+	var first, last, hw, conflicts, conflictNS, notBefore, notAfter int64
 	dest := append([]any{&a.ID, &a.Hostname, &a.OS, &a.Kernel, &a.MachineID, &a.AgentVersion, &first, &last,
-		&hw, &a.Incarnation, &conflicts, &conflictNS}, extra...)
+		&hw, &a.Incarnation, &conflicts, &conflictNS, &notBefore, &notAfter}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return Agent{}, err
 	}
@@ -206,5 +215,24 @@ func scanAgent(row interface{ Scan(...any) error }, extra ...any) (Agent, error)
 	if conflictNS != 0 {
 		a.IdentityConflictAt = fromUnixNano(conflictNS)
 	}
+	if notAfter != 0 {
+		a.CertNotBefore, a.CertNotAfter = fromUnixNano(notBefore), fromUnixNano(notAfter)
+	}
 	return a, nil
+}
+
+// certNano is a certificate time in Unix nanoseconds (0 for the zero
+// time), clamped to the nanoseconds int64 holds (years 1678–2262): a
+// certificate may say 9999-12-31 (RFC 5280's "no expiry").
+func certNano(t time.Time) int64 {
+	lo, hi := time.Unix(0, math.MinInt64+1), time.Unix(0, math.MaxInt64)
+	switch {
+	case t.IsZero():
+		return 0
+	case t.Before(lo):
+		return lo.UnixNano()
+	case t.After(hi):
+		return hi.UnixNano()
+	}
+	return t.UnixNano()
 }

@@ -214,6 +214,12 @@ func hello(conn *grpc.ClientConn, id string) error {
 
 func serialOf(t *testing.T, certFile string) *big.Int {
 	t.Helper()
+	return leafOf(t, certFile).SerialNumber
+}
+
+// leafOf is the first certificate of a PEM chain file.
+func leafOf(t *testing.T, certFile string) *x509.Certificate {
+	t.Helper()
 	b, err := os.ReadFile(certFile)
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +228,7 @@ func serialOf(t *testing.T, certFile string) *big.Int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return certs[0].SerialNumber
+	return certs[0]
 }
 
 func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
@@ -286,6 +292,14 @@ func TestEnrollRunRenewRevoke(t *testing.T) {
 			}
 		}
 		waitFor(t, "a Hello with the renewed certificate", 10*time.Second, func() bool { ls, _ := ag.lastSeen(); return ls.After(renewedAt) })
+		// The server keeps the validity of the certificate presented at
+		// the Hello: the renewed one's (PlumblineAgentCertificateExpiring).
+		// (The file's, read at each poll: a third renewal may come meanwhile.)
+		waitFor(t, "the server to hold the renewed certificate's validity", 10*time.Second, func() bool {
+			h, renewed := ag.host(), leafOf(t, res.CertFile)
+			return h.CertNotAfter.Equal(renewed.NotAfter) && h.CertNotBefore.Equal(renewed.NotBefore) &&
+				renewed.SerialNumber.Cmp(serialOf(t, first+".crt")) != 0
+		})
 		// The first certificate is two renewals old: refused.
 		if err := hello(r.dial(t, first+".crt", first+".key"), "db-1"); err == nil {
 			t.Error("Hello with a superseded certificate succeeded")
@@ -393,15 +407,21 @@ func runAgent(t *testing.T, r *running, res enroll.Result, dir string) *agentRun
 	return ag
 }
 
-// lastSeen is the server's last-seen time and high-water mark of db-1.
-func (ag *agentRun) lastSeen() (time.Time, uint64) {
+// host is db-1 as the server's store holds it (zero when not registered).
+func (ag *agentRun) host() store.Agent {
 	hosts, _ := ag.st.ListHosts(context.Background())
 	for _, h := range hosts {
 		if h.ID == "db-1" {
-			return h.LastSeen, h.HighWater
+			return h
 		}
 	}
-	return time.Time{}, 0
+	return store.Agent{}
+}
+
+// lastSeen is the server's last-seen time and high-water mark of db-1.
+func (ag *agentRun) lastSeen() (time.Time, uint64) {
+	h := ag.host()
+	return h.LastSeen, h.HighWater
 }
 
 // checkMetrics: the agent's /metrics shows the current expiry, the
