@@ -209,7 +209,7 @@ func TestReplicas(t *testing.T) {
 		done <- result{sum, err}
 	}()
 
-	time.Sleep(4 * time.Second) // mid-run
+	waitServed(t, dsn, cfg.Agents, cfg.ConnectTimeout) // mid-run
 	failLeaders(t, rs, first)
 
 	res := <-done
@@ -236,6 +236,28 @@ func TestReplicas(t *testing.T) {
 	// README's sizing.
 	if grew := dbSize(t, dsn) - size0; sum.Generated > 0 {
 		t.Logf("PostgreSQL grew %.1f MiB for %d records: %.0f bytes per record", float64(grew)/(1<<20), sum.Generated, float64(grew)/float64(sum.Generated))
+	}
+}
+
+// waitServed waits (at most limit) until every one of the fleet's agents
+// has records stored: the fleet is sending, and each replica has served
+// the agents that start on it.
+func waitServed(t *testing.T, dsn string, agents int, limit time.Duration) {
+	t.Helper()
+	db := openPG(t, dsn)
+	deadline := time.Now().Add(limit)
+	for {
+		var n int
+		if err := db.QueryRow(`SELECT count(DISTINCT agent_id) FROM records`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == agents {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d agents have records stored %v into the run", n, agents, limit)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -302,6 +324,8 @@ func failLeaders(t *testing.T, rs []*replicaProc, first *replicaProc) {
 	last := others(alive, second)
 	leaders, seen = waitLeaders(t, last, bound+max(leaseTTL/3, time.Second)+grace)
 	t.Logf("SIGSTOP of %s: %s leads both loops %v later", second.name, last[0].name, seen.Sub(stopped).Round(time.Millisecond))
+	// Frozen on past its successor's start, as a stopped process stays
+	// stopped: the time it misses is the point.
 	time.Sleep(time.Second)
 	second.cmd.Process.Signal(syscall.SIGCONT)
 	deadline := time.Now().Add(leaseTTL + grace)

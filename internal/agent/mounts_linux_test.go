@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -17,6 +18,7 @@ import (
 // A new mount table fingerprint runs discovery once ("changed"); the same
 // one does not.
 func TestGeometryOnMountChange(t *testing.T) {
+	t.Parallel()
 	c := config.Default()
 	c.Spool.Dir = filepath.Join(t.TempDir(), "spool")
 	c.Intervals.GeometryRefresh = time.Hour
@@ -45,8 +47,14 @@ func TestGeometryOnMountChange(t *testing.T) {
 	wg.Go(func() { a.geometryLoop(ctx, sched) })
 	defer func() { cancel(); wg.Wait(); sched.stop() }()
 
+	// n more polls of the table: the loop has acted on n-1 of them.
+	polled := func(n int64) {
+		t.Helper()
+		from := mt.polls.Load()
+		waitFor(t, fmt.Sprintf("%d polls of the mount table", n), func() bool { return mt.polls.Load() >= from+n })
+	}
 	waitFor(t, "discovery at start", func() bool { return calls.Load() == 1 })
-	time.Sleep(50 * time.Millisecond) // ten polls of an unchanged table
+	polled(11) // ten polls of an unchanged table
 	if n := calls.Load(); n != 1 {
 		t.Fatalf("discoveries with an unchanged mount table = %d, want 1", n)
 	}
@@ -55,7 +63,7 @@ func TestGeometryOnMountChange(t *testing.T) {
 	mu.Unlock()
 	mt.fp.Store(2)
 	waitFor(t, "discovery after the mount table changed", func() bool { return calls.Load() == 2 })
-	time.Sleep(50 * time.Millisecond)
+	polled(11)
 	if n := calls.Load(); n != 2 {
 		t.Errorf("discoveries after one change = %d, want 2", n)
 	}
@@ -63,6 +71,7 @@ func TestGeometryOnMountChange(t *testing.T) {
 
 // On Linux the mount table is <procfs>/self/mountinfo.
 func TestProcMountinfoFingerprint(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	mt := newMountTable(root)
 	if fp := mt.fingerprint(); fp != 0 {

@@ -16,11 +16,14 @@ import (
 
 // fakeMountTable is a mountTable whose fingerprint the test sets, as the
 // Windows volume list or the Linux mountinfo would change.
-type fakeMountTable struct{ fp atomic.Uint64 }
+type fakeMountTable struct {
+	fp    atomic.Uint64
+	polls atomic.Int64 // fingerprint calls
+}
 
 var _ mountTable = (*fakeMountTable)(nil)
 
-func (f *fakeMountTable) fingerprint() uint64 { return f.fp.Load() }
+func (f *fakeMountTable) fingerprint() uint64 { f.polls.Add(1); return f.fp.Load() }
 
 // scanVolume is an ext4 volume on partition sdb1 at byte offset off of
 // disk sdb, as discovery reports a hardware RAID volume (no striped layer

@@ -176,10 +176,16 @@ func TestTotalInflightBytesBound(t *testing.T) {
 	r1.announce(t, 1<<20)
 	r2.announce(t, 1<<20)
 	deadline := time.Now().Add(10 * time.Second)
-	for e.svc.adm.agentInflight("stuck-1")+e.svc.adm.agentInflight("stuck-2") < 2<<20 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	// Both reached the read (the stats handler's Begin) once the server's
+	// budget is held in full.
+	for e.svc.adm.total.TryAcquire(1) {
+		e.svc.adm.total.Release(1)
+		if time.Now().After(deadline) {
+			t.Fatalf("the stuck calls hold %d+%d bytes of their agents' budgets, but not the server's whole budget",
+				e.svc.adm.agentInflight("stuck-1"), e.svc.adm.agentInflight("stuck-2"))
+		}
+		time.Sleep(time.Millisecond)
 	}
-	time.Sleep(100 * time.Millisecond) // both reached the read (the stats handler's Begin)
 	err := reportOK(t, c, "patient", 1, 500*time.Millisecond)
 	wantCode(t, "call while the budget is held", err, codes.DeadlineExceeded, "")
 	r1.conn.Close()

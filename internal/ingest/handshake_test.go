@@ -54,9 +54,11 @@ func (s *syncBuffer) lines(t *testing.T, msg string) []map[string]any {
 func TestRefusedHandshakeLogged(t *testing.T) {
 	t.Parallel()
 	var buf syncBuffer
-	var clock atomic.Int64
+	var clock, reads atomic.Int64
 	clock.Store(testNow.UnixNano())
-	now := func() time.Time { return time.Unix(0, clock.Load()) }
+	// The server reads its clock once per refused handshake, after the
+	// handshake failed; nothing else reads it here (no call gets through).
+	now := func() time.Time { reads.Add(1); return time.Unix(0, clock.Load()) }
 	e := startServer(t, sqliteDSN(t), newPKI(t), Options{Logger: slog.New(slog.NewJSONHandler(&buf, nil)), Now: now})
 
 	// A client certificate from a CA the server does not trust.
@@ -104,10 +106,19 @@ func TestRefusedHandshakeLogged(t *testing.T) {
 	if got[0]["peer"] != "127.0.0.1" || !strings.Contains(got[0]["reason"].(string), "certificate") || got[0]["level"] != "WARN" {
 		t.Fatalf("log line %v: want level WARN, peer 127.0.0.1 and a reason about the certificate", got[0])
 	}
+	before := reads.Load()
 	for range 5 {
 		handshake()
 	}
-	time.Sleep(200 * time.Millisecond) // the server's side of the last one
+	// The client sees the refusal before the server logs it: wait for the
+	// server's side of all five.
+	deadline := time.Now().Add(10 * time.Second)
+	for reads.Load() < before+5 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server handled %d of 5 refused handshakes", reads.Load()-before)
+		}
+		time.Sleep(time.Millisecond)
+	}
 	if got := buf.lines(t, "TLS handshake refused"); len(got) != 1 {
 		t.Fatalf("%d lines after 6 refusals within %s, want 1: %v", len(got), handshakeLogEvery, got)
 	}

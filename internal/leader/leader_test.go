@@ -48,11 +48,43 @@ type replica struct {
 	terms  []uint64 // epochs it led under
 	writes int
 	fenced int
+	tried  time.Time // when its last finished AcquireLease began
+}
+
+// tries records when each of a replica's AcquireLease calls began.
+type tries struct {
+	Leases
+	r *replica
+}
+
+func (c tries) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (store.Lease, bool, error) {
+	start := time.Now()
+	l, ok, err := c.Leases.AcquireLease(ctx, name, holder, ttl)
+	c.r.mu.Lock()
+	c.r.tried = start
+	c.r.mu.Unlock()
+	return l, ok, err
+}
+
+// triedSince reports whether an AcquireLease call that began after t has
+// returned.
+func (r *replica) triedSince(t time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.tried.After(t)
+}
+
+// wrote is how many writes its loop made (fenced or not).
+func (r *replica) wrote() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.writes + r.fenced
 }
 
 func startReplica(t *testing.T, i int, leases Leases, st *store.Store) *replica {
 	ctx, stop := context.WithCancel(context.Background())
-	r := &replica{el: New(leases, Options{TTL: ttl, Holder: fmt.Sprintf("replica-%d", i)}), stop: stop, done: make(chan struct{})}
+	r := &replica{stop: stop, done: make(chan struct{})}
+	r.el = New(tries{leases, r}, Options{TTL: ttl, Holder: fmt.Sprintf("replica-%d", i)})
 	go func() {
 		defer close(r.done)
 		r.el.Run(ctx, Loop{Name: "evaluator", Run: func(ctx context.Context) {
@@ -92,6 +124,18 @@ func leaders(rs []*replica) (n, which int) {
 	return n, which
 }
 
+// waitFor polls cond until it holds, at most limit.
+func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", limit, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // waitLeader waits (at most bound) for exactly one replica to lead and
 // returns it and how long it took.
 func waitLeader(t *testing.T, rs []*replica, bound time.Duration) (int, time.Duration) {
@@ -123,9 +167,17 @@ func TestElection(t *testing.T) {
 	}
 	first, took := waitLeader(t, rs, FailoverBound(ttl)+time.Second)
 	t.Logf("replica %d leads after %v", first, took)
-	time.Sleep(3 * ttl) // renewals keep it
+	// Renewals keep it: wait until the first lease, unrenewed, would have
+	// lapsed and each follower has tried for it since.
+	lapsed := time.Now().Add(ttl)
+	for i, r := range rs {
+		if i != first {
+			waitFor(t, fmt.Sprintf("replica %d to try for the lease after it would have lapsed", i), 3*ttl,
+				func() bool { return r.triedSince(lapsed) })
+		}
+	}
 	if n, which := leaders(rs); n != 1 || which != first {
-		t.Fatalf("after 3 TTLs: %d leaders, replica %d; want replica %d alone", n, which, first)
+		t.Fatalf("a TTL on, with every follower trying: %d leaders, replica %d; want replica %d alone", n, which, first)
 	}
 	want := "# HELP plumbline_server_leader Whether this server replica runs the background loop (1) or another replica does (0).\n# TYPE plumbline_server_leader gauge\nplumbline_server_leader{loop=\"evaluator\"} 1\n"
 	if err := testutil.CollectAndCompare(rs[first].el, strings.NewReader(want), "plumbline_server_leader"); err != nil {
@@ -135,13 +187,18 @@ func TestElection(t *testing.T) {
 		t.Errorf("a follower's plumbline_server_leader = %v, want 0", got)
 	}
 
-	// Graceful stop: released, another leads well within one TTL.
+	// Graceful stop: released, another leads well within one TTL. The
+	// followers try in step, every TTL/3, and have just tried: stop half a
+	// period on, between their tries, where a stop at a random moment
+	// falls on average (stopping just after their tries leaves the
+	// handover a whole period).
+	time.Sleep(ttl / 6)
 	rs[first].stop()
 	<-rs[first].done
 	rest := append(append([]*replica{}, rs[:first]...), rs[first+1:]...)
 	second, took := waitLeader(t, rest, ttl)
 	t.Logf("after a graceful stop, another leads in %v", took)
-	time.Sleep(100 * time.Millisecond)
+	waitFor(t, "the new leader's loop to write", time.Minute, func() bool { return rest[second].wrote() > 0 })
 
 	l, err := st.LeaseOf(context.Background(), "evaluator")
 	if err != nil || l.Epoch != 2 || l.Holder != rest[second].el.Holder() {
@@ -236,7 +293,7 @@ func TestFencing(t *testing.T) {
 	if _, took := waitLeader(t, []*replica{rb}, FailoverBound(ttl)+time.Second); took > 0 {
 		t.Logf("b leads %v after a froze", time.Since(paused))
 	}
-	time.Sleep(100 * time.Millisecond) // b writes
+	waitFor(t, "b to write", time.Minute, func() bool { return rb.wrote() > 0 })
 	// It wakes: the loop first (its context still says it leads), then
 	// the renewals.
 	close(wake)

@@ -248,22 +248,22 @@ func TestRunInterruptedDuringFill(t *testing.T) {
 }
 
 func TestRunInterruptedDuringMeasure(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	o := testOptions(dir, RandomRead)
 	o.IOPS = 200
 	o.Ops = 100000
+	o.Progress = &Progress{}
 	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
 	go func() {
-		// Cancel once the file exists and probing has begun.
-		for {
-			if b, err := os.ReadFile(filepath.Join(dir, DefaultFileName)); err == nil && len(b) >= headerFixed {
-				if h, err := parseHeader(b[:headerBlock]); err == nil && h.State == stateReady {
-					time.Sleep(100 * time.Millisecond)
-					cancel()
-					return
-				}
+		// Cancel once probing has done some ops.
+		for ctx.Err() == nil {
+			if p := o.Progress.Snapshot(); p.Phase == PhaseMeasure && p.Ops >= 5 {
+				cancel()
+				return
 			}
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(time.Millisecond)
 		}
 	}()
 	res, err := Run(ctx, o)
@@ -474,11 +474,79 @@ func TestRunTmpfs(t *testing.T) {
 	}
 }
 
+// diskstatsLine is a one-line diskstats fixture for dev with the given
+// io_ticks (ms).
+func diskstatsLine(dev uint64, ioTicksMs int64) string {
+	return fmt.Sprintf("%4d %7d fake0 100 0 800 50 100 0 800 50 0 %d %d 0 0 0 0 0 0\n",
+		unix.Major(dev), unix.Minor(dev), ioTicksMs, ioTicksMs)
+}
+
+// serveDiskstats makes <procRoot>/diskstats a FIFO that answers each
+// reader with dev's line, its io_ticks (ms) taken from ticks when the
+// reader opens it: a fixture whose ticks follow the clock exactly, however
+// late the test's goroutines are scheduled. It stops at the test's end.
+func serveDiskstats(t *testing.T, procRoot string, dev uint64, ticks func() int64) {
+	t.Helper()
+	path := filepath.Join(procRoot, "diskstats")
+	os.Remove(path)
+	if err := unix.Mkfifo(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		for {
+			fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0) // until a reader opens it
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			select {
+			case <-done:
+				unix.Close(fd)
+				return
+			default:
+			}
+			unix.Write(fd, []byte(diskstatsLine(dev, ticks())))
+			unix.Close(fd) // the reader's EOF
+			// While a reader has it open, answer again now and then,
+			// without holding it open: the reader that just read has its
+			// EOF (and ignores a second line), a new one its line.
+			for {
+				fd, err := unix.Open(path, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+				if err == unix.ENXIO {
+					break // no reader: wait for the next in open
+				}
+				if err == nil {
+					unix.Write(fd, []byte(diskstatsLine(dev, ticks())))
+					unix.Close(fd)
+				}
+				select {
+				case <-done:
+					return
+				case <-time.After(100 * time.Microsecond):
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		close(done)
+		// A reader of our own lets a writer waiting in open go on.
+		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		<-exited
+		if err == nil {
+			unix.Close(fd)
+		}
+	})
+}
+
 // writeDiskstats writes a one-line diskstats fixture for dev with the given
 // io_ticks (ms), atomically.
 func writeDiskstats(t *testing.T, procRoot string, dev uint64, ioTicksMs int64) {
-	line := fmt.Sprintf("%4d %7d fake0 100 0 800 50 100 0 800 50 0 %d %d 0 0 0 0 0 0\n",
-		unix.Major(dev), unix.Minor(dev), ioTicksMs, ioTicksMs)
+	line := diskstatsLine(dev, ioTicksMs)
 	tmp := filepath.Join(procRoot, ".diskstats.tmp")
 	if err := os.WriteFile(tmp, []byte(line), 0o644); err != nil {
 		t.Error(err)
@@ -509,18 +577,8 @@ func TestBusyGuardFixture(t *testing.T) {
 	}
 	Cleanup(dir, "")
 
-	ctx, cancel := context.WithCancel(t.Context())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		start := time.Now()
-		for ctx.Err() == nil {
-			writeDiskstats(t, procRoot, st.Dev, 1000+time.Since(start).Milliseconds())
-			time.Sleep(5 * time.Millisecond)
-		}
-	}()
-	defer func() { cancel(); wg.Wait() }()
+	start := time.Now()
+	serveDiskstats(t, procRoot, st.Dev, func() int64 { return 1000 + time.Since(start).Milliseconds() })
 	before := snapshot(t, dir)
 	res, err = Run(t.Context(), o)
 	if err != nil || !res.Skipped || res.StoppedReason != vocab.StopBusy || res.Ops != 0 || res.BusyPercent <= 70 {
@@ -569,7 +627,9 @@ func TestBusyGuardRealLoad(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
-	for w := range 16 {
+	load := make([]*Progress, 16)
+	for w := range load {
+		load[w] = &Progress{}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -577,11 +637,23 @@ func TestBusyGuardRealLoad(t *testing.T) {
 			o.Ops = MaxOps
 			o.MaxDuration = time.Hour
 			o.Seed = uint64(w + 1)
+			o.Progress = load[w]
 			Run(ctx, o) // ends with stopped_reason interrupted
 		}()
 	}
 	defer func() { cancel(); wg.Wait() }()
-	time.Sleep(300 * time.Millisecond) // let the load start
+	// The load has started: every reader is past its first reads.
+	deadline := time.Now().Add(time.Minute)
+	for w := 0; w < len(load); {
+		if p := load[w].Snapshot(); p.Phase == PhaseMeasure && p.Ops >= 2 {
+			w++
+			continue
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("load reader %d did not start within a minute", w)
+		}
+		time.Sleep(time.Millisecond)
+	}
 
 	o := testOptions(probeDir, RandomRead)
 	// The load is CPU-bound on a slow shared machine (or under -race), so
@@ -646,6 +718,7 @@ func BenchmarkRunSaturatedRead(b *testing.B) {
 // Busy guard during a run, through the fixture: idle while the probe file
 // is prepared, 100% busy once the probe has started; the run stops early.
 func TestBusyGuardStopsDuringRun(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	procRoot := t.TempDir()
 	var st unix.Stat_t
@@ -663,20 +736,14 @@ func TestBusyGuardStopsDuringRun(t *testing.T) {
 		t.Fatal(err) // create the file while the fixture is idle
 	}
 
-	ctx, cancel := context.WithCancel(t.Context())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		// Stay idle through the pre-run window, then turn 100% busy.
-		time.Sleep(300 * time.Millisecond)
-		start := time.Now()
-		for ctx.Err() == nil {
-			writeDiskstats(t, procRoot, st.Dev, 1000+time.Since(start).Milliseconds())
-			time.Sleep(5 * time.Millisecond)
+	// Idle through the pre-run window, 100% busy from the probe's start.
+	o.Progress = &Progress{}
+	serveDiskstats(t, procRoot, st.Dev, func() int64 {
+		if p := o.Progress.Snapshot(); p.Phase == PhaseMeasure {
+			return 1000 + time.Since(p.PhaseStarted).Milliseconds()
 		}
-	}()
-	defer func() { cancel(); wg.Wait() }()
+		return 1000
+	})
 	res, err := Run(t.Context(), o)
 	if err != nil {
 		t.Fatal(err)

@@ -106,6 +106,8 @@ func TestRebuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := a.Stats().MemberStats[0].RebuildOps
+	// Time passes: a rebuild still going would add background ops (one
+	// every 1.25ms) by the next request.
 	time.Sleep(5 * time.Millisecond)
 	a.serve(false, 0, 4096)
 	a.done()

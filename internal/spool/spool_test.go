@@ -1,9 +1,11 @@
 package spool
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -273,11 +275,26 @@ func TestSIGKILL(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Duration(150+100*round) * time.Millisecond)
+		// Let the child confirm some appends, more each round, then kill it
+		// at a random moment of its next ones (an append takes a few ms).
+		r := bufio.NewReader(out)
+		var b bytes.Buffer
+		for n := 0; n < 10*(round+1); {
+			line, err := r.ReadBytes('\n')
+			b.Write(line)
+			if err != nil {
+				cmd.Wait()
+				t.Fatalf("round %d: the child stopped after %d confirmed appends: %v\n%s", round, n, err, b.Bytes())
+			}
+			if bytes.HasPrefix(line, []byte("ok ")) {
+				n++
+			}
+		}
+		time.Sleep(rand.N(5 * time.Millisecond)) // the random moment
 		cmd.Process.Signal(syscall.SIGKILL)
-		b := readAll(out)
+		b.Write(readAll(r))
 		cmd.Wait()
-		for _, line := range bytes.Split(b, []byte("\n")) {
+		for _, line := range bytes.Split(b.Bytes(), []byte("\n")) {
 			if len(line) == 0 || !bytes.HasPrefix(line, []byte("ok ")) {
 				continue // a torn last line was never confirmed
 			}

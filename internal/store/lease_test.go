@@ -64,7 +64,7 @@ func TestLease(t *testing.T) {
 		if ok, err := b.RenewLease(ctx, name, "b", 2, time.Millisecond); err != nil || !ok {
 			t.Fatalf("RenewLease(b, 2, 1ms) = %v, %v", ok, err)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // a real lapse, on the database's clock
 		la, ok, err = a.AcquireLease(ctx, name, "a", ttl)
 		if err != nil || !ok || la.Epoch != 3 {
 			t.Fatalf("AcquireLease(a) after b's lapsed = %+v, %v, %v; want epoch 3", la, ok, err)
@@ -107,11 +107,11 @@ func TestLeaseWaitsForFencedWrite(t *testing.T) {
 	if _, err := tx.ExecContext(ctx, `INSERT INTO baseline_cohorts (profile, kind, volumes, median, mad) VALUES ('p', 'k', 1, 0, 0)`); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(5 * time.Millisecond)
+	time.Sleep(5 * time.Millisecond) // the lease lapses on the database's clock: renewing it must still not wait
 	if ok, err := a.RenewLease(ctx, name, "a", 1, time.Millisecond); err != nil || !ok {
 		t.Fatalf("RenewLease during a fenced transaction = %v, %v; want true, at once", ok, err)
 	}
-	time.Sleep(5 * time.Millisecond)
+	time.Sleep(5 * time.Millisecond) // lapsed again: b may take it, once a's transaction is over
 	acquired := make(chan error, 1)
 	go func() {
 		l, ok, err := b.AcquireLease(ctx, name, "b", time.Minute)
@@ -149,7 +149,7 @@ func TestLeaseWaitsForFencedWrite(t *testing.T) {
 	if err := b.checkFence(ctx, paused, Fence{Name: name, Epoch: 2, IdleTimeout: 200 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(5 * time.Millisecond)
+	time.Sleep(5 * time.Millisecond) // b's lease lapses on the database's clock
 	t0 := time.Now()
 	if l, ok, err := a.AcquireLease(ctx, name, "a", time.Minute); err != nil || !ok || l.Epoch != 3 {
 		t.Fatalf("AcquireLease(a) past b's paused transaction = %+v, %v, %v; want epoch 3", l, ok, err)

@@ -189,7 +189,7 @@ func TestPruneFenced(t *testing.T) {
 		if err != nil || !ok {
 			t.Fatalf("AcquireLease = %v, %v", ok, err)
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // r1's lease lapses on the database's clock
 		if _, ok, err := s.AcquireLease(ctx, "retention", "r2", time.Minute); err != nil || !ok {
 			t.Fatalf("AcquireLease(r2) = %v, %v", ok, err)
 		}
