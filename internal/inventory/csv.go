@@ -225,19 +225,15 @@ func (c *csvWriter) volumeRow(v *store.InventoryVolume) error {
 	if f := v.TopFinding; f != nil {
 		rule, msg, fix = f.Rule, f.Message, f.Remediation
 	}
-	c.text(v.ID)
-	c.text(v.Hostname)
-	c.text(v.AgentID)
-	c.text(v.MountPoint)
-	c.text(v.Device)
-	c.text(v.FSType)
-	c.text(v.Verdict)
-	c.int(v.DataOffsetBytes)
-	c.int(v.StripeUnitBytes)
-	c.int(v.AllocationUnitBytes)
-	c.text(v.RAIDLevel)
-	c.text(v.Media)
-	c.text(v.Profile)
+	for _, s := range [...]string{v.ID, v.Hostname, v.AgentID, v.MountPoint, v.Device, v.FSType, v.Verdict} {
+		c.text(s)
+	}
+	for _, n := range [...]int64{v.DataOffsetBytes, v.StripeUnitBytes, v.AllocationUnitBytes} {
+		c.int(n)
+	}
+	for _, s := range [...]string{v.RAIDLevel, v.Media, v.Profile} {
+		c.text(s)
+	}
 	c.fracs(&v.SplitFraction)
 	c.text(v.Severity)
 	c.sep()
