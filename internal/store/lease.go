@@ -5,7 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Leases (table leader_lease) elect the one replica that runs a background
@@ -61,15 +64,28 @@ func FenceFrom(ctx context.Context) (Fence, bool) {
 // conflicts with AcquireLease's FOR UPDATE (a change of holder waits for
 // the fenced transactions in flight) but not with a renewal's UPDATE of
 // the expiry. SQLite transactions hold the write lock from BEGIN.
+//
+// On PostgreSQL the transaction also names its session after the fence
+// (fenceTag, in application_name, for the transaction only): a successor
+// that waited too long for the lease row ends the sessions of the lapsed
+// epoch by that name (AcquireLease). The idle timeout alone does not
+// bound that wait: a backend of a paused client that is not idle — blocked
+// writing rows to it (wait event ClientWrite), or waiting for a row lock
+// that another of its transactions holds — keeps the lease row, and
+// neither idle_in_transaction_session_timeout nor a statement timeout ends
+// it.
 func (s *Store) checkFence(ctx context.Context, tx *sql.Tx, f Fence) error {
 	query := `SELECT epoch FROM leader_lease WHERE name = ?`
 	if s.engine == Postgres {
 		query += ` FOR KEY SHARE`
+		set := `SELECT set_config('application_name', $1, true)`
+		args := []any{fenceTag(f.Name, f.Epoch)}
 		if f.IdleTimeout > 0 {
-			// SET takes no parameters: a whole number of milliseconds.
-			if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL idle_in_transaction_session_timeout = %d", f.IdleTimeout.Milliseconds())); err != nil {
-				return fmt.Errorf("fence %s: %w", f.Name, err)
-			}
+			set += `, set_config('idle_in_transaction_session_timeout', $2, true)`
+			args = append(args, strconv.FormatInt(f.IdleTimeout.Milliseconds(), 10))
+		}
+		if _, err := tx.ExecContext(ctx, set, args...); err != nil {
+			return fmt.Errorf("fence %s: %w", f.Name, err)
 		}
 	}
 	var epoch int64
@@ -85,6 +101,23 @@ func (s *Store) checkFence(ctx context.Context, tx *sql.Tx, f Fence) error {
 	return nil
 }
 
+// fenceTagPrefix starts the application_name of a session inside a
+// fenced transaction.
+const fenceTagPrefix = "plumbline fence "
+
+// fenceTag is the application_name of a session inside a fenced
+// transaction of lease name at epoch (PostgreSQL keeps 63 bytes of it:
+// lease names are short).
+func fenceTag(name string, epoch uint64) string {
+	return fenceTagPrefix + name + " " + strconv.FormatUint(epoch, 10)
+}
+
+// LeaseLockWait is how long AcquireLease waits on PostgreSQL for the
+// fenced transactions of a lapsed lease's holder before it ends their
+// sessions: TTL/3, at least a second (the fence's idle timeout that the
+// leader package gives its loops).
+func LeaseLockWait(ttl time.Duration) time.Duration { return max(ttl/3, time.Second) }
+
 // dbNowUS is the SQL expression of the database's clock in Unix
 // microseconds: leases are timed on one clock, whatever the replicas'.
 func (s *Store) dbNowUS() string {
@@ -97,11 +130,39 @@ func (s *Store) dbNowUS() string {
 // AcquireLease makes holder the holder of lease name for ttl, with the
 // next epoch, when the lease is free or has lapsed; ok is false (and cur
 // says who holds it) when another holder's lease runs. It waits for the
-// fenced transactions of the previous holder in flight to end.
+// fenced transactions of the previous holder in flight to end; on
+// PostgreSQL, those of a lapsed lease that are still open after
+// LeaseLockWait(ttl) have their sessions ended (pg_terminate_backend, which
+// the database role may do to its own sessions): they were made under
+// the lapsed epoch, so they roll back, and none of them commits under
+// the new one.
 func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (cur Lease, ok bool, err error) {
 	if name == "" || holder == "" || ttl <= 0 {
 		return Lease{}, false, fmt.Errorf("acquire lease: %w: want a name, a holder and a positive TTL", ErrInvalid)
 	}
+	for {
+		cur, ok, err = s.tryAcquireLease(ctx, name, holder, ttl)
+		if !errors.Is(err, errLeaseLocked) {
+			return cur, ok, err
+		}
+		lapsed, err := s.endStaleFences(ctx, name)
+		if err != nil {
+			return Lease{}, false, fmt.Errorf("acquire lease %s: %w", name, err)
+		}
+		if !lapsed { // its holder renewed it: its transactions are its own
+			cur, err := s.LeaseOf(ctx, name)
+			return cur, false, err
+		}
+	}
+}
+
+// errLeaseLocked: the lease row stayed locked by fenced transactions for
+// LeaseLockWait.
+var errLeaseLocked = errors.New("lease row locked")
+
+// tryAcquireLease is one try of AcquireLease: errLeaseLocked when the
+// fenced transactions in flight did not end within LeaseLockWait(ttl).
+func (s *Store) tryAcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (cur Lease, ok bool, err error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return Lease{}, false, fmt.Errorf("acquire lease %s: %w", name, err)
@@ -113,9 +174,16 @@ func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.
 	query := `SELECT holder, epoch, expires_us, ` + s.dbNowUS() + ` FROM leader_lease WHERE name = ?`
 	if s.engine == Postgres {
 		query += ` FOR UPDATE`
+		wait := strconv.FormatInt(LeaseLockWait(ttl).Milliseconds(), 10)
+		if _, err := tx.ExecContext(ctx, `SELECT set_config('lock_timeout', $1, true)`, wait); err != nil {
+			return Lease{}, false, fmt.Errorf("acquire lease %s: %w", name, err)
+		}
 	}
 	var epoch, expires, now int64
 	if err := tx.QueryRowContext(ctx, s.q(query), name).Scan(&cur.Holder, &epoch, &expires, &now); err != nil {
+		if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == pgLockNotAvailable {
+			return Lease{}, false, fmt.Errorf("acquire lease %s: %w: %w", name, errLeaseLocked, err)
+		}
 		return Lease{}, false, fmt.Errorf("acquire lease %s: %w", name, err)
 	}
 	cur.Name, cur.Epoch, cur.Expires = name, uint64(epoch), time.UnixMicro(expires).UTC()
@@ -130,6 +198,31 @@ WHERE name = ? RETURNING epoch, expires_us`), holder, ttl.Microseconds(), name).
 		return Lease{}, false, fmt.Errorf("acquire lease %s: commit: %w", name, err)
 	}
 	return Lease{Name: name, Holder: holder, Epoch: uint64(epoch), Expires: time.UnixMicro(expires).UTC()}, true, nil
+}
+
+// pgLockNotAvailable is PostgreSQL's SQLSTATE of a lock_timeout.
+const pgLockNotAvailable = "55P03"
+
+// endStaleFences ends (PostgreSQL) the sessions inside fenced
+// transactions of lease name's current epoch when the lease has lapsed:
+// their holder is gone or paused, and they hold the lease row against
+// its successor. lapsed is false when the lease runs (nothing ended).
+func (s *Store) endStaleFences(ctx context.Context, name string) (lapsed bool, err error) {
+	var n sql.NullInt64
+	err = s.db.QueryRowContext(ctx, `
+SELECT count(pg_terminate_backend(a.pid)) FILTER (WHERE a.pid IS NOT NULL)
+FROM leader_lease l
+LEFT JOIN pg_stat_activity a ON a.application_name = $2 || l.epoch AND a.datname = current_database()
+    AND a.pid <> pg_backend_pid()
+WHERE l.name = $1 AND l.expires_us < `+s.dbNowUS()+`
+GROUP BY l.name`, name, fenceTagPrefix+name+" ").Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("end the sessions of the lapsed epoch: %w", err)
+	}
+	return true, nil
 }
 
 // RenewLease extends the lease of holder at epoch by ttl from now; false
