@@ -107,7 +107,10 @@ func (e *Elector) renewEvery() time.Duration { return e.opts.TTL / 3 }
 // FailoverBound is how long after a leader died (its lease renewed just
 // before) a follower leads at the latest: the lease lapses within TTL and
 // a follower tries every TTL/3 (plus up to 10% jitter). A leader paused
-// inside a fenced transaction adds the fence's idle timeout (TTL/3).
+// inside a fenced transaction adds up to TTL/3 (at least a second): the
+// fence's idle timeout ends its session, or — when its backend is not
+// idle (blocked writing to the stopped process, or waiting for a lock) —
+// the follower's AcquireLease ends it after store.LeaseLockWait.
 func FailoverBound(ttl time.Duration) time.Duration {
 	return ttl + ttl/3 + ttl/30
 }
