@@ -217,6 +217,10 @@ func (c *committer) run(ops []*groupOp, savepoints bool) error {
 	if c.s.engine == SQLite {
 		ctx = context.WithValue(ctx, stmtCacheKey{}, stmtCache{})
 	}
+	if err := c.s.boundIdle(ctx, tx); err != nil {
+		tx.Rollback()
+		return err
+	}
 	failed := false
 	exec := func(stmt string) error {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -325,10 +326,17 @@ func cmpUint64(a, b uint64) int {
 //
 // A fenced ctx (WithFence) makes the transaction check its lease epoch first.
 func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	write := fn
 	if f, ok := FenceFrom(ctx); ok {
-		write := fn
 		fn = func(tx *sql.Tx) error {
 			if err := s.checkFence(ctx, tx, f); err != nil {
+				return err
+			}
+			return write(tx)
+		}
+	} else if s.engine == Postgres {
+		fn = func(tx *sql.Tx) error {
+			if err := s.boundIdle(ctx, tx); err != nil {
 				return err
 			}
 			return write(tx)
@@ -347,6 +355,20 @@ func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// boundIdle makes PostgreSQL end the session of tx if it is left idle
+// for s.idleInTx (txIdleTimeout): a paused replica's transaction then
+// releases its row locks.
+func (s *Store) boundIdle(ctx context.Context, tx *sql.Tx) error {
+	if s.engine != Postgres || s.idleInTx <= 0 {
+		return nil
+	}
+	ms := strconv.FormatInt(s.idleInTx.Milliseconds(), 10)
+	if _, err := tx.ExecContext(ctx, `SELECT set_config('idle_in_transaction_session_timeout', $1, true)`, ms); err != nil {
+		return fmt.Errorf("idle timeout: %w", err)
 	}
 	return nil
 }

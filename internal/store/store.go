@@ -66,7 +66,19 @@ type Store struct {
 	// group commits writes together (group.go): every write on SQLite,
 	// the agents' writes (write) on PostgreSQL.
 	group *committer
+	// idleInTx ends (PostgreSQL) the session of an unfenced write
+	// transaction left idle this long (boundIdle).
+	idleInTx time.Duration
 }
+
+// txIdleTimeout is how long an unfenced write transaction of the Store
+// may wait for its client's next statement on PostgreSQL: the Store
+// sends a transaction's statements back to back, so one idle this long
+// belongs to a paused or stuck replica, whose row locks (an agent's row
+// in a group commit) would otherwise hold up every other replica's
+// writes of those rows, and the connections of their pools, until it
+// resumes.
+const txIdleTimeout = 5 * time.Second
 
 // Open opens the database a DSN names and brings its schema up to date:
 //
@@ -115,7 +127,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", shown, err)
 	}
-	s := &Store{db: db, engine: engine, now: time.Now}
+	s := &Store{db: db, engine: engine, now: time.Now, idleInTx: txIdleTimeout}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", shown, err)
