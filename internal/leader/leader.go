@@ -116,8 +116,10 @@ func FailoverBound(ttl time.Duration) time.Duration {
 }
 
 // fenceIdle is the fence's idle timeout: the loops' transactions never
-// wait on their client this long.
-func (e *Elector) fenceIdle() time.Duration { return max(e.opts.TTL/3, time.Second) }
+// wait on their client this long. It is also how long a follower's
+// AcquireLease waits for a paused leader's fenced transactions that are
+// not idle before it ends their sessions.
+func (e *Elector) fenceIdle() time.Duration { return store.LeaseLockWait(e.opts.TTL) }
 
 // Leading reports whether this replica leads loop, and under which epoch
 // (0 for Local).
@@ -170,7 +172,8 @@ func (e *Elector) campaign(ctx context.Context, l Loop) {
 	failing := false
 	for {
 		start := time.Now()
-		actx, cancel := context.WithTimeout(ctx, e.opts.TTL)
+		// Time for a wait on the lease row (fenceIdle) and a try after.
+		actx, cancel := context.WithTimeout(ctx, e.opts.TTL+e.fenceIdle())
 		lease, ok, err := e.leases.AcquireLease(actx, l.Name, e.opts.Holder, e.opts.TTL)
 		cancel()
 		switch {
