@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 )
 
@@ -65,7 +64,7 @@ ON CONFLICT (agent_id) DO UPDATE SET
     last_seen_ns = excluded.last_seen_ns,
     cert_not_before_ns = excluded.cert_not_before_ns, cert_not_after_ns = excluded.cert_not_after_ns`),
 			a.ID, a.Hostname, a.OS, a.Kernel, a.MachineID, a.AgentVersion, unixNano(seen), unixNano(seen),
-			certNano(a.CertNotBefore), certNano(a.CertNotAfter))
+			unixNano(a.CertNotBefore), unixNano(a.CertNotAfter))
 		return err
 	})
 	if err != nil {
@@ -219,20 +218,4 @@ func scanAgent(row interface{ Scan(...any) error }, extra ...any) (Agent, error)
 		a.CertNotBefore, a.CertNotAfter = fromUnixNano(notBefore), fromUnixNano(notAfter)
 	}
 	return a, nil
-}
-
-// certNano is a certificate time in Unix nanoseconds (0 for the zero
-// time), clamped to the nanoseconds int64 holds (years 1678–2262): a
-// certificate may say 9999-12-31 (RFC 5280's "no expiry").
-func certNano(t time.Time) int64 {
-	lo, hi := time.Unix(0, math.MinInt64+1), time.Unix(0, math.MaxInt64)
-	switch {
-	case t.IsZero():
-		return 0
-	case t.Before(lo):
-		return lo.UnixNano()
-	case t.After(hi):
-		return hi.UnixNano()
-	}
-	return t.UnixNano()
 }

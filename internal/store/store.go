@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"net/url"
 	"strconv"
 	"strings"
@@ -327,10 +328,19 @@ func (s *Store) q(query string) string {
 	return b.String()
 }
 
-// unixNano is t in Unix nanoseconds, 0 for the zero time.
+// unixNano is t in Unix nanoseconds, 0 for the zero time, clamped to the
+// nanoseconds an int64 holds (years 1678–2262), where UnixNano's result
+// is undefined: a certificate may say 9999-12-31 (RFC 5280's "no
+// expiry"), an agent's clock anything.
 func unixNano(t time.Time) int64 {
-	if t.IsZero() {
+	lo, hi := time.Unix(0, math.MinInt64+1), time.Unix(0, math.MaxInt64)
+	switch {
+	case t.IsZero():
 		return 0
+	case t.Before(lo):
+		return lo.UnixNano()
+	case t.After(hi):
+		return hi.UnixNano()
 	}
 	return t.UnixNano()
 }
