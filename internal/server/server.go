@@ -394,7 +394,12 @@ func metricsHandler(st *store.Store, evals *evaluators, el *leader.Elector, prun
 	if stale < time.Minute {
 		stale = time.Minute
 	}
+	classic, err := exporter.ClassicBucketsNamed(cfg.Metrics.ClassicHistogramBuckets) // checked by Validate
+	if err != nil {
+		return nil, err
+	}
 	c, err := exporter.New(st, exporter.Options{
+		ClassicBuckets:  classic,
 		AgentStaleAfter: stale,
 		Evaluator: func() exporter.EvaluatorStatus {
 			s := evals.status()
