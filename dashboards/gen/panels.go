@@ -178,9 +178,9 @@ func volumeDetail() *dashboard.DashboardBuilder {
 // panels.
 func withVolumeLatency(d *dashboard.DashboardBuilder) *dashboard.DashboardBuilder {
 	d.WithPanel(timeseries.NewPanelBuilder().Id(4).Title("Mean latency per probe kind").
-		Description("Mean probe latency per kind: from _sum/_count, or from the native histograms when Prometheus ingests those.").
+		Description("Mean probe latency per kind: from the native histograms when Prometheus ingests them, else from _sum/_count (exact either way).").
 		Datasource(datasource()).GridPos(grid(0, 17, 12, 8)).
-		WithTarget(query("A", `sum by (mount_point, kind) (rate(plumbline_probe_latency_seconds_sum{host=~"$host",mount_point=~"$mount_point"}[$__rate_interval])) / sum by (mount_point, kind) (rate(plumbline_probe_latency_seconds_count{host=~"$host",mount_point=~"$mount_point"}[$__rate_interval])) or sum by (mount_point, kind) (histogram_sum(rate(plumbline_probe_latency_seconds{host=~"$host",mount_point=~"$mount_point"}[$__rate_interval]))) / sum by (mount_point, kind) (histogram_count(rate(plumbline_probe_latency_seconds{host=~"$host",mount_point=~"$mount_point"}[$__rate_interval])))`, "{{mount_point}} {{kind}}")).
+		WithTarget(query("A", `sum by (mount_point, kind) (histogram_sum(rate(plumbline_probe_latency_seconds{host=~"$host",mount_point=~"$mount_point"}[$__rate_interval]))) / sum by (mount_point, kind) (histogram_count(rate(plumbline_probe_latency_seconds{host=~"$host",mount_point=~"$mount_point"}[$__rate_interval]))) or sum by (mount_point, kind) (rate(plumbline_probe_latency_seconds_sum{host=~"$host",mount_point=~"$mount_point"}[$__rate_interval])) / sum by (mount_point, kind) (rate(plumbline_probe_latency_seconds_count{host=~"$host",mount_point=~"$mount_point"}[$__rate_interval]))`, "{{mount_point}} {{kind}}")).
 		Unit("s"))
 	d.WithPanel(timeseries.NewPanelBuilder().Id(5).Title("Latency vs baseline and cohort").
 		Description("The last run's median latency over each reference: the volume's own history, its cohort, or the profile's prior.").
@@ -216,10 +216,10 @@ func withVolumeLatency(d *dashboard.DashboardBuilder) *dashboard.DashboardBuilde
 		WithTarget(heatmapQuery("B", `sum(rate(plumbline_probe_latency_seconds{host=~"$host",mount_point=~"$mount_point"}[$__rate_interval]))`, "native")).
 		Unit("s")))
 	d.WithPanel(timeseries.NewPanelBuilder().Id(11).Title("Latency percentiles").
-		Description("Median and 99th percentile probe latency per kind: from the classic buckets, or the native histograms when Prometheus ingests those.").
+		Description("Median and 99th percentile probe latency per kind: from the native histograms (buckets ~9% wide) when Prometheus ingests them, else from the classic buckets (by default a factor of 8 apart: the percentile is interpolated within one).").
 		Datasource(datasource()).GridPos(grid(0, 50, 24, 8)).
-		WithTarget(query("A", `histogram_quantile(0.5, sum by (kind, le) (rate(plumbline_probe_latency_seconds_bucket{host=~"$host",mount_point=~"$mount_point"}[$__rate_interval]))) or histogram_quantile(0.5, sum by (kind) (rate(plumbline_probe_latency_seconds{host=~"$host",mount_point=~"$mount_point"}[$__rate_interval])))`, "{{kind}} p50")).
-		WithTarget(query("B", `histogram_quantile(0.99, sum by (kind, le) (rate(plumbline_probe_latency_seconds_bucket{host=~"$host",mount_point=~"$mount_point"}[$__rate_interval]))) or histogram_quantile(0.99, sum by (kind) (rate(plumbline_probe_latency_seconds{host=~"$host",mount_point=~"$mount_point"}[$__rate_interval])))`, "{{kind}} p99")).
+		WithTarget(query("A", `histogram_quantile(0.5, sum by (kind) (rate(plumbline_probe_latency_seconds{host=~"$host",mount_point=~"$mount_point"}[$__rate_interval]))) or histogram_quantile(0.5, sum by (kind, le) (rate(plumbline_probe_latency_seconds_bucket{host=~"$host",mount_point=~"$mount_point"}[$__rate_interval])))`, "{{kind}} p50")).
+		WithTarget(query("B", `histogram_quantile(0.99, sum by (kind) (rate(plumbline_probe_latency_seconds{host=~"$host",mount_point=~"$mount_point"}[$__rate_interval]))) or histogram_quantile(0.99, sum by (kind, le) (rate(plumbline_probe_latency_seconds_bucket{host=~"$host",mount_point=~"$mount_point"}[$__rate_interval])))`, "{{kind}} p99")).
 		Unit("s"))
 	return d
 }
