@@ -59,6 +59,9 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer, re
 	if len(args) > 0 && args[0] == "inventory" {
 		return runInventory(ctx, args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "ca" {
+		return runCA(args[1:], stdout, stderr)
+	}
 	if len(args) > 0 && (args[0] == "token" || args[0] == "agent") {
 		return runEnrollment(ctx, args[0], args[1:], stdout, stderr)
 	}
