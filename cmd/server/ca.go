@@ -61,6 +61,9 @@ func runCA(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&ips, "ip", "IP `address` agents dial the server at (repeatable)")
 	if len(args) == 0 || args[0] != "init" {
 		fs.Usage()
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+			return 0
+		}
 		return 2
 	}
 	if err := fs.Parse(args[1:]); err != nil {
