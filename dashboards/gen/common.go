@@ -81,3 +81,25 @@ func maintenanceMappings() []dashboard.ValueMapping {
 			Result: dashboard.ValueMappingResult{Text: cog.ToPtr("maintenance"), Color: cog.ToPtr("purple"), Index: cog.ToPtr[int32](1)}}}},
 	}
 }
+
+// labelColumns are the table column names of the series labels, with
+// extra (the value columns of a table) merged in.
+func labelColumns(extra map[string]any) map[string]any {
+	m := map[string]any{"host": "Host", "mount_point": "Mount point", "device": "Device", "fs": "File system", "raid_level": "RAID",
+		"stripe_unit_bytes": "Stripe unit", "data_offset_bytes": "Data offset", "cluster": "Allocation unit", "media": "Media",
+		"profile": "Profile", "verdict": "Verdict", "rule": "Rule", "severity": "Severity", "kind": "Probe kind", "reference": "Reference"}
+	for k, v := range extra {
+		m[k] = v
+	}
+	return m
+}
+
+// hidden are the columns a table hides: the instant query's Time, the
+// scrape's labels, and columns (a value column that only joins).
+func hidden(columns ...string) map[string]any {
+	m := map[string]any{"Time": true, "__name__": true, "instance": true, "job": true}
+	for _, c := range columns {
+		m[c] = true
+	}
+	return m
+}

@@ -33,14 +33,14 @@ func alignmentInventory() *dashboard.DashboardBuilder {
 		OverrideByName("Split cost (measured)", []dashboard.DynamicConfigValue{{Id: "unit", Value: "s"}}).
 		OverrideByName("8 KiB penalty (measured)", []dashboard.DynamicConfigValue{{Id: "unit", Value: "s"}}).
 		WithTransformation(transform("merge", map[string]any{})).
-		WithTransformation(transform("organize", map[string]any{"excludeByName": map[string]any{"Time": true, "__name__": true, "instance": true, "job": true, "Value #A": true}, "renameByName": map[string]any{"host": "Host", "mount_point": "Mount point", "device": "Device", "fs": "File system", "raid_level": "RAID", "stripe_unit_bytes": "Stripe unit", "data_offset_bytes": "Data offset", "cluster": "Allocation unit", "media": "Media", "profile": "Profile", "verdict": "Verdict", "rule": "Rule", "severity": "Severity", "kind": "Probe kind", "reference": "Reference", "Value #B": "8 KiB I/Os split", "Value #C": "64 KiB I/Os split", "stripe_unit_source": "Stripe unit from", "Value #D": "Stripe unit confidence", "Value #E": "Split cost (measured)", "Value #F": "8 KiB penalty (measured)"}, "indexByName": map[string]any{"host": 0, "mount_point": 1, "device": 2, "raid_level": 3, "stripe_unit_bytes": 4, "data_offset_bytes": 5, "profile": 6, "Value #B": 7, "Value #C": 8, "stripe_unit_source": 9, "Value #D": 10, "Value #E": 11, "Value #F": 12}})).
+		WithTransformation(transform("organize", map[string]any{"excludeByName": hidden("Value #A"), "renameByName": labelColumns(map[string]any{"Value #B": "8 KiB I/Os split", "Value #C": "64 KiB I/Os split", "stripe_unit_source": "Stripe unit from", "Value #D": "Stripe unit confidence", "Value #E": "Split cost (measured)", "Value #F": "8 KiB penalty (measured)"}), "indexByName": map[string]any{"host": 0, "mount_point": 1, "device": 2, "raid_level": 3, "stripe_unit_bytes": 4, "data_offset_bytes": 5, "profile": 6, "Value #B": 7, "Value #C": 8, "stripe_unit_source": 9, "Value #D": 10, "Value #E": 11, "Value #F": 12}})).
 		WithTransformation(transform("convertFieldType", map[string]any{"conversions": []any{map[string]any{"targetField": "Stripe unit", "destinationType": "number"}, map[string]any{"targetField": "Data offset", "destinationType": "number"}}, "fields": map[string]any{}})).
 		WithTransformation(transform("sortBy", map[string]any{"sort": []any{map[string]any{"field": "8 KiB I/Os split", "desc": true}}})))
 	d.WithPanel(table.NewPanelBuilder().Id(2).Title("Remediation findings").
 		Description("Critical and warning findings per volume; the inventory API has each one's message and remediation.").
 		Datasource(datasource()).GridPos(grid(0, 12, 24, 10)).
 		WithTarget(tableQuery("A", `max by (host, mount_point, rule, severity) (plumbline_volume_finding{severity=~"critical|warning",host=~"$host",mount_point=~"$mount_point"})`)).
-		WithTransformation(transform("organize", map[string]any{"excludeByName": map[string]any{"Time": true, "__name__": true, "instance": true, "job": true, "Value": true}, "renameByName": map[string]any{"host": "Host", "mount_point": "Mount point", "device": "Device", "fs": "File system", "raid_level": "RAID", "stripe_unit_bytes": "Stripe unit", "data_offset_bytes": "Data offset", "cluster": "Allocation unit", "media": "Media", "profile": "Profile", "verdict": "Verdict", "rule": "Rule", "severity": "Severity", "kind": "Probe kind", "reference": "Reference"}, "indexByName": map[string]any{"host": 0, "mount_point": 1, "severity": 2, "rule": 3}})))
+		WithTransformation(transform("organize", map[string]any{"excludeByName": hidden("Value"), "renameByName": labelColumns(nil), "indexByName": map[string]any{"host": 0, "mount_point": 1, "severity": 2, "rule": 3}})))
 	d.WithPanel(bargauge.NewPanelBuilder().Id(3).Title("Misaligned volumes by profile").
 		Description("Misaligned volumes per profile.").
 		Datasource(datasource()).GridPos(grid(0, 22, 24, 8)).
@@ -74,14 +74,14 @@ func fleetOverview() *dashboard.DashboardBuilder {
 		Datasource(datasource()).GridPos(grid(0, 8, 12, 8)).
 		WithTarget(tableQuery("A", `topk(20, max by (host, mount_point) (plumbline_volume_split_fraction{io_size_bytes="8192",host=~"$host"}) * on (host, mount_point) group_left (profile) max by (host, mount_point, profile) (plumbline_volume_info{profile=~"$profile",verdict="misaligned"}))`)).
 		OverrideByName("8 KiB I/Os split", []dashboard.DynamicConfigValue{{Id: "unit", Value: "percentunit"}, {Id: "decimals", Value: 1}}).
-		WithTransformation(transform("organize", map[string]any{"excludeByName": map[string]any{"Time": true, "__name__": true, "instance": true, "job": true}, "renameByName": map[string]any{"host": "Host", "mount_point": "Mount point", "profile": "Profile", "Value": "8 KiB I/Os split"}, "indexByName": map[string]any{"host": 0, "mount_point": 1, "profile": 2, "Value": 3}})).
+		WithTransformation(transform("organize", map[string]any{"excludeByName": hidden(), "renameByName": map[string]any{"host": "Host", "mount_point": "Mount point", "profile": "Profile", "Value": "8 KiB I/Os split"}, "indexByName": map[string]any{"host": 0, "mount_point": 1, "profile": 2, "Value": 3}})).
 		WithTransformation(transform("sortBy", map[string]any{"sort": []any{map[string]any{"field": "8 KiB I/Os split", "desc": true}}})))
 	d.WithPanel(table.NewPanelBuilder().Id(5).Title("Worst volumes (latency vs cohort)").
 		Description("The 20 volumes whose last probe run was slowest against the median of their cohort (same profile), by probe kind.").
 		Datasource(datasource()).GridPos(grid(12, 8, 12, 8)).
 		WithTarget(tableQuery("A", `topk(20, max by (host, mount_point, kind) (plumbline_baseline_ratio{reference="cohort",host=~"$host"}) and on (host, mount_point) plumbline_volume_info{profile=~"$profile"})`)).
 		OverrideByName("× cohort median", []dashboard.DynamicConfigValue{{Id: "unit", Value: "suffix:×"}, {Id: "decimals", Value: 2}}).
-		WithTransformation(transform("organize", map[string]any{"excludeByName": map[string]any{"Time": true, "__name__": true, "instance": true, "job": true}, "renameByName": map[string]any{"host": "Host", "mount_point": "Mount point", "kind": "Probe kind", "Value": "× cohort median"}, "indexByName": map[string]any{"host": 0, "mount_point": 1, "kind": 2, "Value": 3}})).
+		WithTransformation(transform("organize", map[string]any{"excludeByName": hidden(), "renameByName": map[string]any{"host": "Host", "mount_point": "Mount point", "kind": "Probe kind", "Value": "× cohort median"}, "indexByName": map[string]any{"host": 0, "mount_point": 1, "kind": 2, "Value": 3}})).
 		WithTransformation(transform("sortBy", map[string]any{"sort": []any{map[string]any{"field": "× cohort median", "desc": true}}})))
 	d.WithPanel(withLatencyHeatmap(heatmap.NewPanelBuilder().Id(6).Title("Latency heatmap").
 		Description("Probe operations by latency over time (every kind). A: the classic buckets (powers of two, 61 µs to 8 s) through the by-profile recording rule; B: the native histograms (schema 3, ~9% buckets) when Prometheus ingests them (--enable-feature=native-histograms; Prometheus 2.x then keeps no classic buckets unless scrape_classic_histograms is set).").
@@ -104,7 +104,7 @@ func fleetOverview() *dashboard.DashboardBuilder {
 		Datasource(datasource()).GridPos(grid(8, 24, 16, 8)).
 		WithTarget(tableQuery("A", `plumbline:volumes:sum_by_profile_verdict{profile=~"$profile"}`)).
 		OverrideByName("Volumes", []dashboard.DynamicConfigValue{{Id: "unit", Value: "short"}, {Id: "decimals", Value: 0}}).
-		WithTransformation(transform("organize", map[string]any{"excludeByName": map[string]any{"Time": true, "__name__": true, "instance": true, "job": true}, "renameByName": map[string]any{"profile": "Profile", "verdict": "Verdict", "Value": "Volumes"}, "indexByName": map[string]any{"profile": 0, "verdict": 1, "Value": 2}})))
+		WithTransformation(transform("organize", map[string]any{"excludeByName": hidden(), "renameByName": map[string]any{"profile": "Profile", "verdict": "Verdict", "Value": "Volumes"}, "indexByName": map[string]any{"profile": 0, "verdict": 1, "Value": 2}})))
 	d.WithPanel(statetimeline.NewPanelBuilder().Id(10).Title("Maintenance windows: probe runs held back").
 		Description("Hosts whose probe runs a maintenance window held back (skipped, or stopped at the window's start: stop reason maintenance), from the agents' maintenance windows (their file and central policy). A bar is a window in which at least one run was due.").
 		Datasource(datasource()).GridPos(grid(0, 32, 24, 8)).
@@ -117,7 +117,7 @@ func fleetOverview() *dashboard.DashboardBuilder {
 		Datasource(datasource()).GridPos(grid(0, 40, 24, 8)).
 		WithTarget(tableQuery("A", `bottomk(20, max by (agent_id, host) (plumbline_agent_client_certificate_expiry_timestamp_seconds{host=~"$host"}) - time())`)).
 		OverrideByName("Expires in", []dashboard.DynamicConfigValue{{Id: "unit", Value: "s"}, {Id: "decimals", Value: 0}}).
-		WithTransformation(transform("organize", map[string]any{"excludeByName": map[string]any{"Time": true, "__name__": true, "instance": true, "job": true}, "renameByName": map[string]any{"agent_id": "Agent", "host": "Host", "Value": "Expires in"}, "indexByName": map[string]any{"agent_id": 0, "host": 1, "Value": 2}})).
+		WithTransformation(transform("organize", map[string]any{"excludeByName": hidden(), "renameByName": map[string]any{"agent_id": "Agent", "host": "Host", "Value": "Expires in"}, "indexByName": map[string]any{"agent_id": 0, "host": 1, "Value": 2}})).
 		WithTransformation(transform("sortBy", map[string]any{"sort": []any{map[string]any{"field": "Expires in", "desc": false}}})))
 	return d
 }
@@ -136,13 +136,13 @@ func volumeDetail() *dashboard.DashboardBuilder {
 		OverrideByName("Stripe unit", []dashboard.DynamicConfigValue{{Id: "unit", Value: "bytes"}}).
 		OverrideByName("Data offset", []dashboard.DynamicConfigValue{{Id: "unit", Value: "bytes"}}).
 		OverrideByName("Allocation unit", []dashboard.DynamicConfigValue{{Id: "unit", Value: "bytes"}}).
-		WithTransformation(transform("organize", map[string]any{"excludeByName": map[string]any{"Time": true, "__name__": true, "instance": true, "job": true, "Value": true}, "renameByName": map[string]any{"host": "Host", "mount_point": "Mount point", "device": "Device", "fs": "File system", "raid_level": "RAID", "stripe_unit_bytes": "Stripe unit", "data_offset_bytes": "Data offset", "cluster": "Allocation unit", "media": "Media", "profile": "Profile", "verdict": "Verdict", "rule": "Rule", "severity": "Severity", "kind": "Probe kind", "reference": "Reference"}, "indexByName": map[string]any{"host": 0, "mount_point": 1, "device": 2, "fs": 3, "raid_level": 4, "stripe_unit_bytes": 5, "data_offset_bytes": 6, "cluster": 7, "media": 8, "profile": 9, "verdict": 10}})).
+		WithTransformation(transform("organize", map[string]any{"excludeByName": hidden("Value"), "renameByName": labelColumns(nil), "indexByName": map[string]any{"host": 0, "mount_point": 1, "device": 2, "fs": 3, "raid_level": 4, "stripe_unit_bytes": 5, "data_offset_bytes": 6, "cluster": 7, "media": 8, "profile": 9, "verdict": 10}})).
 		WithTransformation(transform("convertFieldType", map[string]any{"conversions": []any{map[string]any{"targetField": "Stripe unit", "destinationType": "number"}, map[string]any{"targetField": "Data offset", "destinationType": "number"}, map[string]any{"targetField": "Allocation unit", "destinationType": "number"}}, "fields": map[string]any{}})))
 	d.WithPanel(table.NewPanelBuilder().Id(2).Title("Findings").
 		Description("The alignment rules' findings on the volume (the inventory API has each one's message and remediation).").
 		Datasource(datasource()).GridPos(grid(0, 5, 12, 6)).
 		WithTarget(tableQuery("A", `max by (host, mount_point, rule, severity) (plumbline_volume_finding{host=~"$host",mount_point=~"$mount_point"})`)).
-		WithTransformation(transform("organize", map[string]any{"excludeByName": map[string]any{"Time": true, "__name__": true, "instance": true, "job": true, "Value": true}, "renameByName": map[string]any{"host": "Host", "mount_point": "Mount point", "device": "Device", "fs": "File system", "raid_level": "RAID", "stripe_unit_bytes": "Stripe unit", "data_offset_bytes": "Data offset", "cluster": "Allocation unit", "media": "Media", "profile": "Profile", "verdict": "Verdict", "rule": "Rule", "severity": "Severity", "kind": "Probe kind", "reference": "Reference"}, "indexByName": map[string]any{"host": 0, "mount_point": 1, "severity": 2, "rule": 3}})))
+		WithTransformation(transform("organize", map[string]any{"excludeByName": hidden("Value"), "renameByName": labelColumns(nil), "indexByName": map[string]any{"host": 0, "mount_point": 1, "severity": 2, "rule": 3}})))
 	d.WithPanel(bargauge.NewPanelBuilder().Id(3).Title("Predicted split share").
 		Description("Predicted share of I/Os of each size the array splits because of where the data starts (split-I/O model; the offset-caused split). Where the geometry probe measured the stripe unit, the measured cost of a split and the penalty it comes to per I/O are beside it.").
 		Datasource(datasource()).GridPos(grid(12, 5, 12, 6)).
@@ -193,7 +193,7 @@ func withVolumeLatency(d *dashboard.DashboardBuilder) *dashboard.DashboardBuilde
 		Datasource(datasource()).GridPos(grid(0, 25, 12, 8)).
 		WithTarget(tableQuery("A", `max by (mount_point, kind, reference) (plumbline_baseline_degraded_since_timestamp_seconds{host=~"$host",mount_point=~"$mount_point"}) * 1000`)).
 		OverrideByName("Degraded since", []dashboard.DynamicConfigValue{{Id: "unit", Value: "dateTimeAsIso"}}).
-		WithTransformation(transform("organize", map[string]any{"excludeByName": map[string]any{"Time": true, "__name__": true, "instance": true, "job": true}, "renameByName": map[string]any{"host": "Host", "mount_point": "Mount point", "device": "Device", "fs": "File system", "raid_level": "RAID", "stripe_unit_bytes": "Stripe unit", "data_offset_bytes": "Data offset", "cluster": "Allocation unit", "media": "Media", "profile": "Profile", "verdict": "Verdict", "rule": "Rule", "severity": "Severity", "kind": "Probe kind", "reference": "Reference", "Value": "Degraded since"}, "indexByName": map[string]any{"mount_point": 0, "kind": 1, "reference": 2, "Value": 3}})))
+		WithTransformation(transform("organize", map[string]any{"excludeByName": hidden(), "renameByName": labelColumns(map[string]any{"Value": "Degraded since"}), "indexByName": map[string]any{"mount_point": 0, "kind": 1, "reference": 2, "Value": 3}})))
 	d.WithPanel(timeseries.NewPanelBuilder().Id(7).Title("Probe skips and stops by reason").
 		Description("Probe runs skipped or stopped before their op budget, by reason. Reason maintenance: a maintenance window held the run back (the Maintenance windows annotation marks them on every panel).").
 		Datasource(datasource()).GridPos(grid(12, 25, 12, 8)).
