@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,7 +36,7 @@ func binaries(t *testing.T) string {
 		if buildErr != nil {
 			return
 		}
-		cmd := exec.Command("go", "build", "-o", binDir+string(filepath.Separator), "./cmd/server", "./cmd/agent")
+		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", binDir+string(filepath.Separator), "./cmd/server", "./cmd/agent")
 		cmd.Dir = ".."
 		out, err := cmd.CombinedOutput()
 		if err != nil {
