@@ -273,3 +273,39 @@ func TestMentions(t *testing.T) {
 		}
 	}
 }
+
+// Every key of the agent's and the server's configuration files (their
+// structs' yaml tags) is in docs/configuration.md, inside a code span.
+func TestEveryConfigKeyDocumented(t *testing.T) {
+	t.Parallel()
+	conf := readPage(t, "configuration.md")
+	spans := strings.Join(regexp.MustCompile("`[^`\n]+`").FindAllString(conf, -1), " ")
+	tag := regexp.MustCompile(`yaml:"([a-z][a-z0-9_]*)`)
+	keys := map[string]string{}
+	for _, dir := range []string{"config", "server", "policy", "maintenance"} {
+		err := filepath.WalkDir(filepath.Join("..", "internal", dir), func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for _, m := range tag.FindAllStringSubmatch(string(b), -1) {
+				keys[m[1]] = strings.TrimPrefix(filepath.ToSlash(path), "../")
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(keys) < 30 {
+		t.Fatalf("found only %d configuration keys: %v", len(keys), sortedKeys(keys))
+	}
+	for _, k := range sortedKeys(keys) {
+		if !regexp.MustCompile(`\b` + regexp.QuoteMeta(k) + `\b`).MatchString(spans) {
+			t.Errorf("configuration key %s (from %s) is not in docs/configuration.md", k, keys[k])
+		}
+	}
+}
