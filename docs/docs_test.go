@@ -134,13 +134,35 @@ func TestRelativeLinksResolve(t *testing.T) {
 			if strings.Contains(target, "://") || strings.HasPrefix(target, "#") || strings.HasPrefix(target, "mailto:") {
 				continue
 			}
-			target, _, _ = strings.Cut(target, "#")
+			target, anchor, _ := strings.Cut(target, "#")
 			path := filepath.Join(filepath.Dir(name), filepath.FromSlash(target))
 			if _, err := os.Stat(path); err != nil {
 				t.Errorf("%s: link %q: %v", name, m[1], err)
+				continue
+			}
+			if anchor != "" && strings.HasSuffix(path, ".md") && !headingAnchors(t, path)[anchor] {
+				t.Errorf("%s: link %q: %s has no heading with the anchor #%s", name, m[1], path, anchor)
 			}
 		}
 	}
+}
+
+// headingAnchors: the anchors GitHub gives the headings of a Markdown file
+// (lower case, punctuation dropped, spaces to hyphens; fenced code skipped).
+func headingAnchors(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := regexp.MustCompile("(?s)```.*?```").ReplaceAllString(string(b), "")
+	anchors := map[string]bool{}
+	drop := regexp.MustCompile(`[^\p{L}\p{N}_\- ]`)
+	for _, m := range regexp.MustCompile(`(?m)^#+ (.*)$`).FindAllStringSubmatch(text, -1) {
+		h := strings.ToLower(strings.TrimSpace(m[1]))
+		anchors[strings.ReplaceAll(drop.ReplaceAllString(h, ""), " ", "-")] = true
+	}
+	return anchors
 }
 
 // Every alert of the shipped rules is in docs/metrics.md and has a runbook.
