@@ -71,12 +71,16 @@ func (c *command) name() string { return strings.Join(append([]string{c.prog}, c
 // program does not know the words.
 func help(t *testing.T, prog string, words []string) string {
 	t.Helper()
+	bin := filepath.Join(binaries(t), prog) // before the timeout starts: the first call builds
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	args := append(append([]string{}, words...), "-h")
-	cmd := exec.CommandContext(ctx, filepath.Join(binaries(t), prog), args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), "PLUMBLINE_TOKEN=")
 	out, _ := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("%s %s -h: no answer within 30s", prog, strings.Join(words, " "))
+	}
 	s := string(out)
 	for _, unknown := range []string{"unexpected arguments", "unknown command", "unknown subcommand", "flag provided but not defined"} {
 		if strings.Contains(s, unknown) {
