@@ -284,7 +284,16 @@ done:
 		return nil
 	}
 	words := []string{prog}
+	nested := 0 // inside $(...): another command's words
 	for _, f := range fields[1:] {
+		if nested > 0 || strings.HasPrefix(f, "$(") || strings.HasPrefix(f, "\"$(") {
+			nested += strings.Count(f, "$(") - strings.Count(f, ")")
+			if nested < 0 {
+				nested = 0
+			}
+			words = append(words, "ARG")
+			continue
+		}
 		if f == "|" || f == "||" || f == "&&" || f == ";" || f == "&" || strings.HasPrefix(f, "#") || strings.HasPrefix(f, ">") || strings.HasPrefix(f, "2>") || strings.HasPrefix(f, "<") {
 			break
 		}
@@ -377,6 +386,10 @@ func TestSubcommandsFromHelp(t *testing.T) {
 	words := commandWords("$ sudo PLUMBLINE_X=1 plumbline-server token create --ttl 1h --labels a=b | tee x", "console")
 	if strings.Join(words, " ") != "server token create --ttl 1h --labels a=b" {
 		t.Errorf("commandWords = %q", words)
+	}
+	words = commandWords("plumbline-server ca init --dir /etc/plumbline/pki --name $(hostname -f) --ip 10.0.0.1", "sh")
+	if strings.Join(words, " ") != "server ca init --dir /etc/plumbline/pki --name ARG ARG --ip 10.0.0.1" {
+		t.Errorf("commandWords($(...)) = %q", words)
 	}
 	if w := commandWords("curl -s http://x", "sh"); w != nil {
 		t.Errorf("commandWords(curl) = %q, want nil", w)
