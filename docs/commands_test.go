@@ -256,7 +256,8 @@ var programs = map[string]string{
 func commandWords(line, lang string) []string {
 	line = strings.TrimSpace(line)
 	if lang == "console" {
-		if !strings.HasPrefix(line, "$ ") && !strings.HasPrefix(line, "# ") {
+		// Only "$ " is a prompt: "# " may be a comment in the output.
+		if !strings.HasPrefix(line, "$ ") {
 			return nil
 		}
 		line = line[2:]
@@ -390,6 +391,9 @@ func TestSubcommandsFromHelp(t *testing.T) {
 	words = commandWords("plumbline-server ca init --dir /etc/plumbline/pki --name $(hostname -f) --ip 10.0.0.1", "sh")
 	if strings.Join(words, " ") != "server ca init --dir /etc/plumbline/pki --name ARG ARG --ip 10.0.0.1" {
 		t.Errorf("commandWords($(...)) = %q", words)
+	}
+	if w := commandWords("# agent config (agent run --config FILE --check accepts it as it is):", "console"); w != nil {
+		t.Errorf("commandWords(console output) = %q, want nil", w)
 	}
 	if w := commandWords("curl -s http://x", "sh"); w != nil {
 		t.Errorf("commandWords(curl) = %q, want nil", w)
