@@ -193,6 +193,7 @@ func TestRunSh(t *testing.T) {
 	for round := range 2 { // the second start finds the first's agent.yaml
 		cmd := exec.Command("./run.sh")
 		cmd.Env = runEnv(t, bin, dir, "127.0.0.1:0", "127.0.0.1:0")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its own process group, as a terminal's foreground job
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -232,14 +233,25 @@ func TestRunSh(t *testing.T) {
 				resp.Body.Close()
 			}
 		}
-		go io.Copy(io.Discard, stdout)
-		cmd.Process.Signal(os.Interrupt)
+		rest := make(chan []byte, 1)
+		go func() { b, _ := io.ReadAll(stdout); rest <- b }()
+		// Round 0: kill -INT to run.sh alone; round 1: Ctrl-C, SIGINT to
+		// the whole process group (run.sh, the server and the agent).
+		if round == 0 {
+			cmd.Process.Signal(os.Interrupt)
+		} else {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
+		}
 		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
+		go func() { out.Write(<-rest); done <- cmd.Wait() }() // the pipe read to its end before Wait
 		select {
-		case <-done:
+		case err := <-done:
+			// Exit 0: make prints no "*** Error" after a Ctrl-C.
+			if err != nil || !strings.Contains(stderr.String()+out.String(), "plumbline: stopped") {
+				t.Errorf("round %d: run.sh after SIGINT: %v, want exit status 0 and \"plumbline: stopped\"\n%s", round, err, stderr.String())
+			}
 		case <-time.After(60 * time.Second):
-			cmd.Process.Kill()
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			t.Fatalf("round %d: run.sh did not stop within 60s of SIGINT:\n%s", round, stderr.String())
 		}
 	}
@@ -259,5 +271,30 @@ func TestRunSh(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "address already in use") || !strings.Contains(string(out), "PLUMBLINE_WEB_ADDRESS") || strings.Contains(string(out), "are running") {
 		t.Errorf("run.sh with %s taken does not say why and what to do:\n%s", l.Addr(), out)
+	}
+}
+
+// TestMakeRunSaysItBuilds: `make run` says it is building, and how long
+// the first build takes, before the build, and the build lists the
+// packages it compiles (a cold build is about 2 minutes of otherwise
+// silence).
+func TestMakeRunSaysItBuilds(t *testing.T) {
+	mk := require(t, "make")
+	out, err := exec.Command(mk, "-C", "..", "-n", "run").CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n run: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	say, build := -1, -1
+	for i, l := range lines {
+		if strings.Contains(l, "building plumbline (first build takes about 2 minutes)") {
+			say = i
+		}
+		if strings.Contains(l, " build -v ") {
+			build = i
+		}
+	}
+	if say < 0 || build < 0 || say > build {
+		t.Errorf("make run does not say it is building before a go build -v:\n%s", out)
 	}
 }
