@@ -197,8 +197,9 @@ enrollment:
   ca_cert_file: %s
   ca_key_file: %s
 
-then: server token create --config server.yaml, and on each agent host:
-  agent enroll --server %s --ca-hash %s --token-file FILE --dir /etc/plumbline/tls
+then start the server, create a join token (plumbline-server token create --config /etc/plumbline/server.yaml)
+and on each agent host, as the agent's user (the packaged unit's state directory):
+  plumbline-agent enroll --server %s --ca-hash %s --token-file FILE --dir /var/lib/plumbline-agent/tls
 `, r.Dir, owned,
 		r.CACert, r.CANotAfter.UTC().Format(time.RFC3339), r.CAKey,
 		r.ServerCert, sanList(r), r.ServerNotAfter.UTC().Format(time.RFC3339), r.ServerKey,
