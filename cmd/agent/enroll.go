@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -91,8 +92,13 @@ func enrolledConfig(res enroll.Result, server, serverName, spoolDir string) (str
 	}
 	c.Server.Address, c.Spool.Dir = server, abs(spoolDir)
 	c.Server.TLS = tlsKeys{CAFile: abs(res.CAFile), CertFile: abs(res.CertFile), KeyFile: abs(res.KeyFile), ServerName: serverName}
-	b, err := yaml.Marshal(&c)
-	return string(b), err
+	var b strings.Builder
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(&c); err != nil {
+		return "", err
+	}
+	return b.String(), enc.Close()
 }
 
 func abs(p string) string {
