@@ -185,8 +185,9 @@ func runEnv(t *testing.T, bin, dir, grpcAddr, webAddr string) []string {
 
 // TestRunSh: `make run` says "running" only when the server and the agent
 // answer /healthz (also on a restart, when a previous agent.yaml is
-// there), stops both on Ctrl-C, and fails clearly, non-zero, when a port
-// is taken.
+// there), stops both on SIGINT with status 0 (round 0: kill -INT to
+// run.sh; round 1: Ctrl-C, to its process group), and fails clearly,
+// non-zero, when a port is taken.
 func TestRunSh(t *testing.T) {
 	bin := buildBinaries(t)
 	dir := t.TempDir()
@@ -233,27 +234,7 @@ func TestRunSh(t *testing.T) {
 				resp.Body.Close()
 			}
 		}
-		rest := make(chan []byte, 1)
-		go func() { b, _ := io.ReadAll(stdout); rest <- b }()
-		// Round 0: kill -INT to run.sh alone; round 1: Ctrl-C, SIGINT to
-		// the whole process group (run.sh, the server and the agent).
-		if round == 0 {
-			cmd.Process.Signal(os.Interrupt)
-		} else {
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
-		}
-		done := make(chan error, 1)
-		go func() { out.Write(<-rest); done <- cmd.Wait() }() // the pipe read to its end before Wait
-		select {
-		case err := <-done:
-			// Exit 0: make prints no "*** Error" after a Ctrl-C.
-			if err != nil || !strings.Contains(stderr.String()+out.String(), "plumbline: stopped") {
-				t.Errorf("round %d: run.sh after SIGINT: %v, want exit status 0 and \"plumbline: stopped\"\n%s", round, err, stderr.String())
-			}
-		case <-time.After(60 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			t.Fatalf("round %d: run.sh did not stop within 60s of SIGINT:\n%s", round, stderr.String())
-		}
+		interruptRunSh(t, cmd, stdout, round == 1, &out, &stderr)
 	}
 
 	// A port in use: a clear message and a non-zero exit.
@@ -296,5 +277,31 @@ func TestMakeRunSaysItBuilds(t *testing.T) {
 	}
 	if say < 0 || build < 0 || say > build {
 		t.Errorf("make run does not say it is building before a go build -v:\n%s", out)
+	}
+}
+
+// interruptRunSh sends SIGINT to a running run.sh, to it alone or, like
+// Ctrl-C in a terminal, to its whole process group (run.sh, the server and
+// the agent), and checks that it stops with exit status 0 (so make prints
+// no "*** Error") and says so.
+func interruptRunSh(t *testing.T, cmd *exec.Cmd, stdout io.Reader, group bool, out *strings.Builder, stderr *bytes.Buffer) {
+	t.Helper()
+	rest := make(chan []byte, 1)
+	go func() { b, _ := io.ReadAll(stdout); rest <- b }()
+	if group {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
+	} else {
+		cmd.Process.Signal(os.Interrupt)
+	}
+	done := make(chan error, 1)
+	go func() { out.Write(<-rest); done <- cmd.Wait() }() // the pipe read to its end before Wait
+	select {
+	case err := <-done:
+		if err != nil || !strings.Contains(stderr.String()+out.String(), "plumbline: stopped") {
+			t.Errorf("run.sh after SIGINT (to the group: %v): %v, want exit status 0 and \"plumbline: stopped\"\n%s", group, err, stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		t.Fatalf("run.sh did not stop within 60s of SIGINT (to the group: %v):\n%s", group, stderr.String())
 	}
 }
