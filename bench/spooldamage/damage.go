@@ -74,6 +74,7 @@ type result struct {
 	Lost      map[string]uint64 // records the agent counted lost, by reason
 	Held      uint64            // records still in the spool at the end
 	Logged    int               // "spool damaged" log lines
+	Conflicts uint64            // identity conflicts the server counted (false alarms here)
 }
 
 func (r result) lost() uint64 {
@@ -93,6 +94,9 @@ func (r result) check() error {
 	}
 	if r.lost() != r.Destroyed {
 		errs = append(errs, fmt.Sprintf("counted lost %d (%v), destroyed %d", r.lost(), r.Lost, r.Destroyed))
+	}
+	if r.Conflicts != 0 {
+		errs = append(errs, fmt.Sprintf("the server counted %d identity conflicts", r.Conflicts))
 	}
 	if r.Destroyed > 0 && r.Logged == 0 {
 		errs = append(errs, "records destroyed without a log line")
@@ -180,6 +184,9 @@ func runCase(ctx context.Context, dir, dsn string, c damageCase) (result, error)
 	if res.Stored, err = l.stored(ctx); err != nil {
 		return res, err
 	}
+	if res.Conflicts, err = l.conflicts(ctx); err != nil {
+		return res, err
+	}
 	return res, res.check()
 }
 
@@ -215,13 +222,14 @@ func applyDamage(dir, inc string, c damageCase) (destroyed uint64, err error) {
 }
 
 func damageAck(p, how string) error {
+	if how == "ok" {
+		return nil
+	}
 	b, err := os.ReadFile(p)
 	if err != nil {
 		return err
 	}
 	switch how {
-	case "ok":
-		return nil
 	case "deleted":
 		return os.Remove(p)
 	case "flipped":

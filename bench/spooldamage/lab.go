@@ -132,6 +132,19 @@ func (l *lab) stored(ctx context.Context) (uint64, error) {
 	return n, nil
 }
 
+// conflicts is the identity conflicts the store counted for the agent.
+func (l *lab) conflicts(ctx context.Context) (uint64, error) {
+	hosts, err := l.st.ListHosts(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var n uint64
+	for _, h := range hosts {
+		n += h.IdentityConflicts
+	}
+	return n, nil
+}
+
 // logBuffer collects an agent's log lines.
 type logBuffer struct {
 	mu sync.Mutex

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/plumbline/plumbline/internal/bytesize"
+	"github.com/plumbline/plumbline/internal/exporter"
 	"github.com/plumbline/plumbline/internal/ingest"
 	"github.com/plumbline/plumbline/internal/policy"
 	"github.com/plumbline/plumbline/internal/strictyaml"
@@ -42,6 +43,8 @@ type Config struct {
 	// PolicyReloadInterval is how often the configuration file is read
 	// again for changed policies (default 10s); other keys need a restart.
 	PolicyReloadInterval time.Duration `yaml:"policy_reload_interval"`
+	// Metrics shapes the /metrics exposition.
+	Metrics MetricsConfig `yaml:"metrics"`
 
 	// File is the configuration file (set by Load), re-read for policies.
 	File string `yaml:"-"`
@@ -113,7 +116,7 @@ type WebConfig struct {
 	// BearerTokenFile holds one more API token (named "default").
 	BearerTokenFile string `yaml:"bearer_token_file"`
 	// BearerTokens are the inventory API's tokens; with any, /api/ needs
-	// one of them. Not needed in --dev mode on a loopback address.
+	// one of them, in --dev mode too.
 	BearerTokens []TokenConfig `yaml:"bearer_tokens"`
 	// ConfigFile is a Prometheus exporter-toolkit web configuration file:
 	// TLS (tls_server_config) and basic auth (basic_auth_users) for the
@@ -149,6 +152,15 @@ type StoreConfig struct {
 type AgentConfig struct {
 	GeometryRefreshInterval time.Duration `yaml:"geometry_refresh_interval"`
 	ReportInterval          time.Duration `yaml:"report_interval"`
+}
+
+// MetricsConfig shapes the /metrics exposition.
+type MetricsConfig struct {
+	// ClassicHistogramBuckets is the classic bucket set of the probe
+	// latency histograms (exporter.ClassicBucketsNamed): coarse (the
+	// default, 6 bounds), fine (18) or none. The native buckets are
+	// always there.
+	ClassicHistogramBuckets string `yaml:"classic_histogram_buckets"`
 }
 
 // LogConfig chooses the log level and format.
@@ -195,6 +207,7 @@ func Default() Config {
 		Store:           StoreConfig{LeaseTTL: DefaultLeaseTTL, Retention: DefaultRetention},
 		Agents:          AgentConfig{GeometryRefreshInterval: 15 * time.Minute, ReportInterval: 10 * time.Second},
 		Log:             LogConfig{Level: "info", Format: "text"},
+		Metrics:         MetricsConfig{ClassicHistogramBuckets: exporter.ClassicCoarse},
 		Enrollment:      EnrollmentConfig{CertTTL: DefaultCertTTL, RateLimit: RateConfig{CallsPerSecond: 5, Burst: 50}},
 		ShutdownTimeout: DefaultShutdownTimeout,
 
@@ -340,6 +353,9 @@ func (c Config) Validate() error {
 	}
 	if err := policy.Validate(c.Policies); err != nil {
 		errs = append(errs, err)
+	}
+	if _, err := exporter.ClassicBucketsNamed(c.Metrics.ClassicHistogramBuckets); err != nil {
+		bad("metrics.classic_histogram_buckets %q: want one of %s", c.Metrics.ClassicHistogramBuckets, strings.Join(exporter.ClassicBucketSets(), ", "))
 	}
 	switch strings.ToLower(c.Log.Level) {
 	case "debug", "info", "warn", "error":
