@@ -157,12 +157,8 @@ func (a *Agent) session(ctx context.Context, client plumblinev1.AgentServiceClie
 		return true, err
 	}
 	a.metrics.connected.Set(1)
-<<<<<<< HEAD
-	a.log.Info("connected", "server", server.Addr, "incarnation", inc, "high_water", hello.GetHighWaterSequence())
-=======
 	a.metrics.revoked.Set(0)
-	a.log.Info("connected", "server", server.Addr, "incarnation", a.spool.Incarnation(), "high_water", hello.GetHighWaterSequence())
->>>>>>> main
+	a.log.Info("connected", "server", server.Addr, "incarnation", inc, "high_water", hello.GetHighWaterSequence())
 	a.checkServerGeometry(hello.GetGeometryDigest())
 
 	// Watch the connection the Hello went over: when it stops being ready,
