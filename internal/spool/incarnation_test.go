@@ -62,7 +62,19 @@ func TestIncarnationPerRun(t *testing.T) {
 	if got := s.SendingIncarnation(); got != a {
 		t.Errorf("SendingIncarnation = %q, want the first run's %q", got, a)
 	}
-	want := []batch{{a, span(1, 3)}, {b, span(4, 5)}}
+	if err := s.Ack(a, 0, []uint64{2, 3}); err != nil { // settled out of order
+		t.Fatal(err)
+	}
+	if got := s.SendingIncarnation(); got != a {
+		t.Errorf("SendingIncarnation with 1 unsettled = %q, want the first run's %q", got, a)
+	}
+	if err := s.Ack(a, 0, []uint64{1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.SendingIncarnation(); got != b {
+		t.Errorf("SendingIncarnation with the first run settled = %q, want this run's %q", got, b)
+	}
+	want := []batch{{b, span(4, 5)}}
 	if d := cmp.Diff(want, batches(t, s)); d != "" {
 		t.Errorf("batches (-want +got):\n%s", d)
 	}

@@ -203,11 +203,22 @@ func (s *Spool) SendingIncarnation() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, seg := range s.segs {
-		if seg.count > 0 && seg.last > s.floor && seg.inc != "" {
+		if seg.count > 0 && seg.last > s.floor && seg.inc != "" && !s.allSettledLocked(seg) {
 			return seg.inc
 		}
 	}
 	return s.inc
+}
+
+// allSettledLocked says whether every sequence of seg's range above the
+// floor is settled (out of order, in the settled set).
+func (s *Spool) allSettledLocked(seg *segment) bool {
+	for q := max(seg.first, s.floor+1); q <= seg.last; q++ {
+		if !s.settled[q] {
+			return false
+		}
+	}
+	return true
 }
 
 // Notify returns a channel that receives a value after each Append.
