@@ -17,7 +17,7 @@ import (
 // down, and to the header (the incarnation) of another of them.
 type damageCase struct {
 	Ack     string // ok, deleted, flipped (one byte), truncated, empty
-	Segment string // ok, tail-truncated, middle-flipped (one byte), deleted
+	Segment string // ok, tail-truncated, middle-flipped (one byte), deleted, newest-deleted
 	Header  string // ok, one-copy (one byte in one copy), both-copies
 	// Before: the ack file is damaged before the outage run instead of
 	// after it (the agent then numbers the outage's records without
@@ -34,7 +34,9 @@ func (c damageCase) String() string {
 
 // matrix is the damaged-spool matrix, pruned to the distinct cases: every
 // ack damage with every segment damage (their effects combine: the ack
-// file decides what is sent again, the segment what is lost), and the
+// file decides what is sent again, the segment what is lost; the newest
+// segment deleted whole loses records no file tells of, which are checked
+// as not counted, and not numbered again either), and the
 // header damages with an intact and a deleted ack file and an intact and
 // a deleted segment (a header decides which incarnation records are sent
 // with, whatever the ack file says; the other ack damages take the same
@@ -48,7 +50,7 @@ func matrix(fast bool) []damageCase {
 	}
 	var out []damageCase
 	for _, a := range acks {
-		for _, s := range []string{"ok", "tail-truncated", "middle-flipped", "deleted"} {
+		for _, s := range []string{"ok", "tail-truncated", "middle-flipped", "deleted", "newest-deleted"} {
 			out = append(out, damageCase{a, s, "ok", false})
 		}
 	}
@@ -73,8 +75,12 @@ type result struct {
 	Destroyed uint64            // records whose bytes the damage destroyed
 	Lost      map[string]uint64 // records the agent counted lost, by reason
 	Held      uint64            // records still in the spool at the end
-	Logged    int               // "spool damaged" log lines
-	Conflicts uint64            // identity conflicts the server counted (false alarms here)
+	// Uncounted: records destroyed that no file left tells of (the
+	// newest segment deleted whole): stored + uncounted + held must make
+	// up the generated, and none may be counted lost.
+	Uncounted bool
+	Logged    int    // "spool damaged" log lines
+	Conflicts uint64 // identity conflicts the server counted (false alarms here)
 }
 
 func (r result) lost() uint64 {
@@ -89,16 +95,20 @@ func (r result) lost() uint64 {
 // once or counted lost, and exactly the destroyed ones counted.
 func (r result) check() error {
 	var errs []string
-	if r.Stored+r.lost()+r.Held != r.Generated {
-		errs = append(errs, fmt.Sprintf("stored %d + lost %d + held %d != generated %d", r.Stored, r.lost(), r.Held, r.Generated))
+	counted := r.Destroyed
+	if r.Uncounted {
+		counted = 0
 	}
-	if r.lost() != r.Destroyed {
-		errs = append(errs, fmt.Sprintf("counted lost %d (%v), destroyed %d", r.lost(), r.Lost, r.Destroyed))
+	if r.Stored+r.Destroyed+r.Held != r.Generated {
+		errs = append(errs, fmt.Sprintf("stored %d + destroyed %d + held %d != generated %d", r.Stored, r.Destroyed, r.Held, r.Generated))
+	}
+	if r.lost() != counted {
+		errs = append(errs, fmt.Sprintf("counted lost %d (%v), want %d (destroyed %d)", r.lost(), r.Lost, counted, r.Destroyed))
 	}
 	if r.Conflicts != 0 {
 		errs = append(errs, fmt.Sprintf("the server counted %d identity conflicts", r.Conflicts))
 	}
-	if r.Destroyed > 0 && r.Logged == 0 {
+	if counted > 0 && r.Logged == 0 {
 		errs = append(errs, "records destroyed without a log line")
 	}
 	if len(errs) > 0 {
@@ -158,6 +168,7 @@ func runCase(ctx context.Context, dir, dsn string, c damageCase) (result, error)
 	if res.Destroyed, err = applyDamage(cfg.Spool.Dir, inc2, c); err != nil {
 		return res, err
 	}
+	res.Uncounted = c.Segment == "newest-deleted"
 	cfg.Probes = nil
 	r3, err := l.runAgent(cfg, log)
 	if err != nil {
@@ -206,7 +217,8 @@ func segmentsOf(dir, inc string) []string {
 
 // applyDamage damages the spool as c says and returns how many records
 // it destroyed. The segment damaged is the third of incarnation inc's
-// (the newest for tail-truncated), the header the second's.
+// (the newest for tail-truncated and newest-deleted), the header the
+// second's.
 func applyDamage(dir, inc string, c damageCase) (destroyed uint64, err error) {
 	segs := segmentsOf(dir, inc)
 	if len(segs) < 4 {
@@ -265,7 +277,7 @@ func damageHeader(p, how string) error {
 
 func damageSegment(segs []string, how string) (uint64, error) {
 	p := segs[2]
-	if how == "tail-truncated" {
+	if how == "tail-truncated" || how == "newest-deleted" {
 		p = segs[len(segs)-1]
 	}
 	b, err := os.ReadFile(p)
@@ -276,7 +288,7 @@ func damageSegment(segs []string, how string) (uint64, error) {
 	switch how {
 	case "ok":
 		return 0, nil
-	case "deleted":
+	case "deleted", "newest-deleted":
 		return uint64(len(recs)), os.Remove(p)
 	case "tail-truncated":
 		return 1, os.Truncate(p, int64(len(b)-3))
