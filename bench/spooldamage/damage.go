@@ -180,7 +180,7 @@ func runCase(ctx context.Context, dir, dsn string, c damageCase) (result, error)
 	}
 	sp := r3.a.Spool()
 	err = waitFor("the spool to drain", time.Minute, func() bool {
-		return sp.Stats().Records == 0 && sp.SendingIncarnation() == sp.Incarnation()
+		return r3.generated() > 0 && sp.Stats().Records == 0 && sp.SendingIncarnation() == sp.Incarnation()
 	})
 	if serr := r3.stop(); err == nil {
 		err = serr
@@ -195,10 +195,17 @@ func runCase(ctx context.Context, dir, dsn string, c damageCase) (result, error)
 	if res.Stored, err = l.stored(ctx); err != nil {
 		return res, err
 	}
-	if res.Conflicts, err = l.conflicts(ctx); err != nil {
+	var current string
+	if res.Conflicts, current, err = l.conflicts(ctx); err != nil {
 		return res, err
 	}
-	return res, res.check()
+	if err := res.check(); err != nil {
+		return res, err
+	}
+	if current != sp.Incarnation() {
+		return res, fmt.Errorf("%s: the server's current incarnation is %q, want the last run's %q", res.Case, current, sp.Incarnation())
+	}
+	return res, nil
 }
 
 // segmentsOf lists the segments of incarnation inc, in order.

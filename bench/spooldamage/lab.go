@@ -132,17 +132,14 @@ func (l *lab) stored(ctx context.Context) (uint64, error) {
 	return n, nil
 }
 
-// conflicts is the identity conflicts the store counted for the agent.
-func (l *lab) conflicts(ctx context.Context) (uint64, error) {
+// conflicts is the identity conflicts the store counted for the agent,
+// and the incarnation it holds as the agent's current one.
+func (l *lab) conflicts(ctx context.Context) (uint64, string, error) {
 	hosts, err := l.st.ListHosts(ctx)
-	if err != nil {
-		return 0, err
+	if err != nil || len(hosts) != 1 {
+		return 0, "", fmt.Errorf("hosts %v: %w", hosts, err)
 	}
-	var n uint64
-	for _, h := range hosts {
-		n += h.IdentityConflicts
-	}
-	return n, nil
+	return hosts[0].IdentityConflicts, hosts[0].Incarnation, nil
 }
 
 // logBuffer collects an agent's log lines.
