@@ -224,3 +224,26 @@ func FuzzParseSegment(f *testing.F) {
 		}
 	})
 }
+
+// TestSegmentCutAtCreation: a segment whose header was cut short as it
+// was created (a crash before its first record) holds nothing: no
+// damage is reported and the file goes.
+func TestSegmentCutAtCreation(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := open(t, dir, Options{})
+	appendN(t, s, 2)
+	s.Close()
+	h := appendHeaders(nil, Header{Incarnation: "0123456789abcdef0123456789abcdef", Start: 3})
+	writeSeg(t, dir, 2, h[:30])
+	s = open(t, dir, Options{})
+	if ev := s.Events(); len(ev) != 0 {
+		t.Errorf("events %v, want none", ev)
+	}
+	if d := cmp.Diff(span(1, 2), seqsOf(held(t, s))); d != "" {
+		t.Errorf("held (-want +got):\n%s", d)
+	}
+	if _, err := os.Stat(filepath.Join(dir, segName(2))); !os.IsNotExist(err) {
+		t.Errorf("the cut segment: %v, want it removed", err)
+	}
+}

@@ -144,6 +144,9 @@ func (s *Spool) assignIncarnations(parsed map[*segment]Segment) error {
 			seg.inc, seg.start = sg.Header.Incarnation, sg.Header.Start
 			s.event(seg.path, ProblemHeaderRepaired, "one copy of the segment header was damaged; the other names its incarnation")
 		case HeaderLost:
+			if seg.count == 0 {
+				break // a segment cut short as it was created: nothing in it
+			}
 			if prev != nil && prev.inc != "" && prev.start > 0 && seg.first > prev.last {
 				seg.inc, seg.start = prev.inc, prev.start
 				s.event(seg.path, ProblemHeaderLost, "both copies of the segment header were damaged; its records continue the previous segment's incarnation and are sent with it")
@@ -219,6 +222,9 @@ func (s *Spool) buildRuns(parsed map[*segment]Segment) {
 	reason := ""
 	for _, seg := range s.segs {
 		sg := parsed[seg]
+		if sg.State == HeaderLost && seg.count == 0 {
+			continue // cut short as it was created (see assignIncarnations)
+		}
 		if cur == nil || seg.inc != cur.inc {
 			if cur != nil {
 				s.closeRun(cur, prev, parsed[prev])
