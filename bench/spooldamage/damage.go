@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/plumbline/plumbline/internal/config"
 	"github.com/plumbline/plumbline/internal/spool"
 )
 
@@ -132,38 +133,12 @@ func runCase(ctx context.Context, dir, dsn string, c damageCase) (result, error)
 	cfg := l.cfg
 	cfg.Spool.MaxBytes = 64 << 10 // 8 KiB segments: a few dozen records each
 	log := &logBuffer{}
-	r1, err := l.runAgent(cfg, log)
+	gen, inc2, err := spoolOutage(ctx, l, cfg, log, c)
 	if err != nil {
 		return res, err
 	}
-	err = waitFor("20 records stored", time.Minute, func() bool { n, _ := l.stored(ctx); return n >= 20 })
-	if serr := r1.stop(); err == nil {
-		err = serr
-	}
-	if err != nil {
-		return res, err
-	}
-	l.stop()
 	if c.Before {
-		if err := damageAck(filepath.Join(cfg.Spool.Dir, "ack"), c.Ack); err != nil {
-			return res, err
-		}
-		c.Ack = "ok"
-	}
-	r2, err := l.runAgent(cfg, log)
-	if err != nil {
-		return res, err
-	}
-	inc2 := r2.a.Spool().Incarnation()
-	err = waitFor("five segments spooled", time.Minute, func() bool { return len(segmentsOf(cfg.Spool.Dir, inc2)) >= 5 })
-	if serr := r2.stop(); err == nil {
-		err = serr
-	}
-	if err != nil {
-		return res, err
-	}
-	if d := r2.a.Spool().Stats().Dropped; d != 0 {
-		return res, fmt.Errorf("the spool's cap dropped %d records", d)
+		c.Ack = "ok" // done
 	}
 	if res.Destroyed, err = applyDamage(cfg.Spool.Dir, inc2, c); err != nil {
 		return res, err
@@ -190,22 +165,68 @@ func runCase(ctx context.Context, dir, dsn string, c damageCase) (result, error)
 	}
 	l.stop()
 	st := sp.Stats()
-	res.Generated = r1.generated() + r2.generated() + r3.generated()
+	res.Generated = gen + r3.generated()
 	res.Lost, res.Held, res.Logged = st.Lost, uint64(st.Records), log.count("spool damaged")
-	if res.Stored, err = l.stored(ctx); err != nil {
-		return res, err
+	return res, res.count(ctx, l, sp.Incarnation())
+}
+
+// count reads what the server holds into res and checks it.
+func (r *result) count(ctx context.Context, l *lab, last string) error {
+	var err error
+	if r.Stored, err = l.stored(ctx); err != nil {
+		return err
 	}
 	var current string
-	if res.Conflicts, current, err = l.conflicts(ctx); err != nil {
-		return res, err
+	if r.Conflicts, current, err = l.conflicts(ctx); err != nil {
+		return err
 	}
-	if err := res.check(); err != nil {
-		return res, err
+	if err := r.check(); err != nil {
+		return err
 	}
-	if current != sp.Incarnation() {
-		return res, fmt.Errorf("%s: the server's current incarnation is %q, want the last run's %q", res.Case, current, sp.Incarnation())
+	if current != last {
+		return fmt.Errorf("%s: the server's current incarnation is %q, want the last run's %q", r.Case, current, last)
 	}
-	return res, nil
+	return nil
+}
+
+// spoolOutage runs the agent until the server stored 20 records, stops
+// both, (damages the ack file when c.Before,) runs the agent again until
+// its records fill five segments, and stops it. It returns the records
+// both runs generated and the second run's incarnation.
+func spoolOutage(ctx context.Context, l *lab, cfg config.Agent, log *logBuffer, c damageCase) (uint64, string, error) {
+	r1, err := l.runAgent(cfg, log)
+	if err != nil {
+		return 0, "", err
+	}
+	err = waitFor("20 records stored", time.Minute, func() bool { n, _ := l.stored(ctx); return n >= 20 })
+	if serr := r1.stop(); err == nil {
+		err = serr
+	}
+	if err != nil {
+		return 0, "", err
+	}
+	l.stop()
+	if c.Before {
+		if err := damageAck(filepath.Join(cfg.Spool.Dir, "ack"), c.Ack); err != nil {
+			return 0, "", err
+		}
+	}
+	r2, err := l.runAgent(cfg, log)
+	if err != nil {
+		return 0, "", err
+	}
+	inc2 := r2.a.Spool().Incarnation()
+	err = waitFor("five segments spooled", time.Minute, func() bool { return len(segmentsOf(cfg.Spool.Dir, inc2)) >= 5 })
+	if serr := r2.stop(); err == nil {
+		err = serr
+	}
+	if err != nil {
+		return 0, "", err
+	}
+	if d := r2.a.Spool().Stats().Dropped; d != 0 {
+		return 0, "", fmt.Errorf("the spool's cap dropped %d records", d)
+	}
+	return r1.generated() + r2.generated(), inc2, nil
 }
 
 // segmentsOf lists the segments of incarnation inc, in order.
