@@ -37,6 +37,7 @@ func run() error {
 	fast := flag.Bool("fast", false, "the pruned matrix the tests run")
 	tmpfs := flag.Bool("tmpfs", false, "also run the disk-full case on a 512 KiB tmpfs (needs root)")
 	only := flag.String("only", "", "run only the matrix cases whose name contains this")
+	noMatrix := flag.Bool("no-matrix", false, "skip the matrix (with --tmpfs: the disk-full case alone)")
 	flag.Parse()
 	ctx := context.Background()
 	base, err := os.MkdirTemp("", "spooldamage")
@@ -47,7 +48,7 @@ func run() error {
 	failed := 0
 	fmt.Printf("%-36s %9s %7s %9s %5s  %s\n", "ack/segment/header", "generated", "stored", "destroyed", "lost", "lost by reason")
 	for i, c := range matrix(*fast) {
-		if !strings.Contains(c.String(), *only) {
+		if *noMatrix || !strings.Contains(c.String(), *only) {
 			continue
 		}
 		dir := filepath.Join(base, fmt.Sprint(i))
