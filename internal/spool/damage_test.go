@@ -246,3 +246,28 @@ func TestSegmentCutAtCreation(t *testing.T) {
 		t.Errorf("the cut segment: %v, want it removed", err)
 	}
 }
+
+// TestMissingRecordsTheServerHas: records whose segment is gone are not
+// counted lost when the server's high-water mark at the Hello covers
+// them (they were settled, and their segment deleted, while the ack file
+// could not be written).
+func TestMissingRecordsTheServerHas(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fs := frameSize(len(payload(10)))
+	s := open(t, dir, Options{SegmentBytes: headersSize + 5*fs})
+	inc := s.Incarnation()
+	appendN(t, s, 15)
+	s.Close()
+	remove(segName(1))(t, dir) // 1..5, settled at the server; the ack file still says 0
+	s = open(t, dir, Options{})
+	if err := s.Ack(inc, 5, nil); err != nil {
+		t.Fatal(err)
+	}
+	if lost := s.Stats().Lost; len(lost) != 0 {
+		t.Errorf("lost %v, want none: the server has 1..5", lost)
+	}
+	if d := cmp.Diff(span(6, 15), seqsOf(held(t, s))); d != "" {
+		t.Errorf("held (-want +got):\n%s", d)
+	}
+}

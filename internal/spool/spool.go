@@ -41,8 +41,8 @@
 // never stops the agent: a damaged or missing ack file costs resending the
 // records held (the server recognises replays); a corrupt frame is skipped;
 // records whose bytes are gone are counted in Stats.Lost by reason, once
-// the server's high-water mark (or an intact ack file) says they were not
-// delivered.
+// the server's high-water mark at the Hello of their incarnation says they
+// were not delivered.
 package spool
 
 import (
@@ -167,8 +167,12 @@ func Open(o Options) (*Spool, error) {
 		}
 	}
 	s.runs = append(s.runs, &run{inc: inc, start: s.next, judged: true})
-	if s.ackTrusted {
-		for _, r := range s.runs {
+	// A run with records to send is judged at its Hello (the server's
+	// high-water mark covers what it has, also records whose segment was
+	// deleted as they were settled while the ack file could not be
+	// written); the others now.
+	for _, r := range s.runs {
+		if !s.heldLocked(r.inc) {
 			s.judgeLocked(r, 0)
 		}
 	}
@@ -176,6 +180,17 @@ func Open(o Options) (*Spool, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// heldLocked says whether a segment of incarnation inc holds records
+// above the floor.
+func (s *Spool) heldLocked(inc string) bool {
+	for _, seg := range s.segs {
+		if seg.inc == inc && seg.count > 0 && seg.last > s.floor {
+			return true
+		}
+	}
+	return false
 }
 
 // Incarnation returns this run's incarnation id.
