@@ -160,7 +160,7 @@ func assemble(st *store.Store, cfg config.Config, tokens []inventory.Token, tlsC
 	proj := projection.New(st, projection.Options{Logger: logger.With("component", "projection")})
 	api := inventory.New(st, inventory.Options{Tokens: tokens, Projection: proj, Logger: logger.With("component", "inventory")})
 	pruner := newPruner(st, cfg, logger)
-	evals, hsrv, err := webServer(st, cfg, tokens, api, policy.Handler(pol, svc.PolicyReports), p.elector, pruner, logger, enr.collectors()...)
+	evals, hsrv, err := webServer(st, cfg, tokens, api, policy.Handler(pol, svc.PolicyReports), p.elector, pruner, logger, append(enr.collectors(), newCertExpiry(cfg))...)
 	if err != nil {
 		return p, err
 	}
