@@ -6,7 +6,7 @@ GO      ?= go
 BIN     ?= bin
 PROTOS  := $(shell find proto -name '*.proto')
 
-.PHONY: all build run test test-unit proto proto-check openapi lint windows bench bench-probe bench-fleet bench-inspect lab-seeds lab-degrade fuzz packages clean
+.PHONY: all build run test test-unit proto proto-check openapi dashboards lint windows bench bench-probe bench-fleet bench-inspect lab-seeds lab-degrade fuzz packages clean
 
 all: build
 
@@ -36,6 +36,11 @@ proto:
 # inventory's filter table (go test ./api/enumgen fails while they are stale).
 openapi:
 	$(GO) run ./api/enumgen
+
+# Rewrite dashboards/*.json from dashboards/gen (Grafana's Foundation SDK;
+# go test ./dashboards/gen fails while they are stale).
+dashboards:
+	$(GO) run ./dashboards/gen -dir dashboards
 
 # Fails when the committed generated code differs from what `make proto` makes.
 proto-check:

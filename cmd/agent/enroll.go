@@ -15,7 +15,7 @@ import (
 
 const enrollUsage = `usage: agent enroll --server ADDR --token-file FILE --ca-hash sha256:HEX --dir DIR [--agent-id ID]
 
-Joins this host to a Plumbline server (README "Enrollment"): checks that
+Joins this host to a Plumbline server (docs/install.md): checks that
 the server holds a certificate from the CA with the pinned hash (as
 'server token create' printed it) before the token leaves this host,
 generates a key here, and writes DIR/ca.crt, DIR/agent.crt and

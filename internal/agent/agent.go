@@ -32,6 +32,7 @@ import (
 	"github.com/plumbline/plumbline/internal/config"
 	"github.com/plumbline/plumbline/internal/geometry"
 	"github.com/plumbline/plumbline/internal/probe"
+	"github.com/plumbline/plumbline/internal/selfmetrics"
 	"github.com/plumbline/plumbline/internal/spool"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
@@ -152,6 +153,7 @@ func New(o Options) (*Agent, error) {
 	if c, ok := o.Renewer.(interface{ Collectors() []prometheus.Collector }); ok {
 		a.metrics.reg.MustRegister(c.Collectors()...)
 	}
+	a.metrics.reg.MustRegister(selfmetrics.Collectors(o.Version)...) // build info, process, Go runtime
 	if a.o.Discover == nil {
 		// Discovery follows the effective declared devices.
 		a.o.Discover = func(ctx context.Context) (Discovery, error) {

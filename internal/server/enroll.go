@@ -20,7 +20,7 @@ import (
 
 // ErrEnrollmentOff: the configuration names no enrollment CA and the data
 // directory holds no dev CA.
-var ErrEnrollmentOff = errors.New(`enrollment is off: set enrollment.ca_cert_file and ca_key_file (README "Enrollment"), or run server --dev`)
+var ErrEnrollmentOff = errors.New(`enrollment is off: set enrollment.ca_cert_file and ca_key_file (docs/install.md: plumbline-server ca init), or run server --dev`)
 
 // EnrollmentFiles are the enrollment authority's files for cfg: the
 // configured CA, or the dev CA and server certificate under the data
