@@ -212,7 +212,7 @@ func (o Options) admissionDefaults() Options {
 		o.AddressRatePerSecond = 2
 	}
 	if o.AddressBurst <= 0 {
-		o.AddressBurst = 20
+		o.AddressBurst = 40
 	}
 	return o
 }

@@ -114,7 +114,9 @@ type Options struct {
 	// RenewRatePerSecond and RenewBurst bound each identity's certificate
 	// renewals (default 0.1/s, burst 10); AddressRatePerSecond and
 	// AddressBurst each source address's enrollment calls, GetTrustBundle
-	// and Enroll (default 2/s, burst 20). < 0: off.
+	// and Enroll together (default 2/s, burst 40: an enrolling host makes
+	// two calls, once; below the server-wide enrollment bucket's 5/s, so
+	// one address cannot empty it). < 0: off.
 	RenewRatePerSecond   float64
 	RenewBurst           int
 	AddressRatePerSecond float64

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
 	"github.com/plumbline/plumbline/internal/devca"
@@ -80,6 +82,22 @@ func (e enrollment) ingestOptions(o ingest.Options) ingest.Options {
 		o.Authorize = e.a.Authorize
 	}
 	return o
+}
+
+// readyChecks: a failing enrollment lookup makes the server not ready.
+func (e enrollment) readyChecks() []func(context.Context) error {
+	if e.a == nil {
+		return nil
+	}
+	return []func(context.Context) error{e.a.Ready}
+}
+
+// collectors are the enrollment's metrics.
+func (e enrollment) collectors() []prometheus.Collector {
+	if e.a == nil {
+		return nil
+	}
+	return []prometheus.Collector{e.a}
 }
 
 func (e enrollment) register(gs *grpc.Server) {

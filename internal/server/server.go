@@ -30,7 +30,6 @@ import (
 	"github.com/plumbline/plumbline/internal/leader"
 	"github.com/plumbline/plumbline/internal/policy"
 	"github.com/plumbline/plumbline/internal/projection"
-	"github.com/plumbline/plumbline/internal/retention"
 	"github.com/plumbline/plumbline/internal/server/config"
 	"github.com/plumbline/plumbline/internal/store"
 )
@@ -158,9 +157,10 @@ func assemble(st *store.Store, cfg config.Config, tokens []inventory.Token, tlsC
 	// replica; every replica's API catches up before a query
 	// (projection.Ready) and keeps its own cached summaries.
 	proj := projection.New(st, projection.Options{Logger: logger.With("component", "projection")})
-	api := inventory.New(st, inventory.Options{Tokens: tokens, Projection: proj, Logger: logger.With("component", "inventory")})
+	api := inventory.New(st, inventory.Options{Tokens: tokens, Projection: proj, Logger: logger.With("component", "inventory"), ReadyChecks: enr.readyChecks()})
 	pruner := newPruner(st, cfg, logger)
-	evals, hsrv, err := webServer(st, cfg, tokens, api, policy.Handler(pol, svc.PolicyReports), p.elector, pruner, logger)
+	own := append([]prometheus.Collector{p.elector, pruner, svc.AdmissionCollector()}, enr.collectors()...)
+	evals, hsrv, err := webServer(st, cfg, tokens, api, policy.Handler(pol, svc.PolicyReports), own, logger)
 	if err != nil {
 		return p, err
 	}
@@ -253,12 +253,12 @@ func prepare(cfg *config.Config, logger *slog.Logger) (devLayout, []inventory.To
 // webServer is the HTTP side: the inventory API, the policy API and
 // /metrics (the exporter, fed by the evaluators' status, and the
 // election's gauges), and the loops they need run.
-func webServer(st *store.Store, cfg config.Config, tokens []inventory.Token, api *inventory.API, policyAPI http.Handler, el *leader.Elector, pruner *retention.Pruner, logger *slog.Logger) (*evaluators, *http.Server, error) {
+func webServer(st *store.Store, cfg config.Config, tokens []inventory.Token, api *inventory.API, policyAPI http.Handler, own []prometheus.Collector, logger *slog.Logger) (*evaluators, *http.Server, error) {
 	evals, err := newEvaluators(st, evaluator.Options{Interval: cfg.BaselineInterval, Logger: logger.With("component", "evaluator")})
 	if err != nil {
 		return nil, nil, err
 	}
-	metrics, err := metricsHandler(st, evals, el, pruner, cfg, tokens, logger)
+	metrics, err := metricsHandler(st, evals, own, cfg, tokens, logger)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -389,7 +389,7 @@ func orOff(addr string) string {
 // metricsHandler serves /metrics: the exporter over the store, behind the
 // same bearer-token check as the inventory API (inventory.RequireToken:
 // any token of web.bearer_tokens or web.bearer_token_file).
-func metricsHandler(st *store.Store, evals *evaluators, el *leader.Elector, pruner *retention.Pruner, cfg config.Config, tokens []inventory.Token, logger *slog.Logger) (http.Handler, error) {
+func metricsHandler(st *store.Store, evals *evaluators, own []prometheus.Collector, cfg config.Config, tokens []inventory.Token, logger *slog.Logger) (http.Handler, error) {
 	stale := 3 * cfg.Agents.ReportInterval
 	if stale < time.Minute {
 		stale = time.Minute
@@ -411,11 +411,10 @@ func metricsHandler(st *store.Store, evals *evaluators, el *leader.Elector, prun
 		return nil, err
 	}
 	extra := prometheus.NewRegistry()
-	if err := extra.Register(el); err != nil {
-		return nil, err
-	}
-	if err := extra.Register(pruner); err != nil {
-		return nil, err
+	for _, c := range own { // the election's gauges, the pruner's, admission's, enrollment's
+		if err := extra.Register(c); err != nil {
+			return nil, err
+		}
 	}
 	withOwn := appendFamilies(h, extra, logger)
 	return inventory.RequireToken(tokens, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
