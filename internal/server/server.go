@@ -300,6 +300,8 @@ func ingestOptions(cfg config.Config, logger *slog.Logger, pol *policy.Source) i
 		MaxConcurrentStreams:    cfg.GRPC.MaxConcurrentStreams,
 		MaxInflightBytes:        int64(cfg.GRPC.MaxInflightBytes),
 		MaxAgentInflightBytes:   int64(cfg.GRPC.MaxAgentInflightBytes),
+		MaxPendingReports:       cfg.GRPC.MaxPendingReports,
+		MaxLongPolls:            cfg.GRPC.MaxLongPolls,
 		GeometryRefreshInterval: cfg.Agents.GeometryRefreshInterval,
 		ReportInterval:          cfg.Agents.ReportInterval,
 		RatePerSecond:           cfg.GRPC.RateLimit.CallsPerSecond,
