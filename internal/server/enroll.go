@@ -21,7 +21,7 @@ import (
 
 // ErrEnrollmentOff: the configuration names no enrollment CA and the data
 // directory holds no dev CA.
-var ErrEnrollmentOff = errors.New(`enrollment is off: set enrollment.ca_cert_file and ca_key_file (README "Enrollment"), or run server --dev`)
+var ErrEnrollmentOff = errors.New(`enrollment is off: set enrollment.ca_cert_file and ca_key_file (docs/install.md: plumbline-server ca init), or run server --dev`)
 
 // EnrollmentFiles are the enrollment authority's files for cfg: the
 // configured CA, or the dev CA and server certificate under the data
@@ -92,12 +92,12 @@ func (e enrollment) readyChecks() []func(context.Context) error {
 	return []func(context.Context) error{e.a.Ready}
 }
 
-// collectors are the enrollment's metrics.
+// collectors are the authority's metrics (none when enrollment is off).
 func (e enrollment) collectors() []prometheus.Collector {
 	if e.a == nil {
 		return nil
 	}
-	return []prometheus.Collector{e.a}
+	return []prometheus.Collector{e.a.Collector(), e.a.LookupCollector()}
 }
 
 func (e enrollment) register(gs *grpc.Server) {

@@ -30,6 +30,7 @@ import (
 	"github.com/plumbline/plumbline/internal/leader"
 	"github.com/plumbline/plumbline/internal/policy"
 	"github.com/plumbline/plumbline/internal/projection"
+	"github.com/plumbline/plumbline/internal/selfmetrics"
 	"github.com/plumbline/plumbline/internal/server/config"
 	"github.com/plumbline/plumbline/internal/store"
 )
@@ -99,7 +100,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	defer st.Close()
 
-	p, err := assemble(st, cfg, tokens, tlsConf, logger)
+	p, err := assemble(st, cfg, tokens, tlsConf, s.opts.Version, logger)
 	if err != nil {
 		return err
 	}
@@ -140,7 +141,8 @@ type parts struct {
 
 // assemble builds the gRPC ingest service (with enrollment), the HTTP
 // side and the background loops with their election.
-func assemble(st *store.Store, cfg config.Config, tokens []inventory.Token, tlsConf *tls.Config, logger *slog.Logger) (parts, error) {
+// version is the binary's, for plumbline_build_info.
+func assemble(st *store.Store, cfg config.Config, tokens []inventory.Token, tlsConf *tls.Config, version string, logger *slog.Logger) (parts, error) {
 	var p parts
 	enr, err := newEnrollment(cfg, st, tlsConf, logger)
 	if err != nil {
@@ -159,7 +161,10 @@ func assemble(st *store.Store, cfg config.Config, tokens []inventory.Token, tlsC
 	proj := projection.New(st, projection.Options{Logger: logger.With("component", "projection")})
 	api := inventory.New(st, inventory.Options{Tokens: tokens, Projection: proj, Logger: logger.With("component", "inventory"), ReadyChecks: enr.readyChecks()})
 	pruner := newPruner(st, cfg, logger)
-	own := append([]prometheus.Collector{p.elector, pruner, svc.AdmissionCollector()}, enr.collectors()...)
+	// The server's own series beside the exporter's: the election's, the
+	// loops', admission's and the process's.
+	own := append([]prometheus.Collector{p.elector, pruner, proj, svc.AdmissionCollector()}, selfmetrics.Collectors(version)...)
+	own = append(own, enr.collectors()...)
 	evals, hsrv, err := webServer(st, cfg, tokens, api, policy.Handler(pol, svc.PolicyReports), own, logger)
 	if err != nil {
 		return p, err
@@ -390,7 +395,8 @@ func orOff(addr string) string {
 	return "http://" + addr + "/metrics"
 }
 
-// metricsHandler serves /metrics: the exporter over the store, behind the
+// metricsHandler serves /metrics: the exporter over the store and the
+// server's own collectors (own: in shard 0 only), behind the
 // same bearer-token check as the inventory API (inventory.RequireToken:
 // any token of web.bearer_tokens or web.bearer_token_file).
 func metricsHandler(st *store.Store, evals *evaluators, own []prometheus.Collector, cfg config.Config, tokens []inventory.Token, logger *slog.Logger) (http.Handler, error) {
@@ -398,7 +404,12 @@ func metricsHandler(st *store.Store, evals *evaluators, own []prometheus.Collect
 	if stale < time.Minute {
 		stale = time.Minute
 	}
+	classic, err := exporter.ClassicBucketsNamed(cfg.Metrics.ClassicHistogramBuckets) // checked by Validate
+	if err != nil {
+		return nil, err
+	}
 	c, err := exporter.New(st, exporter.Options{
+		ClassicBuckets:  classic,
 		AgentStaleAfter: stale,
 		Evaluator: func() exporter.EvaluatorStatus {
 			s := evals.status()
@@ -415,7 +426,7 @@ func metricsHandler(st *store.Store, evals *evaluators, own []prometheus.Collect
 		return nil, err
 	}
 	extra := prometheus.NewRegistry()
-	for _, c := range own { // the election's gauges, the pruner's, admission's, enrollment's
+	for _, c := range own {
 		if err := extra.Register(c); err != nil {
 			return nil, err
 		}

@@ -78,12 +78,16 @@ func (a *Authority) Ready(ctx context.Context) error {
 var lookupErrorsDesc = prometheus.NewDesc("plumbline_enrollment_lookup_errors_total",
 	"Store errors of the enrollment lookup that checks agent certificates at each TLS handshake and call; while it fails, enrolled agents are refused and /readyz answers 503.", nil, nil)
 
-// Describe implements prometheus.Collector.
-func (a *Authority) Describe(ch chan<- *prometheus.Desc) { ch <- lookupErrorsDesc }
+// LookupCollector is the enrollment lookup's error counter
+// (prometheus.Collector).
+func (a *Authority) LookupCollector() prometheus.Collector { return lookupCollector{a.cache.health} }
 
-// Collect implements prometheus.Collector.
-func (a *Authority) Collect(ch chan<- prometheus.Metric) {
-	h := a.cache.health
+type lookupCollector struct{ h *lookupHealth }
+
+func (lookupCollector) Describe(ch chan<- *prometheus.Desc) { ch <- lookupErrorsDesc }
+
+func (c lookupCollector) Collect(ch chan<- prometheus.Metric) {
+	h := c.h
 	h.mu.Lock()
 	n := h.failures
 	h.mu.Unlock()
