@@ -73,6 +73,10 @@ type admission struct {
 	held    map[string]int64 // reserved bytes by key
 	pollsBy map[string]int   // long-polls by key
 	pending int              // calls with backpressure in progress
+	// took is a moving average of how long calls with backpressure
+	// last (from admission to answer): the wait a refused one is asked
+	// for, when longer than busyRetry.
+	took time.Duration
 }
 
 // admissionLimits are admission's bounds (from Options).
@@ -98,6 +102,9 @@ func newAdmission(l admissionLimits) *admission {
 	return a
 }
 
+// maxBusyRetry caps the wait a refusal at capacity asks for.
+const maxBusyRetry = time.Minute
+
 type callKey struct{}
 
 // call is one admitted call's reservations.
@@ -108,6 +115,7 @@ type call struct {
 	pool   *semaphore.Weighted
 	poll   bool // holds a long-poll slot of key
 	busy   bool // holds a slot of the server's pending calls
+	start  time.Time
 
 	mu       sync.Mutex
 	keyHeld  int64
@@ -195,7 +203,9 @@ func (a *admission) hold(c *call, r methodRule) error {
 	}
 	if r.backpressure && a.maxPending > 0 && a.pending >= a.maxPending {
 		a.stats.refuse(c.method, reasonBusy)
-		return retryError(codes.Unavailable, a.busyRetry, "%s: the server is at capacity (%d calls in progress); keep the records and retry in %s", c.method, a.pending, a.busyRetry)
+		wait := max(a.busyRetry, min(a.took, maxBusyRetry).Round(time.Millisecond))
+		return retryError(codes.Unavailable, wait, "%s: the server is at capacity (%d calls in progress, each taking about %s); keep the records and retry in %s",
+			c.method, a.pending, a.took.Round(time.Millisecond), wait)
 	}
 	if c.key != "" {
 		held := a.held[c.key]
@@ -214,7 +224,7 @@ func (a *admission) hold(c *call, r methodRule) error {
 	}
 	if r.backpressure {
 		a.pending++
-		c.busy = true
+		c.busy, c.start = true, time.Now()
 	}
 	a.stats.admit(c.method)
 	return nil
@@ -305,6 +315,8 @@ func (c *call) release() {
 	}
 	if c.busy {
 		a.pending--
+		// The average over about the last 10 calls.
+		a.took += (time.Since(c.start) - a.took) / 10
 	}
 }
 
