@@ -59,6 +59,7 @@ type admission struct {
 	maxLongPolls int
 	maxPending   int
 	busyRetry    time.Duration
+	readTimeout  time.Duration // 0: none
 	insecure     bool
 	rules        map[string]methodRule
 	lim          [rateFamilies]*limiters // nil: no limit of that family
@@ -83,7 +84,7 @@ type admission struct {
 type admissionLimits struct {
 	reserve, keyBudget, agentPool, anonPool int64
 	maxLongPolls, maxPending                int
-	busyRetry                               time.Duration
+	busyRetry, readTimeout                  time.Duration
 	insecure                                bool
 	public                                  []string
 	lim                                     [rateFamilies]*limiters
@@ -92,7 +93,7 @@ type admissionLimits struct {
 func newAdmission(l admissionLimits) *admission {
 	a := &admission{
 		reserve: l.reserve, keyBudget: max(l.keyBudget, l.reserve), maxLongPolls: l.maxLongPolls, maxPending: l.maxPending,
-		busyRetry: l.busyRetry, insecure: l.insecure, rules: methodRules(), lim: l.lim, public: map[string]bool{},
+		busyRetry: l.busyRetry, readTimeout: l.readTimeout, insecure: l.insecure, rules: methodRules(), lim: l.lim, public: map[string]bool{},
 		agents: semaphore.NewWeighted(max(l.agentPool, l.reserve)), anon: semaphore.NewWeighted(max(l.anonPool, l.reserve)),
 		held: map[string]int64{}, pollsBy: map[string]int{},
 	}
@@ -116,6 +117,9 @@ type call struct {
 	poll   bool // holds a long-poll slot of key
 	busy   bool // holds a slot of the server's pending calls
 	start  time.Time
+	// readTimer cancels the call when its message is late (stopped once
+	// it is read).
+	readTimer *time.Timer
 
 	mu       sync.Mutex
 	keyHeld  int64
@@ -189,6 +193,19 @@ func (a *admission) tap(ctx context.Context, info *tap.Info) (context.Context, e
 	// The stream's context ends with the stream, whatever happened to it
 	// (the stats handler's End event is the early path).
 	context.AfterFunc(ctx, c.release)
+	if a.readTimeout > 0 {
+		// A call whose message has not arrived within readTimeout of its
+		// admission gives its reservations back: a caller that announces
+		// a message and never sends it cannot hold them (this context is
+		// the stream's: cancelling it ends the read).
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		c.readTimer = time.AfterFunc(a.readTimeout, func() {
+			a.stats.refuse(c.method, reasonSlow)
+			cancel()
+		})
+		context.AfterFunc(ctx, func() { c.readTimer.Stop() })
+	}
 	return ctx, nil
 }
 
@@ -345,6 +362,9 @@ func (statsHandler) HandleRPC(ctx context.Context, s stats.RPCStats) {
 	case *stats.Begin:
 		c.begin(ctx)
 	case *stats.InPayload:
+		if c.readTimer != nil {
+			c.readTimer.Stop()
+		}
 		c.a.stats.read(int64(s.WireLength))
 		c.received(int64(s.Length))
 	case *stats.End:

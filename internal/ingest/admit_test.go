@@ -296,3 +296,26 @@ func TestHealthCheckAdmitted(t *testing.T) {
 	_, err = h.Check(ctxT(t), &healthpb.HealthCheckRequest{Service: strings.Repeat("s", 4<<10)})
 	wantCode(t, fmt.Sprintf("Check of %d bytes", 4<<10), err, codes.ResourceExhausted, "at most")
 }
+
+// A call that announces its message and never sends it gives its
+// reservations back after MessageReadTimeout, while its connection stays
+// open: a slow sender cannot hold an agent's budget or a report slot.
+func TestLateMessageReleasesReservations(t *testing.T) {
+	t.Parallel()
+	e := startServer(t, sqliteDSN(t), newPKI(t), Options{MessageReadTimeout: 200 * time.Millisecond, RatePerSecond: -1})
+	raw := dialH2(t, e, "slowloris")
+	raw.announce(t, 1<<20)
+	deadline := time.Now().Add(30 * time.Second)
+	for e.svc.adm.stats.refusals(agentSvc+"Report", reasonSlow) == 0 || e.svc.adm.agentInflight("slowloris") != 0 || e.svc.adm.pendingReports() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("after the read timeout: %d bytes held, %d reports in progress, %d slow refusals",
+				e.svc.adm.agentInflight("slowloris"), e.svc.adm.pendingReports(), e.svc.adm.stats.refusals(agentSvc+"Report", reasonSlow))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	c := e.agent(t, "slowloris")
+	hello(t, c, "slowloris")
+	if err := reportOK(t, c, "slowloris", 1, 10*time.Second); err != nil {
+		t.Fatalf("report after the late call was cancelled: %v", err)
+	}
+}

@@ -16,6 +16,7 @@ const (
 	reasonBusy            = "busy"            // the server's cap on reports in progress
 	reasonInflight        = "inflight_bytes"  // the caller's in-flight budget
 	reasonTooBig          = "message_size"    // over the method's message limit (before decoding)
+	reasonSlow            = "slow_message"    // its message did not arrive within the read timeout (cancelled)
 )
 
 type refusal struct{ method, reason string }
@@ -69,7 +70,7 @@ var (
 	admittedDesc = prometheus.NewDesc("plumbline_grpc_calls_admitted_total",
 		"gRPC calls admitted (before their message was read), by full method name.", []string{"method"}, nil)
 	refusedDesc = prometheus.NewDesc("plumbline_grpc_calls_refused_total",
-		"gRPC calls refused by admission before their message was read or decoded, by full method name and reason (unauthenticated, rate, long_polls, busy, inflight_bytes, message_size).",
+		"gRPC calls refused by admission before their message was read or decoded, by full method name and reason (unauthenticated, rate, long_polls, busy, inflight_bytes, message_size, slow_message).",
 		[]string{"method", "reason"}, nil)
 	readDesc = prometheus.NewDesc("plumbline_grpc_received_message_bytes_total",
 		"Bytes of gRPC request messages read from the network.", nil, nil)

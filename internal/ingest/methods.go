@@ -187,6 +187,7 @@ const (
 	DefaultMaxLongPolls              = 4
 	DefaultMaxPendingReports         = 64
 	DefaultBusyRetryAfter            = time.Second
+	DefaultMessageReadTimeout        = 30 * time.Second
 )
 
 func (o Options) admissionDefaults() Options {
@@ -201,6 +202,12 @@ func (o Options) admissionDefaults() Options {
 	}
 	if o.BusyRetryAfter <= 0 {
 		o.BusyRetryAfter = DefaultBusyRetryAfter
+	}
+	switch {
+	case o.MessageReadTimeout == 0:
+		o.MessageReadTimeout = DefaultMessageReadTimeout
+	case o.MessageReadTimeout < 0:
+		o.MessageReadTimeout = 0
 	}
 	if o.RenewRatePerSecond == 0 {
 		o.RenewRatePerSecond = 0.1

@@ -111,6 +111,11 @@ type Options struct {
 	// call for its own load or the caller's in-flight budget (default 1s;
 	// agents add jitter).
 	BusyRetryAfter time.Duration
+	// MessageReadTimeout bounds the time from a call's admission to its
+	// message being read (default 30s, an agent's call timeout): a call
+	// whose message is late is cancelled and gives its reservations
+	// back. < 0: none.
+	MessageReadTimeout time.Duration
 	// RenewRatePerSecond and RenewBurst bound each identity's certificate
 	// renewals (default 0.1/s, burst 10); AddressRatePerSecond and
 	// AddressBurst each source address's enrollment calls, GetTrustBundle
@@ -215,7 +220,7 @@ func New(st *store.Store, opts Options) *Service {
 	s.adm = newAdmission(admissionLimits{
 		reserve: int64(opts.MaxRecvMsgSize), keyBudget: opts.MaxAgentInflightBytes,
 		agentPool: opts.MaxInflightBytes, anonPool: opts.MaxAnonymousInflightBytes,
-		maxLongPolls: opts.MaxLongPolls, maxPending: opts.MaxPendingReports, busyRetry: opts.BusyRetryAfter,
+		maxLongPolls: opts.MaxLongPolls, maxPending: opts.MaxPendingReports, busyRetry: opts.BusyRetryAfter, readTimeout: opts.MessageReadTimeout,
 		insecure: opts.Insecure, public: opts.PublicMethods, lim: lim,
 	})
 	s.codec = newSizeCodec(msgLimits(s.adm.rules, int64(opts.MaxRecvMsgSize)))
