@@ -300,25 +300,39 @@ func grpcTLS(cfg config.Config, logger *slog.Logger) (*tls.Config, error) {
 // and the central policy it hands agents.
 func ingestOptions(cfg config.Config, logger *slog.Logger, pol *policy.Source) ingest.Options {
 	o := ingest.Options{
-		Policy:                  pol,
-		Limits:                  ingest.Limits{MaxBatchRecords: cfg.GRPC.MaxBatch},
-		MaxRecvMsgSize:          int(cfg.GRPC.MaxRecvSize),
-		MaxConcurrentStreams:    cfg.GRPC.MaxConcurrentStreams,
-		MaxInflightBytes:        int64(cfg.GRPC.MaxInflightBytes),
-		MaxAgentInflightBytes:   int64(cfg.GRPC.MaxAgentInflightBytes),
-		MaxPendingReports:       cfg.GRPC.MaxPendingReports,
-		MaxLongPolls:            cfg.GRPC.MaxLongPolls,
-		GeometryRefreshInterval: cfg.Agents.GeometryRefreshInterval,
-		ReportInterval:          cfg.Agents.ReportInterval,
-		RatePerSecond:           cfg.GRPC.RateLimit.CallsPerSecond,
-		RateBurst:               cfg.GRPC.RateLimit.Burst,
-		Insecure:                cfg.GRPC.Insecure,
-		Logger:                  logger,
+		Policy:                    pol,
+		Limits:                    ingest.Limits{MaxBatchRecords: cfg.GRPC.MaxBatch},
+		MaxRecvMsgSize:            int(cfg.GRPC.MaxRecvSize),
+		MaxConcurrentStreams:      cfg.GRPC.MaxConcurrentStreams,
+		MaxInflightBytes:          int64(cfg.GRPC.MaxInflightBytes),
+		MaxAgentInflightBytes:     int64(cfg.GRPC.MaxAgentInflightBytes),
+		MaxPendingReports:         cfg.GRPC.MaxPendingReports,
+		MaxLongPolls:              cfg.GRPC.MaxLongPolls,
+		MaxAnonymousInflightBytes: int64(cfg.GRPC.MaxAnonymousInflightBytes),
+		MessageReadTimeout:        cfg.GRPC.MessageReadTimeout,
+		RenewRatePerSecond:        offIfZero(cfg.Enrollment.RenewRateLimitPerAgent.CallsPerSecond),
+		RenewBurst:                cfg.Enrollment.RenewRateLimitPerAgent.Burst,
+		AddressRatePerSecond:      offIfZero(cfg.Enrollment.RateLimitPerAddress.CallsPerSecond),
+		AddressBurst:              cfg.Enrollment.RateLimitPerAddress.Burst,
+		GeometryRefreshInterval:   cfg.Agents.GeometryRefreshInterval,
+		ReportInterval:            cfg.Agents.ReportInterval,
+		RatePerSecond:             cfg.GRPC.RateLimit.CallsPerSecond,
+		RateBurst:                 cfg.GRPC.RateLimit.Burst,
+		Insecure:                  cfg.GRPC.Insecure,
+		Logger:                    logger,
 	}
-	if o.RatePerSecond == 0 {
-		o.RatePerSecond = -1 // 0 in the config: off
-	}
+	o.RatePerSecond = offIfZero(o.RatePerSecond)
 	return o
+}
+
+// offIfZero is a rate of the configuration as ingest.Options takes it:
+// 0 in the configuration turns the limit off (ingest: < 0), where 0 in
+// ingest.Options means its default.
+func offIfZero(perSecond float64) float64 {
+	if perSecond == 0 {
+		return -1
+	}
+	return perSecond
 }
 
 // openStore opens the store and re-judges the stored volumes: stored

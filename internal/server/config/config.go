@@ -78,6 +78,12 @@ type GRPCConfig struct {
 	// WatchPolicy calls waiting at once.
 	MaxPendingReports int `yaml:"max_pending_reports"`
 	MaxLongPolls      int `yaml:"max_long_polls_per_agent"`
+	// MaxAnonymousInflightBytes bounds the bytes of messages held at once
+	// for callers without a certificate (enrollment), apart from agents'.
+	MaxAnonymousInflightBytes bytesize.Size `yaml:"max_anonymous_inflight_bytes"`
+	// MessageReadTimeout bounds the time from a call's admission to its
+	// message being read: a late one gives its reservations back.
+	MessageReadTimeout time.Duration `yaml:"message_read_timeout"`
 }
 
 // TLSConfig names the server's certificate and the CA that signs agent
@@ -103,6 +109,11 @@ type EnrollmentConfig struct {
 	CertTTL time.Duration `yaml:"cert_ttl"`
 	// RateLimit bounds enrollment and renewal calls, server-wide.
 	RateLimit RateConfig `yaml:"rate_limit"`
+	// RateLimitPerAddress bounds each source address's enrollment calls
+	// (GetTrustBundle and Enroll together), RenewRateLimitPerAgent each
+	// identity's renewals; calls_per_second 0 turns one off.
+	RateLimitPerAddress    RateConfig `yaml:"rate_limit_per_address"`
+	RenewRateLimitPerAgent RateConfig `yaml:"renew_rate_limit_per_agent"`
 }
 
 // EnrollmentEnabled says whether the server enrolls agents.
@@ -210,13 +221,20 @@ func Default() Config {
 			MaxInflightBytes:     ingest.DefaultMaxInflightBytes,
 			MaxPendingReports:    ingest.DefaultMaxPendingReports,
 			MaxLongPolls:         ingest.DefaultMaxLongPolls,
+
+			MaxAnonymousInflightBytes: ingest.DefaultMaxAnonymousInflightBytes,
+			MessageReadTimeout:        ingest.DefaultMessageReadTimeout,
 		},
-		Web:             WebConfig{ListenAddress: DefaultWebAddress},
-		Store:           StoreConfig{LeaseTTL: DefaultLeaseTTL, Retention: DefaultRetention},
-		Agents:          AgentConfig{GeometryRefreshInterval: 15 * time.Minute, ReportInterval: 10 * time.Second},
-		Log:             LogConfig{Level: "info", Format: "text"},
-		Metrics:         MetricsConfig{ClassicHistogramBuckets: exporter.ClassicCoarse},
-		Enrollment:      EnrollmentConfig{CertTTL: DefaultCertTTL, RateLimit: RateConfig{CallsPerSecond: 5, Burst: 50}},
+		Web:     WebConfig{ListenAddress: DefaultWebAddress},
+		Store:   StoreConfig{LeaseTTL: DefaultLeaseTTL, Retention: DefaultRetention},
+		Agents:  AgentConfig{GeometryRefreshInterval: 15 * time.Minute, ReportInterval: 10 * time.Second},
+		Log:     LogConfig{Level: "info", Format: "text"},
+		Metrics: MetricsConfig{ClassicHistogramBuckets: exporter.ClassicCoarse},
+		Enrollment: EnrollmentConfig{
+			CertTTL: DefaultCertTTL, RateLimit: RateConfig{CallsPerSecond: 5, Burst: 50},
+			RateLimitPerAddress:    RateConfig{CallsPerSecond: ingest.DefaultAddressRatePerSecond, Burst: ingest.DefaultAddressBurst},
+			RenewRateLimitPerAgent: RateConfig{CallsPerSecond: ingest.DefaultRenewRatePerSecond, Burst: ingest.DefaultRenewBurst},
+		},
 		ShutdownTimeout: DefaultShutdownTimeout,
 
 		PolicyReloadInterval: DefaultPolicyReloadInterval,
@@ -284,6 +302,12 @@ func (g GRPCConfig) validate() []error {
 	}
 	if g.MaxLongPolls < 0 {
 		bad("grpc.max_long_polls_per_agent %d: want 0 (the default, %d) or more", g.MaxLongPolls, ingest.DefaultMaxLongPolls)
+	}
+	if s := g.MaxAnonymousInflightBytes; s < g.MaxRecvSize || s > MaxAnonymousInflight {
+		bad("grpc.max_anonymous_inflight_bytes %s: want from grpc.max_recv_msg_size (%s) to %s", s, g.MaxRecvSize, bytesize.Size(MaxAnonymousInflight))
+	}
+	if d := g.MessageReadTimeout; d < time.Second || d > 10*time.Minute {
+		bad("grpc.message_read_timeout %s: want 1s to 10m", d)
 	}
 	if g.MaxBatch < 1 || g.MaxBatch > 100_000 {
 		bad("grpc.max_batch_records %d: want 1 to 100000", g.MaxBatch)
@@ -410,6 +434,27 @@ func (e EnrollmentConfig) validate(insecure bool) []error {
 	}
 	if e.RateLimit.CallsPerSecond <= 0 || e.RateLimit.Burst < 1 {
 		errs = append(errs, fmt.Errorf("enrollment.rate_limit: calls_per_second %v and burst %d: want both above 0", e.RateLimit.CallsPerSecond, e.RateLimit.Burst))
+	}
+	errs = append(errs, e.RateLimitPerAddress.validate("enrollment.rate_limit_per_address")...)
+	errs = append(errs, e.RenewRateLimitPerAgent.validate("enrollment.renew_rate_limit_per_agent")...)
+	if a, all := e.RateLimitPerAddress.CallsPerSecond, e.RateLimit.CallsPerSecond; a > all && all > 0 {
+		errs = append(errs, fmt.Errorf("enrollment.rate_limit_per_address.calls_per_second %v: want at most enrollment.rate_limit.calls_per_second (%v), or one address could use up every host's enrollments", a, all))
+	}
+	return errs
+}
+
+// MaxAnonymousInflight is grpc.max_anonymous_inflight_bytes's maximum.
+const MaxAnonymousInflight = 1 << 30
+
+// validate checks a per-caller token bucket named key: calls_per_second
+// 0 (off) to 1000, burst 1 to 100000 when on.
+func (r RateConfig) validate(key string) []error {
+	var errs []error
+	if c := r.CallsPerSecond; c < 0 || c > 1000 {
+		errs = append(errs, fmt.Errorf("%s.calls_per_second %v: want 0 (off) to 1000", key, c))
+	}
+	if r.CallsPerSecond > 0 && (r.Burst < 1 || r.Burst > 100_000) {
+		errs = append(errs, fmt.Errorf("%s.burst %d: want 1 to 100000", key, r.Burst))
 	}
 	return errs
 }

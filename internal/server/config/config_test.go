@@ -33,7 +33,8 @@ func TestExampleConfig(t *testing.T) {
 	for _, key := range []string{"data_dir:", "listen_address:", "cert_file:", "key_file:", "client_ca_file:", "insecure:", "max_recv_msg_size:",
 		"max_batch_records:", "calls_per_second:", "burst:", "bearer_token_file:", "bearer_tokens:", "token_file:", "role:", "config_file:", "dsn:", "geometry_refresh_interval:", "report_interval:",
 		"level:", "format:", "shutdown_timeout:", "ca_cert_file:", "ca_key_file:", "trust_bundle_file:", "cert_ttl:",
-		"policies:", "policy_reload_interval:", "retention:", "classic_histogram_buckets:"} {
+		"policies:", "policy_reload_interval:", "retention:", "classic_histogram_buckets:",
+		"max_anonymous_inflight_bytes:", "message_read_timeout:", "rate_limit_per_address:", "renew_rate_limit_per_agent:"} {
 		if !bytes.Contains(b, []byte(key)) {
 			t.Errorf("%s does not document %s", exampleConfig, key)
 		}
@@ -59,6 +60,12 @@ func TestBadConfig(t *testing.T) {
 		{"negative retention", "grpc:\n  insecure: true\nstore:\n  retention: -1h\n", "store.retention -1h0m0s"},
 		{"classic buckets", "grpc:\n  insecure: true\nmetrics:\n  classic_histogram_buckets: medium\n", `metrics.classic_histogram_buckets "medium": want one of coarse, fine, none`},
 		{"same addresses", "grpc:\n  insecure: true\n  listen_address: :1\nweb:\n  listen_address: :1\n", "both"},
+		{"anonymous pool below a message", "grpc:\n  insecure: true\n  max_anonymous_inflight_bytes: 1MiB\n", "grpc.max_anonymous_inflight_bytes 1MiB: want from grpc.max_recv_msg_size (4MiB) to 1GiB"},
+		{"anonymous pool too big", "grpc:\n  insecure: true\n  max_anonymous_inflight_bytes: 2GiB\n", "grpc.max_anonymous_inflight_bytes 2GiB"},
+		{"read timeout", "grpc:\n  insecure: true\n  message_read_timeout: 100ms\n", "grpc.message_read_timeout 100ms: want 1s to 10m"},
+		{"renew rate", "grpc:\n  insecure: true\nenrollment:\n  renew_rate_limit_per_agent: {calls_per_second: -1}\n", "enrollment.renew_rate_limit_per_agent.calls_per_second -1: want 0 (off) to 1000"},
+		{"renew burst", "grpc:\n  insecure: true\nenrollment:\n  renew_rate_limit_per_agent: {calls_per_second: 1, burst: 0}\n", "enrollment.renew_rate_limit_per_agent.burst 0: want 1 to 100000"},
+		{"address rate above the server's", "grpc:\n  insecure: true\nenrollment:\n  rate_limit_per_address: {calls_per_second: 6, burst: 40}\n", "enrollment.rate_limit_per_address.calls_per_second 6: want at most enrollment.rate_limit.calls_per_second (5)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
