@@ -69,3 +69,36 @@ func TestConfiguredEnrollmentRatePerAddress(t *testing.T) {
 		t.Fatalf("another address's trust-bundle call: %v", err)
 	}
 }
+
+// The renewal refusal for an agent this server did not enroll says what
+// the server knows (no enrollment record for the id) and both ways on,
+// and does not guess where the certificate comes from.
+func TestNotEnrolledRenewalSaysWhatToDo(t *testing.T) {
+	t.Parallel()
+	p := newPKI(t)
+	r := startServer(t, p, "sqlite://"+filepath.Join(t.TempDir(), "p.db"), time.Hour)
+	byo, err := p.root.IssueAgent("byo-renew")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "byo.crt"), filepath.Join(dir, "byo.key")
+	if err := byo.WriteFiles(certFile, keyFile); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = plumblinev1.NewEnrollmentServiceClient(r.dial(t, certFile, keyFile)).Renew(ctx, &plumblinev1.RenewRequest{CsrDer: newCSR(t)})
+	if status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("renewal of an agent this server did not enroll: %v, want FailedPrecondition", err)
+	}
+	msg := status.Convert(err).Message()
+	for _, want := range []string{`"byo-renew"`, "no enrollment record for this agent id", "join token", "plumbline-agent enroll", "bring-your-own-PKI certificate", "out of band"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("refusal %q does not say %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "another CA") {
+		t.Errorf("refusal %q claims the certificate comes from another CA, which the server does not know", msg)
+	}
+}

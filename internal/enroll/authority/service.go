@@ -153,6 +153,13 @@ func peerAddr(ctx context.Context) string {
 	return ""
 }
 
+// notEnrolled refuses the renewal of an agent this server has no
+// enrollment record for. That is all the server knows: the certificate
+// may come from the operator's own PKI, from a --dev CA, or from an
+// enrollment whose record is gone.
 func notEnrolled(id string) error {
-	return status.Errorf(codes.FailedPrecondition, "agent %q was not enrolled by this server (its certificate comes from another CA): renew it there", id)
+	return status.Errorf(codes.FailedPrecondition,
+		"agent %q: this server has no enrollment record for this agent id, so it does not renew its certificate; "+
+			"either enroll the agent with a join token (`plumbline-server token create` here, then `plumbline-agent enroll --server ADDR --token-file FILE --ca-hash sha256:HEX --dir DIR` on its host) and it renews here, "+
+			"or keep its bring-your-own-PKI certificate and renew that out of band, with the CA that issued it", id)
 }
