@@ -118,7 +118,7 @@ func newFamilies() [numFamilies]family {
 		[]string{"agent_id", "host"})
 	d(famAgentLast, "agent_last_report_timestamp_seconds", gauge, "When the agent last registered or sent a report (Unix time).",
 		[]string{"agent_id", "host"})
-	d(famAgentUp, "agent_up", gauge, "1 when the agent reported within the stale threshold, else 0.",
+	d(famAgentUp, "agent_up", gauge, "1 while the agent is connected to a server replica or reported within the down threshold (agents.down_after), else 0: an idle agent (no probe schedule, a maintenance window) is up while its connection is open.",
 		[]string{"agent_id", "host"})
 	d(famVolumes, "volumes", gauge, "Present volumes by verdict and profile.",
 		[]string{"verdict", "profile"})

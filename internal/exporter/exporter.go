@@ -67,8 +67,8 @@ type Options struct {
 	// ascending, each a schema-3 bucket bound (2^(i/8)); default
 	// DefaultClassicBuckets().
 	ClassicBuckets []float64
-	// AgentStaleAfter is how long after its last report an agent counts as
-	// down (default 5m).
+	// AgentStaleAfter is how long after its last report and its last noted
+	// connection (store.Agent.Alive) an agent counts as down (default 5m).
 	AgentStaleAfter time.Duration
 	// RecordCountsEvery bounds how often the records table is counted for
 	// plumbline_ingest_records_total (default 1m).

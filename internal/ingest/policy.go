@@ -83,6 +83,7 @@ func (s *Service) WatchPolicy(ctx context.Context, req *plumblinev1.WatchPolicyR
 	if err := checkWatchRequest(req); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
+	defer s.live.open(req.GetAgentId())() // connected while the call is open (liveness.go)
 	hostname := req.GetHostname()
 	if hostname == "" {
 		hostname = req.GetAgentId()

@@ -72,6 +72,12 @@ type Options struct {
 	// in HelloResponse (defaults 15m and 10s).
 	GeometryRefreshInterval time.Duration
 	ReportInterval          time.Duration
+	// AgentDownAfter is the down threshold (see liveness.go): how long an
+	// agent with no open connection and no report counts as up (default
+	// DefaultAgentDownAfter(ReportInterval)). The connected agents are
+	// noted every third of it, and the keepalive closes a dead connection
+	// within two thirds.
+	AgentDownAfter time.Duration
 	// RatePerSecond and RateBurst are each agent's token bucket of calls
 	// (Hello and Report); a call beyond it is refused with
 	// ResourceExhausted. RatePerSecond < 0 turns the limit off; 0 means
@@ -135,6 +141,9 @@ func (o Options) withDefaults() Options {
 	if o.ReportInterval <= 0 {
 		o.ReportInterval = 10 * time.Second
 	}
+	if o.AgentDownAfter <= 0 {
+		o.AgentDownAfter = DefaultAgentDownAfter(o.ReportInterval)
+	}
 	if o.RatePerSecond == 0 {
 		o.RatePerSecond = 20
 	}
@@ -163,6 +172,8 @@ type Service struct {
 	// conflictLog rate-limits the identity-conflict log line per agent.
 	conflictLog logLimiter
 	adm         *admission
+	// live counts the open WatchPolicy calls of each agent (liveness.go).
+	live connections
 }
 
 // New returns a Service storing into st.
@@ -204,7 +215,7 @@ func NewGRPCServer(svc *Service, tlsConfig *tls.Config) (*grpc.Server, *health.S
 		grpc.StatsHandler(statsHandler{}),
 		grpc.ChainUnaryInterceptor(svc.unaryInterceptor),
 		grpc.ChainStreamInterceptor(svc.streamInterceptor),
-		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 2 * time.Minute, Timeout: 20 * time.Second}),
+		grpc.KeepaliveParams(svc.opts.keepaliveParams()),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 20 * time.Second, PermitWithoutStream: true}),
 		// Memory per connected agent (bench/RESULTS-fleet.md): an agent
 		// holds its connection open and calls once per report interval, so

@@ -507,4 +507,4 @@ func (s *Store) insertProbes(ctx context.Context, tx *sql.Tx, agentID string, pr
 // agentColumns are an Agent's columns of agents a, in scanDest's order.
 const agentColumns = `a.agent_id, a.hostname, a.os, a.kernel, a.machine_id, a.agent_version, a.first_seen_ns, a.last_seen_ns,
     COALESCE((SELECT i.high_water FROM agent_incarnations i WHERE i.agent_id = a.agent_id AND i.incarnation = a.incarnation), 0),
-    a.incarnation, a.identity_conflicts, a.identity_conflict_ns, a.cert_not_before_ns, a.cert_not_after_ns`
+    a.incarnation, a.identity_conflicts, a.identity_conflict_ns, a.cert_not_before_ns, a.cert_not_after_ns, a.connected_ns`
