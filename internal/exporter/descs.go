@@ -54,7 +54,10 @@ const (
 	numFamilies
 )
 
-var volumeLabels = []string{"host", "mount_point"}
+// volumeLabels name a volume in every per-volume series: its agent (the
+// key: two agents reporting one host name never merge) and, as labels,
+// its host name and mount point.
+var volumeLabels = []string{"agent_id", "host", "mount_point"}
 
 func withVolume(extra ...string) []string {
 	return append(append([]string{}, volumeLabels...), extra...)
