@@ -169,8 +169,8 @@ type Service struct {
 	store *store.Store
 	opts  Options
 	lim   *limiters
-	// conflictLog rate-limits the identity-conflict log line per agent.
-	conflictLog logLimiter
+	// conflictLog: one identity-conflict log line per agent per episode.
+	conflictLog episodeLog
 	adm         *admission
 	// live counts the open WatchPolicy calls of each agent (liveness.go).
 	live connections
@@ -437,13 +437,14 @@ func (s *Service) Hello(ctx context.Context, req *plumblinev1.HelloRequest) (*pl
 // incarnation that a newer one (superseded by) had replaced spoke again.
 // The store counts it (the hosts API and the
 // plumbline_agent_identity_conflicts_total metric show it); the log says
-// it at most once per agent per conflictLogEvery.
+// it once per episode (episodeLog): at its first conflict, and again only
+// after conflictEpisodeGap without one.
 func (s *Service) identityConflict(agent, incarnation, current, op string) {
-	if !s.conflictLog.allow(agent, s.opts.Now()) {
+	if !s.conflictLog.begins(agent, s.opts.Now()) {
 		return
 	}
-	s.opts.Logger.Error("two agents are reporting as one identity (two hosts sharing one certificate, or a copied spool): records of both are kept, but the host's geometry flips between them",
-		"agent", agent, "incarnation", incarnation, "other_incarnation", current, "call", op)
+	s.opts.Logger.Error("two agents are reporting as one identity (two hosts sharing one certificate, or a copied spool): records of both are kept, but the host's geometry flips between them; logged once per episode, plumbline_agent_identity_conflicts_total counts every conflict",
+		"agent", agent, "incarnation", incarnation, "other_incarnation", current, "call", op, "quiet_after", conflictEpisodeGap)
 }
 
 // maxHostFieldBytes bounds each host fact of a Hello.
@@ -522,35 +523,42 @@ func (s *Service) storeError(ctx context.Context, op, agent string, err error) e
 	return status.Error(codes.Unavailable, fmt.Sprintf("%s: store unavailable; retry later", op))
 }
 
-// conflictLogEvery is the least time between two identity-conflict log
-// lines of one agent.
-const conflictLogEvery = time.Minute
+// conflictEpisodeGap ends an identity-conflict episode of an agent: a
+// conflict after this long without one begins a new episode. Two live
+// agents on one identity conflict at every batch; the log says so once per
+// episode (the count, plumbline_agent_identity_conflicts_total, has every
+// one).
+const conflictEpisodeGap = 10 * time.Minute
 
-// logLimiter allows one log line per key per conflictLogEvery. Entries
-// older than that are dropped when the map grows, so it stays bounded by
-// the keys of the last minute.
-type logLimiter struct {
+// episodeLog allows one log line per key per episode: a call more than
+// conflictEpisodeGap after the key's previous call (logged or not) begins
+// one. Entries older than that are dropped when the map grows, so it stays
+// bounded by the keys of the last gap.
+type episodeLog struct {
 	mu   sync.Mutex
 	last map[string]time.Time
 }
 
-func (l *logLimiter) allow(key string, now time.Time) bool {
+// begins records a conflict of key at now and reports whether it begins
+// an episode.
+func (l *episodeLog) begins(key string, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.last == nil {
 		l.last = map[string]time.Time{}
 	}
-	if t, ok := l.last[key]; ok && now.Sub(t) < conflictLogEvery {
+	t, ok := l.last[key]
+	l.last[key] = now
+	if ok && now.Sub(t) < conflictEpisodeGap {
 		return false
 	}
-	if len(l.last) >= 1024 {
+	if len(l.last) > 1024 {
 		for k, t := range l.last {
-			if now.Sub(t) >= conflictLogEvery {
+			if now.Sub(t) >= conflictEpisodeGap {
 				delete(l.last, k)
 			}
 		}
 	}
-	l.last[key] = now
 	return true
 }
 

@@ -158,9 +158,15 @@ func (s *Store) AppendBatchFrom(ctx context.Context, agentID, incarnation string
 		if superseded(incarnation, existed, lk.incarnation) {
 			// A superseded incarnation is still sending: two agents on one
 			// identity. Its records are its own (no loss, no double count).
+			// It is the current incarnation again, as at a Hello: its next
+			// batch is no conflict unless the other one spoke since, so
+			// the count stops once the other agent has stopped.
 			res.IdentityConflict = true
 			if err := s.countConflict(ctx, tx, agentID); err != nil {
 				return err
+			}
+			if _, err := s.txExec(ctx, tx, s.q(`UPDATE agents SET incarnation = ? WHERE agent_id = ?`), incarnation, agentID); err != nil {
+				return fmt.Errorf("incarnation: %w", err)
 			}
 		}
 		start := cur
