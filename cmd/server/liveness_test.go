@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,12 +28,15 @@ import (
 )
 
 // TestIdleAgentsStayUp: liveness is the connection. A dev server with a
-// 1s report interval and a 3s down threshold, and two real agents over
+// 1s report interval and a 3s down threshold, and three real agents over
 // mutual TLS with nothing to send after their first geometry snapshot:
 // "idle" has no probe schedule, "maint" has one but is inside a
-// maintenance window. Both stay up (plumbline_agent_up 1) until their last
-// report is four thresholds old; stopping "idle" makes it down, while
-// "maint" stays up.
+// maintenance window, "cut" (no schedule) connects through a TCP relay.
+// All stay up (plumbline_agent_up 1) until their last report is four
+// thresholds old. Then "idle" is stopped (its connection closes) and the
+// relay of "cut" goes silent without closing anything, as a host that lost
+// power: both read as down (the server's keepalive closes the dead
+// connection), while "maint" stays up.
 func TestIdleAgentsStayUp(t *testing.T) {
 	t.Parallel()
 	dataDir := t.TempDir()
@@ -53,28 +59,109 @@ func TestIdleAgentsStayUp(t *testing.T) {
 	maint.AgentID = "maint"
 	maint.MaintenanceWindows = []maintenance.Window{{Name: "all-day", Schedule: "0 0 * * *", Duration: 24 * time.Hour}}
 	runIdleAgent(t, dataDir, maint)
+	relay := newRelay(t, srv.grpcAddr)
+	cut := base
+	cut.AgentID, cut.Probes, cut.Server.Address = "cut", nil, relay.addr()
+	runIdleAgent(t, dataDir, cut)
+	ids := []string{"idle", "maint", "cut"}
 
 	metrics := "http://" + srv.webAddr + "/metrics"
 	waitForAgents(t, metrics, func(s map[string]agentSample) bool {
-		return s["idle"].up == 1 && s["maint"].up == 1
-	}, "both agents registered and up")
-	for {
+		return s["idle"].up == 1 && s["maint"].up == 1 && s["cut"].up == 1
+	}, "the agents registered and up")
+	for quiet := false; !quiet; time.Sleep(200 * time.Millisecond) {
 		s := scrapeAgents(t, metrics)
-		for _, id := range []string{"idle", "maint"} {
+		quiet = true
+		for _, id := range ids {
 			if s[id].up != 1 {
 				t.Fatalf("plumbline_agent_up{agent_id=%q} = %v %s after its last report, want 1 while connected", id, s[id].up, time.Since(s[id].last).Round(time.Millisecond))
 			}
+			quiet = quiet && time.Since(s[id].last) > 4*threshold
 		}
-		if time.Since(s["idle"].last) > 4*threshold && time.Since(s["maint"].last) > 4*threshold {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
 	}
 
 	stopIdle()
-	waitForAgents(t, metrics, func(s map[string]agentSample) bool { return s["idle"].up == 0 }, "the stopped agent down")
+	relay.silence()
+	waitForAgents(t, metrics, func(s map[string]agentSample) bool { return s["idle"].up == 0 && s["cut"].up == 0 },
+		"the stopped agent and the one behind the silent relay down")
 	if s := scrapeAgents(t, metrics); s["maint"].up != 1 {
-		t.Errorf("plumbline_agent_up{agent_id=\"maint\"} = %v after the other agent stopped, want 1", s["maint"].up)
+		t.Errorf("plumbline_agent_up{agent_id=\"maint\"} = %v after the others went, want 1", s["maint"].up)
+	}
+}
+
+// relay is a TCP relay to a server address that can go silent: it stops
+// accepting and drops every byte either way without closing a connection,
+// as a path to a host that lost power.
+type relay struct {
+	ln     net.Listener
+	to     string
+	silent atomic.Bool
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	conns  []net.Conn
+}
+
+func newRelay(t *testing.T, to string) *relay {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &relay{ln: ln, to: to}
+	r.wg.Go(r.accept)
+	t.Cleanup(func() {
+		ln.Close()
+		r.mu.Lock()
+		for _, c := range r.conns {
+			c.Close()
+		}
+		r.mu.Unlock()
+		r.wg.Wait()
+	})
+	return r
+}
+
+func (r *relay) addr() string { return r.ln.Addr().String() }
+
+// silence makes the relay drop everything from now on.
+func (r *relay) silence() {
+	r.silent.Store(true)
+	r.ln.Close()
+}
+
+func (r *relay) accept() {
+	for {
+		in, err := r.ln.Accept()
+		if err != nil {
+			return
+		}
+		out, err := net.Dial("tcp", r.to)
+		if err != nil {
+			in.Close()
+			continue
+		}
+		r.mu.Lock()
+		r.conns = append(r.conns, in, out)
+		r.mu.Unlock()
+		r.wg.Go(func() { r.pipe(out, in) })
+		r.wg.Go(func() { r.pipe(in, out) })
+	}
+}
+
+// pipe copies from src to dst until src fails; once silent it reads and
+// drops.
+func (r *relay) pipe(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !r.silent.Load() {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
 	}
 }
 
