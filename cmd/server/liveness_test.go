@@ -24,6 +24,7 @@ import (
 	"github.com/plumbline/plumbline/internal/config"
 	"github.com/plumbline/plumbline/internal/devca"
 	"github.com/plumbline/plumbline/internal/maintenance"
+	"github.com/plumbline/plumbline/internal/pgtest"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -69,16 +70,7 @@ func TestIdleAgentsStayUp(t *testing.T) {
 	waitForAgents(t, metrics, func(s map[string]agentSample) bool {
 		return s["idle"].up == 1 && s["maint"].up == 1 && s["cut"].up == 1
 	}, "the agents registered and up")
-	for quiet := false; !quiet; time.Sleep(200 * time.Millisecond) {
-		s := scrapeAgents(t, metrics)
-		quiet = true
-		for _, id := range ids {
-			if s[id].up != 1 {
-				t.Fatalf("plumbline_agent_up{agent_id=%q} = %v %s after its last report, want 1 while connected", id, s[id].up, time.Since(s[id].last).Round(time.Millisecond))
-			}
-			quiet = quiet && time.Since(s[id].last) > 4*threshold
-		}
-	}
+	stayUp(t, metrics, ids, 4*threshold)
 
 	stopIdle()
 	relay.silence()
@@ -87,6 +79,51 @@ func TestIdleAgentsStayUp(t *testing.T) {
 	if s := scrapeAgents(t, metrics); s["maint"].up != 1 {
 		t.Errorf("plumbline_agent_up{agent_id=\"maint\"} = %v after the others went, want 1", s["maint"].up)
 	}
+}
+
+// stayUp scrapes /metrics until the last report of each agent of ids is
+// quiet old, failing when one reads as down meanwhile.
+func stayUp(t *testing.T, metrics string, ids []string, quiet time.Duration) {
+	t.Helper()
+	for done := false; !done; time.Sleep(200 * time.Millisecond) {
+		s := scrapeAgents(t, metrics)
+		done = true
+		for _, id := range ids {
+			if s[id].up != 1 {
+				t.Fatalf("plumbline_agent_up{agent_id=%q} = %v %s after its last report, want 1 while connected", id, s[id].up, time.Since(s[id].last).Round(time.Millisecond))
+			}
+			done = done && time.Since(s[id].last) > quiet
+		}
+	}
+}
+
+// TestLivenessAcrossReplicas: two server replicas on one PostgreSQL; an
+// idle agent connected to the first is up on the second's /metrics too,
+// for as long as it is connected, and down there once it stops.
+func TestLivenessAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	dataDir := t.TempDir()
+	conf := filepath.Join(t.TempDir(), "server.yaml")
+	if err := os.WriteFile(conf, []byte("agents:\n  report_interval: 1s\n  down_after: 3s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--dev", "--config", conf, "--data-dir", dataDir, "--store.dsn", dsn,
+		"--grpc.listen-address", "127.0.0.1:0", "--web.listen-address", "127.0.0.1:0"}
+	first := startInProcess(t, args...)
+	second := startInProcess(t, args...) // the dev CA and certificates of the first
+	base, err := config.LoadRun(filepath.Join(dataDir, "dev", "agent.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := base
+	a.AgentID, a.Probes, a.Server.Address = "idle", nil, first.grpcAddr
+	stop := runIdleAgent(t, dataDir, a)
+	metrics := "http://" + second.webAddr + "/metrics"
+	waitForAgents(t, metrics, func(s map[string]agentSample) bool { return s["idle"].up == 1 }, "the agent up on the other replica")
+	stayUp(t, metrics, []string{"idle"}, 4*3*time.Second)
+	stop()
+	waitForAgents(t, metrics, func(s map[string]agentSample) bool { return s["idle"].up == 0 }, "the stopped agent down on the other replica")
 }
 
 // relay is a TCP relay to a server address that can go silent: it stops
