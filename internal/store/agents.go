@@ -242,28 +242,21 @@ const markConnectedChunk = 500
 // MarkConnected notes that the agents ids hold an open connection to this
 // replica at at: each one's ConnectedAt moves forward to at (never back,
 // as another replica may have noted a later time). Unknown ids are
-// ignored. One statement per 500 agents, in one transaction.
+// ignored. One statement and transaction per 500 agents, in id order, so
+// no batch holds many agents' rows (which ingest locks) for long.
 func (s *Store) MarkConnected(ctx context.Context, ids []string, at time.Time) error {
-	if len(ids) == 0 {
-		return nil
-	}
+	ids = slices.Sorted(slices.Values(ids))
 	ns := unixNano(at)
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		for chunk := range slices.Chunk(ids, markConnectedChunk) {
-			args := make([]any, 0, len(chunk)+2)
-			args = append(args, ns, ns)
-			for _, id := range chunk {
-				args = append(args, id)
-			}
-			q := `UPDATE agents SET connected_ns = ? WHERE connected_ns < ? AND agent_id IN (` + placeholders(len(chunk)) + `)`
-			if _, err := tx.ExecContext(ctx, s.q(q), args...); err != nil {
-				return err
-			}
+	for chunk := range slices.Chunk(ids, markConnectedChunk) {
+		args := make([]any, 0, len(chunk)+2)
+		args = append(args, ns, ns)
+		for _, id := range chunk {
+			args = append(args, id)
 		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("mark %d agents connected: %w", len(ids), err)
+		q := `UPDATE agents SET connected_ns = ? WHERE connected_ns < ? AND agent_id IN (` + placeholders(len(chunk)) + `)`
+		if _, err := s.db.ExecContext(ctx, s.q(q), args...); err != nil {
+			return fmt.Errorf("mark %d agents connected: %w", len(ids), err)
+		}
 	}
 	return nil
 }
