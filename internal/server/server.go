@@ -165,6 +165,7 @@ func assemble(st *store.Store, cfg config.Config, tokens []inventory.Token, tlsC
 	// loops' and the process's.
 	own := append([]prometheus.Collector{p.elector, pruner, proj}, selfmetrics.Collectors(version)...)
 	own = append(own, enr.collectors()...)
+	own = append(own, newCertExpiry(cfg))
 	evals, hsrv, err := webServer(st, cfg, tokens, api, policy.Handler(pol, svc.PolicyReports), own, logger)
 	if err != nil {
 		return p, err
