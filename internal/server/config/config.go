@@ -79,7 +79,8 @@ type GRPCConfig struct {
 	MaxPendingReports int `yaml:"max_pending_reports"`
 	MaxLongPolls      int `yaml:"max_long_polls_per_agent"`
 	// MaxAnonymousInflightBytes bounds the bytes of messages held at once
-	// for callers without a certificate (enrollment), apart from agents'.
+	// for callers without a certificate (enrollment), apart from agents'
+	// (at least max_recv_msg_size: ingest raises a smaller one).
 	MaxAnonymousInflightBytes bytesize.Size `yaml:"max_anonymous_inflight_bytes"`
 	// MessageReadTimeout bounds the time from a call's admission to its
 	// message being read: a late one gives its reservations back.
@@ -319,8 +320,8 @@ func (g GRPCConfig) validate() []error {
 	if g.MaxLongPolls < 0 {
 		bad("grpc.max_long_polls_per_agent %d: want 0 (the default, %d) or more", g.MaxLongPolls, ingest.DefaultMaxLongPolls)
 	}
-	if s := g.MaxAnonymousInflightBytes; s < g.MaxRecvSize || s > MaxAnonymousInflight {
-		bad("grpc.max_anonymous_inflight_bytes %s: want from grpc.max_recv_msg_size (%s) to %s", s, g.MaxRecvSize, bytesize.Size(MaxAnonymousInflight))
+	if s := g.MaxAnonymousInflightBytes; s < MinAnonymousInflight || s > MaxAnonymousInflight {
+		bad("grpc.max_anonymous_inflight_bytes %s: want %s to %s (below grpc.max_recv_msg_size it counts as that)", s, bytesize.Size(MinAnonymousInflight), bytesize.Size(MaxAnonymousInflight))
 	}
 	if d := g.MessageReadTimeout; d < time.Second || d > 10*time.Minute {
 		bad("grpc.message_read_timeout %s: want 1s to 10m", d)
@@ -456,14 +457,15 @@ func (e EnrollmentConfig) validate(insecure bool) []error {
 	}
 	errs = append(errs, e.RateLimitPerAddress.validate("enrollment.rate_limit_per_address")...)
 	errs = append(errs, e.RenewRateLimitPerAgent.validate("enrollment.renew_rate_limit_per_agent")...)
-	if a, all := e.RateLimitPerAddress.CallsPerSecond, e.RateLimit.CallsPerSecond; a > all && all > 0 {
-		errs = append(errs, fmt.Errorf("enrollment.rate_limit_per_address.calls_per_second %v: want at most enrollment.rate_limit.calls_per_second (%v), or one address could use up every host's enrollments", a, all))
-	}
 	return errs
 }
 
-// MaxAnonymousInflight is grpc.max_anonymous_inflight_bytes's maximum.
-const MaxAnonymousInflight = 1 << 30
+// grpc.max_anonymous_inflight_bytes's range. The pool holds at least one
+// message: ingest raises a smaller one to grpc.max_recv_msg_size.
+const (
+	MinAnonymousInflight = 1 << 20
+	MaxAnonymousInflight = 1 << 30
+)
 
 // validate checks a per-caller token bucket named key: calls_per_second
 // 0 (off) to 1000, burst 1 to 100000 when on.
