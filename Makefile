@@ -13,7 +13,11 @@ all: build
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 
-run: build
+# The first build compiles every dependency (about 2 minutes): say so, and
+# list the packages as they compile (go build -v; a warm build lists none).
+run:
+	@echo "building plumbline (first build takes about 2 minutes)…"
+	$(GO) build -v -o $(BIN)/ ./cmd/...
 	./scripts/run.sh
 
 test:

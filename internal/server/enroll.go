@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
 	"github.com/plumbline/plumbline/internal/devca"
@@ -80,6 +81,14 @@ func (e enrollment) ingestOptions(o ingest.Options) ingest.Options {
 		o.Authorize = e.a.Authorize
 	}
 	return o
+}
+
+// collectors are the authority's metrics (none when enrollment is off).
+func (e enrollment) collectors() []prometheus.Collector {
+	if e.a == nil {
+		return nil
+	}
+	return []prometheus.Collector{e.a.Collector()}
 }
 
 func (e enrollment) register(gs *grpc.Server) {

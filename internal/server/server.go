@@ -164,6 +164,7 @@ func assemble(st *store.Store, cfg config.Config, tokens []inventory.Token, tlsC
 	// The server's own series beside the exporter's: the election's, the
 	// loops' and the process's.
 	own := append([]prometheus.Collector{p.elector, pruner, proj}, selfmetrics.Collectors(version)...)
+	own = append(own, enr.collectors()...)
 	evals, hsrv, err := webServer(st, cfg, tokens, api, policy.Handler(pol, svc.PolicyReports), own, logger)
 	if err != nil {
 		return p, err
@@ -423,6 +424,11 @@ func metricsHandler(st *store.Store, evals *evaluators, own []prometheus.Collect
 		return nil, err
 	}
 	extra := prometheus.NewRegistry()
+	for _, c := range own {
+		if err := extra.Register(c); err != nil {
+			return nil, err
+		}
+	}
 	for _, c := range own {
 		if err := extra.Register(c); err != nil {
 			return nil, err
