@@ -24,8 +24,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
@@ -39,7 +37,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/plumbline/plumbline/internal/config"
+	"github.com/plumbline/plumbline/internal/labels"
 	"github.com/plumbline/plumbline/internal/policy"
 	"github.com/plumbline/plumbline/internal/store"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
@@ -376,8 +374,13 @@ func (s *Service) Hello(ctx context.Context, req *plumblinev1.HelloRequest) (*pl
 			return nil, status.Errorf(codes.InvalidArgument, "%s: %v", f.name, err)
 		}
 	}
-	if err := config.CheckLabels(req.GetLabels()); err != nil {
+	if err := labels.Check(req.GetLabels()); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "labels: %v", err)
+	}
+	// Every other string of the request, this one's fields and any added
+	// later, is printable text of bounded size.
+	if err := checkGeneric(req.ProtoReflect(), "hello", s.opts.Limits.withDefaults(), 0); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	hostname := h.GetHostname()
 	if hostname == "" {
@@ -407,7 +410,7 @@ func (s *Service) Hello(ctx context.Context, req *plumblinev1.HelloRequest) (*pl
 	}
 	s.opts.Logger.Debug("hello", "agent", req.GetAgentId(), "incarnation", inc, "version", req.GetAgentVersion(), "high_water", st.HighWater)
 	digest, _ := hex.DecodeString(st.GeometryDigest) // written by the store from a checked digest
-	pol, _, err := s.agentPolicy(ctx, req.GetAgentId(), hostname, req.GetLabels(), nil, now)
+	pol, _, err := s.agentPolicy(ctx, req.GetAgentId(), hostname, labels.Fold(req.GetLabels()), nil, now)
 	if err != nil {
 		return nil, err
 	}
@@ -439,21 +442,15 @@ func (s *Service) identityConflict(agent, incarnation, current, op string) {
 const maxHostFieldBytes = 256
 
 // checkHostField accepts the host facts of a Hello: at most
-// maxHostFieldBytes of valid UTF-8 without control characters. They are
+// maxHostFieldBytes of printable text (labels.CheckText). They are
 // printed on operators' terminals (`server inventory list`) and in CSV
-// files, where ESC, CR or NUL would rewrite what the operator sees.
+// files, where ESC, CR, NUL or a bidi override would rewrite what the
+// operator sees.
 func checkHostField(v string) error {
 	if len(v) > maxHostFieldBytes {
 		return fmt.Errorf("%d bytes: want at most %d", len(v), maxHostFieldBytes)
 	}
-	if !utf8.ValidString(v) {
-		return fmt.Errorf("%q is not valid UTF-8", v)
-	}
-	if i := strings.IndexFunc(v, unicode.IsControl); i >= 0 {
-		r, _ := utf8.DecodeRuneInString(v[i:])
-		return fmt.Errorf("%q: control character %U at byte %d: want printable text", v, r, i)
-	}
-	return nil
+	return labels.CheckText(v)
 }
 
 // Report validates a batch, stores it atomically and acknowledges it.
