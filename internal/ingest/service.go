@@ -223,9 +223,9 @@ func NewGRPCServer(svc *Service, tlsConfig *tls.Config) (*grpc.Server, *health.S
 		opts = append(opts, grpc.Creds(creds), grpc.ReadBufferSize(0))
 	}
 	gs := grpc.NewServer(opts...)
-	plumblinev1.RegisterAgentServiceServer(gs, svc)
+	RegisterService(gs, &plumblinev1.AgentService_ServiceDesc, svc)
 	hs := health.NewServer()
-	healthpb.RegisterHealthServer(gs, hs)
+	RegisterService(gs, &healthpb.Health_ServiceDesc, hs)
 	hs.SetServingStatus(plumblinev1.AgentService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	return gs, hs, nil
 }

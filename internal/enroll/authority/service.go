@@ -27,7 +27,7 @@ func PublicMethods() []string {
 
 // Register serves the enrollment service on gs.
 func (a *Authority) Register(gs *grpc.Server) {
-	plumblinev1.RegisterEnrollmentServiceServer(gs, a)
+	ingest.RegisterService(gs, &plumblinev1.EnrollmentService_ServiceDesc, a)
 }
 
 // GetTrustBundle answers with the CAs agents trust for this server.
