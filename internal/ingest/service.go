@@ -63,6 +63,9 @@ const (
 // Options configure a Service. Zero values mean the defaults.
 type Options struct {
 	Limits Limits
+	// Quota bounds what each agent identity may send and store (Quota's
+	// defaults for zero fields).
+	Quota Quota
 	// MaxRecvMsgSize bounds one incoming gRPC message (default 4 MiB); a
 	// bigger one is refused with ResourceExhausted before it is decoded.
 	MaxRecvMsgSize int
@@ -148,6 +151,7 @@ func (o Options) withDefaults() Options {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	o.Quota = o.Quota.withDefaults(o.Limits)
 	return o
 }
 
@@ -158,6 +162,8 @@ type Service struct {
 	store *store.Store
 	opts  Options
 	lim   *limiters
+	// records is each agent's record-rate quota (nil: off).
+	records *limiters
 	// conflictLog rate-limits the identity-conflict log line per agent.
 	conflictLog logLimiter
 	adm         *admission
@@ -169,6 +175,9 @@ func New(st *store.Store, opts Options) *Service {
 	s := &Service{store: st, opts: opts}
 	if opts.RatePerSecond > 0 {
 		s.lim = newLimiters(rate.Limit(opts.RatePerSecond), opts.RateBurst, opts.Now)
+	}
+	if opts.Quota.RecordsPerSecond > 0 {
+		s.records = newLimiters(rate.Limit(opts.Quota.RecordsPerSecond), opts.Quota.RecordBurst, opts.Now)
 	}
 	var methods []string
 	for _, m := range plumblinev1.AgentService_ServiceDesc.Methods {
@@ -462,6 +471,9 @@ func (s *Service) Report(ctx context.Context, req *plumblinev1.ReportRequest) (*
 	if err := CheckIncarnation(inc); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
+	if err := s.checkRecordRate(ctx, agent, len(req.GetRecords())); err != nil {
+		return nil, err
+	}
 	b, err := ValidateReport(req, s.opts.Limits, s.opts.Now())
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
@@ -471,9 +483,15 @@ func (s *Service) Report(ctx context.Context, req *plumblinev1.ReportRequest) (*
 	}
 	// One commit for first_sequence and the records (grouped with other
 	// agents' batches on SQLite): nothing is acknowledged before it.
-	res, err := s.store.AppendBatchFrom(ctx, agent, inc, b.FirstSequence, b.Records)
+	res, err := s.store.AppendBatchQuota(ctx, agent, inc, b.FirstSequence, b.Records, s.opts.Quota.storeQuota())
 	if err != nil {
 		return nil, s.storeError(ctx, "report", agent, err)
+	}
+	if res.QuotaRefused {
+		if s.conflictLog.allow("quota\x00"+agent, s.opts.Now()) {
+			s.opts.Logger.Warn("storage quota: batch refused (logged at most once a minute per agent)", "agent", agent, "records", len(b.Records), "max_bytes_per_day", s.opts.Quota.MaxBytesPerDay)
+		}
+		return nil, s.storageQuotaError(agent, s.opts.Now())
 	}
 	s.rejudgeScanned(ctx, agent, b, res)
 	if res.IdentityConflict {
@@ -563,22 +581,6 @@ func newLimiters(r rate.Limit, burst int, now func() time.Time) *limiters {
 }
 
 func (l *limiters) allow(key string) bool {
-	now := l.now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if now.Sub(l.lastSweep) > time.Minute {
-		for k, e := range l.m {
-			if now.Sub(e.last) > limiterIdle {
-				delete(l.m, k)
-			}
-		}
-		l.lastSweep = now
-	}
-	e := l.m[key]
-	if e == nil {
-		e = &limiterEntry{lim: rate.NewLimiter(l.r, l.burst)}
-		l.m[key] = e
-	}
-	e.last = now
-	return e.lim.AllowN(now, 1)
+	ok, _ := l.allowN(key, 1)
+	return ok
 }

@@ -303,6 +303,7 @@ func ingestOptions(cfg config.Config, logger *slog.Logger, pol *policy.Source) i
 	o := ingest.Options{
 		Policy:                  pol,
 		Limits:                  ingest.Limits{MaxBatchRecords: cfg.GRPC.MaxBatch},
+		Quota:                   cfg.GRPC.Quota.Ingest(),
 		MaxRecvMsgSize:          int(cfg.GRPC.MaxRecvSize),
 		MaxConcurrentStreams:    cfg.GRPC.MaxConcurrentStreams,
 		MaxInflightBytes:        int64(cfg.GRPC.MaxInflightBytes),
