@@ -288,6 +288,7 @@ type Authority struct {
 	enrollRL *rate.Limiter
 	renewRL  *rate.Limiter
 	cache    *agentCache
+	foreign  foreignIDs // ids reserved as another CA's (reserve.go)
 }
 
 // New is an Authority signing with ca over st.

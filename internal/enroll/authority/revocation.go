@@ -64,6 +64,7 @@ func (a *Authority) VerifyConnection(cs tls.ConnectionState) error {
 	if e.enrolled {
 		return e.agent.Accepts(serialText(leaf.SerialNumber))
 	}
+	a.noteForeign(ctx, id, leaf)
 	return nil
 }
 
