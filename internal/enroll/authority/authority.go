@@ -288,6 +288,7 @@ type Authority struct {
 	enrollRL *rate.Limiter
 	renewRL  *rate.Limiter
 	cache    *agentCache
+	revoked  *revokedRefusals
 	foreign  foreignIDs // ids reserved as another CA's (reserve.go)
 }
 
@@ -299,6 +300,7 @@ func New(ca *CA, st *store.Store, opts Options) *Authority {
 		enrollRL: rate.NewLimiter(rate.Limit(opts.Rate), opts.Burst),
 		renewRL:  rate.NewLimiter(rate.Limit(opts.Rate), opts.Burst),
 		cache:    newAgentCache(st, opts.CacheTTL, opts.Now),
+		revoked:  newRevokedRefusals(),
 	}
 }
 
