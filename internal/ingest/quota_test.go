@@ -32,12 +32,12 @@ func quotaDetails(t *testing.T, err error) (string, time.Duration) {
 }
 
 // badRecords are n records each rejected (a mount point longer than
-// MaxStringBytes), each carrying 1 MiB the server does not keep.
+// MaxStringBytes: 4 KiB the server does not keep).
 func badRecords(from uint64, n int) []*plumblinev1.Record {
 	var out []*plumblinev1.Record
 	for seq := from; seq < from+uint64(n); seq++ {
 		r := probeRecord(seq)
-		r.GetProbe().MountPoint = "/" + strings.Repeat("x", 8<<10)
+		r.GetProbe().MountPoint = "/" + strings.Repeat("x", 4200)
 		out = append(out, r)
 	}
 	return out
@@ -70,7 +70,7 @@ func TestStorageQuota(t *testing.T) {
 			seq += 100
 		}
 		if refused == nil {
-			t.Fatalf("%d rejected records of 8 KiB accepted: want a refusal past the %d-byte quota", seq-1, quota)
+			t.Fatalf("%d rejected records of 4 KiB accepted: want a refusal past the %d-byte quota", seq-1, quota)
 		}
 		wantCode(t, "Report past the quota", refused, codes.ResourceExhausted, "storage quota")
 		if reason, retry := quotaDetails(t, refused); reason != ReasonStorageQuota || retry <= 0 || retry > 24*time.Hour {
