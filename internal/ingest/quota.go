@@ -80,9 +80,14 @@ func (s *Service) checkRecordRate(ctx context.Context, agent string, n int) erro
 		agent, s.opts.Quota.RecordsPerSecond, s.opts.Quota.RecordBurst, n, wait.Round(time.Millisecond)))
 }
 
-// storageQuotaError is the refusal of a batch over the agent's storage
-// quota: retry at the next UTC day.
-func (s *Service) storageQuotaError(agent string, now time.Time) error {
+// storageQuotaError is the refusal of a batch of n records over the
+// agent's storage quota (logged at most once a minute per agent): retry at
+// the next UTC day.
+func (s *Service) storageQuotaError(agent string, n int) error {
+	now := s.opts.Now()
+	if s.conflictLog.allow("quota\x00"+agent, now) {
+		s.opts.Logger.Warn("storage quota: batch refused (logged at most once a minute per agent)", "agent", agent, "records", n, "max_bytes_per_day", s.opts.Quota.MaxBytesPerDay)
+	}
 	wait := now.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour).Sub(now)
 	return quotaError(ReasonStorageQuota, wait, fmt.Sprintf(
 		"agent %q: storage quota of %d bytes per day reached; nothing of this batch was stored and the records stay in the agent's spool: retry after 00:00 UTC (in %s), or raise ingest.quota.max_bytes_per_day",

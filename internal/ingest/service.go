@@ -63,8 +63,7 @@ const (
 // Options configure a Service. Zero values mean the defaults.
 type Options struct {
 	Limits Limits
-	// Quota bounds what each agent identity may send and store (Quota's
-	// defaults for zero fields).
+	// Quota bounds what each agent identity may send and store.
 	Quota Quota
 	// MaxRecvMsgSize bounds one incoming gRPC message (default 4 MiB); a
 	// bigger one is refused with ResourceExhausted before it is decoded.
@@ -195,11 +194,10 @@ func (o Options) withDefaults() Options {
 type Service struct {
 	plumblinev1.UnimplementedAgentServiceServer
 
-	store *store.Store
-	opts  Options
-	lim   *limiters
-	// records is each agent's record-rate quota (nil: off).
-	records *limiters
+	store   *store.Store
+	opts    Options
+	lim     *limiters
+	records *limiters // each agent's record-rate quota (nil: off)
 	// conflictLog rate-limits the identity-conflict log line per agent.
 	conflictLog logLimiter
 	adm         *admission
@@ -433,8 +431,7 @@ func (s *Service) Hello(ctx context.Context, req *plumblinev1.HelloRequest) (*pl
 	if err := labels.Check(req.GetLabels()); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "labels: %v", err)
 	}
-	// Every other string of the request, this one's fields and any added
-	// later, is printable text of bounded size.
+	// Every string, of the fields above and any added later: printable.
 	if err := checkGeneric(req.ProtoReflect(), "hello", s.opts.Limits.withDefaults(), 0); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
@@ -535,10 +532,7 @@ func (s *Service) Report(ctx context.Context, req *plumblinev1.ReportRequest) (*
 		return nil, s.storeError(ctx, "report", agent, err)
 	}
 	if res.QuotaRefused {
-		if s.conflictLog.allow("quota\x00"+agent, s.opts.Now()) {
-			s.opts.Logger.Warn("storage quota: batch refused (logged at most once a minute per agent)", "agent", agent, "records", len(b.Records), "max_bytes_per_day", s.opts.Quota.MaxBytesPerDay)
-		}
-		return nil, s.storageQuotaError(agent, s.opts.Now())
+		return nil, s.storageQuotaError(agent, len(b.Records))
 	}
 	s.rejudgeScanned(ctx, agent, b, res)
 	if res.IdentityConflict {
