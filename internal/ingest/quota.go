@@ -81,12 +81,12 @@ func (s *Service) checkRecordRate(ctx context.Context, agent string, n int) erro
 }
 
 // storageQuotaError is the refusal of a batch of n records over the
-// agent's storage quota (logged at most once a minute per agent): retry at
-// the next UTC day.
+// agent's storage quota (logged once per episode of refusals of the agent,
+// as identity conflicts are): retry at the next UTC day.
 func (s *Service) storageQuotaError(agent string, n int) error {
 	now := s.opts.Now()
-	if s.conflictLog.allow("quota\x00"+agent, now) {
-		s.opts.Logger.Warn("storage quota: batch refused (logged at most once a minute per agent)", "agent", agent, "records", n, "max_bytes_per_day", s.opts.Quota.MaxBytesPerDay)
+	if s.conflictLog.begins("quota\x00"+agent, now) {
+		s.opts.Logger.Warn("storage quota: batch refused (logged again after 10 minutes without a refusal)", "agent", agent, "records", n, "max_bytes_per_day", s.opts.Quota.MaxBytesPerDay)
 	}
 	wait := now.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour).Sub(now)
 	return quotaError(ReasonStorageQuota, wait, fmt.Sprintf(
