@@ -96,6 +96,9 @@ func (a *Agent) sendLoop(ctx context.Context, conn *grpc.ClientConn) {
 		}
 		attempt++
 		wait := Backoff(attempt, a.o.BackoffBase, a.o.BackoffMax, rand.Float64())
+		if hint, ok := RetryAfter(err, a.o.BackoffMax, rand.Float64()); ok {
+			wait = max(wait, hint) // the server said when it has room
+		}
 		a.metrics.sendErrors.Inc()
 		if enroll.IsRevoked(err) {
 			wait = a.o.RevokedRetry
@@ -259,6 +262,17 @@ func (a *Agent) drain(ctx context.Context, client plumblinev1.AgentServiceClient
 		rctx, cancel := context.WithTimeout(ctx, callTimeout)
 		resp, err := client.Report(rctx, req)
 		cancel()
+		if wait, ok := RetryAfter(err, a.o.BackoffMax, rand.Float64()); ok {
+			// Refused before it was read (the server at capacity, or
+			// this agent over its rate): the records stay in the spool
+			// and go again when the server asked, on this session.
+			a.metrics.refused.Inc()
+			a.log.Debug("report refused by the server; keeping the records", "err", err, "retry_in", wait.Round(time.Millisecond))
+			if ctxtime.Sleep(ctx, wait) != nil {
+				return nil
+			}
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("report: %w", err)
 		}
