@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/plumbline/plumbline/internal/config"
 	"github.com/plumbline/plumbline/internal/vocab"
 )
 
@@ -40,6 +41,21 @@ func unconfigured(e *effective) []notConfigured {
 			"add labels: (e.g. role: postgres) to describe it"})
 	}
 	return out
+}
+
+// NotConfigured lists the keys of what the configuration file cfg turns
+// on that it leaves off (probes, declared_devices, maintenance_windows,
+// labels), before any central policy: `agent run --check` says them.
+func NotConfigured(cfg config.Agent) []string {
+	e, err := newEffective(cfg, nil)
+	if err != nil {
+		return nil
+	}
+	var keys []string
+	for _, n := range unconfigured(e) {
+		keys = append(keys, n.key)
+	}
+	return keys
 }
 
 // logUnconfigured logs one INFO line for each thing e leaves off (at
