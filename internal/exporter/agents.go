@@ -37,8 +37,8 @@ func (c *Collector) buildAgents(now time.Time) {
 		if a.IdentityConflicts > 0 {
 			conflicts = append(conflicts, c.series(famAgentConflicts, float64(a.IdentityConflicts), a.ID, a.Hostname))
 		}
-		v := 0.0
-		if !a.LastSeen.IsZero() && now.Sub(a.LastSeen) <= c.opts.AgentStaleAfter {
+		v := 0.0 // up: connected to a replica or reported within the threshold
+		if alive := a.Alive(); !alive.IsZero() && now.Sub(alive) <= c.opts.AgentStaleAfter {
 			v = 1
 		}
 		last = append(last, c.series(famAgentLast, seconds(a.LastSeen), a.ID, a.Hostname))

@@ -54,7 +54,10 @@ const (
 	numFamilies
 )
 
-var volumeLabels = []string{"host", "mount_point"}
+// volumeLabels name a volume in every per-volume series: its agent (the
+// key: two agents reporting one host name never merge) and, as labels,
+// its host name and mount point.
+var volumeLabels = []string{"agent_id", "host", "mount_point"}
 
 func withVolume(extra ...string) []string {
 	return append(append([]string{}, volumeLabels...), extra...)
@@ -118,7 +121,7 @@ func newFamilies() [numFamilies]family {
 		[]string{"agent_id", "host"})
 	d(famAgentLast, "agent_last_report_timestamp_seconds", gauge, "When the agent last registered or sent a report (Unix time).",
 		[]string{"agent_id", "host"})
-	d(famAgentUp, "agent_up", gauge, "1 when the agent reported within the stale threshold, else 0.",
+	d(famAgentUp, "agent_up", gauge, "1 while the agent is connected to a server replica or reported within the down threshold (agents.down_after), else 0: an idle agent (no probe schedule, a maintenance window) is up while its connection is open.",
 		[]string{"agent_id", "host"})
 	d(famVolumes, "volumes", gauge, "Present volumes by verdict and profile.",
 		[]string{"verdict", "profile"})

@@ -1,6 +1,9 @@
 package ingest
 
 import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -144,5 +147,54 @@ func TestPolicyEnrollmentLabels(t *testing.T) {
 	}
 	if p := hello(nil); len(p.GetConfigYaml()) != 0 {
 		t.Errorf("enrolled team=payments, nothing declared: policy %q, want none (tier=gold is missing)", p.GetConfigYaml())
+	}
+}
+
+// The policy API resolves an enrolled agent's policy with the labels its
+// join token gave it, as Hello and WatchPolicy do: an agent that runs the
+// policy its token's label selects, declaring no label itself, is in
+// sync, and the API names that policy.
+func TestPolicyAPIEnrollmentLabels(t *testing.T) {
+	t.Parallel()
+	src := policy.NewSource([]policy.Entry{windowEntry("pg-nightly", "postgres")})
+	e := startServer(t, sqliteDSN(t), newPKI(t), Options{Policy: src})
+	ctx := ctxT(t)
+	if err := e.store.CreateJoinToken(ctx, store.JoinToken{ID: "tok", SecretHash: "h", Labels: map[string]string{"role": "postgres"},
+		MaxUses: 1, Expires: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.EnrollAgent(ctx, store.Enrollment{TokenID: "tok", SecretHash: "h", AgentID: "db1", Serial: "01", NotAfter: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	c := e.agent(t, "db1")
+	h, err := c.Hello(ctx, &plumblinev1.HelloRequest{AgentId: "db1", Host: &plumblinev1.Host{Hostname: "db1"}, AgentVersion: "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := h.GetPolicy()
+	if !strings.Contains(string(p.GetConfigYaml()), "pg-nightly") {
+		t.Fatalf("Hello of an agent enrolled with role=postgres: policy %q, want pg-nightly", p.GetConfigYaml())
+	}
+	if _, err := c.WatchPolicy(ctx, &plumblinev1.WatchPolicyRequest{AgentId: "db1", Hostname: "db1", PolicyDigest: p.GetDigest(),
+		Wait: durationpb.New(time.Millisecond), EffectiveConfigYaml: []byte("probes: []\n")}); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(policy.Handler(src, e.svc.PolicyReports))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/api/v1/hosts/db1/policy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v policy.HostView
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /api/v1/hosts/db1/policy: %d %v", resp.StatusCode, err)
+	}
+	if len(v.Agents) != 1 {
+		t.Fatalf("policy view has %d agents, want 1: %+v", len(v.Agents), v)
+	}
+	a := v.Agents[0]
+	if !a.InSync || strings.Join(a.Central.Sources, ",") != "pg-nightly" || a.Labels["role"] != "postgres" {
+		t.Errorf("agent view: in_sync %v, central sources %v, labels %v; want true, [pg-nightly], role=postgres (its token's)", a.InSync, a.Central.Sources, a.Labels)
 	}
 }

@@ -72,6 +72,12 @@ type Options struct {
 	// in HelloResponse (defaults 15m and 10s).
 	GeometryRefreshInterval time.Duration
 	ReportInterval          time.Duration
+	// AgentDownAfter is the down threshold (see liveness.go): how long an
+	// agent with no open connection and no report counts as up (default
+	// DefaultAgentDownAfter(ReportInterval)). The connected agents are
+	// noted every third of it, and the keepalive closes a dead connection
+	// within two thirds.
+	AgentDownAfter time.Duration
 	// RatePerSecond and RateBurst are each agent's token bucket of calls
 	// (Hello and Report); a call beyond it is refused with
 	// ResourceExhausted. RatePerSecond < 0 turns the limit off; 0 means
@@ -171,6 +177,9 @@ func (o Options) withDefaults() Options {
 	if o.ReportInterval <= 0 {
 		o.ReportInterval = 10 * time.Second
 	}
+	if o.AgentDownAfter <= 0 {
+		o.AgentDownAfter = DefaultAgentDownAfter(o.ReportInterval)
+	}
 	if o.RatePerSecond == 0 {
 		o.RatePerSecond = 20
 	}
@@ -196,10 +205,12 @@ type Service struct {
 	store *store.Store
 	opts  Options
 	lim   *limiters
-	// conflictLog rate-limits the identity-conflict log line per agent.
-	conflictLog logLimiter
+	// conflictLog: one identity-conflict log line per agent per episode.
+	conflictLog episodeLog
 	adm         *admission
 	codec       *sizeCodec
+	// live counts the open WatchPolicy calls of each agent (liveness.go).
+	live connections
 }
 
 // New returns a Service storing into st.
@@ -248,7 +259,7 @@ func NewGRPCServer(svc *Service, tlsConfig *tls.Config) (*grpc.Server, *health.S
 		grpc.ForceServerCodecV2(svc.codec),
 		grpc.ChainUnaryInterceptor(svc.unaryInterceptor),
 		grpc.ChainStreamInterceptor(svc.streamInterceptor),
-		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 2 * time.Minute, Timeout: 20 * time.Second}),
+		grpc.KeepaliveParams(svc.opts.keepaliveParams()),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 20 * time.Second, PermitWithoutStream: true}),
 		// Memory per connected agent (bench/RESULTS-fleet.md): an agent
 		// holds its connection open and calls once per report interval, so
@@ -473,13 +484,14 @@ func (s *Service) Hello(ctx context.Context, req *plumblinev1.HelloRequest) (*pl
 // incarnation that a newer one (superseded by) had replaced spoke again.
 // The store counts it (the hosts API and the
 // plumbline_agent_identity_conflicts_total metric show it); the log says
-// it at most once per agent per conflictLogEvery.
+// it once per episode (episodeLog): at its first conflict, and again only
+// after conflictEpisodeGap without one.
 func (s *Service) identityConflict(agent, incarnation, current, op string) {
-	if !s.conflictLog.allow(agent, s.opts.Now()) {
+	if !s.conflictLog.begins(agent, s.opts.Now()) {
 		return
 	}
-	s.opts.Logger.Error("two agents are reporting as one identity (two hosts sharing one certificate, or a copied spool): records of both are kept, but the host's geometry flips between them",
-		"agent", agent, "incarnation", incarnation, "other_incarnation", current, "call", op)
+	s.opts.Logger.Error("two agents are reporting as one identity (two hosts sharing one certificate, or a copied spool): records of both are kept, but the host's geometry flips between them; logged once per episode, plumbline_agent_identity_conflicts_total counts every conflict",
+		"agent", agent, "incarnation", incarnation, "other_incarnation", current, "call", op, "quiet_after", conflictEpisodeGap)
 }
 
 // maxHostFieldBytes bounds each host fact of a Hello.
@@ -558,34 +570,41 @@ func (s *Service) storeError(ctx context.Context, op, agent string, err error) e
 	return status.Error(codes.Unavailable, fmt.Sprintf("%s: store unavailable; retry later", op))
 }
 
-// conflictLogEvery is the least time between two identity-conflict log
-// lines of one agent.
-const conflictLogEvery = time.Minute
+// conflictEpisodeGap ends an identity-conflict episode of an agent: a
+// conflict after this long without one begins a new episode. Two live
+// agents on one identity conflict at every batch; the log says so once per
+// episode (the count, plumbline_agent_identity_conflicts_total, has every
+// one).
+const conflictEpisodeGap = 10 * time.Minute
 
-// logLimiter allows one log line per key per conflictLogEvery. Entries
-// older than that are dropped when the map grows, so it stays bounded by
-// the keys of the last minute.
-type logLimiter struct {
+// episodeLog allows one log line per key per episode: a call more than
+// conflictEpisodeGap after the key's previous call (logged or not) begins
+// one. Entries older than that are dropped when the map grows, so it stays
+// bounded by the keys of the last gap.
+type episodeLog struct {
 	mu   sync.Mutex
 	last map[string]time.Time
 }
 
-func (l *logLimiter) allow(key string, now time.Time) bool {
+// begins records a conflict of key at now and reports whether it begins
+// an episode.
+func (l *episodeLog) begins(key string, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.last == nil {
 		l.last = map[string]time.Time{}
 	}
-	if t, ok := l.last[key]; ok && now.Sub(t) < conflictLogEvery {
+	t, ok := l.last[key]
+	l.last[key] = now
+	if ok && now.Sub(t) < conflictEpisodeGap {
 		return false
 	}
-	if len(l.last) >= 1024 {
+	if len(l.last) > 1024 {
 		for k, t := range l.last {
-			if now.Sub(t) >= conflictLogEvery {
+			if now.Sub(t) >= conflictEpisodeGap {
 				delete(l.last, k)
 			}
 		}
 	}
-	l.last[key] = now
 	return true
 }

@@ -177,7 +177,8 @@ func assemble(st *store.Store, cfg config.Config, tokens []inventory.Token, tlsC
 		{Name: LoopRetention, Run: pruner.Run},
 	}
 	p.everywhere = []func(context.Context){
-		api.Run, // this replica's cached summaries
+		api.Run,           // this replica's cached summaries
+		svc.RunHeartbeats, // this replica's connected agents are up
 		func(ctx context.Context) { watchPolicies(ctx, cfg, pol, logger) }, // each replica serves its own configuration's policies
 	}
 	return p, nil
@@ -310,6 +311,7 @@ func ingestOptions(cfg config.Config, logger *slog.Logger, pol *policy.Source) i
 		MaxLongPolls:            cfg.GRPC.MaxLongPolls,
 		GeometryRefreshInterval: cfg.Agents.GeometryRefreshInterval,
 		ReportInterval:          cfg.Agents.ReportInterval,
+		AgentDownAfter:          cfg.Agents.DownThreshold(),
 		RatePerSecond:           cfg.GRPC.RateLimit.CallsPerSecond,
 		RateBurst:               cfg.GRPC.RateLimit.Burst,
 		Insecure:                cfg.GRPC.Insecure,
@@ -401,17 +403,13 @@ func orOff(addr string) string {
 // same bearer-token check as the inventory API (inventory.RequireToken:
 // any token of web.bearer_tokens or web.bearer_token_file).
 func metricsHandler(st *store.Store, evals *evaluators, own []prometheus.Collector, cfg config.Config, tokens []inventory.Token, logger *slog.Logger) (http.Handler, error) {
-	stale := 3 * cfg.Agents.ReportInterval
-	if stale < time.Minute {
-		stale = time.Minute
-	}
 	classic, err := exporter.ClassicBucketsNamed(cfg.Metrics.ClassicHistogramBuckets) // checked by Validate
 	if err != nil {
 		return nil, err
 	}
 	c, err := exporter.New(st, exporter.Options{
 		ClassicBuckets:  classic,
-		AgentStaleAfter: stale,
+		AgentStaleAfter: cfg.Agents.DownThreshold(),
 		Evaluator: func() exporter.EvaluatorStatus {
 			s := evals.status()
 			return exporter.EvaluatorStatus{LastSuccess: s.LastSuccess, Passes: s.Passes, Runs: s.Runs, Failures: s.Failures}

@@ -158,9 +158,15 @@ func (s *Store) AppendBatchFrom(ctx context.Context, agentID, incarnation string
 		if superseded(incarnation, existed, lk.incarnation) {
 			// A superseded incarnation is still sending: two agents on one
 			// identity. Its records are its own (no loss, no double count).
+			// It is the current incarnation again, as at a Hello: its next
+			// batch is no conflict unless the other one spoke since, so
+			// the count stops once the other agent has stopped.
 			res.IdentityConflict = true
 			if err := s.countConflict(ctx, tx, agentID); err != nil {
 				return err
+			}
+			if _, err := s.txExec(ctx, tx, s.q(`UPDATE agents SET incarnation = ? WHERE agent_id = ?`), incarnation, agentID); err != nil {
+				return fmt.Errorf("incarnation: %w", err)
 			}
 		}
 		start := cur
@@ -507,4 +513,4 @@ func (s *Store) insertProbes(ctx context.Context, tx *sql.Tx, agentID string, pr
 // agentColumns are an Agent's columns of agents a, in scanDest's order.
 const agentColumns = `a.agent_id, a.hostname, a.os, a.kernel, a.machine_id, a.agent_version, a.first_seen_ns, a.last_seen_ns,
     COALESCE((SELECT i.high_water FROM agent_incarnations i WHERE i.agent_id = a.agent_id AND i.incarnation = a.incarnation), 0),
-    a.incarnation, a.identity_conflicts, a.identity_conflict_ns, a.cert_not_before_ns, a.cert_not_after_ns`
+    a.incarnation, a.identity_conflicts, a.identity_conflict_ns, a.cert_not_before_ns, a.cert_not_after_ns, a.connected_ns`

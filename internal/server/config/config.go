@@ -154,10 +154,26 @@ type StoreConfig struct {
 	Retention time.Duration `yaml:"retention"`
 }
 
-// AgentConfig is what the server tells agents in HelloResponse.
+// AgentConfig is what the server tells agents in HelloResponse, and when
+// it counts one down.
 type AgentConfig struct {
 	GeometryRefreshInterval time.Duration `yaml:"geometry_refresh_interval"`
 	ReportInterval          time.Duration `yaml:"report_interval"`
+	// DownAfter is how long an agent with no open connection and no
+	// report counts as up (plumbline_agent_up); 0: 3 × report_interval,
+	// at least 1m (DownThreshold). A connected agent is up however idle
+	// it is: the server notes its open connections every third of this,
+	// and its keepalive closes a dead connection within two thirds.
+	DownAfter time.Duration `yaml:"down_after"`
+}
+
+// DownThreshold is DownAfter, or its default: 3 × ReportInterval, at
+// least a minute.
+func (c AgentConfig) DownThreshold() time.Duration {
+	if c.DownAfter > 0 {
+		return c.DownAfter
+	}
+	return max(3*c.ReportInterval, time.Minute)
 }
 
 // MetricsConfig shapes the /metrics exposition.
@@ -332,6 +348,9 @@ func (c Config) Validate() error {
 	}
 	if c.Agents.ReportInterval < time.Second {
 		bad("agents.report_interval %s: want at least 1s", c.Agents.ReportInterval)
+	}
+	if d := c.Agents.DownAfter; d != 0 && (d < 3*time.Second || d < 2*c.Agents.ReportInterval) {
+		bad("agents.down_after %s: want 0 (3 × report_interval, at least 1m) or at least 3s and twice report_interval", d)
 	}
 	names := map[string]bool{}
 	for i, tk := range c.Web.BearerTokens {
