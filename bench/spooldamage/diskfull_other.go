@@ -7,7 +7,7 @@ import (
 	"errors"
 )
 
-type fullResult struct{}
+type fullResult struct{ Dropped uint64 }
 
 func (fullResult) String() string { return "" }
 
