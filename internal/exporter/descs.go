@@ -29,6 +29,9 @@ const (
 	famAgentCertIssued
 	famAgentConflicts
 	famAgentLast
+	famAgentQuotaRefusals
+	famAgentRecordsRejected
+	famAgentStoredToday
 	famAgentUp
 	famDegradedSince
 	famRatio
@@ -120,6 +123,12 @@ func newFamilies() [numFamilies]family {
 	d(famAgentCertIssued, "agent_client_certificate_issued_timestamp_seconds", gauge, "When the client certificate the agent presented at its last connection became valid (Unix time, its NotBefore): with the expiry, its lifetime. Absent for agents without a certificate.",
 		[]string{"agent_id", "host"})
 	d(famAgentLast, "agent_last_report_timestamp_seconds", gauge, "When the agent last registered or sent a report (Unix time).",
+		[]string{"agent_id", "host"})
+	d(famAgentQuotaRefusals, "agent_quota_refusals_total", counter, "Report batches of the agent refused because it was over its storage quota (grpc.quota.max_bytes_per_day) or its record-rate quota (grpc.quota.records_per_second): nothing of them was stored, and the agent keeps them in its spool and sends them again. Present only for agents with at least one.",
+		[]string{"agent_id", "host"})
+	d(famAgentRecordsRejected, "agent_records_rejected_total", counter, "Records of the agent the server refused as invalid (the agent logs each reason; the server keeps only the sequence and a short reason). Present only for agents with at least one.",
+		[]string{"agent_id", "host"})
+	d(famAgentStoredToday, "agent_stored_today_bytes", gauge, "What the agent's records stored today (UTC day) cost against its storage quota (grpc.quota.max_bytes_per_day): the records, rejection reasons and 128 bytes a row. Present only for agents that stored something today.",
 		[]string{"agent_id", "host"})
 	d(famAgentUp, "agent_up", gauge, "1 while the agent is connected to a server replica or reported within the down threshold (agents.down_after), else 0: an idle agent (no probe schedule, a maintenance window) is up while its connection is open.",
 		[]string{"agent_id", "host"})

@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/plumbline/plumbline/internal/config"
+	"github.com/plumbline/plumbline/internal/labels"
 	"github.com/plumbline/plumbline/internal/policy"
 	"github.com/plumbline/plumbline/internal/store"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
@@ -55,11 +55,17 @@ func (s *Service) agentPolicy(ctx context.Context, agent, hostname string, label
 // agent cannot claim another team's policy by declaring a label its token
 // fixed: on a key in both, the enrollment's value wins and the clash is
 // logged (when log).
+//
+// Keys are compared canonical (labels.CanonicalKey): a token's "Role"
+// fixes an agent's "role".
 func (s *Service) selectionLabels(ctx context.Context, agent string, declared map[string]string, log bool) (map[string]string, error) {
-	enrolled, err := s.store.AgentLabels(ctx, agent)
-	if err != nil || len(enrolled) == 0 {
+	declared = labels.Fold(declared)
+	stored, err := s.store.AgentLabels(ctx, agent)
+	if err != nil || len(stored) == 0 {
 		return declared, err
 	}
+	// Tokens issued before keys were stored canonical may hold "Role".
+	enrolled := labels.Fold(stored)
 	out := make(map[string]string, len(declared)+len(enrolled))
 	for k, v := range declared {
 		out[k] = v
@@ -83,6 +89,9 @@ func (s *Service) WatchPolicy(ctx context.Context, req *plumblinev1.WatchPolicyR
 	if err := checkWatchRequest(req); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
+	if err := checkGeneric(req.ProtoReflect(), "watch", s.opts.Limits.withDefaults(), 0); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
 	defer s.live.open(req.GetAgentId())() // connected while the call is open (liveness.go)
 	hostname := req.GetHostname()
 	if hostname == "" {
@@ -95,7 +104,7 @@ func (s *Service) WatchPolicy(ctx context.Context, req *plumblinev1.WatchPolicyR
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
-		pol, changed, err := s.agentPolicy(ctx, req.GetAgentId(), hostname, req.GetLabels(), req, s.opts.Now())
+		pol, changed, err := s.agentPolicy(ctx, req.GetAgentId(), hostname, labels.Fold(req.GetLabels()), req, s.opts.Now())
 		if err != nil {
 			return nil, err
 		}
@@ -146,7 +155,7 @@ func checkWatchRequest(req *plumblinev1.WatchPolicyRequest) error {
 	if err := checkHostField(req.GetHostname()); err != nil {
 		return fmt.Errorf("hostname: %w", err)
 	}
-	if err := config.CheckLabels(req.GetLabels()); err != nil {
+	if err := labels.Check(req.GetLabels()); err != nil {
 		return fmt.Errorf("labels: %w", err)
 	}
 	if n := len(req.GetEffectiveConfigYaml()); n > MaxEffectiveConfigBytes {

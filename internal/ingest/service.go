@@ -24,8 +24,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
@@ -39,7 +37,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/plumbline/plumbline/internal/config"
+	"github.com/plumbline/plumbline/internal/labels"
 	"github.com/plumbline/plumbline/internal/policy"
 	"github.com/plumbline/plumbline/internal/store"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
@@ -65,6 +63,8 @@ const (
 // Options configure a Service. Zero values mean the defaults.
 type Options struct {
 	Limits Limits
+	// Quota bounds what each agent identity may send and store.
+	Quota Quota
 	// MaxRecvMsgSize bounds one incoming gRPC message (default 4 MiB); a
 	// bigger one is refused with ResourceExhausted before it is decoded.
 	MaxRecvMsgSize int
@@ -195,6 +195,7 @@ func (o Options) withDefaults() Options {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	o.Quota = o.Quota.withDefaults(o.Limits)
 	return o
 }
 
@@ -202,9 +203,10 @@ func (o Options) withDefaults() Options {
 type Service struct {
 	plumblinev1.UnimplementedAgentServiceServer
 
-	store *store.Store
-	opts  Options
-	lim   *limiters
+	store   *store.Store
+	opts    Options
+	lim     *limiters
+	records *limiters // each agent's record-rate quota (nil: off)
 	// conflictLog: one identity-conflict log line per agent per episode.
 	conflictLog episodeLog
 	adm         *admission
@@ -219,6 +221,9 @@ func New(st *store.Store, opts Options) *Service {
 	s := &Service{store: st, opts: opts}
 	if opts.RatePerSecond > 0 {
 		s.lim = newLimiters(rate.Limit(opts.RatePerSecond), opts.RateBurst, opts.Now)
+	}
+	if opts.Quota.RecordsPerSecond > 0 {
+		s.records = newLimiters(rate.Limit(opts.Quota.RecordsPerSecond), opts.Quota.RecordBurst, opts.Now)
 	}
 	var lim [rateFamilies]*limiters
 	lim[rateAgent] = s.lim
@@ -280,9 +285,9 @@ func NewGRPCServer(svc *Service, tlsConfig *tls.Config) (*grpc.Server, *health.S
 		opts = append(opts, grpc.Creds(creds), grpc.ReadBufferSize(0))
 	}
 	gs := grpc.NewServer(opts...)
-	plumblinev1.RegisterAgentServiceServer(gs, svc)
+	RegisterService(gs, &plumblinev1.AgentService_ServiceDesc, svc)
 	hs := health.NewServer()
-	healthpb.RegisterHealthServer(gs, hs)
+	RegisterService(gs, &healthpb.Health_ServiceDesc, hs)
 	hs.SetServingStatus(plumblinev1.AgentService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	return gs, hs, nil
 }
@@ -434,8 +439,12 @@ func (s *Service) Hello(ctx context.Context, req *plumblinev1.HelloRequest) (*pl
 			return nil, status.Errorf(codes.InvalidArgument, "%s: %v", f.name, err)
 		}
 	}
-	if err := config.CheckLabels(req.GetLabels()); err != nil {
+	if err := labels.Check(req.GetLabels()); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "labels: %v", err)
+	}
+	// Every string, of the fields above and any added later: printable.
+	if err := checkGeneric(req.ProtoReflect(), "hello", s.opts.Limits.withDefaults(), 0); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	hostname := h.GetHostname()
 	if hostname == "" {
@@ -465,7 +474,7 @@ func (s *Service) Hello(ctx context.Context, req *plumblinev1.HelloRequest) (*pl
 	}
 	s.opts.Logger.Debug("hello", "agent", req.GetAgentId(), "incarnation", inc, "version", req.GetAgentVersion(), "high_water", st.HighWater)
 	digest, _ := hex.DecodeString(st.GeometryDigest) // written by the store from a checked digest
-	pol, _, err := s.agentPolicy(ctx, req.GetAgentId(), hostname, req.GetLabels(), nil, now)
+	pol, _, err := s.agentPolicy(ctx, req.GetAgentId(), hostname, labels.Fold(req.GetLabels()), nil, now)
 	if err != nil {
 		return nil, err
 	}
@@ -498,21 +507,15 @@ func (s *Service) identityConflict(agent, incarnation, current, op string) {
 const maxHostFieldBytes = 256
 
 // checkHostField accepts the host facts of a Hello: at most
-// maxHostFieldBytes of valid UTF-8 without control characters. They are
+// maxHostFieldBytes of printable text (labels.CheckText). They are
 // printed on operators' terminals (`server inventory list`) and in CSV
-// files, where ESC, CR or NUL would rewrite what the operator sees.
+// files, where ESC, CR, NUL or a bidi override would rewrite what the
+// operator sees.
 func checkHostField(v string) error {
 	if len(v) > maxHostFieldBytes {
 		return fmt.Errorf("%d bytes: want at most %d", len(v), maxHostFieldBytes)
 	}
-	if !utf8.ValidString(v) {
-		return fmt.Errorf("%q is not valid UTF-8", v)
-	}
-	if i := strings.IndexFunc(v, unicode.IsControl); i >= 0 {
-		r, _ := utf8.DecodeRuneInString(v[i:])
-		return fmt.Errorf("%q: control character %U at byte %d: want printable text", v, r, i)
-	}
-	return nil
+	return labels.CheckText(v)
 }
 
 // Report validates a batch, stores it atomically and acknowledges it.
@@ -524,6 +527,9 @@ func (s *Service) Report(ctx context.Context, req *plumblinev1.ReportRequest) (*
 	if err := CheckIncarnation(inc); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
+	if err := s.checkRecordRate(ctx, agent, len(req.GetRecords())); err != nil {
+		return nil, err
+	}
 	b, err := ValidateReport(req, s.opts.Limits, s.opts.Now())
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
@@ -533,9 +539,12 @@ func (s *Service) Report(ctx context.Context, req *plumblinev1.ReportRequest) (*
 	}
 	// One commit for first_sequence and the records (grouped with other
 	// agents' batches on SQLite): nothing is acknowledged before it.
-	res, err := s.store.AppendBatchFrom(ctx, agent, inc, b.FirstSequence, b.Records)
+	res, err := s.store.AppendBatchQuota(ctx, agent, inc, b.FirstSequence, b.Records, s.opts.Quota.storeQuota())
 	if err != nil {
 		return nil, s.storeError(ctx, "report", agent, err)
+	}
+	if res.QuotaRefused {
+		return nil, s.storageQuotaError(agent, len(b.Records))
 	}
 	s.rejudgeScanned(ctx, agent, b, res)
 	if res.IdentityConflict {

@@ -269,12 +269,19 @@ func webServer(st *store.Store, cfg config.Config, tokens []inventory.Token, api
 	if err != nil {
 		return nil, nil, err
 	}
-	web := http.NewServeMux()
-	web.Handle("GET /metrics", metrics)
-	web.Handle("GET /api/v1/hosts/{host}/policy", inventory.RequireToken(tokens, policyAPI))
-	web.Handle("GET /api/v1/policies", inventory.RequireToken(tokens, policyAPI))
-	web.Handle("/", api)
+	web := webRoutes(tokens, api, metrics, policyAPI)
 	return evals, &http.Server{Handler: web, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}, nil
+}
+
+// webRoutes is the web listener's router: /metrics, the policy API and
+// the inventory API (which serves /healthz, /readyz and the index too).
+func webRoutes(tokens []inventory.Token, api *inventory.API, metrics, policyAPI http.Handler) *webMux {
+	web := newWebMux(tokens)
+	web.handle("/metrics", true, metrics, http.MethodGet)
+	web.handle("/api/v1/hosts/{host}/policy", true, policyAPI, http.MethodGet)
+	web.handle("/api/v1/policies", true, policyAPI, http.MethodGet)
+	web.fallback(api)
+	return web
 }
 
 // watchPolicies re-reads the configuration file's policies until ctx
@@ -303,6 +310,7 @@ func ingestOptions(cfg config.Config, logger *slog.Logger, pol *policy.Source) i
 	o := ingest.Options{
 		Policy:                  pol,
 		Limits:                  ingest.Limits{MaxBatchRecords: cfg.GRPC.MaxBatch},
+		Quota:                   cfg.GRPC.Quota.Ingest(),
 		MaxRecvMsgSize:          int(cfg.GRPC.MaxRecvSize),
 		MaxConcurrentStreams:    cfg.GRPC.MaxConcurrentStreams,
 		MaxInflightBytes:        int64(cfg.GRPC.MaxInflightBytes),

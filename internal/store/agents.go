@@ -41,6 +41,14 @@ type Agent struct {
 	// ConnectedAt is when a server replica last noted the agent connected
 	// (MarkConnected); zero: never. Read only.
 	ConnectedAt time.Time
+	// QuotaDay is the UTC day QuotaDayBytes counts (zero: none yet): what
+	// the agent's records cost that day against its storage quota
+	// (store.Quota). RecordsRejected counts the records the server
+	// refused; QuotaRefusals the batches refused for a quota. Read only.
+	QuotaDay        time.Time
+	QuotaDayBytes   uint64
+	RecordsRejected uint64
+	QuotaRefusals   uint64
 }
 
 // Alive is when the agent was last known alive: its last report or the
@@ -50,6 +58,14 @@ func (a Agent) Alive() time.Time {
 		return a.ConnectedAt
 	}
 	return a.LastSeen
+}
+
+// StoredBytesOn is QuotaDayBytes when QuotaDay is t's UTC day, else 0.
+func (a Agent) StoredBytesOn(t time.Time) uint64 {
+	if a.QuotaDay.IsZero() || dayOf(a.QuotaDay) != dayOf(t) {
+		return 0
+	}
+	return a.QuotaDayBytes
 }
 
 // MaxIncarnationBytes bounds an incarnation id.
@@ -216,12 +232,16 @@ func (s *Store) ListHosts(ctx context.Context) ([]Agent, error) {
 // scanAgent scans a row of agentColumns (then extra).
 func scanAgent(row interface{ Scan(...any) error }, extra ...any) (Agent, error) {
 	var a Agent
-	var first, last, hw, conflicts, conflictNS, notBefore, notAfter, connected int64
+	var first, last, hw, conflicts, conflictNS, notBefore, notAfter, connected, qDay, qBytes, rejected, refusals int64
 	dest := append([]any{&a.ID, &a.Hostname, &a.OS, &a.Kernel, &a.MachineID, &a.AgentVersion, &first, &last,
-		&hw, &a.Incarnation, &conflicts, &conflictNS, &notBefore, &notAfter, &connected}, extra...)
+		&hw, &a.Incarnation, &conflicts, &conflictNS, &notBefore, &notAfter, &connected, &qDay, &qBytes, &rejected, &refusals}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return Agent{}, err
 	}
+	if qDay > 0 {
+		a.QuotaDay = time.Unix(qDay*86400, 0).UTC()
+	}
+	a.QuotaDayBytes, a.RecordsRejected, a.QuotaRefusals = uint64(max(qBytes, 0)), uint64(max(rejected, 0)), uint64(max(refusals, 0))
 	a.FirstSeen, a.LastSeen, a.HighWater = fromUnixNano(first), fromUnixNano(last), uint64(hw)
 	a.IdentityConflicts = uint64(conflicts)
 	if conflictNS != 0 {

@@ -27,7 +27,7 @@ func PublicMethods() []string {
 
 // Register serves the enrollment service on gs.
 func (a *Authority) Register(gs *grpc.Server) {
-	plumblinev1.RegisterEnrollmentServiceServer(gs, a)
+	ingest.RegisterService(gs, &plumblinev1.EnrollmentService_ServiceDesc, a)
 }
 
 // GetTrustBundle answers with the CAs agents trust for this server.
@@ -86,6 +86,9 @@ func (a *Authority) enrollError(ctx context.Context, tokenID, agentID string, er
 		a.opts.Logger.Warn("enrollment refused", "token", tokenID, "agent", agentID, "reason", err, "peer", peerAddr(ctx))
 		return status.Errorf(codes.Unauthenticated, "join token %s: %v; ask for a new one (server token create)", tokenID, err)
 	case errors.Is(err, store.ErrAgentExists):
+		return status.Error(codes.AlreadyExists, err.Error())
+	case errors.Is(err, store.ErrAgentReserved):
+		a.opts.Logger.Warn("enrollment refused: the agent id is reserved", "token", tokenID, "agent", agentID, "peer", peerAddr(ctx))
 		return status.Error(codes.AlreadyExists, err.Error())
 	case ctx.Err() != nil:
 		return status.FromContextError(ctx.Err()).Err()

@@ -78,6 +78,30 @@ type GRPCConfig struct {
 	// WatchPolicy calls waiting at once.
 	MaxPendingReports int `yaml:"max_pending_reports"`
 	MaxLongPolls      int `yaml:"max_long_polls_per_agent"`
+	// Quota bounds what each agent identity may store and send.
+	Quota QuotaConfig `yaml:"quota"`
+}
+
+// QuotaConfig is grpc.quota: per agent identity, the bytes its records
+// may cost per UTC day and its token bucket of records (0: no bound).
+// A batch over either is refused with RESOURCE_EXHAUSTED, nothing of it
+// stored; the agent keeps it in its spool and retries.
+type QuotaConfig struct {
+	MaxBytesPerDay   bytesize.Size `yaml:"max_bytes_per_day"`
+	RecordsPerSecond float64       `yaml:"records_per_second"`
+	RecordBurst      int           `yaml:"record_burst"`
+}
+
+// Ingest is the quota as ingest.Options take it (0 there is the default,
+// so a bound turned off here is negative there).
+func (q QuotaConfig) Ingest() ingest.Quota {
+	off := func(v float64) float64 {
+		if v == 0 {
+			return -1
+		}
+		return v
+	}
+	return ingest.Quota{MaxBytesPerDay: int64(off(float64(q.MaxBytesPerDay))), RecordsPerSecond: off(q.RecordsPerSecond), RecordBurst: q.RecordBurst}
 }
 
 // TLSConfig names the server's certificate and the CA that signs agent
@@ -226,6 +250,8 @@ func Default() Config {
 			MaxInflightBytes:     ingest.DefaultMaxInflightBytes,
 			MaxPendingReports:    ingest.DefaultMaxPendingReports,
 			MaxLongPolls:         ingest.DefaultMaxLongPolls,
+			Quota: QuotaConfig{MaxBytesPerDay: ingest.DefaultMaxBytesPerDay,
+				RecordsPerSecond: ingest.DefaultRecordsPerSecond, RecordBurst: ingest.DefaultRecordBurst},
 		},
 		Web:             WebConfig{ListenAddress: DefaultWebAddress},
 		Store:           StoreConfig{LeaseTTL: DefaultLeaseTTL, Retention: DefaultRetention},
@@ -309,6 +335,15 @@ func (g GRPCConfig) validate() []error {
 	}
 	if g.RateLimit.CallsPerSecond > 0 && g.RateLimit.Burst < 1 {
 		bad("grpc.rate_limit.burst %d: want at least 1", g.RateLimit.Burst)
+	}
+	if q := g.Quota; q.MaxBytesPerDay < 0 || q.MaxBytesPerDay > 0 && q.MaxBytesPerDay < 1<<20 {
+		bad("grpc.quota.max_bytes_per_day %s: want 0 (no bound) or at least 1MiB", q.MaxBytesPerDay)
+	}
+	if q := g.Quota; q.RecordsPerSecond < 0 {
+		bad("grpc.quota.records_per_second %v: want 0 (no bound) or more", q.RecordsPerSecond)
+	}
+	if q := g.Quota; q.RecordsPerSecond > 0 && q.RecordBurst < g.MaxBatch {
+		bad("grpc.quota.record_burst %d: want at least grpc.max_batch_records (%d), or no batch could pass", q.RecordBurst, g.MaxBatch)
 	}
 	return errs
 }
