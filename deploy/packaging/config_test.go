@@ -170,7 +170,9 @@ func writePKI(t *testing.T, pki, tlsDir string) {
 			t.Fatal(err)
 		}
 	}
-	certPEM := func(der []byte) string { return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})) }
+	certPEM := func(der []byte) string {
+		return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	}
 	writeFile(t, filepath.Join(pki, "ca.crt"), certPEM(caDER))
 	writeFile(t, filepath.Join(pki, "ca.key"), keyPEM(t, caKey))
 	writeFile(t, filepath.Join(pki, "server.crt"), certPEM(srvDER))
