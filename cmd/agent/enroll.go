@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/plumbline/plumbline/internal/enroll"
 )
@@ -15,8 +18,9 @@ Joins this host to a Plumbline server (README "Enrollment"): checks that
 the server holds a certificate from the CA with the pinned hash (as
 'server token create' printed it) before the token leaves this host,
 generates a key here, and writes DIR/ca.crt, DIR/agent.crt and
-DIR/agent.key (0600). Name them in the agent config's server.tls; the
-running agent renews the certificate by itself.
+DIR/agent.key (0600). It prints an agent config that names them (a
+complete one: save it as the agent's config, or copy its server keys into
+yours); the running agent renews the certificate by itself.
 
 flags:
 `
@@ -52,15 +56,46 @@ func runEnroll(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "agent enroll: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, `enrolled as agent %s (certificate valid until %s, renewed automatically)
-labels: %s
-agent config:
-server:
-  address: %s
-  tls:
-    ca_file: %s
-    cert_file: %s
-    key_file: %s
-`, res.AgentID, res.NotAfter.UTC().Format(time.RFC3339), enroll.FormatLabels(res.Labels), *server, res.CAFile, res.CertFile, res.KeyFile)
+	printed, err := enrolledConfig(res, *server, *serverName)
+	if err != nil {
+		fmt.Fprintf(stderr, "agent enroll: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "# enrolled as agent %s (certificate valid until %s, renewed automatically)\n# labels: %s\n# agent config (agent run --config FILE --check accepts it as it is):\n%s",
+		res.AgentID, res.NotAfter.UTC().Format(time.RFC3339), enroll.FormatLabels(res.Labels), printed)
 	return 0
+}
+
+// defaultSpoolDir is the packaged agent's spool (deploy/examples/agent.yaml).
+const defaultSpoolDir = "/var/lib/plumbline/spool"
+
+// enrolledConfig is the agent config that uses the enrolled files: a
+// complete one (the keys `agent run --check` requires), absolute paths.
+func enrolledConfig(res enroll.Result, server, serverName string) (string, error) {
+	type tlsKeys struct {
+		CAFile     string `yaml:"ca_file"`
+		CertFile   string `yaml:"cert_file"`
+		KeyFile    string `yaml:"key_file"`
+		ServerName string `yaml:"server_name,omitempty"`
+	}
+	var c struct {
+		Server struct {
+			Address string  `yaml:"address"`
+			TLS     tlsKeys `yaml:"tls"`
+		} `yaml:"server"`
+		Spool struct {
+			Dir string `yaml:"dir"`
+		} `yaml:"spool"`
+	}
+	c.Server.Address, c.Spool.Dir = server, defaultSpoolDir
+	c.Server.TLS = tlsKeys{CAFile: abs(res.CAFile), CertFile: abs(res.CertFile), KeyFile: abs(res.KeyFile), ServerName: serverName}
+	b, err := yaml.Marshal(&c)
+	return string(b), err
+}
+
+func abs(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }

@@ -89,6 +89,25 @@ func TestEnrollCommand(t *testing.T) {
 					t.Errorf("the printed config does not name %s:\n%s", f, stdout.String())
 				}
 			}
+			checkPrintedConfig(t, stdout.String())
 		}
+	}
+}
+
+// checkPrintedConfig: what `agent enroll` printed, saved as it is, passes
+// `agent run --check`, and names the server name the enrollment checked
+// the server's certificate for.
+func checkPrintedConfig(t *testing.T, printed string) {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "agent.yaml")
+	if err := os.WriteFile(f, []byte(printed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run(t.Context(), []string{"run", "--config", f, "--check"}, &out, &errb); code != 0 {
+		t.Errorf("agent run --check on the printed config = %d:\n%s%s\nprinted:\n%s", code, out.String(), errb.String(), printed)
+	}
+	if !strings.Contains(printed, "server_name: localhost") {
+		t.Errorf("the printed config does not carry --server-name localhost:\n%s", printed)
 	}
 }

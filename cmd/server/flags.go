@@ -93,9 +93,19 @@ func parseFlags(args []string, stdout, stderr io.Writer) (config.Config, bool, e
 	return cfg, *check, nil
 }
 
-// usage prints the server's usage line and flags.
+// usage prints the server's usage lines, its subcommands and its flags.
 func usage(fs *flag.FlagSet) {
-	fmt.Fprint(fs.Output(), "usage: server --config FILE [flags]\n       server --dev --data-dir DIR\n       server inventory list|summary [--url URL] [--token-file FILE] [--verdict misaligned ...]\n\nflags:\n")
+	fmt.Fprint(fs.Output(), `usage: server --config FILE [flags]     run the server
+       server --dev --data-dir DIR       run a development server: local CA, certificates and an agent config under DIR
+
+subcommands (each takes --help):
+  server ca init --dir DIR --name NAME          create the production CA and this server's TLS certificate
+  server token create|list|revoke               join tokens that agents enroll with (agent enroll)
+  server agent list|revoke ID                   enrolled agents; revoke refuses an agent's certificates
+  server inventory list|summary [--url URL]     query a running server's inventory API
+
+flags:
+`)
 	fs.PrintDefaults()
 }
 

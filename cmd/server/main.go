@@ -4,8 +4,10 @@
 //
 //	server --config FILE [flags]
 //	server --dev --data-dir DIR      a local CA, certificates and a ready agent config under DIR
+//	server ca init --dir DIR --name NAME  the production CA and server certificate (internal/pki)
 //	server token create|list|revoke  join tokens for `agent enroll` (README "Enrollment")
 //	server agent list|revoke         enrolled agents
+//	server inventory list|summary    a running server's inventory, as tables
 //
 // Flags override the configuration file (deploy/examples/server.yaml
 // documents every key):
@@ -58,6 +60,9 @@ type listening = func(grpcAddr, webAddr string)
 func runContext(ctx context.Context, args []string, stdout, stderr io.Writer, ready listening) int {
 	if len(args) > 0 && args[0] == "inventory" {
 		return runInventory(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "ca" {
+		return runCA(args[1:], stdout, stderr)
 	}
 	if len(args) > 0 && (args[0] == "token" || args[0] == "agent") {
 		return runEnrollment(ctx, args[0], args[1:], stdout, stderr)

@@ -14,9 +14,9 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/plumbline/plumbline/internal/atomicfile"
 	"github.com/plumbline/plumbline/internal/config"
 	"github.com/plumbline/plumbline/internal/ctxtime"
-	"github.com/plumbline/plumbline/internal/devca"
 	"github.com/plumbline/plumbline/internal/maintenance"
 	"github.com/plumbline/plumbline/internal/policy"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
@@ -120,7 +120,7 @@ func (a *Agent) applyPolicy(ap *plumblinev1.AgentPolicy) {
 	}
 	a.eff.Store(e)
 	if b, err := proto.Marshal(ap); err == nil {
-		if err := devca.WriteFileAtomic(filepath.Join(a.o.Config.Spool.Dir, PolicyCacheFile), b, 0o600); err != nil {
+		if err := atomicfile.Write(filepath.Join(a.o.Config.Spool.Dir, PolicyCacheFile), b, 0o600); err != nil {
 			a.log.Warn("central policy cache not written", "err", err)
 		}
 	}

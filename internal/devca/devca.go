@@ -34,6 +34,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/plumbline/plumbline/internal/atomicfile"
 )
 
 // File names inside a CA directory.
@@ -117,10 +119,10 @@ func Create(dir string) (*CA, error) {
 		return nil, fmt.Errorf("create CA: %w", err)
 	}
 	ca := &CA{Cert: cert, CertPEM: encodeCert(der), key: key, dir: dir}
-	if err := WriteFileAtomic(keyPath, keyPEM, 0o600); err != nil {
+	if err := atomicfile.Write(keyPath, keyPEM, 0o600); err != nil {
 		return nil, fmt.Errorf("create CA: %w", err)
 	}
-	if err := WriteFileAtomic(certPath, ca.CertPEM, 0o644); err != nil {
+	if err := atomicfile.Write(certPath, ca.CertPEM, 0o644); err != nil {
 		return nil, fmt.Errorf("create CA: %w", err)
 	}
 	return ca, nil
@@ -271,10 +273,10 @@ func (l *Leaf) TLSCertificate() tls.Certificate {
 // WriteFiles writes the certificate (mode 0644) and the key (mode 0600),
 // each atomically (a temporary file renamed into place).
 func (l *Leaf) WriteFiles(certPath, keyPath string) error {
-	if err := WriteFileAtomic(keyPath, l.KeyPEM, 0o600); err != nil {
+	if err := atomicfile.Write(keyPath, l.KeyPEM, 0o600); err != nil {
 		return err
 	}
-	return WriteFileAtomic(certPath, l.CertPEM, 0o644)
+	return atomicfile.Write(certPath, l.CertPEM, 0o644)
 }
 
 // LoadLeaf reads a certificate and key pair written by WriteFiles (or any
@@ -330,40 +332,4 @@ func encodeKey(key *ecdsa.PrivateKey) ([]byte, error) {
 		return nil, err
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
-}
-
-// WriteFileAtomic writes data to path atomically with the given mode: a
-// temporary file beside it, synced, then renamed over it (the directory
-// is created when missing). The server's dev mode writes its agent config
-// with it too: one atomic writer.
-func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after the rename
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

@@ -17,7 +17,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/peer"
 
-	"github.com/plumbline/plumbline/internal/devca"
+	"github.com/plumbline/plumbline/internal/atomicfile"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -133,7 +133,7 @@ func Enroll(ctx context.Context, o Options) (Result, error) {
 		AgentID: resp.GetAgentId(), NotAfter: leaf.NotAfter, Labels: maps.Clone(resp.GetLabels()),
 		CAFile: filepath.Join(o.Dir, CAFile), CertFile: filepath.Join(o.Dir, CertFile), KeyFile: filepath.Join(o.Dir, KeyFile),
 	}
-	if err := devca.WriteFileAtomic(res.CAFile, EncodeCertPEM(ca.Raw), 0o644); err != nil {
+	if err := atomicfile.Write(res.CAFile, EncodeCertPEM(ca.Raw), 0o644); err != nil {
 		return Result{}, err
 	}
 	if err := writePair(res.CertFile, res.KeyFile, resp.GetCertificateChainPem(), keyPEM); err != nil {

@@ -13,7 +13,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/plumbline/plumbline/internal/devca"
+	"github.com/plumbline/plumbline/internal/atomicfile"
 )
 
 // File names Enroll writes under its directory.
@@ -61,10 +61,10 @@ func checkIssued(chainPEM []byte, pub crypto.PublicKey) (*x509.Certificate, erro
 // as FILE.new first, then renamed into place, key first; LoadKeyPair
 // finishes a rename a crash interrupted.
 func writePair(certFile, keyFile string, certPEM, keyPEM []byte) error {
-	if err := devca.WriteFileAtomic(keyFile+".new", keyPEM, 0o600); err != nil {
+	if err := atomicfile.Write(keyFile+".new", keyPEM, 0o600); err != nil {
 		return err
 	}
-	if err := devca.WriteFileAtomic(certFile+".new", certPEM, 0o644); err != nil {
+	if err := atomicfile.Write(certFile+".new", certPEM, 0o644); err != nil {
 		return err
 	}
 	if err := os.Rename(keyFile+".new", keyFile); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/plumbline/plumbline/internal/atomicfile"
 	"github.com/plumbline/plumbline/internal/bytesize"
 	"github.com/plumbline/plumbline/internal/config"
 	"github.com/plumbline/plumbline/internal/devca"
@@ -127,7 +128,7 @@ func prepareDev(cfg *srvconfig.Config) (devLayout, error) {
 	}, func() (*devca.Leaf, error) { return ca.IssueAgent(id) }); err != nil {
 		return l, fmt.Errorf("dev: agent certificate: %w", err)
 	}
-	if err := devca.WriteFileAtomic(l.agentCA, ca.CertPEM, 0o644); err != nil {
+	if err := atomicfile.Write(l.agentCA, ca.CertPEM, 0o644); err != nil {
 		return l, fmt.Errorf("dev: %w", err)
 	}
 	cfg.GRPC.TLS = srvconfig.TLSConfig{CertFile: l.serverCert, KeyFile: l.serverKey, ClientCAFile: ca.CertPath()}
@@ -248,13 +249,13 @@ func writeDevAgentConfig(l devLayout, grpcAddr, webAddr string, insecure bool) e
 		return err
 	}
 	if _, err := os.Lstat(l.agentLocalYAML); errors.Is(err, os.ErrNotExist) {
-		if err := devca.WriteFileAtomic(l.agentLocalYAML, []byte(devAgentLocalExample), 0o600); err != nil {
+		if err := atomicfile.Write(l.agentLocalYAML, []byte(devAgentLocalExample), 0o600); err != nil {
 			return err
 		}
 	} else if err != nil {
 		return err
 	}
-	return devca.WriteFileAtomic(l.agentYAML, b.Bytes(), 0o600)
+	return atomicfile.Write(l.agentYAML, b.Bytes(), 0o600)
 }
 
 // globQuote escapes path.Match metacharacters so that a mount point

@@ -282,7 +282,9 @@ func watchPolicies(ctx context.Context, cfg config.Config, pol *policy.Source, l
 // warning) with grpc.insecure.
 func grpcTLS(cfg config.Config, logger *slog.Logger) (*tls.Config, error) {
 	if cfg.GRPC.Insecure {
-		logger.Warn("INSECURE: gRPC is served in PLAINTEXT without client certificates; any client can report as any agent. Never use --insecure outside a test.")
+		logger.Warn("INSECURE: gRPC is served in PLAINTEXT without client certificates (grpc.insecure: true or --insecure); any client can report as any agent. "+
+			"Never use it outside a test: create a CA and a server certificate (server ca init --dir /etc/plumbline/pki --name $(hostname -f)) and set grpc.tls.cert_file, key_file, client_ca_file and enrollment.ca_cert_file, ca_key_file as it prints",
+			"address", cfg.GRPC.ListenAddress)
 		return nil, nil
 	}
 	return ingest.ServerTLSConfig(cfg.GRPC.TLS.CertFile, cfg.GRPC.TLS.KeyFile, cfg.GRPC.TLS.ClientCAFile)

@@ -58,7 +58,8 @@ func TestAPITokens(t *testing.T) {
 		want    []string
 		wantErr string
 	}{
-		{"dev on loopback needs none", config.Config{Dev: true, Web: config.WebConfig{ListenAddress: "127.0.0.1:9464", BearerTokens: tokens}}, nil, ""},
+		{"dev on loopback needs none", config.Config{Dev: true, Web: config.WebConfig{ListenAddress: "127.0.0.1:9464"}}, nil, ""},
+		{"dev on loopback honours configured ones", config.Config{Dev: true, Web: config.WebConfig{ListenAddress: "127.0.0.1:9464", BearerTokens: tokens}}, []string{"secret-one", "secret-two"}, ""},
 		{"dev elsewhere uses them", config.Config{Dev: true, Web: config.WebConfig{ListenAddress: ":9464", BearerTokens: tokens}}, []string{"secret-one", "secret-two"}, ""},
 		{"tokens and the token file", config.Config{Web: config.WebConfig{ListenAddress: ":9464", BearerTokenFile: t2, BearerTokens: tokens[:1]}}, []string{"secret-two", "secret-one"}, ""},
 		{"empty token", config.Config{Web: config.WebConfig{ListenAddress: ":9464", BearerTokens: []config.TokenConfig{{Name: "x", TokenFile: empty}}}}, nil, "is empty"},

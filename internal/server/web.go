@@ -16,12 +16,10 @@ import (
 	"github.com/plumbline/plumbline/internal/server/config"
 )
 
-// apiTokens reads the inventory API's bearer tokens. In --dev mode on a
-// loopback address none is needed, and none is enforced.
+// apiTokens reads the inventory API's bearer tokens. Configured tokens
+// are enforced in every mode, --dev included; with none the API is open
+// (and warnOpenAPI says so beyond loopback).
 func apiTokens(cfg config.Config) ([]inventory.Token, error) {
-	if cfg.Dev && config.Loopback(cfg.Web.ListenAddress) {
-		return nil, nil
-	}
 	var out []inventory.Token
 	read := func(name, key, file string) error {
 		b, err := os.ReadFile(file)
@@ -96,7 +94,10 @@ func warnOpenAPI(cfg config.Config, tokens []inventory.Token, logger *slog.Logge
 			return
 		}
 	}
-	logger.Warn("the inventory API has no authentication: set web.bearer_tokens or basic_auth_users in web.config_file", "address", cfg.Web.ListenAddress)
+	logger.Warn("the HTTP API and /metrics answer anyone who can reach "+cfg.Web.ListenAddress+" (no authentication): "+
+		"give clients a token (web.bearer_tokens: [{name: grafana, token_file: FILE}], or web.bearer_token_file: FILE), "+
+		"or set basic_auth_users in web.config_file, or listen on loopback only (web.listen_address: 127.0.0.1:9464)",
+		"address", cfg.Web.ListenAddress)
 }
 
 // serveWeb serves the HTTP listener through exporter-toolkit: TLS and basic

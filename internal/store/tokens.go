@@ -171,7 +171,10 @@ func (s *Store) claimAgentID(ctx context.Context, tx *sql.Tx, e Enrollment, labe
 	err := s.txQueryRow(ctx, tx, s.q(`SELECT revoked_ns, not_after_ns FROM enrolled_agents WHERE agent_id = ?`), e.AgentID).Scan(&revoked, &notAfter)
 	switch {
 	case err == nil && revoked == 0 && notAfter > unixNano(now):
-		return fmt.Errorf("%w: %q is enrolled (its certificate is valid until %s); revoke it first (server agent revoke) to enroll a new host under it", ErrAgentExists, e.AgentID, fromUnixNano(notAfter).Format(time.RFC3339))
+		return fmt.Errorf("%w: an agent is already enrolled as %q (its certificate is valid until %s). "+
+			"Another host: enroll it under another id (agent enroll --agent-id ID; the default id is the host name). "+
+			"The same host enrolling again: revoke the old enrollment first (server agent revoke %s)",
+			ErrAgentExists, e.AgentID, fromUnixNano(notAfter).Format(time.RFC3339), e.AgentID)
 	case err == nil:
 		// Revoked, or its certificate expired: the id is free again.
 		res, err := s.txExec(ctx, tx, s.q(`UPDATE enrolled_agents SET token_id = ?, labels = ?, serial = ?, prev_serial = '', not_after_ns = ?, enrolled_ns = ?, renewed_ns = 0, revoked_ns = 0
@@ -189,7 +192,8 @@ WHERE agent_id = ? AND (revoked_ns <> 0 OR not_after_ns <= ?)`), e.TokenID, labe
 	var one int
 	err = s.txQueryRow(ctx, tx, s.q(`SELECT 1 FROM agents WHERE agent_id = ?`), e.AgentID).Scan(&one)
 	if err == nil {
-		return fmt.Errorf("%w: an agent %q already reports to this server with a certificate from another CA; enroll under another id", ErrAgentExists, e.AgentID)
+		return fmt.Errorf("%w: an agent already reports to this server as %q with a certificate enrollment did not issue (a --dev certificate, --insecure, or your own PKI), "+
+			"and this server did not enroll it: enroll this host under another id (agent enroll --agent-id ID; the default id is the host name)", ErrAgentExists, e.AgentID)
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("enroll: %w", err)

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,13 +54,14 @@ func TestEnrollmentLifecycle(t *testing.T) {
 				t.Errorf("EnrollAgent(%s, %s, %s) = %v, want %v", c.tok, c.hash, c.id, err, c.want)
 			}
 		}
+		clashRefusals(t, s, now)
 		toks, err := s.JoinTokens(ctx)
 		must(t, err)
 		uses := map[string]int64{}
 		for _, tk := range toks {
 			uses[tk.ID] = tk.Uses
 		}
-		if want := map[string]int64{"tok1": 2, "old": 0, "gone": 0}; !cmp.Equal(uses, want) {
+		if want := map[string]int64{"tok1": 2, "old": 0, "gone": 0, "tok9": 0}; !cmp.Equal(uses, want) {
 			t.Errorf("uses after the enrollments = %v, want %v (refusals spend nothing)", uses, want)
 		}
 		if got, err := s.AgentLabels(ctx, "h-a"); err != nil || !cmp.Equal(got, labels) {
@@ -129,5 +131,34 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// clashRefusals: enrolling under an id that is taken says what holds it and
+// what to do (another id with --agent-id; for the same host, revoke the
+// old enrollment) and does not blame another CA.
+func clashRefusals(t *testing.T, s *Store, now time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	must(t, s.CreateJoinToken(ctx, JoinToken{ID: "tok9", SecretHash: "h9", MaxUses: 5, Expires: now.Add(time.Hour)}))
+	for _, c := range []struct {
+		id   string
+		want []string
+	}{
+		{"h-a", []string{`already enrolled as "h-a"`, "--agent-id", "server agent revoke h-a"}},
+		{"byo-host", []string{`already reports to this server as "byo-host"`, "did not enroll", "--agent-id"}},
+	} {
+		_, err := s.EnrollAgent(ctx, Enrollment{TokenID: "tok9", SecretHash: "h9", AgentID: c.id, Serial: "s9", NotAfter: now.Add(time.Hour)})
+		if !errors.Is(err, ErrAgentExists) {
+			t.Fatalf("EnrollAgent(%s) = %v, want ErrAgentExists", c.id, err)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("EnrollAgent(%s) refusal %q does not say %q", c.id, err, w)
+			}
+		}
+		if strings.Contains(err.Error(), "another CA") {
+			t.Errorf("EnrollAgent(%s) refusal %q blames another CA", c.id, err)
+		}
 	}
 }

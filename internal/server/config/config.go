@@ -113,7 +113,7 @@ type WebConfig struct {
 	// BearerTokenFile holds one more API token (named "default").
 	BearerTokenFile string `yaml:"bearer_token_file"`
 	// BearerTokens are the inventory API's tokens; with any, /api/ needs
-	// one of them. Not needed in --dev mode on a loopback address.
+	// one of them, in --dev mode too.
 	BearerTokens []TokenConfig `yaml:"bearer_tokens"`
 	// ConfigFile is a Prometheus exporter-toolkit web configuration file:
 	// TLS (tls_server_config) and basic auth (basic_auth_users) for the
