@@ -78,7 +78,7 @@ stage_docs() { # PROG DIR
 stage_pkg() { # PROG ARCH STATE_DIR STATE_MODE ETC_DIRS
   local prog=$1 arch=$2 dir=$stage/$1-$2
   mkdir -p "$dir"
-  build linux "$arch" "$dir/plumbline-$prog" "./cmd/$prog"
+  [[ -x $dir/plumbline-$prog ]] || build linux "$arch" "$dir/plumbline-$prog" "./cmd/$prog"
   sed "s#/usr/local/bin/plumbline-#/usr/bin/plumbline-#g" "deploy/systemd/plumbline-$prog.service" >"$dir/plumbline-$prog.service"
   cp "deploy/packaging/etc/$prog.yaml" "$dir/$prog.yaml"
   sed "s#^  dir: /var/lib/plumbline/spool#  dir: /var/lib/plumbline-agent/spool#" "deploy/examples/$prog.yaml" >"$dir/$prog.example.yaml"
@@ -99,12 +99,23 @@ stage_pkg() { # PROG ARCH STATE_DIR STATE_MODE ETC_DIRS
 # on every architecture).
 say "man pages (deploy/packaging/manpage)"
 mkdir -p "$stage/man" "$stage/host"
-"$go" build -trimpath -buildvcs=false -o "$stage/host/" ./cmd/agent ./cmd/server ./deploy/packaging/manpage
+"$go" build -trimpath -buildvcs=false -o "$stage/host/" ./deploy/packaging/manpage
+# A Linux machine of one of ARCHS builds those binaries once, for both.
+host_arch=$("$go" env GOARCH)
+if [[ $("$go" env GOOS) == linux && " $archs " == *" $host_arch "* ]]; then
+  for prog in agent server; do
+    mkdir -p "$stage/$prog-$host_arch"
+    build linux "$host_arch" "$stage/$prog-$host_arch/plumbline-$prog" "./cmd/$prog"
+    ln -s "../$prog-$host_arch/plumbline-$prog" "$stage/host/$prog"
+  done
+else
+  "$go" build -trimpath -buildvcs=false -o "$stage/host/" ./cmd/agent ./cmd/server
+fi
 date_iso=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%d)
 "$stage/host/manpage" -name plumbline-agent -prog agent -version "$VERSION" -date "$date_iso" \
   -summary "Plumbline agent: storage geometry and low-impact I/O probes" \
   -description "plumbline-agent runs on a database host. It discovers the geometry of every mounted volume (partitions, RAID, LVM, file systems), judges its alignment, runs small database-shaped I/O probes where its configuration schedules them, and reports to a Plumbline server over mutual TLS. The package installs it as the systemd service plumbline-agent, which is not started until the host is enrolled (plumbline-agent enroll) and the service is enabled." \
-  -files "/etc/plumbline/agent.yaml=the configuration (plumbline-agent run --config FILE --check validates it);/etc/plumbline/tls=the CA, certificate and key that plumbline-agent enroll writes;/var/lib/plumbline-agent=the spool (records not yet acknowledged by the server) and the cached central policy;/usr/share/doc/plumbline-agent/examples/agent.yaml=every configuration key, annotated" \
+  -files "/etc/plumbline/agent.yaml=the configuration (plumbline-agent run --config FILE --check validates it);/var/lib/plumbline-agent=the spool (records not yet acknowledged by the server), the cached central policy, and tls/: the CA, certificate and key that plumbline-agent enroll writes and the agent renews;/etc/plumbline/tls=certificates of your own PKI (group plumbline);/usr/share/doc/plumbline-agent/examples/agent.yaml=every configuration key, annotated" \
   -see-also "plumbline-server(8), systemctl(1), journalctl(1)" \
   -o "$stage/man/plumbline-agent.8" "$stage/host/agent"
 "$stage/host/manpage" -name plumbline-server -prog server -version "$VERSION" -date "$date_iso" -commands ca,token,agent,inventory \
