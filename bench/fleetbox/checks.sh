@@ -222,7 +222,7 @@ check_purge() {
 }
 
 figures() {
-  printf 'ca=%s build=%ss boot=%ss hosts=%s agent_up=%s volumes=%s soak=%s agentdown=%s serverdown=%s upgrade=%s purge=%s failed=%s skipped=%s (%s)' \
-    "${ca_path// /-}" "$build_s" "$boot_s" "${fig[hosts]:-?}" "${fig[agent_up]:-?}" "${fig[volumes]:-?}" "${fig[soak]:-?}" \
+  printf 'total=%ss ca=%s build=%ss boot=%ss hosts=%s agent_up=%s volumes=%s soak=%s agentdown=%s serverdown=%s upgrade=%s purge=%s failed=%s skipped=%s (%s)' \
+    "$SECONDS" "${ca_path// /-}" "$build_s" "$boot_s" "${fig[hosts]:-?}" "${fig[agent_up]:-?}" "${fig[volumes]:-?}" "${fig[soak]:-?}" \
     "${fig[agentdown]:-?}" "${fig[serverdown]:-?}" "${fig[upgrade]:-?}" "${fig[purge]:-?}" "$failed" "$skipped" "$rules_note"
 }

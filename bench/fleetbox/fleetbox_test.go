@@ -1,7 +1,7 @@
 //go:build linux
 
 // Package fleetbox runs the fleet in a box (bench/fleet-in-a-box.sh) in its
-// short form: the packages installed on booted Debian hosts along the
+// short form (--short --soak 60s): the packages installed on booted Debian hosts along the
 // production path, a real Prometheus with the shipped rules, and each of
 // its checks. Root, debootstrap and systemd-nspawn; it skips without them
 // (and fails under CI=true). The 20-minute soak is `make fleet-box`.
@@ -35,7 +35,7 @@ func TestFleetInABoxShort(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "../fleet-in-a-box.sh", "--short")
+	cmd := exec.CommandContext(ctx, "../fleet-in-a-box.sh", "--short", "--soak", "60s")
 	// On a timeout the script's trap powers the hosts off and cleans up.
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = time.Minute

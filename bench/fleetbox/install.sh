@@ -20,7 +20,16 @@ install_server() {
       result ca-init FAIL "$(tail -1 "$work/logs/ca-init")"
       return 1
     fi
-    result ca-init pass "$(grep -c . "$work/logs/ca-init") lines printed; $(run_in $m stat -c '%n %a %U:%G' /etc/plumbline/pki/ca.key /etc/plumbline/pki/server.key | tr '\n' ' ')"
+    # "Edit server.yaml as printed": the packaged file already says it.
+    local key val differ=()
+    while read -r key val; do
+      grep -q "^ *$key $val\$" "$work/machines/$m/etc/plumbline/server.yaml" || differ+=("$key $val")
+    done < <(grep -E '^ +[a-z_]+_file: /' "$work/logs/ca-init")
+    if ((${#differ[@]})); then
+      result ca-init FAIL "the packaged server.yaml lacks what ca init printed: ${differ[*]}"
+    else
+      result ca-init pass "the packaged server.yaml already names its files; $(run_in $m stat -c '%n %a %U:%G' /etc/plumbline/pki/ca.key /etc/plumbline/pki/server.key | tr '\n' ' ')"
+    fi
   else
     # Not the production path: say so loudly, and go on with a stand-in
     # so that the rest can still be measured.
@@ -38,6 +47,10 @@ install_server() {
     result server-start FAIL "not ready in 60 s: $(run_in $m journalctl -u plumbline-server -n 5 --no-pager 2>&1 | tail -3 | tr '\n' ' ')"
     return 1
   fi
+  # The unit keeps the package's mode of /etc/plumbline (keys live there).
+  local mode
+  mode=$(stat -c %a "$work/machines/$m/etc/plumbline")
+  [[ $mode == 750 ]] || result etc-mode FAIL "/etc/plumbline is $mode after the server started, want 750"
   out=$(run_in $m plumbline-server token create --config /etc/plumbline/server.yaml --uses 20 --ttl 2h 2>&1) ||
     { result token FAIL "$out" && return 1; }
   join_token=$(awk '$1 == "token:" {print $2}' <<<"$out")
