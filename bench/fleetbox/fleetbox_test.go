@@ -1,9 +1,9 @@
 //go:build linux
 
-// Package fleetbox runs the fleet in a box (bench/fleet-in-a-box.sh) in its
-// short form (--short --soak 60s): the packages installed on booted Debian hosts along the
-// production path, a real Prometheus with the shipped rules, and each of
-// its checks. Root, debootstrap and systemd-nspawn; it skips without them
+// Package fleetbox runs the fleet in a box (bench/fleet-in-a-box.sh) in
+// its short form (--short --soak 60s): the packages installed on booted
+// Debian hosts along the production path, a real Prometheus with the
+// shipped rules, and each of its checks. Root, debootstrap and systemd-nspawn; it skips without them
 // (and fails under CI=true). The 20-minute soak is `make fleet-box`.
 package fleetbox
 

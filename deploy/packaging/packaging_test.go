@@ -330,7 +330,7 @@ func checkRPM(t *testing.T, dist, version string) {
 			t.Errorf("%s: config files %q", filepath.Base(pkg), cfg)
 		}
 		scripts := rpmQuery(t, pkg, "--scripts")
-		for _, want := range []string{"useradd --system", "install -d -m", "systemctl --no-reload disable plumbline-" + prog} {
+		for _, want := range []string{"useradd --system", "install -d -m", "systemctl --no-reload disable", "disable plumbline-" + prog + ".service"} {
 			if !strings.Contains(scripts, want) {
 				t.Errorf("%s: scriptlets lack %q", filepath.Base(pkg), want)
 			}
