@@ -6,14 +6,18 @@ GO      ?= go
 BIN     ?= bin
 PROTOS  := $(shell find proto -name '*.proto')
 
-.PHONY: all build run test test-unit proto proto-check openapi lint windows bench bench-probe bench-fleet bench-inspect lab-seeds lab-degrade fuzz packages fleet-box clean
+.PHONY: all build run test test-unit proto proto-check openapi dashboards lint windows bench bench-probe bench-fleet bench-inspect lab-seeds lab-degrade fuzz packages fleet-box clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 
-run: build
+# The first build compiles every dependency (about 2 minutes): say so, and
+# list the packages as they compile (go build -v; a warm build lists none).
+run:
+	@echo "building plumbline (first build takes about 2 minutes)…"
+	$(GO) build -v -o $(BIN)/ ./cmd/...
 	./scripts/run.sh
 
 test:
@@ -32,6 +36,11 @@ proto:
 # inventory's filter table (go test ./api/enumgen fails while they are stale).
 openapi:
 	$(GO) run ./api/enumgen
+
+# Rewrite dashboards/*.json from dashboards/gen (Grafana's Foundation SDK;
+# go test ./dashboards/gen fails while they are stale).
+dashboards:
+	$(GO) run ./dashboards/gen -dir dashboards
 
 # Fails when the committed generated code differs from what `make proto` makes.
 proto-check:

@@ -82,7 +82,8 @@ func TestEveryAlertTested(t *testing.T) {
 	}
 	want := []string{"PlumblineVolumeMisaligned", "PlumblineVolumeDegraded", "PlumblineVolumeCohortOutlier", "PlumblineAgentDown",
 		"PlumblineProbeFailing", "PlumblineGeometryChanged", "PlumblineAllocationUnitNotRecommended", "PlumblineRAIDArrayDegraded",
-		"PlumblineStripeUnitDisagrees", "PlumblineAgentCertificateExpiring"}
+		"PlumblineStripeUnitDisagrees", "PlumblineAgentCertificateExpiring",
+		"PlumblineServerDown", "PlumblineEvaluatorStalled", "PlumblineInventoryProjectionLagging", "PlumblineNoLeader"}
 	var have []string
 	for _, g := range rules.Groups {
 		for _, r := range g.Rules {
@@ -125,6 +126,10 @@ func TestAlertmanagerRoutes(t *testing.T) {
 		{"alertname=PlumblineGeometryChanged severity=info host=db01 mount_point=/data", "plumbline-digest"},
 		{"alertname=PlumblineStripeUnitDisagrees severity=warning host=db01 mount_point=/data", "plumbline-tickets"},
 		{"alertname=PlumblineAgentIdentityConflict severity=warning agent_id=a1 host=db01", "plumbline-tickets"},
+		{"alertname=PlumblineServerDown severity=critical instance=s1:9464 job=plumbline", "plumbline-pager"},
+		{"alertname=PlumblineEvaluatorStalled severity=warning", "plumbline-tickets"},
+		{"alertname=PlumblineInventoryProjectionLagging severity=warning", "plumbline-tickets"},
+		{"alertname=PlumblineNoLeader severity=warning loop=evaluator", "plumbline-tickets"},
 	} {
 		cmd := exec.Command(amtool, append([]string{"config", "routes", "test", "--config.file=alertmanager.yml"}, strings.Fields(c.labels)...)...)
 		cmd.Dir = "alertmanager"

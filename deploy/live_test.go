@@ -50,7 +50,7 @@ func TestDashboardsAgainstPrometheus(t *testing.T) {
 
 	dataDir := t.TempDir()
 	grpcAddr, webAddr := freeAddr(t), freeAddr(t)
-	startProcess(t, "server", filepath.Join(bin, "server"), "--dev", "--data-dir", dataDir,
+	stopServer := startProcess(t, "server", filepath.Join(bin, "server"), "--dev", "--data-dir", dataDir,
 		"--grpc.listen-address", grpcAddr, "--web.listen-address", webAddr, "--baseline.interval", "1s")
 	waitHTTP(t, ctx, "http://"+webAddr+"/metrics")
 
@@ -207,6 +207,7 @@ func TestDashboardsAgainstPrometheus(t *testing.T) {
 	for _, q := range queries {
 		t.Logf("%-22s %-52s %s: classic %d, native %d series", q.dashboard, q.panel, q.ref, got["classic"][q], got["native"][q])
 	}
+	checkServerAlerts(t, ctx, proms, stopServer)
 	// The panels listed as empty are, with this fleet: a stale entry
 	// would hide a panel that now works (or one that broke).
 	for id, why := range legitimatelyEmpty {
@@ -330,8 +331,8 @@ func buildCommands(t *testing.T, names ...string) string {
 }
 
 // startProcess starts a command, stopped (and its output logged on
-// failure) when the test ends.
-func startProcess(t *testing.T, name, path string, args ...string) {
+// failure) when the test ends or stop is called.
+func startProcess(t *testing.T, name, path string, args ...string) (stop func()) {
 	t.Helper()
 	var out syncBuffer
 	cmd := exec.Command(path, args...)
@@ -341,18 +342,25 @@ func startProcess(t *testing.T, name, path string, args ...string) {
 	}
 	done := make(chan struct{})
 	go func() { defer close(done); cmd.Wait() }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cmd.Process.Signal(os.Interrupt)
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				<-done
+			}
+		})
+	}
 	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
+		stop()
 		if t.Failed() {
 			t.Logf("%s output:\n%s", name, out.String())
 		}
 	})
+	return stop
 }
 
 func startPrometheus(t *testing.T, bin, rulesFile, target string, native bool) promv1.API {
@@ -472,4 +480,44 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// serverAlerts are the alerts about the server itself.
+const serverAlerts = `PlumblineServerDown|PlumblineEvaluatorStalled|PlumblineInventoryProjectionLagging|PlumblineNoLeader`
+
+// checkServerAlerts: with the server up and its loops running, no alert
+// about the server itself is pending or firing in either Prometheus (the
+// rules hold against the server's real series: its job, its process start
+// time, its loops); once the server stops, PlumblineServerDown is pending
+// for it.
+func checkServerAlerts(t *testing.T, ctx context.Context, proms map[string]promv1.API, stopServer func()) {
+	t.Helper()
+	for mode, api := range proms {
+		v, err := vectorQuery(ctx, api, `ALERTS{alertname=~"`+serverAlerts+`"}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(v) > 0 {
+			t.Errorf("%s Prometheus: the server is up and running, yet %v", mode, v)
+		}
+	}
+	stopServer()
+	for mode, api := range proms {
+		const down = `ALERTS{alertname="PlumblineServerDown",alertstate="pending",job="plumbline"}`
+		deadline := time.Now().Add(30 * time.Second) // a scrape (3 s) that fails, then a rule evaluation (1 s)
+		for {
+			v, err := vectorQuery(ctx, api, down)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(v) == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("%s Prometheus: the server stopped 30 s ago, but %s = %v", mode, down, v)
+				break
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
 }

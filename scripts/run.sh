@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run Plumbline on this host with zero configuration: a dev server (SQLite,
 # a fresh local CA and certificates, loopback listeners) and one agent
-# against it, using the agent config the server writes. Ctrl-C stops both.
+# against it, using the agent config the server writes. Ctrl-C stops both
+# and exits 0.
 #
 #   make run                          # data under ./.plumbline-dev
 #   PLUMBLINE_DEV_DIR=/tmp/pl make run
@@ -30,8 +31,10 @@ stop() {
   wait 2>/dev/null || true
   echo "plumbline: stopped"
 }
-trap 'stop; exit 130' INT
-trap 'stop; exit 143' TERM
+# Ctrl-C (SIGINT to the whole foreground job: this script, the server and
+# the agent) and SIGTERM are how it is meant to end: both stop cleanly and
+# exit 0, so make prints no "*** Error".
+trap 'stop; exit 0' INT TERM
 trap stop EXIT
 
 # healthy ADDR: GET http://ADDR/healthz answers 200 (bash's /dev/tcp: no
@@ -107,5 +110,9 @@ rc=0
 wait -n "$server_pid" "$agent_pid" || rc=$?
 which=server
 kill -0 "$server_pid" 2>/dev/null && which=agent
+# Status 0: it was told to stop (Ctrl-C reaches the whole job; bash may
+# not run the INT trap when the child it waits for exits cleanly first).
+# The EXIT trap stops the other one.
+((rc == 0)) && exit 0
 echo "plumbline: the $which exited (status $rc); stopping" >&2
-exit $((rc == 0 ? 1 : rc))
+exit "$rc"

@@ -185,14 +185,16 @@ func runEnv(t *testing.T, bin, dir, grpcAddr, webAddr string) []string {
 
 // TestRunSh: `make run` says "running" only when the server and the agent
 // answer /healthz (also on a restart, when a previous agent.yaml is
-// there), stops both on Ctrl-C, and fails clearly, non-zero, when a port
-// is taken.
+// there), stops both on SIGINT with status 0 (round 0: kill -INT to
+// run.sh; round 1: Ctrl-C, to its process group), and fails clearly,
+// non-zero, when a port is taken.
 func TestRunSh(t *testing.T) {
 	bin := buildBinaries(t)
 	dir := t.TempDir()
 	for round := range 2 { // the second start finds the first's agent.yaml
 		cmd := exec.Command("./run.sh")
 		cmd.Env = runEnv(t, bin, dir, "127.0.0.1:0", "127.0.0.1:0")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its own process group, as a terminal's foreground job
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -232,16 +234,7 @@ func TestRunSh(t *testing.T) {
 				resp.Body.Close()
 			}
 		}
-		go io.Copy(io.Discard, stdout)
-		cmd.Process.Signal(os.Interrupt)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(60 * time.Second):
-			cmd.Process.Kill()
-			t.Fatalf("round %d: run.sh did not stop within 60s of SIGINT:\n%s", round, stderr.String())
-		}
+		interruptRunSh(t, cmd, stdout, round == 1, &out, &stderr)
 	}
 
 	// A port in use: a clear message and a non-zero exit.
@@ -259,5 +252,56 @@ func TestRunSh(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "address already in use") || !strings.Contains(string(out), "PLUMBLINE_WEB_ADDRESS") || strings.Contains(string(out), "are running") {
 		t.Errorf("run.sh with %s taken does not say why and what to do:\n%s", l.Addr(), out)
+	}
+}
+
+// TestMakeRunSaysItBuilds: `make run` says it is building, and how long
+// the first build takes, before the build, and the build lists the
+// packages it compiles (a cold build is about 2 minutes of otherwise
+// silence).
+func TestMakeRunSaysItBuilds(t *testing.T) {
+	mk := require(t, "make")
+	out, err := exec.Command(mk, "-C", "..", "-n", "run").CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n run: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	say, build := -1, -1
+	for i, l := range lines {
+		if strings.Contains(l, "building plumbline (first build takes about 2 minutes)") {
+			say = i
+		}
+		if strings.Contains(l, " build -v ") {
+			build = i
+		}
+	}
+	if say < 0 || build < 0 || say > build {
+		t.Errorf("make run does not say it is building before a go build -v:\n%s", out)
+	}
+}
+
+// interruptRunSh sends SIGINT to a running run.sh, to it alone or, like
+// Ctrl-C in a terminal, to its whole process group (run.sh, the server and
+// the agent), and checks that it stops with exit status 0 (so make prints
+// no "*** Error") and says so.
+func interruptRunSh(t *testing.T, cmd *exec.Cmd, stdout io.Reader, group bool, out *strings.Builder, stderr *bytes.Buffer) {
+	t.Helper()
+	rest := make(chan []byte, 1)
+	go func() { b, _ := io.ReadAll(stdout); rest <- b }()
+	if group {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
+	} else {
+		cmd.Process.Signal(os.Interrupt)
+	}
+	done := make(chan error, 1)
+	go func() { out.Write(<-rest); done <- cmd.Wait() }() // the pipe read to its end before Wait
+	select {
+	case err := <-done:
+		if err != nil || !strings.Contains(stderr.String()+out.String(), "plumbline: stopped") {
+			t.Errorf("run.sh after SIGINT (to the group: %v): %v, want exit status 0 and \"plumbline: stopped\"\n%s", group, err, stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		t.Fatalf("run.sh did not stop within 60s of SIGINT (to the group: %v):\n%s", group, stderr.String())
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -14,7 +15,7 @@ import (
 
 const enrollUsage = `usage: agent enroll --server ADDR --token-file FILE --ca-hash sha256:HEX --dir DIR [--agent-id ID]
 
-Joins this host to a Plumbline server (README "Enrollment"): checks that
+Joins this host to a Plumbline server (docs/install.md): checks that
 the server holds a certificate from the CA with the pinned hash (as
 'server token create' printed it) before the token leaves this host,
 generates a key here, and writes DIR/ca.crt, DIR/agent.crt and
@@ -36,6 +37,7 @@ func runEnroll(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		dir        = fl.String("dir", "", "`directory` for ca.crt, agent.crt and agent.key")
 		agentID    = fl.String("agent-id", "", "the identity to enroll as (default: this host's name)")
 		timeout    = fl.Duration("timeout", 30*time.Second, "bound of each call to the server")
+		spoolDir   = fl.String("spool-dir", defaultSpoolDir, "the spool `directory` the printed agent config names")
 	)
 	if code, ok := parseFlags(fl, args); !ok {
 		return code
@@ -56,7 +58,7 @@ func runEnroll(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "agent enroll: %v\n", err)
 		return 1
 	}
-	printed, err := enrolledConfig(res, *server, *serverName)
+	printed, err := enrolledConfig(res, *server, *serverName, *spoolDir)
 	if err != nil {
 		fmt.Fprintf(stderr, "agent enroll: %v\n", err)
 		return 1
@@ -66,12 +68,13 @@ func runEnroll(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return 0
 }
 
-// defaultSpoolDir is the packaged agent's spool (deploy/examples/agent.yaml).
-const defaultSpoolDir = "/var/lib/plumbline/spool"
+// defaultSpoolDir is the packaged agent's spool: its unit's state
+// directory (StateDirectory=plumbline-agent).
+const defaultSpoolDir = "/var/lib/plumbline-agent/spool"
 
 // enrolledConfig is the agent config that uses the enrolled files: a
 // complete one (the keys `agent run --check` requires), absolute paths.
-func enrolledConfig(res enroll.Result, server, serverName string) (string, error) {
+func enrolledConfig(res enroll.Result, server, serverName, spoolDir string) (string, error) {
 	type tlsKeys struct {
 		CAFile     string `yaml:"ca_file"`
 		CertFile   string `yaml:"cert_file"`
@@ -87,10 +90,15 @@ func enrolledConfig(res enroll.Result, server, serverName string) (string, error
 			Dir string `yaml:"dir"`
 		} `yaml:"spool"`
 	}
-	c.Server.Address, c.Spool.Dir = server, defaultSpoolDir
+	c.Server.Address, c.Spool.Dir = server, abs(spoolDir)
 	c.Server.TLS = tlsKeys{CAFile: abs(res.CAFile), CertFile: abs(res.CertFile), KeyFile: abs(res.KeyFile), ServerName: serverName}
-	b, err := yaml.Marshal(&c)
-	return string(b), err
+	var b strings.Builder
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(&c); err != nil {
+		return "", err
+	}
+	return b.String(), enc.Close()
 }
 
 func abs(p string) string {

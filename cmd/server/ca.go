@@ -24,14 +24,18 @@ const DefaultPKIDir = "/etc/plumbline/pki"
 const serviceUser = "plumbline"
 
 const caUsage = `usage: server ca init --dir DIR --name NAME [--name NAME ...] [--ip IP ...] [--ca-validity 87600h] [--server-validity 8760h] [--owner USER]
+       server ca renew --dir DIR [--name NAME ...] [--ip IP ...] [--server-validity 8760h] [--owner USER]
 
-Creates the production certificate authority and the server's certificate:
+init creates the production certificate authority and the server's certificate:
   DIR/ca.crt      (0644) the enrollment CA: signs agent certificates; the server trusts it for them
   DIR/ca.key      (0600) its key
   DIR/server.crt  (0644) the server's certificate, for every --name and --ip (the names agents dial)
   DIR/server.key  (0600) its key
 It never replaces a file: when any of the four exists it writes nothing.
 It prints the CA pin agents enroll with and the server.yaml keys to set.
+renew issues a new server certificate and key from DIR's CA, for the names
+of the current one (or --name/--ip), and replaces server.crt and server.key;
+a running server picks them up, agents need nothing.
 Run as root, the files go to the user plumbline (the packaged service's),
 when it exists; --owner names another.
 
@@ -44,28 +48,35 @@ type stringList []string
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
-// runCA is `server ca ...`.
+// caFlags are the flags of `server ca init` and `server ca renew`.
+type caFlags struct {
+	dir, owner    string
+	caVal, srvVal time.Duration
+	grpcPort      int
+	names, ips    stringList
+}
+
+// runCA is `server ca init|renew`.
 func runCA(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("server ca init", flag.ContinueOnError)
+	fs := flag.NewFlagSet("server ca", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, caUsage); fs.PrintDefaults() }
-	var names, ips stringList
-	var (
-		dir     = fs.String("dir", DefaultPKIDir, "`directory` for the four files (created 0750 when missing)")
-		caVal   = fs.Duration("ca-validity", pki.DefaultCAValidity, "the CA's lifetime (agent certificates never outlive it)")
-		srvVal  = fs.Duration("server-validity", pki.DefaultServerValidity, "the server certificate's lifetime")
-		owner   = fs.String("owner", "", "`user` given the files (default: plumbline when run as root and that user exists)")
-		grpcPrt = fs.Int("grpc-port", 7443, "the gRPC port, for the printed agent enroll command")
-	)
-	fs.Var(&names, "name", "DNS `name` agents dial the server by (repeatable; an IP address counts as --ip)")
-	fs.Var(&ips, "ip", "IP `address` agents dial the server at (repeatable)")
-	if len(args) == 0 || args[0] != "init" {
+	var f caFlags
+	fs.StringVar(&f.dir, "dir", DefaultPKIDir, "`directory` of the four files (init creates it 0750 when missing)")
+	fs.DurationVar(&f.caVal, "ca-validity", pki.DefaultCAValidity, "init: the CA's lifetime (agent certificates never outlive it)")
+	fs.DurationVar(&f.srvVal, "server-validity", pki.DefaultServerValidity, "the server certificate's lifetime")
+	fs.StringVar(&f.owner, "owner", "", "`user` given the files (default: plumbline when run as root and that user exists)")
+	fs.IntVar(&f.grpcPort, "grpc-port", 7443, "init: the gRPC port, for the printed agent enroll command")
+	fs.Var(&f.names, "name", "DNS `name` agents dial the server by (repeatable; an IP address counts as --ip)")
+	fs.Var(&f.ips, "ip", "IP `address` agents dial the server at (repeatable)")
+	if len(args) == 0 || args[0] != "init" && args[0] != "renew" {
 		fs.Usage()
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
 			return 0
 		}
 		return 2
 	}
+	cmd := args[0]
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -73,52 +84,64 @@ func runCA(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "server ca init: unexpected arguments %q\n", fs.Args())
+		fmt.Fprintf(stderr, "server ca %s: unexpected arguments %q\n", cmd, fs.Args())
 		return 2
 	}
-	o := pki.Options{Dir: *dir, CAValidity: *caVal, ServerValidity: *srvVal}
-	err := sanNames(&o, names, ips)
+	names, ips, err := sanNames(f.names, f.ips, cmd == "init")
+	var owner *pki.Owner
 	if err == nil {
-		o.Owner, err = fileOwner(*owner)
+		owner, err = fileOwner(f.owner)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "server ca init: %v\n", err)
+		fmt.Fprintf(stderr, "server ca %s: %v\n", cmd, err)
 		return 2
 	}
-	r, err := pki.Init(o)
+	var r pki.Result
+	if cmd == "init" {
+		r, err = pki.Init(pki.Options{Dir: f.dir, Names: names, IPs: ips, CAValidity: f.caVal, ServerValidity: f.srvVal, Owner: owner})
+	} else {
+		r, err = pki.RenewServer(pki.RenewOptions{Dir: f.dir, Names: names, IPs: ips, ServerValidity: f.srvVal, Owner: owner})
+	}
 	if err != nil {
-		fmt.Fprintf(stderr, "server ca init: %v\n", err)
+		fmt.Fprintf(stderr, "server ca %s: %v\n", cmd, err)
 		return 1
 	}
-	printCA(stdout, r, o.Owner, *grpcPrt)
+	if cmd == "init" {
+		printCA(stdout, r, owner, f.grpcPort)
+	} else {
+		fmt.Fprintf(stdout, "renewed %s (0644) and %s (0600) for %s, valid until %s; a running server uses them from its next connection\n",
+			r.ServerCert, r.ServerKey, sanList(r), r.ServerNotAfter.UTC().Format(time.RFC3339))
+	}
 	return 0
 }
 
 // sanNames sorts --name and --ip values into the certificate's DNS names
-// and IP addresses.
-func sanNames(o *pki.Options, names, ips []string) error {
+// and IP addresses; required: at least one.
+func sanNames(names, ips []string, required bool) ([]string, []net.IP, error) {
+	var dns []string
+	var addrs []net.IP
 	for _, n := range names {
 		n = strings.TrimSpace(n)
 		if ip := net.ParseIP(n); ip != nil {
-			o.IPs = append(o.IPs, ip)
+			addrs = append(addrs, ip)
 			continue
 		}
 		if n == "" || strings.ContainsAny(n, " \t/:@") {
-			return fmt.Errorf("--name %q: want a DNS name such as plumbline.example.com", n)
+			return nil, nil, fmt.Errorf("--name %q: want a DNS name such as plumbline.example.com", n)
 		}
-		o.Names = append(o.Names, n)
+		dns = append(dns, n)
 	}
 	for _, s := range ips {
 		ip := net.ParseIP(strings.TrimSpace(s))
 		if ip == nil {
-			return fmt.Errorf("--ip %q: not an IP address", s)
+			return nil, nil, fmt.Errorf("--ip %q: not an IP address", s)
 		}
-		o.IPs = append(o.IPs, ip)
+		addrs = append(addrs, ip)
 	}
-	if len(o.Names) == 0 && len(o.IPs) == 0 {
-		return errors.New("give at least one --name (or --ip): the name agents dial this server by, e.g. --name $(hostname -f)")
+	if required && len(dns) == 0 && len(addrs) == 0 {
+		return nil, nil, errors.New("give at least one --name (or --ip): the name agents dial this server by, e.g. --name $(hostname -f)")
 	}
-	return nil
+	return dns, addrs, nil
 }
 
 // fileOwner is --owner's user, or by default the service user when this
@@ -174,8 +197,9 @@ enrollment:
   ca_cert_file: %s
   ca_key_file: %s
 
-then: server token create --config server.yaml, and on each agent host:
-  agent enroll --server %s --ca-hash %s --token-file FILE --dir /etc/plumbline/tls
+then start the server, create a join token (plumbline-server token create --config /etc/plumbline/server.yaml)
+and on each agent host, as the agent's user (the packaged unit's state directory):
+  plumbline-agent enroll --server %s --ca-hash %s --token-file FILE --dir /var/lib/plumbline-agent/tls
 `, r.Dir, owned,
 		r.CACert, r.CANotAfter.UTC().Format(time.RFC3339), r.CAKey,
 		r.ServerCert, sanList(r), r.ServerNotAfter.UTC().Format(time.RFC3339), r.ServerKey,

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
 	"os"
@@ -198,6 +199,83 @@ func TestCAInitProduction(t *testing.T) {
 			t.Fatalf("the enrolled agent did not report in 60s: hosts %v\nagent log:\n%s", hosts, agentLog.String())
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+
+	// ca renew: the running server presents the new certificate to the
+	// next connection.
+	var renewOut, renewErr bytes.Buffer
+	if code := runContext(t.Context(), []string{"ca", "renew", "--dir", filepath.Join(tmp, "pki")}, &renewOut, &renewErr, nil); code != 0 {
+		t.Fatalf("ca renew = %d: %s%s", code, renewOut.String(), renewErr.String())
+	}
+	renewed := readCert(t, filepath.Join(tmp, "pki", "server.crt"))
+	waitPresented(t, srv.grpcAddr, renewed)
+}
+
+// waitPresented polls until the server at addr presents cert.
+func waitPresented(t *testing.T, addr string, cert *x509.Certificate) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}, MinVersion: tls.VersionTLS13})
+		if err == nil {
+			got := c.ConnectionState().PeerCertificates[0]
+			c.Close()
+			if got.Equal(cert) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server does not present the renewed certificate (serial %x) after 30s: %v", cert.SerialNumber, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestCARenew: renew replaces the server certificate and key with a new
+// pair from the same CA, for the same names (or the ones given), and
+// leaves the CA as it was; without a CA it refuses.
+func TestCARenew(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if code, out, errOut := caInit(t, "--dir", dir, "--name", "a.example.com", "--ip", "10.1.1.1"); code != 0 {
+		t.Fatalf("ca init = %d: %s%s", code, out, errOut)
+	}
+	read := func(name string) []byte { b, _ := os.ReadFile(filepath.Join(dir, name)); return b }
+	caCert, caKey, oldKey := read("ca.crt"), read("ca.key"), read("server.key")
+	old := readCert(t, filepath.Join(dir, "server.crt"))
+	renew := func(args ...string) (int, string) {
+		var o, e bytes.Buffer
+		code := runContext(t.Context(), append([]string{"ca", "renew", "--dir", dir}, args...), &o, &e, nil)
+		return code, o.String() + e.String()
+	}
+	if code, out := renew("--server-validity", "2h"); code != 0 || !strings.Contains(out, "renewed") {
+		t.Fatalf("ca renew = %d: %s", code, out)
+	}
+	got := readCert(t, filepath.Join(dir, "server.crt"))
+	if got.Equal(old) || bytes.Equal(read("server.key"), oldKey) {
+		t.Error("ca renew kept the old certificate or key")
+	}
+	if strings.Join(got.DNSNames, ",") != "a.example.com" || len(got.IPAddresses) != 1 || !got.IPAddresses[0].Equal(old.IPAddresses[0]) {
+		t.Errorf("renewed names %v %v, want the old ones %v %v", got.DNSNames, got.IPAddresses, old.DNSNames, old.IPAddresses)
+	}
+	if life := got.NotAfter.Sub(got.NotBefore); life != 3*time.Hour { // 2h and the backdating hour
+		t.Errorf("renewed lifetime %s, want 2h (and the backdating hour)", life)
+	}
+	if err := got.CheckSignatureFrom(readCert(t, filepath.Join(dir, "ca.crt"))); err != nil {
+		t.Errorf("the renewed certificate is not the CA's: %v", err)
+	}
+	if !bytes.Equal(read("ca.crt"), caCert) || !bytes.Equal(read("ca.key"), caKey) {
+		t.Error("ca renew changed the CA")
+	}
+	if fi, _ := os.Stat(filepath.Join(dir, "server.key")); runtime.GOOS != "windows" && fi.Mode().Perm() != 0o600 {
+		t.Errorf("renewed server.key mode %v, want 0600", fi.Mode().Perm())
+	}
+	if code, _ := renew("--name", "b.example.com"); code != 0 || strings.Join(readCert(t, filepath.Join(dir, "server.crt")).DNSNames, ",") != "b.example.com" {
+		t.Errorf("ca renew --name b.example.com = %d, names %v", code, readCert(t, filepath.Join(dir, "server.crt")).DNSNames)
+	}
+	var o, e bytes.Buffer
+	if code := runContext(t.Context(), []string{"ca", "renew", "--dir", t.TempDir()}, &o, &e, nil); code != 1 || !strings.Contains(e.String(), "ca.crt") {
+		t.Errorf("ca renew without a CA = %d: %s", code, e.String())
 	}
 }
 

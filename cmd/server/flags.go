@@ -99,7 +99,7 @@ func usage(fs *flag.FlagSet) {
        server --dev --data-dir DIR       run a development server: local CA, certificates and an agent config under DIR
 
 subcommands (each takes --help):
-  server ca init --dir DIR --name NAME          create the production CA and this server's TLS certificate
+  server ca init|renew --dir DIR --name NAME    create the production CA and this server's TLS certificate (renew: a new certificate)
   server token create|list|revoke               join tokens that agents enroll with (agent enroll)
   server agent list|revoke ID                   enrolled agents; revoke refuses an agent's certificates
   server inventory list|summary [--url URL]     query a running server's inventory API

@@ -21,7 +21,7 @@ const tokenUsage = `usage: server token create [--ttl 24h] [--uses N] [--labels 
        server token list|revoke ID                                      (--config FILE | --data-dir DIR)
        server agent list|revoke ID                                      (--config FILE | --data-dir DIR)
 
-Join tokens and enrolled agents (README "Enrollment"), in the server's store.
+Join tokens and enrolled agents (docs/install.md), in the server's store.
 'token create' prints the token and the CA pin agents enroll with:
   agent enroll --server ADDR --token-file FILE --ca-hash sha256:... --dir DIR
 'agent revoke' refuses the agent's certificates (within 10s on running

@@ -32,6 +32,7 @@ import (
 	"github.com/plumbline/plumbline/internal/config"
 	"github.com/plumbline/plumbline/internal/geometry"
 	"github.com/plumbline/plumbline/internal/probe"
+	"github.com/plumbline/plumbline/internal/selfmetrics"
 	"github.com/plumbline/plumbline/internal/spool"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
@@ -68,7 +69,11 @@ type Options struct {
 	MountPoll   time.Duration // how often the mount table (Windows: the volume list) is checked for changes; default 5s
 	BackoffBase time.Duration // default 1s
 	BackoffMax  time.Duration // default 5m
-	Logger      *slog.Logger  // default slog.Default()
+	// RevokedRetry is the wait after the server refused this agent as
+	// revoked (enroll.IsRevoked), instead of the backoff: only a new
+	// enrollment helps; default 30m.
+	RevokedRetry time.Duration
+	Logger       *slog.Logger // default slog.Default()
 	// Now is the clock maintenance windows are evaluated on (default
 	// time.Now; tests shift it).
 	Now func() time.Time
@@ -127,6 +132,9 @@ func New(o Options) (*Agent, error) {
 	if o.BackoffBase <= 0 {
 		o.BackoffBase = time.Second
 	}
+	if o.RevokedRetry <= 0 {
+		o.RevokedRetry = DefaultRevokedRetry
+	}
 	if o.BackoffMax <= 0 {
 		o.BackoffMax = 5 * time.Minute
 	}
@@ -145,6 +153,7 @@ func New(o Options) (*Agent, error) {
 	if c, ok := o.Renewer.(interface{ Collectors() []prometheus.Collector }); ok {
 		a.metrics.reg.MustRegister(c.Collectors()...)
 	}
+	a.metrics.reg.MustRegister(selfmetrics.Collectors(o.Version)...) // build info, process, Go runtime
 	if a.o.Discover == nil {
 		// Discovery follows the effective declared devices.
 		a.o.Discover = func(ctx context.Context) (Discovery, error) {

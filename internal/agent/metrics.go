@@ -18,6 +18,7 @@ type metrics struct {
 	sendErrors    prometheus.Counter
 	lastReport    prometheus.Gauge
 	connected     prometheus.Gauge
+	revoked       prometheus.Gauge
 	probeRuns     *prometheus.CounterVec // kind, result
 	probeSkips    *prometheus.CounterVec // kind, reason
 	snapshots     *prometheus.CounterVec // trigger
@@ -49,10 +50,11 @@ func newMetrics(sp *spool.Spool) *metrics {
 		unmatched: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: ns + "schedule_unmatched", Help: "1 when the probe schedule (its index in probes and its mount_point glob) matches no volume of the last geometry discovery: nothing is probed for it."},
 			[]string{"schedule", "mount_point"}),
 	}
+	m.revoked = prometheus.NewGauge(prometheus.GaugeOpts{Name: ns + "revoked", Help: "1 while the server refuses this agent because its enrollment was revoked: enroll the host again (agent enroll) and restart the agent."})
 	m.policyUpdates = prometheus.NewCounter(prometheus.CounterOpts{Name: ns + "policy_updates_total", Help: "Central policies applied (at start from the cache, in Hello answers and WatchPolicy answers)."})
 	m.policyErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: ns + "policy_errors_total", Help: "Central policies refused (they did not parse or validate); the agent kept the configuration it had."})
 	stat := func(f func(spool.Stats) float64) func() float64 { return func() float64 { return f(sp.Stats()) } }
-	m.reg.MustRegister(m.policyUpdates, m.policyErrors, m.sent, m.acked, m.rejected, m.sendErrors, m.lastReport, m.connected, m.probeRuns, m.probeSkips, m.snapshots, m.geometryError, m.spoolErrors, m.filtered, m.unmatched,
+	m.reg.MustRegister(m.policyUpdates, m.policyErrors, m.sent, m.acked, m.rejected, m.sendErrors, m.lastReport, m.connected, m.revoked, m.probeRuns, m.probeSkips, m.snapshots, m.geometryError, m.spoolErrors, m.filtered, m.unmatched,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: ns + "spool_bytes", Help: "Bytes in spool segment files."}, stat(func(s spool.Stats) float64 { return float64(s.Bytes) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: ns + "spool_records", Help: "Unacknowledged records in the spool."}, stat(func(s spool.Stats) float64 { return float64(s.Records) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: ns + "spool_dropped_records_total", Help: "Unacknowledged records dropped by the spool size cap."}, stat(func(s spool.Stats) float64 { return float64(s.Dropped) })),

@@ -34,6 +34,8 @@ const (
 	// maxBatchBytes keeps a batch well below gRPC's default 4 MiB message limit.
 	maxBatchBytes = 3 << 20
 	callTimeout   = 30 * time.Second
+	// DefaultRevokedRetry is Options.RevokedRetry's default.
+	DefaultRevokedRetry = 30 * time.Minute
 )
 
 func insecureCreds() credentials.TransportCredentials { return insecure.NewCredentials() }
@@ -95,7 +97,15 @@ func (a *Agent) sendLoop(ctx context.Context, conn *grpc.ClientConn) {
 		attempt++
 		wait := Backoff(attempt, a.o.BackoffBase, a.o.BackoffMax, rand.Float64())
 		a.metrics.sendErrors.Inc()
-		a.log.Warn("server session ended; reconnecting", "err", err, "in", wait.Round(time.Millisecond))
+		if enroll.IsRevoked(err) {
+			wait = a.o.RevokedRetry
+			a.metrics.revoked.Set(1)
+			a.log.Error("the server refuses this agent: its enrollment was revoked (server agent revoke), so nothing is sent. "+
+				"Enroll this host again with a new join token (agent enroll --server ADDR --token-file FILE --ca-hash sha256:... --dir DIR), then restart the agent; "+
+				"until then it asks again only every "+wait.String(), "err", err, "in", wait)
+		} else {
+			a.log.Warn("server session ended; reconnecting", "err", err, "in", wait.Round(time.Millisecond))
+		}
 		if ctxtime.Sleep(ctx, wait) != nil {
 			return
 		}
@@ -145,6 +155,7 @@ func (a *Agent) session(ctx context.Context, client plumblinev1.AgentServiceClie
 		return true, err
 	}
 	a.metrics.connected.Set(1)
+	a.metrics.revoked.Set(0)
 	a.log.Info("connected", "server", server.Addr, "incarnation", a.spool.Incarnation(), "high_water", hello.GetHighWaterSequence())
 	a.checkServerGeometry(hello.GetGeometryDigest())
 

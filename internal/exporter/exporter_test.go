@@ -108,20 +108,88 @@ func requireTool(t testing.TB, name string) string {
 }
 
 // TestSeriesPerVolume counts the series of each volume of the golden fleet
-// (histogram buckets, _sum and _count each count as one) and holds the
-// budget: at most 89 per volume with default settings (30 before the
-// classic buckets went from 2 bounds to 18; the split reported by cause,
-// offset and allocation granularity, adds 2 where a stripe unit is known;
-// the p99, mean and rate ratios against the history 3 per probe kind; a
-// stripe-scan measurement behind the verdict its cost and confidence, 2).
+// as Prometheus stores them, for each classic bucket set, and holds the
+// budget: at most 30 per volume with default settings in a Prometheus that
+// ingests native histograms (a histogram is one series there, and the
+// classic buckets are dropped). A Prometheus that ingests classic
+// histograms stores each bucket, +Inf, _sum and _count instead: 9 series
+// a histogram with the default coarse set, 21 with fine, 3 with none. The
+// other series: the split reported by cause, offset and allocation
+// granularity, 2 each where a stripe unit is known; the median, p99, mean
+// and rate ratios against the history 4 per probe kind; a stripe-scan
+// measurement behind the verdict its cost and confidence, 2.
 func TestSeriesPerVolume(t *testing.T) {
 	t.Parallel()
-	c := goldenCollector(t)
-	mfs, err := prometheus.Gatherers{c}.Gather() // the registry's consistency checks
+	sizes := vocab.NumIOSizes // the split series are one per I/O size
+	others := map[string]int{ // every series but the three latency histograms'
+		// info, split ×2 (sizes), granularity split ×2 (sizes), findings ×2, last probe,
+		// ratios history ×3 kinds × 4 signals (median, p99, mean, rate)
+		// + prior ×3, degraded since ×1 (random-read)
+		"db01.example.com:/data": 1 + sizes + sizes + 2 + 1 + 15 + 1,
+		// info, finding ×1 (stripe-unit-unknown), last probe, ratios ×15 (no stripe: no split fraction),
+		// stops ×1 (refused), failing since ×1 (random-write refused)
+		"db01.example.com:/log": 1 + 1 + 1 + 15 + 1 + 1,
+		// info, split ×2 (sizes), granularity split ×2 (sizes), measured split cost, stripe-unit confidence, finding ×1,
+		// raid missing members, last probe, ratios ×14 (the last log-write run stopped at
+		// its latency ceiling: no rate), stops ×2 (busy, latency-ceiling)
+		"db02.example.com:/srv/pg": 1 + sizes + sizes + 1 + 1 + 1 + 1 + 1 + 14 + 2,
+	}
+	const kinds = 3 // latency histograms per volume
+	for _, tc := range []struct {
+		set            string
+		classicPerHist int // bounds + +Inf + _sum + _count
+		native         int // budget per volume, native histograms ingested
+		classic        int // budget per volume, classic histograms ingested
+	}{
+		{"", 6 + 3, 30, 53}, // the default: coarse
+		{ClassicFine, 18 + 3, 30, 89},
+		{ClassicNone, 0 + 3, 30, 35},
+	} {
+		t.Run("set="+tc.set, func(t *testing.T) {
+			t.Parallel()
+			opts := fixedOptions()
+			if tc.set != "" {
+				b, err := ClassicBucketsNamed(tc.set)
+				if err != nil {
+					t.Fatal(err)
+				}
+				opts.ClassicBuckets = b
+			}
+			st := openStore(t)
+			seed(t, st, goldenFleet())
+			c, err := New(st, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			native, classic := seriesPerVolume(t, c)
+			for id, n := range others {
+				if got, want := native[id], n+kinds; got != want || got > tc.native {
+					t.Errorf("%s: %d series with native histograms, want %d (budget %d)", id, got, want, tc.native)
+				}
+				if got, want := classic[id], n+kinds*tc.classicPerHist; got != want || got > tc.classic {
+					t.Errorf("%s: %d series with classic histograms, want %d (budget %d)", id, got, want, tc.classic)
+				}
+				t.Logf("%s: %d series with native histograms, %d with classic", id, native[id], classic[id])
+			}
+			if len(native) != len(others) {
+				t.Errorf("series for %d volumes, want %d: %v", len(native), len(others), native)
+			}
+		})
+	}
+}
+
+// seriesPerVolume counts each volume's series in c's exposition (after the
+// registry's consistency checks) as a Prometheus ingesting native
+// histograms stores them (a histogram with native buckets is one series)
+// and as one ingesting classic histograms does (each classic bucket, +Inf,
+// _sum and _count).
+func seriesPerVolume(t *testing.T, c *Collector) (native, classic map[string]int) {
+	t.Helper()
+	mfs, err := prometheus.Gatherers{c}.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	perVolume := map[string]int{}
+	native, classic = map[string]int{}, map[string]int{}
 	for _, mf := range mfs {
 		for _, m := range mf.GetMetric() {
 			var host, mount string
@@ -136,37 +204,15 @@ func TestSeriesPerVolume(t *testing.T) {
 			if mount == "" {
 				continue
 			}
-			perVolume[volumeID(host, mount)] += seriesOf(m)
+			id := volumeID(host, mount)
+			classic[id] += seriesOf(m)
+			native[id]++
+			if h := m.GetHistogram(); h != nil && len(h.GetPositiveSpan()) == 0 {
+				t.Errorf("%s: %s has no native buckets", id, mf.GetName())
+			}
 		}
 	}
-	// Default classic buckets: a histogram is 18 bounds + +Inf + _sum + _count = 21 series.
-	const hist = 18 + 1 + 2
-	sizes := vocab.NumIOSizes // the split series are one per I/O size
-	want := map[string]int{
-		// info, split ×2 (sizes), granularity split ×2 (sizes), findings ×2, last probe, latency 3 kinds,
-		// ratios history ×3 kinds × 4 signals (median, p99, mean, rate)
-		// + prior ×3, degraded since ×1 (random-read)
-		"db01.example.com:/data": 1 + sizes + sizes + 2 + 1 + 3*hist + 15 + 1,
-		// info, finding ×1 (stripe-unit-unknown), last probe, latency 3 kinds, ratios ×15 (no stripe: no split fraction),
-		// stops ×1 (refused), failing since ×1 (random-write refused)
-		"db01.example.com:/log": 1 + 1 + 1 + 3*hist + 15 + 1 + 1,
-		// info, split ×2 (sizes), granularity split ×2 (sizes), measured split cost, stripe-unit confidence, finding ×1,
-		// raid missing members, last probe, latency 3 kinds, ratios ×14 (the last log-write run stopped at
-		// its latency ceiling: no rate), stops ×2 (busy, latency-ceiling)
-		"db02.example.com:/srv/pg": 1 + sizes + sizes + 1 + 1 + 1 + 1 + 1 + 3*hist + 14 + 2,
-	}
-	for id, n := range perVolume {
-		t.Logf("%s: %d series", id, n)
-		if n > 89 {
-			t.Errorf("%s: %d series, budget 89", id, n)
-		}
-		if w := want[id]; n != w {
-			t.Errorf("%s: %d series, want %d", id, n, w)
-		}
-	}
-	if len(perVolume) != 3 {
-		t.Errorf("series for %d volumes, want 3: %v", len(perVolume), perVolume)
-	}
+	return native, classic
 }
 
 func seriesOf(m *dto.Metric) int {
@@ -211,31 +257,51 @@ func TestNativeBuckets(t *testing.T) {
 	}
 }
 
-// TestDefaultBucketsResolveLatency: the default classic buckets tell the
+// TestFineBucketsResolveLatency: the fine classic buckets tell the
 // latencies storage answers with apart — NVMe, SSD, synced log writes, a
 // rotating disk, queueing, a stall — each in its own bucket, from 61 µs to
-// 8 s with no bucket wider than a factor of two (issue 11: two bounds, at
-// 0.98 ms and 15.6 ms, put all of a fleet's flash in one bucket). The counts
-// are those of a stored histogram of these latencies, through histFactsOf.
-func TestDefaultBucketsResolveLatency(t *testing.T) {
+// 8 s with no bucket wider than a factor of two (two bounds, at 0.98 ms and
+// 15.6 ms, once put all of a fleet's flash in one bucket).
+func TestFineBucketsResolveLatency(t *testing.T) {
 	t.Parallel()
-	c, err := New(openStore(t), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bounds := c.opts.ClassicBuckets
-	if first, last := bounds[0], bounds[len(bounds)-1]; first > 64e-6 || last < 8 {
-		t.Errorf("classic buckets span %g s to %g s, want from at most 64 µs to at least 8 s", first, last)
-	}
-	for i := 1; i < len(bounds); i++ {
-		if bounds[i] > 2*bounds[i-1] {
-			t.Errorf("classic bucket ≤ %g s is %.1f× as wide as the one below: want at most 2×", bounds[i], bounds[i]/bounds[i-1])
-		}
-	}
 	latencies := []time.Duration{
 		40 * time.Microsecond, 90 * time.Microsecond, 200 * time.Microsecond, 450 * time.Microsecond, // cache, NVMe, SSD, SAN
 		1500 * time.Microsecond, 3 * time.Millisecond, 6 * time.Millisecond, 12 * time.Millisecond, // log writes, HDD
 		40 * time.Millisecond, 300 * time.Millisecond, 3 * time.Second, 20 * time.Second, // queueing, stalls
+	}
+	checkBucketsApart(t, FineClassicBuckets(), 64e-6, 8, 2, latencies)
+}
+
+// TestCoarseBucketsResolveStorageClasses: the default (coarse) classic
+// buckets still put each class of storage answer in its own bucket —
+// NVMe, SSD or SAN, a synced write, a rotating disk's seek, queueing, a
+// stall, beyond — with no bucket wider than a factor of eight, so
+// histogram_quantile over them tells the classes apart.
+func TestCoarseBucketsResolveStorageClasses(t *testing.T) {
+	t.Parallel()
+	latencies := []time.Duration{
+		90 * time.Microsecond, 400 * time.Microsecond, 3 * time.Millisecond, // NVMe, SSD/SAN, synced write
+		12 * time.Millisecond, 200 * time.Millisecond, 2 * time.Second, 20 * time.Second, // HDD, queueing, stall, beyond
+	}
+	checkBucketsApart(t, DefaultClassicBuckets(), 128e-6, 4, 8, latencies)
+}
+
+// checkBucketsApart: bounds span first..last at least, no bucket is wider
+// than maxRatio times the one below, and a stored histogram of the
+// latencies (through histFactsOf) puts each in its own bucket.
+func checkBucketsApart(t *testing.T, bounds []float64, first, last, maxRatio float64, latencies []time.Duration) {
+	t.Helper()
+	c, err := New(openStore(t), Options{ClassicBuckets: bounds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lo, hi := bounds[0], bounds[len(bounds)-1]; lo > first || hi < last {
+		t.Errorf("classic buckets span %g s to %g s, want from at most %g s to at least %g s", lo, hi, first, last)
+	}
+	for i := 1; i < len(bounds); i++ {
+		if bounds[i] > maxRatio*bounds[i-1] {
+			t.Errorf("classic bucket ≤ %g s is %.1f× as wide as the one below: want at most %g×", bounds[i], bounds[i]/bounds[i-1], maxRatio)
+		}
 	}
 	var h histogram.Histogram
 	for _, d := range latencies {
@@ -267,6 +333,28 @@ func TestDefaultBucketsResolveLatency(t *testing.T) {
 	}
 	if filled != len(latencies) {
 		t.Errorf("%d classic buckets hold the %d latencies, want one each: cumulative counts %v", filled, len(latencies), f.classic)
+	}
+}
+
+// TestClassicBucketsNamed: every named set is valid for New, none exposes
+// no bounds but still a histogram, and an unknown name is an error.
+func TestClassicBucketsNamed(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	for _, name := range ClassicBucketSets() {
+		b, err := ClassicBucketsNamed(name)
+		if err != nil {
+			t.Fatalf("ClassicBucketsNamed(%q): %v", name, err)
+		}
+		if _, err := New(st, Options{ClassicBuckets: b}); err != nil {
+			t.Errorf("New(%s buckets %v): %v", name, b, err)
+		}
+		if (name == ClassicNone) != (len(b) == 0) {
+			t.Errorf("ClassicBucketsNamed(%q) = %v", name, b)
+		}
+	}
+	if _, err := ClassicBucketsNamed("medium"); err == nil {
+		t.Error(`ClassicBucketsNamed("medium") = nil error`)
 	}
 }
 

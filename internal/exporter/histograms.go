@@ -3,6 +3,7 @@ package exporter
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -13,20 +14,66 @@ import (
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
-// DefaultClassicBuckets returns the classic bucket bounds of the probe
-// latency histograms (seconds): the powers of two from 2^-14 ≈ 61 µs (below
-// it only cache hits and the fastest flash) to 2^3 = 8 s (beyond is a stalled
-// device; +Inf counts it), 18 bounds, so a heatmap of the classic buckets
-// shows where a distribution sits within a factor of two: NVMe reads
-// (~100 µs), SSD (~200 µs), synced log writes (0.1–5 ms), a rotating disk's
-// random I/O (4–15 ms), queueing beyond. They are bounds of the schema-3 native
-// buckets, so each classic count is exact. A histogram costs 21 series
-// (18 bounds, +Inf, _sum, _count): a volume with three probe kinds 63. The
-// native buckets (~9% wide, one series per histogram in Prometheus) carry
-// the full distribution, and _sum/_count the exact mean.
-func DefaultClassicBuckets() []float64 {
-	b := make([]float64, 0, 18)
-	for e := -14; e <= 3; e++ {
+// The classic bucket sets of the probe latency histograms, by the name
+// the server's metrics.classic_histogram_buckets takes. Every set keeps the
+// native buckets (schema 3, ~9% wide, one series per histogram in a
+// Prometheus that ingests native histograms) and _sum/_count; the set only
+// decides what a Prometheus ingesting classic histograms stores.
+const (
+	// ClassicFine: 18 bounds, a factor of two apart (FineClassicBuckets).
+	ClassicFine = "fine"
+	// ClassicCoarse: 6 bounds, a factor of eight apart
+	// (CoarseClassicBuckets). The default.
+	ClassicCoarse = "coarse"
+	// ClassicNone: no classic bounds, only +Inf, _sum and _count.
+	ClassicNone = "none"
+)
+
+// ClassicBucketSets are the names ClassicBucketsNamed knows, default first.
+func ClassicBucketSets() []string { return []string{ClassicCoarse, ClassicFine, ClassicNone} }
+
+// ClassicBucketsNamed returns the classic bucket bounds of a named set
+// ("" is the default, coarse); none is an empty, non-nil slice.
+func ClassicBucketsNamed(name string) ([]float64, error) {
+	switch name {
+	case "", ClassicCoarse:
+		return CoarseClassicBuckets(), nil
+	case ClassicFine:
+		return FineClassicBuckets(), nil
+	case ClassicNone:
+		return []float64{}, nil
+	}
+	return nil, fmt.Errorf("classic histogram buckets %q: want one of %s", name, strings.Join(ClassicBucketSets(), ", "))
+}
+
+// DefaultClassicBuckets returns the default classic bucket bounds:
+// CoarseClassicBuckets.
+func DefaultClassicBuckets() []float64 { return CoarseClassicBuckets() }
+
+// FineClassicBuckets returns the powers of two from 2^-14 ≈ 61 µs (below
+// it only cache hits and the fastest flash) to 2^3 = 8 s (beyond is a
+// stalled device; +Inf counts it), 18 bounds, so a heatmap of the classic
+// buckets shows where a distribution sits within a factor of two: NVMe
+// reads (~100 µs), SSD (~200 µs), synced log writes (0.1–5 ms), a rotating
+// disk's random I/O (4–15 ms), queueing beyond. A histogram costs 21
+// classic series (18 bounds, +Inf, _sum, _count): a volume with three probe
+// kinds 63.
+func FineClassicBuckets() []float64 { return powersOfTwo(-14, 3, 1) }
+
+// CoarseClassicBuckets returns the powers of eight from 2^-13 ≈ 122 µs to
+// 2^2 = 4 s, 6 bounds that put each class of storage answer in its own
+// bucket — NVMe (≤ 122 µs), SSD and SAN (≤ 0.98 ms), synced writes and
+// short seeks (≤ 7.8 ms), a rotating disk's random I/O (≤ 62.5 ms),
+// queueing (≤ 0.5 s), a stall (≤ 4 s, +Inf beyond) — so histogram_quantile
+// over the classic series still tells the classes apart. A histogram costs
+// 9 classic series: a volume with three probe kinds 27.
+func CoarseClassicBuckets() []float64 { return powersOfTwo(-13, 2, 3) }
+
+// powersOfTwo returns 2^from, 2^(from+step), ... up to 2^to: bounds of
+// the schema-3 native buckets, so each classic count is exact.
+func powersOfTwo(from, to, step int) []float64 {
+	var b []float64
+	for e := from; e <= to; e += step {
 		b = append(b, math.Ldexp(1, e))
 	}
 	return b

@@ -197,15 +197,9 @@ func mint(o Options, r *Result) ([]file, error) {
 	if err != nil {
 		return nil, err
 	}
-	var cn string
-	if len(o.Names) > 0 {
-		cn = o.Names[0]
-	} else {
-		cn = o.IPs[0].String()
-	}
 	caTmpl := &x509.Certificate{
 		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: "Plumbline CA " + cn, Organization: []string{"Plumbline"}},
+		Subject:               pkix.Name{CommonName: "Plumbline CA " + commonName(o.Names, o.IPs), Organization: []string{"Plumbline"}},
 		NotBefore:             now.Add(-backdate),
 		NotAfter:              now.Add(o.CAValidity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
@@ -221,40 +215,67 @@ func mint(o Options, r *Result) ([]file, error) {
 	if err != nil {
 		return nil, err
 	}
-	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	srvTmpl := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: cn, Organization: []string{"Plumbline"}},
-		NotBefore:             now.Add(-backdate),
-		NotAfter:              now.Add(o.ServerValidity),
-		KeyUsage:              x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		DNSNames:              o.Names,
-		IPAddresses:           o.IPs,
-	}
-	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, srvKey.Public(), caKey)
-	if err != nil {
-		return nil, fmt.Errorf("server certificate: %w", err)
-	}
 	caKeyPEM, err := encodeKey(caKey)
 	if err != nil {
 		return nil, err
 	}
-	srvKeyPEM, err := encodeKey(srvKey)
+	srv, err := issueServer(caCert, caKey, o.Names, o.IPs, now, o.ServerValidity)
 	if err != nil {
 		return nil, err
 	}
-	r.Pin, r.CANotAfter, r.ServerNotAfter = enroll.Pin(caCert), caCert.NotAfter, srvTmpl.NotAfter
+	r.Pin, r.CANotAfter, r.ServerNotAfter = enroll.Pin(caCert), caCert.NotAfter, srv.notAfter
 	return []file{
 		{enroll.EncodeCertPEM(caDER), 0o644},
 		{caKeyPEM, 0o600},
-		{enroll.EncodeCertPEM(srvDER), 0o644},
-		{srvKeyPEM, 0o600},
+		srv.cert,
+		srv.key,
 	}, nil
+}
+
+func commonName(names []string, ips []net.IP) string {
+	if len(names) > 0 {
+		return names[0]
+	}
+	return ips[0].String()
+}
+
+// serverPair is an issued server certificate and its key.
+type serverPair struct {
+	cert, key file
+	notAfter  time.Time
+}
+
+// issueServer issues a server certificate for names and ips from the CA,
+// valid for validity (at most as long as the CA).
+func issueServer(ca *x509.Certificate, caKey crypto.Signer, names []string, ips []net.IP, now time.Time, validity time.Duration) (serverPair, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return serverPair{}, err
+	}
+	notAfter := now.Add(validity)
+	if notAfter.After(ca.NotAfter) {
+		notAfter = ca.NotAfter
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{CommonName: commonName(names, ips), Organization: []string{"Plumbline"}},
+		NotBefore:             now.Add(-backdate),
+		NotAfter:              notAfter,
+		KeyUsage:              x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		DNSNames:              names,
+		IPAddresses:           ips,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, key.Public(), caKey)
+	if err != nil {
+		return serverPair{}, fmt.Errorf("server certificate: %w", err)
+	}
+	keyPEM, err := encodeKey(key)
+	if err != nil {
+		return serverPair{}, err
+	}
+	return serverPair{cert: file{enroll.EncodeCertPEM(der), 0o644}, key: file{keyPEM, 0o600}, notAfter: notAfter}, nil
 }
 
 func serial() *big.Int {

@@ -73,6 +73,8 @@ type Projection struct {
 	synced  bool       // a full sync has completed
 	since   time.Time  // the next incremental sync's since
 	seen    time.Time  // the latest geometry receive time a sync has covered
+	lastOK  time.Time  // when the last sync that succeeded ended
+	fails   float64    // syncs that failed
 }
 
 // New returns the projection over st.
@@ -147,6 +149,7 @@ func (p *Projection) syncLocked(ctx context.Context, full bool) error {
 	start := time.Now()
 	st, err := p.st.SyncInventory(ctx, Derive, since)
 	if err != nil {
+		p.failed(ctx)
 		return err
 	}
 	if st.Updated+st.Removed+st.Failed > 0 {
@@ -157,6 +160,7 @@ func (p *Projection) syncLocked(ctx context.Context, full bool) error {
 	if since.IsZero() {
 		p.synced = true
 	}
+	p.lastOK = time.Now()
 	// The next incremental sync compares the hosts with a geometry record
 	// received since this one began, less the margin: for transactions
 	// that were open while it read, and for replicas' clocks.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
 	"github.com/plumbline/plumbline/internal/devca"
@@ -19,7 +20,7 @@ import (
 
 // ErrEnrollmentOff: the configuration names no enrollment CA and the data
 // directory holds no dev CA.
-var ErrEnrollmentOff = errors.New(`enrollment is off: set enrollment.ca_cert_file and ca_key_file (README "Enrollment"), or run server --dev`)
+var ErrEnrollmentOff = errors.New(`enrollment is off: set enrollment.ca_cert_file and ca_key_file (docs/install.md: plumbline-server ca init), or run server --dev`)
 
 // EnrollmentFiles are the enrollment authority's files for cfg: the
 // configured CA, or the dev CA and server certificate under the data
@@ -80,6 +81,14 @@ func (e enrollment) ingestOptions(o ingest.Options) ingest.Options {
 		o.Authorize = e.a.Authorize
 	}
 	return o
+}
+
+// collectors are the authority's metrics (none when enrollment is off).
+func (e enrollment) collectors() []prometheus.Collector {
+	if e.a == nil {
+		return nil
+	}
+	return []prometheus.Collector{e.a.Collector()}
 }
 
 func (e enrollment) register(gs *grpc.Server) {

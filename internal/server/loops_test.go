@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
@@ -48,7 +49,7 @@ func TestMetricsLeaderGauge(t *testing.T) {
 	}
 	cfg := config.Default()
 	cfg.BaselineInterval = time.Minute
-	h, err := metricsHandler(st, evals, el, newPruner(st, cfg, slog.New(slog.DiscardHandler)), cfg, nil, slog.New(slog.DiscardHandler))
+	h, err := metricsHandler(st, evals, []prometheus.Collector{el, newPruner(st, cfg, slog.New(slog.DiscardHandler))}, cfg, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

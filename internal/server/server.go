@@ -30,7 +30,7 @@ import (
 	"github.com/plumbline/plumbline/internal/leader"
 	"github.com/plumbline/plumbline/internal/policy"
 	"github.com/plumbline/plumbline/internal/projection"
-	"github.com/plumbline/plumbline/internal/retention"
+	"github.com/plumbline/plumbline/internal/selfmetrics"
 	"github.com/plumbline/plumbline/internal/server/config"
 	"github.com/plumbline/plumbline/internal/store"
 )
@@ -100,7 +100,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	defer st.Close()
 
-	p, err := assemble(st, cfg, tokens, tlsConf, logger)
+	p, err := assemble(st, cfg, tokens, tlsConf, s.opts.Version, logger)
 	if err != nil {
 		return err
 	}
@@ -141,7 +141,8 @@ type parts struct {
 
 // assemble builds the gRPC ingest service (with enrollment), the HTTP
 // side and the background loops with their election.
-func assemble(st *store.Store, cfg config.Config, tokens []inventory.Token, tlsConf *tls.Config, logger *slog.Logger) (parts, error) {
+// version is the binary's, for plumbline_build_info.
+func assemble(st *store.Store, cfg config.Config, tokens []inventory.Token, tlsConf *tls.Config, version string, logger *slog.Logger) (parts, error) {
 	var p parts
 	enr, err := newEnrollment(cfg, st, tlsConf, logger)
 	if err != nil {
@@ -160,7 +161,11 @@ func assemble(st *store.Store, cfg config.Config, tokens []inventory.Token, tlsC
 	proj := projection.New(st, projection.Options{Logger: logger.With("component", "projection")})
 	api := inventory.New(st, inventory.Options{Tokens: tokens, Projection: proj, Logger: logger.With("component", "inventory")})
 	pruner := newPruner(st, cfg, logger)
-	evals, hsrv, err := webServer(st, cfg, tokens, api, policy.Handler(pol, svc.PolicyReports), p.elector, pruner, logger)
+	// The server's own series beside the exporter's: the election's, the
+	// loops' and the process's.
+	own := append([]prometheus.Collector{p.elector, pruner, proj}, selfmetrics.Collectors(version)...)
+	own = append(own, enr.collectors()...)
+	evals, hsrv, err := webServer(st, cfg, tokens, api, policy.Handler(pol, svc.PolicyReports), own, logger)
 	if err != nil {
 		return p, err
 	}
@@ -253,12 +258,12 @@ func prepare(cfg *config.Config, logger *slog.Logger) (devLayout, []inventory.To
 // webServer is the HTTP side: the inventory API, the policy API and
 // /metrics (the exporter, fed by the evaluators' status, and the
 // election's gauges), and the loops they need run.
-func webServer(st *store.Store, cfg config.Config, tokens []inventory.Token, api *inventory.API, policyAPI http.Handler, el *leader.Elector, pruner *retention.Pruner, logger *slog.Logger) (*evaluators, *http.Server, error) {
+func webServer(st *store.Store, cfg config.Config, tokens []inventory.Token, api *inventory.API, policyAPI http.Handler, own []prometheus.Collector, logger *slog.Logger) (*evaluators, *http.Server, error) {
 	evals, err := newEvaluators(st, evaluator.Options{Interval: cfg.BaselineInterval, Logger: logger.With("component", "evaluator")})
 	if err != nil {
 		return nil, nil, err
 	}
-	metrics, err := metricsHandler(st, evals, el, pruner, cfg, tokens, logger)
+	metrics, err := metricsHandler(st, evals, own, cfg, tokens, logger)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -388,15 +393,21 @@ func orOff(addr string) string {
 	return "http://" + addr + "/metrics"
 }
 
-// metricsHandler serves /metrics: the exporter over the store, behind the
+// metricsHandler serves /metrics: the exporter over the store and the
+// server's own collectors (own: in shard 0 only), behind the
 // same bearer-token check as the inventory API (inventory.RequireToken:
 // any token of web.bearer_tokens or web.bearer_token_file).
-func metricsHandler(st *store.Store, evals *evaluators, el *leader.Elector, pruner *retention.Pruner, cfg config.Config, tokens []inventory.Token, logger *slog.Logger) (http.Handler, error) {
+func metricsHandler(st *store.Store, evals *evaluators, own []prometheus.Collector, cfg config.Config, tokens []inventory.Token, logger *slog.Logger) (http.Handler, error) {
 	stale := 3 * cfg.Agents.ReportInterval
 	if stale < time.Minute {
 		stale = time.Minute
 	}
+	classic, err := exporter.ClassicBucketsNamed(cfg.Metrics.ClassicHistogramBuckets) // checked by Validate
+	if err != nil {
+		return nil, err
+	}
 	c, err := exporter.New(st, exporter.Options{
+		ClassicBuckets:  classic,
 		AgentStaleAfter: stale,
 		Evaluator: func() exporter.EvaluatorStatus {
 			s := evals.status()
@@ -413,11 +424,15 @@ func metricsHandler(st *store.Store, evals *evaluators, el *leader.Elector, prun
 		return nil, err
 	}
 	extra := prometheus.NewRegistry()
-	if err := extra.Register(el); err != nil {
-		return nil, err
+	for _, c := range own {
+		if err := extra.Register(c); err != nil {
+			return nil, err
+		}
 	}
-	if err := extra.Register(pruner); err != nil {
-		return nil, err
+	for _, c := range own {
+		if err := extra.Register(c); err != nil {
+			return nil, err
+		}
 	}
 	withOwn := appendFamilies(h, extra, logger)
 	return inventory.RequireToken(tokens, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -288,6 +288,7 @@ type Authority struct {
 	enrollRL *rate.Limiter
 	renewRL  *rate.Limiter
 	cache    *agentCache
+	revoked  *revokedRefusals
 }
 
 // New is an Authority signing with ca over st.
@@ -298,6 +299,7 @@ func New(ca *CA, st *store.Store, opts Options) *Authority {
 		enrollRL: rate.NewLimiter(rate.Limit(opts.Rate), opts.Burst),
 		renewRL:  rate.NewLimiter(rate.Limit(opts.Rate), opts.Burst),
 		cache:    newAgentCache(st, opts.CacheTTL, opts.Now),
+		revoked:  newRevokedRefusals(),
 	}
 }
 

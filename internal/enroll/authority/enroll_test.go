@@ -115,6 +115,8 @@ func writeFile(t *testing.T, path string, b []byte) {
 // running is a real server (internal/server) on 127.0.0.1:0.
 type running struct {
 	addr  string
+	web   string      // the HTTP listener (/metrics)
+	log   *syncBuffer // the server's log
 	cfg   config.Config
 	files authority.Files
 	st    *store.Store // a second handle on its store, as the CLI uses it
@@ -130,8 +132,9 @@ func startServer(t *testing.T, p *pki, dsn string, certTTL time.Duration) *runni
 	cfg.Enrollment.CACertFile, cfg.Enrollment.CAKeyFile = p.interCert, p.interKey
 	cfg.Enrollment.CertTTL = certTTL
 	cfg.ShutdownTimeout = 5 * time.Second
-	addrs := make(chan string, 1)
-	srv, err := server.New(cfg, slog.New(slog.DiscardHandler), server.Options{Ready: func(g, _ string) { addrs <- g }})
+	addrs := make(chan [2]string, 1)
+	r := running{log: &syncBuffer{}}
+	srv, err := server.New(cfg, slog.New(slog.NewTextHandler(r.log, nil)), server.Options{Ready: func(g, w string) { addrs <- [2]string{g, w} }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,9 +142,9 @@ func startServer(t *testing.T, p *pki, dsn string, certTTL time.Duration) *runni
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	var r running
 	select {
-	case r.addr = <-addrs:
+	case a := <-addrs:
+		r.addr, r.web = a[0], a[1]
 	case err := <-done:
 		t.Fatalf("server: %v", err)
 	case <-time.After(30 * time.Second):
@@ -266,7 +269,7 @@ func (s *syncBuffer) String() string {
 // and CA; the real agent reports with it, renews twice at two thirds of a
 // 6 s lifetime without a restart (each renewal reconnects it with the new
 // certificate, and the superseded certificate is refused); after `server
-// agent revoke` its certificate is refused at the handshake, on its open
+// agent revoke` its certificate is refused on new connections, on its open
 // connection and for renewal.
 func TestEnrollRunRenewRevoke(t *testing.T) {
 	pgtest.ForEachEngine(t, func(t *testing.T, dsn string) {
@@ -306,9 +309,9 @@ func TestEnrollRunRenewRevoke(t *testing.T) {
 		}
 
 		// Revocation (as `server agent revoke`): within the cache's 10 s,
-		// a new connection with the current certificate is refused at the
-		// handshake, calls on a connection opened before are refused, and
-		// so is renewal.
+		// the calls of a new connection with the current certificate are
+		// refused, so are those of a connection opened before, and so is
+		// renewal.
 		open := r.dial(t, res.CertFile, res.KeyFile)
 		if err := hello(open, "db-1"); err != nil {
 			t.Fatalf("Hello with the current certificate: %v", err)
@@ -316,7 +319,7 @@ func TestEnrollRunRenewRevoke(t *testing.T) {
 		if err := r.st.RevokeAgent(context.Background(), "db-1"); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the revoked certificate refused at the handshake", 15*time.Second, func() bool {
+		waitFor(t, "the revoked certificate refused", 15*time.Second, func() bool {
 			return hello(r.dial(t, res.CertFile, res.KeyFile), "db-1") != nil
 		})
 		if err := hello(open, "db-1"); status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), "agent revoked") {

@@ -9,9 +9,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/plumbline/plumbline/internal/enroll"
 	"github.com/plumbline/plumbline/internal/ingest"
 	"github.com/plumbline/plumbline/internal/store"
 )
@@ -36,16 +38,24 @@ func (a *Authority) Authorize(ctx context.Context, agentID string, cert *x509.Ce
 		return nil
 	}
 	if err := e.agent.Accepts(serialText(cert.SerialNumber)); err != nil {
+		if errors.Is(err, store.ErrAgentRevoked) {
+			return a.refuseRevoked(ctx, agentID, err)
+		}
 		return status.Error(codes.PermissionDenied, err.Error())
 	}
+	a.revoked.accepted(agentID)
 	return nil
 }
 
 // VerifyConnection is for the gRPC listener's tls.Config: it refuses the
-// handshake of a revoked or superseded enrolled agent's certificate (the
-// calls of connections made before are refused by Authorize). A
-// connection without a verified certificate passes here: only the
-// public enrollment methods will answer it.
+// handshake of a superseded enrolled agent's certificate (the calls of
+// connections made before are refused by Authorize). A revoked agent's
+// handshake passes, as one without a certificate does: each of its calls
+// is then refused by Authorize with the revocation status (RevokedError)
+// that the agent recognises, and the server logs it; a refused handshake
+// would tell the agent only "bad certificate". A connection without a
+// verified certificate passes here: only the public enrollment methods
+// will answer it.
 func (a *Authority) VerifyConnection(cs tls.ConnectionState) error {
 	if len(cs.VerifiedChains) == 0 || len(cs.VerifiedChains[0]) == 0 {
 		return nil
@@ -62,7 +72,9 @@ func (a *Authority) VerifyConnection(cs tls.ConnectionState) error {
 		return fmt.Errorf("enrollment lookup of agent %q: %w", id, err)
 	}
 	if e.enrolled {
-		return e.agent.Accepts(serialText(leaf.SerialNumber))
+		if err := e.agent.Accepts(serialText(leaf.SerialNumber)); !errors.Is(err, store.ErrAgentRevoked) {
+			return err
+		}
 	}
 	return nil
 }
@@ -122,3 +134,60 @@ func (c *agentCache) forget(id string) {
 	delete(c.m, id)
 	c.mu.Unlock()
 }
+
+// revokedLogEvery is how often a revoked agent that keeps calling is
+// logged again (its first refusal is logged at once).
+const revokedLogEvery = time.Hour
+
+// revokedRefusals counts the calls refused for revocation and remembers
+// when each agent's refusal was last logged: one log line per agent per
+// episode (until it is accepted again), repeated hourly while it lasts.
+type revokedRefusals struct {
+	total prometheus.Counter
+
+	mu     sync.Mutex
+	logged map[string]time.Time
+}
+
+func newRevokedRefusals() *revokedRefusals {
+	return &revokedRefusals{
+		total: prometheus.NewCounter(prometheus.CounterOpts{Name: "plumbline_enrollment_revoked_refusals_total",
+			Help: "Agent calls refused because the agent's enrollment was revoked (server agent revoke); the server logs each such agent once an hour."}),
+		logged: map[string]time.Time{},
+	}
+}
+
+// due says whether id's refusal is to be logged now, and notes it.
+func (r *revokedRefusals) due(id string, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if last, ok := r.logged[id]; ok && now.Sub(last) < revokedLogEvery {
+		return false
+	}
+	if len(r.logged) >= maxCacheEntries {
+		r.logged = map[string]time.Time{}
+	}
+	r.logged[id] = now
+	return true
+}
+
+// accepted ends id's episode.
+func (r *revokedRefusals) accepted(id string) {
+	r.mu.Lock()
+	delete(r.logged, id)
+	r.mu.Unlock()
+}
+
+// refuseRevoked counts, logs (rate-limited) and returns the refusal of a
+// revoked agent's call.
+func (a *Authority) refuseRevoked(ctx context.Context, id string, reason error) error {
+	a.revoked.total.Inc()
+	if a.revoked.due(id, a.opts.Now()) {
+		a.opts.Logger.Warn("refused a revoked agent: its certificate is no longer accepted; stop it, or enroll its host again with a new join token (agent enroll)",
+			"agent", id, "reason", reason, "peer", peerAddr(ctx), "logged_again_in", revokedLogEvery)
+	}
+	return enroll.RevokedError(fmt.Sprintf("%v: this agent's enrollment was revoked (server agent revoke); enroll this host again with a new join token (agent enroll), then restart the agent", reason))
+}
+
+// Collector is the authority's metrics (prometheus.Collector).
+func (a *Authority) Collector() prometheus.Collector { return a.revoked.total }

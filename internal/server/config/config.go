@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/plumbline/plumbline/internal/bytesize"
+	"github.com/plumbline/plumbline/internal/exporter"
 	"github.com/plumbline/plumbline/internal/ingest"
 	"github.com/plumbline/plumbline/internal/policy"
 	"github.com/plumbline/plumbline/internal/strictyaml"
@@ -42,6 +43,8 @@ type Config struct {
 	// PolicyReloadInterval is how often the configuration file is read
 	// again for changed policies (default 10s); other keys need a restart.
 	PolicyReloadInterval time.Duration `yaml:"policy_reload_interval"`
+	// Metrics shapes the /metrics exposition.
+	Metrics MetricsConfig `yaml:"metrics"`
 
 	// File is the configuration file (set by Load), re-read for policies.
 	File string `yaml:"-"`
@@ -151,6 +154,15 @@ type AgentConfig struct {
 	ReportInterval          time.Duration `yaml:"report_interval"`
 }
 
+// MetricsConfig shapes the /metrics exposition.
+type MetricsConfig struct {
+	// ClassicHistogramBuckets is the classic bucket set of the probe
+	// latency histograms (exporter.ClassicBucketsNamed): coarse (the
+	// default, 6 bounds), fine (18) or none. The native buckets are
+	// always there.
+	ClassicHistogramBuckets string `yaml:"classic_histogram_buckets"`
+}
+
 // LogConfig chooses the log level and format.
 type LogConfig struct {
 	Level  string `yaml:"level"`
@@ -195,6 +207,7 @@ func Default() Config {
 		Store:           StoreConfig{LeaseTTL: DefaultLeaseTTL, Retention: DefaultRetention},
 		Agents:          AgentConfig{GeometryRefreshInterval: 15 * time.Minute, ReportInterval: 10 * time.Second},
 		Log:             LogConfig{Level: "info", Format: "text"},
+		Metrics:         MetricsConfig{ClassicHistogramBuckets: exporter.ClassicCoarse},
 		Enrollment:      EnrollmentConfig{CertTTL: DefaultCertTTL, RateLimit: RateConfig{CallsPerSecond: 5, Burst: 50}},
 		ShutdownTimeout: DefaultShutdownTimeout,
 
@@ -340,6 +353,9 @@ func (c Config) Validate() error {
 	}
 	if err := policy.Validate(c.Policies); err != nil {
 		errs = append(errs, err)
+	}
+	if _, err := exporter.ClassicBucketsNamed(c.Metrics.ClassicHistogramBuckets); err != nil {
+		bad("metrics.classic_histogram_buckets %q: want one of %s", c.Metrics.ClassicHistogramBuckets, strings.Join(exporter.ClassicBucketSets(), ", "))
 	}
 	switch strings.ToLower(c.Log.Level) {
 	case "debug", "info", "warn", "error":

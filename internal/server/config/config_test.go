@@ -33,7 +33,7 @@ func TestExampleConfig(t *testing.T) {
 	for _, key := range []string{"data_dir:", "listen_address:", "cert_file:", "key_file:", "client_ca_file:", "insecure:", "max_recv_msg_size:",
 		"max_batch_records:", "calls_per_second:", "burst:", "bearer_token_file:", "bearer_tokens:", "token_file:", "role:", "config_file:", "dsn:", "geometry_refresh_interval:", "report_interval:",
 		"level:", "format:", "shutdown_timeout:", "ca_cert_file:", "ca_key_file:", "trust_bundle_file:", "cert_ttl:",
-		"policies:", "policy_reload_interval:", "retention:"} {
+		"policies:", "policy_reload_interval:", "retention:", "classic_histogram_buckets:"} {
 		if !bytes.Contains(b, []byte(key)) {
 			t.Errorf("%s does not document %s", exampleConfig, key)
 		}
@@ -57,6 +57,7 @@ func TestBadConfig(t *testing.T) {
 		{"listen address", "grpc:\n  insecure: true\n  listen_address: 7443\n", "grpc.listen_address"},
 		{"short retention", "grpc:\n  insecure: true\nstore:\n  retention: 10m\n", "store.retention 10m0s: want 0 (keep for ever) or at least 1h"},
 		{"negative retention", "grpc:\n  insecure: true\nstore:\n  retention: -1h\n", "store.retention -1h0m0s"},
+		{"classic buckets", "grpc:\n  insecure: true\nmetrics:\n  classic_histogram_buckets: medium\n", `metrics.classic_histogram_buckets "medium": want one of coarse, fine, none`},
 		{"same addresses", "grpc:\n  insecure: true\n  listen_address: :1\nweb:\n  listen_address: :1\n", "both"},
 	}
 	for _, tt := range tests {
