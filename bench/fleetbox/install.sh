@@ -51,7 +51,7 @@ install_server() {
   local mode
   mode=$(stat -c %a "$work/machines/$m/etc/plumbline")
   [[ $mode == 750 ]] || result etc-mode FAIL "/etc/plumbline is $mode after the server started, want 750"
-  out=$(run_in $m plumbline-server token create --config /etc/plumbline/server.yaml --uses 20 --ttl 2h 2>&1) ||
+  out=$(run_in $m runuser -u plumbline -- plumbline-server token create --config /etc/plumbline/server.yaml --ttl 24h --uses 50 --labels role=postgres 2>&1) ||
     { result token FAIL "$out" && return 1; }
   join_token=$(awk '$1 == "token:" {print $2}' <<<"$out")
   ca_pin=$(awk '$1 == "ca-hash:" || $1 == "ca-pin:" {print $2}' <<<"$out")
