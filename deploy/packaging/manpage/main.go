@@ -142,12 +142,16 @@ func (p page) write(ctx context.Context, w *bytes.Buffer, bin string) error {
 // at the start of a command line becomes the installed name, and roff's
 // special characters are escaped.
 func (p page) verbatim(text string) string {
-	// "usage: agent ..." and its continuation lines, aligned under it.
-	self := regexp.MustCompile(`^(usage: +|       )` + regexp.QuoteMeta(p.prog) + `( |$)`)
+	// "usage: agent ...", its continuation lines and the indented command
+	// lines of a subcommand list; a flag's description (indented with a
+	// tab, as package flag prints it) is prose and keeps its words.
+	self := regexp.MustCompile(`^(usage: +| +)` + regexp.QuoteMeta(p.prog) + `( |$)`)
 	var lines []string
 	for _, l := range strings.Split(text, "\n") {
+		if !strings.Contains(l, "\t") {
+			l = self.ReplaceAllString(l, "${1}"+p.name+"${2}")
+		}
 		l = strings.ReplaceAll(l, "\t", "        ")
-		l = self.ReplaceAllString(l, "${1}"+p.name+"${2}")
 		lines = append(lines, escape(l))
 	}
 	return strings.Join(lines, "\n")
