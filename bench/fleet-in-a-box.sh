@@ -93,10 +93,13 @@ work=$(mktemp -d /tmp/plumbline-fleetbox.XXXXXX)
 mkdir -p "$work/logs" "$work/machines" "$work/prom"
 declare -a bg_pids=()
 cleanup() {
-  local m p
-  for m in "${!nspawn_pid[@]}"; do poweroff "$m" & done
-  wait
+  local m p waits=()
   for p in "${bg_pids[@]}"; do kill "$p" 2>/dev/null; done
+  for m in "${!nspawn_pid[@]}"; do
+    poweroff "$m" &
+    waits+=($!)
+  done
+  wait "${waits[@]}" "${bg_pids[@]}" 2>/dev/null
   { findmnt -rn -o TARGET | grep "^$work/" | sort -r | xargs -r -n1 umount -l; } 2>/dev/null
   if $keep; then echo "fleetbox: kept $work" >&2; else rm -rf --one-file-system "$work"; fi
 }
