@@ -168,7 +168,7 @@ check_upgrade() {
       continue
     fi
     grep -q '^# edited by the operator (fleet box)$' "$work/machines/$m/etc/plumbline/$f" || bad+=("$m: $f replaced")
-    run_in "$m" "$pkg" "$([[ $pkg == plumbline-server ]] && echo --version || echo version)" | grep -q "$v2" || bad+=("$m: not $v2")
+    [[ $(run_in "$m" "$pkg" "$([[ $pkg == plumbline-server ]] && echo --version || echo version)") == *"$v2"* ]] || bad+=("$m: not $v2")
   done
   wait_for 60 api /readyz >/dev/null
   for m in "${!host_of[@]}"; do

@@ -13,7 +13,8 @@ install_server() {
   say "$m: dpkg -i plumbline-server $v1"
   run_in $m dpkg -i "/root/debs/plumbline-server_${v1}-1_${arch}.deb" >"$work/logs/$m.dpkg" 2>&1 ||
     { cat "$work/logs/$m.dpkg" >&2 && return 1; }
-  if run_in $m plumbline-server ca --help 2>&1 | grep -q 'ca init'; then
+  # (Not `| grep -q`: under pipefail its early exit fails the pipeline.)
+  if [[ $(run_in $m plumbline-server ca --help 2>&1) == *"ca init"* ]]; then
     ca_path="ca init"
     say "$m: plumbline-server ca init --dir /etc/plumbline/pki --name \$(hostname -f)"
     if ! run_in $m sh -c 'plumbline-server ca init --dir /etc/plumbline/pki --name "$(hostname -f)"' >"$work/logs/ca-init" 2>&1; then
@@ -86,7 +87,7 @@ install_agent() {
     { cat "$work/logs/$m.dpkg" >&2 && return 1; }
   # Two hosts named db2: the second enrolls under its own id.
   [[ $m == fb-db2b ]] && id_flag=(--agent-id db2-b)
-  run_in "$m" plumbline-agent enroll --help 2>&1 | grep -q -- '-ca-pin' && pinflag=--ca-pin
+  [[ $(run_in "$m" plumbline-agent enroll --help 2>&1) == *-ca-pin* ]] && pinflag=--ca-pin
   printf '%s\n' "$join_token" >"$work/machines/$m/var/lib/plumbline-agent/join.token"
   run_in "$m" chown plumbline: /var/lib/plumbline-agent/join.token
   run_in "$m" chmod 0600 /var/lib/plumbline-agent/join.token
