@@ -429,11 +429,6 @@ func metricsHandler(st *store.Store, evals *evaluators, own []prometheus.Collect
 			return nil, err
 		}
 	}
-	for _, c := range own {
-		if err := extra.Register(c); err != nil {
-			return nil, err
-		}
-	}
 	withOwn := appendFamilies(h, extra, logger)
 	return inventory.RequireToken(tokens, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if exporter.WithFleetSeries(r.URL.Query()) { // the server's own series go with the fleet-wide ones: shard 0
