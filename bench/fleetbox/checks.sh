@@ -41,7 +41,11 @@ start_prometheus() {
   wait_for 60 curl -fsS "http://127.0.0.1:$prom_port/-/ready" >/dev/null || { echo "fleetbox: Prometheus not ready" >&2 && return 1; }
   # The first scrape of the server.
   wait_for 150 test_up >/dev/null || { echo "fleetbox: Prometheus does not scrape the server" >&2 && return 1; }
+  # Before its first scrape Prometheus has no up series: the server-down
+  # rule's absent(up) is pending until an evaluation after that scrape.
+  wait_for 200 no_startup_alerts >/dev/null
 }
+no_startup_alerts() { local a; a=$(alerts_now) && [[ $a != *ServerDown* ]]; }
 test_up() { [[ $(promq 'up{job="plumbline"} == 1' | jq length) -gt 0 ]]; }
 
 # yq_alerts FILE: the alert names of a rules file.
