@@ -12,6 +12,10 @@
 #        REPORTS=200 ROUNDS=3 SIZE=3993600 CONNS=1 AGENTS=1 SETTLE=30 bench/hostile.sh
 #        AGENTS=200 bench/hostile.sh      one Report per certificate: the server-wide bound, not the per-agent one
 #        KEEP=1 bench/hostile.sh           keep the directory (server log)
+#        MODE=anon-renew REPORTS=640 CONNS=40 ROUNDS=1 SIZE=4190000 bench/hostile.sh
+#                                          a flood without a certificate: anon-renew, anon-check,
+#                                          anon-enroll, anon-bundle (REPORTS calls at once per round)
+#        MODE=watch REPORTS=600 bench/hostile.sh   600 WatchPolicy long-polls of one agent
 set -euo pipefail
 
 REPORTS=${REPORTS:-200}
@@ -62,7 +66,7 @@ done
 sleep 2
 echo "machine: $(nproc) cores; $(uptime | sed 's/.*load average: /load average /')"
 echo "server RSS before: $(status_kb "$server_pid" VmRSS) kB"
-"$work/hostile" --dev-dir "$work/data/dev" --reports "$REPORTS" --rounds "$ROUNDS" --size "$SIZE" --conns "$CONNS" --agents "$AGENTS"
+"$work/hostile" --dev-dir "$work/data/dev" --reports "$REPORTS" --rounds "$ROUNDS" --size "$SIZE" --conns "$CONNS" --agents "$AGENTS" --mode "${MODE:-reports}"
 echo "server RSS right after: $(status_kb "$server_pid" VmRSS) kB; peak (VmHWM): $(status_kb "$server_pid" VmHWM) kB; Go: $(go_heap)"
 sleep "$SETTLE"
 echo "server RSS ${SETTLE}s later: $(status_kb "$server_pid" VmRSS) kB; peak (VmHWM): $(status_kb "$server_pid" VmHWM) kB; Go: $(go_heap)"

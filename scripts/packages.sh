@@ -35,6 +35,9 @@ default_version() {
   echo "0.0.0~git$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y%m%d).$(git rev-parse --short=12 HEAD)"
 }
 export VERSION=${VERSION:-$(default_version)}
+# The commit, for plumbline_build_info's revision label (the builds below
+# leave VCS stamping off, for the same bytes from the same commit).
+REVISION=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 if [[ ! $VERSION =~ ^[0-9][A-Za-z0-9.+~]*$ ]]; then
   echo "packages.sh: VERSION $VERSION: want a digit first, then letters, digits, . + ~" >&2
   exit 2
@@ -51,7 +54,7 @@ mkdir -p "$stage"
 say() { printf '==> %s\n' "$*"; }
 build() { # GOOS GOARCH OUT PKG
   CGO_ENABLED=0 GOOS=$1 GOARCH=$2 "$go" build -trimpath -buildvcs=false \
-    -ldflags "-s -w -X main.version=$VERSION" -o "$3" "$4"
+    -ldflags "-s -w -X main.version=$VERSION -X github.com/prometheus/common/version.Revision=$REVISION" -o "$3" "$4"
 }
 
 say "nfpm (tools/go.mod)"

@@ -53,15 +53,24 @@ func run() error {
 	size := flag.Int("size", 3900<<10, "bytes of hostile payload per Report")
 	conns := flag.Int("conns", 1, "TLS connections per agent the Reports are spread over")
 	agents := flag.Int("agents", 1, "agent certificates the Reports are spread over (hostile-1, hostile-2, ...)")
+	mode := flag.String("mode", "reports", "reports (Reports with certificates), watch (WatchPolicy long-polls of one agent), or a flood without a certificate: anon-renew, anon-check, anon-enroll, anon-bundle")
+	hold := flag.Duration("hold", 10*time.Second, "how long --mode watch holds its calls")
 	flag.Parse()
 	if *devDir == "" {
 		return errors.New("--dev-dir is required")
+	}
+	if strings.HasPrefix(*mode, "anon-") {
+		return runFlood(*devDir, *mode, *size, *reports, *rounds, *conns)
 	}
 	ctx := context.Background()
 	clients, closeAll, err := connect(ctx, *devDir, *agents, *conns)
 	defer closeAll()
 	if err != nil {
 		return err
+	}
+	if *mode == "watch" {
+		runWatch(clients, *reports, *hold)
+		return nil
 	}
 	// Build the requests once (they are the client's memory, not the server's).
 	reqs := make([]*plumblinev1.ReportRequest, *reports)

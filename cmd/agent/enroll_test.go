@@ -61,6 +61,12 @@ func TestEnrollCommand(t *testing.T) {
 	dir := t.TempDir()
 	tokFile := filepath.Join(dir, "join.token")
 	os.WriteFile(tokFile, []byte(tok.String()+"\n"), 0o600)
+	tok2, _, err := authority.CreateToken(ctx, st, authority.TokenSpec{}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok2File := filepath.Join(dir, "second.token")
+	os.WriteFile(tok2File, []byte(tok2.String()+"\n"), 0o600)
 	badFile := filepath.Join(dir, "bad.token")
 	os.WriteFile(badFile, []byte("not a token"), 0o600)
 	out := filepath.Join(dir, "agent")
@@ -76,11 +82,12 @@ func TestEnrollCommand(t *testing.T) {
 		{"malformed token file", []string{"--server", addr, "--server-name", "localhost", "--token-file", badFile, "--ca-hash", ca.Pin(), "--dir", out}, 1, "malformed join token"},
 		{"wrong pin", []string{"--server", addr, "--server-name", "localhost", "--token-file", tokFile, "--ca-hash", wrongPin, "--dir", out}, 1, "matches the pin"},
 		{"enrolled", []string{"--server", addr, "--server-name", "localhost", "--token-file", tokFile, "--ca-hash", ca.Pin(), "--dir", out, "--agent-id", "db-9"}, 0, "enrolled as agent db-9"},
+		{"id taken", []string{"--server", addr, "--server-name", "localhost", "--token-file", tok2File, "--ca-hash", ca.Pin(), "--dir", filepath.Join(dir, "c"), "--agent-id", "db-9"}, 1, `the server refused to enroll "db-9" (AlreadyExists): agent id already taken: an agent is already enrolled as "db-9"`},
 		{"token used up", []string{"--server", addr, "--server-name", "localhost", "--token-file", tokFile, "--ca-hash", ca.Pin(), "--dir", filepath.Join(dir, "b"), "--agent-id", "db-10"}, 1, "used up"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := runEnroll(ctx, c.args, &stdout, &stderr)
-		if code != c.code || !strings.Contains(stdout.String()+stderr.String(), c.want) {
+		if code != c.code || !strings.Contains(stdout.String()+stderr.String(), c.want) || strings.Contains(stderr.String(), "rpc error") {
 			t.Errorf("%s: exit %d, output:\n%s%s\nwant exit %d and %q", c.name, code, stdout.String(), stderr.String(), c.code, c.want)
 		}
 		if c.code == 0 {

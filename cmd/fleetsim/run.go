@@ -27,6 +27,7 @@ type Summary struct {
 	Rehellos          int64 // Hellos after an agent's first (reconnects)
 	Errors            int
 	ErrorsBy          map[string]int
+	Refused           int64           // Reports the server refused with a retry hint (at capacity): waited out, not errors
 	Latency           []time.Duration // sorted Report latencies
 	RecordsPerSecond  float64
 	// Reconnect (with Config.Reconnect): how long after the first failure
@@ -85,6 +86,9 @@ func (s Summary) Print(w io.Writer) {
 				s.FirstFailure.Format(time.RFC3339Nano), s.Agents, s.AllResumed.Format(time.RFC3339Nano), s.AllResumed.UnixMilli())
 			fmt.Fprintf(w, "reconnect_seconds=%.1f\n", s.AllResumed.Sub(s.FirstFailure).Seconds())
 		}
+	}
+	if s.Refused > 0 {
+		fmt.Fprintf(w, "reports_refused=%d (the server at capacity: each waited out its retry hint, records kept)\n", s.Refused)
 	}
 	fmt.Fprintf(w, "records_per_second=%.0f report_p50_ms=%s report_p90_ms=%s report_p99_ms=%s report_max_ms=%s errors=%d\n",
 		s.RecordsPerSecond, ms(s.Percentile(0.5)), ms(s.Percentile(0.9)), ms(s.Percentile(0.99)), ms(s.Percentile(1)), s.Errors)
@@ -257,6 +261,7 @@ func (f *fleet) summary(agents []*simAgent, connectTime time.Duration, rc reconn
 	}
 	slices.Sort(s.Latency)
 	s.Errors, s.ErrorsBy = st.errorCount()
+	s.Refused = st.refused.Load()
 	if last := st.lastAck.Load(); last > f.start.UnixNano() {
 		s.Elapsed = time.Unix(0, last).Sub(f.start)
 		s.RecordsPerSecond = float64(s.Acked) / s.Elapsed.Seconds()

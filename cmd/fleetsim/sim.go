@@ -61,6 +61,7 @@ type stats struct {
 	generated, acked, rejected, dropped atomic.Int64
 	scans                               atomic.Int64 // stripe-scan results generated
 	reports, hellos, rehellos           atomic.Int64
+	refused                             atomic.Int64 // Reports refused with a retry hint
 	connected                           atomic.Int64
 	lastAck                             atomic.Int64 // unix ns
 
@@ -352,6 +353,14 @@ func (a *simAgent) drain(ctx context.Context) error {
 		cancel()
 		now := time.Now()
 		st.reports.Add(1)
+		if wait, ok := agent.RetryAfter(err, a.f.cfg.BackoffMax, a.r.Float64()); ok {
+			// As the agent: the server is at capacity; wait, keep the batch.
+			st.refused.Add(1)
+			if ctxtime.Sleep(ctx, wait) != nil {
+				return ctx.Err()
+			}
+			continue
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()

@@ -106,6 +106,8 @@ type Agent struct {
 	// central policy); policyChanged tells the geometry loop it changed.
 	eff           atomic.Pointer[effective]
 	policyChanged chan struct{}
+	// full: appends failing for want of space (spoolrecovery.go).
+	full spoolFull
 }
 
 // spooledSnapshot is a geometry snapshot in the spool: its digest
@@ -150,6 +152,8 @@ func New(o Options) (*Agent, error) {
 	}
 	a := &Agent{o: o, log: o.Logger, spool: sp, metrics: newMetrics(sp), locks: newDeviceLocks(), mounts: newMountTable(o.ProcRoot),
 		resync: make(chan struct{}, 1), policyChanged: make(chan struct{}, 1)}
+	a.metrics.reg.MustRegister(newSpoolCollector(sp))
+	a.logSpoolEvents()
 	if c, ok := o.Renewer.(interface{ Collectors() []prometheus.Collector }); ok {
 		a.metrics.reg.MustRegister(c.Collectors()...)
 	}
@@ -270,7 +274,9 @@ func (a *Agent) append(rec *plumblinev1.Record) (uint64, error) {
 	})
 	if err != nil {
 		a.metrics.spoolErrors.Inc()
-		a.log.Error("spool append", "err", err)
+		a.appendFailed(err)
+	} else {
+		a.appendOK()
 	}
 	return seq, err
 }

@@ -513,7 +513,8 @@ func TestMetricsEndpoint(t *testing.T) {
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	for _, name := range []string{"plumbline_agent_spool_bytes", "plumbline_agent_spool_records", "plumbline_agent_spool_dropped_records_total",
-		"plumbline_agent_spool_corrupt_records_total", "plumbline_agent_records_sent_total", "plumbline_agent_records_acked_total",
+		"plumbline_agent_spool_corrupt_records_total", `plumbline_agent_spool_lost_records_total{reason="disk-full"} 0`,
+		`plumbline_agent_spool_damage_total{problem="ack-damaged"} 0`, "plumbline_agent_records_sent_total", "plumbline_agent_records_acked_total",
 		"plumbline_agent_records_rejected_total", "plumbline_agent_last_report_success_timestamp_seconds",
 		// The process's own, as every Prometheus exporter has them.
 		`plumbline_build_info{branch="`, `,version="test"} 1`, "process_start_time_seconds", "process_resident_memory_bytes", "go_goroutines", "go_gc_duration_seconds"} {

@@ -320,8 +320,17 @@ func TestUpgradedSpoolLegacyRecords(t *testing.T) {
 		}
 	}
 	sp.Close()
-	if err := os.Remove(filepath.Join(c.Spool.Dir, "incarnation")); err != nil { // as an old agent left it
-		t.Fatal(err)
+	// As an old agent left it: segments without headers (their two
+	// 48-byte copies cut off), no incarnation file.
+	segs, _ := filepath.Glob(filepath.Join(c.Spool.Dir, "*.seg"))
+	for _, p := range segs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b[96:], 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// The old agent's delivery of 1..5: no incarnation.
 	tc, _, err := ClientTLS(c.Server)

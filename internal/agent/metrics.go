@@ -16,6 +16,7 @@ type metrics struct {
 	acked         prometheus.Counter
 	rejected      prometheus.Counter
 	sendErrors    prometheus.Counter
+	refused       prometheus.Counter
 	lastReport    prometheus.Gauge
 	connected     prometheus.Gauge
 	revoked       prometheus.Gauge
@@ -38,6 +39,7 @@ func newMetrics(sp *spool.Spool) *metrics {
 		acked:         prometheus.NewCounter(prometheus.CounterOpts{Name: ns + "records_acked_total", Help: "Records the server acknowledged (stored or duplicate)."}),
 		rejected:      prometheus.NewCounter(prometheus.CounterOpts{Name: ns + "records_rejected_total", Help: "Records the server rejected (settled, dropped from the spool)."}),
 		sendErrors:    prometheus.NewCounter(prometheus.CounterOpts{Name: ns + "send_errors_total", Help: "Failed Hello and Report calls."}),
+		refused:       prometheus.NewCounter(prometheus.CounterOpts{Name: ns + "reports_refused_total", Help: "Report calls the server refused before reading them, with a retry hint (at capacity, or this agent over its rate); the records stay in the spool and are sent again."}),
 		lastReport:    prometheus.NewGauge(prometheus.GaugeOpts{Name: ns + "last_report_success_timestamp_seconds", Help: "When the last Report call succeeded (Unix time)."}),
 		connected:     prometheus.NewGauge(prometheus.GaugeOpts{Name: ns + "connected", Help: "1 while a session with the server (after Hello) is up."}),
 		probeRuns:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: ns + "probe_runs_total", Help: "Probe runs by kind and result: completed, stopped, skipped, error."}, []string{"kind", "result"}),
@@ -54,7 +56,7 @@ func newMetrics(sp *spool.Spool) *metrics {
 	m.policyUpdates = prometheus.NewCounter(prometheus.CounterOpts{Name: ns + "policy_updates_total", Help: "Central policies applied (at start from the cache, in Hello answers and WatchPolicy answers)."})
 	m.policyErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: ns + "policy_errors_total", Help: "Central policies refused (they did not parse or validate); the agent kept the configuration it had."})
 	stat := func(f func(spool.Stats) float64) func() float64 { return func() float64 { return f(sp.Stats()) } }
-	m.reg.MustRegister(m.policyUpdates, m.policyErrors, m.sent, m.acked, m.rejected, m.sendErrors, m.lastReport, m.connected, m.revoked, m.probeRuns, m.probeSkips, m.snapshots, m.geometryError, m.spoolErrors, m.filtered, m.unmatched,
+	m.reg.MustRegister(m.policyUpdates, m.policyErrors, m.sent, m.acked, m.rejected, m.sendErrors, m.refused, m.lastReport, m.connected, m.revoked, m.probeRuns, m.probeSkips, m.snapshots, m.geometryError, m.spoolErrors, m.filtered, m.unmatched,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: ns + "spool_bytes", Help: "Bytes in spool segment files."}, stat(func(s spool.Stats) float64 { return float64(s.Bytes) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: ns + "spool_records", Help: "Unacknowledged records in the spool."}, stat(func(s spool.Stats) float64 { return float64(s.Records) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: ns + "spool_dropped_records_total", Help: "Unacknowledged records dropped by the spool size cap."}, stat(func(s spool.Stats) float64 { return float64(s.Dropped) })),

@@ -96,6 +96,9 @@ func (a *Agent) sendLoop(ctx context.Context, conn *grpc.ClientConn) {
 		}
 		attempt++
 		wait := Backoff(attempt, a.o.BackoffBase, a.o.BackoffMax, rand.Float64())
+		if hint, ok := RetryAfter(err, a.o.BackoffMax, rand.Float64()); ok {
+			wait = max(wait, hint) // the server said when it has room
+		}
 		a.metrics.sendErrors.Inc()
 		if enroll.IsRevoked(err) {
 			wait = a.o.RevokedRetry
@@ -128,14 +131,17 @@ var errConnectionLost = errors.New("connection to the server lost")
 // new connection must start with a Hello (the server may be another
 // replica, or restored from a backup, and checkServerGeometry compares its
 // geometry with the agent's).
+//
+// The Hello names the incarnation of the oldest records the spool holds
+// (those of an earlier run of the agent, see package spool); once they
+// are delivered, the session says Hello again with the next one, so the
+// server never sees an incarnation speak after a newer one did.
 func (a *Agent) session(ctx context.Context, client plumblinev1.AgentServiceClient, conn connState) (helloOK bool, err error) {
-	hctx, cancel := context.WithTimeout(ctx, callTimeout)
+	inc := a.spool.SendingIncarnation()
 	var server peer.Peer // the replica this connection reached
-	hello, err := client.Hello(hctx, &plumblinev1.HelloRequest{AgentId: a.o.AgentID, Host: a.host.Load(), AgentVersion: a.o.Version,
-		Incarnation: a.spool.Incarnation(), Labels: a.o.Config.Labels}, grpc.Peer(&server))
-	cancel()
+	hello, err := a.hello(ctx, client, inc, &server)
 	if err != nil {
-		return false, fmt.Errorf("hello: %w", err)
+		return false, err
 	}
 	if d := hello.GetGeometryRefreshInterval().AsDuration(); d >= time.Second {
 		a.geomInterval.Store(int64(d))
@@ -149,14 +155,13 @@ func (a *Agent) session(ctx context.Context, client plumblinev1.AgentServiceClie
 	if n := hello.GetMaxBatchRecords(); n > 0 {
 		a.maxBatch.Store(int64(n))
 	}
-	// Everything at or below the server's high-water mark is settled.
-	if err := a.spool.Ack(hello.GetHighWaterSequence(), nil); err != nil {
-		a.metrics.spoolErrors.Inc()
+	// Everything of inc at or below the server's high-water mark is settled.
+	if err := a.ackHello(inc, hello); err != nil {
 		return true, err
 	}
 	a.metrics.connected.Set(1)
 	a.metrics.revoked.Set(0)
-	a.log.Info("connected", "server", server.Addr, "incarnation", a.spool.Incarnation(), "high_water", hello.GetHighWaterSequence())
+	a.log.Info("connected", "server", server.Addr, "incarnation", inc, "high_water", hello.GetHighWaterSequence())
 	a.checkServerGeometry(hello.GetGeometryDigest())
 
 	// Watch the connection the Hello went over: when it stops being ready,
@@ -173,7 +178,7 @@ func (a *Agent) session(ctx context.Context, client plumblinev1.AgentServiceClie
 	watch.Go(func() { a.watchPolicy(wctx, client) })
 	defer func() { stopWatch(); watch.Wait() }()
 	for {
-		if err := a.drain(ctx, client); err != nil {
+		if err := a.drain(ctx, client, &inc); err != nil {
 			return true, err
 		}
 		t := time.NewTimer(time.Duration(a.reportInterval.Load()))
@@ -209,7 +214,11 @@ func (a *Agent) checkServerGeometry(serverDigest []byte) {
 }
 
 // drain sends batches until the spool holds nothing unacknowledged.
-func (a *Agent) drain(ctx context.Context, client plumblinev1.AgentServiceClient) error {
+// Each batch is of one incarnation (Spool.Read); when it is another than
+// the session's Hello said (*helloInc), drain says Hello with it first.
+// The legacy incarnation "" (records of a spool upgraded from before
+// incarnations) needs no Hello.
+func (a *Agent) drain(ctx context.Context, client plumblinev1.AgentServiceClient, helloInc *string) error {
 	for ctx.Err() == nil {
 		max := int(a.maxBatch.Load())
 		recs, err := a.spool.Read(max, maxBatchBytes)
@@ -220,17 +229,13 @@ func (a *Agent) drain(ctx context.Context, client plumblinev1.AgentServiceClient
 		if len(recs) == 0 {
 			return nil
 		}
-		// A spool upgraded from before incarnations sends the records it
-		// numbered back then with the legacy incarnation "", in batches of
-		// their own, so the server recognises those it already stored.
-		inc := a.spool.Incarnation()
-		if legacy := a.spool.LegacyThrough(); recs[0].Seq <= legacy {
-			inc = ""
-			n := 0
-			for n < len(recs) && recs[n].Seq <= legacy {
-				n++
+		inc := recs[0].Incarnation
+		if inc != "" && inc != *helloInc {
+			if err := a.rehello(ctx, client, inc); err != nil {
+				return err
 			}
-			recs = recs[:n]
+			*helloInc = inc
+			continue // the Hello's high-water mark may have settled some
 		}
 		req := &plumblinev1.ReportRequest{AgentId: a.o.AgentID, FirstSequence: recs[0].Seq, Incarnation: inc}
 		var undecodable []uint64
@@ -249,7 +254,7 @@ func (a *Agent) drain(ctx context.Context, client plumblinev1.AgentServiceClient
 			a.log.Error("undecodable spool records dropped", "sequences", undecodable)
 		}
 		if len(req.Records) == 0 {
-			if err := a.spool.Ack(0, undecodable); err != nil {
+			if err := a.spool.Ack(inc, 0, undecodable); err != nil {
 				return err
 			}
 			continue
@@ -257,6 +262,17 @@ func (a *Agent) drain(ctx context.Context, client plumblinev1.AgentServiceClient
 		rctx, cancel := context.WithTimeout(ctx, callTimeout)
 		resp, err := client.Report(rctx, req)
 		cancel()
+		if wait, ok := RetryAfter(err, a.o.BackoffMax, rand.Float64()); ok {
+			// Refused before it was read (the server at capacity, or
+			// this agent over its rate): the records stay in the spool
+			// and go again when the server asked, on this session.
+			a.metrics.refused.Inc()
+			a.log.Debug("report refused by the server; keeping the records", "err", err, "retry_in", wait.Round(time.Millisecond))
+			if ctxtime.Sleep(ctx, wait) != nil {
+				return nil
+			}
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("report: %w", err)
 		}
@@ -279,7 +295,7 @@ func (a *Agent) drain(ctx context.Context, client plumblinev1.AgentServiceClient
 		}
 		a.metrics.acked.Add(float64(acked))
 		a.metrics.lastReport.SetToCurrentTime()
-		if err := a.spool.Ack(resp.GetHighWaterSequence(), settled); err != nil {
+		if err := a.spool.Ack(inc, resp.GetHighWaterSequence(), settled); err != nil {
 			a.metrics.spoolErrors.Inc()
 			return err
 		}

@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
 
 	"github.com/plumbline/plumbline/internal/atomicfile"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
@@ -123,7 +125,7 @@ func Enroll(ctx context.Context, o Options) (Result, error) {
 	defer cancel()
 	resp, err := plumblinev1.NewEnrollmentServiceClient(conn).Enroll(cctx, &plumblinev1.EnrollRequest{Token: tok.String(), CsrDer: csr, AgentId: o.AgentID})
 	if err != nil {
-		return Result{}, fmt.Errorf("enroll: %w", err)
+		return Result{}, refused(o.AgentID, err)
 	}
 	leaf, err := checkIssued(resp.GetCertificateChainPem(), pub)
 	if err != nil {
@@ -204,4 +206,29 @@ func checkDir(dir string) error {
 	}
 	f.Close()
 	return os.Remove(f.Name())
+}
+
+// refusal is an Enroll call the server refused: its own words, without
+// gRPC's framing ("rpc error: code = ... desc = ..."); the status stays
+// reachable through Unwrap (status.Code).
+type refusal struct {
+	id  string
+	st  *status.Status
+	err error
+}
+
+func (r *refusal) Error() string {
+	return fmt.Sprintf("the server refused to enroll %q (%s): %s", r.id, r.st.Code(), r.st.Message())
+}
+
+func (r *refusal) Unwrap() error { return r.err }
+
+// refused words a failed Enroll call: a refusal as the server said it,
+// anything else (unreachable, timed out) as it is.
+func refused(id string, err error) error {
+	st, ok := status.FromError(err)
+	if !ok || st.Code() == codes.Unavailable || st.Code() == codes.DeadlineExceeded || st.Code() == codes.Canceled {
+		return fmt.Errorf("enroll: %w", err)
+	}
+	return &refusal{id: id, st: st, err: err}
 }

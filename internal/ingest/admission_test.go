@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/plumbline/plumbline/internal/devca"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -27,14 +28,27 @@ type h2conn struct {
 	mu       sync.Mutex // writes to fr
 	fr       *http2.Framer
 	settings chan http2.Setting // the server's SETTINGS, as they arrive
+	events   chan streamEvent   // what the server sent on each stream
 	next     uint32
 }
 
+// streamEvent is the server's first word on a stream: HEADERS (with its
+// grpc-status, an answer) or a WINDOW_UPDATE (it is reading the message).
+type streamEvent struct {
+	stream uint32
+	window uint32 // a WINDOW_UPDATE's increment; 0 for HEADERS
+	status string // grpc-status of HEADERS
+}
+
+// dialH2 connects with a certificate for id ("" for none).
 func dialH2(t *testing.T, e *env, id string) *h2conn {
 	t.Helper()
-	leaf, err := e.pki.ca.IssueAgent(id)
-	if err != nil {
-		t.Fatal(err)
+	var leaf *devca.Leaf
+	if id != "" {
+		var err error
+		if leaf, err = e.pki.ca.IssueAgent(id); err != nil {
+			t.Fatal(err)
+		}
 	}
 	tc := clientTLS(e.pki.ca.Pool(), leaf)
 	tc.NextProtos = []string{"h2"}
@@ -46,7 +60,7 @@ func dialH2(t *testing.T, e *env, id string) *h2conn {
 	if _, err := io.WriteString(conn, http2.ClientPreface); err != nil {
 		t.Fatal(err)
 	}
-	c := &h2conn{conn: conn, fr: http2.NewFramer(conn, conn), settings: make(chan http2.Setting, 16), next: 1}
+	c := &h2conn{conn: conn, fr: http2.NewFramer(conn, conn), settings: make(chan http2.Setting, 16), events: make(chan streamEvent, 64), next: 1}
 	if err := c.fr.WriteSettings(); err != nil {
 		t.Fatal(err)
 	}
@@ -57,13 +71,21 @@ func dialH2(t *testing.T, e *env, id string) *h2conn {
 // readLoop answers SETTINGS and PINGs until the connection closes.
 func (c *h2conn) readLoop() {
 	fr := http2.NewFramer(io.Discard, c.conn)
+	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	for {
 		f, err := fr.ReadFrame()
 		if err != nil {
 			close(c.settings)
+			close(c.events)
 			return
 		}
 		switch f := f.(type) {
+		case *http2.MetaHeadersFrame:
+			c.event(streamEvent{stream: f.StreamID, status: f.PseudoValue("status") + "/" + headerValue(f, "grpc-status")})
+		case *http2.WindowUpdateFrame:
+			if f.StreamID != 0 {
+				c.event(streamEvent{stream: f.StreamID, window: f.Increment})
+			}
 		case *http2.SettingsFrame:
 			if f.IsAck() {
 				continue
@@ -88,14 +110,37 @@ func (c *h2conn) readLoop() {
 	}
 }
 
+func (c *h2conn) event(e streamEvent) {
+	select {
+	case c.events <- e:
+	default:
+	}
+}
+
+func headerValue(f *http2.MetaHeadersFrame, name string) string {
+	for _, h := range f.Fields {
+		if h.Name == name {
+			return h.Value
+		}
+	}
+	return ""
+}
+
 // announce opens a Report call whose message says it has n bytes and
 // sends only the first few of them.
-func (c *h2conn) announce(t *testing.T, n uint32) {
+func (c *h2conn) announce(t *testing.T, n uint32) uint32 {
+	t.Helper()
+	return c.announceCall(t, "/plumbline.v1.AgentService/Report", n)
+}
+
+// announceCall opens a call of method whose message says it has n bytes
+// and sends only the first few of them; it returns the stream's id.
+func (c *h2conn) announceCall(t *testing.T, method string, n uint32) uint32 {
 	t.Helper()
 	var hb bytes.Buffer
 	enc := hpack.NewEncoder(&hb)
 	for _, f := range [][2]string{
-		{":method", "POST"}, {":scheme", "https"}, {":path", "/plumbline.v1.AgentService/Report"},
+		{":method", "POST"}, {":scheme", "https"}, {":path", method},
 		{":authority", "localhost"}, {"content-type", "application/grpc"}, {"te", "trailers"},
 	} {
 		if err := enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]}); err != nil {
@@ -113,6 +158,26 @@ func (c *h2conn) announce(t *testing.T, n uint32) {
 	binary.BigEndian.PutUint32(prefix[1:5], n)
 	if err := c.fr.WriteData(id, false, prefix); err != nil {
 		t.Fatal(err)
+	}
+	return id
+}
+
+// firstWord is the server's first word on stream id.
+func (c *h2conn) firstWord(t *testing.T, id uint32) streamEvent {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case e, ok := <-c.events:
+			if !ok {
+				t.Fatalf("stream %d: connection closed before the server answered", id)
+			}
+			if e.stream == id {
+				return e
+			}
+		case <-timeout:
+			t.Fatalf("stream %d: the server said nothing", id)
+		}
 	}
 }
 
@@ -178,8 +243,8 @@ func TestTotalInflightBytesBound(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	// Both reached the read (the stats handler's Begin) once the server's
 	// budget is held in full.
-	for e.svc.adm.total.TryAcquire(1) {
-		e.svc.adm.total.Release(1)
+	for e.svc.adm.agents.TryAcquire(1) {
+		e.svc.adm.agents.Release(1)
 		if time.Now().After(deadline) {
 			t.Fatalf("the stuck calls hold %d+%d bytes of their agents' budgets, but not the server's whole budget",
 				e.svc.adm.agentInflight("stuck-1"), e.svc.adm.agentInflight("stuck-2"))

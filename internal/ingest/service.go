@@ -91,6 +91,41 @@ type Options struct {
 	// budget applies.
 	MaxInflightBytes      int64
 	MaxAgentInflightBytes int64
+	// MaxAnonymousInflightBytes bounds the bytes of messages read at once
+	// from callers without a certificate (enrollment; default 16 MiB), so
+	// they cannot hold the budget agents need; each address may have
+	// MaxAgentInflightBytes of it.
+	MaxAnonymousInflightBytes int64
+	// MaxLongPolls bounds the calls one identity may have waiting for news
+	// (WatchPolicy, the health service's Watch; default 4: an agent makes
+	// one).
+	MaxLongPolls int
+	// MaxPendingReports bounds the Report calls in progress on this
+	// server (default 64): beyond it a Report is refused before its
+	// message is read (Unavailable, with a RetryInfo of BusyRetryAfter),
+	// and agents keep their records and come back. It is what keeps a
+	// fleet offering more than the store can take from growing the
+	// server's memory and every report's latency. < 0: no cap.
+	MaxPendingReports int
+	// BusyRetryAfter is the wait the server asks for when it refuses a
+	// call for its own load or the caller's in-flight budget (default 1s;
+	// agents add jitter).
+	BusyRetryAfter time.Duration
+	// MessageReadTimeout bounds the time from a call's admission to its
+	// message being read (default 30s, an agent's call timeout): a call
+	// whose message is late is cancelled and gives its reservations
+	// back. < 0: none.
+	MessageReadTimeout time.Duration
+	// RenewRatePerSecond and RenewBurst bound each identity's certificate
+	// renewals (default 0.1/s, burst 10); AddressRatePerSecond and
+	// AddressBurst each source address's enrollment calls, GetTrustBundle
+	// and Enroll together (default 2/s, burst 40: an enrolling host makes
+	// two calls, once; below the server-wide enrollment bucket's 5/s, so
+	// one address cannot empty it). < 0: off.
+	RenewRatePerSecond   float64
+	RenewBurst           int
+	AddressRatePerSecond float64
+	AddressBurst         int
 	// Policy is the central policy agents receive in Hello and through
 	// WatchPolicy; nil: none (Hello carries no policy; WatchPolicy waits
 	// and answers an empty one). What agents say of their policy is stored
@@ -129,6 +164,7 @@ func (o Options) withDefaults() Options {
 	if o.MaxAgentInflightBytes <= 0 {
 		o.MaxAgentInflightBytes = 2 * int64(o.MaxRecvMsgSize)
 	}
+	o = o.admissionDefaults()
 	if o.GeometryRefreshInterval <= 0 {
 		o.GeometryRefreshInterval = 15 * time.Minute
 	}
@@ -163,6 +199,7 @@ type Service struct {
 	// conflictLog rate-limits the identity-conflict log line per agent.
 	conflictLog logLimiter
 	adm         *admission
+	codec       *sizeCodec
 }
 
 // New returns a Service storing into st.
@@ -172,15 +209,21 @@ func New(st *store.Store, opts Options) *Service {
 	if opts.RatePerSecond > 0 {
 		s.lim = newLimiters(rate.Limit(opts.RatePerSecond), opts.RateBurst, opts.Now)
 	}
-	var methods []string
-	for _, m := range plumblinev1.AgentService_ServiceDesc.Methods {
-		methods = append(methods, agentServicePrefix+m.MethodName)
+	var lim [rateFamilies]*limiters
+	lim[rateAgent] = s.lim
+	if opts.RenewRatePerSecond > 0 {
+		lim[rateRenew] = newLimiters(rate.Limit(opts.RenewRatePerSecond), opts.RenewBurst, opts.Now)
 	}
-	s.adm = newAdmission(int64(opts.MaxRecvMsgSize), opts.MaxAgentInflightBytes, opts.MaxInflightBytes, s.lim, s.rateError, opts.Insecure, methods)
-	s.adm.public = map[string]bool{}
-	for _, m := range opts.PublicMethods {
-		s.adm.public[m] = true
+	if opts.AddressRatePerSecond > 0 {
+		lim[rateAddress] = newLimiters(rate.Limit(opts.AddressRatePerSecond), opts.AddressBurst, opts.Now)
 	}
+	s.adm = newAdmission(admissionLimits{
+		reserve: int64(opts.MaxRecvMsgSize), keyBudget: opts.MaxAgentInflightBytes,
+		agentPool: opts.MaxInflightBytes, anonPool: opts.MaxAnonymousInflightBytes,
+		maxLongPolls: opts.MaxLongPolls, maxPending: opts.MaxPendingReports, busyRetry: opts.BusyRetryAfter, readTimeout: opts.MessageReadTimeout,
+		insecure: opts.Insecure, public: opts.PublicMethods, lim: lim,
+	})
+	s.codec = newSizeCodec(msgLimits(s.adm.rules, int64(opts.MaxRecvMsgSize)))
 	return s
 }
 
@@ -202,6 +245,7 @@ func NewGRPCServer(svc *Service, tlsConfig *tls.Config) (*grpc.Server, *health.S
 		grpc.InitialConnWindowSize(connWindow),
 		grpc.InTapHandle(svc.adm.tap),
 		grpc.StatsHandler(statsHandler{}),
+		grpc.ForceServerCodecV2(svc.codec),
 		grpc.ChainUnaryInterceptor(svc.unaryInterceptor),
 		grpc.ChainStreamInterceptor(svc.streamInterceptor),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 2 * time.Minute, Timeout: 20 * time.Second}),
@@ -253,6 +297,9 @@ func (s *Service) unaryInterceptor(ctx context.Context, req any, info *grpc.Unar
 			resp, err = nil, status.Error(codes.Internal, "internal error")
 		}
 	}()
+	if err := s.checkSize(info.FullMethod, req); err != nil {
+		return nil, err
+	}
 	if !strings.HasPrefix(info.FullMethod, agentServicePrefix) {
 		if err := s.checkOther(ctx, info.FullMethod); err != nil {
 			return nil, err
@@ -296,7 +343,7 @@ func (s *Service) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.St
 	if err := s.checkOther(ss.Context(), info.FullMethod); err != nil {
 		return err
 	}
-	return handler(srv, ss)
+	return handler(srv, sizedStream{ss, s, info.FullMethod})
 }
 
 // checkOther is the check of a method outside AgentService: a public one
@@ -541,47 +588,4 @@ func (l *logLimiter) allow(key string, now time.Time) bool {
 	}
 	l.last[key] = now
 	return true
-}
-
-// limiters is a token bucket per agent identity. Buckets idle for
-// limiterIdle are dropped (a full bucket is the same as a new one).
-type limiters struct {
-	mu        sync.Mutex
-	m         map[string]*limiterEntry
-	r         rate.Limit
-	burst     int
-	now       func() time.Time
-	lastSweep time.Time
-}
-
-type limiterEntry struct {
-	lim  *rate.Limiter
-	last time.Time
-}
-
-const limiterIdle = 10 * time.Minute
-
-func newLimiters(r rate.Limit, burst int, now func() time.Time) *limiters {
-	return &limiters{m: map[string]*limiterEntry{}, r: r, burst: burst, now: now, lastSweep: now()}
-}
-
-func (l *limiters) allow(key string) bool {
-	now := l.now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if now.Sub(l.lastSweep) > time.Minute {
-		for k, e := range l.m {
-			if now.Sub(e.last) > limiterIdle {
-				delete(l.m, k)
-			}
-		}
-		l.lastSweep = now
-	}
-	e := l.m[key]
-	if e == nil {
-		e = &limiterEntry{lim: rate.NewLimiter(l.r, l.burst)}
-		l.m[key] = e
-	}
-	e.last = now
-	return e.lim.AllowN(now, 1)
 }

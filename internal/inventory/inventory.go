@@ -82,6 +82,9 @@ type Options struct {
 	Logger      *slog.Logger
 	// ReadyTimeout bounds the /readyz store check (default 2s).
 	ReadyTimeout time.Duration
+	// ReadyChecks are more checks of /readyz after the store's: the
+	// first error makes it answer 503 with the error's text.
+	ReadyChecks []func(context.Context) error
 	// Projection is the read model the API reads from. When nil, New
 	// builds one over the store (projection.Store) with SyncPeriod,
 	// SyncMargin and FullSyncInterval, and Run runs its sync loop; when
@@ -257,6 +260,13 @@ func (a *API) readyz(w http.ResponseWriter, r *http.Request) {
 		a.opts.Logger.Warn("readiness check failed", "err", err)
 		writeError(w, http.StatusServiceUnavailable, "store unreachable")
 		return
+	}
+	for _, check := range a.opts.ReadyChecks {
+		if err := check(ctx); err != nil {
+			a.opts.Logger.Warn("readiness check failed", "err", err)
+			writeError(w, http.StatusServiceUnavailable, err.Error())
+			return
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }

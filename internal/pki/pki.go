@@ -70,8 +70,8 @@ type Options struct {
 	IPs   []net.IP
 	// CAValidity and ServerValidity are the lifetimes (0: the defaults).
 	CAValidity, ServerValidity time.Duration
-	// Owner, when set, is given the directory (when Init creates it) and
-	// every file.
+	// Owner, when set, is given every file, and the directory's group
+	// when Init creates it.
 	Owner *Owner
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time

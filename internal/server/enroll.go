@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -83,12 +84,20 @@ func (e enrollment) ingestOptions(o ingest.Options) ingest.Options {
 	return o
 }
 
+// readyChecks: a failing enrollment lookup makes the server not ready.
+func (e enrollment) readyChecks() []func(context.Context) error {
+	if e.a == nil {
+		return nil
+	}
+	return []func(context.Context) error{e.a.Ready}
+}
+
 // collectors are the authority's metrics (none when enrollment is off).
 func (e enrollment) collectors() []prometheus.Collector {
 	if e.a == nil {
 		return nil
 	}
-	return []prometheus.Collector{e.a.Collector()}
+	return []prometheus.Collector{e.a.Collector(), e.a.LookupCollector()}
 }
 
 func (e enrollment) register(gs *grpc.Server) {

@@ -159,12 +159,13 @@ func assemble(st *store.Store, cfg config.Config, tokens []inventory.Token, tlsC
 	// replica; every replica's API catches up before a query
 	// (projection.Ready) and keeps its own cached summaries.
 	proj := projection.New(st, projection.Options{Logger: logger.With("component", "projection")})
-	api := inventory.New(st, inventory.Options{Tokens: tokens, Projection: proj, Logger: logger.With("component", "inventory")})
+	api := inventory.New(st, inventory.Options{Tokens: tokens, Projection: proj, Logger: logger.With("component", "inventory"), ReadyChecks: enr.readyChecks()})
 	pruner := newPruner(st, cfg, logger)
 	// The server's own series beside the exporter's: the election's, the
-	// loops' and the process's.
-	own := append([]prometheus.Collector{p.elector, pruner, proj}, selfmetrics.Collectors(version)...)
+	// loops', admission's and the process's.
+	own := append([]prometheus.Collector{p.elector, pruner, proj, svc.AdmissionCollector()}, selfmetrics.Collectors(version)...)
 	own = append(own, enr.collectors()...)
+	own = append(own, newCertExpiry(cfg))
 	evals, hsrv, err := webServer(st, cfg, tokens, api, policy.Handler(pol, svc.PolicyReports), own, logger)
 	if err != nil {
 		return p, err
@@ -305,6 +306,8 @@ func ingestOptions(cfg config.Config, logger *slog.Logger, pol *policy.Source) i
 		MaxConcurrentStreams:    cfg.GRPC.MaxConcurrentStreams,
 		MaxInflightBytes:        int64(cfg.GRPC.MaxInflightBytes),
 		MaxAgentInflightBytes:   int64(cfg.GRPC.MaxAgentInflightBytes),
+		MaxPendingReports:       cfg.GRPC.MaxPendingReports,
+		MaxLongPolls:            cfg.GRPC.MaxLongPolls,
 		GeometryRefreshInterval: cfg.Agents.GeometryRefreshInterval,
 		ReportInterval:          cfg.Agents.ReportInterval,
 		RatePerSecond:           cfg.GRPC.RateLimit.CallsPerSecond,

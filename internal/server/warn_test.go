@@ -2,10 +2,16 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/plumbline/plumbline/internal/enroll"
 	"github.com/plumbline/plumbline/internal/server/config"
 )
 
@@ -84,4 +90,51 @@ func TestWarnOpenListeners(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestServerCertificateExpiryMetric: /metrics says when the server's
+// certificate expires, as its file says; with plaintext gRPC it is absent.
+func TestServerCertificateExpiryMetric(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := config.Default()
+	cfg.Dev, cfg.DataDir = true, dir
+	cfg.GRPC.ListenAddress, cfg.Web.ListenAddress = "127.0.0.1:0", "127.0.0.1:0"
+	ready := make(chan string, 1)
+	srv, err := New(cfg, slog.New(slog.DiscardHandler), Options{Ready: func(_, web string) { ready <- web }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	web := <-ready
+	b, err := os.ReadFile(filepath.Join(dir, "tls", "server.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	certs, err := enroll.ParseCertsPEM(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("plumbline_server_certificate_expiry_timestamp_seconds %g\n", float64(certs[0].NotAfter.Unix()))
+	if m := scrapeMetrics(t, web); !strings.Contains(m, want) {
+		t.Errorf("/metrics lacks %q", want)
+	}
+	_, insecureWeb := startLogged(t, "grpc: {listen_address: '127.0.0.1:0', insecure: true}\nweb: {listen_address: '127.0.0.1:0'}\n")
+	if m := scrapeMetrics(t, insecureWeb); strings.Contains(m, "plumbline_server_certificate_expiry_timestamp_seconds ") {
+		t.Error("/metrics of a plaintext server has a certificate expiry")
+	}
+}
+
+func scrapeMetrics(t *testing.T, web string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + web + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }

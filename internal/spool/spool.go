@@ -5,62 +5,54 @@
 //
 //	0000000000000001.seg  segment files, oldest first (the number is a counter)
 //	0000000000000002.seg  the newest one is appended to
-//	ack                   the settled floor: 8-byte sequence + CRC32C, replaced atomically
-//	incarnation           the spool's identity (see below), written once
+//	ack                   the settled floor: 8-byte sequence + CRC32C
+//	incarnation           only in spools from before segment headers (see files.go)
 //
 // Each record is one frame (see format.go: magic, length, CRC32C, sequence,
 // payload), written with one write and fsync'd before Append returns: from
-// then on it counts as produced and survives SIGKILL or power loss. Records
-// carry the agent's sequence number; the spool hands them out (Append assigns
-// them) and they survive restarts: the next sequence is one above the largest
-// of the ack floor and every sequence still on disk.
+// then on it counts as produced and survives SIGKILL or power loss.
+//
+// Incarnations: every Open starts a new incarnation (a random id, 16 bytes
+// from crypto/rand as 32 hex digits), and only that run of the spool
+// numbers sequences in it: a record's identity at the server is (agent,
+// incarnation, sequence), and no sequence is ever numbered twice in one
+// incarnation, whatever happened to the files between two runs — an ack
+// file damaged or deleted, segments truncated or deleted, the newest
+// segment lost with the sequences it had numbered. The numbering goes on
+// from above everything held (and the floor), so the runs' sequences
+// follow each other. Each segment is written by one run and names its
+// incarnation and the run's first sequence in a header (two copies; see
+// format.go); the records a spool still holds from earlier runs are read
+// back with their own incarnation, and the sender delivers them with it, so
+// the server recognises the ones it already stored. A spool written before
+// segment headers is read with its incarnation file (upgrade).
 //
 // Removal happens only on acknowledgement (Ack): the floor (every sequence at
 // or below it is settled) is written to the ack file and fsync'd before any
 // segment is deleted; records at or below the floor are never read again.
+// The ack file is overwritten in place, which needs no new space: on a full
+// file system acknowledgements still free the segments they settle.
 //
 // Size cap: when the segments exceed MaxBytes the oldest segment is deleted
 // and its unsettled records are counted in Stats.Dropped. The next batch then
 // starts above them, and the sender states that with ReportRequest.first_sequence.
 //
-// A corrupt frame (bad checksum, torn tail after a crash) is skipped and
-// counted in Stats.Corrupt; the records around it are still delivered.
-//
-// Incarnation: a spool is created with a random id (16 bytes from
-// crypto/rand, as 32 hex digits), its incarnation, written durably before
-// the first record. Sequences count within the incarnation: a record's
-// identity at the server is (agent, incarnation, sequence), so a spool
-// that is deleted and created again (sequences from 1 again) or a second
-// host with the same certificate never passes for a replay of another
-// spool's records. The file is one line, "<id> <legacy-through>
-// <crc32c-hex>", replaced atomically.
-//
-// Upgrade: a spool written before incarnations (segments or an ack file,
-// no incarnation file) gets an incarnation when it is opened, and
-// LegacyThrough records the highest sequence it had numbered until then.
-// Those older sequences were numbered in the agent's legacy identity
-// (incarnation ""), and the sender sends them with it, so the server
-// still recognises the ones it already stored; newer records continue the
-// numbering in the new incarnation. A damaged incarnation file is replaced
-// by a new incarnation (counted in Stats.Corrupt): the records still held
-// are sent again under it, and any the server had stored but not yet
-// acknowledged is stored a second time — the cost of a damaged file, never
-// a loss. Delete a spool directory whole, never the incarnation file alone.
+// Damage: what Open finds damaged is reported (Events, Stats.Damage) and
+// never stops the agent: a damaged or missing ack file costs resending the
+// records held (the server recognises replays); a corrupt frame is skipped;
+// records whose bytes are gone are counted in Stats.Lost by reason, once
+// the server's high-water mark at the Hello of their incarnation says they
+// were not delivered.
 package spool
 
 import (
-	"crypto/rand"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 )
 
@@ -91,18 +83,22 @@ type Options struct {
 
 // Stats are the spool's counters.
 type Stats struct {
-	Bytes        int64  // bytes in segment files
-	Records      int64  // unsettled records held
-	Dropped      uint64 // unsettled records deleted by the size cap (since Open)
-	Corrupt      uint64 // corrupt regions skipped (since Open)
-	NextSequence uint64 // the sequence the next Append assigns
-	Floor        uint64 // every sequence at or below it is settled
-	Incarnation  string // the spool's incarnation
+	Bytes        int64             // bytes in segment files
+	Records      int64             // unsettled records held
+	Dropped      uint64            // unsettled records deleted by the size cap (since Open)
+	Corrupt      uint64            // corrupt regions skipped, damaged ack and incarnation files (at Open)
+	Lost         map[string]uint64 // records lost, by reason (Lost* constants; since Open)
+	Damage       map[string]uint64 // problems found at Open, by kind (Problem* constants)
+	NextSequence uint64            // the sequence the next Append assigns
+	Floor        uint64            // every sequence at or below it is settled
+	Incarnation  string            // this run's incarnation
 }
 
 type segment struct {
 	index int
 	path  string
+	inc   string // the incarnation of its records
+	start uint64 // its incarnation's first sequence
 	first uint64 // lowest valid sequence in it; 0 when none
 	last  uint64 // highest valid sequence; 0 when none
 	count int64  // valid records
@@ -111,29 +107,33 @@ type segment struct {
 
 // Spool is safe for concurrent use.
 type Spool struct {
-	mu      sync.Mutex
-	dir     string
-	max     int64
-	segMax  int64
-	segs    []*segment // oldest first
-	active  *os.File   // the file of segs[len-1] when open for appending
-	next    uint64
-	floor   uint64
-	settled map[uint64]bool // settled sequences above floor
-	bytes   int64
-	dropped uint64
-	corrupt uint64
-	closed  bool
-	notify  chan struct{}
-	// inc is the incarnation; sequences up to legacy were numbered before
-	// the spool had one (the legacy incarnation "").
-	inc    string
-	legacy uint64
+	mu         sync.Mutex
+	dir        string
+	max        int64
+	segMax     int64
+	segs       []*segment // oldest first
+	lastIndex  int        // the highest segment number used
+	active     *os.File   // the file of segs[len-1] when open for appending
+	next       uint64
+	floor      uint64
+	settled    map[uint64]bool // settled sequences above floor
+	bytes      int64
+	dropped    uint64
+	corrupt    uint64
+	closed     bool
+	notify     chan struct{}
+	inc        string // this run's incarnation
+	legacy     uint64 // see LegacyThrough
+	runs       []*run // the incarnations held, oldest first; the last is this run's
+	ackTrusted bool   // the ack file was intact at Open (or has been written since)
+	lost       map[string]uint64
+	damage     map[string]uint64
+	events     []Event
 }
 
 // Open opens (creating if needed) the spool in o.Dir and scans it: every
-// segment is read and checked, corrupt regions are counted, segments that
-// are entirely settled are deleted.
+// segment is read and checked, damage is reported (Events), segments
+// that are entirely settled are deleted, and a new incarnation starts.
 func Open(o Options) (*Spool, error) {
 	if o.Dir == "" {
 		return nil, errors.New("spool: no directory")
@@ -147,50 +147,34 @@ func Open(o Options) (*Spool, error) {
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
-	s := &Spool{dir: o.Dir, max: o.MaxBytes, segMax: o.SegmentBytes, settled: map[uint64]bool{}, notify: make(chan struct{}, 1)}
-	floor, err := readAck(filepath.Join(o.Dir, ackFile))
-	_, ackErr := os.Stat(filepath.Join(o.Dir, ackFile))
-	existed := ackErr == nil // a spool from before, whatever its ack file holds
-	if err != nil {
-		// A damaged ack file costs resending what was settled (the server
-		// recognises replays); it never costs a record.
-		s.corrupt++
-	}
-	s.floor = floor
-	ents, err := os.ReadDir(o.Dir)
-	if err != nil {
-		return nil, fmt.Errorf("spool: %w", err)
-	}
-	maxSeq := floor
-	for _, e := range ents {
-		name := e.Name()
-		if !e.Type().IsRegular() || !strings.HasSuffix(name, segSuffix) {
-			continue
-		}
-		idx, err := strconv.Atoi(strings.TrimSuffix(name, segSuffix))
-		if err != nil || idx < 1 {
-			continue
-		}
-		existed = true
-		p := filepath.Join(o.Dir, name)
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return nil, fmt.Errorf("spool: %w", err)
-		}
-		recs, bad := ReadSegment(b)
-		s.corrupt += uint64(bad)
-		seg := &segment{index: idx, path: p, size: int64(len(b)), count: int64(len(recs))}
-		if len(recs) > 0 {
-			seg.first, seg.last = recs[0].Seq, recs[len(recs)-1].Seq
-			maxSeq = max(maxSeq, seg.last)
-		}
-		s.segs = append(s.segs, seg)
-		s.bytes += seg.size
-	}
-	slices.SortFunc(s.segs, func(a, b *segment) int { return a.index - b.index })
-	s.next = maxSeq + 1
-	if err := s.openIncarnation(existed, maxSeq); err != nil {
+	s := &Spool{dir: o.Dir, max: o.MaxBytes, segMax: o.SegmentBytes, settled: map[uint64]bool{}, notify: make(chan struct{}, 1),
+		lost: map[string]uint64{}, damage: map[string]uint64{}}
+	if err := s.scan(); err != nil {
 		return nil, err
+	}
+	maxSeq := s.floor
+	for _, seg := range s.segs {
+		maxSeq = max(maxSeq, seg.last)
+	}
+	inc, err := newIncarnationID()
+	if err != nil {
+		return nil, err
+	}
+	s.inc, s.next = inc, maxSeq+1
+	for i, r := range s.runs {
+		if i+1 == len(s.runs) {
+			r.last = max(r.last, maxSeq, r.start)
+		}
+	}
+	s.runs = append(s.runs, &run{inc: inc, start: s.next, judged: true})
+	// A run with records to send is judged at its Hello (the server's
+	// high-water mark covers what it has, also records whose segment was
+	// deleted as they were settled while the ack file could not be
+	// written); the others now.
+	for _, r := range s.runs {
+		if !s.heldLocked(r.inc) {
+			s.judgeLocked(r, 0)
+		}
 	}
 	if err := s.removeSettledLocked(); err != nil {
 		return nil, err
@@ -198,38 +182,18 @@ func Open(o Options) (*Spool, error) {
 	return s, nil
 }
 
-// openIncarnation reads the incarnation file, or creates it: for a new
-// spool, for one from before incarnations (existed: every sequence up to
-// maxSeq is legacy), and in place of a damaged one.
-func (s *Spool) openIncarnation(existed bool, maxSeq uint64) error {
-	p := filepath.Join(s.dir, incarnationFile)
-	inc, legacy, err := readIncarnation(p)
-	if err == nil {
-		s.inc, s.legacy = inc, legacy
-		return nil
-	}
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		if existed {
-			legacy = maxSeq
+// heldLocked says whether a segment of incarnation inc holds records
+// above the floor.
+func (s *Spool) heldLocked(inc string) bool {
+	for _, seg := range s.segs {
+		if seg.inc == inc && seg.count > 0 && seg.last > s.floor {
+			return true
 		}
-	default:
-		s.corrupt++
-		legacy = 0
 	}
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return fmt.Errorf("spool: incarnation: %w", err)
-	}
-	inc = hex.EncodeToString(b[:])
-	if err := writeFileAtomic(s.dir, incarnationFile, []byte(formatIncarnation(inc, legacy))); err != nil {
-		return err
-	}
-	s.inc, s.legacy = inc, legacy
-	return nil
+	return false
 }
 
-// Incarnation returns the spool's incarnation id.
+// Incarnation returns this run's incarnation id.
 func (s *Spool) Incarnation() string { return s.inc }
 
 // LegacyThrough returns the highest sequence numbered before the spool had
@@ -237,52 +201,39 @@ func (s *Spool) Incarnation() string { return s.inc }
 // belong to the legacy incarnation "".
 func (s *Spool) LegacyThrough() uint64 { return s.legacy }
 
-// Pending says whether the record seq is still held unsettled.
+// Events returns the problems Open found and what it did about them.
+func (s *Spool) Events() []Event { return slices.Clone(s.events) }
+
+// Pending says whether the record seq of this run is still held unsettled.
 func (s *Spool) Pending(seq uint64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return seq > s.floor && seq < s.next && !s.settled[seq]
 }
 
-func formatIncarnation(inc string, legacy uint64) string {
-	body := fmt.Sprintf("%s %d", inc, legacy)
-	return fmt.Sprintf("%s %08x\n", body, crc32.Checksum([]byte(body), castagnoli))
+// SendingIncarnation is the incarnation the sender delivers next: that
+// of the oldest record held unsettled (the legacy incarnation "" aside,
+// which needs no Hello), or this run's.
+func (s *Spool) SendingIncarnation() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, seg := range s.segs {
+		if seg.count > 0 && seg.last > s.floor && seg.inc != "" && !s.allSettledLocked(seg) {
+			return seg.inc
+		}
+	}
+	return s.inc
 }
 
-// readIncarnation reads the incarnation file; an error wrapping
-// fs.ErrNotExist when there is none.
-func readIncarnation(p string) (inc string, legacy uint64, err error) {
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return "", 0, err
+// allSettledLocked says whether every sequence of seg's range above the
+// floor is settled (out of order, in the settled set).
+func (s *Spool) allSettledLocked(seg *segment) bool {
+	for q := max(seg.first, s.floor+1); q <= seg.last; q++ {
+		if !s.settled[q] {
+			return false
+		}
 	}
-	if inc, legacy, err = ParseIncarnation(b); err != nil {
-		return "", 0, fmt.Errorf("spool: %s: %w", p, err)
-	}
-	return inc, legacy, nil
-}
-
-// ParseIncarnation parses the incarnation file's bytes: "<32 hex digits>
-// <legacy-through> <crc32c of the two, 8 hex digits>\n". It never panics.
-func ParseIncarnation(b []byte) (inc string, legacy uint64, err error) {
-	if len(b) > 128 {
-		return "", 0, fmt.Errorf("incarnation file of %d bytes: want a short line", len(b))
-	}
-	f := strings.Fields(string(b))
-	if len(f) != 3 || len(f[0]) != 32 {
-		return "", 0, errors.New("malformed incarnation file")
-	}
-	if _, err := hex.DecodeString(f[0]); err != nil {
-		return "", 0, errors.New("malformed incarnation id")
-	}
-	legacy, err = strconv.ParseUint(f[1], 10, 64)
-	if err != nil {
-		return "", 0, errors.New("malformed legacy sequence")
-	}
-	if formatIncarnation(f[0], legacy) != string(b) {
-		return "", 0, errors.New("bad checksum")
-	}
-	return f[0], legacy, nil
+	return true
 }
 
 // Notify returns a channel that receives a value after each Append.
@@ -290,7 +241,9 @@ func (s *Spool) Notify() <-chan struct{} { return s.notify }
 
 // Append assigns the next sequence, asks build for the payload carrying it,
 // and writes and fsyncs the frame. When Append returns a nil error the
-// record is durable. A sequence is never reused, even when Append fails.
+// record is durable. A failed Append is counted in Stats.Lost (disk-full
+// or write-error); its sequence is numbered again unless a torn frame of
+// it may remain on disk.
 func (s *Spool) Append(build func(seq uint64) ([]byte, error)) (uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -305,23 +258,25 @@ func (s *Spool) Append(build func(seq uint64) ([]byte, error)) (uint64, error) {
 	if len(data) > MaxRecordBytes {
 		return 0, fmt.Errorf("spool: %w: %d bytes, limit %d", ErrTooLarge, len(data), MaxRecordBytes)
 	}
-	s.next++
 	fsz := frameSize(len(data))
-	if s.active == nil || (s.segs[len(s.segs)-1].size > 0 && s.segs[len(s.segs)-1].size+fsz > s.segMax) {
+	if s.active == nil || (s.segs[len(s.segs)-1].size > headersSize && s.segs[len(s.segs)-1].size+fsz > s.segMax) {
 		if err := s.rollLocked(); err != nil {
+			s.lostLocked(err)
 			return 0, err
 		}
 	}
 	seg := s.segs[len(s.segs)-1]
 	frame := appendFrame(make([]byte, 0, fsz), seq, data)
-	if _, err := s.active.Write(frame); err != nil {
+	_, err = s.active.Write(frame)
+	if err == nil {
+		err = s.active.Sync()
+	}
+	if err != nil {
 		s.undoLocked(seg)
+		s.lostLocked(err)
 		return 0, fmt.Errorf("spool: append: %w", err)
 	}
-	if err := s.active.Sync(); err != nil {
-		s.undoLocked(seg)
-		return 0, fmt.Errorf("spool: fsync: %w", err)
-	}
+	s.next++
 	seg.size += fsz
 	seg.count++
 	seg.last = seq
@@ -339,16 +294,27 @@ func (s *Spool) Append(build func(seq uint64) ([]byte, error)) (uint64, error) {
 	return seq, nil
 }
 
-// undoLocked cuts a failed write off the active segment; if even that fails
-// the segment is closed, and the reader skips the torn tail.
+func (s *Spool) lostLocked(err error) {
+	if DiskFull(err) {
+		s.lost[LostDiskFull]++
+	} else {
+		s.lost[LostWrite]++
+	}
+}
+
+// undoLocked cuts a failed write off the active segment; if even that
+// fails the segment is closed (the reader skips the torn tail) and the
+// sequence is not numbered again.
 func (s *Spool) undoLocked(seg *segment) {
 	if err := s.active.Truncate(seg.size); err != nil {
 		s.active.Close()
 		s.active = nil
+		s.next++
 	}
 }
 
-// rollLocked closes the active segment and creates the next one.
+// rollLocked closes the active segment and creates the next one, with
+// its headers.
 func (s *Spool) rollLocked() error {
 	if s.active != nil {
 		if err := s.active.Close(); err != nil {
@@ -356,24 +322,31 @@ func (s *Spool) rollLocked() error {
 		}
 		s.active = nil
 	}
-	idx := 1
-	if n := len(s.segs); n > 0 {
-		idx = s.segs[n-1].index + 1
-	}
-	p := filepath.Join(s.dir, fmt.Sprintf("%016d%s", idx, segSuffix))
+	idx := s.lastIndex + 1
+	p := filepath.Join(s.dir, segName(idx))
 	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
-	if err := syncDir(s.dir); err != nil {
+	r := s.runs[len(s.runs)-1]
+	_, err = f.Write(appendHeaders(nil, Header{Incarnation: s.inc, Start: r.start}))
+	if err == nil {
+		err = syncDir(s.dir)
+	}
+	if err != nil {
 		f.Close()
 		os.Remove(p)
-		return fmt.Errorf("spool: %w", err)
+		return fmt.Errorf("spool: new segment: %w", err)
 	}
+	s.lastIndex = idx
 	s.active = f
-	s.segs = append(s.segs, &segment{index: idx, path: p})
+	s.segs = append(s.segs, &segment{index: idx, path: p, inc: s.inc, start: r.start, size: headersSize})
+	s.bytes += headersSize
 	return nil
 }
+
+// segName is the file name of segment idx.
+func segName(idx int) string { return fmt.Sprintf("%016d%s", idx, segSuffix) }
 
 // capLocked deletes the oldest segments while the spool is above its cap.
 // The active segment is never deleted.
@@ -384,8 +357,7 @@ func (s *Spool) capLocked() error {
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("spool: %w", err)
 		}
-		recs, _ := ReadSegment(b)
-		for _, r := range recs {
+		for _, r := range ParseSegment(b).Records {
 			if r.Seq > s.floor && !s.settled[r.Seq] {
 				s.dropped++
 			}
@@ -401,9 +373,18 @@ func (s *Spool) capLocked() error {
 }
 
 // Read returns up to maxRecords unsettled records (and, beyond the first,
-// no more than maxBytes of payload), oldest first. The payloads are copies.
-// Read does not remove anything: records stay until Ack settles them.
+// no more than maxBytes of payload), oldest first, all of one
+// incarnation and with consecutive sequences: a batch ends where the
+// incarnation changes or a sequence is missing, so that the next batch's
+// first sequence tells the server what will never come. The payloads are
+// copies. Read does not remove anything: records stay until Ack settles
+// them.
 func (s *Spool) Read(maxRecords, maxBytes int) ([]Record, error) {
+	return s.read(maxRecords, maxBytes, true)
+}
+
+// read is Read; batch false reads on over incarnations and gaps.
+func (s *Spool) read(maxRecords, maxBytes int, batch bool) ([]Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -422,91 +403,27 @@ func (s *Spool) Read(maxRecords, maxBytes int) ([]Record, error) {
 			}
 			return out, fmt.Errorf("spool: %w", err)
 		}
-		recs, _ := ReadSegment(b)
-		for _, r := range recs {
+		for _, r := range ParseSegment(b).Records {
 			if r.Seq <= s.floor || s.settled[r.Seq] {
 				continue
 			}
-			if len(out) >= maxRecords || (len(out) > 0 && size+len(r.Data) > maxBytes) {
+			if n := len(out); n > 0 && (n >= maxRecords || size+len(r.Data) > maxBytes ||
+				batch && (seg.inc != out[0].Incarnation || r.Seq != out[n-1].Seq+1)) {
 				return out, nil
 			}
-			out = append(out, Record{Seq: r.Seq, Data: slices.Clone(r.Data)})
+			out = append(out, Record{Seq: r.Seq, Data: slices.Clone(r.Data), Incarnation: seg.inc})
 			size += len(r.Data)
 		}
 	}
 	return out, nil
 }
 
-// Ack settles every sequence at or below highWater and each sequence in
-// settled (the server's acked and rejected lists). The new floor is written
-// to the ack file and fsync'd; then segments holding only settled records
-// are deleted. A highWater at or above the next sequence (the server knows
-// more of this agent than its spool, e.g. after the spool was wiped) moves
-// the next sequence above it, so no new record reuses a settled sequence.
-func (s *Spool) Ack(highWater uint64, settled []uint64) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return ErrClosed
-	}
-	old := s.floor
-	s.floor = max(s.floor, highWater)
-	for _, q := range settled {
-		if q > s.floor {
-			s.settled[q] = true
-		}
-	}
-	for s.settled[s.floor+1] {
-		delete(s.settled, s.floor+1)
-		s.floor++
-	}
-	for q := range s.settled {
-		if q <= s.floor {
-			delete(s.settled, q)
-		}
-	}
-	if s.floor >= s.next {
-		s.next = s.floor + 1
-	}
-	if s.floor == old {
-		return nil
-	}
-	if err := writeAck(s.dir, s.floor); err != nil {
-		return err
-	}
-	return s.removeSettledLocked()
-}
-
-// removeSettledLocked deletes segments whose records are all at or below
-// the floor; the active segment too (a new one is created on the next Append).
-func (s *Spool) removeSettledLocked() error {
-	keep := s.segs[:0]
-	for i, seg := range s.segs {
-		isActive := i == len(s.segs)-1 && s.active != nil
-		if seg.last > s.floor {
-			keep = append(keep, seg)
-			continue
-		}
-		if isActive {
-			s.active.Close()
-			s.active = nil
-		}
-		if err := os.Remove(seg.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			keep = append(keep, s.segs[i:]...)
-			s.segs = keep
-			return fmt.Errorf("spool: %w", err)
-		}
-		s.bytes -= seg.size
-	}
-	s.segs = keep
-	return nil
-}
-
 // Stats returns the counters.
 func (s *Spool) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Stats{Bytes: s.bytes, Dropped: s.dropped, Corrupt: s.corrupt, NextSequence: s.next, Floor: s.floor, Incarnation: s.inc}
+	st := Stats{Bytes: s.bytes, Dropped: s.dropped, Corrupt: s.corrupt, NextSequence: s.next, Floor: s.floor, Incarnation: s.inc,
+		Lost: maps.Clone(s.lost), Damage: maps.Clone(s.damage)}
 	for _, seg := range s.segs {
 		switch {
 		case seg.count == 0 || seg.last <= s.floor:
@@ -530,57 +447,6 @@ func (s *Spool) Close() error {
 	s.closed = true
 	if s.active != nil {
 		return s.active.Close()
-	}
-	return nil
-}
-
-func readAck(p string) (uint64, error) {
-	b, err := os.ReadFile(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	if len(b) != 12 || crc32.Checksum(b[:8], castagnoli) != binary.LittleEndian.Uint32(b[8:]) {
-		return 0, fmt.Errorf("spool: %s: bad checksum", p)
-	}
-	return binary.LittleEndian.Uint64(b[:8]), nil
-}
-
-// writeAck replaces the ack file atomically and durably.
-func writeAck(dir string, floor uint64) error {
-	var b [12]byte
-	binary.LittleEndian.PutUint64(b[:8], floor)
-	binary.LittleEndian.PutUint32(b[8:], crc32.Checksum(b[:8], castagnoli))
-	return writeFileAtomic(dir, ackFile, b[:])
-}
-
-// writeFileAtomic replaces dir/name with b atomically and durably: a
-// temporary file written and fsync'd, renamed over it, the directory
-// fsync'd.
-func writeFileAtomic(dir, name string, b []byte) error {
-	tmp := filepath.Join(dir, name+".tmp")
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return fmt.Errorf("spool: %w", err)
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return fmt.Errorf("spool: write %s: %w", name, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("spool: fsync %s: %w", name, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("spool: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		return fmt.Errorf("spool: %w", err)
-	}
-	if err := syncDir(dir); err != nil {
-		return fmt.Errorf("spool: %w", err)
 	}
 	return nil
 }

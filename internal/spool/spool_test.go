@@ -48,6 +48,16 @@ func span(from, to uint64) []uint64 {
 	return out
 }
 
+// held lists every unsettled record, over batch boundaries.
+func held(t *testing.T, s *Spool) []Record {
+	t.Helper()
+	recs, err := s.read(1<<30, 1<<40, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
 func open(t *testing.T, dir string, o Options) *Spool {
 	t.Helper()
 	o.Dir = dir
@@ -79,14 +89,18 @@ func TestAppendReadAckAcrossRestart(t *testing.T) {
 		}
 	}
 	// The server settles 1..3 contiguously and 6 out of order.
-	if err := s.Ack(3, []uint64{6}); err != nil {
+	if err := s.Ack(s.Incarnation(), 3, []uint64{6}); err != nil {
 		t.Fatal(err)
 	}
-	recs, _ = s.Read(100, 1<<20)
-	if diff := cmp.Diff([]uint64{4, 5, 7, 8, 9, 10}, seqsOf(recs)); diff != "" {
+	if diff := cmp.Diff([]uint64{4, 5, 7, 8, 9, 10}, seqsOf(held(t, s))); diff != "" {
 		t.Fatalf("after Ack(3, [6]) (-want +got):\n%s", diff)
 	}
-	if err := s.Ack(5, nil); err != nil { // floor moves over 6 too
+	// A batch ends before a settled sequence: the next one starts above it.
+	recs, _ = s.Read(100, 1<<20)
+	if diff := cmp.Diff([]uint64{4, 5}, seqsOf(recs)); diff != "" {
+		t.Fatalf("batch after Ack(3, [6]) (-want +got):\n%s", diff)
+	}
+	if err := s.Ack(s.Incarnation(), 5, nil); err != nil { // floor moves over 6 too
 		t.Fatal(err)
 	}
 	if st := s.Stats(); st.Floor != 6 || st.Records != 4 {
@@ -94,15 +108,22 @@ func TestAppendReadAckAcrossRestart(t *testing.T) {
 	}
 	s.Close()
 
+	first := s.Incarnation()
 	s = open(t, dir, Options{SegmentBytes: 200})
 	recs, _ = s.Read(100, 1<<20)
 	if diff := cmp.Diff(span(7, 10), seqsOf(recs)); diff != "" {
 		t.Fatalf("after reopen (-want +got):\n%s", diff)
 	}
+	if recs[0].Incarnation != first || s.Incarnation() == first {
+		t.Errorf("after reopen: records of %q in a run of %q, want the first run's %q and a new one", recs[0].Incarnation, s.Incarnation(), first)
+	}
 	if got := appendN(t, s, 1); got[0] != 11 {
 		t.Errorf("first sequence after reopen = %d, want 11", got[0])
 	}
-	if err := s.Ack(11, nil); err != nil {
+	if err := s.Ack(first, 10, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ack(s.Incarnation(), 11, nil); err != nil {
 		t.Fatal(err)
 	}
 	if st := s.Stats(); st.Bytes != 0 || st.Records != 0 {
@@ -122,7 +143,7 @@ func TestServerHighWaterAboveSpool(t *testing.T) {
 	appendN(t, s, 3)
 	// The server already settled 1..100 (the spool was wiped): new records
 	// must not reuse a settled sequence.
-	if err := s.Ack(100, nil); err != nil {
+	if err := s.Ack(s.Incarnation(), 100, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := appendN(t, s, 1); got[0] != 101 {
@@ -174,13 +195,13 @@ func TestCorruptRecordSkipped(t *testing.T) {
 	}
 	b, _ := os.ReadFile(segs[0])
 	// Flip a payload byte of record 3 and tear the tail (half a frame).
-	off := 2 * int(frameSize(len(payload(1))))
+	off := headersSize + 2*int(frameSize(len(payload(1))))
 	b[off+frameHeader] ^= 0xff
 	b = append(b, appendFrame(nil, 6, payload(6))[:15]...)
 	os.WriteFile(segs[0], b, 0o600)
 
 	s = open(t, dir, Options{})
-	recs, _ := s.Read(100, 1<<20)
+	recs := held(t, s)
 	if diff := cmp.Diff([]uint64{1, 2, 4, 5}, seqsOf(recs)); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
 	}
@@ -197,7 +218,7 @@ func TestDamagedAckFileResendsRatherThanLoses(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir, Options{SegmentBytes: 1 << 20})
 	appendN(t, s, 4)
-	s.Ack(2, nil)
+	s.Ack(s.Incarnation(), 2, nil)
 	s.Close()
 	os.WriteFile(filepath.Join(dir, ackFile), []byte("garbage"), 0o600)
 	s = open(t, dir, Options{})
@@ -311,20 +332,17 @@ func TestSIGKILL(t *testing.T) {
 		t.Fatalf("the children confirmed only %d appends", len(confirmed))
 	}
 	s := open(t, dir, Options{})
-	recs, err := s.Read(1<<30, 1<<40)
-	if err != nil {
-		t.Fatal(err)
-	}
-	held := map[uint64]int{}
+	recs := held(t, s)
+	count := map[uint64]int{}
 	for _, r := range recs {
-		held[r.Seq]++
+		count[r.Seq]++
 		if !bytes.Equal(r.Data, payload(r.Seq)) {
 			t.Errorf("record %d = %q", r.Seq, r.Data)
 		}
 	}
 	for _, q := range confirmed {
-		if held[q] != 1 {
-			t.Errorf("confirmed record %d held %d times, want 1", q, held[q])
+		if count[q] != 1 {
+			t.Errorf("confirmed record %d held %d times, want 1", q, count[q])
 		}
 	}
 	t.Logf("%d confirmed appends over 3 kills, %d records held, %d corrupt regions skipped", len(confirmed), len(recs), s.Stats().Corrupt)

@@ -298,7 +298,7 @@ func New(ca *CA, st *store.Store, opts Options) *Authority {
 		ca: ca, st: st, opts: opts,
 		enrollRL: rate.NewLimiter(rate.Limit(opts.Rate), opts.Burst),
 		renewRL:  rate.NewLimiter(rate.Limit(opts.Rate), opts.Burst),
-		cache:    newAgentCache(st, opts.CacheTTL, opts.Now),
+		cache:    newAgentCache(st, opts.CacheTTL, opts.Now, opts.Logger),
 		revoked:  newRevokedRefusals(),
 	}
 }

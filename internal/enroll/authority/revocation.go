@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -31,7 +32,7 @@ func (a *Authority) Authorize(ctx context.Context, agentID string, cert *x509.Ce
 	}
 	e, err := a.cache.get(ctx, agentID)
 	if err != nil {
-		a.opts.Logger.Error("enrollment lookup failed", "agent", agentID, "err", err)
+		// Logged and counted by the cache (lookupHealth).
 		return status.Error(codes.Unavailable, "enrollment lookup: store unavailable; retry later")
 	}
 	if !e.enrolled {
@@ -82,9 +83,10 @@ func (a *Authority) VerifyConnection(cs tls.ConnectionState) error {
 // agentCache holds looked-up enrollments for ttl. Bounded: past
 // maxCacheEntries it starts again empty.
 type agentCache struct {
-	st  *store.Store
-	ttl time.Duration
-	now func() time.Time
+	st     *store.Store
+	ttl    time.Duration
+	now    func() time.Time
+	health *lookupHealth
 
 	mu sync.Mutex
 	m  map[string]cacheEntry
@@ -98,8 +100,8 @@ type cacheEntry struct {
 	at       time.Time
 }
 
-func newAgentCache(st *store.Store, ttl time.Duration, now func() time.Time) *agentCache {
-	return &agentCache{st: st, ttl: ttl, now: now, m: map[string]cacheEntry{}}
+func newAgentCache(st *store.Store, ttl time.Duration, now func() time.Time, logger *slog.Logger) *agentCache {
+	return &agentCache{st: st, ttl: ttl, now: now, m: map[string]cacheEntry{}, health: &lookupHealth{logger: logger, now: now}}
 }
 
 func (c *agentCache) get(ctx context.Context, id string) (cacheEntry, error) {
@@ -115,10 +117,14 @@ func (c *agentCache) get(ctx context.Context, id string) (cacheEntry, error) {
 	case errors.Is(err, store.ErrNotEnrolled):
 		e = cacheEntry{at: now}
 	case err != nil:
+		if ctx.Err() == nil {
+			c.health.failed(id, err)
+		}
 		return e, err
 	default:
 		e = cacheEntry{agent: a, enrolled: true, at: now}
 	}
+	c.health.succeeded()
 	c.mu.Lock()
 	if len(c.m) >= maxCacheEntries {
 		c.m = map[string]cacheEntry{}

@@ -72,6 +72,12 @@ type GRPCConfig struct {
 	MaxConcurrentStreams  uint32        `yaml:"max_concurrent_streams"`
 	MaxInflightBytes      bytesize.Size `yaml:"max_inflight_bytes"`
 	MaxAgentInflightBytes bytesize.Size `yaml:"max_agent_inflight_bytes"`
+	// MaxPendingReports bounds the Report calls in progress: beyond it a
+	// Report is refused before it is read, with a retry hint (0 in a
+	// file: the default; -1: no bound). MaxLongPolls bounds one agent's
+	// WatchPolicy calls waiting at once.
+	MaxPendingReports int `yaml:"max_pending_reports"`
+	MaxLongPolls      int `yaml:"max_long_polls_per_agent"`
 }
 
 // TLSConfig names the server's certificate and the CA that signs agent
@@ -202,6 +208,8 @@ func Default() Config {
 
 			MaxConcurrentStreams: ingest.DefaultMaxConcurrentStreams,
 			MaxInflightBytes:     ingest.DefaultMaxInflightBytes,
+			MaxPendingReports:    ingest.DefaultMaxPendingReports,
+			MaxLongPolls:         ingest.DefaultMaxLongPolls,
 		},
 		Web:             WebConfig{ListenAddress: DefaultWebAddress},
 		Store:           StoreConfig{LeaseTTL: DefaultLeaseTTL, Retention: DefaultRetention},
@@ -270,6 +278,12 @@ func (g GRPCConfig) validate() []error {
 	}
 	if s := g.MaxAgentInflightBytes; s != 0 && (s < g.MaxRecvSize || s > g.MaxInflightBytes) {
 		bad("grpc.max_agent_inflight_bytes %s: want 0 (twice max_recv_msg_size) or from grpc.max_recv_msg_size (%s) to grpc.max_inflight_bytes (%s)", s, g.MaxRecvSize, g.MaxInflightBytes)
+	}
+	if g.MaxPendingReports < -1 {
+		bad("grpc.max_pending_reports %d: want -1 (no bound), 0 (the default, %d) or more", g.MaxPendingReports, ingest.DefaultMaxPendingReports)
+	}
+	if g.MaxLongPolls < 0 {
+		bad("grpc.max_long_polls_per_agent %d: want 0 (the default, %d) or more", g.MaxLongPolls, ingest.DefaultMaxLongPolls)
 	}
 	if g.MaxBatch < 1 || g.MaxBatch > 100_000 {
 		bad("grpc.max_batch_records %d: want 1 to 100000", g.MaxBatch)
