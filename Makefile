@@ -6,7 +6,7 @@ GO      ?= go
 BIN     ?= bin
 PROTOS  := $(shell find proto -name '*.proto')
 
-.PHONY: all build run test test-unit proto proto-check openapi dashboards lint windows bench bench-probe bench-fleet bench-inspect lab-seeds lab-degrade fuzz packages clean
+.PHONY: all build run test test-unit proto proto-check openapi dashboards lint windows bench bench-probe bench-fleet bench-inspect lab-seeds lab-degrade fuzz packages fleet-box clean
 
 all: build
 
@@ -90,6 +90,12 @@ fuzz:
 #   make packages VERSION=1.2.0 ARCHS="amd64 arm64" DIST=dist
 packages:
 	GO=$(GO) VERSION=$(VERSION) ARCHS="$(ARCHS)" DIST=$(DIST) ./scripts/packages.sh
+
+# The fleet in a box (root; debootstrap, systemd-nspawn, Prometheus): the
+# packages on booted Debian hosts along the production path, then a
+# 20-minute soak and the failure checks (FLEETBOX_ARGS=--short: 2 minutes).
+fleet-box:
+	./bench/fleet-in-a-box.sh $(FLEETBOX_ARGS)
 
 clean:
 	rm -rf $(BIN) dist

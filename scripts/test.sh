@@ -26,6 +26,9 @@ declare -A pkg_for=(
   # The packages test (deploy/packaging): dpkg installs the .deb, rpm reads
   # the .rpm.
   [dpkg]=dpkg [rpm]=rpm [make]=make
+  # The fleet in a box (bench/fleetbox): Debian hosts booted with
+  # systemd-nspawn from a debootstrap root; its checks query with curl, jq.
+  [debootstrap]=debootstrap [systemd-nspawn]=systemd-container [jq]=jq [curl]=curl
 )
 need=()
 for cmd in "${!pkg_for[@]}"; do

@@ -3,9 +3,12 @@
 // The packages test builds the packages with `make packages` and installs
 // the agent's and the server's .deb on this machine with dpkg: files,
 // owners, modes, the system user, the units (systemd-analyze verify), the
-// installed agent's version command, an upgrade that keeps the edited
-// config and the state, removal, and a purge after which nothing the
-// packages made is left. The .rpm files are read with rpm, the Windows zip
+// installed agent's version command, the safe default configs (each passes
+// its binary's check once the certificates exist), Debian's copyright,
+// changelog and man pages, an upgrade that keeps the edited config and the
+// state, removal, and a purge after which nothing the packages made is left
+// but the system user (Debian policy) and the operator's own files.
+// Lintian, when installed, finds nothing that matters in the .debs. The .rpm files are read with rpm, the Windows zip
 // with archive/zip. Root, dpkg and rpm; skips without them, except under
 // CI=true.
 package packaging
@@ -62,10 +65,10 @@ func TestDebInstallUpgradePurge(t *testing.T) {
 			skipOrFail(t, fmt.Sprintf("%s exists before the test: a purge would delete it; remove the Plumbline packages (dpkg --purge plumbline-agent plumbline-server) first", p))
 		}
 	}
-	if _, err := user.Lookup("plumbline"); err == nil {
-		skipOrFail(t, "a user plumbline exists before the test: the last purge would delete it")
-	}
-	t.Cleanup(func() { dpkg(t, "--purge", "plumbline-agent", "plumbline-server") })
+	t.Cleanup(func() {
+		dpkg(t, "--purge", "plumbline-agent", "plumbline-server")
+		os.RemoveAll("/etc/plumbline") // none was there before the test
+	})
 
 	dist1, dist2 := t.TempDir(), t.TempDir()
 	makePackages(t, dist1, "0.9.0~test1")
@@ -75,6 +78,7 @@ func TestDebInstallUpgradePurge(t *testing.T) {
 	}
 	checkRPM(t, dist2, "0.9.0~test2")
 	checkZip(t, dist2, "0.9.0~test2")
+	checkLintian(t, deb(dist2, "plumbline-agent", "0.9.0~test2"), deb(dist2, "plumbline-server", "0.9.0~test2"))
 
 	// Install the agent.
 	mustDpkg(t, "-i", deb(dist1, "plumbline-agent", "0.9.0~test1"))
@@ -89,8 +93,11 @@ func TestDebInstallUpgradePurge(t *testing.T) {
 		{"/var/lib/plumbline-agent", 0o700, "plumbline", "plumbline", true},
 	})
 	checkUnit(t, "agent")
-	if b, err := os.ReadFile("/etc/plumbline/agent.yaml"); err != nil || !strings.Contains(string(b), "dir: /var/lib/plumbline-agent/spool") {
-		t.Errorf("agent.yaml: the spool is not in the unit's state directory /var/lib/plumbline-agent (err %v)", err)
+	checkDocs(t, "plumbline-agent", "0.9.0~test1")
+	if b, err := os.ReadFile("/etc/plumbline/agent.yaml"); err != nil {
+		t.Error(err)
+	} else {
+		checkSafeAgentConfig(t, "/etc/plumbline/agent.yaml", b)
 	}
 
 	// Upgrade: an edited config and the state stay.
@@ -111,16 +118,27 @@ func TestDebInstallUpgradePurge(t *testing.T) {
 	checkModes(t, []mode{
 		{"/usr/bin/plumbline-server", 0o755, "root", "root", false},
 		{"/etc/plumbline/server.yaml", 0o640, "root", "plumbline", false},
+		{"/etc/plumbline/pki", 0o750, "root", "plumbline", true},
 		{"/var/lib/plumbline", 0o750, "plumbline", "plumbline", true},
 	})
 	checkUnit(t, "server")
+	checkDocs(t, "plumbline-server", "0.9.0~test2")
+	if b, err := os.ReadFile("/etc/plumbline/server.yaml"); err != nil {
+		t.Error(err)
+	} else {
+		checkSafeServerConfig(t, "/etc/plumbline/server.yaml", b)
+	}
+	// With what `server ca init` and `agent enroll` write, the unedited
+	// configs pass the installed binaries' checks.
+	writePKI(t, "/etc/plumbline/pki", "/var/lib/plumbline-agent/tls")
+	checkConfigs(t, "/usr/bin/plumbline-agent", "/etc/plumbline/agent.yaml", "/usr/bin/plumbline-server", "/etc/plumbline/server.yaml")
 
 	// Remove: binary and unit go; config, state and the user stay.
 	mustDpkg(t, "-r", "plumbline-agent")
 	mustNotExist(t, "/usr/bin/plumbline-agent", "/usr/lib/systemd/system/plumbline-agent.service")
 	mustExist(t, "/etc/plumbline/agent.yaml", "/var/lib/plumbline-agent/state")
 
-	// Purge the agent: its config and state go; the server keeps the user.
+	// Purge the agent: its config and state go; the user stays.
 	mustDpkg(t, "--purge", "plumbline-agent")
 	mustNotExist(t, "/etc/plumbline/agent.yaml", "/var/lib/plumbline-agent")
 	mustExist(t, "/etc/plumbline/server.yaml", "/var/lib/plumbline")
@@ -128,14 +146,28 @@ func TestDebInstallUpgradePurge(t *testing.T) {
 		t.Errorf("purging the agent removed the user the server still runs as: %v", err)
 	}
 
-	// Purge the server, the last package: nothing is left.
-	mustDpkg(t, "--purge", "plumbline-server")
-	mustNotExist(t, left...)
-	if _, err := user.Lookup("plumbline"); err == nil {
-		t.Error("user plumbline left after the last purge")
+	// Purge the server, the last package: what the operator made (the
+	// certificates) stays, and so do the user and group (Debian policy);
+	// with those files gone, nothing else is left.
+	out, err := dpkg(t, "--force-confold", "--purge", "plumbline-server")
+	if err != nil {
+		t.Fatalf("dpkg --purge plumbline-server: %v\n%s", err, out)
 	}
-	if _, err := user.LookupGroup("plumbline"); err == nil {
-		t.Error("group plumbline left after the last purge")
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, "warning") && !strings.Contains(l, "directory '/etc/plumbline' not empty") {
+			t.Errorf("dpkg --purge plumbline-server warned: %s", l)
+		}
+	}
+	mustExist(t, "/etc/plumbline/pki/ca.key")
+	if err := os.RemoveAll("/etc/plumbline"); err != nil {
+		t.Fatal(err)
+	}
+	mustNotExist(t, left...)
+	if _, err := user.Lookup("plumbline"); err != nil {
+		t.Errorf("the last purge removed user plumbline: %v (Debian policy keeps system users)", err)
+	}
+	if _, err := user.LookupGroup("plumbline"); err != nil {
+		t.Errorf("the last purge removed group plumbline: %v", err)
 	}
 	for _, pkg := range []string{"plumbline-agent", "plumbline-server"} {
 		out, _ := exec.Command("dpkg-query", "-W", "-f=${db:Status-Abbrev}", pkg).Output()
@@ -298,7 +330,7 @@ func checkRPM(t *testing.T, dist, version string) {
 			t.Errorf("%s: config files %q", filepath.Base(pkg), cfg)
 		}
 		scripts := rpmQuery(t, pkg, "--scripts")
-		for _, want := range []string{"useradd --system", "install -d -m", "systemctl --no-reload disable plumbline-" + prog} {
+		for _, want := range []string{"useradd --system", "install -d -m", "systemctl --no-reload disable", "disable plumbline-" + prog + ".service"} {
 			if !strings.Contains(scripts, want) {
 				t.Errorf("%s: scriptlets lack %q", filepath.Base(pkg), want)
 			}

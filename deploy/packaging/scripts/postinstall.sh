@@ -5,11 +5,16 @@
 # A fresh install does not enable or start the service: its config names
 # the server and the certificates first (README "Packages").
 set -e
+# deb-systemd-invoke and deb-systemd-helper on Debian (they honour
+# policy-rc.d, in chroots and image builds), systemctl elsewhere.
+invoke() {
+	if command -v deb-systemd-invoke >/dev/null 2>&1; then deb-systemd-invoke "$@"; else systemctl "$@"; fi
+}
 case "$1" in
 configure | 1 | 2) ;;
 *) exit 0 ;;
 esac
-install -d -m 0750 -o root -g plumbline /etc/plumbline /etc/plumbline/tls
+install -d -m 0750 -o root -g plumbline /etc/plumbline @ETC_DIRS@
 install -d -m @STATE_MODE@ -o plumbline -g plumbline /var/lib/@STATE_DIR@
 upgrade=false
 if { [ "$1" = configure ] && [ -n "$2" ]; } || [ "$1" = 2 ]; then
@@ -18,7 +23,7 @@ fi
 if [ -d /run/systemd/system ]; then
 	systemctl daemon-reload || true
 	if $upgrade; then
-		systemctl try-restart @PKG@.service || true
+		invoke try-restart @PKG@.service || true
 	fi
 fi
 exit 0
