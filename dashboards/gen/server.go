@@ -25,7 +25,7 @@ func withServerRow(d *dashboard.DashboardBuilder) *dashboard.DashboardBuilder {
 	d.WithPanel(table.NewPanelBuilder().Id(13).Title("Server replicas").
 		Description("Every server replica Prometheus scrapes (job plumbline): up or down, and the version it runs (plumbline_build_info). A replica that stopped keeps its row, without a version, while Prometheus still has its target; PlumblineServerDown pages after 5 minutes down.").
 		Datasource(datasource()).GridPos(grid(0, y+1, 10, 7)).
-		WithTarget(tableQuery("A", `max by (instance) (up{job="plumbline"}) * on (instance) group_left (version, revision, goversion) max by (instance, version, revision, goversion) (plumbline_build_info{job="plumbline"}) or max by (instance) (up{job="plumbline"})`)).
+		WithTarget(tableQuery("A", `max by (instance) (up{job="plumbline"}) * on (instance) group_left (version, revision, goversion) max by (instance, version, revision, goversion) (plumbline_build_info{job="plumbline"}) or on (instance) max by (instance) (up{job="plumbline"})`)).
 		Mappings(upMappings()).
 		OverrideByName("State", []dashboard.DynamicConfigValue{{Id: "unit", Value: "none"}}).
 		WithTransformation(transform("organize", map[string]any{"excludeByName": hidden(), "renameByName": map[string]any{"instance": "Replica", "version": "Version", "revision": "Revision", "goversion": "Go", "Value": "State"}, "indexByName": map[string]any{"instance": 0, "Value": 1, "version": 2, "revision": 3, "goversion": 4}})))
