@@ -128,3 +128,39 @@ func waitScraped(t *testing.T, ctx context.Context, proms map[string]promv1.API,
 		}
 	}
 }
+
+// settleFleet waits until the fleet's cohorts have formed and the last
+// runs of every volume were judged against them, whatever the machine's
+// load. How many runs a volume has when the fleet stops (fleetsim falls
+// behind its rate on a loaded machine), and which of them met a formed
+// cohort (when the evaluator's passes fell), vary; so, after each settled
+// pass, topUp sends a few more runs of every volume (the same agents,
+// continuing their sequences) until the volumes in cohorts
+// (sum(plumbline_cohort_volumes)) stop growing: every history that
+// becomes trusted is, and the last top-up was judged against cohorts
+// formed before it began. Both Prometheus servers have then scraped the
+// final state, which no longer changes.
+func settleFleet(t *testing.T, ctx context.Context, proms map[string]promv1.API, metricsURL string, topUp func()) {
+	t.Helper()
+	prev := -1
+	for i := 0; ; i++ {
+		waitScraped(t, ctx, proms, waitEvaluatorSettled(t, ctx, metricsURL))
+		v, err := vectorQuery(ctx, proms["classic"], `sum(plumbline_cohort_volumes)`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		if len(v) > 0 {
+			n = int(v[0].Value)
+		}
+		t.Logf("volumes in cohorts after %d top-ups: %d", i, n)
+		if n > 0 && n == prev {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the volumes in cohorts still change after %d top-ups", i)
+		}
+		prev = n
+		topUp()
+	}
+}
