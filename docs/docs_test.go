@@ -112,6 +112,24 @@ func TestReadmeIsShortAndLinksThePages(t *testing.T) {
 			t.Errorf("README.md does not show %q", cmd)
 		}
 	}
+	// The production path, in this order (the fleet in a box follows it).
+	at := 0
+	for _, step := range []string{
+		"dpkg -i plumbline-server",
+		"plumbline-server ca init --dir /etc/plumbline/pki --name $(hostname -f)",
+		"systemctl enable --now plumbline-server",
+		"plumbline-server token create",
+		"dpkg -i plumbline-agent",
+		"plumbline-agent enroll",
+		"systemctl enable --now plumbline-agent",
+	} {
+		i := strings.Index(readme[at:], step)
+		if i < 0 {
+			t.Errorf("README.md: the production path lacks %q after the steps before it", step)
+			continue
+		}
+		at += i + len(step)
+	}
 	pages, err := filepath.Glob("*.md")
 	if err != nil {
 		t.Fatal(err)

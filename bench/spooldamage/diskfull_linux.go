@@ -26,19 +26,23 @@ func (r fullResult) String() string {
 		r.Generated, r.Stored, r.Dropped, r.Held, r.Resumed.Seconds(), r.LoggedFull, r.LoggedResumed)
 }
 
-// runDiskFull: the agent's spool on a 512 KiB tmpfs; the server is down
+// BenchFullBytes is the size of the bench's full file system; the tests
+// use a smaller one (the same path, filled sooner).
+const BenchFullBytes = 512 << 10
+
+// runDiskFull: the agent's spool on a tmpfs of size bytes; the server is down
 // while the agent probes until 20 appends were refused for want of
 // space; the server comes back; once the agent spools again (it must
 // free the space by itself) it runs on for 20 more records, stops, and
 // a run without probes delivers the rest.
-func runDiskFull(ctx context.Context, dir, dsn string) (fullResult, error) {
+func runDiskFull(ctx context.Context, dir, dsn string, size int64) (fullResult, error) {
 	var res fullResult
 	mnt := filepath.Join(dir, "spoolfs")
 	if err := os.MkdirAll(mnt, 0o700); err != nil {
 		return res, err
 	}
-	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=512k"); err != nil {
-		return res, fmt.Errorf("mount a 512 KiB tmpfs on %s (needs root): %w", mnt, err)
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, fmt.Sprintf("size=%dk", size>>10)); err != nil {
+		return res, fmt.Errorf("mount a %d KiB tmpfs on %s (needs root): %w", size>>10, mnt, err)
 	}
 	defer syscall.Unmount(mnt, syscall.MNT_DETACH)
 	l, err := newLab(ctx, dir, dsn, filepath.Join(mnt, "spool"))

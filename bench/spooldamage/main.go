@@ -34,7 +34,7 @@ func main() {
 
 func run() error {
 	dsn := flag.String("dsn", "", "the store (default: a SQLite file in a temporary directory)")
-	fast := flag.Bool("fast", false, "the pruned matrix the tests run")
+	fast := flag.Bool("fast", false, "only the matrix cases the tests run (one per recovery path)")
 	tmpfs := flag.Bool("tmpfs", false, "also run the disk-full case on a 512 KiB tmpfs (needs root)")
 	only := flag.String("only", "", "run only the matrix cases whose name contains this")
 	noMatrix := flag.Bool("no-matrix", false, "skip the matrix (with --tmpfs: the disk-full case alone)")
@@ -72,7 +72,7 @@ func run() error {
 		if d == "" {
 			d = "sqlite://" + filepath.Join(base, "full.db")
 		}
-		res, err := runDiskFull(ctx, dir, d)
+		res, err := runDiskFull(ctx, dir, d, BenchFullBytes)
 		status := "ok"
 		if err != nil {
 			status, failed = "FAIL: "+err.Error(), failed+1

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 
 	"google.golang.org/grpc/credentials"
 
@@ -64,6 +65,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if *check {
 		fmt.Fprintf(stdout, "%s: valid (agent %s, server %s)\n", *configFile, id, cfg.Server.Address)
+		if off := agent.NotConfigured(cfg); len(off) > 0 {
+			// What an unedited file leaves off (a central policy may add it).
+			fmt.Fprintf(stdout, "not configured: %s\n", strings.Join(off, ", "))
+		}
 		return 0
 	}
 	if cfg.Server.Insecure {

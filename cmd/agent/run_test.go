@@ -25,6 +25,8 @@ func TestRunCheck(t *testing.T) {
 		phrase string
 	}{
 		{[]string{"run", "--config", good, "--check"}, 0, "valid (agent db1"},
+		// A minimal file says what it leaves off.
+		{[]string{"run", "--config", good, "--check"}, 0, "not configured: probes, declared_devices, maintenance_windows, labels\n"},
 		{[]string{"run", "--config", bad, "--check"}, 1, `server.address "nope"`},
 		{[]string{"run", "--config", bad, "--check"}, 1, "spool.dir: required"},
 		{[]string{"run", "--config", bad, "--check"}, 1, "server.tls.ca_file: required"},

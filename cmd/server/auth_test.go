@@ -98,3 +98,68 @@ func TestAuthMatrix(t *testing.T) {
 		})
 	}
 }
+
+// TestMethodMatrix: every route answers a wrong method with 405 and an
+// Allow header; on the protected prefixes, a caller without the token
+// gets 401 before any 404 or 405 (POST /metrics and POST to the policy
+// endpoints were 404).
+func TestMethodMatrix(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "token", "secret")
+	cfg := writeFile(t, t.TempDir(), "server.yaml", "data_dir: "+t.TempDir()+
+		"\ngrpc:\n  insecure: true\n  listen_address: 127.0.0.1:0\nweb:\n  listen_address: 127.0.0.1:0\n  bearer_token_file: "+dir+"/token\n")
+	p := startInProcess(t, "--config", cfg)
+	hc := &http.Client{Timeout: 10 * time.Second}
+	do := func(t *testing.T, method, path, token string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(method, "http://"+p.webAddr+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	for _, tc := range []struct {
+		path      string
+		protected bool
+		known     bool
+	}{
+		{"/metrics", true, true},
+		{"/metrics/nothing", true, false},
+		{"/api/v1/policies", true, true},
+		{"/api/v1/hosts/db1/policy", true, true},
+		{"/api/v1/hosts", true, true},
+		{"/api/v1/hosts/db1", true, true},
+		{"/api/v1/volumes", true, true},
+		{"/api/v1/volumes/x", true, true},
+		{"/api/v1/summary", true, true},
+		{"/api/v1/openapi.yaml", true, true},
+		{"/api/v1/nothing", true, false},
+		{"/healthz", false, true},
+		{"/readyz", false, true},
+	} {
+		for _, method := range []string{"POST", "PUT", "DELETE", "PATCH"} {
+			if tc.protected {
+				if r := do(t, method, tc.path, ""); r.StatusCode != 401 {
+					t.Errorf("%s %s without a token = %d, want 401", method, tc.path, r.StatusCode)
+				}
+			}
+			r := do(t, method, tc.path, "secret")
+			switch {
+			case !tc.known && r.StatusCode != 404:
+				t.Errorf("%s %s = %d, want 404", method, tc.path, r.StatusCode)
+			case tc.known && (r.StatusCode != 405 || r.Header.Get("Allow") != "GET, HEAD"):
+				t.Errorf("%s %s = %d, Allow %q; want 405, Allow \"GET, HEAD\"", method, tc.path, r.StatusCode, r.Header.Get("Allow"))
+			}
+		}
+		if !tc.known && tc.protected {
+			if r := do(t, "GET", tc.path, ""); r.StatusCode != 401 {
+				t.Errorf("GET %s without a token = %d, want 401", tc.path, r.StatusCode)
+			}
+		}
+	}
+}

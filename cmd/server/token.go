@@ -20,12 +20,17 @@ import (
 const tokenUsage = `usage: server token create [--ttl 24h] [--uses N] [--labels k=v,...] (--config FILE | --data-dir DIR)
        server token list|revoke ID                                      (--config FILE | --data-dir DIR)
        server agent list|revoke ID                                      (--config FILE | --data-dir DIR)
+       server agent reserve ID [--reason TEXT] | unreserve ID | reserved (--config FILE | --data-dir DIR)
 
 Join tokens and enrolled agents (docs/install.md), in the server's store.
 'token create' prints the token and the CA pin agents enroll with:
   agent enroll --server ADDR --token-file FILE --ca-hash sha256:... --dir DIR
 'agent revoke' refuses the agent's certificates (within 10s on running
 servers) and their renewal.
+'agent reserve' keeps a join token from enrolling an agent id (an agent
+with a certificate of your own PKI that has not connected yet); ids seen
+with a certificate of another CA are reserved by the server itself.
+'agent unreserve' releases one; 'agent reserved' lists them.
 
 flags:
 `
@@ -41,6 +46,7 @@ func runEnrollment(ctx context.Context, what string, args []string, stdout, stde
 		ttl        = fs.Duration("ttl", authority.DefaultTokenTTL, "create: how long the token enrolls agents")
 		uses       = fs.Int64("uses", 1, "create: how many agents the token enrolls")
 		labels     = fs.String("labels", "", "create: labels for the agents it enrolls, k=v,k2=v2")
+		reason     = fs.String("reason", "", "agent reserve: why the id is reserved (shown in refusals)")
 	)
 	fs.Usage = func() { fmt.Fprint(stderr, tokenUsage); fs.PrintDefaults() }
 	if len(args) == 0 {
@@ -62,8 +68,9 @@ func runEnrollment(ctx context.Context, what string, args []string, stdout, stde
 		}
 		pos, rest = append(pos, fs.Arg(0)), fs.Args()[1:]
 	}
-	wantArgs := map[string]int{"create": 0, "list": 0, "revoke": 1}
-	if n, ok := wantArgs[cmd]; !ok || len(pos) != n || what == "agent" && cmd == "create" {
+	wantArgs := map[string]int{"create": 0, "list": 0, "revoke": 1, "reserve": 1, "unreserve": 1, "reserved": 0}
+	agentOnly := cmd == "reserve" || cmd == "unreserve" || cmd == "reserved"
+	if n, ok := wantArgs[cmd]; !ok || len(pos) != n || what == "agent" && cmd == "create" || what == "token" && agentOnly {
 		fs.Usage()
 		return 2
 	}
@@ -78,7 +85,11 @@ func runEnrollment(ctx context.Context, what string, args []string, stdout, stde
 		err = fmt.Errorf("--uses %d and --ttl %s: want at least 1 use and a positive duration", *uses, *ttl)
 	}
 	if err == nil {
-		err = enrollmentCommand(ctx, cfg, what+" "+cmd, strings.Join(pos, ""), authority.TokenSpec{TTL: *ttl, Uses: *uses}, *labels, stdout)
+		if agentOnly {
+			err = reservationCommand(ctx, cfg, cmd, strings.Join(pos, ""), *reason, stdout)
+		} else {
+			err = enrollmentCommand(ctx, cfg, what+" "+cmd, strings.Join(pos, ""), authority.TokenSpec{TTL: *ttl, Uses: *uses}, *labels, stdout)
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "server %s %s: %v\n", what, cmd, err)

@@ -63,6 +63,10 @@ func TestTokenCommands(t *testing.T) {
 		{[]string{"agent", "list", "--data-dir", dir}, []string{"db-7   revoked"}},
 		{[]string{"token", "revoke", "--data-dir", dir, tok.ID}, []string{"token " + tok.ID + " revoked"}},
 		{[]string{"token", "list", "--data-dir", dir}, []string{tok.ID + "  revoked"}},
+		{[]string{"agent", "reserve", "byo-9", "--reason", "own PKI", "--data-dir", dir}, []string{"agent id byo-9 reserved"}},
+		{[]string{"agent", "reserve", "byo-9", "--data-dir", dir}, []string{"already reserved"}},
+		{[]string{"agent", "reserved", "--data-dir", dir}, []string{"byo-9", "operator", "own PKI"}},
+		{[]string{"agent", "unreserve", "byo-9", "--data-dir", dir}, []string{"agent id byo-9 released"}},
 	} {
 		code, out, errs := cli(c.args...)
 		for _, w := range c.want {
@@ -83,6 +87,9 @@ func TestTokenCommands(t *testing.T) {
 		{[]string{"token", "revoke", "aaaaaaaaaa", "--data-dir", dir}, 1, "not found"},
 		{[]string{"agent", "revoke", "nobody", "--data-dir", dir}, 1, "not enrolled"},
 		{[]string{"agent", "create", "--data-dir", dir}, 2, "usage"},
+		{[]string{"agent", "unreserve", "byo-9", "--data-dir", dir}, 1, "not reserved"},
+		{[]string{"agent", "reserve", "bad id", "--data-dir", dir}, 1, "agent id"},
+		{[]string{"token", "reserve", "x", "--data-dir", dir}, 2, "usage"},
 		{[]string{"token", "list", "extra", "--data-dir", dir}, 2, "usage"},
 	} {
 		code, _, errs := cli(c.args...)

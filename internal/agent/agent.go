@@ -169,6 +169,7 @@ func New(o Options) (*Agent, error) {
 		return nil, err
 	}
 	a.registerMaintenance()
+	a.metrics.reg.MustRegister(newConfigCollector(a))
 	a.host.Store(hostFacts(o))
 	a.geomInterval.Store(int64(o.Config.Intervals.GeometryRefresh))
 	a.reportInterval.Store(int64(o.Config.Intervals.Report))
@@ -253,6 +254,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		})
 		a.log.Info("serving /healthz and /metrics", "address", ln.Addr().String())
 	}
+	a.logUnconfigured(a.eff.Load())
 	sched := &scheduler{a: a, running: map[string]context.CancelFunc{}}
 	wg.Go(func() { a.geometryLoop(ctx, sched) })
 	wg.Go(func() { a.sendLoop(ctx, conn) })

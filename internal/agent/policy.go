@@ -119,6 +119,7 @@ func (a *Agent) applyPolicy(ap *plumblinev1.AgentPolicy) {
 		return
 	}
 	a.eff.Store(e)
+	a.logUnconfiguredChange(old, e)
 	if b, err := proto.Marshal(ap); err == nil {
 		if err := atomicfile.Write(filepath.Join(a.o.Config.Spool.Dir, PolicyCacheFile), b, 0o600); err != nil {
 			a.log.Warn("central policy cache not written", "err", err)

@@ -16,6 +16,7 @@ import (
 	"github.com/plumbline/plumbline/internal/ctxtime"
 	"github.com/plumbline/plumbline/internal/geometry"
 	"github.com/plumbline/plumbline/internal/probe"
+	"github.com/plumbline/plumbline/internal/stripescan"
 	"github.com/plumbline/plumbline/internal/vocab"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
@@ -125,13 +126,33 @@ func (s *scheduler) update(ctx context.Context, vols []*plumblinev1.Volume) {
 		tctx, cancel := context.WithCancel(ctx)
 		s.running[k] = cancel
 		s.wg.Go(func() { s.a.probeLoop(tctx, t) })
-		attrs := []any{"mount_point", t.mount, "kind", t.kind, "every", t.sched.Every}
-		if t.kind == probe.StripeScan {
-			pl := t.placement
-			attrs = append(attrs, "placement_device", pl.Device, "placement_basis", pl.Basis, "placement_offset_known", pl.Known, "placement_why", pl.Why)
-		}
-		s.a.log.Info("probe scheduled", attrs...)
+		s.a.logScheduled(t)
 	}
+}
+
+// logScheduled says what a scheduled probe will do: its kind, period and
+// budget, and for a stripe-scan where its reads go and whether its budget
+// lets it infer a stripe unit (a warning when it cannot).
+func (a *Agent) logScheduled(t target) {
+	sc := t.sched
+	attrs := []any{"mount_point", t.mount, "kind", t.kind, "every", sc.Every, "ops", sc.Ops, "max_duration", sc.MaxDuration}
+	if sc.IOPS != nil {
+		attrs = append(attrs, "iops", *sc.IOPS)
+	}
+	if t.kind != probe.StripeScan {
+		a.log.Info("probe scheduled", attrs...)
+		return
+	}
+	pl := t.placement
+	need := stripescan.MinOps()
+	attrs = append(attrs, "placement_device", pl.Device, "placement_basis", pl.Basis, "placement_offset_known", pl.Known, "placement_why", pl.Why,
+		"infers_stripe_unit", sc.Ops >= need)
+	if sc.Ops < need {
+		a.log.Warn(fmt.Sprintf("probe scheduled, but a stripe-scan of %d ops cannot infer a stripe unit: it needs at least %d (omit ops for the kind's default, %d)",
+			sc.Ops, need, vocab.StripeScanMaxOps), attrs...)
+		return
+	}
+	a.log.Info("probe scheduled", attrs...)
 }
 
 // stop cancels every timer and waits for the running probes to end.

@@ -24,6 +24,7 @@ import (
 	"github.com/plumbline/plumbline/internal/config"
 	"github.com/plumbline/plumbline/internal/ctxtime"
 	"github.com/plumbline/plumbline/internal/enroll"
+	"github.com/plumbline/plumbline/internal/spool"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -237,22 +238,7 @@ func (a *Agent) drain(ctx context.Context, client plumblinev1.AgentServiceClient
 			*helloInc = inc
 			continue // the Hello's high-water mark may have settled some
 		}
-		req := &plumblinev1.ReportRequest{AgentId: a.o.AgentID, FirstSequence: recs[0].Seq, Incarnation: inc}
-		var undecodable []uint64
-		for _, r := range recs {
-			m := &plumblinev1.Record{}
-			if err := proto.Unmarshal(r.Data, m); err != nil || m.GetSequence() != r.Seq {
-				// Checksummed yet not a record of this sequence: it can
-				// never be sent; settle it locally and count it.
-				undecodable = append(undecodable, r.Seq)
-				continue
-			}
-			req.Records = append(req.Records, m)
-		}
-		if len(undecodable) > 0 {
-			a.metrics.spoolErrors.Add(float64(len(undecodable)))
-			a.log.Error("undecodable spool records dropped", "sequences", undecodable)
-		}
+		req, undecodable := a.batch(recs)
 		if len(req.Records) == 0 {
 			if err := a.spool.Ack(inc, 0, undecodable); err != nil {
 				return err
@@ -276,32 +262,63 @@ func (a *Agent) drain(ctx context.Context, client plumblinev1.AgentServiceClient
 		if err != nil {
 			return fmt.Errorf("report: %w", err)
 		}
-		a.metrics.sent.Add(float64(len(req.Records)))
-		settled := append(undecodable, resp.GetAckedSequences()...)
-		for _, rj := range resp.GetRejections() {
-			settled = append(settled, rj.GetSequence())
-			a.log.Warn("record rejected by the server", "sequence", rj.GetSequence(), "reason", rj.GetReason())
-		}
-		a.metrics.rejected.Add(float64(len(resp.GetRejections())))
-		var acked int
-		set := map[uint64]bool{}
-		for _, q := range settled {
-			set[q] = true
-		}
-		for _, m := range req.Records {
-			if m.GetSequence() <= resp.GetHighWaterSequence() || set[m.GetSequence()] {
-				acked++
-			}
-		}
-		a.metrics.acked.Add(float64(acked))
-		a.metrics.lastReport.SetToCurrentTime()
-		if err := a.spool.Ack(inc, resp.GetHighWaterSequence(), settled); err != nil {
-			a.metrics.spoolErrors.Inc()
+		if err := a.settle(req, resp, undecodable); err != nil {
 			return err
 		}
-		if acked == 0 {
-			return errors.New("report: the server acknowledged none of the batch")
+	}
+	return nil
+}
+
+// batch builds the Report of the spool records recs (one incarnation),
+// leaving out and counting the records that do not decode: checksummed yet
+// not a record of their sequence, they can never be sent and are settled
+// locally (undecodable).
+func (a *Agent) batch(recs []spool.Record) (req *plumblinev1.ReportRequest, undecodable []uint64) {
+	req = &plumblinev1.ReportRequest{AgentId: a.o.AgentID, FirstSequence: recs[0].Seq, Incarnation: recs[0].Incarnation}
+	for _, r := range recs {
+		m := &plumblinev1.Record{}
+		if err := proto.Unmarshal(r.Data, m); err != nil || m.GetSequence() != r.Seq {
+			undecodable = append(undecodable, r.Seq)
+			continue
 		}
+		req.Records = append(req.Records, m)
+	}
+	if len(undecodable) > 0 {
+		a.metrics.spoolErrors.Add(float64(len(undecodable)))
+		a.log.Error("undecodable spool records dropped", "sequences", undecodable)
+	}
+	return req, undecodable
+}
+
+// settle acknowledges in the spool what the server's answer to req settled
+// (stored, replayed or rejected, and the undecodable records), and counts
+// it. A batch of which the server acknowledged nothing is an error.
+func (a *Agent) settle(req *plumblinev1.ReportRequest, resp *plumblinev1.ReportResponse, undecodable []uint64) error {
+	a.metrics.sent.Add(float64(len(req.Records)))
+	settled := append(undecodable, resp.GetAckedSequences()...)
+	for _, rj := range resp.GetRejections() {
+		settled = append(settled, rj.GetSequence())
+		a.log.Warn("record rejected by the server", "sequence", rj.GetSequence(), "reason", rj.GetReason())
+	}
+	a.metrics.rejected.Add(float64(len(resp.GetRejections())))
+	set := map[uint64]bool{}
+	for _, q := range settled {
+		set[q] = true
+	}
+	var acked int
+	for _, m := range req.Records {
+		if m.GetSequence() <= resp.GetHighWaterSequence() || set[m.GetSequence()] {
+			acked++
+		}
+	}
+	a.metrics.acked.Add(float64(acked))
+	a.metrics.lastReport.SetToCurrentTime()
+	if err := a.spool.Ack(req.GetIncarnation(), resp.GetHighWaterSequence(), settled); err != nil {
+		a.metrics.spoolErrors.Inc()
+		return err
+	}
+	if acked == 0 {
+		return errors.New("report: the server acknowledged none of the batch")
 	}
 	return nil
 }

@@ -14,11 +14,28 @@ const SourceMeasured = "measured"
 
 // Where stripe-scan runs place their reads (StripeMeasurement.basis, the
 // probe's Placement.Basis): on the striped device when one is visible,
-// else on the disk.
+// else on the disk; when an offset on the way is unknown, relative to the
+// file system's own device (such runs do not count as a measurement).
 const (
-	BasisStripedDevice = "striped device"
-	BasisDisk          = "disk"
+	BasisStripedDevice    = "striped device"
+	BasisDisk             = "disk"
+	BasisFileSystemDevice = "file system device"
 )
+
+// PlacementBases are the placement bases a stripe-scan run may report.
+func PlacementBases() []string {
+	return []string{BasisStripedDevice, BasisDisk, BasisFileSystemDevice}
+}
+
+// legacyFileSystemBasis is what agents before BasisFileSystemDevice
+// reported for a placement with an unknown offset.
+const legacyFileSystemBasis = "file system device (an offset below it is unknown: the answer is relative to it)"
+
+// FileSystemDeviceBasis reports whether basis is BasisFileSystemDevice,
+// as current or earlier agents spell it.
+func FileSystemDeviceBasis(basis string) bool {
+	return basis == BasisFileSystemDevice || basis == legacyFileSystemBasis
+}
 
 // MeasuredConfidence is the confidence from which a measured stripe unit
 // that differs from the one the verdict is judged against is reported

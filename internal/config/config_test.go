@@ -99,7 +99,8 @@ func TestLoadBad(t *testing.T) {
 		"bad-window-schedule.yml":    `line 2: maintenance_windows[0]: invalid maintenance window: schedule "0 25 * * *"`,
 		"bad-window-zone.yml":        `maintenance_windows[0]: invalid maintenance window: time_zone "Europe/Berlinn"`,
 		"bad-window-key.yml":         `unknown key "timezone" (did you mean "time_zone"?)`,
-		"bad-label-key.yml":          `labels: label key "Role"`,
+		"bad-label-key.yml":          `labels: label key "Role:"`,
+		"bad-label-case.yml":         "keys are case-insensitive",
 	}
 	files, _ := filepath.Glob("testdata/bad-*.yml")
 	if len(files) != len(want) {

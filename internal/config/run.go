@@ -121,7 +121,7 @@ type ProbeSchedule struct {
 	Dir           string            `yaml:"dir,omitempty"`         // probe directory on that volume
 	Kinds         []vocab.ProbeKind `yaml:"kinds,omitempty"`       // default vocab.DefaultProbeKinds (not stripe-scan)
 	Every         time.Duration     `yaml:"every,omitempty"`       // default 3m
-	Ops           int               `yaml:"ops,omitempty"`         // default 50
+	Ops           int               `yaml:"ops,omitempty"`         // default 50; a stripe-scan schedule's 2000
 	IOPS          *float64          `yaml:"iops,omitempty"`        // 0: uncapped
 	MaxDuration   time.Duration     `yaml:"max_duration,omitempty"`
 	FileSize      bytesize.Size     `yaml:"file_size,omitempty"`
@@ -206,7 +206,7 @@ func (p *ProbeSchedule) applyDefaults() {
 		p.Kinds = vocab.DefaultProbeKinds()
 	}
 	setZero(&p.Every, DefaultProbeEvery)
-	setZero(&p.Ops, DefaultProbeOps)
+	setZero(&p.Ops, p.defaultOps())
 	setZero(&p.MaxDuration, defaultMaxDuration)
 	setZero(&p.FileSize, defaultFileSize)
 	setZero(&p.BlockSize, defaultBlockSize)
@@ -216,6 +216,24 @@ func (p *ProbeSchedule) applyDefaults() {
 	setNil(&p.BusyThreshold, defaultBusyThreshold)
 	setNil(&p.MinFree, MinFreeAuto)
 	setNil(&p.MinFreePercent, defaultMinFreePercent)
+}
+
+// defaultOps is the op budget of a schedule that names none: its kinds'
+// own (vocab.ProbeKindSpec.ScheduledOps: a stripe-scan's 2,000, which its
+// inference needs) when every kind has one, else DefaultProbeOps.
+func (p *ProbeSchedule) defaultOps() int {
+	ops := uint64(0)
+	for _, k := range p.Kinds {
+		spec, ok := vocab.LookupProbeKind(k)
+		if !ok || spec.ScheduledOps == 0 {
+			return DefaultProbeOps
+		}
+		ops = max(ops, spec.ScheduledOps)
+	}
+	if ops == 0 {
+		return DefaultProbeOps
+	}
+	return int(ops)
 }
 
 func setZero[T comparable](p *T, def T) {

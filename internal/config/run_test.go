@@ -243,3 +243,29 @@ func TestDeployExampleGeometrySchedule(t *testing.T) {
 		t.Errorf("uncommented geometry schedule = %+v (of %d), want stripe-scan, 2000 ops every 6h at 100 IOPS", p, len(a.Probes))
 	}
 }
+
+// A schedule that names no ops runs its kinds' own budget when every kind
+// has one: a stripe-scan schedule's is the kind's 2,000 (50 reads never
+// infer a stripe unit), the default kinds' and a mixed schedule's is
+// DefaultProbeOps; ops given are kept.
+func TestScheduleDefaultOps(t *testing.T) {
+	for _, tc := range []struct {
+		yaml string
+		want int
+	}{
+		{"{kinds: [stripe-scan]}", vocab.StripeScanMaxOps},
+		{"{kinds: [stripe-scan], ops: 300}", 300},
+		{"{}", DefaultProbeOps},
+		{"{kinds: [random-read]}", DefaultProbeOps},
+		{"{kinds: [random-read, stripe-scan]}", DefaultProbeOps},
+	} {
+		y := "probes: [{mount_point: /data, dir: /data/p, " + tc.yaml[1:] + "]\n"
+		a, err := Parse([]byte(y))
+		if err != nil {
+			t.Fatalf("Parse(%s) = %v", tc.yaml, err)
+		}
+		if got := a.Probes[0].Ops; got != tc.want {
+			t.Errorf("Parse(%s): ops %d, want %d", tc.yaml, got, tc.want)
+		}
+	}
+}

@@ -41,7 +41,7 @@ func TestParseLabels(t *testing.T) {
 	if s := FormatLabels(want); s != "role=db,site=ams-1,team/owner=dba@x" {
 		t.Errorf("FormatLabels = %q", s)
 	}
-	for _, bad := range []string{"role", "=x", "a=1,a=2", "-a=1", "a=b c", "a=\x1b[2J", strings.Repeat("k", 64) + "=v"} {
+	for _, bad := range []string{"role", "=x", "a=1,a=2", "-a=1", "a=1,A=2", "a=\u202eb", "a=x\ty", "a=\x1b[2J", strings.Repeat("k", 64) + "=v"} {
 		if _, err := ParseLabels(bad); err == nil {
 			t.Errorf("ParseLabels(%q) accepted", bad)
 		}

@@ -178,9 +178,9 @@ func retryDelay(c *x509.Certificate, now time.Time) time.Duration {
 }
 
 // Run renews the certificate when due, over conn, until ctx ends. It stops
-// early when the server will not renew it: a certificate this server did
-// not enroll (bring-your-own PKI: renew it there; Run keeps picking up
-// replaced files anyway) or a revoked agent.
+// early when the server will not renew it: an agent this server has no
+// enrollment record for (bring-your-own PKI: renew it out of band; Run
+// keeps picking up replaced files anyway) or a revoked agent.
 func (r *Renewer) Run(ctx context.Context, conn grpc.ClientConnInterface) {
 	client := plumblinev1.NewEnrollmentServiceClient(conn)
 	var failed bool
@@ -205,7 +205,7 @@ func (r *Renewer) Run(ctx context.Context, conn grpc.ClientConnInterface) {
 		switch code := status.Code(err); {
 		case err == nil || ctx.Err() != nil:
 		case code == codes.FailedPrecondition || code == codes.Unimplemented:
-			r.log.Info("not renewing the client certificate: the server did not issue it; renew it where it came from (its files are re-read when replaced)", "reason", err, "not_after", leaf.NotAfter)
+			r.log.Info("not renewing the client certificate: the server will not renew it (reason says why); enroll with a join token, or renew the certificate out of band (its files are re-read when replaced)", "reason", err, "not_after", leaf.NotAfter)
 			return
 		case code == codes.PermissionDenied:
 			r.log.Error("the server refuses to renew this agent's certificate: it was revoked; enroll again with a new token", "reason", err, "not_after", leaf.NotAfter)

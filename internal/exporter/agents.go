@@ -28,8 +28,17 @@ func (c *Collector) buildEvaluator() EvaluatorStatus {
 func (c *Collector) buildAgents(now time.Time) {
 	last := make([]*series, 0, len(c.hosts))
 	up := make([]*series, 0, len(c.hosts))
-	var conflicts, certExpiry, certIssued []*series
+	var conflicts, certExpiry, certIssued, refusals, rejected, storedToday []*series
 	for _, a := range c.hosts {
+		if a.QuotaRefusals > 0 {
+			refusals = append(refusals, c.series(famAgentQuotaRefusals, float64(a.QuotaRefusals), a.ID, a.Hostname))
+		}
+		if a.RecordsRejected > 0 {
+			rejected = append(rejected, c.series(famAgentRecordsRejected, float64(a.RecordsRejected), a.ID, a.Hostname))
+		}
+		if b := a.StoredBytesOn(now); b > 0 {
+			storedToday = append(storedToday, c.series(famAgentStoredToday, float64(b), a.ID, a.Hostname))
+		}
 		if !a.CertNotAfter.IsZero() {
 			certExpiry = append(certExpiry, c.series(famAgentCertExpiry, seconds(a.CertNotAfter), a.ID, a.Hostname))
 			certIssued = append(certIssued, c.series(famAgentCertIssued, seconds(a.CertNotBefore), a.ID, a.Hostname))
@@ -37,8 +46,8 @@ func (c *Collector) buildAgents(now time.Time) {
 		if a.IdentityConflicts > 0 {
 			conflicts = append(conflicts, c.series(famAgentConflicts, float64(a.IdentityConflicts), a.ID, a.Hostname))
 		}
-		v := 0.0
-		if !a.LastSeen.IsZero() && now.Sub(a.LastSeen) <= c.opts.AgentStaleAfter {
+		v := 0.0 // up: connected to a replica or reported within the threshold
+		if alive := a.Alive(); !alive.IsZero() && now.Sub(alive) <= c.opts.AgentStaleAfter {
 			v = 1
 		}
 		last = append(last, c.series(famAgentLast, seconds(a.LastSeen), a.ID, a.Hostname))
@@ -48,6 +57,9 @@ func (c *Collector) buildAgents(now time.Time) {
 	c.set(famAgentCertIssued, certIssued)
 	c.set(famAgentConflicts, conflicts)
 	c.set(famAgentLast, last)
+	c.set(famAgentQuotaRefusals, refusals)
+	c.set(famAgentRecordsRejected, rejected)
+	c.set(famAgentStoredToday, storedToday)
 	c.set(famAgentUp, up)
 	ingest := make([]*series, 0, len(c.counts))
 	for kind, n := range c.counts { // every record kind, counted or 0 (store.RecordCounts)

@@ -335,7 +335,7 @@ func sameFailing(a, b store.ProbeFailing) bool {
 }
 
 func (c *Collector) baselineSeries(k volKey, p *basePart) []*series {
-	host, mount := p.host, k.mount
+	agent, host, mount := k.agent, p.host, k.mount
 	var ss []*series
 	var lastRun time.Time
 	kinds := make(map[string]bool, len(p.rows))
@@ -343,7 +343,7 @@ func (c *Collector) baselineSeries(k volKey, p *basePart) []*series {
 		if b.LastRun.After(lastRun) {
 			lastRun = b.LastRun
 		}
-		ss = c.appendRatios(ss, host, mount, b)
+		ss = c.appendRatios(ss, agent, host, mount, b)
 		kinds[b.Kind] = true
 		h := p.hists[b.Kind]
 		if h == nil || h.runs != b.Runs || !bytes.Equal(h.raw, b.Histogram) {
@@ -351,7 +351,7 @@ func (c *Collector) baselineSeries(k volKey, p *basePart) []*series {
 			p.hists[b.Kind] = h
 		}
 		if h.ok {
-			ss = append(ss, c.fams[famLatency].encodeHistogram(famLatency, []string{host, mount, b.Kind}, c.classic, &h.nativeHist))
+			ss = append(ss, c.fams[famLatency].encodeHistogram(famLatency, []string{agent, host, mount, b.Kind}, c.classic, &h.nativeHist))
 		}
 	}
 	for kind := range p.hists {
@@ -360,7 +360,7 @@ func (c *Collector) baselineSeries(k volKey, p *basePart) []*series {
 		}
 	}
 	if !lastRun.IsZero() {
-		ss = append(ss, c.series(famVolLastProbe, seconds(lastRun), host, mount))
+		ss = append(ss, c.series(famVolLastProbe, seconds(lastRun), agent, host, mount))
 	}
 	// Stop counts by reason (kinds summed: the budget).
 	var reasons []string
@@ -372,34 +372,34 @@ func (c *Collector) baselineSeries(k volKey, p *basePart) []*series {
 		sums[s.Reason] += s.Runs
 	}
 	for _, r := range reasons {
-		ss = append(ss, c.series(famStops, float64(sums[r]), host, mount, r))
+		ss = append(ss, c.series(famStops, float64(sums[r]), agent, host, mount, r))
 	}
 	for _, f := range p.failing {
-		ss = append(ss, c.series(famFailingSince, seconds(f.Since), host, mount, f.Kind, f.Reason))
+		ss = append(ss, c.series(famFailingSince, seconds(f.Since), agent, host, mount, f.Kind, f.Reason))
 	}
 	return ss
 }
 
 // appendRatios appends a baseline row's ratios (one per signal against the
 // history, the median against the cohort or prior) and its degraded state.
-func (c *Collector) appendRatios(ss []*series, host, mount string, b store.MetricsBaseline) []*series {
+func (c *Collector) appendRatios(ss []*series, agent, host, mount string, b store.MetricsBaseline) []*series {
 	for _, r := range [...]struct {
 		sig baseline.Signal
 		v   float64
 	}{{baseline.SignalMedian, b.HistoryRatio}, {baseline.SignalTail, b.TailRatio}, {baseline.SignalMean, b.MeanRatio}, {baseline.SignalRate, b.RateRatio}} {
 		if r.v > 0 {
-			ss = append(ss, c.series(famRatio, r.v, host, mount, b.Kind, string(baseline.History), string(r.sig)))
+			ss = append(ss, c.series(famRatio, r.v, agent, host, mount, b.Kind, string(baseline.History), string(r.sig)))
 		}
 	}
 	if b.CohortRatio > 0 && b.CohortReference != "" {
-		ss = append(ss, c.series(famRatio, b.CohortRatio, host, mount, b.Kind, b.CohortReference, string(baseline.SignalMedian)))
+		ss = append(ss, c.series(famRatio, b.CohortRatio, agent, host, mount, b.Kind, b.CohortReference, string(baseline.SignalMedian)))
 	}
 	if b.Status == string(baseline.Degraded) {
 		sig := b.Signal
 		if sig == "" {
 			sig = string(baseline.SignalMedian)
 		}
-		ss = append(ss, c.series(famDegradedSince, seconds(b.Since), host, mount, b.Kind, b.Reference, sig))
+		ss = append(ss, c.series(famDegradedSince, seconds(b.Since), agent, host, mount, b.Kind, b.Reference, sig))
 	}
 	return ss
 }

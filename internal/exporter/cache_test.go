@@ -244,7 +244,7 @@ func TestCacheInvalidation(t *testing.T) {
 	if got := scrape(); !strings.Contains(got, `mount_point="/new"`) {
 		t.Fatalf("after ingest of /new: no /new in\n%s", got)
 	}
-	if got := scrape(); strings.Contains(got, `plumbline_probe_latency_seconds_count{host="db01.example.com",kind="random-read",mount_point="/new"}`) {
+	if got := scrape(); strings.Contains(got, `plumbline_probe_latency_seconds_count{agent_id="db01",host="db01.example.com",kind="random-read",mount_point="/new"}`) {
 		t.Fatal("latency of /new before any probe")
 	}
 
@@ -261,7 +261,7 @@ func TestCacheInvalidation(t *testing.T) {
 	if _, err := ev.Pass(ctx); err != nil {
 		t.Fatal(err)
 	}
-	const newCount = `plumbline_probe_latency_seconds_count{host="db01.example.com",kind="random-read",mount_point="/new"} 300`
+	const newCount = `plumbline_probe_latency_seconds_count{agent_id="db01",host="db01.example.com",kind="random-read",mount_point="/new"} 300`
 	if got := scrape(); !strings.Contains(got, newCount) {
 		t.Fatalf("after the evaluator pass: no %q in\n%s", newCount, got)
 	}
@@ -282,7 +282,7 @@ func TestCacheInvalidation(t *testing.T) {
 	if err := st.SaveBaselines(ctx, store.BaselineUpdate{States: changed}); err != nil {
 		t.Fatal(err)
 	}
-	const ratio = `plumbline_baseline_ratio{host="db02.example.com",kind="random-write",mount_point="/srv/pg",reference="history",signal="median"} 7.25`
+	const ratio = `plumbline_baseline_ratio{agent_id="db02",host="db02.example.com",kind="random-write",mount_point="/srv/pg",reference="history",signal="median"} 7.25`
 	if got := scrape(); strings.Contains(got, ratio) {
 		t.Log("unsignalled change already shown (the volumes were re-read)")
 	}
@@ -395,8 +395,8 @@ func TestIncrementalMatchesFresh(t *testing.T) {
 	check("after an evaluator pass")
 	got := get(t, c, "", "").Body.String()
 	for _, want := range []string{
-		`plumbline_probe_latency_seconds_count{host="db01.example.com",kind="random-read",mount_point="/new"} 300`,
-		`plumbline_probe_latency_seconds_count{host="db02b.example.com",kind="log-write",mount_point="/srv/pg"}`,
+		`plumbline_probe_latency_seconds_count{agent_id="db01",host="db01.example.com",kind="random-read",mount_point="/new"} 300`,
+		`plumbline_probe_latency_seconds_count{agent_id="db02",host="db02b.example.com",kind="log-write",mount_point="/srv/pg"}`,
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("no %q in\n%s", want, got)

@@ -29,6 +29,9 @@ const (
 	famAgentCertIssued
 	famAgentConflicts
 	famAgentLast
+	famAgentQuotaRefusals
+	famAgentRecordsRejected
+	famAgentStoredToday
 	famAgentUp
 	famDegradedSince
 	famRatio
@@ -54,7 +57,10 @@ const (
 	numFamilies
 )
 
-var volumeLabels = []string{"host", "mount_point"}
+// volumeLabels name a volume in every per-volume series: its agent (the
+// key: two agents reporting one host name never merge) and, as labels,
+// its host name and mount point.
+var volumeLabels = []string{"agent_id", "host", "mount_point"}
 
 func withVolume(extra ...string) []string {
 	return append(append([]string{}, volumeLabels...), extra...)
@@ -118,7 +124,13 @@ func newFamilies() [numFamilies]family {
 		[]string{"agent_id", "host"})
 	d(famAgentLast, "agent_last_report_timestamp_seconds", gauge, "When the agent last registered or sent a report (Unix time).",
 		[]string{"agent_id", "host"})
-	d(famAgentUp, "agent_up", gauge, "1 when the agent reported within the stale threshold, else 0.",
+	d(famAgentQuotaRefusals, "agent_quota_refusals_total", counter, "Report batches of the agent refused because it was over its storage quota (grpc.quota.max_bytes_per_day) or its record-rate quota (grpc.quota.records_per_second): nothing of them was stored, and the agent keeps them in its spool and sends them again. Present only for agents with at least one.",
+		[]string{"agent_id", "host"})
+	d(famAgentRecordsRejected, "agent_records_rejected_total", counter, "Records of the agent the server refused as invalid (the agent logs each reason; the server keeps only the sequence and a short reason). Present only for agents with at least one.",
+		[]string{"agent_id", "host"})
+	d(famAgentStoredToday, "agent_stored_today_bytes", gauge, "What the agent's records stored today (UTC day) cost against its storage quota (grpc.quota.max_bytes_per_day): the records, rejection reasons and 128 bytes a row. Present only for agents that stored something today.",
+		[]string{"agent_id", "host"})
+	d(famAgentUp, "agent_up", gauge, "1 while the agent is connected to a server replica or reported within the down threshold (agents.down_after), else 0: an idle agent (no probe schedule, a maintenance window) is up while its connection is open.",
 		[]string{"agent_id", "host"})
 	d(famVolumes, "volumes", gauge, "Present volumes by verdict and profile.",
 		[]string{"verdict", "profile"})

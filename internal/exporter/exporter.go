@@ -27,7 +27,8 @@
 // in shard 0, the fleet-wide and agent series. Such a scrape reads and
 // encodes again only its own volumes' baselines.
 //
-// Every per-volume metric carries host and mount_point. With default
+// Every per-volume metric carries agent_id, host and mount_point: a volume
+// is its agent's (host names are labels, never keys). With default
 // settings a volume costs at most 29 series in a Prometheus that ingests
 // native histograms (a latency histogram is one series there) and 53 in
 // one that ingests classic histograms (the coarse set: 9 series a
@@ -69,8 +70,8 @@ type Options struct {
 	// CoarseClassicBuckets(); empty: none (+Inf, _sum and _count only).
 	// ClassicBucketsNamed gives the named sets.
 	ClassicBuckets []float64
-	// AgentStaleAfter is how long after its last report an agent counts as
-	// down (default 5m).
+	// AgentStaleAfter is how long after its last report and its last noted
+	// connection (store.Agent.Alive) an agent counts as down (default 5m).
 	AgentStaleAfter time.Duration
 	// RecordCountsEvery bounds how often the records table is counted for
 	// plumbline_ingest_records_total (default 1m).

@@ -184,7 +184,7 @@ func TestShardsPartitionExposition(t *testing.T) {
 	}
 	for _, v := range vols {
 		shard := int(ShardOf(v.AgentID, v.MountPoint) % 7)
-		info := fmt.Sprintf(`plumbline_volume_last_probe_timestamp_seconds{host=%q,mount_point=%q}`, v.Hostname, v.MountPoint)
+		info := fmt.Sprintf(`plumbline_volume_last_probe_timestamp_seconds{agent_id=%q,host=%q,mount_point=%q}`, v.AgentID, v.Hostname, v.MountPoint)
 		if !strings.Contains(string(pages[7].text[shard]), info) {
 			t.Errorf("%s:%s is not in shard %d of 7", v.AgentID, v.MountPoint, shard)
 		}
@@ -309,30 +309,37 @@ func TestShardBadParameters(t *testing.T) {
 	}
 }
 
-// TestShardOfTakenOverSeries: two agents report one hostname, and the
-// series of the one shown (the first by agent id) pass to the other when
-// its volume goes. The series keep their labels but move to the other
-// volume's shard: both shards' cached bodies must follow.
-func TestShardOfTakenOverSeries(t *testing.T) {
+// TestAgentsOfOneHostnameApart: three agents report host name vm, each
+// with /: three volumes, each with its own series (agent_id keys them,
+// host is a label) in its own agent's shard; one agent's failing probes
+// are a series of its volume; when one agent's / goes, only its series go.
+func TestAgentsOfOneHostnameApart(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st := openStore(t)
-	fleet := []host{
-		{id: "dbA", hostname: "db.example.com", lastSeen: epoch, volumes: []*plumblinev1.Volume{nvmeVolume("/data")}},
-		{id: "dbB", hostname: "db.example.com", lastSeen: epoch, volumes: []*plumblinev1.Volume{nvmeVolume("/data")}},
+	ids := []string{"vmA", "vmB", "vmC"}
+	var fleet []host
+	for _, id := range ids {
+		fleet = append(fleet, host{id: id, hostname: "vm", lastSeen: epoch, volumes: []*plumblinev1.Volume{nvmeVolume("/")}})
 	}
 	seed(t, st, fleet)
-	// A shard count that puts the two /data apart, neither in shard 0 (the
-	// agents' series change there) nor where dbA's new /other goes: so
-	// nothing else drops their cached bodies.
-	var n, from, to int
-	for n = 3; ; n++ {
-		from, to = int(ShardOf("dbA", "/data")%uint64(n)), int(ShardOf("dbB", "/data")%uint64(n))
-		other := int(ShardOf("dbA", "/other") % uint64(n))
-		if from != to && from != 0 && to != 0 && other != from && other != to {
-			break
-		}
+	hw, err := st.HighWater(ctx, "vmB", "")
+	if err != nil {
+		t.Fatal(err)
 	}
+	if _, err := st.AppendBatch(ctx, "vmB", []store.Record{{Sequence: hw + 1, Kind: store.KindProbe, ProducedAt: epoch,
+		Probe: &store.ProbeResult{MountPoint: "/", Device: "nvme0n1", Kind: "random-read", BlockSizeBytes: 8 * kib, QueueDepth: 1,
+			StartedAt: epoch, Skipped: true, StoppedReason: "refused", Failure: "free space below the floor", Histogram: runHistogram(t, 0, 0)}}}); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := evaluator.New(st, evaluator.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ev.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const n = 8
 	srv := listen(t, st)
 	shard := func(i int) string {
 		code, body := scrapeURL(t, fmt.Sprintf("%s/metrics?shard=%d&shards=%d", srv.URL, i, n), "")
@@ -341,24 +348,38 @@ func TestShardOfTakenOverSeries(t *testing.T) {
 		}
 		return string(body)
 	}
-	const info = `mount_point="/data",profile=`
-	if !strings.Contains(shard(from), info) || strings.Contains(shard(to), info) {
-		t.Fatalf("dbA's /data is not in shard %d of %d alone", from, n)
+	info := func(id string) string {
+		return fmt.Sprintf(`plumbline_volume_info{agent_id=%q,cluster="4096",data_offset_bytes="",device="/dev/nvme0n1p1",fs="xfs",host="vm",media="nvme",mount_point="/",`, id)
 	}
-	// dbA's /data goes: dbB's, with the same labels, is shown instead.
-	hw, err := st.HighWater(ctx, "dbA", "")
+	_, whole := scrapeURL(t, srv.URL+"/metrics", "")
+	if got := strings.Count(string(whole), `plumbline_volume_info{`); got != len(ids) {
+		t.Errorf("%d plumbline_volume_info series, want %d (one per agent):\n%s", got, len(ids), whole)
+	}
+	for _, id := range ids {
+		if i := int(ShardOf(id, "/") % n); !strings.Contains(shard(i), info(id)) {
+			t.Errorf("%s's / is not in its shard %d of %d", id, i, n)
+		}
+	}
+	const failing = `plumbline_probe_failing_since_timestamp_seconds{agent_id="vmB",host="vm",kind="random-read",mount_point="/",reason="refused"}`
+	if !strings.Contains(string(whole), failing) {
+		t.Errorf("no %s in\n%s", failing, whole)
+	}
+	// vmA's / goes (its snapshot lists /other instead): vmB's and vmC's stay.
+	hw, err = st.HighWater(ctx, "vmA", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.AppendBatch(ctx, "dbA", []store.Record{{Sequence: hw + 1, Kind: store.KindGeometry, ProducedAt: epoch,
+	if _, err := st.AppendBatch(ctx, "vmA", []store.Record{{Sequence: hw + 1, Kind: store.KindGeometry, ProducedAt: epoch,
 		Volumes: []store.Volume{storeVolume(t, nvmeVolume("/other"))}}}); err != nil {
 		t.Fatal(err)
 	}
-	if got := shard(to); !strings.Contains(got, info) {
-		t.Errorf("dbB's /data is not in its shard %d of %d:\n%s", to, n, got)
+	if got := shard(int(ShardOf("vmA", "/") % n)); strings.Contains(got, info("vmA")) {
+		t.Errorf("vmA's gone / is still shown:\n%s", got)
 	}
-	if got := shard(from); strings.Contains(got, info) {
-		t.Errorf("dbA's gone /data is still in shard %d of %d:\n%s", from, n, got)
+	for _, id := range ids[1:] {
+		if got := shard(int(ShardOf(id, "/") % n)); !strings.Contains(got, info(id)) {
+			t.Errorf("%s's / is gone with vmA's:\n%s", id, got)
+		}
 	}
 }
 

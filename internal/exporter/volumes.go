@@ -29,14 +29,8 @@ type volPart struct {
 func (c *Collector) buildVolumes() {
 	type fleetKey struct{ verdict, profile string }
 	fleet := map[fleetKey]int{}
-	seen := make(map[[2]string]bool, len(c.vols))
 	c.present = make(map[volKey]presentVol, len(c.vols))
-	for _, v := range c.vols {
-		id := [2]string{v.Hostname, v.MountPoint}
-		if seen[id] {
-			continue // two agents with one hostname: the first (by agent id) is shown
-		}
-		seen[id] = true
+	for _, v := range c.vols { // every agent's volumes: agent_id keys the series, host is a label
 		k := volKey{v.AgentID, v.MountPoint}
 		p := c.volParts[k]
 		if p == nil {
@@ -80,30 +74,30 @@ func sameVolume(a, b store.Volume) bool {
 }
 
 func (c *Collector) volumeSeries(v store.Volume, f *volumeFacts) []*series {
-	host, mount := v.Hostname, v.MountPoint
-	ss := []*series{c.series(famVolInfo, 1, host, mount, v.Device, v.FSType, f.raidLevel,
+	agent, host, mount := v.AgentID, v.Hostname, v.MountPoint
+	ss := []*series{c.series(famVolInfo, 1, agent, host, mount, v.Device, v.FSType, f.raidLevel,
 		strconv.FormatUint(v.StripeUnitBytes, 10), optUint(v.DataOffsetBytes), f.cluster, f.media, f.profile, v.Verdict)}
 	for i, size := range c.ioSizes {
 		if s, ok := f.split[size]; ok {
-			ss = append(ss, c.series(famVolSplit, s, host, mount, c.ioSizeNames[i]))
+			ss = append(ss, c.series(famVolSplit, s, agent, host, mount, c.ioSizeNames[i]))
 		}
 	}
 	for i, size := range c.ioSizes {
 		if g, ok := f.granularity[size]; ok {
-			ss = append(ss, c.series(famVolGranSplit, g, host, mount, c.ioSizeNames[i]))
+			ss = append(ss, c.series(famVolGranSplit, g, agent, host, mount, c.ioSizeNames[i]))
 		}
 	}
 	if f.splitCost != nil {
-		ss = append(ss, c.series(famVolMeasuredCost, *f.splitCost, host, mount))
+		ss = append(ss, c.series(famVolMeasuredCost, *f.splitCost, agent, host, mount))
 	}
 	if f.confidence > 0 {
-		ss = append(ss, c.series(famVolStripeConfidence, f.confidence, host, mount, f.stripeSource))
+		ss = append(ss, c.series(famVolStripeConfidence, f.confidence, agent, host, mount, f.stripeSource))
 	}
 	for _, fd := range f.findings {
-		ss = append(ss, c.series(famVolFinding, 1, host, mount, fd[0], fd[1]))
+		ss = append(ss, c.series(famVolFinding, 1, agent, host, mount, fd[0], fd[1]))
 	}
 	for _, r := range f.raids {
-		ss = append(ss, c.series(famVolRAIDMissing, float64(r.missing), host, mount, r.device))
+		ss = append(ss, c.series(famVolRAIDMissing, float64(r.missing), agent, host, mount, r.device))
 	}
 	return ss
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/plumbline/plumbline/internal/labels"
 )
 
 func TestParseMountInfoLine(t *testing.T) {
@@ -275,7 +277,9 @@ func FuzzParseSysfsValue(f *testing.F) {
 			t.Fatalf("parseSysfsUintPair(%q) = %d (one value) but parseSysfsUint fails: %v", b, cur, nerr)
 		}
 		parseSysfsInt(b)
-		parseSysfsString(b)
+		if s, err := parseSysfsString(b); err == nil && labels.CheckText(s) != nil {
+			t.Fatalf("parseSysfsString(%q) = %q, which the server refuses as not printable", b, s)
+		}
 		parseDevNumber(string(b))
 		if ue := parseUevent(b); len(ue) > maxUeventKeys {
 			t.Fatalf("parseUevent kept %d keys, more than %d", len(ue), maxUeventKeys)
@@ -324,4 +328,19 @@ func FuzzParseLVMMetadata(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A sysfs string the server would refuse (a control or bidi character in
+// a disk's model) is an unknown value with its reason, not a value that
+// gets the whole geometry snapshot rejected.
+func TestParseSysfsStringPrintable(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{"Samsung SSD\x1b[2J\n", "disk\u202egpj\n", "tab\there\n"} {
+		if s, err := parseSysfsString([]byte(in)); err == nil {
+			t.Errorf("parseSysfsString(%q) = %q, want an error", in, s)
+		}
+	}
+	if s, err := parseSysfsString([]byte("  Samsung SSD 870 EVO 1TB \n")); err != nil || s != "Samsung SSD 870 EVO 1TB" {
+		t.Errorf("parseSysfsString(model) = %q, %v", s, err)
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/plumbline/plumbline/internal/labels"
 )
 
 // errEmpty is returned for a sysfs file that holds nothing.
@@ -84,6 +86,12 @@ func parseSysfsString(b []byte) (string, error) {
 	}
 	if strings.ContainsAny(s, "\n\x00") {
 		return "", fmt.Errorf("value %q spans more than one line", s)
+	}
+	// The server refuses a record holding text that is not printable
+	// (labels.CheckText): such a value is unknown here, with the reason,
+	// rather than the whole snapshot refused there.
+	if err := labels.CheckText(s); err != nil {
+		return "", fmt.Errorf("value %w", err)
 	}
 	return s, nil
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plumbline/plumbline/internal/store"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -46,5 +47,38 @@ func BenchmarkValidateReport(b *testing.B) {
 		if _, err := ValidateReport(req, Limits{}, testNow); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkRejectedFlood is one certificate sending batches of 800
+// records that are all rejected (each with 4 KiB the server refuses), the
+// quotas off: stored-bytes/record is what one rejected record costs in
+// the records table (sequence, short reason, row), records/s how fast one
+// connection can send them. The database grows at most their product,
+// until the agent's storage quota (grpc.quota.max_bytes_per_day) stops it.
+func BenchmarkRejectedFlood(b *testing.B) {
+	for _, e := range engines {
+		b.Run(e.Name, func(b *testing.B) {
+			dsn := e.DSN(b)
+			env := startServer(b, dsn, newPKI(b), Options{RatePerSecond: -1, Quota: Quota{MaxBytesPerDay: -1, RecordsPerSecond: -1}})
+			c := env.agent(b, "flood")
+			hello(b, c, "flood")
+			next := uint64(1)
+			b.ResetTimer()
+			start := time.Now()
+			for range b.N {
+				if _, err := c.Report(ctxT(b), &plumblinev1.ReportRequest{AgentId: "flood", Records: badRecords(next, 800)}); err != nil {
+					b.Fatal(err)
+				}
+				next += 800
+			}
+			elapsed := time.Since(start)
+			b.StopTimer()
+			rows := dbRows(b, dsn, `SELECT COALESCE(SUM(LENGTH(payload) + LENGTH(reason)), 0) FROM records WHERE agent_id = ?`, "flood")
+			var size float64
+			fmt.Sscan(rows[0][0], &size)
+			b.ReportMetric(size/float64(b.N*800)+float64(store.RowCost), "stored-bytes/record")
+			b.ReportMetric(float64(b.N*800)/elapsed.Seconds(), "records/s")
+		})
 	}
 }

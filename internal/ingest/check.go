@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/plumbline/plumbline/internal/labels"
 	"github.com/plumbline/plumbline/internal/wire"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
@@ -52,9 +53,11 @@ func discardUnknown(m protoreflect.Message, depth int) {
 	})
 }
 
-// checkGeneric walks a message: every string at most MaxStringBytes, every
+// checkGeneric walks a message: every string at most MaxStringBytes of
+// printable text (labels.CheckText: no control or bidi characters), every
 // list and map at most MaxListLen (volumes and layers have their own
-// limits), every double finite. An error names the field by its path from
+// limits), every double finite. The walk is by reflection, so a field
+// added to a message later is checked without being named here. An error names the field by its path from
 // where ("record.probe.latency.buckets[3]: ...").
 //
 // The path is built only for an error, from the failing field outwards
@@ -130,9 +133,11 @@ func checkMessage(m protoreflect.Message, lim Limits, depth int) *fieldError {
 				break
 			}
 			mp.Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
-				if s, ok := k.Interface().(string); ok && len(s) > lim.MaxStringBytes {
-					err = fieldErrorf("key of %d bytes: want at most %d", len(s), lim.MaxStringBytes)
-					return false
+				if s, ok := k.Interface().(string); ok {
+					if err = checkString(s, lim); err != nil {
+						err.msg = "key of " + err.msg
+						return false
+					}
 				}
 				if err = checkValue(fd.MapValue(), mv, lim, depth); err != nil {
 					err.at(fmt.Sprintf("[%v]", k.Interface()))
@@ -163,15 +168,24 @@ func checked(fd protoreflect.FieldDescriptor) bool {
 func checkValue(fd protoreflect.FieldDescriptor, v protoreflect.Value, lim Limits, depth int) *fieldError {
 	switch fd.Kind() {
 	case protoreflect.StringKind:
-		if n := len(v.String()); n > lim.MaxStringBytes {
-			return fieldErrorf("%d bytes: want at most %d", n, lim.MaxStringBytes)
-		}
+		return checkString(v.String(), lim)
 	case protoreflect.DoubleKind, protoreflect.FloatKind:
 		if f := v.Float(); math.IsNaN(f) || math.IsInf(f, 0) {
 			return fieldErrorf("%v: want a finite number", f)
 		}
 	case protoreflect.MessageKind, protoreflect.GroupKind:
 		return checkMessage(v.Message(), lim, depth+1)
+	}
+	return nil
+}
+
+// checkString: at most MaxStringBytes of printable text.
+func checkString(s string, lim Limits) *fieldError {
+	if n := len(s); n > lim.MaxStringBytes {
+		return fieldErrorf("%d bytes: want at most %d", n, lim.MaxStringBytes)
+	}
+	if err := labels.CheckText(s); err != nil {
+		return &fieldError{msg: "text " + err.Error()}
 	}
 	return nil
 }

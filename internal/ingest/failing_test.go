@@ -140,7 +140,7 @@ func TestNotRunValidation(t *testing.T) {
 		{"failure on a completed run", func(p *plumblinev1.ProbeResult) { p.StoppedReason, p.Skipped = "", false }, "failure set with stopped_reason"},
 		{"refused with operations", func(p *plumblinev1.ProbeResult) { p.Ops, p.Skipped = 1, false }, "never started"},
 		{"failure too long", func(p *plumblinev1.ProbeResult) { p.Failure = strings.Repeat("x", 1025) }, "at most 1024"},
-		{"failure with an escape", func(p *plumblinev1.ProbeResult) { p.Failure = "\x1b[2J" }, "control characters"},
+		{"failure with an escape", func(p *plumblinev1.ProbeResult) { p.Failure = "\x1b[2J" }, "control character"},
 		{"unknown reason", func(p *plumblinev1.ProbeResult) { p.StoppedReason = "nope" }, `stopped_reason "nope"`},
 	}
 	for i, tt := range tests {

@@ -69,7 +69,7 @@ func FuzzValidateReport(f *testing.F) {
 			if i > 0 && r.Sequence <= b.Records[i-1].Sequence {
 				t.Fatalf("record %d: sequence %d not ascending", i, r.Sequence)
 			}
-			if len(r.Payload) == 0 && proto.Size(req.GetRecords()[i]) > 0 {
+			if len(r.Payload) == 0 && r.Kind != store.KindRejected && proto.Size(req.GetRecords()[i]) > 0 {
 				t.Fatalf("record %d: no payload", i)
 			}
 			var stored plumblinev1.Record
@@ -87,8 +87,8 @@ func FuzzValidateReport(f *testing.F) {
 				if r.Reason == "" || len(r.Reason) > MaxReasonBytes {
 					t.Fatalf("record %d rejected with a reason of %d bytes: want 1 to %d", i, len(r.Reason), MaxReasonBytes)
 				}
-				if len(r.Payload) > MaxRejectedPayloadBytes {
-					t.Fatalf("record %d rejected, %d payload bytes stored: want at most %d", i, len(r.Payload), MaxRejectedPayloadBytes)
+				if len(r.Payload) != 0 || len(r.Reason) > MaxStoredReasonBytes {
+					t.Fatalf("record %d rejected, %d payload bytes and %d reason bytes stored: want none and at most %d", i, len(r.Payload), len(r.Reason), MaxStoredReasonBytes)
 				}
 			case store.KindProbe:
 				p := r.Probe

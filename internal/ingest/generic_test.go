@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/plumbline/plumbline/internal/labels"
 	"github.com/plumbline/plumbline/internal/wire"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
@@ -56,6 +57,10 @@ func refCheckGeneric(m protoreflect.Message, where string, lim Limits, depth int
 					err = fmt.Errorf("%s: key of %d bytes: want at most %d", name, len(s), lim.MaxStringBytes)
 					return false
 				}
+				if s, ok := k.Interface().(string); ok && labels.CheckText(s) != nil {
+					err = fmt.Errorf("%s: key of text %v", name, labels.CheckText(s))
+					return false
+				}
 				err = refCheckValue(fd.MapValue(), mv, fmt.Sprintf("%s[%v]", name, k.Interface()), lim, depth)
 				return err == nil
 			})
@@ -72,6 +77,9 @@ func refCheckValue(fd protoreflect.FieldDescriptor, v protoreflect.Value, name s
 	case protoreflect.StringKind:
 		if n := len(v.String()); n > lim.MaxStringBytes {
 			return fmt.Errorf("%s: %d bytes: want at most %d", name, n, lim.MaxStringBytes)
+		}
+		if err := labels.CheckText(v.String()); err != nil {
+			return fmt.Errorf("%s: text %v", name, err)
 		}
 	case protoreflect.DoubleKind, protoreflect.FloatKind:
 		if f := v.Float(); math.IsNaN(f) || math.IsInf(f, 0) {
@@ -135,6 +143,22 @@ func genericCases() map[string]*plumblinev1.Record {
 	})
 	mod("NaN map value", geo(11), func(r *plumblinev1.Record) {
 		r.GetGeometry().GetInventory().GetVolumes()[0].Alignment = &plumblinev1.Alignment{SplitFraction: map[uint32]float64{8192: math.NaN()}}
+	})
+	// Text that rewrites a terminal, CSV viewer or browser, in any
+	// string field: a field added later is walked the same way.
+	mod("ESC in a layer model", geo(13), func(r *plumblinev1.Record) {
+		r.GetGeometry().GetInventory().GetVolumes()[0].GetLayers()[2].Model = "SSD\x1b[2J"
+	})
+	mod("CR LF in busy_guard", probeRecord(14), func(r *plumblinev1.Record) { r.GetProbe().BusyGuard = "unavailable: x\r\nFAKE" })
+	mod("NUL in a layer model", geo(15), func(r *plumblinev1.Record) {
+		r.GetGeometry().GetInventory().GetVolumes()[1].GetLayers()[0].Model = "a\x00b"
+	})
+	mod("bidi override in a device", probeRecord(16), func(r *plumblinev1.Record) { r.GetProbe().Device = "sd\u202eb" })
+	mod("C1 control in a map key", geo(17), func(r *plumblinev1.Record) {
+		r.GetGeometry().GetInventory().GetVolumes()[0].Filesystem = &plumblinev1.Filesystem{Type: "xfs", Sources: map[string]string{"a\u009b": "sysfs"}}
+	})
+	mod("bidi isolate in a map value", geo(18), func(r *plumblinev1.Record) {
+		r.GetGeometry().GetInventory().GetVolumes()[1].GetLayers()[0].Sources = map[string]string{"x": "\u2066sysfs"}
 	})
 	nested := &plumblinev1.Record{Sequence: 12, Payload: &plumblinev1.Record_Geometry{Geometry: &plumblinev1.GeometrySnapshot{}}}
 	cases["good empty geometry"] = nested

@@ -27,6 +27,9 @@ func TestHelloRefusesControlCharacters(t *testing.T) {
 		{"nul", &plumblinev1.Host{Hostname: "db1", MachineId: "m\x00"}, "1.0", "host.machine_id"},
 		{"os", &plumblinev1.Host{Hostname: "db1", Os: "linux\n"}, "1.0", "host.os"},
 		{"agent version", &plumblinev1.Host{Hostname: "db1"}, "1.0\u009b31m", "agent_version"},
+		{"bidi override", &plumblinev1.Host{Hostname: "db1\u202egpj.exe"}, "1.0", "host.hostname"},
+		{"bidi isolate", &plumblinev1.Host{Hostname: "db1", Os: "linux\u2067"}, "1.0", "host.os"},
+		{"right-to-left mark", &plumblinev1.Host{Hostname: "db1", Kernel: "6.1\u200f"}, "1.0", "host.kernel"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := c.Hello(ctxT(t), &plumblinev1.HelloRequest{AgentId: "db1", Host: tc.host, AgentVersion: tc.ver})

@@ -188,6 +188,13 @@ const (
 	DefaultMaxPendingReports         = 64
 	DefaultBusyRetryAfter            = time.Second
 	DefaultMessageReadTimeout        = 30 * time.Second
+	// DefaultRenewRatePerSecond and DefaultRenewBurst bound each
+	// identity's renewals, DefaultAddressRatePerSecond and
+	// DefaultAddressBurst each source address's enrollment calls.
+	DefaultRenewRatePerSecond   = 0.1
+	DefaultRenewBurst           = 10
+	DefaultAddressRatePerSecond = 2
+	DefaultAddressBurst         = 40
 )
 
 func (o Options) admissionDefaults() Options {
@@ -210,16 +217,16 @@ func (o Options) admissionDefaults() Options {
 		o.MessageReadTimeout = 0
 	}
 	if o.RenewRatePerSecond == 0 {
-		o.RenewRatePerSecond = 0.1
+		o.RenewRatePerSecond = DefaultRenewRatePerSecond
 	}
 	if o.RenewBurst <= 0 {
-		o.RenewBurst = 10
+		o.RenewBurst = DefaultRenewBurst
 	}
 	if o.AddressRatePerSecond == 0 {
-		o.AddressRatePerSecond = 2
+		o.AddressRatePerSecond = DefaultAddressRatePerSecond
 	}
 	if o.AddressBurst <= 0 {
-		o.AddressBurst = 40
+		o.AddressBurst = DefaultAddressBurst
 	}
 	return o
 }

@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/plumbline/plumbline/internal/config"
+	"github.com/plumbline/plumbline/internal/labels"
 	"github.com/plumbline/plumbline/internal/policy"
 	"github.com/plumbline/plumbline/internal/store"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
@@ -37,7 +37,7 @@ func (s *Service) agentPolicy(ctx context.Context, agent, hostname string, label
 	if s.opts.Policy == nil {
 		return nil, nil, nil
 	}
-	selection, err := s.selectionLabels(ctx, agent, labels)
+	selection, err := s.selectionLabels(ctx, agent, labels, true)
 	if err != nil {
 		return nil, nil, s.storeError(ctx, "policy", agent, err)
 	}
@@ -54,18 +54,24 @@ func (s *Service) agentPolicy(ctx context.Context, agent, hostname string, label
 // server keeps, over the labels the agent declares in its config. An
 // agent cannot claim another team's policy by declaring a label its token
 // fixed: on a key in both, the enrollment's value wins and the clash is
-// logged.
-func (s *Service) selectionLabels(ctx context.Context, agent string, declared map[string]string) (map[string]string, error) {
-	enrolled, err := s.store.AgentLabels(ctx, agent)
-	if err != nil || len(enrolled) == 0 {
+// logged (when log).
+//
+// Keys are compared canonical (labels.CanonicalKey): a token's "Role"
+// fixes an agent's "role".
+func (s *Service) selectionLabels(ctx context.Context, agent string, declared map[string]string, log bool) (map[string]string, error) {
+	declared = labels.Fold(declared)
+	stored, err := s.store.AgentLabels(ctx, agent)
+	if err != nil || len(stored) == 0 {
 		return declared, err
 	}
+	// Tokens issued before keys were stored canonical may hold "Role".
+	enrolled := labels.Fold(stored)
 	out := make(map[string]string, len(declared)+len(enrolled))
 	for k, v := range declared {
 		out[k] = v
 	}
 	for k, v := range enrolled {
-		if d, ok := declared[k]; ok && d != v {
+		if d, ok := declared[k]; ok && d != v && log {
 			s.opts.Logger.Warn("policy: the agent declares a label its enrollment fixed; the enrollment's value selects",
 				"agent", agent, "label", k, "declared", d, "enrolled", v)
 		}
@@ -83,6 +89,10 @@ func (s *Service) WatchPolicy(ctx context.Context, req *plumblinev1.WatchPolicyR
 	if err := checkWatchRequest(req); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
+	if err := checkGeneric(req.ProtoReflect(), "watch", s.opts.Limits.withDefaults(), 0); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	defer s.live.open(req.GetAgentId())() // connected while the call is open (liveness.go)
 	hostname := req.GetHostname()
 	if hostname == "" {
 		hostname = req.GetAgentId()
@@ -94,7 +104,7 @@ func (s *Service) WatchPolicy(ctx context.Context, req *plumblinev1.WatchPolicyR
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
-		pol, changed, err := s.agentPolicy(ctx, req.GetAgentId(), hostname, req.GetLabels(), req, s.opts.Now())
+		pol, changed, err := s.agentPolicy(ctx, req.GetAgentId(), hostname, labels.Fold(req.GetLabels()), req, s.opts.Now())
 		if err != nil {
 			return nil, err
 		}
@@ -120,7 +130,10 @@ func (s *Service) WatchPolicy(ctx context.Context, req *plumblinev1.WatchPolicyR
 }
 
 // PolicyReports is what the agents of host (host name or agent id) last
-// said of their policy: the policy API's policy.ReportLister.
+// said of their policy: the policy API's policy.ReportLister. Each
+// report's labels are the ones policy selects the agent by (its join
+// token's over its declared ones, selectionLabels), so the API resolves
+// the policy the agent gets.
 func (s *Service) PolicyReports(ctx context.Context, host string) ([]policy.Report, error) {
 	ps, err := s.store.AgentPolicies(ctx, host)
 	if err != nil {
@@ -128,7 +141,11 @@ func (s *Service) PolicyReports(ctx context.Context, host string) ([]policy.Repo
 	}
 	out := make([]policy.Report, len(ps))
 	for i, p := range ps {
-		out[i] = policy.Report{AgentID: p.AgentID, Hostname: p.Hostname, Labels: p.Labels, Effective: p.EffectiveConfig, AppliedDigest: p.AppliedDigest, At: p.ReportedAt}
+		labels, err := s.selectionLabels(ctx, p.AgentID, p.Labels, false)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = policy.Report{AgentID: p.AgentID, Hostname: p.Hostname, Labels: labels, Effective: p.EffectiveConfig, AppliedDigest: p.AppliedDigest, At: p.ReportedAt}
 	}
 	return out, nil
 }
@@ -138,7 +155,7 @@ func checkWatchRequest(req *plumblinev1.WatchPolicyRequest) error {
 	if err := checkHostField(req.GetHostname()); err != nil {
 		return fmt.Errorf("hostname: %w", err)
 	}
-	if err := config.CheckLabels(req.GetLabels()); err != nil {
+	if err := labels.Check(req.GetLabels()); err != nil {
 		return fmt.Errorf("labels: %w", err)
 	}
 	if n := len(req.GetEffectiveConfigYaml()); n > MaxEffectiveConfigBytes {

@@ -1,6 +1,9 @@
 package ingest
 
 import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -71,7 +74,9 @@ func TestPolicyHelloAndWatch(t *testing.T) {
 		req  *plumblinev1.WatchPolicyRequest
 		want string
 	}{
-		{"bad label key", &plumblinev1.WatchPolicyRequest{AgentId: "db1", Labels: map[string]string{"Role": "x"}}, "labels"},
+		{"bad label key", &plumblinev1.WatchPolicyRequest{AgentId: "db1", Labels: map[string]string{"-role": "x"}}, "labels"},
+		{"bidi control in a value", &plumblinev1.WatchPolicyRequest{AgentId: "db1", Labels: map[string]string{"role": "\u202edb"}}, "labels"},
+		{"keys differing only in case", &plumblinev1.WatchPolicyRequest{AgentId: "db1", Labels: map[string]string{"Role": "a", "role": "b"}}, "case-insensitive"},
 		{"control character in a value", &plumblinev1.WatchPolicyRequest{AgentId: "db1", Labels: map[string]string{"role": "a\x1b"}}, "labels"},
 		{"effective config too large", &plumblinev1.WatchPolicyRequest{AgentId: "db1", EffectiveConfigYaml: make([]byte, MaxEffectiveConfigBytes+1)}, "effective_config_yaml"},
 		{"digest length", &plumblinev1.WatchPolicyRequest{AgentId: "db1", PolicyDigest: []byte{1}}, "policy_digest"},
@@ -144,5 +149,92 @@ func TestPolicyEnrollmentLabels(t *testing.T) {
 	}
 	if p := hello(nil); len(p.GetConfigYaml()) != 0 {
 		t.Errorf("enrolled team=payments, nothing declared: policy %q, want none (tier=gold is missing)", p.GetConfigYaml())
+	}
+}
+
+// The policy API resolves an enrolled agent's policy with the labels its
+// join token gave it, as Hello and WatchPolicy do: an agent that runs the
+// policy its token's label selects, declaring no label itself, is in
+// sync, and the API names that policy.
+func TestPolicyAPIEnrollmentLabels(t *testing.T) {
+	t.Parallel()
+	src := policy.NewSource([]policy.Entry{windowEntry("pg-nightly", "postgres")})
+	e := startServer(t, sqliteDSN(t), newPKI(t), Options{Policy: src})
+	ctx := ctxT(t)
+	if err := e.store.CreateJoinToken(ctx, store.JoinToken{ID: "tok", SecretHash: "h", Labels: map[string]string{"role": "postgres"},
+		MaxUses: 1, Expires: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.EnrollAgent(ctx, store.Enrollment{TokenID: "tok", SecretHash: "h", AgentID: "db1", Serial: "01", NotAfter: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	c := e.agent(t, "db1")
+	h, err := c.Hello(ctx, &plumblinev1.HelloRequest{AgentId: "db1", Host: &plumblinev1.Host{Hostname: "db1"}, AgentVersion: "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := h.GetPolicy()
+	if !strings.Contains(string(p.GetConfigYaml()), "pg-nightly") {
+		t.Fatalf("Hello of an agent enrolled with role=postgres: policy %q, want pg-nightly", p.GetConfigYaml())
+	}
+	if _, err := c.WatchPolicy(ctx, &plumblinev1.WatchPolicyRequest{AgentId: "db1", Hostname: "db1", PolicyDigest: p.GetDigest(),
+		Wait: durationpb.New(time.Millisecond), EffectiveConfigYaml: []byte("probes: []\n")}); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(policy.Handler(src, e.svc.PolicyReports))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/api/v1/hosts/db1/policy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v policy.HostView
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /api/v1/hosts/db1/policy: %d %v", resp.StatusCode, err)
+	}
+	if len(v.Agents) != 1 {
+		t.Fatalf("policy view has %d agents, want 1: %+v", len(v.Agents), v)
+	}
+	a := v.Agents[0]
+	if !a.InSync || strings.Join(a.Central.Sources, ",") != "pg-nightly" || a.Labels["role"] != "postgres" {
+		t.Errorf("agent view: in_sync %v, central sources %v, labels %v; want true, [pg-nightly], role=postgres (its token's)", a.InSync, a.Central.Sources, a.Labels)
+	}
+}
+
+// Label keys are one grammar, case-insensitive: a token's "Role" fixes
+// the agent's "role" (the agent cannot claim another team's policy by
+// writing the key in another case), and a selector may name "Team" or
+// "k8s.io/zone".
+func TestPolicyLabelKeysOneGrammar(t *testing.T) {
+	t.Parallel()
+	src := policy.NewSource([]policy.Entry{windowEntry("pg-nightly", "postgres")})
+	e := startServer(t, sqliteDSN(t), newPKI(t), Options{Policy: src})
+	ctx := ctxT(t)
+	// Stored as a token issued before keys were stored canonical.
+	if err := e.store.CreateJoinToken(ctx, store.JoinToken{ID: "tok", SecretHash: "h", Labels: map[string]string{"Role": "mysql"},
+		MaxUses: 1, Expires: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.EnrollAgent(ctx, store.Enrollment{TokenID: "tok", SecretHash: "h", AgentID: "db1", Serial: "01", NotAfter: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	c := e.agent(t, "db1")
+	hello := func(labels map[string]string) string {
+		t.Helper()
+		h, err := c.Hello(ctx, &plumblinev1.HelloRequest{AgentId: "db1", Host: &plumblinev1.Host{Hostname: "db1"}, AgentVersion: "1", Labels: labels})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(h.GetPolicy().GetConfigYaml())
+	}
+	for _, declared := range []map[string]string{{"role": "postgres"}, {"ROLE": "postgres"}} {
+		if p := hello(declared); p != "" {
+			t.Errorf("token Role=mysql, agent declares %v: policy %q, want none (the token's key fixes the label in any case)", declared, p)
+		}
+	}
+	src.Update([]policy.Entry{{Name: "zone-a", Select: policy.Selector{Labels: map[string]string{"Team": "payments", "k8s.io/zone": "a"}},
+		Policy: policy.Fragment{MaintenanceWindows: []maintenance.Window{{Name: "zone-a", Schedule: "0 3 * * *", Duration: time.Hour}}}}})
+	if p := hello(map[string]string{"team": "payments", "K8s.io/Zone": "a"}); !strings.Contains(p, "zone-a") {
+		t.Errorf("selector Team=payments,k8s.io/zone=a, agent team=payments,K8s.io/Zone=a: policy %q, want the zone-a entry", p)
 	}
 }

@@ -22,10 +22,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
@@ -39,7 +36,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/plumbline/plumbline/internal/config"
+	"github.com/plumbline/plumbline/internal/labels"
 	"github.com/plumbline/plumbline/internal/policy"
 	"github.com/plumbline/plumbline/internal/store"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
@@ -65,6 +62,8 @@ const (
 // Options configure a Service. Zero values mean the defaults.
 type Options struct {
 	Limits Limits
+	// Quota bounds what each agent identity may send and store.
+	Quota Quota
 	// MaxRecvMsgSize bounds one incoming gRPC message (default 4 MiB); a
 	// bigger one is refused with ResourceExhausted before it is decoded.
 	MaxRecvMsgSize int
@@ -72,6 +71,12 @@ type Options struct {
 	// in HelloResponse (defaults 15m and 10s).
 	GeometryRefreshInterval time.Duration
 	ReportInterval          time.Duration
+	// AgentDownAfter is the down threshold (see liveness.go): how long an
+	// agent with no open connection and no report counts as up (default
+	// DefaultAgentDownAfter(ReportInterval)). The connected agents are
+	// noted every third of it, and the keepalive closes a dead connection
+	// within two thirds.
+	AgentDownAfter time.Duration
 	// RatePerSecond and RateBurst are each agent's token bucket of calls
 	// (Hello and Report); a call beyond it is refused with
 	// ResourceExhausted. RatePerSecond < 0 turns the limit off; 0 means
@@ -171,6 +176,9 @@ func (o Options) withDefaults() Options {
 	if o.ReportInterval <= 0 {
 		o.ReportInterval = 10 * time.Second
 	}
+	if o.AgentDownAfter <= 0 {
+		o.AgentDownAfter = DefaultAgentDownAfter(o.ReportInterval)
+	}
 	if o.RatePerSecond == 0 {
 		o.RatePerSecond = 20
 	}
@@ -186,6 +194,7 @@ func (o Options) withDefaults() Options {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	o.Quota = o.Quota.withDefaults(o.Limits)
 	return o
 }
 
@@ -193,13 +202,16 @@ func (o Options) withDefaults() Options {
 type Service struct {
 	plumblinev1.UnimplementedAgentServiceServer
 
-	store *store.Store
-	opts  Options
-	lim   *limiters
-	// conflictLog rate-limits the identity-conflict log line per agent.
-	conflictLog logLimiter
+	store   *store.Store
+	opts    Options
+	lim     *limiters
+	records *limiters // each agent's record-rate quota (nil: off)
+	// conflictLog: one identity-conflict log line per agent per episode.
+	conflictLog episodeLog
 	adm         *admission
 	codec       *sizeCodec
+	// live counts the open WatchPolicy calls of each agent (liveness.go).
+	live connections
 }
 
 // New returns a Service storing into st.
@@ -208,6 +220,9 @@ func New(st *store.Store, opts Options) *Service {
 	s := &Service{store: st, opts: opts}
 	if opts.RatePerSecond > 0 {
 		s.lim = newLimiters(rate.Limit(opts.RatePerSecond), opts.RateBurst, opts.Now)
+	}
+	if opts.Quota.RecordsPerSecond > 0 {
+		s.records = newLimiters(rate.Limit(opts.Quota.RecordsPerSecond), opts.Quota.RecordBurst, opts.Now)
 	}
 	var lim [rateFamilies]*limiters
 	lim[rateAgent] = s.lim
@@ -248,7 +263,7 @@ func NewGRPCServer(svc *Service, tlsConfig *tls.Config) (*grpc.Server, *health.S
 		grpc.ForceServerCodecV2(svc.codec),
 		grpc.ChainUnaryInterceptor(svc.unaryInterceptor),
 		grpc.ChainStreamInterceptor(svc.streamInterceptor),
-		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 2 * time.Minute, Timeout: 20 * time.Second}),
+		grpc.KeepaliveParams(svc.opts.keepaliveParams()),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 20 * time.Second, PermitWithoutStream: true}),
 		// Memory per connected agent (bench/RESULTS-fleet.md): an agent
 		// holds its connection open and calls once per report interval, so
@@ -269,9 +284,9 @@ func NewGRPCServer(svc *Service, tlsConfig *tls.Config) (*grpc.Server, *health.S
 		opts = append(opts, grpc.Creds(creds), grpc.ReadBufferSize(0))
 	}
 	gs := grpc.NewServer(opts...)
-	plumblinev1.RegisterAgentServiceServer(gs, svc)
+	RegisterService(gs, &plumblinev1.AgentService_ServiceDesc, svc)
 	hs := health.NewServer()
-	healthpb.RegisterHealthServer(gs, hs)
+	RegisterService(gs, &healthpb.Health_ServiceDesc, hs)
 	hs.SetServingStatus(plumblinev1.AgentService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	return gs, hs, nil
 }
@@ -423,8 +438,12 @@ func (s *Service) Hello(ctx context.Context, req *plumblinev1.HelloRequest) (*pl
 			return nil, status.Errorf(codes.InvalidArgument, "%s: %v", f.name, err)
 		}
 	}
-	if err := config.CheckLabels(req.GetLabels()); err != nil {
+	if err := labels.Check(req.GetLabels()); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "labels: %v", err)
+	}
+	// Every string, of the fields above and any added later: printable.
+	if err := checkGeneric(req.ProtoReflect(), "hello", s.opts.Limits.withDefaults(), 0); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	hostname := h.GetHostname()
 	if hostname == "" {
@@ -454,7 +473,7 @@ func (s *Service) Hello(ctx context.Context, req *plumblinev1.HelloRequest) (*pl
 	}
 	s.opts.Logger.Debug("hello", "agent", req.GetAgentId(), "incarnation", inc, "version", req.GetAgentVersion(), "high_water", st.HighWater)
 	digest, _ := hex.DecodeString(st.GeometryDigest) // written by the store from a checked digest
-	pol, _, err := s.agentPolicy(ctx, req.GetAgentId(), hostname, req.GetLabels(), nil, now)
+	pol, _, err := s.agentPolicy(ctx, req.GetAgentId(), hostname, labels.Fold(req.GetLabels()), nil, now)
 	if err != nil {
 		return nil, err
 	}
@@ -469,38 +488,19 @@ func (s *Service) Hello(ctx context.Context, req *plumblinev1.HelloRequest) (*pl
 	}, nil
 }
 
-// identityConflict says that two live agents share one identity: an
-// incarnation that a newer one (superseded by) had replaced spoke again.
-// The store counts it (the hosts API and the
-// plumbline_agent_identity_conflicts_total metric show it); the log says
-// it at most once per agent per conflictLogEvery.
-func (s *Service) identityConflict(agent, incarnation, current, op string) {
-	if !s.conflictLog.allow(agent, s.opts.Now()) {
-		return
-	}
-	s.opts.Logger.Error("two agents are reporting as one identity (two hosts sharing one certificate, or a copied spool): records of both are kept, but the host's geometry flips between them",
-		"agent", agent, "incarnation", incarnation, "other_incarnation", current, "call", op)
-}
-
 // maxHostFieldBytes bounds each host fact of a Hello.
 const maxHostFieldBytes = 256
 
 // checkHostField accepts the host facts of a Hello: at most
-// maxHostFieldBytes of valid UTF-8 without control characters. They are
+// maxHostFieldBytes of printable text (labels.CheckText). They are
 // printed on operators' terminals (`server inventory list`) and in CSV
-// files, where ESC, CR or NUL would rewrite what the operator sees.
+// files, where ESC, CR, NUL or a bidi override would rewrite what the
+// operator sees.
 func checkHostField(v string) error {
 	if len(v) > maxHostFieldBytes {
 		return fmt.Errorf("%d bytes: want at most %d", len(v), maxHostFieldBytes)
 	}
-	if !utf8.ValidString(v) {
-		return fmt.Errorf("%q is not valid UTF-8", v)
-	}
-	if i := strings.IndexFunc(v, unicode.IsControl); i >= 0 {
-		r, _ := utf8.DecodeRuneInString(v[i:])
-		return fmt.Errorf("%q: control character %U at byte %d: want printable text", v, r, i)
-	}
-	return nil
+	return labels.CheckText(v)
 }
 
 // Report validates a batch, stores it atomically and acknowledges it.
@@ -512,6 +512,9 @@ func (s *Service) Report(ctx context.Context, req *plumblinev1.ReportRequest) (*
 	if err := CheckIncarnation(inc); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
+	if err := s.checkRecordRate(ctx, agent, len(req.GetRecords())); err != nil {
+		return nil, err
+	}
 	b, err := ValidateReport(req, s.opts.Limits, s.opts.Now())
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
@@ -521,9 +524,12 @@ func (s *Service) Report(ctx context.Context, req *plumblinev1.ReportRequest) (*
 	}
 	// One commit for first_sequence and the records (grouped with other
 	// agents' batches on SQLite): nothing is acknowledged before it.
-	res, err := s.store.AppendBatchFrom(ctx, agent, inc, b.FirstSequence, b.Records)
+	res, err := s.store.AppendBatchQuota(ctx, agent, inc, b.FirstSequence, b.Records, s.opts.Quota.storeQuota())
 	if err != nil {
 		return nil, s.storeError(ctx, "report", agent, err)
+	}
+	if res.QuotaRefused {
+		return nil, s.storageQuotaError(agent, len(b.Records))
 	}
 	s.rejudgeScanned(ctx, agent, b, res)
 	if res.IdentityConflict {
@@ -556,36 +562,4 @@ func (s *Service) storeError(ctx context.Context, op, agent string, err error) e
 	}
 	s.opts.Logger.Error("store", "op", op, "agent", agent, "err", err)
 	return status.Error(codes.Unavailable, fmt.Sprintf("%s: store unavailable; retry later", op))
-}
-
-// conflictLogEvery is the least time between two identity-conflict log
-// lines of one agent.
-const conflictLogEvery = time.Minute
-
-// logLimiter allows one log line per key per conflictLogEvery. Entries
-// older than that are dropped when the map grows, so it stays bounded by
-// the keys of the last minute.
-type logLimiter struct {
-	mu   sync.Mutex
-	last map[string]time.Time
-}
-
-func (l *logLimiter) allow(key string, now time.Time) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.last == nil {
-		l.last = map[string]time.Time{}
-	}
-	if t, ok := l.last[key]; ok && now.Sub(t) < conflictLogEvery {
-		return false
-	}
-	if len(l.last) >= 1024 {
-		for k, t := range l.last {
-			if now.Sub(t) >= conflictLogEvery {
-				delete(l.last, k)
-			}
-		}
-	}
-	l.last[key] = now
-	return true
 }

@@ -18,8 +18,8 @@ func unknownField(n int) []byte {
 
 // A record is stored with the fields the server knows, not as received:
 // unknown fields (at the top and deep inside) are not kept; a rejected
-// record keeps its reason and at most the first MaxRejectedPayloadBytes of
-// itself, not its whole payload.
+// record keeps a short reason (at most MaxStoredReasonBytes) and nothing
+// of its payload.
 func TestStoredRecordIsBounded(t *testing.T) {
 	t.Parallel()
 	forEachEngine(t, func(t *testing.T, dsn string) {
@@ -55,9 +55,9 @@ func TestStoredRecordIsBounded(t *testing.T) {
 		if got := rows[0][2]; got != string(want) {
 			t.Fatalf("stored probe record: %d bytes, want the %d bytes of its known fields", len(got), len(want))
 		}
-		if rows[1][1] != "rejected" || len(rows[1][2]) == 0 || len(rows[1][2]) > MaxRejectedPayloadBytes || !strings.Contains(rows[1][3], "mount_point") {
-			t.Fatalf("stored rejected record: kind %q, %d payload bytes, reason %.200q: want rejected, 1 to %d bytes, the reason",
-				rows[1][1], len(rows[1][2]), rows[1][3], MaxRejectedPayloadBytes)
+		if rows[1][1] != "rejected" || len(rows[1][2]) != 0 || len(rows[1][3]) > MaxStoredReasonBytes || !strings.Contains(rows[1][3], "mount_point") {
+			t.Fatalf("stored rejected record: kind %q, %d payload bytes, reason of %d bytes %.200q: want rejected, no payload, at most %d bytes of reason",
+				rows[1][1], len(rows[1][2]), len(rows[1][3]), rows[1][3], MaxStoredReasonBytes)
 		}
 	})
 }

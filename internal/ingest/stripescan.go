@@ -3,13 +3,12 @@ package ingest
 import (
 	"fmt"
 	"math/bits"
-	"strings"
-	"unicode"
 
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/plumbline/plumbline/internal/align"
 	"github.com/plumbline/plumbline/internal/store"
 	"github.com/plumbline/plumbline/internal/stripescan"
 	"github.com/plumbline/plumbline/internal/vocab"
@@ -31,6 +30,11 @@ func checkStripeScan(p *plumblinev1.ProbeResult) ([]byte, error) {
 		return nil, fmt.Errorf("stripe_scan set on a %s run: only %s runs carry one", p.GetKind(), vocab.StripeScan)
 	case p.GetSkipped():
 		return nil, fmt.Errorf("stripe_scan set on a skipped run")
+	case p.GetOps() == 0:
+		return nil, fmt.Errorf("stripe_scan set on a run with ops 0: a scan answers from the reads it timed")
+	}
+	if err := checkScanRun(s, p); err != nil {
+		return nil, fmt.Errorf("stripe_scan: %w", err)
 	}
 	if err := checkScanAnswer(s); err != nil {
 		return nil, fmt.Errorf("stripe_scan: %w", err)
@@ -76,11 +80,46 @@ func checkScanAnswer(s *plumblinev1.StripeScan) error {
 	if d := s.GetPlacementDevice(); !deviceName(d) {
 		return fmt.Errorf("placement_device %q: want a device name (sdb, md0, PhysicalDrive1)", d)
 	}
-	if strings.ContainsFunc(s.GetPlacementBasis()+s.GetReason(), unicode.IsControl) {
-		return fmt.Errorf("placement_basis or reason: want text without control characters")
+	return checkScanPlacement(s)
+}
+
+// checkScanRun checks the scan's counts against its run: no more reads
+// placed than the run's budget (or, without one, a stripe-scan's most).
+// The candidates' counts are checked against the completed ops by
+// checkScanCandidates.
+func checkScanRun(s *plumblinev1.StripeScan, p *plumblinev1.ProbeResult) error {
+	limit := uint64(vocab.StripeScanMaxOps)
+	if b := p.GetOpsBudget(); b > 0 {
+		limit = min(limit, b)
 	}
-	if s.GetPlacementOffsetBytes() > 1<<62 {
-		return fmt.Errorf("placement_offset_bytes %d: want at most 2^62", s.GetPlacementOffsetBytes())
+	if placed := uint64(s.GetPlaced()); placed > limit {
+		return fmt.Errorf("placed %d: more reads than the run's budget of %d", placed, limit)
+	}
+	if s.GetPlaced() == 0 {
+		return fmt.Errorf("placed 0 on a run with ops %d: the ops are the placed reads", p.GetOps())
+	}
+	if p.GetOps() > uint64(s.GetPlaced()) {
+		return fmt.Errorf("ops %d: more than the %d reads placed", p.GetOps(), s.GetPlaced())
+	}
+	return nil
+}
+
+// checkScanPlacement checks where the reads were placed: a basis of the
+// vocabulary (align.PlacementBases), an offset on a 512-byte sector
+// boundary when known and 0 when not.
+func checkScanPlacement(s *plumblinev1.StripeScan) error {
+	basis, known, off := s.GetPlacementBasis(), s.GetPlacementOffsetKnown(), s.GetPlacementOffsetBytes()
+	switch {
+	case known && basis != align.BasisStripedDevice && basis != align.BasisDisk:
+		return fmt.Errorf("placement_basis %q with a known offset: want %q or %q", truncateUTF8(basis, 80), align.BasisStripedDevice, align.BasisDisk)
+	case !known && !align.FileSystemDeviceBasis(basis):
+		return fmt.Errorf("placement_basis %q with an unknown offset: want %q", truncateUTF8(basis, 80), align.BasisFileSystemDevice)
+	case off > 1<<62:
+		return fmt.Errorf("placement_offset_bytes %d: want at most 2^62", off)
+	case known && off%512 != 0:
+		return fmt.Errorf("placement_offset_bytes %d: want a multiple of 512 (a sector)", off)
+	case !known && off != 0:
+		return fmt.Errorf("placement_offset_bytes %d with placement_offset_known false: want 0", off)
 	}
 	return nil
 }

@@ -89,8 +89,30 @@ func TestCheckStripeScan(t *testing.T) {
 		}, "want ascending powers of two"},
 		{"p-value above 1", func(p *plumblinev1.ProbeResult) { p.StripeScan.Candidates[2].AdjustedP = 2 }, "adjusted_p 2"},
 		{"hostile device", func(p *plumblinev1.ProbeResult) { p.StripeScan.PlacementDevice = "../../etc" }, "placement_device"},
-		{"control characters", func(p *plumblinev1.ProbeResult) { p.StripeScan.Reason = "a\x1b[31mb" }, "control characters"},
+		{"control characters", func(p *plumblinev1.ProbeResult) { p.StripeScan.Reason = "a\x1b[31mb" }, "control character U+001B"},
 		{"placed above the budget", func(p *plumblinev1.ProbeResult) { p.StripeScan.Placed = 1 << 20 }, "placed 1048576"},
+		{"placed above a small budget", func(p *plumblinev1.ProbeResult) { p.OpsBudget = 100; p.StripeScan.Placed = 2000 }, "placed 2000: more reads than the run's budget of 100"},
+		{"ops above the reads placed", func(p *plumblinev1.ProbeResult) { p.StripeScan.Placed = 10 }, "ops 100: more than the 10 reads placed"},
+		{"answer on a run without ops", func(p *plumblinev1.ProbeResult) {
+			p.Ops, p.Bytes, p.StoppedReason = 0, 0, "busy-during"
+			p.Latency = wire.HistogramToProto(nil)
+		}, "stripe_scan set on a run with ops 0"},
+		{"free-text basis", func(p *plumblinev1.ProbeResult) { p.StripeScan.PlacementBasis = "anything at all" }, `placement_basis "anything at all" with a known offset`},
+		{"file-system basis with a known offset", func(p *plumblinev1.ProbeResult) { p.StripeScan.PlacementBasis = "file system device" }, "with a known offset"},
+		{"unknown offset", func(p *plumblinev1.ProbeResult) {
+			p.StripeScan.PlacementBasis, p.StripeScan.PlacementOffsetKnown, p.StripeScan.PlacementOffsetBytes = "file system device", false, 0
+		}, ""},
+		{"unknown offset, earlier agent's words", func(p *plumblinev1.ProbeResult) {
+			p.StripeScan.PlacementBasis = "file system device (an offset below it is unknown: the answer is relative to it)"
+			p.StripeScan.PlacementOffsetKnown, p.StripeScan.PlacementOffsetBytes = false, 0
+		}, ""},
+		{"unknown offset with a basis of known ones", func(p *plumblinev1.ProbeResult) {
+			p.StripeScan.PlacementOffsetKnown, p.StripeScan.PlacementOffsetBytes = false, 0
+		}, "with an unknown offset"},
+		{"unknown offset that is not 0", func(p *plumblinev1.ProbeResult) {
+			p.StripeScan.PlacementBasis, p.StripeScan.PlacementOffsetKnown = "file system device", false
+		}, "placement_offset_known false: want 0"},
+		{"offset off a sector", func(p *plumblinev1.ProbeResult) { p.StripeScan.PlacementOffsetBytes = 32257 }, "want a multiple of 512"},
 		{"block size of another kind", func(p *plumblinev1.ProbeResult) { p.BlockSizeBytes, p.Bytes = 4096, 100*4096 }, "block_size_bytes 4096: want a power of two from 8192 to 8192"},
 		{"queue depth above the kind's", func(p *plumblinev1.ProbeResult) { p.QueueDepth = 4 }, "queue_depth 4: want 1 to 1 for stripe-scan"},
 		{"ops above the kind's budget", func(p *plumblinev1.ProbeResult) { p.Ops = 3000 }, "ops 3000: want at most 2000 for stripe-scan"},

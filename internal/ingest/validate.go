@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -141,11 +140,14 @@ func ValidateReport(req *plumblinev1.ReportRequest, lim Limits, now time.Time) (
 				Sequence:   r.GetSequence(),
 				Kind:       store.KindRejected,
 				ProducedAt: saneTime(r.GetProducedAt().AsTime(), now, lim),
-				// The reason and the start of the record, not all of it:
-				// a rejected record is kept to settle its sequence and to
-				// show what was wrong, and may be as large as a message.
-				Payload: slices.Clone(payload[:min(len(payload), MaxRejectedPayloadBytes)]),
-				Reason:  reason,
+				// The sequence and a short reason, nothing of the record:
+				// a rejected record is kept only to settle its sequence and
+				// to say what was wrong (the agent got the whole reason
+				// and logs it). An agent sending nothing but bad records
+				// costs MaxStoredReasonBytes and a row per record, within
+				// its storage quota.
+				Payload: []byte{},
+				Reason:  truncateUTF8(reason, MaxStoredReasonBytes),
 			})
 			b.Rejections = append(b.Rejections, &plumblinev1.Rejection{Sequence: r.GetSequence(), Reason: reason})
 			continue
@@ -156,9 +158,9 @@ func ValidateReport(req *plumblinev1.ReportRequest, lim Limits, now time.Time) (
 	return b, nil
 }
 
-// MaxRejectedPayloadBytes is how much of a rejected record is stored: the
-// first bytes of its serialised form (without unknown fields).
-const MaxRejectedPayloadBytes = 4 << 10
+// MaxStoredReasonBytes bounds the reason stored with a rejected record
+// (the agent is sent up to MaxReasonBytes).
+const MaxStoredReasonBytes = 256
 
 // MaxReasonBytes bounds a rejection reason (stored, logged and sent back).
 const MaxReasonBytes = 1 << 10

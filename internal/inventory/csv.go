@@ -51,7 +51,7 @@ func HostCSVColumns() []string { return slices.Clone(hostCSVColumns[:]) }
 
 var hostCSVColumns = [...]string{
 	"host", "agent_id", "os", "kernel", "agent_version", "first_seen", "last_seen", "volume_count", "misaligned_count",
-	"client_certificate_not_after",
+	"client_certificate_not_after", "stored_bytes_today", "records_rejected", "quota_refusals",
 }
 
 // csvBufferSize is how much CSV is gathered before it goes out (and is

@@ -53,6 +53,7 @@ const (
 var volumeFilters = [...]filter{
 	{param: "verdict", help: "alignment verdict", kind: enumParam, values: vocab.Verdicts, col: "verdict", op: store.OpEq},
 	{param: "host", help: "hostname, exact or a glob (* ?)", col: "hostname", op: store.OpMatch},
+	{param: "agent_id", help: "agent id, exact (several agents may report one host name)", col: "agent_id", op: store.OpEq},
 	{param: "mount_point", help: "mount point, exact or a glob", col: "mount_point", op: store.OpMatch},
 	{param: "fs", help: "file-system type (xfs, ext4, ntfs, ...)", col: "fs_type", op: store.OpEq},
 	{param: "raid_level", help: "RAID level", kind: enumParam, values: vocab.RAIDLevels, col: "raid_level", op: store.OpEq},

@@ -37,6 +37,14 @@ type Host struct {
 	// Volumes and Misaligned count its present volumes.
 	Volumes    int64 `json:"volume_count"`
 	Misaligned int64 `json:"misaligned_count"`
+	// StoredBytesToday is what the agent's records stored today (UTC)
+	// cost against its storage quota (grpc.quota.max_bytes_per_day);
+	// RecordsRejected counts the records the server refused as invalid;
+	// QuotaRefusals the batches refused for a quota (storage or record
+	// rate), which the agent keeps and sends again.
+	StoredBytesToday uint64 `json:"stored_bytes_today"`
+	RecordsRejected  uint64 `json:"records_rejected"`
+	QuotaRefusals    uint64 `json:"quota_refusals"`
 }
 
 func hostJSON(h *store.InventoryHost) Host {
@@ -45,6 +53,7 @@ func hostJSON(h *store.InventoryHost) Host {
 		AgentVersion: h.AgentVersion, FirstSeen: h.FirstSeen, LastSeen: h.LastSeen, HighWaterSequence: h.HighWater,
 		Incarnation: h.Incarnation, IdentityConflicts: h.IdentityConflicts,
 		Volumes: h.Volumes, Misaligned: h.Misaligned,
+		StoredBytesToday: h.StoredBytesOn(time.Now()), RecordsRejected: h.RecordsRejected, QuotaRefusals: h.QuotaRefusals,
 	}
 	if !h.IdentityConflictAt.IsZero() {
 		at := h.IdentityConflictAt
@@ -136,7 +145,8 @@ func (a *API) hosts(w http.ResponseWriter, r *http.Request) {
 
 func hostRow(h *store.InventoryHost) []string {
 	return []string{h.Hostname, h.ID, h.OS, h.Kernel, h.AgentVersion, timeCell(h.FirstSeen), timeCell(h.LastSeen),
-		strconv.FormatInt(h.Volumes, 10), strconv.FormatInt(h.Misaligned, 10), timeCell(h.CertNotAfter)}
+		strconv.FormatInt(h.Volumes, 10), strconv.FormatInt(h.Misaligned, 10), timeCell(h.CertNotAfter),
+		strconv.FormatUint(h.StoredBytesOn(time.Now()), 10), strconv.FormatUint(h.RecordsRejected, 10), strconv.FormatUint(h.QuotaRefusals, 10)}
 }
 
 // host is GET /api/v1/hosts/{host}: the agent with that id, else the

@@ -37,6 +37,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -105,9 +106,10 @@ type Options struct {
 
 // API serves the inventory. Build it with New.
 type API struct {
-	st   Store
-	opts Options
-	mux  *http.ServeMux
+	st     Store
+	opts   Options
+	mux    *http.ServeMux
+	routes []string // Routes
 	// proj is the read model; ownProj: New built it, Run runs its loop.
 	proj    *projection.Projection
 	ownProj bool
@@ -144,25 +146,37 @@ func New(st ProjectionStore, opts Options) *API {
 		a.ownProj = true
 	}
 	a.summaries.entries = map[string]*summaryEntry{}
-	a.mux.HandleFunc("/api/v1/volumes", a.auth(a.get(a.volumes)))
-	a.mux.HandleFunc("/api/v1/volumes/{id}", a.auth(a.get(a.volume)))
-	a.mux.HandleFunc("/api/v1/hosts", a.auth(a.get(a.hosts)))
-	a.mux.HandleFunc("/api/v1/hosts/{host}", a.auth(a.get(a.host)))
-	a.mux.HandleFunc("/api/v1/summary", a.auth(a.get(a.summary)))
-	a.mux.HandleFunc("/api/v1/openapi.yaml", a.auth(a.get(a.openapi)))
+	a.route("/api/v1/volumes", a.auth(a.get(a.volumes)))
+	a.route("/api/v1/volumes/{id}", a.auth(a.get(a.volume)))
+	a.route("/api/v1/hosts", a.auth(a.get(a.hosts)))
+	a.route("/api/v1/hosts/{host}", a.auth(a.get(a.host)))
+	a.route("/api/v1/summary", a.auth(a.get(a.summary)))
+	a.route("/api/v1/openapi.yaml", a.auth(a.get(a.openapi)))
 	a.mux.HandleFunc("/api/", a.auth(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no API endpoint %s", r.URL.Path))
 	}))
-	a.mux.HandleFunc("/healthz", a.get(func(w http.ResponseWriter, r *http.Request) {
+	a.route("/healthz", a.get(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	}))
-	a.mux.HandleFunc("/readyz", a.get(a.readyz))
-	a.mux.HandleFunc("/{$}", a.get(a.index))
+	a.route("/readyz", a.get(a.readyz))
+	a.route("/{$}", a.get(a.index))
 	a.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("not found: %s", r.URL.Path))
 	})
 	return a
 }
+
+// route serves pattern (GET and HEAD: every handler is wrapped in a.get)
+// and lists it in Routes.
+func (a *API) route(pattern string, h http.HandlerFunc) {
+	a.routes = append(a.routes, pattern)
+	a.mux.HandleFunc(pattern, h)
+}
+
+// Routes are the path patterns the API serves (net/http syntax; each
+// answers GET and HEAD, other methods 405), without the catch-alls that
+// answer 404: what api/openapi.yaml must describe.
+func (a *API) Routes() []string { return slices.Clone(a.routes) }
 
 // ServeHTTP implements http.Handler.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }

@@ -11,9 +11,11 @@ import (
 
 // Report is what one agent last told the server about its policy.
 type Report struct {
-	AgentID  string            `json:"agent_id"`
-	Hostname string            `json:"hostname"`
-	Labels   map[string]string `json:"labels"`
+	AgentID  string `json:"agent_id"`
+	Hostname string `json:"hostname"`
+	// Labels are the labels policy selects the agent by: those its join
+	// token gave it at enrollment over those it declares.
+	Labels map[string]string `json:"labels"`
 	// Effective is the agent's effective configuration (YAML) and
 	// AppliedDigest the central policy's digest it runs with (hex).
 	Effective     string    `json:"effective_config,omitempty"`

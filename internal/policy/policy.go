@@ -22,6 +22,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -30,6 +31,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/plumbline/plumbline/internal/config"
+	"github.com/plumbline/plumbline/internal/labels"
 	"github.com/plumbline/plumbline/internal/maintenance"
 	"github.com/plumbline/plumbline/internal/strictyaml"
 )
@@ -84,7 +86,9 @@ type Intervals struct {
 // Facts are what selectors match of one host.
 type Facts struct {
 	Hostname string
-	Labels   map[string]string
+	// Labels have canonical keys (labels.Canonical): a selector's keys
+	// match them in any case.
+	Labels map[string]string
 }
 
 // ErrInvalid wraps every validation error.
@@ -124,15 +128,21 @@ func (s Selector) Validate() error {
 			return fmt.Errorf("hosts[%d] %q: want a host name or glob (path.Match syntax)", i, g)
 		}
 	}
-	if len(s.Labels) > config.MaxLabels {
-		return fmt.Errorf("labels: %d, want at most %d", len(s.Labels), config.MaxLabels)
+	if len(s.Labels) > labels.MaxLabels {
+		return fmt.Errorf("labels: %d, want at most %d", len(s.Labels), labels.MaxLabels)
 	}
-	for k, g := range s.Labels {
-		if err := config.CheckLabelKey(k); err != nil {
+	seen := map[string]string{}
+	for _, k := range slices.Sorted(maps.Keys(s.Labels)) {
+		if err := labels.CheckKey(k); err != nil {
 			return fmt.Errorf("labels: %w", err)
 		}
-		if _, err := path.Match(g, ""); err != nil {
-			return fmt.Errorf("labels.%s %q: want a value or glob (path.Match syntax)", k, g)
+		if other, dup := seen[labels.CanonicalKey(k)]; dup {
+			return fmt.Errorf("labels: %q and %q: keys are case-insensitive, want one of them", other, k)
+		}
+		seen[labels.CanonicalKey(k)] = k
+		g := s.Labels[k]
+		if _, err := path.Match(g, ""); err != nil || labels.CheckText(g) != nil {
+			return fmt.Errorf("labels.%s %q: want a value or glob (path.Match syntax) of printable text", k, g)
 		}
 	}
 	return nil
@@ -144,7 +154,7 @@ func (s Selector) Matches(f Facts) bool {
 		return false
 	}
 	for k, g := range s.Labels {
-		v, ok := f.Labels[k]
+		v, ok := f.Labels[labels.CanonicalKey(k)]
 		if !ok {
 			return false
 		}
@@ -193,6 +203,7 @@ type Resolved struct {
 // Resolve merges the entries that match f by the precedence rule in the
 // package comment.
 func Resolve(entries []Entry, f Facts) (Resolved, error) {
+	f.Labels = labels.Fold(f.Labels)
 	var out Fragment
 	var r Resolved
 	enforce := map[string]bool{}

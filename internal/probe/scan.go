@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/plumbline/plumbline/internal/align"
 	"github.com/plumbline/plumbline/internal/stripescan"
 	"github.com/plumbline/plumbline/internal/vocab"
 )
@@ -68,7 +69,7 @@ func (s *StripeScanResult) withholdFresh() {
 func scanPlacement(pl Placement) Placement {
 	if !pl.Known {
 		pl.Offset = 0
-		pl.Basis = "file system device (an offset below it is unknown: the answer is relative to it)"
+		pl.Basis = align.BasisFileSystemDevice
 	}
 	return pl
 }

@@ -3,7 +3,8 @@
 // evaluator), in bounded batches with a pause between them, so that it
 // never holds PostgreSQL's row locks, or SQLite's write lock, for long.
 // What may be pruned (judged, synced, settled, not a volume's latest
-// geometry) is the store's rule (store.PruneBatch).
+// geometry) is the store's rule (store.PruneBatch); so is which spool
+// incarnation rows go after them (store.PruneIncarnations).
 package retention
 
 import (
@@ -21,6 +22,9 @@ import (
 // Store is the store's side of the pruning.
 type Store interface {
 	PruneBatch(ctx context.Context, cutoff time.Time, cur store.PruneCursor, limit int) (store.PruneStats, error)
+	// PruneIncarnations removes the spool incarnation rows the dedup no
+	// longer needs (store.pruneIncarnationsSQL states the rule).
+	PruneIncarnations(ctx context.Context, cutoff time.Time, limit int) (n int, done bool, err error)
 }
 
 // Defaults of Options.
@@ -55,6 +59,7 @@ type Pruner struct {
 	mu      sync.Mutex
 	records float64
 	probes  float64
+	incs    float64
 	lastRun time.Time // the last pass that completed
 	fails   float64
 }
@@ -124,12 +129,45 @@ func (p *Pruner) Pass(ctx context.Context) bool {
 			return false
 		}
 	}
+	incs, ok := p.pruneIncarnations(ctx, cutoff)
+	if !ok {
+		return false
+	}
 	p.mu.Lock()
 	p.lastRun = p.opts.Now()
 	p.mu.Unlock()
 	p.opts.Logger.Info("retention pass", "cutoff", cutoff.UTC().Format(time.RFC3339), "records", total.Records,
-		"probe_results", total.ProbeResults, "batches", batches, "duration", p.opts.Now().Sub(start).Round(time.Millisecond))
+		"probe_results", total.ProbeResults, "incarnations", incs, "batches", batches, "duration", p.opts.Now().Sub(start).Round(time.Millisecond))
 	return true
+}
+
+// pruneIncarnations removes, batch by batch after the records (whose
+// pruning lets their incarnations go), the incarnation rows the store's
+// rule lets go; false when a batch failed.
+func (p *Pruner) pruneIncarnations(ctx context.Context, cutoff time.Time) (int, bool) {
+	total := 0
+	for {
+		n, done, err := p.st.PruneIncarnations(ctx, cutoff, p.opts.Batch)
+		if err != nil {
+			p.mu.Lock()
+			p.fails++
+			p.mu.Unlock()
+			if ctx.Err() == nil {
+				p.opts.Logger.Error("retention pass failed", "err", err, "incarnations", total)
+			}
+			return total, false
+		}
+		total += n
+		p.mu.Lock()
+		p.incs += float64(n)
+		p.mu.Unlock()
+		if done {
+			return total, true
+		}
+		if ctxtime.Sleep(ctx, p.opts.Pause) != nil {
+			return total, false
+		}
+	}
 }
 
 func (p *Pruner) count(st store.PruneStats) {
@@ -161,6 +199,7 @@ func (p *Pruner) Collect(ch chan<- prometheus.Metric) {
 	defer p.mu.Unlock()
 	ch <- prometheus.MustNewConstMetric(prunedDesc, prometheus.CounterValue, p.records, "records")
 	ch <- prometheus.MustNewConstMetric(prunedDesc, prometheus.CounterValue, p.probes, "probe_results")
+	ch <- prometheus.MustNewConstMetric(prunedDesc, prometheus.CounterValue, p.incs, "agent_incarnations")
 	last := 0.0
 	if !p.lastRun.IsZero() {
 		last = float64(p.lastRun.UnixNano()) / 1e9

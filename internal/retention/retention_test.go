@@ -71,6 +71,7 @@ func TestPass(t *testing.T) {
 plumbline_server_retention_last_success_timestamp_seconds %g
 # HELP plumbline_server_retention_pruned_rows_total Rows this server replica pruned as older than store.retention, by table.
 # TYPE plumbline_server_retention_pruned_rows_total counter
+plumbline_server_retention_pruned_rows_total{table="agent_incarnations"} 0
 plumbline_server_retention_pruned_rows_total{table="probe_results"} 12
 plumbline_server_retention_pruned_rows_total{table="records"} 12
 `, float64(later.UnixNano())/1e9)
@@ -81,6 +82,51 @@ plumbline_server_retention_pruned_rows_total{table="records"} 12
 		res, err := st.AppendBatchFrom(ctx, "a1", "inc", 0, probes(1, 12))
 		if err != nil || len(res.Stored) != 0 || len(res.Duplicates) != 12 {
 			t.Errorf("replay after the pass = %+v, %v; want 12 duplicates, none stored", res, err)
+		}
+	})
+}
+
+// TestPassPrunesIncarnations: an agent starts three times (a spool
+// incarnation each); once the first run's records are pruned, a pass
+// removes the rows of the two past incarnations and keeps the current
+// one, counting them.
+func TestPassPrunesIncarnations(t *testing.T) {
+	pgtest.ForEachEngine(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		st := openStore(t, dsn)
+		if err := st.UpsertAgent(ctx, store.Agent{ID: "a1", Hostname: "a1.example", OS: "linux", Kernel: "6.1", AgentVersion: "0.1"}); err != nil {
+			t.Fatal(err)
+		}
+		for _, inc := range []string{"run-1", "run-2", "run-3"} {
+			if _, err := st.Hello(ctx, "a1", inc); err != nil {
+				t.Fatal(err)
+			}
+			if inc == "run-1" {
+				if _, err := st.AppendBatchFrom(ctx, "a1", inc, 0, probes(1, 3)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := st.SaveBaselines(ctx, store.BaselineUpdate{Watermarks: map[string]uint64{"a1": 3}}); err != nil {
+			t.Fatal(err)
+		}
+		later := time.Now().Add(48 * time.Hour)
+		p := New(st, Options{Retention: 24 * time.Hour, Batch: 1, Pause: time.Millisecond, Now: func() time.Time { return later }})
+		if !p.Pass(ctx) {
+			t.Fatal("Pass failed")
+		}
+		want := `
+# HELP plumbline_server_retention_pruned_rows_total Rows this server replica pruned as older than store.retention, by table.
+# TYPE plumbline_server_retention_pruned_rows_total counter
+plumbline_server_retention_pruned_rows_total{table="agent_incarnations"} 2
+plumbline_server_retention_pruned_rows_total{table="probe_results"} 3
+plumbline_server_retention_pruned_rows_total{table="records"} 3
+`
+		if err := testutil.CollectAndCompare(p, strings.NewReader(want), "plumbline_server_retention_pruned_rows_total"); err != nil {
+			t.Error(err)
+		}
+		if hw, err := st.HighWater(ctx, "a1", "run-1"); err != nil || hw != 0 {
+			t.Errorf("run-1's high water after the pass = %d, %v; want 0 (row removed)", hw, err)
 		}
 	})
 }

@@ -177,7 +177,8 @@ func assemble(st *store.Store, cfg config.Config, tokens []inventory.Token, tlsC
 		{Name: LoopRetention, Run: pruner.Run},
 	}
 	p.everywhere = []func(context.Context){
-		api.Run, // this replica's cached summaries
+		api.Run,           // this replica's cached summaries
+		svc.RunHeartbeats, // this replica's connected agents are up
 		func(ctx context.Context) { watchPolicies(ctx, cfg, pol, logger) }, // each replica serves its own configuration's policies
 	}
 	return p, nil
@@ -268,12 +269,19 @@ func webServer(st *store.Store, cfg config.Config, tokens []inventory.Token, api
 	if err != nil {
 		return nil, nil, err
 	}
-	web := http.NewServeMux()
-	web.Handle("GET /metrics", metrics)
-	web.Handle("GET /api/v1/hosts/{host}/policy", inventory.RequireToken(tokens, policyAPI))
-	web.Handle("GET /api/v1/policies", inventory.RequireToken(tokens, policyAPI))
-	web.Handle("/", api)
+	web := webRoutes(tokens, api, metrics, policyAPI)
 	return evals, &http.Server{Handler: web, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}, nil
+}
+
+// webRoutes is the web listener's router: /metrics, the policy API and
+// the inventory API (which serves /healthz, /readyz and the index too).
+func webRoutes(tokens []inventory.Token, api *inventory.API, metrics, policyAPI http.Handler) *webMux {
+	web := newWebMux(tokens)
+	web.handle("/metrics", true, metrics, http.MethodGet)
+	web.handle("/api/v1/hosts/{host}/policy", true, policyAPI, http.MethodGet)
+	web.handle("/api/v1/policies", true, policyAPI, http.MethodGet)
+	web.fallback(api)
+	return web
 }
 
 // watchPolicies re-reads the configuration file's policies until ctx
@@ -300,25 +308,41 @@ func grpcTLS(cfg config.Config, logger *slog.Logger) (*tls.Config, error) {
 // and the central policy it hands agents.
 func ingestOptions(cfg config.Config, logger *slog.Logger, pol *policy.Source) ingest.Options {
 	o := ingest.Options{
-		Policy:                  pol,
-		Limits:                  ingest.Limits{MaxBatchRecords: cfg.GRPC.MaxBatch},
-		MaxRecvMsgSize:          int(cfg.GRPC.MaxRecvSize),
-		MaxConcurrentStreams:    cfg.GRPC.MaxConcurrentStreams,
-		MaxInflightBytes:        int64(cfg.GRPC.MaxInflightBytes),
-		MaxAgentInflightBytes:   int64(cfg.GRPC.MaxAgentInflightBytes),
-		MaxPendingReports:       cfg.GRPC.MaxPendingReports,
-		MaxLongPolls:            cfg.GRPC.MaxLongPolls,
-		GeometryRefreshInterval: cfg.Agents.GeometryRefreshInterval,
-		ReportInterval:          cfg.Agents.ReportInterval,
-		RatePerSecond:           cfg.GRPC.RateLimit.CallsPerSecond,
-		RateBurst:               cfg.GRPC.RateLimit.Burst,
-		Insecure:                cfg.GRPC.Insecure,
-		Logger:                  logger,
+		Policy:                    pol,
+		Limits:                    ingest.Limits{MaxBatchRecords: cfg.GRPC.MaxBatch},
+		Quota:                     cfg.GRPC.Quota.Ingest(),
+		MaxRecvMsgSize:            int(cfg.GRPC.MaxRecvSize),
+		MaxConcurrentStreams:      cfg.GRPC.MaxConcurrentStreams,
+		MaxInflightBytes:          int64(cfg.GRPC.MaxInflightBytes),
+		MaxAgentInflightBytes:     int64(cfg.GRPC.MaxAgentInflightBytes),
+		MaxPendingReports:         cfg.GRPC.MaxPendingReports,
+		MaxLongPolls:              cfg.GRPC.MaxLongPolls,
+		MaxAnonymousInflightBytes: int64(cfg.GRPC.MaxAnonymousInflightBytes),
+		MessageReadTimeout:        cfg.GRPC.MessageReadTimeout,
+		RenewRatePerSecond:        offIfZero(cfg.Enrollment.RenewRateLimitPerAgent.CallsPerSecond),
+		RenewBurst:                cfg.Enrollment.RenewRateLimitPerAgent.Burst,
+		AddressRatePerSecond:      offIfZero(cfg.Enrollment.RateLimitPerAddress.CallsPerSecond),
+		AddressBurst:              cfg.Enrollment.RateLimitPerAddress.Burst,
+		GeometryRefreshInterval:   cfg.Agents.GeometryRefreshInterval,
+		ReportInterval:            cfg.Agents.ReportInterval,
+		AgentDownAfter:            cfg.Agents.DownThreshold(),
+		RatePerSecond:             cfg.GRPC.RateLimit.CallsPerSecond,
+		RateBurst:                 cfg.GRPC.RateLimit.Burst,
+		Insecure:                  cfg.GRPC.Insecure,
+		Logger:                    logger,
 	}
-	if o.RatePerSecond == 0 {
-		o.RatePerSecond = -1 // 0 in the config: off
-	}
+	o.RatePerSecond = offIfZero(o.RatePerSecond)
 	return o
+}
+
+// offIfZero is a rate of the configuration as ingest.Options takes it:
+// 0 in the configuration turns the limit off (ingest: < 0), where 0 in
+// ingest.Options means its default.
+func offIfZero(perSecond float64) float64 {
+	if perSecond == 0 {
+		return -1
+	}
+	return perSecond
 }
 
 // openStore opens the store and re-judges the stored volumes: stored
@@ -401,17 +425,13 @@ func orOff(addr string) string {
 // same bearer-token check as the inventory API (inventory.RequireToken:
 // any token of web.bearer_tokens or web.bearer_token_file).
 func metricsHandler(st *store.Store, evals *evaluators, own []prometheus.Collector, cfg config.Config, tokens []inventory.Token, logger *slog.Logger) (http.Handler, error) {
-	stale := 3 * cfg.Agents.ReportInterval
-	if stale < time.Minute {
-		stale = time.Minute
-	}
 	classic, err := exporter.ClassicBucketsNamed(cfg.Metrics.ClassicHistogramBuckets) // checked by Validate
 	if err != nil {
 		return nil, err
 	}
 	c, err := exporter.New(st, exporter.Options{
 		ClassicBuckets:  classic,
-		AgentStaleAfter: stale,
+		AgentStaleAfter: cfg.Agents.DownThreshold(),
 		Evaluator: func() exporter.EvaluatorStatus {
 			s := evals.status()
 			return exporter.EvaluatorStatus{LastSuccess: s.LastSuccess, Passes: s.Passes, Runs: s.Runs, Failures: s.Failures}

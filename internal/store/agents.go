@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -37,6 +38,34 @@ type Agent struct {
 	// certificate the agent presented at its last UpsertAgent (its Hello);
 	// zero when it had none (insecure mode) or is not known yet.
 	CertNotBefore, CertNotAfter time.Time
+	// ConnectedAt is when a server replica last noted the agent connected
+	// (MarkConnected); zero: never. Read only.
+	ConnectedAt time.Time
+	// QuotaDay is the UTC day QuotaDayBytes counts (zero: none yet): what
+	// the agent's records cost that day against its storage quota
+	// (store.Quota). RecordsRejected counts the records the server
+	// refused; QuotaRefusals the batches refused for a quota. Read only.
+	QuotaDay        time.Time
+	QuotaDayBytes   uint64
+	RecordsRejected uint64
+	QuotaRefusals   uint64
+}
+
+// Alive is when the agent was last known alive: its last report or the
+// last time a replica noted it connected, whichever is later.
+func (a Agent) Alive() time.Time {
+	if a.ConnectedAt.After(a.LastSeen) {
+		return a.ConnectedAt
+	}
+	return a.LastSeen
+}
+
+// StoredBytesOn is QuotaDayBytes when QuotaDay is t's UTC day, else 0.
+func (a Agent) StoredBytesOn(t time.Time) uint64 {
+	if a.QuotaDay.IsZero() || dayOf(a.QuotaDay) != dayOf(t) {
+		return 0
+	}
+	return a.QuotaDayBytes
 }
 
 // MaxIncarnationBytes bounds an incarnation id.
@@ -203,12 +232,16 @@ func (s *Store) ListHosts(ctx context.Context) ([]Agent, error) {
 // scanAgent scans a row of agentColumns (then extra).
 func scanAgent(row interface{ Scan(...any) error }, extra ...any) (Agent, error) {
 	var a Agent
-	var first, last, hw, conflicts, conflictNS, notBefore, notAfter int64
+	var first, last, hw, conflicts, conflictNS, notBefore, notAfter, connected, qDay, qBytes, rejected, refusals int64
 	dest := append([]any{&a.ID, &a.Hostname, &a.OS, &a.Kernel, &a.MachineID, &a.AgentVersion, &first, &last,
-		&hw, &a.Incarnation, &conflicts, &conflictNS, &notBefore, &notAfter}, extra...)
+		&hw, &a.Incarnation, &conflicts, &conflictNS, &notBefore, &notAfter, &connected, &qDay, &qBytes, &rejected, &refusals}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return Agent{}, err
 	}
+	if qDay > 0 {
+		a.QuotaDay = time.Unix(qDay*86400, 0).UTC()
+	}
+	a.QuotaDayBytes, a.RecordsRejected, a.QuotaRefusals = uint64(max(qBytes, 0)), uint64(max(rejected, 0)), uint64(max(refusals, 0))
 	a.FirstSeen, a.LastSeen, a.HighWater = fromUnixNano(first), fromUnixNano(last), uint64(hw)
 	a.IdentityConflicts = uint64(conflicts)
 	if conflictNS != 0 {
@@ -217,5 +250,33 @@ func scanAgent(row interface{ Scan(...any) error }, extra ...any) (Agent, error)
 	if notAfter != 0 {
 		a.CertNotBefore, a.CertNotAfter = fromUnixNano(notBefore), fromUnixNano(notAfter)
 	}
+	if connected != 0 {
+		a.ConnectedAt = fromUnixNano(connected)
+	}
 	return a, nil
+}
+
+// markConnectedChunk bounds the agent ids of one MarkConnected statement.
+const markConnectedChunk = 500
+
+// MarkConnected notes that the agents ids hold an open connection to this
+// replica at at: each one's ConnectedAt moves forward to at (never back,
+// as another replica may have noted a later time). Unknown ids are
+// ignored. One statement and transaction per 500 agents, in id order, so
+// no batch holds many agents' rows (which ingest locks) for long.
+func (s *Store) MarkConnected(ctx context.Context, ids []string, at time.Time) error {
+	ids = slices.Sorted(slices.Values(ids))
+	ns := unixNano(at)
+	for chunk := range slices.Chunk(ids, markConnectedChunk) {
+		args := make([]any, 0, len(chunk)+2)
+		args = append(args, ns, ns)
+		for _, id := range chunk {
+			args = append(args, id)
+		}
+		q := `UPDATE agents SET connected_ns = ? WHERE connected_ns < ? AND agent_id IN (` + placeholders(len(chunk)) + `)`
+		if _, err := s.db.ExecContext(ctx, s.q(q), args...); err != nil {
+			return fmt.Errorf("mark %d agents connected: %w", len(ids), err)
+		}
+	}
+	return nil
 }

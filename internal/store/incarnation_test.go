@@ -196,11 +196,21 @@ func TestIdentityConflict(t *testing.T) {
 			t.Errorf("after a spool reset: conflicts %d, incarnation %q; want 0, B", n, cur)
 		}
 		// A is alive after all: a second host with the same certificate.
+		// Each time the other one speaks is a conflict, and the one that
+		// spoke is the current incarnation.
 		report("A", 4, true)
-		hello("A", true)
+		hello("A", false) // A spoke last: no conflict
 		report("B", 2, true)
+		if n, cur := conflicts(); n != 2 || cur != "B" {
+			t.Errorf("two live agents: conflicts %d, incarnation %q; want 2, B", n, cur)
+		}
+		// B stops: A's next batch is the last conflict of the episode, not
+		// every batch after it.
+		report("A", 5, true)
+		report("A", 6, false)
+		report("A", 7, false)
 		if n, cur := conflicts(); n != 3 || cur != "A" {
-			t.Errorf("two live agents: conflicts %d, incarnation %q; want 3, A", n, cur)
+			t.Errorf("after the second agent stopped: conflicts %d, incarnation %q; want 3, A", n, cur)
 		}
 	})
 }

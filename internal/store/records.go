@@ -86,6 +86,10 @@ type AppendResult struct {
 	// one had superseded (see Agent.IdentityConflicts). It is stored all
 	// the same.
 	IdentityConflict bool
+	// QuotaRefused: the batch's new records would have taken the agent
+	// past its Quota; none was stored (Stored is empty) and the refusal
+	// is counted (Agent.QuotaRefusals).
+	QuotaRefused bool
 }
 
 // rowsPerInsert bounds one multi-row INSERT: 100 rows × at most 16
@@ -134,6 +138,13 @@ func (s *Store) AppendBatch(ctx context.Context, agentID string, records []Recor
 // and inventory marks refer to), in the batch's order: server sequences
 // follow arrival and have no gaps.
 func (s *Store) AppendBatchFrom(ctx context.Context, agentID, incarnation string, first uint64, records []Record) (AppendResult, error) {
+	return s.AppendBatchQuota(ctx, agentID, incarnation, first, records, Quota{})
+}
+
+// AppendBatchQuota is AppendBatchFrom within the agent's quota: a batch
+// whose new records would take the agent past q is not stored at all
+// (AppendResult.QuotaRefused; the high-water mark does not move).
+func (s *Store) AppendBatchQuota(ctx context.Context, agentID, incarnation string, first uint64, records []Record, q Quota) (AppendResult, error) {
 	if len(incarnation) > MaxIncarnationBytes {
 		return AppendResult{}, fmt.Errorf("append batch for %q: %w: incarnation of %d bytes", agentID, ErrInvalid, len(incarnation))
 	}
@@ -158,9 +169,15 @@ func (s *Store) AppendBatchFrom(ctx context.Context, agentID, incarnation string
 		if superseded(incarnation, existed, lk.incarnation) {
 			// A superseded incarnation is still sending: two agents on one
 			// identity. Its records are its own (no loss, no double count).
+			// It is the current incarnation again, as at a Hello: its next
+			// batch is no conflict unless the other one spoke since, so
+			// the count stops once the other agent has stopped.
 			res.IdentityConflict = true
 			if err := s.countConflict(ctx, tx, agentID); err != nil {
 				return err
+			}
+			if _, err := s.txExec(ctx, tx, s.q(`UPDATE agents SET incarnation = ? WHERE agent_id = ?`), incarnation, agentID); err != nil {
+				return fmt.Errorf("incarnation: %w", err)
 			}
 		}
 		start := cur
@@ -168,11 +185,11 @@ func (s *Store) AppendBatchFrom(ctx context.Context, agentID, incarnation string
 			start = first - 1
 		}
 		if len(recs) > 0 {
-			if err := s.storeBatch(ctx, tx, agentID, incarnation, lk.serverSeq, cur, recs, &res); err != nil {
+			if err := s.storeBatch(ctx, tx, agentID, incarnation, lk.serverSeq, cur, recs, q, &res); err != nil {
 				return err
 			}
 		}
-		if len(res.Stored) == 0 && start == cur {
+		if res.QuotaRefused || len(res.Stored) == 0 && start == cur {
 			res.HighWater = cur
 			return nil
 		}
@@ -191,7 +208,7 @@ func (s *Store) AppendBatchFrom(ctx context.Context, agentID, incarnation string
 // or below the incarnation's pruned_through is a duplicate without its row
 // (retention.go); only a batch reaching down to the high-water mark cur (a
 // replay) reads it.
-func (s *Store) storeBatch(ctx context.Context, tx *sql.Tx, agentID, incarnation string, serverSeq, cur uint64, recs []*Record, res *AppendResult) error {
+func (s *Store) storeBatch(ctx context.Context, tx *sql.Tx, agentID, incarnation string, serverSeq, cur uint64, recs []*Record, q Quota, res *AppendResult) error {
 	have, err := s.storedSequences(ctx, tx, agentID, incarnation, recs[0].Sequence, recs[len(recs)-1].Sequence)
 	if err != nil {
 		return err
@@ -214,6 +231,10 @@ func (s *Store) storeBatch(ctx context.Context, tx *sql.Tx, agentID, incarnation
 	}
 	if len(fresh) == 0 {
 		return nil
+	}
+	if ok, err := s.chargeQuota(ctx, tx, agentID, fresh, q); err != nil || !ok {
+		res.Stored, res.QuotaRefused = nil, !ok
+		return err
 	}
 	if err := s.insertRecords(ctx, tx, agentID, incarnation, fresh); err != nil {
 		return err
@@ -507,4 +528,5 @@ func (s *Store) insertProbes(ctx context.Context, tx *sql.Tx, agentID string, pr
 // agentColumns are an Agent's columns of agents a, in scanDest's order.
 const agentColumns = `a.agent_id, a.hostname, a.os, a.kernel, a.machine_id, a.agent_version, a.first_seen_ns, a.last_seen_ns,
     COALESCE((SELECT i.high_water FROM agent_incarnations i WHERE i.agent_id = a.agent_id AND i.incarnation = a.incarnation), 0),
-    a.incarnation, a.identity_conflicts, a.identity_conflict_ns, a.cert_not_before_ns, a.cert_not_after_ns`
+    a.incarnation, a.identity_conflicts, a.identity_conflict_ns, a.cert_not_before_ns, a.cert_not_after_ns, a.connected_ns,
+    a.quota_day, a.quota_day_bytes, a.records_rejected, a.quota_refusals`

@@ -190,3 +190,60 @@ func (s *Store) prunedThrough(ctx context.Context, tx *sql.Tx, agentID, incarnat
 	}
 	return uint64(seq), nil
 }
+
+// Incarnation rows. An agent starts a new spool incarnation at every
+// start, so agent_incarnations gains a row per agent start; retention
+// removes the rows the dedup no longer needs. The rule: a row goes when
+//
+//   - it is not the agent's current incarnation (agents.incarnation, the
+//     one that said Hello last) — and the agent has one: an agent that
+//     never said Hello with an incarnation keeps all its rows;
+//   - it is not the legacy, empty incarnation (an upgraded agent sends its
+//     older records with it after its new incarnation's Hello);
+//   - no record of it is stored any more (all pruned, or none ever was):
+//     records above its high_water are never pruned, so an incarnation
+//     with a gap still to fill keeps its row;
+//   - and it was last seen (Hello or report) before the retention cutoff.
+//
+// Why this keeps the replay dedup: an agent sends the records of its
+// spool oldest incarnation first, saying Hello with each before its
+// records, and never speaks with an incarnation again once a newer one
+// said Hello (internal/spool). So once the current incarnation is
+// another, the agent can no longer replay this one's records; the
+// last-seen condition adds the retention period as a margin: a second
+// agent sharing the identity, still reporting with it, keeps its row (and
+// its identity conflict counted), and so does a spool that, its ack file
+// damaged, resends acknowledged segments it had not deleted yet. Records within retention keep their
+// incarnation's row through the third condition.
+const pruneIncarnationsSQL = `DELETE FROM agent_incarnations
+WHERE last_seen_ns < ? AND incarnation <> '' AND (agent_id, incarnation) IN (
+  SELECT i.agent_id, i.incarnation FROM agent_incarnations i JOIN agents a ON a.agent_id = i.agent_id
+  WHERE a.incarnation <> '' AND i.incarnation <> '' AND i.incarnation <> a.incarnation AND i.last_seen_ns < ?
+    AND NOT EXISTS (SELECT 1 FROM records r WHERE r.agent_id = i.agent_id AND r.incarnation = i.incarnation)
+  ORDER BY i.agent_id, i.incarnation
+  LIMIT ?)
+AND incarnation <> (SELECT a.incarnation FROM agents a WHERE a.agent_id = agent_incarnations.agent_id)`
+
+// PruneIncarnations removes, in one transaction, up to limit incarnation
+// rows that the rule above lets go, last seen before cutoff; done when
+// fewer were removed (nothing more to prune now). A fenced ctx makes it
+// refuse with ErrFenced once another replica leads.
+func (s *Store) PruneIncarnations(ctx context.Context, cutoff time.Time, limit int) (n int, done bool, err error) {
+	if limit <= 0 {
+		return 0, false, fmt.Errorf("prune incarnations: %w: limit %d", ErrInvalid, limit)
+	}
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		c := unixNano(cutoff)
+		res, err := tx.ExecContext(ctx, s.q(pruneIncarnationsSQL), c, c, limit)
+		if err != nil {
+			return err
+		}
+		m, err := res.RowsAffected()
+		n = int(m)
+		return err
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("prune incarnations: %w", err)
+	}
+	return n, n < limit, nil
+}

@@ -167,6 +167,9 @@ func (s *Store) EnrollAgent(ctx context.Context, e Enrollment) (map[string]strin
 // claimAgentID records e.AgentID as enrolled: a new row, or a revoked
 // enrollment replaced.
 func (s *Store) claimAgentID(ctx context.Context, tx *sql.Tx, e Enrollment, labels string, now time.Time) error {
+	if err := s.checkReserved(ctx, tx, e.AgentID); err != nil {
+		return err
+	}
 	var revoked, notAfter int64
 	err := s.txQueryRow(ctx, tx, s.q(`SELECT revoked_ns, not_after_ns FROM enrolled_agents WHERE agent_id = ?`), e.AgentID).Scan(&revoked, &notAfter)
 	switch {

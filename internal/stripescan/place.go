@@ -245,3 +245,15 @@ func Classify(d int64) int {
 	}
 	return class
 }
+
+// MinOps is the fewest reads a run needs for Infer to test every
+// candidate: Shares gives each class at least MinPerClass reads.
+func MinOps() int {
+	for n := MinPerClass; n <= MaxOps; n++ {
+		inside, per := Shares(n)
+		if inside >= MinPerClass && slices.Min(per) >= MinPerClass {
+			return n
+		}
+	}
+	return MaxOps
+}

@@ -2,6 +2,7 @@ package stripescan
 
 import (
 	"errors"
+	"slices"
 	"testing"
 )
 
@@ -131,4 +132,20 @@ func FuzzPlace(f *testing.F) {
 			}
 		}
 	})
+}
+
+// MinOps is the fewest reads whose Shares give every class MinPerClass:
+// more than an agent schedule's default 50, within a run's budget.
+func TestMinOps(t *testing.T) {
+	n := MinOps()
+	enough := func(n int) bool {
+		inside, per := Shares(n)
+		return inside >= MinPerClass && slices.Min(per) >= MinPerClass
+	}
+	if !enough(n) || enough(n-1) {
+		t.Errorf("MinOps() = %d: Shares(%d) enough %v, Shares(%d) enough %v; want the least n that is", n, n, enough(n), n-1, enough(n-1))
+	}
+	if n <= 50 || n > MaxOps {
+		t.Errorf("MinOps() = %d, want above 50 and at most %d", n, MaxOps)
+	}
 }

@@ -45,6 +45,9 @@ type ProbeKindSpec struct {
 	Judged bool
 	// MaxOps bounds a run of this kind (0: MaxOps).
 	MaxOps uint64
+	// ScheduledOps is the op budget of a scheduled run of this kind when
+	// its schedule names no ops (0: the agent's schedule default, 50).
+	ScheduledOps uint64
 	// MinFileSize is the smallest probe file a run of this kind needs
 	// (0: no floor beyond the engine's).
 	MinFileSize uint64
@@ -69,7 +72,7 @@ var probeKinds = [...]ProbeKindSpec{
 	{Kind: RandomWrite, Reported: true, Probed: true, Default: true, Judged: true, MaxBlockSize: MaxBlockSize},
 	{Kind: LogWrite, Reported: true, Probed: true, Default: true, Judged: true, MaxBlockSize: MaxLogBlockSize, Synced: true},
 	{Kind: StripeScan, Reported: true, Probed: true, MinBlockSize: StripeScanBlockSize, MaxBlockSize: StripeScanBlockSize,
-		MaxQueueDepth: 1, MaxOps: StripeScanMaxOps, MinFileSize: StripeScanMinFileSize},
+		MaxQueueDepth: 1, MaxOps: StripeScanMaxOps, ScheduledOps: StripeScanMaxOps, MinFileSize: StripeScanMinFileSize},
 }
 
 // BlockSizes are the smallest and largest block size of a run of this

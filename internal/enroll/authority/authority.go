@@ -289,6 +289,7 @@ type Authority struct {
 	renewRL  *rate.Limiter
 	cache    *agentCache
 	revoked  *revokedRefusals
+	foreign  foreignIDs // ids reserved as another CA's (reserve.go)
 }
 
 // New is an Authority signing with ca over st.

@@ -124,6 +124,12 @@ type running struct {
 
 func startServer(t *testing.T, p *pki, dsn string, certTTL time.Duration) *running {
 	t.Helper()
+	return startServerWith(t, p, dsn, certTTL, func(*config.Config) {})
+}
+
+// startServerWith is startServer with tune's changes to the configuration.
+func startServerWith(t *testing.T, p *pki, dsn string, certTTL time.Duration, tune func(*config.Config)) *running {
+	t.Helper()
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
 	cfg.Store.DSN = dsn
@@ -132,6 +138,7 @@ func startServer(t *testing.T, p *pki, dsn string, certTTL time.Duration) *runni
 	cfg.Enrollment.CACertFile, cfg.Enrollment.CAKeyFile = p.interCert, p.interKey
 	cfg.Enrollment.CertTTL = certTTL
 	cfg.ShutdownTimeout = 5 * time.Second
+	tune(&cfg)
 	addrs := make(chan [2]string, 1)
 	r := running{log: &syncBuffer{}}
 	srv, err := server.New(cfg, slog.New(slog.NewTextHandler(r.log, nil)), server.Options{Ready: func(g, w string) { addrs <- [2]string{g, w} }})

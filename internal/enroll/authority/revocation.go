@@ -77,6 +77,7 @@ func (a *Authority) VerifyConnection(cs tls.ConnectionState) error {
 			return err
 		}
 	}
+	a.noteForeign(ctx, id, leaf)
 	return nil
 }
 

@@ -27,7 +27,7 @@ func PublicMethods() []string {
 
 // Register serves the enrollment service on gs.
 func (a *Authority) Register(gs *grpc.Server) {
-	plumblinev1.RegisterEnrollmentServiceServer(gs, a)
+	ingest.RegisterService(gs, &plumblinev1.EnrollmentService_ServiceDesc, a)
 }
 
 // GetTrustBundle answers with the CAs agents trust for this server.
@@ -86,6 +86,9 @@ func (a *Authority) enrollError(ctx context.Context, tokenID, agentID string, er
 		a.opts.Logger.Warn("enrollment refused", "token", tokenID, "agent", agentID, "reason", err, "peer", peerAddr(ctx))
 		return status.Errorf(codes.Unauthenticated, "join token %s: %v; ask for a new one (server token create)", tokenID, err)
 	case errors.Is(err, store.ErrAgentExists):
+		return status.Error(codes.AlreadyExists, err.Error())
+	case errors.Is(err, store.ErrAgentReserved):
+		a.opts.Logger.Warn("enrollment refused: the agent id is reserved", "token", tokenID, "agent", agentID, "peer", peerAddr(ctx))
 		return status.Error(codes.AlreadyExists, err.Error())
 	case ctx.Err() != nil:
 		return status.FromContextError(ctx.Err()).Err()
@@ -153,6 +156,13 @@ func peerAddr(ctx context.Context) string {
 	return ""
 }
 
+// notEnrolled refuses the renewal of an agent this server has no
+// enrollment record for. That is all the server knows: the certificate
+// may come from the operator's own PKI, from a --dev CA, or from an
+// enrollment whose record is gone.
 func notEnrolled(id string) error {
-	return status.Errorf(codes.FailedPrecondition, "agent %q was not enrolled by this server (its certificate comes from another CA): renew it there", id)
+	return status.Errorf(codes.FailedPrecondition,
+		"agent %q: this server has no enrollment record for this agent id, so it does not renew its certificate; "+
+			"either enroll the agent with a join token (`plumbline-server token create` here, then `plumbline-agent enroll --server ADDR --token-file FILE --ca-hash sha256:HEX --dir DIR` on its host) and it renews here, "+
+			"or keep its bring-your-own-PKI certificate and renew that out of band, with the CA that issued it", id)
 }

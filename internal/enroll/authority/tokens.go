@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/plumbline/plumbline/internal/enroll"
+	"github.com/plumbline/plumbline/internal/labels"
 	"github.com/plumbline/plumbline/internal/store"
 )
 
@@ -38,11 +39,14 @@ func CreateToken(ctx context.Context, st *store.Store, spec TokenSpec, now time.
 	case spec.Uses < 1 || spec.Uses > MaxTokenUses:
 		return enroll.Token{}, store.JoinToken{}, fmt.Errorf("--uses %d: want 1 to %d", spec.Uses, MaxTokenUses)
 	}
-	if err := enroll.CheckLabels(spec.Labels); err != nil {
+	// Keys are stored canonical (lower case): what a token fixes, an
+	// agent cannot declare otherwise by writing the key in another case.
+	lbls, err := labels.Canonical(spec.Labels)
+	if err != nil {
 		return enroll.Token{}, store.JoinToken{}, fmt.Errorf("--labels: %w", err)
 	}
 	tok := enroll.NewToken()
-	jt := store.JoinToken{ID: tok.ID, SecretHash: tok.SecretHash(), Labels: spec.Labels, MaxUses: spec.Uses, Created: now, Expires: now.Add(spec.TTL)}
+	jt := store.JoinToken{ID: tok.ID, SecretHash: tok.SecretHash(), Labels: lbls, MaxUses: spec.Uses, Created: now, Expires: now.Add(spec.TTL)}
 	if err := st.CreateJoinToken(ctx, jt); err != nil {
 		return enroll.Token{}, store.JoinToken{}, err
 	}

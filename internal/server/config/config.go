@@ -78,6 +78,37 @@ type GRPCConfig struct {
 	// WatchPolicy calls waiting at once.
 	MaxPendingReports int `yaml:"max_pending_reports"`
 	MaxLongPolls      int `yaml:"max_long_polls_per_agent"`
+	// MaxAnonymousInflightBytes bounds the bytes of messages held at once
+	// for callers without a certificate (enrollment), apart from agents'
+	// (at least max_recv_msg_size: ingest raises a smaller one).
+	MaxAnonymousInflightBytes bytesize.Size `yaml:"max_anonymous_inflight_bytes"`
+	// MessageReadTimeout bounds the time from a call's admission to its
+	// message being read: a late one gives its reservations back.
+	MessageReadTimeout time.Duration `yaml:"message_read_timeout"`
+	// Quota bounds what each agent identity may store and send.
+	Quota QuotaConfig `yaml:"quota"`
+}
+
+// QuotaConfig is grpc.quota: per agent identity, the bytes its records
+// may cost per UTC day and its token bucket of records (0: no bound).
+// A batch over either is refused with RESOURCE_EXHAUSTED, nothing of it
+// stored; the agent keeps it in its spool and retries.
+type QuotaConfig struct {
+	MaxBytesPerDay   bytesize.Size `yaml:"max_bytes_per_day"`
+	RecordsPerSecond float64       `yaml:"records_per_second"`
+	RecordBurst      int           `yaml:"record_burst"`
+}
+
+// Ingest is the quota as ingest.Options take it (0 there is the default,
+// so a bound turned off here is negative there).
+func (q QuotaConfig) Ingest() ingest.Quota {
+	off := func(v float64) float64 {
+		if v == 0 {
+			return -1
+		}
+		return v
+	}
+	return ingest.Quota{MaxBytesPerDay: int64(off(float64(q.MaxBytesPerDay))), RecordsPerSecond: off(q.RecordsPerSecond), RecordBurst: q.RecordBurst}
 }
 
 // TLSConfig names the server's certificate and the CA that signs agent
@@ -103,6 +134,11 @@ type EnrollmentConfig struct {
 	CertTTL time.Duration `yaml:"cert_ttl"`
 	// RateLimit bounds enrollment and renewal calls, server-wide.
 	RateLimit RateConfig `yaml:"rate_limit"`
+	// RateLimitPerAddress bounds each source address's enrollment calls
+	// (GetTrustBundle and Enroll together), RenewRateLimitPerAgent each
+	// identity's renewals; calls_per_second 0 turns one off.
+	RateLimitPerAddress    RateConfig `yaml:"rate_limit_per_address"`
+	RenewRateLimitPerAgent RateConfig `yaml:"renew_rate_limit_per_agent"`
 }
 
 // EnrollmentEnabled says whether the server enrolls agents.
@@ -154,10 +190,26 @@ type StoreConfig struct {
 	Retention time.Duration `yaml:"retention"`
 }
 
-// AgentConfig is what the server tells agents in HelloResponse.
+// AgentConfig is what the server tells agents in HelloResponse, and when
+// it counts one down.
 type AgentConfig struct {
 	GeometryRefreshInterval time.Duration `yaml:"geometry_refresh_interval"`
 	ReportInterval          time.Duration `yaml:"report_interval"`
+	// DownAfter is how long an agent with no open connection and no
+	// report counts as up (plumbline_agent_up); 0: 3 × report_interval,
+	// at least 1m (DownThreshold). A connected agent is up however idle
+	// it is: the server notes its open connections every third of this,
+	// and its keepalive closes a dead connection within two thirds.
+	DownAfter time.Duration `yaml:"down_after"`
+}
+
+// DownThreshold is DownAfter, or its default: 3 × ReportInterval, at
+// least a minute.
+func (c AgentConfig) DownThreshold() time.Duration {
+	if c.DownAfter > 0 {
+		return c.DownAfter
+	}
+	return max(3*c.ReportInterval, time.Minute)
 }
 
 // MetricsConfig shapes the /metrics exposition.
@@ -210,13 +262,22 @@ func Default() Config {
 			MaxInflightBytes:     ingest.DefaultMaxInflightBytes,
 			MaxPendingReports:    ingest.DefaultMaxPendingReports,
 			MaxLongPolls:         ingest.DefaultMaxLongPolls,
+			Quota: QuotaConfig{MaxBytesPerDay: ingest.DefaultMaxBytesPerDay,
+				RecordsPerSecond: ingest.DefaultRecordsPerSecond, RecordBurst: ingest.DefaultRecordBurst},
+
+			MaxAnonymousInflightBytes: ingest.DefaultMaxAnonymousInflightBytes,
+			MessageReadTimeout:        ingest.DefaultMessageReadTimeout,
 		},
-		Web:             WebConfig{ListenAddress: DefaultWebAddress},
-		Store:           StoreConfig{LeaseTTL: DefaultLeaseTTL, Retention: DefaultRetention},
-		Agents:          AgentConfig{GeometryRefreshInterval: 15 * time.Minute, ReportInterval: 10 * time.Second},
-		Log:             LogConfig{Level: "info", Format: "text"},
-		Metrics:         MetricsConfig{ClassicHistogramBuckets: exporter.ClassicCoarse},
-		Enrollment:      EnrollmentConfig{CertTTL: DefaultCertTTL, RateLimit: RateConfig{CallsPerSecond: 5, Burst: 50}},
+		Web:     WebConfig{ListenAddress: DefaultWebAddress},
+		Store:   StoreConfig{LeaseTTL: DefaultLeaseTTL, Retention: DefaultRetention},
+		Agents:  AgentConfig{GeometryRefreshInterval: 15 * time.Minute, ReportInterval: 10 * time.Second},
+		Log:     LogConfig{Level: "info", Format: "text"},
+		Metrics: MetricsConfig{ClassicHistogramBuckets: exporter.ClassicCoarse},
+		Enrollment: EnrollmentConfig{
+			CertTTL: DefaultCertTTL, RateLimit: RateConfig{CallsPerSecond: 5, Burst: 50},
+			RateLimitPerAddress:    RateConfig{CallsPerSecond: ingest.DefaultAddressRatePerSecond, Burst: ingest.DefaultAddressBurst},
+			RenewRateLimitPerAgent: RateConfig{CallsPerSecond: ingest.DefaultRenewRatePerSecond, Burst: ingest.DefaultRenewBurst},
+		},
 		ShutdownTimeout: DefaultShutdownTimeout,
 
 		PolicyReloadInterval: DefaultPolicyReloadInterval,
@@ -285,6 +346,12 @@ func (g GRPCConfig) validate() []error {
 	if g.MaxLongPolls < 0 {
 		bad("grpc.max_long_polls_per_agent %d: want 0 (the default, %d) or more", g.MaxLongPolls, ingest.DefaultMaxLongPolls)
 	}
+	if s := g.MaxAnonymousInflightBytes; s < MinAnonymousInflight || s > MaxAnonymousInflight {
+		bad("grpc.max_anonymous_inflight_bytes %s: want %s to %s (below grpc.max_recv_msg_size it counts as that)", s, bytesize.Size(MinAnonymousInflight), bytesize.Size(MaxAnonymousInflight))
+	}
+	if d := g.MessageReadTimeout; d < time.Second || d > 10*time.Minute {
+		bad("grpc.message_read_timeout %s: want 1s to 10m", d)
+	}
 	if g.MaxBatch < 1 || g.MaxBatch > 100_000 {
 		bad("grpc.max_batch_records %d: want 1 to 100000", g.MaxBatch)
 	}
@@ -293,6 +360,15 @@ func (g GRPCConfig) validate() []error {
 	}
 	if g.RateLimit.CallsPerSecond > 0 && g.RateLimit.Burst < 1 {
 		bad("grpc.rate_limit.burst %d: want at least 1", g.RateLimit.Burst)
+	}
+	if q := g.Quota; q.MaxBytesPerDay < 0 || q.MaxBytesPerDay > 0 && q.MaxBytesPerDay < 1<<20 {
+		bad("grpc.quota.max_bytes_per_day %s: want 0 (no bound) or at least 1MiB", q.MaxBytesPerDay)
+	}
+	if q := g.Quota; q.RecordsPerSecond < 0 {
+		bad("grpc.quota.records_per_second %v: want 0 (no bound) or more", q.RecordsPerSecond)
+	}
+	if q := g.Quota; q.RecordsPerSecond > 0 && q.RecordBurst < g.MaxBatch {
+		bad("grpc.quota.record_burst %d: want at least grpc.max_batch_records (%d), or no batch could pass", q.RecordBurst, g.MaxBatch)
 	}
 	return errs
 }
@@ -332,6 +408,9 @@ func (c Config) Validate() error {
 	}
 	if c.Agents.ReportInterval < time.Second {
 		bad("agents.report_interval %s: want at least 1s", c.Agents.ReportInterval)
+	}
+	if d := c.Agents.DownAfter; d != 0 && (d < 3*time.Second || d < 2*c.Agents.ReportInterval) {
+		bad("agents.down_after %s: want 0 (3 × report_interval, at least 1m) or at least 3s and twice report_interval", d)
 	}
 	names := map[string]bool{}
 	for i, tk := range c.Web.BearerTokens {
@@ -410,6 +489,28 @@ func (e EnrollmentConfig) validate(insecure bool) []error {
 	}
 	if e.RateLimit.CallsPerSecond <= 0 || e.RateLimit.Burst < 1 {
 		errs = append(errs, fmt.Errorf("enrollment.rate_limit: calls_per_second %v and burst %d: want both above 0", e.RateLimit.CallsPerSecond, e.RateLimit.Burst))
+	}
+	errs = append(errs, e.RateLimitPerAddress.validate("enrollment.rate_limit_per_address")...)
+	errs = append(errs, e.RenewRateLimitPerAgent.validate("enrollment.renew_rate_limit_per_agent")...)
+	return errs
+}
+
+// grpc.max_anonymous_inflight_bytes's range. The pool holds at least one
+// message: ingest raises a smaller one to grpc.max_recv_msg_size.
+const (
+	MinAnonymousInflight = 1 << 20
+	MaxAnonymousInflight = 1 << 30
+)
+
+// validate checks a per-caller token bucket named key: calls_per_second
+// 0 (off) to 1000, burst 1 to 100000 when on.
+func (r RateConfig) validate(key string) []error {
+	var errs []error
+	if c := r.CallsPerSecond; c < 0 || c > 1000 {
+		errs = append(errs, fmt.Errorf("%s.calls_per_second %v: want 0 (off) to 1000", key, c))
+	}
+	if r.CallsPerSecond > 0 && (r.Burst < 1 || r.Burst > 100_000) {
+		errs = append(errs, fmt.Errorf("%s.burst %d: want 1 to 100000", key, r.Burst))
 	}
 	return errs
 }

@@ -33,7 +33,8 @@ func TestExampleConfig(t *testing.T) {
 	for _, key := range []string{"data_dir:", "listen_address:", "cert_file:", "key_file:", "client_ca_file:", "insecure:", "max_recv_msg_size:",
 		"max_batch_records:", "calls_per_second:", "burst:", "bearer_token_file:", "bearer_tokens:", "token_file:", "role:", "config_file:", "dsn:", "geometry_refresh_interval:", "report_interval:",
 		"level:", "format:", "shutdown_timeout:", "ca_cert_file:", "ca_key_file:", "trust_bundle_file:", "cert_ttl:",
-		"policies:", "policy_reload_interval:", "retention:", "classic_histogram_buckets:"} {
+		"policies:", "policy_reload_interval:", "retention:", "classic_histogram_buckets:",
+		"max_anonymous_inflight_bytes:", "message_read_timeout:", "rate_limit_per_address:", "renew_rate_limit_per_agent:"} {
 		if !bytes.Contains(b, []byte(key)) {
 			t.Errorf("%s does not document %s", exampleConfig, key)
 		}
@@ -59,6 +60,11 @@ func TestBadConfig(t *testing.T) {
 		{"negative retention", "grpc:\n  insecure: true\nstore:\n  retention: -1h\n", "store.retention -1h0m0s"},
 		{"classic buckets", "grpc:\n  insecure: true\nmetrics:\n  classic_histogram_buckets: medium\n", `metrics.classic_histogram_buckets "medium": want one of coarse, fine, none`},
 		{"same addresses", "grpc:\n  insecure: true\n  listen_address: :1\nweb:\n  listen_address: :1\n", "both"},
+		{"anonymous pool too small", "grpc:\n  insecure: true\n  max_anonymous_inflight_bytes: 512KiB\n", "grpc.max_anonymous_inflight_bytes 512KiB: want 1MiB to 1GiB"},
+		{"anonymous pool too big", "grpc:\n  insecure: true\n  max_anonymous_inflight_bytes: 2GiB\n", "grpc.max_anonymous_inflight_bytes 2GiB"},
+		{"read timeout", "grpc:\n  insecure: true\n  message_read_timeout: 100ms\n", "grpc.message_read_timeout 100ms: want 1s to 10m"},
+		{"renew rate", "grpc:\n  insecure: true\nenrollment:\n  renew_rate_limit_per_agent: {calls_per_second: -1}\n", "enrollment.renew_rate_limit_per_agent.calls_per_second -1: want 0 (off) to 1000"},
+		{"renew burst", "grpc:\n  insecure: true\nenrollment:\n  renew_rate_limit_per_agent: {calls_per_second: 1, burst: 0}\n", "enrollment.renew_rate_limit_per_agent.burst 0: want 1 to 100000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -128,5 +134,19 @@ func TestExamplePolicies(t *testing.T) {
 	}
 	if err := cfg.Validate(); err != nil || len(cfg.Policies) != 1 || len(cfg.Policies[0].Policy.MaintenanceWindows) != 1 {
 		t.Errorf("example policies: %v, %+v", err, cfg.Policies)
+	}
+}
+
+// A configuration valid before the admission keys existed stays valid:
+// a message limit above the anonymous pool's default, a server-wide
+// enrollment rate below the per-address default.
+func TestAdmissionKeyDefaultsKeepOldConfigsValid(t *testing.T) {
+	t.Parallel()
+	cfg := Default()
+	if err := Decode([]byte("grpc:\n  insecure: true\n  max_recv_msg_size: 64MiB\n  max_inflight_bytes: 256MiB\nenrollment:\n  rate_limit: {calls_per_second: 1, burst: 5}\n"), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("an old configuration is refused: %v", err)
 	}
 }

@@ -1,18 +1,30 @@
-// The agent ⇄ server service: an agent says Hello once per connection, then
-// pushes batches of Records (geometry snapshots and probe results). The
-// server never connects to hosts.
+// The agent ⇄ server service: an agent says Hello at the start of every
+// connection (and again before the records of each further spool
+// incarnation, see below), then pushes batches of Records (geometry
+// snapshots and probe results). The server never connects to hosts.
 //
 // Delivery contract (DESIGN.md §5: no acknowledged report is lost, no
 // replay is counted twice):
-//   - A record's identity is (agent, incarnation, sequence). The incarnation
-//     is a random id created with the agent's spool and kept in it: a wiped
-//     spool, or a second host sharing one certificate, is another
-//     incarnation, whose sequence 1 is another record than the old one's.
-//     Agents from before incarnations send none (the legacy incarnation "").
-//   - Every Record carries a sequence number within its incarnation: 1 for
-//     the first record, then strictly increasing by one, never reused, kept
-//     across agent restarts (the spool holds it). (A spool upgraded from
-//     before incarnations continues its numbering in its new incarnation.)
+//   - A record's identity is (agent, incarnation, sequence). The agent's
+//     spool begins a new incarnation (a random id) at every agent start,
+//     and only that run numbers records in it: no damage to the spool's
+//     files between two runs (a deleted or damaged ack file, a lost
+//     segment) can give an already used (incarnation, sequence) to a new
+//     record. A second host sharing one certificate is another incarnation
+//     too. Agents from before incarnations send none (the legacy
+//     incarnation "").
+//   - Every Record carries a sequence number within its incarnation,
+//     strictly increasing by one, never reused. A new run numbers its
+//     records on from above every sequence its spool still holds (so an
+//     incarnation's first sequence may be above 1: the report's
+//     first_sequence settles those below it); records
+//     of earlier runs still in the spool keep their own incarnation and
+//     sequences, so the server recognises any it already stored.
+//   - The agent sends the records of its incarnations oldest first, saying
+//     Hello with each before its records (the legacy incarnation needs
+//     none), and never speaks with an incarnation again once a newer one
+//     said Hello: an older incarnation that speaks again is another agent
+//     on the same identity (counted as an identity conflict).
 //   - A record is acknowledged only once the server has committed it (or
 //     committed its rejection). The agent removes a record from its spool
 //     only after it is acknowledged.
@@ -59,9 +71,12 @@ type HelloRequest struct {
 	Host *Host `protobuf:"bytes,2,opt,name=host,proto3" json:"host,omitempty"`
 	// The agent's version (semantic version, or a VCS description for dev builds).
 	AgentVersion string `protobuf:"bytes,3,opt,name=agent_version,json=agentVersion,proto3" json:"agent_version,omitempty"`
-	// The agent's spool incarnation (see the delivery contract): 1 to 64
-	// characters of [A-Za-z0-9_-]; empty for agents from before
-	// incarnations. The high-water mark in the answer is this incarnation's.
+	// The spool incarnation whose records follow (see the delivery
+	// contract): the oldest one the agent still holds records of, else the
+	// one of the running agent; 1 to 64 characters of [A-Za-z0-9_-]; empty
+	// for agents from before incarnations. The high-water mark in the answer
+	// is this incarnation's. An agent says Hello again, on the same
+	// connection, before the records of its next incarnation.
 	Incarnation string `protobuf:"bytes,4,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
 	// The agent's labels (its config's labels key), which central policy
 	// selects hosts by: keys of 1 to 63 characters of [a-z0-9_.-] starting
@@ -463,15 +478,18 @@ type ReportRequest struct {
 	AgentId string `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
 	// The records, in ascending sequence order, no sequence twice.
 	Records []*Record `protobuf:"bytes,2,rep,name=records,proto3" json:"records,omitempty"`
-	// The lowest sequence the agent still holds unacknowledged. Sequences
-	// below it that the server never stored were dropped by the agent (spool
-	// size cap) and will never arrive: the server counts them as settled for
-	// the high-water mark. 0 means "not stated".
+	// The lowest sequence of the incarnation the agent still holds
+	// unacknowledged. Sequences below it that the server never stored were
+	// dropped by the agent (spool size cap, damage) or never numbered in
+	// this incarnation (a run numbers on from its spool's sequences) and
+	// will never arrive: the server counts them as settled for the
+	// high-water mark. 0 means "not stated".
 	FirstSequence uint64 `protobuf:"varint,3,opt,name=first_sequence,json=firstSequence,proto3" json:"first_sequence,omitempty"`
 	// The spool incarnation the records' sequences belong to (as
-	// HelloRequest.incarnation); empty: the legacy incarnation. It may differ
-	// from the connection's Hello only for a spool upgraded from before
-	// incarnations, which sends its older records with the legacy one.
+	// HelloRequest.incarnation); empty: the legacy incarnation. A batch is
+	// of one incarnation, the one the agent's latest Hello named, or the
+	// legacy one (a spool upgraded from before incarnations sends its older
+	// records with it, with no Hello).
 	Incarnation   string `protobuf:"bytes,4,opt,name=incarnation,proto3" json:"incarnation,omitempty"` // Next tag: 5
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

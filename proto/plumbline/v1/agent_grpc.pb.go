@@ -1,18 +1,30 @@
-// The agent ⇄ server service: an agent says Hello once per connection, then
-// pushes batches of Records (geometry snapshots and probe results). The
-// server never connects to hosts.
+// The agent ⇄ server service: an agent says Hello at the start of every
+// connection (and again before the records of each further spool
+// incarnation, see below), then pushes batches of Records (geometry
+// snapshots and probe results). The server never connects to hosts.
 //
 // Delivery contract (DESIGN.md §5: no acknowledged report is lost, no
 // replay is counted twice):
-//   - A record's identity is (agent, incarnation, sequence). The incarnation
-//     is a random id created with the agent's spool and kept in it: a wiped
-//     spool, or a second host sharing one certificate, is another
-//     incarnation, whose sequence 1 is another record than the old one's.
-//     Agents from before incarnations send none (the legacy incarnation "").
-//   - Every Record carries a sequence number within its incarnation: 1 for
-//     the first record, then strictly increasing by one, never reused, kept
-//     across agent restarts (the spool holds it). (A spool upgraded from
-//     before incarnations continues its numbering in its new incarnation.)
+//   - A record's identity is (agent, incarnation, sequence). The agent's
+//     spool begins a new incarnation (a random id) at every agent start,
+//     and only that run numbers records in it: no damage to the spool's
+//     files between two runs (a deleted or damaged ack file, a lost
+//     segment) can give an already used (incarnation, sequence) to a new
+//     record. A second host sharing one certificate is another incarnation
+//     too. Agents from before incarnations send none (the legacy
+//     incarnation "").
+//   - Every Record carries a sequence number within its incarnation,
+//     strictly increasing by one, never reused. A new run numbers its
+//     records on from above every sequence its spool still holds (so an
+//     incarnation's first sequence may be above 1: the report's
+//     first_sequence settles those below it); records
+//     of earlier runs still in the spool keep their own incarnation and
+//     sequences, so the server recognises any it already stored.
+//   - The agent sends the records of its incarnations oldest first, saying
+//     Hello with each before its records (the legacy incarnation needs
+//     none), and never speaks with an incarnation again once a newer one
+//     said Hello: an older incarnation that speaks again is another agent
+//     on the same identity (counted as an identity conflict).
 //   - A record is acknowledged only once the server has committed it (or
 //     committed its rejection). The agent removes a record from its spool
 //     only after it is acknowledged.
