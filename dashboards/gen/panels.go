@@ -52,7 +52,7 @@ func alignmentInventory() *dashboard.DashboardBuilder {
 // fleetOverview is dashboards/fleet-overview.json.
 func fleetOverview() *dashboard.DashboardBuilder {
 	d := newDashboard("plumbline-fleet", "Plumbline / Fleet overview",
-		"The fleet at a glance: verdicts, estimated misalignment penalty, worst volumes, latency by profile, agents.")
+		"The fleet at a glance: verdicts, estimated misalignment penalty, worst volumes, latency by profile, agents, and the Plumbline server itself.")
 	d.WithPanel(piechart.NewPanelBuilder().Id(1).Title("Volumes by verdict").
 		Description("Present volumes by the server's alignment verdict (aligned, misaligned, unknown).").
 		Datasource(datasource()).GridPos(grid(0, 0, 8, 8)).
@@ -119,7 +119,7 @@ func fleetOverview() *dashboard.DashboardBuilder {
 		OverrideByName("Expires in", []dashboard.DynamicConfigValue{{Id: "unit", Value: "s"}, {Id: "decimals", Value: 0}}).
 		WithTransformation(transform("organize", map[string]any{"excludeByName": hidden(), "renameByName": map[string]any{"agent_id": "Agent", "host": "Host", "Value": "Expires in"}, "indexByName": map[string]any{"agent_id": 0, "host": 1, "Value": 2}})).
 		WithTransformation(transform("sortBy", map[string]any{"sort": []any{map[string]any{"field": "Expires in", "desc": false}}})))
-	return d
+	return withServerRow(d)
 }
 
 // volumeDetail is dashboards/volume-detail.json.
