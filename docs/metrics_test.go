@@ -3,137 +3,20 @@ package docs_test
 import (
 	"context"
 	"fmt"
-	"go/ast"
 	"go/parser"
 	"go/token"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/plumbline/plumbline/internal/metricsource"
 )
-
-var metricName = regexp.MustCompile(`^plumbline_[a-z0-9_]*[a-z0-9]$`)
-
-// sourceMetricFamilies reads every metric family name the server and the
-// agent declare, from their non-test Go source: string literals that are a
-// whole metric name, constant prefixes joined to a literal (ns + "spool_bytes"),
-// the exporter's descriptor table (d(famX, "volume_info", ...) under
-// ns = "plumbline_"), and version.NewCollector("x") (x_build_info).
-func sourceMetricFamilies(t *testing.T) map[string]string {
-	t.Helper()
-	found := map[string]string{}
-	fset := token.NewFileSet()
-	for _, dir := range []string{"internal", "cmd"} {
-		err := filepath.WalkDir(filepath.Join("..", dir), func(path string, d os.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			slash := filepath.ToSlash(path)
-			if d.IsDir() {
-				// Test harnesses and simulators expose nothing to users.
-				for _, skip := range []string{"/fleetsim", "/raidlab", "/replay", "/fleetlab", "/pgtest", "/loopdev", "/testdata"} {
-					if strings.HasSuffix(slash, skip) {
-						return filepath.SkipDir
-					}
-				}
-				return nil
-			}
-			if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-				return nil
-			}
-			f, err := parser.ParseFile(fset, path, nil, 0)
-			if err != nil {
-				return err
-			}
-			for _, name := range fileMetricNames(f) {
-				if _, ok := found[name]; !ok {
-					found[name] = strings.TrimPrefix(slash, "../")
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return found
-}
-
-func fileMetricNames(f *ast.File) []string {
-	consts := map[string]string{} // string constants of the file, any scope
-	ast.Inspect(f, func(n ast.Node) bool {
-		if vs, ok := n.(*ast.ValueSpec); ok {
-			for i, id := range vs.Names {
-				if i < len(vs.Values) {
-					if s, ok := stringLit(vs.Values[i]); ok {
-						consts[id.Name] = s
-					}
-				}
-			}
-		}
-		return true
-	})
-	var names []string
-	add := func(s string) {
-		if metricName.MatchString(s) {
-			names = append(names, s)
-		}
-	}
-	ast.Inspect(f, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.BasicLit:
-			if s, ok := stringLit(n); ok {
-				add(s)
-			}
-		case *ast.BinaryExpr:
-			if n.Op != token.ADD {
-				return true
-			}
-			id, ok := n.X.(*ast.Ident)
-			if !ok {
-				return true
-			}
-			prefix, ok := consts[id.Name]
-			if !ok {
-				return true
-			}
-			if s, ok := stringLit(n.Y); ok {
-				add(prefix + s)
-			}
-		case *ast.CallExpr:
-			if len(n.Args) >= 2 {
-				if id, ok := n.Args[0].(*ast.Ident); ok && strings.HasPrefix(id.Name, "fam") {
-					if s, ok := stringLit(n.Args[1]); ok {
-						add(consts["ns"] + s)
-					}
-				}
-			}
-			if sel, ok := n.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "NewCollector" && len(n.Args) == 1 {
-				if s, ok := stringLit(n.Args[0]); ok {
-					add(s + "_build_info")
-				}
-			}
-		}
-		return true
-	})
-	return names
-}
-
-func stringLit(e ast.Expr) (string, bool) {
-	lit, ok := e.(*ast.BasicLit)
-	if !ok || lit.Kind != token.STRING {
-		return "", false
-	}
-	s, err := strconv.Unquote(lit.Value)
-	return s, err == nil
-}
 
 // scrapeDevServer starts the real server in --dev mode and returns the
 // metric families of its /metrics (every registered collector that has a
@@ -219,9 +102,9 @@ func f() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := strings.Join(fileMetricNames(f), " ")
+	got := strings.Join(metricsource.FileNames(f), " ")
 	want := "plumbline_agent_spool_bytes plumbline_server_leader plumbline_volume_info plumbline_build_info"
 	if got != want {
-		t.Errorf("fileMetricNames = %q, want %q", got, want)
+		t.Errorf("FileNames = %q, want %q", got, want)
 	}
 }

@@ -19,12 +19,12 @@ func alignmentInventory() *dashboard.DashboardBuilder {
 	d.WithPanel(table.NewPanelBuilder().Id(1).Title("Misaligned volumes").
 		Description("Offset, stripe unit and predicted split share per misaligned volume; where the geometry probe (stripe-scan) measured the stripe unit, where the unit comes from (measured: inferred), the probe's confidence, the measured cost of one split read and what it comes to per 8 KiB I/O (predicted split × cost). Remediation: move the data off, re-create the partition at 1 MiB, re-format with stripe hints, copy back (docs/runbooks/PlumblineVolumeMisaligned.md).").
 		Datasource(datasource()).GridPos(grid(0, 0, 24, 12)).
-		WithTarget(tableQuery("A", `max by (host, mount_point, device, raid_level, stripe_unit_bytes, data_offset_bytes, profile) (plumbline_volume_info{verdict="misaligned",host=~"$host",mount_point=~"$mount_point",profile=~"$profile"})`)).
-		WithTarget(tableQuery("B", `max by (host, mount_point) (plumbline_volume_split_fraction{io_size_bytes="8192",host=~"$host",mount_point=~"$mount_point"}) and on (host, mount_point) plumbline_volume_info{verdict="misaligned"}`)).
-		WithTarget(tableQuery("C", `max by (host, mount_point) (plumbline_volume_split_fraction{io_size_bytes="65536",host=~"$host",mount_point=~"$mount_point"}) and on (host, mount_point) plumbline_volume_info{verdict="misaligned"}`)).
-		WithTarget(tableQuery("D", `max by (host, mount_point, stripe_unit_source) (plumbline_volume_stripe_unit_confidence{host=~"$host",mount_point=~"$mount_point"}) and on (host, mount_point) plumbline_volume_info{verdict="misaligned"}`)).
-		WithTarget(tableQuery("E", `max by (host, mount_point) (plumbline_volume_measured_split_cost_seconds{host=~"$host",mount_point=~"$mount_point"}) and on (host, mount_point) plumbline_volume_info{verdict="misaligned"}`)).
-		WithTarget(tableQuery("F", `(max by (host, mount_point) (plumbline_volume_split_fraction{io_size_bytes="8192",host=~"$host",mount_point=~"$mount_point"}) + max by (host, mount_point) (plumbline_volume_granularity_split_fraction{io_size_bytes="8192",host=~"$host",mount_point=~"$mount_point"})) * on (host, mount_point) max by (host, mount_point) (plumbline_volume_measured_split_cost_seconds{host=~"$host",mount_point=~"$mount_point"}) and on (host, mount_point) plumbline_volume_info{verdict="misaligned"}`)).
+		WithTarget(tableQuery("A", `max by (agent_id, host, mount_point, device, raid_level, stripe_unit_bytes, data_offset_bytes, profile) (plumbline_volume_info{verdict="misaligned",host=~"$host",mount_point=~"$mount_point",profile=~"$profile"})`)).
+		WithTarget(tableQuery("B", `max by (agent_id, host, mount_point) (plumbline_volume_split_fraction{io_size_bytes="8192",host=~"$host",mount_point=~"$mount_point"}) and on (agent_id, host, mount_point) plumbline_volume_info{verdict="misaligned"}`)).
+		WithTarget(tableQuery("C", `max by (agent_id, host, mount_point) (plumbline_volume_split_fraction{io_size_bytes="65536",host=~"$host",mount_point=~"$mount_point"}) and on (agent_id, host, mount_point) plumbline_volume_info{verdict="misaligned"}`)).
+		WithTarget(tableQuery("D", `max by (agent_id, host, mount_point, stripe_unit_source) (plumbline_volume_stripe_unit_confidence{host=~"$host",mount_point=~"$mount_point"}) and on (agent_id, host, mount_point) plumbline_volume_info{verdict="misaligned"}`)).
+		WithTarget(tableQuery("E", `max by (agent_id, host, mount_point) (plumbline_volume_measured_split_cost_seconds{host=~"$host",mount_point=~"$mount_point"}) and on (agent_id, host, mount_point) plumbline_volume_info{verdict="misaligned"}`)).
+		WithTarget(tableQuery("F", `(max by (agent_id, host, mount_point) (plumbline_volume_split_fraction{io_size_bytes="8192",host=~"$host",mount_point=~"$mount_point"}) + max by (agent_id, host, mount_point) (plumbline_volume_granularity_split_fraction{io_size_bytes="8192",host=~"$host",mount_point=~"$mount_point"})) * on (agent_id, host, mount_point) max by (agent_id, host, mount_point) (plumbline_volume_measured_split_cost_seconds{host=~"$host",mount_point=~"$mount_point"}) and on (agent_id, host, mount_point) plumbline_volume_info{verdict="misaligned"}`)).
 		OverrideByName("8 KiB I/Os split", []dashboard.DynamicConfigValue{{Id: "unit", Value: "percentunit"}, {Id: "decimals", Value: 1}}).
 		OverrideByName("64 KiB I/Os split", []dashboard.DynamicConfigValue{{Id: "unit", Value: "percentunit"}, {Id: "decimals", Value: 1}}).
 		OverrideByName("Stripe unit", []dashboard.DynamicConfigValue{{Id: "unit", Value: "bytes"}}).
@@ -39,7 +39,7 @@ func alignmentInventory() *dashboard.DashboardBuilder {
 	d.WithPanel(table.NewPanelBuilder().Id(2).Title("Remediation findings").
 		Description("Critical and warning findings per volume; the inventory API has each one's message and remediation.").
 		Datasource(datasource()).GridPos(grid(0, 12, 24, 10)).
-		WithTarget(tableQuery("A", `max by (host, mount_point, rule, severity) (plumbline_volume_finding{severity=~"critical|warning",host=~"$host",mount_point=~"$mount_point"})`)).
+		WithTarget(tableQuery("A", `max by (agent_id, host, mount_point, rule, severity) (plumbline_volume_finding{severity=~"critical|warning",host=~"$host",mount_point=~"$mount_point"})`)).
 		WithTransformation(transform("organize", map[string]any{"excludeByName": hidden("Value"), "renameByName": labelColumns(nil), "indexByName": map[string]any{"host": 0, "mount_point": 1, "severity": 2, "rule": 3}})))
 	d.WithPanel(bargauge.NewPanelBuilder().Id(3).Title("Misaligned volumes by profile").
 		Description("Misaligned volumes per profile.").
@@ -72,14 +72,14 @@ func fleetOverview() *dashboard.DashboardBuilder {
 	d.WithPanel(table.NewPanelBuilder().Id(4).Title("Worst volumes (8 KiB split share)").
 		Description("The 20 misaligned volumes with the largest predicted share of 8 KiB I/Os split by the array.").
 		Datasource(datasource()).GridPos(grid(0, 8, 12, 8)).
-		WithTarget(tableQuery("A", `topk(20, max by (host, mount_point) (plumbline_volume_split_fraction{io_size_bytes="8192",host=~"$host"}) * on (host, mount_point) group_left (profile) max by (host, mount_point, profile) (plumbline_volume_info{profile=~"$profile",verdict="misaligned"}))`)).
+		WithTarget(tableQuery("A", `topk(20, max by (agent_id, host, mount_point) (plumbline_volume_split_fraction{io_size_bytes="8192",host=~"$host"}) * on (agent_id, host, mount_point) group_left (profile) max by (agent_id, host, mount_point, profile) (plumbline_volume_info{profile=~"$profile",verdict="misaligned"}))`)).
 		OverrideByName("8 KiB I/Os split", []dashboard.DynamicConfigValue{{Id: "unit", Value: "percentunit"}, {Id: "decimals", Value: 1}}).
 		WithTransformation(transform("organize", map[string]any{"excludeByName": hidden(), "renameByName": map[string]any{"host": "Host", "mount_point": "Mount point", "profile": "Profile", "Value": "8 KiB I/Os split"}, "indexByName": map[string]any{"host": 0, "mount_point": 1, "profile": 2, "Value": 3}})).
 		WithTransformation(transform("sortBy", map[string]any{"sort": []any{map[string]any{"field": "8 KiB I/Os split", "desc": true}}})))
 	d.WithPanel(table.NewPanelBuilder().Id(5).Title("Worst volumes (latency vs cohort)").
 		Description("The 20 volumes whose last probe run was slowest against the median of their cohort (same profile), by probe kind.").
 		Datasource(datasource()).GridPos(grid(12, 8, 12, 8)).
-		WithTarget(tableQuery("A", `topk(20, max by (host, mount_point, kind) (plumbline_baseline_ratio{reference="cohort",host=~"$host"}) and on (host, mount_point) plumbline_volume_info{profile=~"$profile"})`)).
+		WithTarget(tableQuery("A", `topk(20, max by (agent_id, host, mount_point, kind) (plumbline_baseline_ratio{reference="cohort",host=~"$host"}) and on (agent_id, host, mount_point) plumbline_volume_info{profile=~"$profile"})`)).
 		OverrideByName("× cohort median", []dashboard.DynamicConfigValue{{Id: "unit", Value: "suffix:×"}, {Id: "decimals", Value: 2}}).
 		WithTransformation(transform("organize", map[string]any{"excludeByName": hidden(), "renameByName": map[string]any{"host": "Host", "mount_point": "Mount point", "kind": "Probe kind", "Value": "× cohort median"}, "indexByName": map[string]any{"host": 0, "mount_point": 1, "kind": 2, "Value": 3}})).
 		WithTransformation(transform("sortBy", map[string]any{"sort": []any{map[string]any{"field": "× cohort median", "desc": true}}})))
@@ -87,7 +87,7 @@ func fleetOverview() *dashboard.DashboardBuilder {
 		Description("Probe operations by latency over time (every kind). A: the classic buckets (powers of two, 61 µs to 8 s) through the by-profile recording rule; B: the native histograms (schema 3, ~9% buckets) when Prometheus ingests them (--enable-feature=native-histograms; Prometheus 2.x then keeps no classic buckets unless scrape_classic_histograms is set).").
 		Datasource(datasource()).GridPos(grid(0, 16, 12, 8)).
 		WithTarget(heatmapQuery("A", `sum by (le) (plumbline:probe_latency_seconds_bucket:rate1h_by_profile{profile=~"$profile"})`, "{{le}}")).
-		WithTarget(heatmapQuery("B", `sum(rate(plumbline_probe_latency_seconds{host=~"$host"}[$__rate_interval]) and on (host, mount_point) plumbline_volume_info{profile=~"$profile"})`, "native")).
+		WithTarget(heatmapQuery("B", `sum(rate(plumbline_probe_latency_seconds{host=~"$host"}[$__rate_interval]) and on (agent_id, host, mount_point) plumbline_volume_info{profile=~"$profile"})`, "native")).
 		Unit("s")))
 	d.WithPanel(timeseries.NewPanelBuilder().Id(7).Title("Mean probe latency by profile").
 		Description("Mean probe latency per profile and kind over the last hour (the by-profile recording rule).").
@@ -132,7 +132,7 @@ func volumeDetail() *dashboard.DashboardBuilder {
 	d.WithPanel(table.NewPanelBuilder().Id(1).Title("Geometry stack").
 		Description("The volume's geometry as the server last read it, and its alignment verdict.").
 		Datasource(datasource()).GridPos(grid(0, 0, 24, 5)).
-		WithTarget(tableQuery("A", `max by (host, mount_point, device, fs, raid_level, stripe_unit_bytes, data_offset_bytes, cluster, media, profile, verdict) (plumbline_volume_info{host=~"$host",mount_point=~"$mount_point"})`)).
+		WithTarget(tableQuery("A", `max by (agent_id, host, mount_point, device, fs, raid_level, stripe_unit_bytes, data_offset_bytes, cluster, media, profile, verdict) (plumbline_volume_info{host=~"$host",mount_point=~"$mount_point"})`)).
 		OverrideByName("Stripe unit", []dashboard.DynamicConfigValue{{Id: "unit", Value: "bytes"}}).
 		OverrideByName("Data offset", []dashboard.DynamicConfigValue{{Id: "unit", Value: "bytes"}}).
 		OverrideByName("Allocation unit", []dashboard.DynamicConfigValue{{Id: "unit", Value: "bytes"}}).
@@ -141,7 +141,7 @@ func volumeDetail() *dashboard.DashboardBuilder {
 	d.WithPanel(table.NewPanelBuilder().Id(2).Title("Findings").
 		Description("The alignment rules' findings on the volume (the inventory API has each one's message and remediation).").
 		Datasource(datasource()).GridPos(grid(0, 5, 12, 6)).
-		WithTarget(tableQuery("A", `max by (host, mount_point, rule, severity) (plumbline_volume_finding{host=~"$host",mount_point=~"$mount_point"})`)).
+		WithTarget(tableQuery("A", `max by (agent_id, host, mount_point, rule, severity) (plumbline_volume_finding{host=~"$host",mount_point=~"$mount_point"})`)).
 		WithTransformation(transform("organize", map[string]any{"excludeByName": hidden("Value"), "renameByName": labelColumns(nil), "indexByName": map[string]any{"host": 0, "mount_point": 1, "severity": 2, "rule": 3}})))
 	d.WithPanel(bargauge.NewPanelBuilder().Id(3).Title("Predicted split share").
 		Description("Predicted share of I/Os of each size the array splits because of where the data starts (split-I/O model; the offset-caused split). Where the geometry probe measured the stripe unit, the measured cost of a split and the penalty it comes to per I/O are beside it.").
@@ -168,7 +168,7 @@ func volumeDetail() *dashboard.DashboardBuilder {
 	d.WithPanel(bargauge.NewPanelBuilder().Id(14).Title("Measured penalty per I/O").
 		Description("What splits cost an average I/O of each size: the predicted split share (offset-caused plus allocation-granularity) times the measured cost of one split (the inventory API's measured_penalty_seconds). Empty when the split cost is not measured.").
 		Datasource(datasource()).GridPos(grid(16, 11, 8, 6)).
-		WithTarget(query("A", `max by (mount_point, io_size_bytes) ((max by (host, mount_point, io_size_bytes) (plumbline_volume_split_fraction{host=~"$host",mount_point=~"$mount_point"}) + max by (host, mount_point, io_size_bytes) (plumbline_volume_granularity_split_fraction{host=~"$host",mount_point=~"$mount_point"})) * on (host, mount_point) group_left max by (host, mount_point) (plumbline_volume_measured_split_cost_seconds{host=~"$host",mount_point=~"$mount_point"}))`, "{{io_size_bytes}} B")).
+		WithTarget(query("A", `max by (mount_point, io_size_bytes) ((max by (agent_id, host, mount_point, io_size_bytes) (plumbline_volume_split_fraction{host=~"$host",mount_point=~"$mount_point"}) + max by (agent_id, host, mount_point, io_size_bytes) (plumbline_volume_granularity_split_fraction{host=~"$host",mount_point=~"$mount_point"})) * on (agent_id, host, mount_point) group_left max by (agent_id, host, mount_point) (plumbline_volume_measured_split_cost_seconds{host=~"$host",mount_point=~"$mount_point"}))`, "{{io_size_bytes}} B")).
 		Unit("s").
 		Min(0))
 	return withVolumeLatency(d)
