@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# degrade.sh — degradation detection proven on real I/O (README, "Degradation
+# degrade.sh — degradation detection proven on real I/O (docs/degradation.md, "Degradation
 # on the lab" and "Degradation: median, tail, mean, rate"), at the SHIPPED
 # detector defaults (baseline.DefaultConfig) and alert rules. Four parts:
 #

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build (up) or tear down (down) the loop-device stacks that the
 # real-device tests use, mounted under $PLUMBLINE_STACKS (default
-# /tmp/plumbline-stacks), for benchmarks and the README's worked example.
+# /tmp/plumbline-stacks), for benchmarks and the worked example of docs/alignment.md.
 #
 #   bench/loop-stacks.sh up     # prints the agent config that declares the arrays
 #   bench/loop-stacks.sh down

@@ -58,7 +58,7 @@ type Config struct {
 	// raised 231 p99, 469 mean and 126 rate alerts on this machine's disk;
 	// with the tail at 5 (before the slow-op count took the stalls) 14,
 	// nearly all p99; with these defaults 5 over both recordings, and 0 in
-	// the 7-day replay (bench/tails -noise, README "Degradation: median,
+	// the 7-day replay (bench/tails -noise, docs/degradation.md, "Degradation: median,
 	// tail, mean, rate"); an uncorroborated mean at 5 raised 24 more. 3
 	// normal runs in a row to recover; at least 50 ops for the tail, 10 for
 	// the mean and the rate.

@@ -21,7 +21,7 @@ import (
 // Probe schedule: every kind runs every 3 minutes with 50 operations —
 // 20 runs × 50 = 1,000 operations (8 MB at 8 KiB) per kind per hour, the
 // same I/O budget as one 1,000-op run an hour, but a sustained 2× slowdown
-// is alerted within ~17 minutes instead of ~3 hours (README, "Degradation
+// is alerted within ~17 minutes instead of ~3 hours (docs/degradation.md, "Degradation
 // on the lab"; internal/replay measures both on recorded noise).
 //
 // Spool size: the default traffic of one host is one ProbeResult per

@@ -1,6 +1,6 @@
 // Package enroll is the agent's side of enrollment and certificate
 // rotation, and the formats both sides share: join tokens, token labels
-// and CA pins (README "Enrollment").
+// and CA pins (docs/install.md, "Enrollment").
 //
 // An agent enrolls with Enroll: it checks the server against a pinned CA
 // (the SHA-256 of the CA certificate's SubjectPublicKeyInfo, as kubeadm's

@@ -3,7 +3,7 @@
 # the directories the unit and the config name, owned and moded as the unit
 # expects; on an upgrade a running service restarts on the new binary.
 # A fresh install does not enable or start the service: its config names
-# the server and the certificates first (README "Packages").
+# the server and the certificates first (docs/install.md, "Packages").
 set -e
 # deb-systemd-invoke and deb-systemd-helper on Debian (they honour
 # policy-rc.d, in chroots and image builds), systemctl elsewhere.

@@ -1,5 +1,5 @@
 // Package authority is the server's side of enrollment (issue 14 §1,
-// README "Enrollment"): it serves plumbline.v1.EnrollmentService on the
+// docs/install.md, "Enrollment"): it serves plumbline.v1.EnrollmentService on the
 // gRPC port, signs agent certificates with the server's CA (the dev CA of
 // `server --dev`, or an intermediate the operator provides), keeps join
 // tokens and enrolled agents in the store, and refuses the certificates of

@@ -32,13 +32,13 @@ type Config struct {
 	Agents  AgentConfig `yaml:"agents"`
 	Log     LogConfig   `yaml:"log"`
 	// Enrollment: join tokens and agent certificates signed by the
-	// server (README "Enrollment").
+	// server (docs/install.md, "Enrollment").
 	Enrollment EnrollmentConfig `yaml:"enrollment"`
 	// ShutdownTimeout bounds the graceful stop on SIGINT/SIGTERM.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 	// Policies is central policy: entries that select hosts and give them
 	// probe schedules, declared devices, maintenance windows and intervals
-	// (internal/policy; README, "Central policy and maintenance windows").
+	// (internal/policy; docs/policy.md).
 	Policies []policy.Entry `yaml:"policies"`
 	// PolicyReloadInterval is how often the configuration file is read
 	// again for changed policies (default 10s); other keys need a restart.
