@@ -133,21 +133,9 @@ func (s *Store) EnrollAgent(ctx context.Context, e Enrollment) (map[string]strin
 	var labels map[string]string
 	now := s.now()
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		var hash, lab string
-		var maxUses, uses, expires, revoked int64
-		err := s.txQueryRow(ctx, tx, s.q(`SELECT secret_sha256, labels, max_uses, uses, expires_ns, revoked_ns FROM join_tokens WHERE token_id = ?`), e.TokenID).
-			Scan(&hash, &lab, &maxUses, &uses, &expires, &revoked)
-		switch {
-		case errors.Is(err, sql.ErrNoRows) || err == nil && hash != e.SecretHash:
-			return ErrTokenUnknown
-		case err != nil:
-			return fmt.Errorf("enroll: %w", err)
-		case revoked != 0:
-			return fmt.Errorf("%w at %s", ErrTokenRevoked, fromUnixNano(revoked).Format(time.RFC3339))
-		case unixNano(now) >= expires:
-			return fmt.Errorf("%w at %s", ErrTokenExpired, fromUnixNano(expires).Format(time.RFC3339))
-		case uses >= maxUses:
-			return fmt.Errorf("%w: all %d uses spent", ErrTokenUsedUp, maxUses)
+		lab, maxUses, err := usableToken(s.txQueryRow(ctx, tx, s.q(selectToken), e.TokenID), e.SecretHash, now)
+		if err != nil {
+			return err
 		}
 		if labels, err = decodeLabels(lab); err != nil {
 			return fmt.Errorf("join token %s: %w", e.TokenID, err)
@@ -162,6 +150,38 @@ func (s *Store) EnrollAgent(ctx context.Context, e Enrollment) (map[string]strin
 		return s.claimAgentID(ctx, tx, e, lab, now)
 	})
 	return labels, err
+}
+
+const selectToken = `SELECT secret_sha256, labels, max_uses, uses, expires_ns, revoked_ns FROM join_tokens WHERE token_id = ?`
+
+// CheckJoinToken tells whether EnrollAgent would accept the token now: nil,
+// or the error EnrollAgent would return for it (ErrTokenUnknown,
+// ErrTokenRevoked, ErrTokenExpired, ErrTokenUsedUp). It changes nothing,
+// so a caller can refuse invalid tokens before spending anything on them.
+func (s *Store) CheckJoinToken(ctx context.Context, tokenID, secretHash string) error {
+	_, _, err := usableToken(s.db.QueryRowContext(ctx, s.q(selectToken), tokenID), secretHash, s.now())
+	return err
+}
+
+// usableToken scans a selectToken row and returns the token's labels and
+// bound of uses, or why it cannot be used at now.
+func usableToken(row rowScanner, secretHash string, now time.Time) (string, int64, error) {
+	var hash, lab string
+	var maxUses, uses, expires, revoked int64
+	err := row.Scan(&hash, &lab, &maxUses, &uses, &expires, &revoked)
+	switch {
+	case errors.Is(err, sql.ErrNoRows) || err == nil && hash != secretHash:
+		return "", 0, ErrTokenUnknown
+	case err != nil:
+		return "", 0, fmt.Errorf("enroll: %w", err)
+	case revoked != 0:
+		return "", 0, fmt.Errorf("%w at %s", ErrTokenRevoked, fromUnixNano(revoked).Format(time.RFC3339))
+	case unixNano(now) >= expires:
+		return "", 0, fmt.Errorf("%w at %s", ErrTokenExpired, fromUnixNano(expires).Format(time.RFC3339))
+	case uses >= maxUses:
+		return "", 0, fmt.Errorf("%w: all %d uses spent", ErrTokenUsedUp, maxUses)
+	}
+	return lab, maxUses, nil
 }
 
 // claimAgentID records e.AgentID as enrolled: a new row, or a revoked

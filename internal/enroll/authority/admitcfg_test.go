@@ -2,6 +2,7 @@ package authority_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/plumbline/plumbline/internal/enroll"
 	"github.com/plumbline/plumbline/internal/enroll/authority"
 	"github.com/plumbline/plumbline/internal/server/config"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
@@ -100,5 +102,35 @@ func TestNotEnrolledRenewalSaysWhatToDo(t *testing.T) {
 	}
 	if strings.Contains(msg, "another CA") {
 		t.Errorf("refusal %q claims the certificate comes from another CA, which the server does not know", msg)
+	}
+}
+
+// Enrolls with tokens the server does not have do not draw on the
+// server-wide enrollment bucket (enrollment.rate_limit): after more of
+// them than its burst, with the limit per address off so nothing else
+// stops them, each still refused for its token, a real enrollment
+// succeeds.
+func TestInvalidTokenEnrollsLeaveServerBucket(t *testing.T) {
+	t.Parallel()
+	p := newPKI(t)
+	r := startServerWith(t, p, "sqlite://"+filepath.Join(t.TempDir(), "p.db"), time.Hour, func(c *config.Config) {
+		c.Enrollment.RateLimit = config.RateConfig{CallsPerSecond: 0.001, Burst: 3}
+		c.Enrollment.RateLimitPerAddress = config.RateConfig{}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	csr := newCSR(t)
+	for i, src := range []string{"127.0.0.2", "127.0.0.3", "127.0.0.4"} {
+		c := plumblinev1.NewEnrollmentServiceClient(r.dialFrom(t, src, "", ""))
+		for j := range 5 {
+			req := &plumblinev1.EnrollRequest{Token: enroll.NewToken().String(), AgentId: fmt.Sprintf("flood-%d-%d", i, j), CsrDer: csr}
+			if _, err := c.Enroll(ctx, req); status.Code(err) != codes.Unauthenticated {
+				t.Fatalf("enroll %d from %s with an unknown token: %v, want Unauthenticated", j, src, err)
+			}
+		}
+	}
+	token, pin := r.token(t, authority.TokenSpec{})
+	if _, err := r.enroll(t.TempDir(), token, pin, "real"); err != nil {
+		t.Fatalf("real enrollment after 15 with unknown tokens: %v", err)
 	}
 }

@@ -44,10 +44,11 @@ func rateError(what string) error {
 }
 
 // Enroll spends a use of the join token on a certificate for the CSR's key.
+// Only a call whose token is usable draws on the server-wide enrollment
+// bucket: invalid ones are refused first (admission's limit per address
+// bounds how fast one host can have tokens looked up), so anonymous
+// callers with made-up tokens cannot empty it for real enrollments.
 func (a *Authority) Enroll(ctx context.Context, req *plumblinev1.EnrollRequest) (*plumblinev1.EnrollResponse, error) {
-	if !a.enrollRL.Allow() {
-		return nil, rateError("enrollment")
-	}
 	tok, err := enroll.ParseToken(req.GetToken())
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
@@ -59,6 +60,12 @@ func (a *Authority) Enroll(ctx context.Context, req *plumblinev1.EnrollRequest) 
 	pub, err := parseCSR(req.GetCsrDer())
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	if err := a.st.CheckJoinToken(ctx, tok.ID, tok.SecretHash()); err != nil {
+		return nil, a.enrollError(ctx, tok.ID, id, err)
+	}
+	if !a.enrollRL.Allow() {
+		return nil, rateError("enrollment")
 	}
 	now, serial := a.opts.Now(), newSerial()
 	notAfter := notAfter(now, a.opts.CertTTL, a.ca.cert)
