@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"golang.org/x/time/rate"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -119,21 +118,7 @@ func (l *limiters) allowN(key string, n int) (bool, time.Duration) {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if now.Sub(l.lastSweep) > time.Minute {
-		for k, e := range l.m {
-			if now.Sub(e.last) > limiterIdle {
-				delete(l.m, k)
-			}
-		}
-		l.lastSweep = now
-	}
-	e := l.m[key]
-	if e == nil {
-		e = &limiterEntry{lim: rate.NewLimiter(l.r, l.burst)}
-		l.m[key] = e
-	}
-	e.last = now
-	r := e.lim.ReserveN(now, n)
+	r := l.bucket(key, now).ReserveN(now, n)
 	if !r.OK() {
 		return false, time.Duration(float64(n) / float64(l.r) * float64(time.Second))
 	}

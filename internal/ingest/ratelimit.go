@@ -33,6 +33,12 @@ func (l *limiters) allow(key string) bool {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.bucket(key, now).AllowN(now, 1)
+}
+
+// bucket is key's token bucket at now, made when missing; buckets idle for
+// limiterIdle are swept at most once a minute. l.mu must be held.
+func (l *limiters) bucket(key string, now time.Time) *rate.Limiter {
 	if now.Sub(l.lastSweep) > time.Minute {
 		for k, e := range l.m {
 			if now.Sub(e.last) > limiterIdle {
@@ -47,5 +53,5 @@ func (l *limiters) allow(key string) bool {
 		l.m[key] = e
 	}
 	e.last = now
-	return e.lim.AllowN(now, 1)
+	return e.lim
 }
