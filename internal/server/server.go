@@ -319,9 +319,9 @@ func ingestOptions(cfg config.Config, logger *slog.Logger, pol *policy.Source) i
 		MaxLongPolls:              cfg.GRPC.MaxLongPolls,
 		MaxAnonymousInflightBytes: int64(cfg.GRPC.MaxAnonymousInflightBytes),
 		MessageReadTimeout:        cfg.GRPC.MessageReadTimeout,
-		RenewRatePerSecond:        offIfZero(cfg.Enrollment.RenewRateLimitPerAgent.CallsPerSecond),
+		RenewRatePerSecond:        config.Off(cfg.Enrollment.RenewRateLimitPerAgent.CallsPerSecond),
 		RenewBurst:                cfg.Enrollment.RenewRateLimitPerAgent.Burst,
-		AddressRatePerSecond:      offIfZero(cfg.Enrollment.RateLimitPerAddress.CallsPerSecond),
+		AddressRatePerSecond:      config.Off(cfg.Enrollment.RateLimitPerAddress.CallsPerSecond),
 		AddressBurst:              cfg.Enrollment.RateLimitPerAddress.Burst,
 		GeometryRefreshInterval:   cfg.Agents.GeometryRefreshInterval,
 		ReportInterval:            cfg.Agents.ReportInterval,
@@ -331,18 +331,8 @@ func ingestOptions(cfg config.Config, logger *slog.Logger, pol *policy.Source) i
 		Insecure:                  cfg.GRPC.Insecure,
 		Logger:                    logger,
 	}
-	o.RatePerSecond = offIfZero(o.RatePerSecond)
+	o.RatePerSecond = config.Off(o.RatePerSecond)
 	return o
-}
-
-// offIfZero is a rate of the configuration as ingest.Options takes it:
-// 0 in the configuration turns the limit off (ingest: < 0), where 0 in
-// ingest.Options means its default.
-func offIfZero(perSecond float64) float64 {
-	if perSecond == 0 {
-		return -1
-	}
-	return perSecond
 }
 
 // openStore opens the store and re-judges the stored volumes: stored

@@ -102,13 +102,17 @@ type QuotaConfig struct {
 // Ingest is the quota as ingest.Options take it (0 there is the default,
 // so a bound turned off here is negative there).
 func (q QuotaConfig) Ingest() ingest.Quota {
-	off := func(v float64) float64 {
-		if v == 0 {
-			return -1
-		}
-		return v
+	return ingest.Quota{MaxBytesPerDay: int64(Off(float64(q.MaxBytesPerDay))), RecordsPerSecond: Off(q.RecordsPerSecond), RecordBurst: q.RecordBurst}
+}
+
+// Off is a bound of the configuration as ingest.Options takes it: 0 in the
+// configuration turns the bound off (negative in ingest), where 0 in
+// ingest.Options means its default.
+func Off(v float64) float64 {
+	if v == 0 {
+		return -1
 	}
-	return ingest.Quota{MaxBytesPerDay: int64(off(float64(q.MaxBytesPerDay))), RecordsPerSecond: off(q.RecordsPerSecond), RecordBurst: q.RecordBurst}
+	return v
 }
 
 // TLSConfig names the server's certificate and the CA that signs agent
