@@ -47,6 +47,9 @@ type Volume struct {
 	// record (records.sequence: the agent's records in arrival order).
 	Sequence   uint64
 	ObservedAt time.Time
+	// JudgedAt is when the judged record was last written (filled by
+	// ListVolumes; the zero time: not judged): a re-judge moves it on.
+	JudgedAt time.Time
 }
 
 // putGeometry applies one full snapshot: its volumes replace older rows,
@@ -123,7 +126,7 @@ ORDER BY a.hostname, v.agent_id, v.mount_point`)
 // volumeColumns are the columns scanVolumes reads, of volumes v joined
 // with agents a and (left) with the judged record f.
 var volumeColumns = `v.agent_id, a.hostname, v.mount_point, v.device, v.fs_type, v.sequence, v.observed_ns, v.geometry,
-    COALESCE(f.verdict, 'unknown'), COALESCE(f.data_offset_bytes, -1), COALESCE(f.stripe_unit_bytes, 0), ` +
+    COALESCE(f.verdict, 'unknown'), COALESCE(f.data_offset_bytes, -1), COALESCE(f.stripe_unit_bytes, 0), COALESCE(f.judged_ns, 0), ` +
 	coalescedSizes("f", splitColumns)
 
 // coalescedSizes are the per-size columns of alias, -1 where NULL.
@@ -145,14 +148,14 @@ func (s *Store) scanVolumes(ctx context.Context, query string, args ...any) ([]V
 	var out []Volume
 	for rows.Next() {
 		var v Volume
-		var seq, observed, offset, stripe int64
+		var seq, observed, offset, stripe, judged int64
 		var split [vocab.NumIOSizes]float64
 		dest := []any{&v.AgentID, &v.Hostname, &v.MountPoint, &v.Device, &v.FSType, &seq, &observed, &v.Geometry,
-			&v.Verdict, &offset, &stripe}
+			&v.Verdict, &offset, &stripe, &judged}
 		if err := rows.Scan(appendSizeDests(dest, &split)...); err != nil {
 			return nil, err
 		}
-		v.Sequence, v.ObservedAt, v.StripeUnitBytes = uint64(seq), fromUnixNano(observed), uint64(stripe)
+		v.Sequence, v.ObservedAt, v.StripeUnitBytes, v.JudgedAt = uint64(seq), fromUnixNano(observed), uint64(stripe), fromUnixNano(judged)
 		if offset >= 0 {
 			o := uint64(offset)
 			v.DataOffsetBytes = &o
