@@ -69,6 +69,14 @@ func (r Rules) check() error {
 	return nil
 }
 
+// JudgeVolume is the judge's judgement of one validated volume v under
+// rules r with measured stripe m (as the server's stripe-scan runs of the
+// volume give it): the volume as AppendBatch stores it. For tools and
+// tests that store volumes without a report.
+func JudgeVolume(v *plumblinev1.Volume, m *plumblinev1.StripeMeasurement, r Rules) (store.Volume, error) {
+	return judgeVolume(v, m, r)
+}
+
 // judgeVolume judges v (validated) under rules r with its measured stripe
 // m (the server's stripe-scan runs of it, measuredStripe; it replaces
 // whatever the agent put in Volume.measured_stripe).

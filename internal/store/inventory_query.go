@@ -322,14 +322,16 @@ func (s *Store) emptyBlob() string {
 	return "X''"
 }
 
-// InventoryVolumeByID returns one inventory volume with its geometry and
-// all its findings; ErrNotFound when there is no present volume with that id.
+// InventoryVolumeByID returns one inventory volume with its geometry, its
+// document and all its findings; ErrNotFound when there is no present
+// volume with that id.
 func (s *Store) InventoryVolumeByID(ctx context.Context, id string) (*InventoryVolume, error) {
 	what := fmt.Sprintf("volume %s", id)
-	v, err := firstRow(ctx, s, what, `SELECT `+inventoryColumns+`, COALESCE(v.geometry, `+s.emptyBlob()+`)
+	v, err := firstRow(ctx, s, what, `SELECT `+inventoryColumns+`, COALESCE(v.geometry, `+s.emptyBlob()+`), COALESCE(d.doc, `+s.emptyBlob()+`)
 FROM inventory_volumes f`+inventoryJoins+`
 LEFT JOIN volumes v ON v.agent_id = f.agent_id AND v.mount_point = f.mount_point
-WHERE f.volume_id = ?`, []any{id}, func(rows *sql.Rows) (*InventoryVolume, error) { return scanInventory(rows, true, false) })
+LEFT JOIN inventory_docs d ON d.volume_id = f.volume_id
+WHERE f.volume_id = ?`, []any{id}, func(rows *sql.Rows) (*InventoryVolume, error) { return scanInventory(rows, true, true) })
 	if err != nil {
 		return nil, err
 	}
