@@ -13,6 +13,7 @@ import (
 
 	"github.com/plumbline/plumbline/internal/align"
 	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/vocab"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -64,7 +65,7 @@ func volumeState(v *plumblinev1.Volume) map[string]string {
 	}
 	for _, l := range v.GetLayers() {
 		switch l.GetKind() {
-		case "partition":
+		case string(vocab.LayerPartition):
 			if _, ok := st["partition.offset_bytes"]; ok {
 				continue // the topmost partition
 			}
@@ -73,7 +74,7 @@ func volumeState(v *plumblinev1.Volume) map[string]string {
 			}
 			st["partition.table"] = l.GetPartitionTable()
 			st["partition.number"] = num(uint64(l.GetPartitionNumber()))
-		case "raid":
+		case string(vocab.LayerRAID):
 			if _, ok := st["raid.level"]; !ok && l.GetRaidLevel() != "" {
 				st["raid.level"] = l.GetRaidLevel()
 			}
