@@ -73,7 +73,7 @@ func targetsFor(vols []*plumblinev1.Volume, scheds []config.ProbeSchedule) []tar
 				}
 				done[k] = true
 				t := target{mount: v.GetMountPoint(), device: v.GetDevice(), lockKeys: lockKeys(v), kind: k, sched: s, schedIndex: i}
-				if k == probe.StripeScan {
+				if k.Spec().Geometry {
 					t.placement = probe.PlacementFor(v)
 				}
 				out = append(out, t)
@@ -139,7 +139,7 @@ func (a *Agent) logScheduled(t target) {
 	if sc.IOPS != nil {
 		attrs = append(attrs, "iops", *sc.IOPS)
 	}
-	if t.kind != probe.StripeScan {
+	if !t.kind.Spec().Geometry {
 		a.log.Info("probe scheduled", attrs...)
 		return
 	}

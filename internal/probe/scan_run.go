@@ -4,6 +4,7 @@ package probe
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/plumbline/plumbline/internal/stripescan"
 )
@@ -12,6 +13,34 @@ import (
 // device (fdFile: FS_IOC_FIEMAP; winFile: FSCTL_GET_RETRIEVAL_POINTERS).
 type extentMapper interface {
 	extents() ([]Extent, error)
+}
+
+// scanRunner is a stripe-scan run's runner: it places 8 KiB reads to
+// straddle candidate stripe-unit boundaries or to stay inside them
+// (stripescan.Place) and infers the unit from their latencies
+// (stripescan.Infer).
+type scanRunner struct {
+	placement Placement
+	reads     []stripescan.Read
+	extents   int
+}
+
+func (*scanRunner) check(o *Options) error { return o.validateStripeScan() }
+
+func (s *scanRunner) place(o Options, f *probeFile, p *plan) error {
+	reads, extents, err := planScan(o, f, p)
+	if err != nil {
+		return err
+	}
+	s.placement, s.reads, s.extents = scanPlacement(o.Placement), reads, extents
+	return nil
+}
+
+func (s *scanRunner) answer(res *Result, opLatency []time.Duration, freshFile bool) {
+	res.StripeScan = scanResult(s.placement, s.extents, s.reads, opLatency)
+	if freshFile {
+		res.StripeScan.withholdFresh()
+	}
 }
 
 // planScan maps the open probe file and places the run's reads; p's
