@@ -14,8 +14,6 @@ import (
 	"github.com/plumbline/plumbline/internal/ctxtime"
 	"github.com/plumbline/plumbline/internal/geometry"
 	"github.com/plumbline/plumbline/internal/probe"
-	"github.com/plumbline/plumbline/internal/stripescan"
-	"github.com/plumbline/plumbline/internal/vocab"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -129,25 +127,19 @@ func (s *scheduler) update(ctx context.Context, vols []*plumblinev1.Volume) {
 }
 
 // logScheduled says what a scheduled probe will do: its kind, period and
-// budget, and for a stripe-scan where its reads go and whether its budget
-// lets it infer a stripe unit (a warning when it cannot).
+// budget, and what its kind's runner adds (a stripe-scan: where its reads
+// go and whether its budget lets it infer a stripe unit, a warning when it
+// cannot).
 func (a *Agent) logScheduled(t target) {
 	sc := t.sched
 	attrs := []any{"mount_point", t.mount, "kind", t.kind, "every", sc.Every, "ops", sc.Ops, "max_duration", sc.MaxDuration}
 	if sc.IOPS != nil {
 		attrs = append(attrs, "iops", *sc.IOPS)
 	}
-	if !t.kind.Spec().Geometry {
-		a.log.Info("probe scheduled", attrs...)
-		return
-	}
-	pl := t.placement
-	need := stripescan.MinOps()
-	attrs = append(attrs, "placement_device", pl.Device, "placement_basis", pl.Basis, "placement_offset_known", pl.Known, "placement_why", pl.Why,
-		"infers_stripe_unit", sc.Ops >= need)
-	if sc.Ops < need {
-		a.log.Warn(fmt.Sprintf("probe scheduled, but a stripe-scan of %d ops cannot infer a stripe unit: it needs at least %d (omit ops for the kind's default, %d)",
-			sc.Ops, need, vocab.StripeScanMaxOps), attrs...)
+	more, warning := probe.Preview(t.kind, sc.Ops, t.placement)
+	attrs = append(attrs, more...)
+	if warning != "" {
+		a.log.Warn("probe scheduled, but "+warning, attrs...)
 		return
 	}
 	a.log.Info("probe scheduled", attrs...)

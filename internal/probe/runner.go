@@ -24,6 +24,18 @@ type runner interface {
 	// scheduled op (negative: not completed); freshFile says the run
 	// wrote its probe file just before measuring.
 	answer(res *Result, opLatency []time.Duration, freshFile bool)
+	// preview says, before any run, what a run of ops ops on placement pl
+	// will do beyond latency: log attributes, and a warning when its
+	// budget cannot give an answer ("": it can).
+	preview(ops int, pl Placement) (attrs []any, warning string)
+}
+
+// Preview is what a scheduled run of kind k with ops ops on placement pl
+// will do beyond measuring latency, for the schedule's log line: the
+// attributes to add and, when its budget cannot give an answer, a warning.
+// Nothing for a latency kind.
+func Preview(k Kind, ops int, pl Placement) (attrs []any, warning string) {
+	return runnerFor(k.Spec()).preview(ops, pl)
 }
 
 // geometryRunners builds the runner of each geometry kind; a kind whose
@@ -47,3 +59,4 @@ type latencyRunner struct{}
 func (latencyRunner) check(*Options) error                   { return nil }
 func (latencyRunner) place(Options, *probeFile, *plan) error { return nil }
 func (latencyRunner) answer(*Result, []time.Duration, bool)  {}
+func (latencyRunner) preview(int, Placement) ([]any, string) { return nil, "" }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/plumbline/plumbline/internal/stripescan"
+	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 // extentMapper is an open probe file that can say where it lies on its
@@ -41,6 +42,17 @@ func (s *scanRunner) answer(res *Result, opLatency []time.Duration, freshFile bo
 	if freshFile {
 		res.StripeScan.withholdFresh()
 	}
+}
+
+func (*scanRunner) preview(ops int, pl Placement) ([]any, string) {
+	need := stripescan.MinOps()
+	attrs := []any{"placement_device", pl.Device, "placement_basis", pl.Basis, "placement_offset_known", pl.Known, "placement_why", pl.Why,
+		"infers_stripe_unit", ops >= need}
+	if ops >= need {
+		return attrs, ""
+	}
+	return attrs, fmt.Sprintf("a stripe-scan of %d ops cannot infer a stripe unit: it needs at least %d (omit ops for the kind's default, %d)",
+		ops, need, vocab.StripeScanMaxOps)
 }
 
 // planScan maps the open probe file and places the run's reads; p's
