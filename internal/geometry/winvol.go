@@ -20,8 +20,10 @@ import (
 	"sort"
 	"strings"
 
-	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/plumbline/plumbline/internal/mounts"
+	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
 // Sources of values that only Windows discovery uses.
@@ -184,10 +186,10 @@ func (d *winDiscoverer) selected(v winVolume) bool {
 }
 
 // matchWindowsMount reports whether any glob matches the Windows mount
-// point mp (MatchMountPoint).
+// point mp (mounts.MatchGlob).
 func matchWindowsMount(globs []string, mp string) bool {
 	for _, g := range globs {
-		if MatchMountPoint(g, mp) {
+		if mounts.MatchGlob(g, mp) {
 			return true
 		}
 	}
