@@ -10,7 +10,7 @@
 //	DIR/ca.key   the CA private key (mode 0600)
 //
 // Agent certificates carry the agent's identity twice, as the server reads
-// it (see ingest.AgentIdentity): the subject common name and a URI SAN
+// it (internal/identity): the subject common name and a URI SAN
 // plumbline://agent/<id>.
 //
 // It is not a production CA: no revocation, no key protection beyond file
@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/plumbline/plumbline/internal/atomicfile"
+	"github.com/plumbline/plumbline/internal/identity"
 )
 
 // File names inside a CA directory.
@@ -50,13 +51,6 @@ const (
 	leafValidity = 2 * 365 * 24 * time.Hour
 	// backdate covers clock skew between the minting and the verifying host.
 	backdate = time.Hour
-)
-
-// AgentURIScheme and AgentURIHost form the URI SAN of an agent
-// certificate: plumbline://agent/<id>.
-const (
-	AgentURIScheme = "plumbline"
-	AgentURIHost   = "agent"
 )
 
 // ErrNoCA is returned by Load when the directory holds no CA.
@@ -221,18 +215,13 @@ func (ca *CA) IssueAgent(id string) (*Leaf, error) {
 	tmpl := &x509.Certificate{
 		Subject:     pkix.Name{CommonName: id, Organization: []string{"Plumbline agents"}},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-		URIs:        []*url.URL{AgentURI(id)},
+		URIs:        []*url.URL{identity.URI(id)},
 	}
 	leaf, err := ca.issue(tmpl)
 	if err != nil {
 		return nil, fmt.Errorf("issue agent certificate for %q: %w", id, err)
 	}
 	return leaf, nil
-}
-
-// AgentURI is the URI SAN that names an agent: plumbline://agent/<id>.
-func AgentURI(id string) *url.URL {
-	return &url.URL{Scheme: AgentURIScheme, Host: AgentURIHost, Path: "/" + id}
 }
 
 func (ca *CA) issue(tmpl *x509.Certificate) (*Leaf, error) {

@@ -12,10 +12,11 @@ import (
 
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/plumbline/plumbline/internal/align"
 	"github.com/plumbline/plumbline/internal/store"
 	"github.com/plumbline/plumbline/internal/vocab"
-	"google.golang.org/protobuf/proto"
 )
 
 // Geometry enumerations, from geometry.proto.

@@ -18,7 +18,7 @@ import (
 	"github.com/plumbline/plumbline/internal/atomicfile"
 	"github.com/plumbline/plumbline/internal/bytesize"
 	"github.com/plumbline/plumbline/internal/devca"
-	"github.com/plumbline/plumbline/internal/ingest"
+	"github.com/plumbline/plumbline/internal/identity"
 	"github.com/plumbline/plumbline/internal/server/config"
 	"github.com/plumbline/plumbline/internal/vocab"
 )
@@ -88,7 +88,7 @@ func devHosts() []string {
 // DevAgentID is the dev agent's identity: this host's name.
 func DevAgentID() string {
 	h, err := os.Hostname()
-	if err != nil || ingest.CheckAgentID(h) != nil {
+	if err != nil || identity.CheckAgentID(h) != nil {
 		return "localhost"
 	}
 	return h
@@ -123,7 +123,7 @@ func prepareDev(cfg *config.Config) (devLayout, error) {
 	}
 	id := DevAgentID()
 	if err := reuseOrIssue(ca, l.agentCert, l.agentK, x509.ExtKeyUsageClientAuth, func(c *x509.Certificate) bool {
-		got, err := ingest.AgentIdentity(c)
+		got, err := identity.FromCertificate(c)
 		return err == nil && got == id
 	}, func() (*devca.Leaf, error) { return ca.IssueAgent(id) }); err != nil {
 		return l, fmt.Errorf("dev: agent certificate: %w", err)

@@ -6,7 +6,7 @@
 // revoked agents at the TLS handshake (VerifyConnection) and on every call
 // (Authorize).
 //
-// An agent certificate carries the identity twice, as ingest.AgentIdentity
+// An agent certificate carries the identity twice, as identity.FromCertificate
 // reads it: subject CN and URI SAN plumbline://agent/<id>. Bring-your-own
 // PKI keeps working: a certificate whose identity this server never
 // enrolled is none of the authority's business.
@@ -32,8 +32,8 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/plumbline/plumbline/internal/devca"
 	"github.com/plumbline/plumbline/internal/enroll"
+	"github.com/plumbline/plumbline/internal/identity"
 	"github.com/plumbline/plumbline/internal/store"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
@@ -252,7 +252,7 @@ func (ca *CA) issue(agentID string, pub crypto.PublicKey, serial *big.Int, now t
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial,
 		Subject:               pkix.Name{CommonName: agentID, Organization: []string{"Plumbline agents"}},
-		URIs:                  []*url.URL{devca.AgentURI(agentID)},
+		URIs:                  []*url.URL{identity.URI(agentID)},
 		NotBefore:             now.Add(-min(ttl/10, 5*time.Minute)),
 		NotAfter:              notAfter(now, ttl, ca.cert),
 		KeyUsage:              x509.KeyUsageDigitalSignature,

@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/plumbline/plumbline/internal/enroll"
-	"github.com/plumbline/plumbline/internal/ingest"
+	"github.com/plumbline/plumbline/internal/identity"
 	"github.com/plumbline/plumbline/internal/store"
 )
 
@@ -62,7 +62,7 @@ func (a *Authority) VerifyConnection(cs tls.ConnectionState) error {
 		return nil
 	}
 	leaf := cs.VerifiedChains[0][0]
-	id, err := ingest.AgentIdentity(leaf)
+	id, err := identity.FromCertificate(leaf)
 	if err != nil {
 		return nil // the calls are refused with the reason
 	}

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/plumbline/plumbline/internal/enroll"
+	"github.com/plumbline/plumbline/internal/identity"
 	"github.com/plumbline/plumbline/internal/ingest"
 	"github.com/plumbline/plumbline/internal/store"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
@@ -54,7 +55,7 @@ func (a *Authority) Enroll(ctx context.Context, req *plumblinev1.EnrollRequest) 
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	id := req.GetAgentId()
-	if err := ingest.CheckAgentID(id); err != nil {
+	if err := identity.CheckAgentID(id); err != nil {
 		return nil, status.Error(codes.InvalidArgument, "agent_id: "+err.Error())
 	}
 	pub, err := parseCSR(req.GetCsrDer())
@@ -118,7 +119,7 @@ func (a *Authority) Renew(ctx context.Context, req *plumblinev1.RenewRequest) (*
 		return nil, status.Error(codes.Unauthenticated, "renew: no verified client certificate on this connection")
 	}
 	cert := ti.State.VerifiedChains[0][0]
-	id, err := ingest.AgentIdentity(cert)
+	id, err := identity.FromCertificate(cert)
 	if err != nil {
 		return nil, status.Error(codes.Unauthenticated, err.Error())
 	}
