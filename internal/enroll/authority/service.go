@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/plumbline/plumbline/internal/certmint"
 	"github.com/plumbline/plumbline/internal/enroll"
 	"github.com/plumbline/plumbline/internal/identity"
 	"github.com/plumbline/plumbline/internal/ingest"
@@ -68,8 +69,8 @@ func (a *Authority) Enroll(ctx context.Context, req *plumblinev1.EnrollRequest) 
 	if !a.enrollRL.Allow() {
 		return nil, rateError("enrollment")
 	}
-	now, serial := a.opts.Now(), newSerial()
-	notAfter := notAfter(now, a.opts.CertTTL, a.ca.cert)
+	now, serial := a.opts.Now(), certmint.Serial()
+	notAfter := certmint.NotAfter(now, a.opts.CertTTL, a.ca.cert)
 	labels, err := a.st.EnrollAgent(ctx, store.Enrollment{TokenID: tok.ID, SecretHash: tok.SecretHash(), AgentID: id, Serial: serialText(serial), NotAfter: notAfter})
 	if err != nil {
 		return nil, a.enrollError(ctx, tok.ID, id, err)
@@ -133,8 +134,8 @@ func (a *Authority) Renew(ctx context.Context, req *plumblinev1.RenewRequest) (*
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
-	now, serial := a.opts.Now(), newSerial()
-	err = a.st.RenewAgent(ctx, id, serialText(cert.SerialNumber), serialText(serial), notAfter(now, a.opts.CertTTL, a.ca.cert))
+	now, serial := a.opts.Now(), certmint.Serial()
+	err = a.st.RenewAgent(ctx, id, serialText(cert.SerialNumber), serialText(serial), certmint.NotAfter(now, a.opts.CertTTL, a.ca.cert))
 	a.cache.forget(id)
 	switch {
 	case errors.Is(err, store.ErrNotEnrolled):
