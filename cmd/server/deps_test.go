@@ -37,6 +37,11 @@ func TestBinariesStayApart(t *testing.T) {
 			t.Run(tc.binary+"/"+goos, func(t *testing.T) {
 				t.Parallel()
 				imports := depsOf(t, module+tc.binary, goos)
+				// The test must see the real graph: a shared package both
+				// binaries link is in it.
+				if _, ok := imports[module+"internal/vocab"]; !ok {
+					t.Fatalf("GOOS=%s go list -deps %s lacks internal/vocab: not the binary's dependencies?", goos, tc.binary)
+				}
 				for dep := range imports {
 					p, ok := strings.CutPrefix(dep, module)
 					if !ok {
@@ -80,11 +85,6 @@ func depsOf(t *testing.T, pkg, goos string) map[string][]string {
 	if _, ok := imports[pkg]; !ok {
 		t.Fatalf("GOOS=%s go list -deps %s does not list %s:\n%s", goos, pkg, pkg, out)
 	}
-	// The test must see the real graph: a shared package both binaries
-	// link is in it.
-	if _, ok := imports[module+"internal/vocab"]; !ok {
-		t.Fatalf("GOOS=%s go list -deps %s lacks internal/vocab: not the binary's dependencies?", goos, pkg)
-	}
 	return imports
 }
 
@@ -98,4 +98,29 @@ func importersOf(imports map[string][]string, dep string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// The shared packages link neither side, and the enrollment authority
+// does not go through ingest for what it shares with it (the identity, the
+// service registration).
+func TestSharedPackagesLinkNoSide(t *testing.T) {
+	t.Parallel()
+	either := []string{"internal/geometry", "internal/config", "internal/probe", "internal/spool", "internal/agent",
+		"internal/ingest", "internal/store", "internal/server"}
+	for pkg, forbidden := range map[string][]string{
+		"internal/identity":         either,
+		"internal/certmint":         either,
+		"internal/agentkeys":        either,
+		"internal/mounts":           either,
+		"internal/policy":           either,
+		"internal/grpcservice":      either,
+		"internal/enroll/authority": {"internal/ingest", "internal/devca", "internal/geometry", "internal/config"},
+	} {
+		imports := depsOf(t, module+pkg, "linux")
+		for _, f := range forbidden {
+			if _, ok := imports[module+f]; ok {
+				t.Errorf("%s links %s (imported by %s)", pkg, f, strings.Join(importersOf(imports, module+f), ", "))
+			}
+		}
+	}
 }

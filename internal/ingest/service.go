@@ -36,6 +36,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/plumbline/plumbline/internal/grpcservice"
 	"github.com/plumbline/plumbline/internal/identity"
 	"github.com/plumbline/plumbline/internal/labels"
 	"github.com/plumbline/plumbline/internal/policy"
@@ -285,9 +286,9 @@ func NewGRPCServer(svc *Service, tlsConfig *tls.Config) (*grpc.Server, *health.S
 		opts = append(opts, grpc.Creds(creds), grpc.ReadBufferSize(0))
 	}
 	gs := grpc.NewServer(opts...)
-	RegisterService(gs, &plumblinev1.AgentService_ServiceDesc, svc)
+	grpcservice.Register(gs, &plumblinev1.AgentService_ServiceDesc, svc)
 	hs := health.NewServer()
-	RegisterService(gs, &healthpb.Health_ServiceDesc, hs)
+	grpcservice.Register(gs, &healthpb.Health_ServiceDesc, hs)
 	hs.SetServingStatus(plumblinev1.AgentService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	return gs, hs, nil
 }

@@ -13,6 +13,7 @@
 package authority
 
 import (
+	"context"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -253,12 +254,29 @@ func (ca *CA) issue(agentID string, pub crypto.PublicKey, serial *big.Int, now t
 	return append(certPEM, ca.chainTail...), leaf, nil
 }
 
+// Store is what the authority needs of the server's store: join tokens,
+// enrolled agents and reserved ids (*store.Store is one).
+type Store interface {
+	CheckJoinToken(ctx context.Context, tokenID, secretHash string) error
+	EnrollAgent(ctx context.Context, e store.Enrollment) (map[string]string, error)
+	RenewAgent(ctx context.Context, agentID, fromSerial, newSerial string, notAfter time.Time) error
+	ReserveAgentID(ctx context.Context, r store.Reservation) (bool, error)
+	agentLookup
+}
+
+// agentLookup reads one enrolled agent (the revocation cache's need).
+type agentLookup interface {
+	EnrolledAgent(ctx context.Context, agentID string) (store.EnrolledAgent, error)
+}
+
+var _ Store = (*store.Store)(nil)
+
 // Authority is the enrollment service over a store.
 type Authority struct {
 	plumblinev1.UnimplementedEnrollmentServiceServer
 
 	ca       *CA
-	st       *store.Store
+	st       Store
 	opts     Options
 	enrollRL *rate.Limiter
 	renewRL  *rate.Limiter
@@ -268,7 +286,7 @@ type Authority struct {
 }
 
 // New is an Authority signing with ca over st.
-func New(ca *CA, st *store.Store, opts Options) *Authority {
+func New(ca *CA, st Store, opts Options) *Authority {
 	opts = opts.withDefaults()
 	return &Authority{
 		ca: ca, st: st, opts: opts,

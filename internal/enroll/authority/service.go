@@ -14,8 +14,8 @@ import (
 
 	"github.com/plumbline/plumbline/internal/certmint"
 	"github.com/plumbline/plumbline/internal/enroll"
+	"github.com/plumbline/plumbline/internal/grpcservice"
 	"github.com/plumbline/plumbline/internal/identity"
-	"github.com/plumbline/plumbline/internal/ingest"
 	"github.com/plumbline/plumbline/internal/store"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
@@ -29,7 +29,7 @@ func PublicMethods() []string {
 
 // Register serves the enrollment service on gs.
 func (a *Authority) Register(gs *grpc.Server) {
-	ingest.RegisterService(gs, &plumblinev1.EnrollmentService_ServiceDesc, a)
+	grpcservice.Register(gs, &plumblinev1.EnrollmentService_ServiceDesc, a)
 }
 
 // GetTrustBundle answers with the CAs agents trust for this server.
