@@ -270,7 +270,8 @@ func TestDevEndToEnd(t *testing.T) {
 			}
 			a := readDevAgent(t, filepath.Join(dir, "dev", "agent.yaml"))
 			// The agent's own loader takes it as it is.
-			if _, err := config.LoadRun(filepath.Join(dir, "dev", "agent.yaml")); err != nil {
+			eff, err := config.LoadRun(filepath.Join(dir, "dev", "agent.yaml"))
+			if err != nil {
 				t.Errorf("config.LoadRun(DIR/dev/agent.yaml): %v", err)
 			}
 			host := server.DevAgentID()
@@ -286,9 +287,10 @@ func TestDevEndToEnd(t *testing.T) {
 				{"server.tls.server_name", a.Server.TLS.ServerName, "localhost"},
 				{"server.insecure", a.Server.Insecure, false},
 				{"spool.dir", a.Spool.Dir, filepath.Join(dir, "dev", "spool")},
-				{"spool.max_bytes", a.Spool.MaxBytes, "64MiB"},
-				{"intervals.report", a.Intervals.Report, "10s"},
-				{"intervals.geometry_refresh", a.Intervals.GeometryRefresh, "15m0s"}, // marshalled from config.Agent: time.Duration.String
+				// Left to the agent's defaults.
+				{"spool.max_bytes", eff.Spool.MaxBytes, config.DefaultSpoolMaxBytes},
+				{"intervals.report", eff.Intervals.Report, config.DefaultReportInterval},
+				{"intervals.geometry_refresh", eff.Intervals.GeometryRefresh, config.DefaultGeometryRefresh},
 				{"probes", len(a.Probes), 1},
 				{"override_files", strings.Join(a.OverrideFiles, ","), "agent.local.yaml"},
 			}
