@@ -8,10 +8,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"google.golang.org/protobuf/reflect/protoreflect"
-
 	"github.com/plumbline/plumbline/internal/labels"
 	"github.com/plumbline/plumbline/internal/wire"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // truncateUTF8 cuts s to at most n bytes on a rune boundary, marking the cut.

@@ -12,11 +12,10 @@ import (
 
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/plumbline/plumbline/internal/store"
 	"github.com/plumbline/plumbline/internal/vocab"
 	"github.com/plumbline/plumbline/internal/wire"
+	"google.golang.org/protobuf/proto"
 )
 
 // convertProbe checks a probe result from an agent and converts it to

@@ -4,10 +4,9 @@ import (
 	"fmt"
 	"math/bits"
 
+	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
-
-	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 
 	"github.com/plumbline/plumbline/internal/align"
 	"github.com/plumbline/plumbline/internal/store"
