@@ -1,6 +1,7 @@
 package mounts
 
 import (
+	"bytes"
 	"slices"
 	"testing"
 )
@@ -19,4 +20,24 @@ garbage
 	if len(bad) != 1 {
 		t.Errorf("bad = %v, want one error (the garbage line)", bad)
 	}
+}
+
+// Any bytes: every non-blank line is a mount point or a reason, never a
+// panic.
+func FuzzMountPoints(f *testing.F) {
+	f.Add([]byte("22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n35 22 8:2 / /data\\040dir rw - xfs /dev/sda2 rw\n"))
+	f.Add([]byte("1 2 3:4 a b c - \\1 \\777 \\"))
+	f.Add([]byte("garbage\n\n  \n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		mps, bad := MountPoints(b)
+		lines := 0
+		for _, l := range bytes.Split(b, []byte("\n")) {
+			if len(bytes.TrimSpace(l)) > 0 {
+				lines++
+			}
+		}
+		if len(mps)+len(bad) != lines {
+			t.Fatalf("MountPoints(%q) = %d mount points and %d errors, want %d in all (one per line)", b, len(mps), len(bad), lines)
+		}
+	})
 }
