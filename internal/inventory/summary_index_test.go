@@ -114,7 +114,7 @@ func TestSummaryIndexMatchesSQL(t *testing.T) {
 				if !ix.answers(f) {
 					t.Fatalf("index does not answer %+v", f)
 				}
-				got, err := api.summaryOf(ctx, f, top)
+				got, err := api.summaryOf(ctx, ix, f, top)
 				if err != nil {
 					t.Fatal(err)
 				}
