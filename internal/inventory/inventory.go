@@ -122,6 +122,8 @@ type API struct {
 	// readyCh is closed when reads can be answered (refreshIndex).
 	readyCh   chan struct{}
 	readyOnce sync.Once
+	// lastBuild is how long the last index build took (refreshLoop).
+	lastBuild atomic.Int64
 	bufs      sync.Pool // *bytes.Buffer for page bodies
 }
 
@@ -146,7 +148,7 @@ func New(st ProjectionStore, opts Options) *API {
 	if a.proj == nil {
 		a.proj = projection.New(st, projection.Options{Logger: opts.Logger, SyncPeriod: opts.SyncPeriod,
 			SyncMargin: opts.SyncMargin, FullSyncInterval: opts.FullSyncInterval,
-			AfterSync: a.refreshIndex})
+			AfterSync: a.refreshLoop})
 		a.ownProj = true
 	}
 	a.summaries.entries = map[string]*summaryEntry{}
@@ -197,10 +199,7 @@ func (a *API) Run(ctx context.Context) {
 		wg.Go(func() { a.proj.Run(ctx) })
 	}
 	refresh := func(ctx context.Context) {
-		if a.ownProj && !a.proj.Synced() {
-			return // its first sync refreshes (AfterSync)
-		}
-		if err := a.refreshIndex(ctx); err != nil && ctx.Err() == nil {
+		if err := a.refreshLoop(ctx); err != nil && ctx.Err() == nil {
 			a.opts.Logger.Warn("inventory summary index", "err", err)
 		}
 	}

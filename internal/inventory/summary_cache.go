@@ -21,9 +21,9 @@ import (
 // builds nothing: it answers from the index it finds, whose generation
 // and snapshot time it states in the Plumbline-Summary-Generation and
 // Plumbline-Summary-As-Of headers. A change shows in summaries within
-// SyncPeriod plus one build (about 0.5 s at 100,000 volumes, a few
-// seconds at 1,000,000 on PostgreSQL); until the first index is built
-// every read answers 503 (errNotReady).
+// SyncPeriod plus three builds (refreshLoop; a build is about 0.5 s at
+// 100,000 volumes, a few seconds at 1,000,000 on PostgreSQL); until the
+// first index is built every read answers 503 (errNotReady).
 
 // summaryCache keeps rendered summaries per query, each computed from
 // the index of one generation; a request whose entry is of an older
@@ -131,6 +131,7 @@ func (a *API) refreshIndex(ctx context.Context) error {
 			return err
 		}
 		a.sumIdx.Store(ix)
+		a.lastBuild.Store(int64(time.Since(ix.built)))
 	}
 	if !a.ownProj || a.proj.Synced() {
 		a.readyOnce.Do(func() { close(a.readyCh) })
@@ -175,6 +176,22 @@ func (a *API) recomputeSummaries(ctx context.Context, ix *summaryIndex) error {
 		c.mu.Unlock()
 	}
 	return nil
+}
+
+// refreshLoop is refreshIndex as the API's loop runs it: not before a
+// projection the API owns has completed its first sync (which refreshes
+// after it), and not sooner after the last build than that build took,
+// so that building uses at most about half of one core however busy the
+// fleet (a change that lands just after a build began waits for it, the
+// pause and its own build: at most SyncPeriod plus three builds).
+func (a *API) refreshLoop(ctx context.Context) error {
+	if a.ownProj && !a.proj.Synced() {
+		return nil
+	}
+	if ix := a.sumIdx.Load(); ix != nil && time.Since(ix.built) < 2*time.Duration(a.lastBuild.Load()) {
+		return nil
+	}
+	return a.refreshIndex(ctx)
 }
 
 // ready waits, at most ReadyWait, until the API can answer a read (see
