@@ -7,7 +7,7 @@
 //	GET /api/v1/summary            counts by verdict, profile, severity and rule; split-I/O penalty; top offenders
 //	GET /api/v1/openapi.yaml       the OpenAPI 3 description of all of the above
 //	GET /healthz                   200 while the process serves
-//	GET /readyz                    200 when the store answers, 503 otherwise
+//	GET /readyz                    200 when the store answers and the inventory is ready, 503 otherwise
 //
 // A volume has the shape `agent inspect --format json` prints for it
 // (render.JSON of the plumbline.v1.Volume, with the server's alignment
@@ -279,6 +279,12 @@ func (a *API) readyz(w http.ResponseWriter, r *http.Request) {
 	if _, err := a.st.SchemaVersion(ctx); err != nil {
 		a.opts.Logger.Warn("readiness check failed", "err", err)
 		writeError(w, http.StatusServiceUnavailable, "store unreachable")
+		return
+	}
+	select {
+	case <-a.readyCh:
+	default:
+		writeError(w, http.StatusServiceUnavailable, errNotReady.Error())
 		return
 	}
 	for _, check := range a.opts.ReadyChecks {

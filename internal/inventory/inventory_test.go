@@ -207,7 +207,7 @@ func TestEmptyListsAndErrors(t *testing.T) {
 	auth := []string{"Authorization", "Bearer s3cret"}
 	// Before the first summary index (nothing has synced): 503, never a
 	// sync of the request's own.
-	for _, path := range []string{"/api/v1/volumes", "/api/v1/hosts", "/api/v1/summary", "/api/v1/hosts/db1"} {
+	for _, path := range []string{"/api/v1/volumes", "/api/v1/hosts", "/api/v1/summary", "/api/v1/hosts/db1", "/readyz"} {
 		req, _ := http.NewRequest("GET", srv.URL+path, nil)
 		req.Header.Set(auth[0], auth[1])
 		code, body := do(t, req)
