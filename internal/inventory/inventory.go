@@ -281,9 +281,8 @@ func (a *API) readyz(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "store unreachable")
 		return
 	}
-	select {
-	case <-a.readyCh:
-	default:
+	// Just after start, a moment for the first summary index (ready).
+	if err := a.ready(ctx); err != nil {
 		writeError(w, http.StatusServiceUnavailable, errNotReady.Error())
 		return
 	}
