@@ -90,8 +90,9 @@ type Options struct {
 	// Projection is the read model the API reads from. When nil, New
 	// builds one over the store (projection.Store) with SyncPeriod,
 	// SyncMargin and FullSyncInterval, and Run runs its sync loop; when
-	// given, its owner runs projection.Run (the API's Run only refreshes
-	// the cached summaries).
+	// given, its owner runs projection.Run (the API's Run only keeps its
+	// summary index, and reads do not wait for that projection's first
+	// sync: on a replica that does not run it, another does).
 	Projection *projection.Projection
 	// SyncPeriod is how often the projection syncs incrementally and Run
 	// brings the summary index to the store's generation (default 2s).
