@@ -51,7 +51,9 @@ func raidHealth(f *findings, v *plumblinev1.Volume) {
 		a := arrayOf(l)
 		a.state(f)
 		a.members(f)
-		a.degraded(f)
+		if a.running() {
+			a.degraded(f)
+		}
 		a.sync(f)
 		a.mismatches(f)
 	}
@@ -98,11 +100,18 @@ func arrayOf(l *plumblinev1.Layer) *array {
 	return a
 }
 
+// running says whether the array is started: an inactive array's members
+// hold no roles (each reads spare) until it runs, so no role is empty.
+func (a *array) running() bool {
+	st := a.h.GetArrayState()
+	return st != vocab.MDInactive && st != vocab.MDClear
+}
+
 // emptySlots lists the roles below raid_disks no working member fills;
 // ok is false when that cannot be told.
 func (a *array) emptySlots() (empty []uint32, ok bool) {
 	n := a.l.GetRaidDisks()
-	if n == 0 || !a.slotsKnown || len(a.h.GetMembers()) == 0 {
+	if n == 0 || !a.slotsKnown || len(a.h.GetMembers()) == 0 || !a.running() {
 		return nil, false
 	}
 	for s := uint32(0); s < n && len(empty) < 64; s++ {

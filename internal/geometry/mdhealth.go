@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -79,7 +80,7 @@ func parseMDMemberState(b []byte) ([]string, error) {
 		if err := checkMDWord(w); err != nil {
 			return nil, fmt.Errorf("state %q: %w", s, err)
 		}
-		if strings.Contains(","+strings.Join(out, ",")+",", ","+w+",") {
+		if slices.Contains(out, w) {
 			continue
 		}
 		if len(out) == maxMDStateFlags {
