@@ -36,7 +36,9 @@ type mdHealthCase struct {
 func (c mdHealthCase) tree() string {
 	var b strings.Builder
 	b.WriteString("mount 40 25 9:0 / /pgdata rw,noatime - ext4 /dev/md0 rw\n")
-	disk := func(i int, name string) string { return fmt.Sprintf("devices/pci0/host0/target0:0:%d/0:0:%d:0/block/%s", i, i, name) }
+	disk := func(i int, name string) string {
+		return fmt.Sprintf("devices/pci0/host0/target0:0:%d/0:0:%d:0/block/%s", i, i, name)
+	}
 	for i, m := range c.members {
 		d := disk(i, m.name)
 		fmt.Fprintf(&b, "dev 8:%d %s\nfile sys/%s/size 1172123568\nqueue %s 512 512 512 0 1\n", 16*(i+1), d, d, d)
@@ -79,7 +81,9 @@ func healthy(extra ...string) map[string]string {
 	return m
 }
 
-func inSync(name, slot string) mdMember { return mdMember{name: name, state: "in_sync", slot: slot, errors: "0", badBlocks: ""} }
+func inSync(name, slot string) mdMember {
+	return mdMember{name: name, state: "in_sync", slot: slot, errors: "0", badBlocks: ""}
+}
 
 func mdHealthCases() []mdHealthCase {
 	four := []mdMember{inSync("sdb", "0"), inSync("sdc", "1"), inSync("sdd", "2"), inSync("sde", "3")}
