@@ -22,7 +22,7 @@ import (
 // missing or odd file is one unknown and the rest is kept.
 
 // maxMDStateFlags bounds the flags kept from one dev-*/state file.
-const maxMDStateFlags = 16
+const maxMDStateFlags = vocab.MaxMDMemberFlags
 
 // maxBadBlocksBytes bounds a dev-*/bad_blocks read: the kernel writes at
 // most a page, and pages are up to 64 KiB.
@@ -46,19 +46,8 @@ func parseMDWord(b []byte) (string, error) {
 	return s, nil
 }
 
-// checkMDWord accepts what md writes as a word: lower-case letters, digits,
-// '_' and '-', at most vocab.MaxMDWord bytes.
-func checkMDWord(s string) error {
-	if s == "" || len(s) > vocab.MaxMDWord {
-		return fmt.Errorf("word %q: want 1 to %d bytes", s, vocab.MaxMDWord)
-	}
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return fmt.Errorf("word %q: want lower-case letters, digits, '_' and '-'", s)
-		}
-	}
-	return nil
-}
+// checkMDWord is vocab.CheckMDWord: the server checks the same.
+func checkMDWord(s string) error { return vocab.CheckMDWord(s) }
 
 // parseMDMemberState parses dev-*/state: flags separated by commas
 // ("in_sync,write_mostly"). An empty file is no flag. Repeated flags are

@@ -1,5 +1,7 @@
 package vocab
 
+import "fmt"
+
 // The md driver's own words for an array's and a member's state
 // (Documentation/admin-guide/md.rst): read by discovery, carried in
 // RaidHealth and judged by the RAID health rules. They are the kernel's,
@@ -73,3 +75,20 @@ func MDSyncScrubs(a string) bool { return a == MDCheck || a == MDRepair }
 // MaxMDWord bounds one md word on the wire (the longest the kernel writes
 // is "want_replacement").
 const MaxMDWord = 32
+
+// MaxMDMemberFlags bounds the flags of one member's state.
+const MaxMDMemberFlags = 16
+
+// CheckMDWord accepts what md writes as a word, known or not: lower-case
+// letters, digits, '_' and '-', 1 to MaxMDWord bytes.
+func CheckMDWord(s string) error {
+	if s == "" || len(s) > MaxMDWord {
+		return fmt.Errorf("word %q: want 1 to %d bytes", s, MaxMDWord)
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return fmt.Errorf("word %q: want lower-case letters, digits, '_' and '-'", s)
+		}
+	}
+	return nil
+}
