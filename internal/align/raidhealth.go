@@ -218,9 +218,17 @@ func progress(h *plumblinev1.RaidHealth) string {
 		if secs > maxETA.Seconds() {
 			return s + fmt.Sprintf(", %s/s, more than %s left", human(sp), maxETA)
 		}
-		s += fmt.Sprintf(", %s/s, about %s left", human(sp), time.Duration(secs*float64(time.Second)).Round(time.Minute))
+		s += fmt.Sprintf(", %s/s, %s left", human(sp), eta(time.Duration(secs*float64(time.Second))))
 	}
 	return s
+}
+
+// eta writes a time left in minutes: "about 1h23m", "under a minute".
+func eta(d time.Duration) string {
+	if d < time.Minute {
+		return "under a minute"
+	}
+	return "about " + strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
 }
 
 // maxETA bounds the time left a message states.
