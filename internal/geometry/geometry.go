@@ -36,6 +36,7 @@ const (
 	SourceStatfs       = string(vocab.SourceStatfs)
 	SourceIoctl        = string(vocab.SourceIoctl)
 	SourceDeviceName   = string(vocab.SourceDeviceName)
+	SourceMDStat       = string(vocab.SourceMDStat)
 )
 
 // Layer kinds (Layer.kind): vocab's words as the wire's strings

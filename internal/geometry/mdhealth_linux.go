@@ -41,10 +41,16 @@ func (d *discoverer) readMDHealth(l *plumblinev1.Layer, md root, level string) {
 	}
 	h.Members = d.readMDMembers(l, md)
 	if !mdHealthRead(h) {
-		// A kernel (or a captured tree) without the attributes: one
-		// unknown, not one per file.
+		// A kernel (or a captured tree) without the attributes: what
+		// /proc/mdstat says, else one unknown, not one per file.
 		l.Unknown = l.Unknown[:before]
-		addUnknown(l, "raid_health", d.rel(string(md))+": neither array_state nor any member's state is readable")
+		mh, err := d.mdstatHealth(l.GetDevice())
+		if err != nil {
+			addUnknown(l, "raid_health", d.rel(string(md))+": neither array_state nor any member's state is readable; "+d.reason(d.proc.Path("mdstat"), err))
+			return
+		}
+		l.RaidHealth = mh
+		l.Sources["raid_health"] = SourceMDStat
 		return
 	}
 	l.RaidHealth = h

@@ -1,13 +1,15 @@
 package geometry
 
 import (
+	"cmp"
 	"context"
+	"os"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 	"github.com/plumbline/plumbline/internal/align"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
@@ -28,6 +30,9 @@ type mdHealthCase struct {
 	wantRules              []string // health rules align finds, sorted
 	wantText               []string // substrings of the findings' messages
 	check                  func(t *testing.T, h *plumblinev1.RaidHealth)
+	// mdstat is /proc/mdstat (none when empty); source is where the
+	// health must come from (sysfs when empty).
+	mdstat, source string
 }
 
 // tree writes the case as a tree file (tree_test.go's directives): every
@@ -53,6 +58,9 @@ func (c mdHealthCase) tree() string {
 		if m.badBlocks != "" {
 			fmt.Fprintf(&b, "text %sbad_blocks\n%s\nend\n", dir, strings.ReplaceAll(m.badBlocks, "|", "\n"))
 		}
+	}
+	if c.mdstat != "" {
+		fmt.Fprintf(&b, "text proc/mdstat\n%send\n", c.mdstat)
 	}
 	b.WriteString("dev 9:0 devices/virtual/block/md0\nfile sys/devices/virtual/block/md0/size 3516370944\nqueue devices/virtual/block/md0 512 512 65536 196608 0\n")
 	md := map[string]string{"level": c.level, "raid_disks": c.raidDisks, "chunk_size": "65536", "layout": "2"}
@@ -85,7 +93,32 @@ func inSync(name, slot string) mdMember {
 	return mdMember{name: name, state: "in_sync", slot: slot, errors: "0", badBlocks: ""}
 }
 
-func mdHealthCases() []mdHealthCase {
+// procfsMDStat is prometheus/procfs' /proc/mdstat fixture with the array
+// named target renamed md0 (the case's array) and its own md0 out of the
+// way.
+func procfsMDStat(t *testing.T, target string) string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/procfs-mdstat.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "# ") {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(l, "md0 :"):
+			l = "md1000 :" + strings.TrimPrefix(l, "md0 :")
+		case strings.HasPrefix(l, target+" :"):
+			l = "md0 :" + strings.TrimPrefix(l, target+" :")
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n")
+}
+
+func mdHealthCases(t *testing.T) []mdHealthCase {
 	four := []mdMember{inSync("sdb", "0"), inSync("sdc", "1"), inSync("sdd", "2"), inSync("sde", "3")}
 	return []mdHealthCase{
 		{name: "healthy raid1", level: "raid1", raidDisks: "2", md: healthy(), members: four[:2]},
@@ -195,6 +228,32 @@ func mdHealthCases() []mdHealthCase {
 			wantRules: []string{align.RuleRAIDDegraded, align.RuleRAIDRebuilding},
 			wantText:  []string{"75% done", "one parity is left"},
 		},
+		{
+			// A kernel without md/array_state and dev-*/state: procfs'
+			// /proc/mdstat, its md6 (raid1 recovering onto a spare, one
+			// member failed).
+			name: "mdstat: recovering, one member failed", level: "raid1", raidDisks: "2",
+			md:        map[string]string{},
+			members:   []mdMember{{name: "sda2"}, {name: "sdb2"}, {name: "sdc"}},
+			mdstat:    procfsMDStat(t, "md6"),
+			source:    SourceMDStat,
+			wantRules: []string{align.RuleRAIDDegraded, align.RuleRAIDMemberFaulty, align.RuleRAIDRebuilding},
+			wantText:  []string{"8.59% done", "member sdb2 of md array md0 (raid1) is faulty"},
+		},
+		{
+			// procfs' md11: "active (auto-read-only)", resync=PENDING.
+			name: "mdstat: auto-read-only, resync pending", level: "raid1", raidDisks: "2",
+			md:        map[string]string{},
+			members:   []mdMember{{name: "sdb2"}, {name: "sdc2"}, {name: "sdc3"}, {name: "hda"}, {name: "ssdc2"}},
+			mdstat:    procfsMDStat(t, "md11"),
+			source:    SourceMDStat,
+			wantRules: []string{align.RuleRAIDMemberFaulty, align.RuleRAIDReadOnly, align.RuleRAIDRebuilding},
+			check: func(t *testing.T, h *plumblinev1.RaidHealth) {
+				if h.GetArrayState() != "read-auto" || h.GetDegraded() != 0 {
+					t.Errorf("array_state %q degraded %d, want read-auto, 0", h.GetArrayState(), h.GetDegraded())
+				}
+			},
+		},
 	}
 }
 
@@ -202,7 +261,7 @@ func mdHealthCases() []mdHealthCase {
 // make of it, end to end; the alignment verdict is never changed by them.
 func TestMDHealthTrees(t *testing.T) {
 	t.Parallel()
-	for _, c := range mdHealthCases() {
+	for _, c := range mdHealthCases(t) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			root := t.TempDir()
@@ -216,6 +275,9 @@ func TestMDHealthTrees(t *testing.T) {
 				t.Fatalf("Discover: no md volume at /pgdata: %v", vols)
 			}
 			md := v.Layers[1]
+			if src := cmp.Or(c.source, SourceSysfs); md.GetSources()["raid_health"] != src {
+				t.Errorf("sources[raid_health] = %q, want %q (unknown: %v)", md.GetSources()["raid_health"], src, md.GetUnknown())
+			}
 			h := md.GetRaidHealth()
 			if h == nil {
 				t.Fatalf("md0 has no raid_health (unknown: %v)", md.GetUnknown())
@@ -235,7 +297,7 @@ func TestMDHealthTrees(t *testing.T) {
 				}
 			}
 			slices.Sort(rules)
-			if diff := cmp.Diff(c.wantRules, rules); diff != "" {
+			if diff := gocmp.Diff(c.wantRules, rules); diff != "" {
 				t.Errorf("health findings (-want +got):\n%s\n%s", diff, strings.Join(msgs, "\n"))
 			}
 			all := strings.Join(msgs, "\n")
@@ -249,4 +311,36 @@ func TestMDHealthTrees(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A /proc/mdstat that procfs' parser panics on (a one-character word on
+// the Personalities line) is an unknown with the reason, not a crash.
+func TestMDStatPanicIsUnknown(t *testing.T) {
+	t.Parallel()
+	c := mdHealthCase{level: "raid1", raidDisks: "2", md: map[string]string{},
+		members: []mdMember{{name: "sdb"}, {name: "sdc"}},
+		mdstat:  "Personalities : [raid1] x\nmd0 : active raid1 sdb[0] sdc[1]\n      100 blocks [2/2] [UU]\n\nunused devices: <none>\n"}
+	root := t.TempDir()
+	buildTree(t, []byte(c.tree()), root)
+	vols, err := Discover(context.Background(), treeOptions(root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := volumeAt(vols, "/pgdata")
+	if v == nil || len(v.Layers) < 2 {
+		t.Fatalf("Discover: no md volume at /pgdata: %v", vols)
+	}
+	md := v.Layers[1]
+	if md.GetRaidHealth() != nil || !strings.Contains(unknownOf(md, "raid_health"), "parse mdstat") {
+		t.Errorf("raid_health = %v, unknown %q: want none, and an unknown saying parse mdstat", md.GetRaidHealth(), unknownOf(md, "raid_health"))
+	}
+}
+
+func unknownOf(l *plumblinev1.Layer, field string) string {
+	for _, u := range l.GetUnknown() {
+		if u.GetField() == field {
+			return u.GetReason()
+		}
+	}
+	return ""
 }

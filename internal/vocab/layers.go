@@ -76,6 +76,7 @@ const (
 	SourceWin32        Source = "win32"
 	SourceWMI          Source = "wmi"
 	SourceMeasured     Source = "measured"
+	SourceMDStat       Source = "mdstat"
 )
 
 // sources is the one list of value sources, each with what it is.
@@ -96,6 +97,7 @@ var sources = [...]struct {
 	{SourceWin32, "a documented Win32 API other than an IOCTL: GetVolumeInformation, GetDiskFreeSpace"},
 	{SourceWMI, "the Storage WMI namespace (root/Microsoft/Windows/Storage): Storage Spaces virtual disks"},
 	{SourceMeasured, "inferred by the geometry probe (stripe-scan runs) when no layer declares, reports or hints one"},
+	{SourceMDStat, "/proc/mdstat: an md array's state where sysfs does not offer it"},
 }
 
 // Sources lists every value source.
