@@ -3,8 +3,8 @@ package geometry
 import (
 	"cmp"
 	"context"
-	"os"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
