@@ -50,6 +50,7 @@ func Derive(v store.Volume) (store.InventoryVolume, error) {
 		}
 	}
 	measuredColumns(&iv, a)
+	iv.Arrays = arraysOf(&pv)
 	p := baseline.ProfileOf(&pv)
 	iv.Profile = p.Key()
 	iv.Media = string(p.Media)

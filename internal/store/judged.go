@@ -1,0 +1,195 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"slices"
+
+	"github.com/plumbline/plumbline/internal/vocab"
+)
+
+// The read side of the judged record. A present volume is judged once on
+// the server and its judgement is stored as the columns of the inventory
+// tables (inventory_volumes, inventory_findings, inventory_arrays); the
+// exporter and the evaluator read those columns here and never the
+// stored geometry.
+
+// JudgedVolume is a present volume's judged record as the exporter shows
+// it: its columns, its findings and its md arrays.
+type JudgedVolume struct {
+	JudgedColumns
+	// Findings are the distinct (rule, severity) pairs of the volume's
+	// findings, worst first.
+	Findings []RuleSeverity
+	// Arrays are the md arrays below the volume, by device.
+	Arrays []RAIDArray
+}
+
+// JudgedColumns are a judged record's columns. Sizes and fractions that
+// are unknown are -1, as in InventoryVolume.
+type JudgedColumns struct {
+	ID         string
+	AgentID    string
+	MountPoint string
+	// Hostname is the agent's current host name (agents.hostname).
+	Hostname string
+	// Sequence is the volumes.sequence the record was judged from.
+	Sequence uint64
+	Device   string
+	FSType   string
+	Verdict  string
+
+	DataOffsetBytes     int64
+	StripeUnitBytes     int64 // 0 when none is known
+	AllocationUnitBytes int64
+	RAIDLevel           string
+	Media               string
+	Profile             string
+	// SplitFraction and GranularitySplit per I/O size (vocab.IOSizes
+	// order), as in InventoryVolume.
+	SplitFraction    [vocab.NumIOSizes]float64
+	GranularitySplit [vocab.NumIOSizes]float64
+	// StripeUnitSource, StripeUnitConfidence and MeasuredSplitCost (-1:
+	// not measured) as in InventoryVolume.
+	StripeUnitSource     string
+	StripeUnitConfidence float64
+	MeasuredSplitCost    float64
+}
+
+// RuleSeverity is a finding's rule id and severity.
+type RuleSeverity struct {
+	Rule     string
+	Severity string
+}
+
+// RAIDArray is an md array below a judged volume whose raid_disks the
+// kernel stated: its device and how many of those disks have no member
+// device listed below it.
+type RAIDArray struct {
+	Device  string
+	Missing int
+}
+
+// Equal reports whether two judged records are the same.
+func (v *JudgedVolume) Equal(w *JudgedVolume) bool {
+	return v.JudgedColumns == w.JudgedColumns && slices.Equal(v.Findings, w.Findings) && slices.Equal(v.Arrays, w.Arrays)
+}
+
+// judgedColumns are the columns ListJudgedVolumes reads, of
+// inventory_volumes iv joined with agents a (computed once, never
+// written).
+var judgedColumns = `iv.volume_id, iv.agent_id, iv.mount_point, a.hostname, iv.sequence, iv.device, iv.fs_type, iv.verdict,
+    iv.data_offset_bytes, iv.stripe_unit_bytes, iv.allocation_unit_bytes, iv.raid_level, iv.media, iv.profile, ` +
+	columnList("iv", splitColumns[:]...) + ", " + columnList("iv", granularityColumns[:]...) +
+	`, iv.stripe_unit_source, iv.stripe_unit_confidence, iv.measured_split_cost_seconds`
+
+// ListJudgedVolumes returns the judged record of every present volume, by
+// host name, agent and mount point. It reads the judged rows, then their
+// findings and arrays: a record judged again between those reads also
+// moves the judged sequences (ListJudgedSequences) or the inventory
+// generation, so a reader that read those first sees the change next time.
+func (s *Store) ListJudgedVolumes(ctx context.Context) ([]JudgedVolume, error) {
+	vols, err := queryAll(ctx, s, "list judged volumes", `SELECT `+judgedColumns+`
+FROM inventory_volumes iv JOIN agents a ON a.agent_id = iv.agent_id
+ORDER BY a.hostname, iv.agent_id, iv.mount_point`, nil, scanJudged)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]*JudgedVolume, len(vols))
+	for i := range vols {
+		byID[vols[i].ID] = &vols[i]
+	}
+	err = eachRow(ctx, s, "list judged findings", `SELECT volume_id, rule, severity FROM inventory_findings ORDER BY volume_id, ordinal`, nil,
+		func(row *sql.Rows) (judgedChild[RuleSeverity], error) {
+			var c judgedChild[RuleSeverity]
+			return c, row.Scan(&c.id, &c.v.Rule, &c.v.Severity)
+		}, func(c judgedChild[RuleSeverity]) error {
+			if v := byID[c.id]; v != nil && !slices.Contains(v.Findings, c.v) {
+				v.Findings = append(v.Findings, c.v)
+			}
+			return nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	err = eachRow(ctx, s, "list judged arrays", `SELECT volume_id, device, missing FROM inventory_arrays ORDER BY volume_id, device`, nil,
+		func(row *sql.Rows) (judgedChild[RAIDArray], error) {
+			var c judgedChild[RAIDArray]
+			var missing int64
+			err := row.Scan(&c.id, &c.v.Device, &missing)
+			c.v.Missing = int(missing)
+			return c, err
+		}, func(c judgedChild[RAIDArray]) error {
+			if v := byID[c.id]; v != nil {
+				v.Arrays = append(v.Arrays, c.v)
+			}
+			return nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	return vols, nil
+}
+
+// judgedChild is a row of a table keyed by volume id.
+type judgedChild[T any] struct {
+	id string
+	v  T
+}
+
+func scanJudged(row rowScanner) (JudgedVolume, error) {
+	var v JudgedVolume
+	var seq int64
+	dest := make([]any, 0, 17+2*vocab.NumIOSizes)
+	dest = append(dest, &v.ID, &v.AgentID, &v.MountPoint, &v.Hostname, &seq, &v.Device, &v.FSType, &v.Verdict,
+		&v.DataOffsetBytes, &v.StripeUnitBytes, &v.AllocationUnitBytes, &v.RAIDLevel, &v.Media, &v.Profile)
+	dest = appendSizeDests(dest, &v.SplitFraction)
+	dest = appendSizeDests(dest, &v.GranularitySplit)
+	dest = append(dest, &v.StripeUnitSource, &v.StripeUnitConfidence, &v.MeasuredSplitCost)
+	if err := row.Scan(dest...); err != nil {
+		return v, err
+	}
+	v.Sequence = uint64(seq)
+	return v, nil
+}
+
+// ListJudgedSequences returns the sequence each present volume's judged
+// record was judged from, by agent and mount point: the cheap read that
+// tells whether ListJudgedVolumes would return a record of a newer
+// snapshot.
+func (s *Store) ListJudgedSequences(ctx context.Context) ([]VolumeSequence, error) {
+	return queryAll(ctx, s, "list judged sequences", `
+SELECT agent_id, mount_point, sequence FROM inventory_volumes ORDER BY agent_id, mount_point`, nil, func(row rowScanner) (VolumeSequence, error) {
+		var v VolumeSequence
+		var seq int64
+		err := row.Scan(&v.AgentID, &v.MountPoint, &seq)
+		v.Sequence = uint64(seq)
+		return v, err
+	})
+}
+
+// JudgedProfile is what the evaluator reads of a present volume's judged
+// record: its profile and the split fractions the profile's prior is
+// priced with (per I/O size, vocab.IOSizes order, -1 unknown).
+type JudgedProfile struct {
+	AgentID          string
+	MountPoint       string
+	Profile          string
+	SplitFraction    [vocab.NumIOSizes]float64
+	GranularitySplit [vocab.NumIOSizes]float64
+}
+
+// ListJudgedProfiles returns every present volume's JudgedProfile, by agent
+// and mount point.
+func (s *Store) ListJudgedProfiles(ctx context.Context) ([]JudgedProfile, error) {
+	query := `SELECT agent_id, mount_point, profile, ` + columnList("", splitColumns[:]...) + ", " +
+		columnList("", granularityColumns[:]...) + ` FROM inventory_volumes ORDER BY agent_id, mount_point`
+	return queryAll(ctx, s, "list judged profiles", query, nil, func(row rowScanner) (JudgedProfile, error) {
+		var p JudgedProfile
+		dest := make([]any, 0, 3+2*vocab.NumIOSizes)
+		dest = append(dest, &p.AgentID, &p.MountPoint, &p.Profile)
+		dest = appendSizeDests(dest, &p.SplitFraction)
+		dest = appendSizeDests(dest, &p.GranularitySplit)
+		return p, row.Scan(dest...)
+	})
+}
