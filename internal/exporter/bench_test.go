@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plumbline/plumbline/internal/judgetest"
 	"github.com/plumbline/plumbline/internal/store"
 	"github.com/plumbline/plumbline/internal/vocab"
 )
@@ -72,6 +73,7 @@ func newBenchFleet(b *testing.B) *benchFleet {
 			b.Fatal(err)
 		}
 	}
+	judgetest.Judge(b, f.st)
 	if err := f.st.SaveBaselines(ctx, store.BaselineUpdate{States: f.states, StopCounts: stops}); err != nil {
 		b.Fatal(err)
 	}
@@ -242,7 +244,7 @@ func BenchmarkEncodeHistogram(b *testing.B) {
 	if !f.ok {
 		b.Fatal("histogram did not decode")
 	}
-	values := []string{"db0001.example.com", "/var/lib/postgresql", "random-read"}
+	values := []string{"db0001", "db0001.example.com", "/var/lib/postgresql", "random-read"} // agent_id, host, mount_point, kind
 	b.ReportAllocs()
 	for b.Loop() {
 		c.fams[famLatency].encodeHistogram(famLatency, values, c.classic, &f.nativeHist)
