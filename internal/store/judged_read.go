@@ -88,10 +88,14 @@ var judgedColumns = `iv.volume_id, iv.agent_id, iv.mount_point, a.hostname, iv.s
 // findings and arrays: a record judged again between those reads also
 // moves the judged sequences (ListJudgedSequences) or the inventory
 // generation, so a reader that read those first sees the change next time.
+// Repeated strings (host names, devices, verdicts, profiles, rules, ...)
+// share one copy.
 func (s *Store) ListJudgedVolumes(ctx context.Context) ([]JudgedVolume, error) {
+	in := interner{}
+	sc := newJudgedScanner(in)
 	vols, err := queryAll(ctx, s, "list judged volumes", `SELECT `+judgedColumns+`
 FROM inventory_volumes iv JOIN agents a ON a.agent_id = iv.agent_id
-ORDER BY a.hostname, iv.agent_id, iv.mount_point`, nil, scanJudged)
+ORDER BY a.hostname, iv.agent_id, iv.mount_point`, nil, sc.scan)
 	if err != nil {
 		return nil, err
 	}
@@ -99,13 +103,15 @@ ORDER BY a.hostname, iv.agent_id, iv.mount_point`, nil, scanJudged)
 	for i := range vols {
 		byID[vols[i].ID] = &vols[i]
 	}
+	var id, a, b sql.RawBytes
+	var n int64
 	err = eachRow(ctx, s, "list judged findings", `SELECT volume_id, rule, severity FROM inventory_findings ORDER BY volume_id, ordinal`, nil,
-		func(row *sql.Rows) (judgedChild[RuleSeverity], error) {
-			var c judgedChild[RuleSeverity]
-			return c, row.Scan(&c.id, &c.v.Rule, &c.v.Severity)
-		}, func(c judgedChild[RuleSeverity]) error {
-			if v := byID[c.id]; v != nil && !slices.Contains(v.Findings, c.v) {
-				v.Findings = append(v.Findings, c.v)
+		func(row *sql.Rows) (struct{}, error) { return struct{}{}, row.Scan(&id, &a, &b) },
+		func(struct{}) error { // the row's bytes are valid until the next row
+			if v := byID[string(id)]; v != nil {
+				if f := (RuleSeverity{in.str(a), in.str(b)}); !slices.Contains(v.Findings, f) {
+					v.Findings = append(v.Findings, f)
+				}
 			}
 			return nil
 		})
@@ -113,15 +119,10 @@ ORDER BY a.hostname, iv.agent_id, iv.mount_point`, nil, scanJudged)
 		return nil, err
 	}
 	err = eachRow(ctx, s, "list judged arrays", `SELECT volume_id, device, missing FROM inventory_arrays ORDER BY volume_id, device`, nil,
-		func(row *sql.Rows) (judgedChild[RAIDArray], error) {
-			var c judgedChild[RAIDArray]
-			var missing int64
-			err := row.Scan(&c.id, &c.v.Device, &missing)
-			c.v.Missing = int(missing)
-			return c, err
-		}, func(c judgedChild[RAIDArray]) error {
-			if v := byID[c.id]; v != nil {
-				v.Arrays = append(v.Arrays, c.v)
+		func(row *sql.Rows) (struct{}, error) { return struct{}{}, row.Scan(&id, &a, &n) },
+		func(struct{}) error {
+			if v := byID[string(id)]; v != nil {
+				v.Arrays = append(v.Arrays, RAIDArray{Device: in.str(a), Missing: int(n)})
 			}
 			return nil
 		})
@@ -131,25 +132,48 @@ ORDER BY a.hostname, iv.agent_id, iv.mount_point`, nil, scanJudged)
 	return vols, nil
 }
 
-// judgedChild is a row of a table keyed by volume id.
-type judgedChild[T any] struct {
-	id string
-	v  T
+// interner shares the repeated strings of a read: each distinct value is
+// allocated once.
+type interner map[string]string
+
+func (in interner) str(b []byte) string {
+	if s, ok := in[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	in[s] = s
+	return s
 }
 
-func scanJudged(row rowScanner) (JudgedVolume, error) {
-	var v JudgedVolume
-	var seq int64
-	dest := make([]any, 0, 17+2*vocab.NumIOSizes)
-	dest = append(dest, &v.ID, &v.AgentID, &v.MountPoint, &v.Hostname, &seq, &v.Device, &v.FSType, &v.Verdict,
-		&v.DataOffsetBytes, &v.StripeUnitBytes, &v.AllocationUnitBytes, &v.RAIDLevel, &v.Media, &v.Profile)
-	dest = appendSizeDests(dest, &v.SplitFraction)
-	dest = appendSizeDests(dest, &v.GranularitySplit)
-	dest = append(dest, &v.StripeUnitSource, &v.StripeUnitConfidence, &v.MeasuredSplitCost)
-	if err := row.Scan(dest...); err != nil {
-		return v, err
+// judgedScanner scans judged rows into one set of destinations, reused
+// from row to row.
+type judgedScanner struct {
+	in   interner
+	v    JudgedVolume
+	seq  int64
+	text [10]sql.RawBytes // the string columns but the volume id, in judgedColumns order
+	dest []any
+}
+
+func newJudgedScanner(in interner) *judgedScanner {
+	sc := &judgedScanner{in: in}
+	t, v := &sc.text, &sc.v
+	sc.dest = append(make([]any, 0, 17+2*vocab.NumIOSizes), &v.ID, &t[0], &t[1], &t[2], &sc.seq, &t[3], &t[4], &t[5],
+		&v.DataOffsetBytes, &v.StripeUnitBytes, &v.AllocationUnitBytes, &t[6], &t[7], &t[8])
+	sc.dest = appendSizeDests(sc.dest, &v.SplitFraction)
+	sc.dest = appendSizeDests(sc.dest, &v.GranularitySplit)
+	sc.dest = append(sc.dest, &t[9], &v.StripeUnitConfidence, &v.MeasuredSplitCost)
+	return sc
+}
+
+func (sc *judgedScanner) scan(row rowScanner) (JudgedVolume, error) {
+	if err := row.Scan(sc.dest...); err != nil {
+		return JudgedVolume{}, err
 	}
-	v.Sequence = uint64(seq)
+	v, t, str := sc.v, &sc.text, sc.in.str
+	v.AgentID, v.MountPoint, v.Hostname, v.Sequence = str(t[0]), str(t[1]), str(t[2]), uint64(sc.seq)
+	v.Device, v.FSType, v.Verdict = str(t[3]), str(t[4]), str(t[5])
+	v.RAIDLevel, v.Media, v.Profile, v.StripeUnitSource = str(t[6]), str(t[7]), str(t[8]), str(t[9])
 	return v, nil
 }
 
