@@ -81,8 +81,28 @@ const recommendedStart = 1 << 20
 // (source "measured"); otherwise it confirms the known unit or, when
 // confident, is reported as disagreeing with it.
 func Evaluate(v *plumblinev1.Volume) *plumblinev1.Alignment {
+	return EvaluateWith(v, Overrides{})
+}
+
+// RulesVersion numbers the rules of this package: it moves on whenever a
+// rule, a threshold or a message changes, so that the server re-judges
+// the volumes it judged under an older one.
+const RulesVersion = 1
+
+// Overrides adjust the rules where a site judges differently from the
+// shipped defaults. The zero value is the shipped rules.
+type Overrides struct {
+	// Severity replaces the severity of a rule's findings (rule id →
+	// critical, warning or info); the verdict follows (a critical finding
+	// makes a volume misaligned).
+	Severity map[string]string
+}
+
+// EvaluateWith is Evaluate under overrides o.
+func EvaluateWith(v *plumblinev1.Volume, o Overrides) *plumblinev1.Alignment {
 	e := &evaluation{
 		v:  v,
+		o:  o,
 		st: newStack(v),
 		a: &plumblinev1.Alignment{
 			SplitFraction:            map[uint32]float64{},
@@ -100,7 +120,7 @@ func Evaluate(v *plumblinev1.Volume) *plumblinev1.Alignment {
 	}
 	if e.known() {
 		e.a.StripeUnitBytes = e.stripe.unit
-		e.a.StripeUnitSource = e.stripe.source
+		e.a.StripeUnitSource = string(e.stripe.source)
 		e.a.StripedDevice = e.stripe.device
 		e.checkStripeOffset()
 	}
@@ -117,6 +137,7 @@ func Evaluate(v *plumblinev1.Volume) *plumblinev1.Alignment {
 // being built and what the rules could check.
 type evaluation struct {
 	v      *plumblinev1.Volume
+	o      Overrides
 	st     *stack
 	a      *plumblinev1.Alignment
 	f      findings
@@ -218,7 +239,7 @@ func (e *evaluation) splitFractions() {
 func (e *evaluation) stripeFindings() {
 	if e.known() {
 		switch {
-		case e.stripe.source == SourceMeasured:
+		case e.stripe.source == vocab.SourceMeasured:
 			// An inference is confirmed by declaring it; stripe hints
 			// wait for that.
 			e.measuredFinding()
@@ -226,7 +247,7 @@ func (e *evaluation) stripeFindings() {
 			e.disagreeFinding()
 		}
 		unitVsAllocation(&e.f, e.v, e.stripe)
-		if e.stripe.source != SourceMeasured {
+		if e.stripe.source != vocab.SourceMeasured {
 			stripeHints(&e.f, e.v, e.stripe)
 		}
 		return
@@ -253,6 +274,11 @@ func (e *evaluation) stripeFindings() {
 func (e *evaluation) result() *plumblinev1.Alignment {
 	a := e.a
 	a.Findings = e.f.list
+	for _, f := range a.Findings {
+		if sev, ok := e.o.Severity[f.GetRule()]; ok {
+			f.Severity = sev
+		}
+	}
 	switch {
 	case e.f.has(Critical):
 		a.Verdict = Misaligned

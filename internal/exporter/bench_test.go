@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plumbline/plumbline/internal/judgetest"
 	"github.com/plumbline/plumbline/internal/store"
 	"github.com/plumbline/plumbline/internal/vocab"
 )
@@ -73,7 +72,6 @@ func newBenchFleet(b *testing.B) *benchFleet {
 			b.Fatal(err)
 		}
 	}
-	judgetest.Judge(b, f.st)
 	if err := f.st.SaveBaselines(ctx, store.BaselineUpdate{States: f.states, StopCounts: stops}); err != nil {
 		b.Fatal(err)
 	}
@@ -99,6 +97,29 @@ func (f *benchFleet) judge(b *testing.B, n int) {
 	}
 	f.runs.Add(uint64(len(changed)))
 	f.passes.Add(1)
+}
+
+// snapshot is a new geometry snapshot of the i-th agent (modulo the
+// fleet), its volumes' geometry swapped (legacy for md and back), judged
+// as the server judges it.
+func (f *benchFleet) snapshot(b *testing.B, i int) {
+	ctx := context.Background()
+	id := fmt.Sprintf("db%04d", i%f.agents)
+	hw, err := f.st.HighWater(ctx, id, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := store.Record{Sequence: hw + 1, Kind: store.KindGeometry, ProducedAt: epoch}
+	for v := range f.perVol {
+		pv := mdVolume(fmt.Sprintf("/data%d", v))
+		if (v+int(hw))%2 == 1 {
+			pv = legacyVolume(pv.MountPoint)
+		}
+		g.Volumes = append(g.Volumes, storeVolume(b, pv))
+	}
+	if _, err := f.st.AppendBatch(ctx, id, []store.Record{g}); err != nil {
+		b.Fatal(err)
+	}
 }
 
 func (f *benchFleet) collector(b *testing.B) *Collector {
@@ -130,7 +151,8 @@ func serveBench(b *testing.B, c *Collector, target, accept, encoding string) int
 }
 
 // BenchmarkScrape serves /metrics over the bench fleet — between changes
-// (the cached body), after an agent reported, after an evaluator pass that
+// (the cached body), after an agent reported, after an agent sent a new
+// geometry snapshot, after an evaluator pass that
 // judged runs of 10% of the volumes or of all of them, and after MaxAge
 // with nothing signalled:
 //
@@ -156,6 +178,9 @@ func BenchmarkScrape(b *testing.B) {
 				b.Fatal(err)
 			}
 		}},
+		// A host sent a new geometry snapshot: the volumes read again,
+		// its volumes' series built again.
+		{"geometry/text", "", "", func(i int) { f.snapshot(b, i) }},
 		// The evaluator finished a pass that judged runs of 10% of the
 		// volumes: their rows read and their series built again.
 		{"evaluated/text", "", "", func(int) { f.judge(b, volumes/10) }},

@@ -13,9 +13,8 @@
 // order the client library's registry gives. Every scrape reads the
 // agents (cheap). The judged records' sequences are read when an agent
 // wrote since (ingest moves its last-seen time in the same transaction),
-// and the judged records themselves when one moved, or, after MaxAge,
-// when the inventory generation moved (a volume judged again under new
-// rules keeps its sequence); after an evaluator pass, each
+// and the judged records themselves when one moved (a newer snapshot, or
+// the volume judged again under new rules); after an evaluator pass, each
 // volume's count of baseline states and sum of runs tell which volumes it
 // judged, and only their rows are read again; every volume's rows are read
 // at least every MaxAge. Only the volumes whose rows changed are encoded
@@ -101,8 +100,7 @@ type Store interface {
 	ListHosts(ctx context.Context) ([]store.Agent, error)
 	RecordCounts(ctx context.Context) (map[store.RecordKind]uint64, error)
 	// The judged records (store.ListJudgedVolumes): their sequences and
-	// the inventory generation tell when to read them again.
-	InventoryGeneration(ctx context.Context) (uint64, error)
+	// judgement times tell when to read them again.
 	ListJudgedSequences(ctx context.Context) ([]store.VolumeSequence, error)
 	ListJudgedVolumes(ctx context.Context) ([]store.JudgedVolume, error)
 	// The evaluator's baselines and what it counted.
@@ -134,7 +132,6 @@ type Collector struct {
 	// Inputs of the last build.
 	hosts     []store.Agent
 	seqs      []store.VolumeSequence // judged sequences
-	judgedGen uint64                 // the inventory generation before the last read of the judged records
 	vols      []store.JudgedVolume
 	volsOK    bool
 	readAt    time.Time             // when the volumes were last read

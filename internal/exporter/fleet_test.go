@@ -175,7 +175,6 @@ func seed(tb testing.TB, st *store.Store, fleet []host) {
 			tb.Fatal(err)
 		}
 	}
-	judgetest.Judge(tb, st)
 	ev, err := evaluator.New(st, evaluator.Options{})
 	if err != nil {
 		tb.Fatal(err)

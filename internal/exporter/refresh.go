@@ -47,7 +47,7 @@ func (c *Collector) refreshStore(ctx context.Context, now time.Time, ev Evaluato
 // forget drops every input and every family but the evaluator's, so the
 // next scrape reads all again.
 func (c *Collector) forget() {
-	c.hosts, c.seqs, c.vols, c.volsOK, c.present, c.judgedGen = nil, nil, nil, false, nil, 0
+	c.hosts, c.seqs, c.vols, c.volsOK, c.present = nil, nil, nil, false, nil
 	c.volParts, c.baseParts, c.pass = map[volKey]*volPart{}, map[volKey]*basePart{}, passReads{}
 	for i := range c.out {
 		switch i {
@@ -60,10 +60,10 @@ func (c *Collector) forget() {
 }
 
 // readVolumes reads the agents and (when due) the record counts every
-// time; the judged sequences when an agent wrote since the last read, and
-// the judged records when one moved; both at least every MaxAge, and then
-// the judged records also when the inventory generation moved (a volume
-// judged again under new rules keeps its sequence).
+// time; the judged sequences (and when each record was judged) when an
+// agent wrote since the last read, and the judged records when one moved;
+// both at least every MaxAge (a volume judged again under new rules keeps
+// its sequence and no agent writes).
 func (c *Collector) readVolumes(ctx context.Context, now time.Time) (rebuild bool, err error) {
 	hosts, err := c.st.ListHosts(ctx)
 	if err != nil {
@@ -83,28 +83,30 @@ func (c *Collector) readVolumes(ctx context.Context, now time.Time) (rebuild boo
 	if c.volsOK && !expired && !ingested {
 		return false, nil
 	}
-	// The generation first, then the sequences, then the records: a
-	// change after one of these reads shows in it at the next.
-	gen, err := c.st.InventoryGeneration(ctx)
-	if err != nil {
-		return false, err
-	}
+	// The sequences first, then the records: a record written after the
+	// first read shows in it at the next.
 	seqs, err := c.st.ListJudgedSequences(ctx)
 	if err != nil {
 		return false, err
 	}
-	if !c.volsOK || renamed || !slices.Equal(seqs, c.seqs) || expired && gen != c.judgedGen {
+	if !c.volsOK || renamed || !slices.EqualFunc(seqs, c.seqs, sameJudgement) {
 		vols, err := c.st.ListJudgedVolumes(ctx)
 		if err != nil {
 			return false, err
 		}
-		c.vols, c.judgedGen, rebuild = vols, gen, true
+		c.vols, rebuild = vols, true
 	}
 	c.seqs, c.volsOK = seqs, true
 	if expired {
 		c.readAt = now
 	}
 	return rebuild, nil
+}
+
+// sameJudgement: the same volume's record, of the same snapshot, written at
+// the same time.
+func sameJudgement(a, b store.VolumeSequence) bool {
+	return a.AgentID == b.AgentID && a.MountPoint == b.MountPoint && a.Sequence == b.Sequence && a.JudgedAt.Equal(b.JudgedAt)
 }
 
 // publish puts the families' series in order and drops the cached bodies

@@ -20,7 +20,6 @@ import (
 
 	"github.com/plumbline/plumbline/internal/evaluator"
 	"github.com/plumbline/plumbline/internal/inventory"
-	"github.com/plumbline/plumbline/internal/judgetest"
 	"github.com/plumbline/plumbline/internal/store"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
@@ -374,7 +373,6 @@ func TestAgentsOfOneHostnameApart(t *testing.T) {
 		Volumes: []store.Volume{storeVolume(t, nvmeVolume("/other"))}}}); err != nil {
 		t.Fatal(err)
 	}
-	judgetest.Judge(t, st)
 	if got := shard(int(ShardOf("vmA", "/") % n)); strings.Contains(got, info("vmA")) {
 		t.Errorf("vmA's gone / is still shown:\n%s", got)
 	}

@@ -20,18 +20,16 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/plumbline/plumbline/internal/vocab"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 	"google.golang.org/protobuf/proto"
 )
 
-// Sources of values that only Windows discovery uses.
+// Sources of values that only Windows discovery uses (vocab.SourceWin32,
+// vocab.SourceWMI say what each is).
 const (
-	// SourceWin32 is a documented Win32 API other than an IOCTL:
-	// GetVolumeInformation, GetDiskFreeSpace.
-	SourceWin32 = "win32"
-	// SourceWMI is the Storage WMI namespace (root/Microsoft/Windows/Storage):
-	// Storage Spaces virtual disks.
-	SourceWMI = "wmi"
+	SourceWin32 = string(vocab.SourceWin32)
+	SourceWMI   = string(vocab.SourceWMI)
 )
 
 // GetDriveType's answers that matter here.

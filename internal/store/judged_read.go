@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"slices"
+	"time"
 
 	"github.com/plumbline/plumbline/internal/vocab"
 )
@@ -54,6 +55,9 @@ type JudgedColumns struct {
 	StripeUnitSource     string
 	StripeUnitConfidence float64
 	MeasuredSplitCost    float64
+	// JudgedAt is when the record was last written (a re-judge moves it
+	// on).
+	JudgedAt time.Time
 }
 
 // RuleSeverity is a finding's rule id and severity.
@@ -70,9 +74,12 @@ type RAIDArray struct {
 	Missing int
 }
 
-// Equal reports whether two judged records are the same.
+// Equal reports whether two judged records hold the same judgement (when
+// each was written aside).
 func (v *JudgedVolume) Equal(w *JudgedVolume) bool {
-	return v.JudgedColumns == w.JudgedColumns && slices.Equal(v.Findings, w.Findings) && slices.Equal(v.Arrays, w.Arrays)
+	a, b := v.JudgedColumns, w.JudgedColumns
+	a.JudgedAt, b.JudgedAt = time.Time{}, time.Time{}
+	return a == b && slices.Equal(v.Findings, w.Findings) && slices.Equal(v.Arrays, w.Arrays)
 }
 
 // judgedColumns are the columns ListJudgedVolumes reads, of
@@ -81,13 +88,13 @@ func (v *JudgedVolume) Equal(w *JudgedVolume) bool {
 var judgedColumns = `iv.volume_id, iv.agent_id, iv.mount_point, a.hostname, iv.sequence, iv.device, iv.fs_type, iv.verdict,
     iv.data_offset_bytes, iv.stripe_unit_bytes, iv.allocation_unit_bytes, iv.raid_level, iv.media, iv.profile, ` +
 	columnList("iv", splitColumns[:]...) + ", " + columnList("iv", granularityColumns[:]...) +
-	`, iv.stripe_unit_source, iv.stripe_unit_confidence, iv.measured_split_cost_seconds`
+	`, iv.stripe_unit_source, iv.stripe_unit_confidence, iv.measured_split_cost_seconds, iv.judged_ns`
 
 // ListJudgedVolumes returns the judged record of every present volume, by
 // host name, agent and mount point. It reads the judged rows, then their
-// findings and arrays: a record judged again between those reads also
-// moves the judged sequences (ListJudgedSequences) or the inventory
-// generation, so a reader that read those first sees the change next time.
+// findings and arrays: a record written again between those reads also
+// moves its entry of ListJudgedSequences, so a reader that read those
+// first sees the change next time.
 // Repeated strings (host names, devices, verdicts, profiles, rules, ...)
 // share one copy.
 func (s *Store) ListJudgedVolumes(ctx context.Context) ([]JudgedVolume, error) {
@@ -151,6 +158,7 @@ type judgedScanner struct {
 	in   interner
 	v    JudgedVolume
 	seq  int64
+	at   int64            // judged_ns
 	text [10]sql.RawBytes // the string columns but the volume id, in judgedColumns order
 	dest []any
 }
@@ -158,11 +166,11 @@ type judgedScanner struct {
 func newJudgedScanner(in interner) *judgedScanner {
 	sc := &judgedScanner{in: in}
 	t, v := &sc.text, &sc.v
-	sc.dest = append(make([]any, 0, 17+2*vocab.NumIOSizes), &v.ID, &t[0], &t[1], &t[2], &sc.seq, &t[3], &t[4], &t[5],
+	sc.dest = append(make([]any, 0, 18+2*vocab.NumIOSizes), &v.ID, &t[0], &t[1], &t[2], &sc.seq, &t[3], &t[4], &t[5],
 		&v.DataOffsetBytes, &v.StripeUnitBytes, &v.AllocationUnitBytes, &t[6], &t[7], &t[8])
 	sc.dest = appendSizeDests(sc.dest, &v.SplitFraction)
 	sc.dest = appendSizeDests(sc.dest, &v.GranularitySplit)
-	sc.dest = append(sc.dest, &t[9], &v.StripeUnitConfidence, &v.MeasuredSplitCost)
+	sc.dest = append(sc.dest, &t[9], &v.StripeUnitConfidence, &v.MeasuredSplitCost, &sc.at)
 	return sc
 }
 
@@ -171,23 +179,24 @@ func (sc *judgedScanner) scan(row rowScanner) (JudgedVolume, error) {
 		return JudgedVolume{}, err
 	}
 	v, t, str := sc.v, &sc.text, sc.in.str
-	v.AgentID, v.MountPoint, v.Hostname, v.Sequence = str(t[0]), str(t[1]), str(t[2]), uint64(sc.seq)
+	v.AgentID, v.MountPoint, v.Hostname, v.Sequence, v.JudgedAt = str(t[0]), str(t[1]), str(t[2]), uint64(sc.seq), fromUnixNano(sc.at)
 	v.Device, v.FSType, v.Verdict = str(t[3]), str(t[4]), str(t[5])
 	v.RAIDLevel, v.Media, v.Profile, v.StripeUnitSource = str(t[6]), str(t[7]), str(t[8]), str(t[9])
 	return v, nil
 }
 
-// ListJudgedSequences returns the sequence each present volume's judged
-// record was judged from, by agent and mount point: the cheap read that
-// tells whether ListJudgedVolumes would return a record of a newer
-// snapshot.
+// ListJudgedSequences returns, of each present volume's judged record, the
+// sequence it was judged from and when it was last written
+// (VolumeSequence.JudgedAt), by agent and mount point: the cheap read that
+// tells whether ListJudgedVolumes would return anything new (a record
+// changes with a newer snapshot or a re-judge).
 func (s *Store) ListJudgedSequences(ctx context.Context) ([]VolumeSequence, error) {
 	return queryAll(ctx, s, "list judged sequences", `
-SELECT agent_id, mount_point, sequence FROM inventory_volumes ORDER BY agent_id, mount_point`, nil, func(row rowScanner) (VolumeSequence, error) {
+SELECT agent_id, mount_point, sequence, judged_ns FROM inventory_volumes ORDER BY agent_id, mount_point`, nil, func(row rowScanner) (VolumeSequence, error) {
 		var v VolumeSequence
-		var seq int64
-		err := row.Scan(&v.AgentID, &v.MountPoint, &seq)
-		v.Sequence = uint64(seq)
+		var seq, at int64
+		err := row.Scan(&v.AgentID, &v.MountPoint, &seq, &at)
+		v.Sequence, v.JudgedAt = uint64(seq), fromUnixNano(at)
 		return v, err
 	})
 }

@@ -3,17 +3,16 @@ package store
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plumbline/plumbline/internal/vocab"
 )
 
-// judgedFixture derives an inventory row as a judge would: every column
-// set from the volume, findings with a repeated (rule, severity) pair, and
-// an md array on /data.
-func judgedFixture(v Volume) (InventoryVolume, error) {
+// judgedFixture is a judged record as ingest's judge makes it: every
+// column set, findings with a repeated (rule, severity) pair, and an md
+// array on /data.
+func judgedFixture(v Volume) Volume {
 	iv := InventoryVolume{Device: v.Device, FSType: v.FSType, Verdict: v.Verdict, DataOffsetBytes: 32256, StripeUnitBytes: 65536,
 		AllocationUnitBytes: 4096, RAIDLevel: "raid10", Media: "hdd-15k", Profile: "hdd-15k/raid10/64KiB/legacy-31.5k/4KiB",
 		StripeUnitSource: "declared", StripeUnitConfidence: 0.9, MeasuredSplitCost: 0.0004, MeasuredSplitCostLow: 0.0003,
@@ -26,7 +25,8 @@ func judgedFixture(v Volume) (InventoryVolume, error) {
 	if v.MountPoint == "/data" {
 		iv.Arrays = []RAIDArray{{Device: "md1", Missing: 0}, {Device: "md0", Missing: 1}}
 	}
-	return iv, nil
+	v.Judged = iv
+	return v
 }
 
 // The judged records read back as the judge wrote them, with the host's
@@ -38,12 +38,9 @@ func TestListJudgedVolumes(t *testing.T) {
 		ctx := context.Background()
 		s := open(t, dsn)
 		register(t, s, "a1")
-		vols := []Volume{{MountPoint: "/data", Device: "/dev/sdb1", FSType: "ext4", Geometry: []byte{1}, Verdict: "misaligned"},
-			{MountPoint: "/log", Device: "/dev/sdc1", FSType: "xfs", Geometry: []byte{2}, Verdict: "misaligned"}}
+		vols := []Volume{judgedFixture(Volume{MountPoint: "/data", Device: "/dev/sdb1", FSType: "ext4", Geometry: []byte{1}, Verdict: "misaligned"}),
+			judgedFixture(Volume{MountPoint: "/log", Device: "/dev/sdc1", FSType: "xfs", Geometry: []byte{2}, Verdict: "misaligned"})}
 		if _, err := s.AppendBatch(ctx, "a1", []Record{geometryRecord(1, vols...)}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.SyncInventory(ctx, judgedFixture, time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 		got, err := s.ListJudgedVolumes(ctx)
@@ -51,6 +48,9 @@ func TestListJudgedVolumes(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := []JudgedVolume{judgedWant("/data", "/dev/sdb1", "ext4"), judgedWant("/log", "/dev/sdc1", "xfs")}
+		for i := range want {
+			want[i].JudgedAt = got[i].JudgedAt // the store's clock
+		}
 		want[0].Arrays = []RAIDArray{{Device: "md0", Missing: 1}, {Device: "md1", Missing: 0}}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("ListJudgedVolumes (-want +got):\n%s", diff)
@@ -62,7 +62,7 @@ func TestListJudgedVolumes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := []VolumeSequence{{"a1", "/data", 1}, {"a1", "/log", 1}}; !cmp.Equal(want, seqs) {
+		if want := []VolumeSequence{{"a1", "/data", 1, got[0].JudgedAt}, {"a1", "/log", 1, got[1].JudgedAt}}; got[0].JudgedAt.IsZero() || !cmp.Equal(want, seqs) {
 			t.Errorf("ListJudgedSequences = %v, want %v", seqs, want)
 		}
 		profiles, err := s.ListJudgedProfiles(ctx)
@@ -76,9 +76,6 @@ func TestListJudgedVolumes(t *testing.T) {
 
 		// /data goes: its record and its arrays with it.
 		if _, err := s.AppendBatch(ctx, "a1", []Record{geometryRecord(2, vols[1])}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.SyncInventory(ctx, judgedFixture, time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 		if got, err := s.ListJudgedVolumes(ctx); err != nil || len(got) != 1 || got[0].MountPoint != "/log" {

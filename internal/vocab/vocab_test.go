@@ -92,6 +92,7 @@ func TestListsAreImmutable(t *testing.T) {
 		"ProbeKindNames": ProbeKindNames, "SyncModeNames": SyncModeNames, "StopReasons": StopReasons,
 		"NotRunReasons": NotRunReasons, "IOSizeNames": IOSizeNames, "Verdicts": Verdicts,
 		"Severities": Severities, "RAIDLevels": RAIDLevels, "DeclarableRAIDLevels": DeclarableRAIDLevels, "LayerRAIDLevels": LayerRAIDLevels,
+		"LayerKindNames": LayerKindNames, "SourceNames": SourceNames, "TriggerNames": TriggerNames,
 	}
 	for name, f := range lists {
 		a := f()
