@@ -193,6 +193,7 @@ func BenchmarkScrape(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			size := serveBench(b, c, "/metrics", tc.accept, tc.encoding)
 			i := 0
+			var cpu time.Duration
 			for b.Loop() {
 				if tc.change != nil {
 					b.StopTimer()
@@ -200,8 +201,11 @@ func BenchmarkScrape(b *testing.B) {
 					i++
 					b.StartTimer()
 				}
+				before := processCPU()
 				serveBench(b, c, "/metrics", tc.accept, tc.encoding)
+				cpu += processCPU() - before
 			}
+			b.ReportMetric(float64(cpu.Microseconds())/1e3/float64(b.N), "cpu-ms/op")
 			b.ReportMetric(float64(size), "bytes/scrape")
 		})
 	}
