@@ -120,6 +120,12 @@ func procfsMDStat(t *testing.T, target string) string {
 
 func mdHealthCases(t *testing.T) []mdHealthCase {
 	four := []mdMember{inSync("sdb", "0"), inSync("sdc", "1"), inSync("sdd", "2"), inSync("sde", "3")}
+	return slices.Concat(mdHealthCases1(four), mdHealthCases2(four), mdStatCases(t))
+}
+
+// mdHealthCases1 are healthy arrays, failed and removed members, and
+// running rebuilds.
+func mdHealthCases1(four []mdMember) []mdHealthCase {
 	return []mdHealthCase{
 		{name: "healthy raid1", level: "raid1", raidDisks: "2", md: healthy(), members: four[:2]},
 		{name: "healthy raid5", level: "raid5", raidDisks: "4", md: healthy(), members: four},
@@ -169,6 +175,13 @@ func mdHealthCases(t *testing.T) []mdHealthCase {
 			wantRules: []string{align.RuleRAIDReshapeRunning},
 			wantText:  []string{"raid_disks 4 -> 5; 25% done"},
 		},
+	}
+}
+
+// mdHealthCases2 are the cases of a finished or running check, odd array
+// states, members with errors, and captured fixtures.
+func mdHealthCases2(four []mdMember) []mdHealthCase {
+	return []mdHealthCase{
 		{
 			name: "check found mismatches", level: "raid10", raidDisks: "4",
 			md:        healthy("layout", "258", "mismatch_cnt", "128"),
@@ -228,6 +241,13 @@ func mdHealthCases(t *testing.T) []mdHealthCase {
 			wantRules: []string{align.RuleRAIDDegraded, align.RuleRAIDRebuilding},
 			wantText:  []string{"75% done", "one parity is left"},
 		},
+	}
+}
+
+// mdStatCases are arrays on a kernel without md's sysfs health: what
+// /proc/mdstat says.
+func mdStatCases(t *testing.T) []mdHealthCase {
+	return []mdHealthCase{
 		{
 			// A kernel without md/array_state and dev-*/state: procfs'
 			// /proc/mdstat, its md6 (raid1 recovering onto a spare, one
