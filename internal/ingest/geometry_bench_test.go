@@ -32,7 +32,7 @@ func BenchmarkReportGeometry(b *testing.B) {
 	}
 	for _, e := range engines {
 		b.Run(e.Name, func(b *testing.B) {
-			env := startServer(b, e.DSN(b), newPKI(b), Options{RatePerSecond: -1})
+			env := startServer(b, e.DSN(b), newPKI(b), Options{RatePerSecond: -1, Quota: Quota{MaxBytesPerDay: -1, RecordsPerSecond: -1}})
 			c := env.agent(b, "bench")
 			hello(b, c, "bench")
 			next := uint64(1)
