@@ -132,7 +132,7 @@ note() { echo "# $*"; }
 
 # run runs the benchmarks, appending the raw output to $1.
 run() {
-	local raw=$1 status=0 inv
+	local raw=$1 status=0
 	inv=$(mktemp -d /tmp/plumbline-server-figures.XXXXXX)
 	trap 'rm -rf "$inv"' EXIT
 	{
