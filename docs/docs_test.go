@@ -1,6 +1,7 @@
 package docs_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -83,21 +84,111 @@ var (
 	commitHash = regexp.MustCompile(`\b[0-9a-f]{40}\b`)
 )
 
+// topLevelWord: what the maintainers' check of the top-level pages
+// (docs/*.md) finds, case-insensitively: an issue number ("issue 12",
+// "x#12") or a word that begins with "test" and goes on for two letters or
+// more — a test's name (TestFoo), but also "tested", "testing" and
+// "testdata" paths, which those pages say otherwise ("checked", "covered by
+// a test", the recording's name) or leave to docs/dev/.
+var topLevelWord = regexp.MustCompile(`(?i)\b(issue|#) ?[0-9]{1,3}\b|test[a-z][a-z]+\b`)
+
 // User docs are written for users: no issue numbers, test names or commit
-// hashes (docs/dev/ is the maintainers' and may have them).
+// hashes (docs/dev/ is the maintainers' and may have them). A figure's
+// reproduction that runs a test by name (go test -run Name) is in
+// docs/dev/reproduce.md, linked from the page.
 func TestNoNotebookReferences(t *testing.T) {
 	t.Parallel()
 	docs := userDocs(t)
 	for _, name := range sortedKeys(docs) {
-		for i, line := range strings.Split(docs[name], "\n") {
-			for _, re := range []struct {
+		checks := []struct {
+			what string
+			re   *regexp.Regexp
+		}{{"an issue number", issueRef}, {"an issue number", issueWord}, {"a test name", testName}, {"a commit hash", commitHash}}
+		if !strings.Contains(name, "/") {
+			checks = append(checks, struct {
 				what string
 				re   *regexp.Regexp
-			}{{"an issue number", issueRef}, {"an issue number", issueWord}, {"a test name", testName}, {"a commit hash", commitHash}} {
-				if m := re.re.FindString(line); m != "" {
-					t.Errorf("%s:%d: %s (%q) in user docs: %s", name, i+1, re.what, strings.TrimSpace(m), strings.TrimSpace(line))
+			}{"an issue number or a test's word", topLevelWord})
+		}
+		for i, line := range strings.Split(docs[name], "\n") {
+			for _, c := range checks {
+				if m := c.re.FindString(line); m != "" {
+					t.Errorf("%s:%d: %s (%q) in user docs: %s", name, i+1, c.what, strings.TrimSpace(m), strings.TrimSpace(line))
 				}
 			}
+		}
+		for _, r := range testRuns(docs[name]) {
+			t.Errorf("%s:%d: go test -run %s names a test; user docs give a benchmark (-run '^$' -bench Name), a bench/ script or a make target, or link docs/dev/reproduce.md", name, r.line, r.pattern)
+		}
+	}
+}
+
+// A go test command of a page that runs tests by name.
+type testRun struct {
+	line    int
+	pattern string
+}
+
+var (
+	fencedBlock = regexp.MustCompile("(?s)```.*?```")
+	codeSpan    = regexp.MustCompile("`[^`]+`")
+	runFlag     = regexp.MustCompile(`(?:^|\s)-run(?:=|\s+)('[^']*'|"[^"]*"|\S+)`)
+)
+
+// testRuns: the go test commands of text — in fenced blocks, one a line up
+// to a comment, and in code spans, which may wrap — whose -run pattern is
+// anything but ^$ (which runs no test, as before -bench or -fuzz).
+func testRuns(text string) []testRun {
+	var cmds []testRun // line and command text
+	var prose strings.Builder
+	at := 0
+	for _, loc := range fencedBlock.FindAllStringIndex(text, -1) {
+		block := text[loc[0]:loc[1]]
+		start := strings.Count(text[:loc[0]], "\n") + 1
+		for i, line := range strings.Split(block, "\n") {
+			line, _, _ = strings.Cut(line, " #")
+			cmds = append(cmds, testRun{line: start + i, pattern: line})
+		}
+		prose.WriteString(text[at:loc[0]])
+		prose.WriteString(strings.Repeat("\n", strings.Count(block, "\n")))
+		at = loc[1]
+	}
+	prose.WriteString(text[at:])
+	rest := prose.String()
+	for _, loc := range codeSpan.FindAllStringIndex(rest, -1) {
+		cmds = append(cmds, testRun{line: strings.Count(rest[:loc[0]], "\n") + 1, pattern: rest[loc[0]+1 : loc[1]-1]})
+	}
+	var runs []testRun
+	for _, c := range cmds {
+		_, cmd, ok := strings.Cut(c.pattern, "go test")
+		if !ok {
+			continue
+		}
+		for _, m := range runFlag.FindAllStringSubmatch(cmd, -1) {
+			if p := strings.Trim(m[1], `'"`); p != "^$" {
+				runs = append(runs, testRun{line: c.line, pattern: m[1]})
+			}
+		}
+	}
+	return runs
+}
+
+func TestTestRuns(t *testing.T) {
+	t.Parallel()
+	text := "a `go test -run '^$' -bench Scrape ./x` b\n" +
+		"c (`go test -run\n'Lease|Fencing' ./internal/store/`) d\n" +
+		"```sh\nmake lab-degrade\ngo test ./internal/x -run DegradeOnLab -v   # -run Other\n```\n" +
+		"e `go test ./y -v -run=Replicas`, the -run timeout\n"
+	got := fmt.Sprint(testRuns(text))
+	if want := "[{6 DegradeOnLab} {2 'Lease|Fencing'} {8 Replicas}]"; got != want {
+		t.Errorf("testRuns = %s, want %s", got, want)
+	}
+	for _, tt := range []struct {
+		line string
+		want bool
+	}{{"see issue 12", true}, {"fixed in #7", false}, {"x#7", true}, {"(tested)", true}, {"internal/replay/testdata/x", true}, {"TestFoo", true}, {"the tests", false}, {"a U test of", false}} {
+		if got := topLevelWord.MatchString(tt.line); got != tt.want {
+			t.Errorf("topLevelWord matches %q = %v, want %v", tt.line, got, tt.want)
 		}
 	}
 }
@@ -143,11 +234,19 @@ func TestReadmeIsShortAndLinksThePages(t *testing.T) {
 	}
 }
 
-// Every relative link in the user docs points at a file that exists.
+// Every relative link in the docs, the user's and the maintainers'
+// (docs/dev/), points at a file that exists.
 func TestRelativeLinksResolve(t *testing.T) {
 	t.Parallel()
 	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
 	docs := userDocs(t)
+	dev, err := filepath.Glob(filepath.Join("dev", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range dev {
+		docs[filepath.ToSlash(path)] = readPage(t, path)
+	}
 	for _, name := range sortedKeys(docs) {
 		for _, m := range link.FindAllStringSubmatch(docs[name], -1) {
 			target := m[1]

@@ -16,10 +16,8 @@ package evaluator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -209,7 +207,7 @@ func (e *Evaluator) load(ctx context.Context) error {
 		}
 		h := &histogram.Histogram{}
 		if len(r.Histogram) > 0 {
-			if hh, err := decodeHistogram(r.Histogram); err == nil {
+			if hh, err := wire.DecodeHistogram(r.Histogram); err == nil {
 				h = hh
 			}
 		}
@@ -280,7 +278,7 @@ func (e *Evaluator) judge(ctx context.Context, runs []store.ProbeRun) error {
 		if r.Skipped || r.Ops == 0 || !vocab.IsJudged(vocab.ProbeKind(r.Kind)) {
 			continue
 		}
-		h, err := decodeHistogram(r.Histogram)
+		h, err := wire.DecodeHistogram(r.Histogram)
 		if err != nil || h.Count() == 0 {
 			e.opts.Logger.Warn("probe result without a usable histogram", "agent", r.AgentID, "sequence", r.Sequence, "err", err)
 			continue
@@ -452,7 +450,7 @@ func (e *Evaluator) dirtyStates(u *store.BaselineUpdate) ([]*entry, error) {
 		if err != nil {
 			return nil, err
 		}
-		hb, err := proto.Marshal(wire.HistogramToProto(en.hist))
+		hb, err := wire.EncodeHistogram(en.hist)
 		if err != nil {
 			return nil, err
 		}
@@ -512,77 +510,22 @@ func (e *Evaluator) volumeSummaries(touched []*entry) []store.BaselineState {
 	return out
 }
 
-var errEmpty = errors.New("empty histogram bytes")
-
-func decodeHistogram(b []byte) (*histogram.Histogram, error) {
-	if len(b) == 0 {
-		return nil, errEmpty
-	}
-	var p plumblinev1.Histogram
-	if err := proto.Unmarshal(b, &p); err != nil {
-		return nil, err
-	}
-	return wire.HistogramFromProto(&p)
-}
-
 // RunOf is what the detector judges of one probe run: the histogram's
-// median, p99 and exact mean, its op count, its slow ops (at least
-// baseline.SlowFactor × its median: SlowOps), and — for a run that went its
-// whole course or was cut by its time limit (not one stopped because the
-// device was busy or a latency ceiling) and ran under an IOPS cap — the
-// rate it achieved (ops over the measured duration) against that cap.
+// median, p99 and exact mean (histogram.Quantile, the rule the API and the
+// agent's probe command show too), its op count, its slow ops (those in
+// buckets at least baseline.SlowFactor × its median: histogram.CountOver),
+// and — for a run that went its whole course or was cut by its time limit
+// (not one stopped because the device was busy or a latency ceiling) and
+// ran under an IOPS cap — the rate it achieved (ops over the measured
+// duration) against that cap.
 func RunOf(r *store.ProbeRun, h *histogram.Histogram) baseline.Run {
-	med := Median(h)
-	run := baseline.Run{Median: med, P99: Quantile(h, 0.99), Mean: h.Mean().Seconds(), Ops: int(min(h.Count(), 1<<31-1)),
-		Slow: SlowOps(h, baseline.SlowFactor*med)}
+	med := h.Median()
+	run := baseline.Run{Median: med, P99: h.Quantile(0.99), Mean: h.Mean().Seconds(), Ops: int(min(h.Count(), 1<<31-1))}
+	if med > 0 {
+		run.Slow = int(min(h.CountOver(baseline.SlowFactor*med), 1<<31-1))
+	}
 	if r.IOPSCap > 0 && r.Duration > 0 && (r.StoppedReason == "" || r.StoppedReason == vocab.StopMaxDuration) {
 		run.IOPS, run.Cap = float64(r.Ops)/r.Duration.Seconds(), r.IOPSCap
 	}
 	return run
-}
-
-// SlowOps counts the histogram's observations in buckets whose lower
-// bound is at least bar seconds (buckets are ~9% wide: an op up to 9%
-// under the bar may count, none 9% over it is missed). 0 when bar is not
-// positive.
-func SlowOps(h *histogram.Histogram, bar float64) int {
-	if !(bar > 0) {
-		return 0
-	}
-	n := uint64(0)
-	for _, b := range h.Buckets() {
-		if histogram.LowerBound(b.Index) >= bar {
-			n += b.Count
-		}
-	}
-	return int(min(n, 1<<31-1))
-}
-
-// Median is the histogram's 50th percentile in seconds (Quantile 0.5).
-func Median(h *histogram.Histogram) float64 { return Quantile(h, 0.5) }
-
-// Quantile is the histogram's q-quantile in seconds, interpolated
-// log-linearly inside its bucket (buckets are ~9% wide) and clamped to the
-// exact minimum and maximum. 0 for an empty histogram.
-func Quantile(h *histogram.Histogram, q float64) float64 {
-	n := h.Count()
-	if n == 0 {
-		return 0
-	}
-	rank := float64(n) * q
-	cum := float64(h.ZeroCount())
-	v := 0.0
-	if cum < rank {
-		for _, b := range h.Buckets() {
-			c := float64(b.Count)
-			if cum+c >= rank {
-				lo, hi := histogram.LowerBound(b.Index), histogram.UpperBound(b.Index)
-				f := (rank - cum) / c
-				v = lo * math.Pow(hi/lo, f)
-				break
-			}
-			cum += c
-		}
-	}
-	return min(max(v, h.Min().Seconds()), h.Max().Seconds())
 }

@@ -94,25 +94,11 @@ func TestPassIdempotentAndLate(t *testing.T) {
 			if len(bs) != 1 || bs[0].Runs != 14 || !bs[0].Trusted || bs[0].Status != "ok" || bs[0].HistoryRatio < 0.99 || bs[0].HistoryRatio > 1.01 {
 				t.Fatalf("baselines = %+v, want one trusted ok state over 14 runs with history ratio 1", bs)
 			}
-			h, err := decodeHistogram(bs[0].Histogram)
+			h, err := wire.DecodeHistogram(bs[0].Histogram)
 			if err != nil || h.Count() != 14*50 {
 				t.Fatalf("merged histogram: %v, count %d, want %d", err, h.Count(), 14*50)
 			}
 		})
-	}
-}
-
-func TestMedian(t *testing.T) {
-	t.Parallel()
-	var h histogram.Histogram
-	for _, d := range []time.Duration{1, 2, 3, 4, 5} {
-		h.Observe(d * time.Millisecond)
-	}
-	if m := Median(&h); m < 0.0028 || m > 0.0032 {
-		t.Errorf("Median(1..5 ms) = %g, want ~0.003", m)
-	}
-	if m := Median(&histogram.Histogram{}); m != 0 {
-		t.Errorf("Median(empty) = %g, want 0", m)
 	}
 }
 
@@ -220,7 +206,7 @@ func TestMergeOverflowKeepsHistogramValid(t *testing.T) {
 			if err != nil || len(bs) != 1 {
 				t.Fatalf("baselines %+v, %v: want one", bs, err)
 			}
-			h, err := decodeHistogram(bs[0].Histogram)
+			h, err := wire.DecodeHistogram(bs[0].Histogram)
 			if err != nil {
 				t.Fatalf("stored histogram does not decode: %v", err)
 			}

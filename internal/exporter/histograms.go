@@ -6,12 +6,10 @@ import (
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/plumbline/plumbline/internal/histogram"
 	"github.com/plumbline/plumbline/internal/store"
 	"github.com/plumbline/plumbline/internal/wire"
-	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
 // The classic bucket sets of the probe latency histograms, by the name
@@ -233,11 +231,7 @@ func (c *Collector) histFactsOf(b store.MetricsBaseline) *histFacts {
 	if len(b.Histogram) == 0 {
 		return f
 	}
-	var p plumblinev1.Histogram
-	if err := proto.Unmarshal(b.Histogram, &p); err != nil {
-		return f
-	}
-	h, err := wire.HistogramFromProto(&p)
+	h, err := wire.DecodeHistogram(b.Histogram)
 	if err != nil {
 		return f
 	}

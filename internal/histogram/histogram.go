@@ -14,6 +14,13 @@
 //
 // Observations are time.Durations; the sum is kept in integer nanoseconds,
 // so merging is exact for the sum too (float sums are not associative).
+//
+// The package is also the one place latency is read out of a histogram:
+// Quantile (and Median) is the quantile rule the inventory API, the
+// baseline and the agent's probe command all show, and CountOver the
+// slow-op count. The bytes of a histogram (the wire message, also the form
+// the store keeps) are mapped in internal/wire: EncodeHistogram and
+// DecodeHistogram.
 package histogram
 
 import (

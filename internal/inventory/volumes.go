@@ -5,17 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"net/http"
 	"time"
 
-	"github.com/plumbline/plumbline/internal/histogram"
 	"github.com/plumbline/plumbline/internal/projection"
 	"github.com/plumbline/plumbline/internal/store"
 	"github.com/plumbline/plumbline/internal/wire"
-	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
-
-	"google.golang.org/protobuf/proto"
 )
 
 // volumeQuery reads the parameters of GET /api/v1/volumes.
@@ -165,8 +160,19 @@ func (a *API) writeVolume(ctx context.Context, buf *bytes.Buffer, v *store.Inven
 }
 
 // volumeItem is a volume of the API: the inspect shape plus where it
-// lives, its id and the derived columns.
+// lives, its id and the derived columns — its judged document when it has
+// one (the stored geometry carries no alignment).
 func volumeItem(v *store.InventoryVolume) (map[string]any, error) {
+	if doc := v.Doc; len(doc) >= 2 && doc[len(doc)-1] == '}' {
+		dec := json.NewDecoder(bytes.NewReader(doc))
+		dec.UseNumber() // keep 64-bit integers exact
+		obj := map[string]any{}
+		if err := dec.Decode(&obj); err != nil {
+			return nil, fmt.Errorf("volume %s: document: %w", v.ID, err)
+		}
+		obj["baseline"] = baselineJSON(v.Baseline)
+		return obj, nil
+	}
 	obj, err := projection.VolumeJSON(store.Volume{AgentID: v.AgentID, Hostname: v.Hostname, MountPoint: v.MountPoint,
 		Geometry: v.Geometry, Sequence: v.Sequence, ObservedAt: v.ObservedAt})
 	if err != nil {
@@ -254,8 +260,9 @@ type ProbeSummary struct {
 	// Failure is the agent's message for a run that never ran (stopped
 	// reason refused, failed, lock-timeout).
 	Failure string `json:"failure,omitempty"`
-	// Latency quantiles in seconds, from the histogram (a quantile is its
-	// bucket's upper bound, at most the maximum); absent without samples.
+	// Latency quantiles in seconds, from the histogram (histogram.Quantile:
+	// interpolated log-linearly inside the bucket, within the exact minimum
+	// and maximum; the numbers the baseline judges); absent without samples.
 	Latency *Latency `json:"latency_seconds,omitempty"`
 }
 
@@ -277,36 +284,11 @@ func probeSummary(p store.ProbeResult) ProbeSummary {
 		s.IOPS = float64(p.Ops) / d
 		s.BytesPerSecond = float64(p.Bytes) / d
 	}
-	var hp plumblinev1.Histogram
-	if err := proto.Unmarshal(p.Histogram, &hp); err != nil {
-		return s
-	}
-	h, err := wire.HistogramFromProto(&hp)
+	h, err := wire.DecodeHistogram(p.Histogram)
 	if err != nil || h.Count() == 0 {
 		return s
 	}
 	s.Latency = &Latency{Count: h.Count(), Mean: h.Mean().Seconds(), Max: h.Max().Seconds(),
-		P50: quantile(h, 0.50), P95: quantile(h, 0.95), P99: quantile(h, 0.99)}
+		P50: h.Quantile(0.50), P95: h.Quantile(0.95), P99: h.Quantile(0.99)}
 	return s
-}
-
-// quantile is the upper bound of the bucket holding the q-quantile, capped
-// at the maximum observation.
-func quantile(h *histogram.Histogram, q float64) float64 {
-	rank := uint64(math.Ceil(q * float64(h.Count())))
-	if rank == 0 {
-		rank = 1
-	}
-	seen := h.ZeroCount()
-	if seen >= rank {
-		return 0
-	}
-	max := h.Max().Seconds()
-	for _, b := range h.Buckets() {
-		seen += b.Count
-		if seen >= rank {
-			return math.Min(histogram.UpperBound(b.Index), max)
-		}
-	}
-	return max
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,7 +60,6 @@ type plan struct {
 type outcome struct {
 	ops, errors   int
 	firstErr      error
-	samples       []time.Duration
 	hist          *histogram.Histogram
 	start, end    time.Time
 	stoppedReason string
@@ -160,7 +158,6 @@ type measurement struct {
 func (m *measurement) work(ctx context.Context, w int, res *workerResult) {
 	p := m.p
 	res.hist = &histogram.Histogram{}
-	res.samples = make([]time.Duration, 0, min(p.ops/p.qd+1, 1<<16))
 	buf := alignedBuffer(p.blockSize, p.align)
 	rng := rand.New(rand.NewPCG(p.seed, uint64(w)))
 	if !p.read {
@@ -204,7 +201,6 @@ func (m *measurement) work(ctx context.Context, w int, res *workerResult) {
 		if m.opLatency != nil {
 			m.opLatency[n-1] = lat
 		}
-		res.samples = append(res.samples, lat)
 		res.hist.Observe(lat)
 		if m.guard.observe(lat) {
 			m.cancel(errStopLatency)
@@ -212,13 +208,12 @@ func (m *measurement) work(ctx context.Context, w int, res *workerResult) {
 	}
 }
 
-// collect merges the workers' results into the run's counts, samples and
+// collect merges the workers' results into the run's counts and
 // histogram.
 func (m *measurement) collect(workers []workerResult) outcome {
 	out := outcome{hist: &histogram.Histogram{}}
 	for _, r := range workers {
 		out.ops += r.ops
-		out.samples = append(out.samples, r.samples...)
 		_ = out.hist.Merge(r.hist) // one run's workers: far from the 292 years of latency that overflow
 	}
 	out.errors = int(m.errCount.Load())
@@ -229,9 +224,8 @@ func (m *measurement) collect(workers []workerResult) outcome {
 }
 
 type workerResult struct {
-	ops     int
-	samples []time.Duration
-	hist    *histogram.Histogram
+	ops  int
+	hist *histogram.Histogram
 }
 
 // doOp performs one I/O of the plan's kind at off.
@@ -404,25 +398,20 @@ func (g *latencyGuard) observe(d time.Duration) bool {
 	return g.n >= len(g.ring) && g.over*2 > len(g.ring)
 }
 
-// summarize computes exact nearest-rank percentiles over the samples.
-func summarize(samples []time.Duration, h *histogram.Histogram) Latency {
-	if len(samples) == 0 {
+// LatencyOf summarises a run's latency histogram, in seconds: its exact
+// minimum, mean and maximum and its quantiles by histogram.Quantile, the
+// numbers the server's API shows and its baseline judges for the same run.
+func LatencyOf(h *histogram.Histogram) Latency {
+	if h == nil || h.Count() == 0 {
 		return Latency{}
-	}
-	s := slices.Clone(samples)
-	slices.Sort(s)
-	rank := func(q float64) float64 {
-		i := int(math.Ceil(q*float64(len(s)))) - 1
-		i = min(max(i, 0), len(s)-1)
-		return s[i].Seconds()
 	}
 	return Latency{
 		Min:  h.Min().Seconds(),
 		Mean: h.Sum().Seconds() / float64(h.Count()),
-		P50:  rank(0.50),
-		P90:  rank(0.90),
-		P99:  rank(0.99),
-		P999: rank(0.999),
+		P50:  h.Quantile(0.50),
+		P90:  h.Quantile(0.90),
+		P99:  h.Quantile(0.99),
+		P999: h.Quantile(0.999),
 		Max:  h.Max().Seconds(),
 	}
 }

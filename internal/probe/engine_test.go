@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plumbline/plumbline/internal/histogram"
 	"github.com/plumbline/plumbline/internal/vocab"
 )
 
@@ -95,8 +96,8 @@ func TestMeasureBudgetAndCounts(t *testing.T) {
 				if got := tgt.reads.Load() + tgt.writes.Load(); got != int64(p.ops) {
 					t.Errorf("target saw %d ops, want exactly %d", got, p.ops)
 				}
-				if out.hist.Count() != uint64(p.ops) || len(out.samples) != p.ops {
-					t.Errorf("histogram count %d, samples %d; want %d", out.hist.Count(), len(out.samples), p.ops)
+				if out.hist.Count() != uint64(p.ops) {
+					t.Errorf("histogram count %d, want %d", out.hist.Count(), p.ops)
 				}
 				for _, off := range tgt.offsets {
 					if off < p.dataOff || off >= p.dataOff+p.dataBlocks*int64(p.blockSize) || (off-p.dataOff)%int64(p.blockSize) != 0 {
@@ -211,16 +212,29 @@ func TestLatencyGuard(t *testing.T) {
 	}
 }
 
-func TestSummarizeNearestRank(t *testing.T) {
+// TestLatencyOf: the run's percentiles are the histogram's quantiles (the
+// numbers the server shows and judges); min, mean and max stay exact.
+func TestLatencyOf(t *testing.T) {
 	var samples []time.Duration
 	for i := 1; i <= 1000; i++ {
 		samples = append(samples, time.Duration(i)*time.Microsecond)
 	}
 	h := histFrom(samples)
-	l := summarize(samples, h)
-	want := Latency{Min: 1e-6, Mean: 500.5e-6, P50: 500e-6, P90: 900e-6, P99: 990e-6, P999: 999e-6, Max: 1000e-6}
+	l := LatencyOf(h)
+	want := Latency{Min: 1e-6, Mean: 500.5e-6, P50: h.Quantile(0.5), P90: h.Quantile(0.9), P99: h.Quantile(0.99),
+		P999: h.Quantile(0.999), Max: 1000e-6}
 	if l != want {
-		t.Errorf("summarize = %+v, want %+v", l, want)
+		t.Errorf("LatencyOf = %+v, want %+v", l, want)
+	}
+	t.Logf("1..1000 µs: p50 %v, p90 %v, p99 %v, p99.9 %v", l.P50, l.P90, l.P99, l.P999)
+	// Within one bucket (9%) of the exact nearest rank.
+	for _, c := range []struct{ got, exact float64 }{{l.P50, 500e-6}, {l.P90, 900e-6}, {l.P99, 990e-6}, {l.P999, 999e-6}} {
+		if c.got/c.exact > 1.0906 || c.exact/c.got > 1.0906 {
+			t.Errorf("percentile %v, exact %v: more than a bucket apart", c.got, c.exact)
+		}
+	}
+	if (LatencyOf(&histogram.Histogram{}) != Latency{}) || (LatencyOf(nil) != Latency{}) {
+		t.Error("LatencyOf(empty) is not the zero Latency")
 	}
 }
 

@@ -355,8 +355,8 @@ func checkFileName(name string) error {
 	return nil
 }
 
-// Latency summarises the run's latencies in seconds. The percentiles are
-// exact (nearest rank over every sample of the run).
+// Latency summarises the run's latencies in seconds (LatencyOf): min, mean
+// and max exact, the percentiles from the run's histogram.
 type Latency struct {
 	Min  float64 `json:"min"`
 	Mean float64 `json:"mean"`

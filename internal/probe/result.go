@@ -22,5 +22,5 @@ func fillResult(res *Result, out outcome, blockSize int) {
 		}
 	}
 	res.Histogram = out.hist
-	res.Latency = summarize(out.samples, out.hist)
+	res.Latency = LatencyOf(out.hist)
 }

@@ -36,12 +36,8 @@ import (
 
 // Store is what the projection reads and writes.
 type Store interface {
-	SyncInventory(ctx context.Context, derive store.DeriveFunc, since time.Time) (store.SyncStats, error)
+	SyncInventory(ctx context.Context, since time.Time) (store.SyncStats, error)
 	LastGeometryReceived(ctx context.Context) (time.Time, error)
-	HistoryMark(ctx context.Context, agentID string) (uint64, error)
-	GeometryRecordsAfter(ctx context.Context, agentID string, after uint64, limit int) ([]store.GeometryRecord, error)
-	HistoryStates(ctx context.Context, agentID string) (map[string]store.HistoryState, error)
-	PutHistory(ctx context.Context, agentID string, mark uint64, states map[string]store.HistoryState, changes []store.VolumeChange) error
 	VolumeChanges(ctx context.Context, agentID, mountPoint string) ([]store.VolumeChange, error)
 }
 
@@ -147,7 +143,7 @@ func (p *Projection) syncLocked(ctx context.Context, full bool) error {
 	}
 	p.stateMu.Unlock()
 	start := time.Now()
-	st, err := p.st.SyncInventory(ctx, Derive, since)
+	st, err := p.st.SyncInventory(ctx, since)
 	if err != nil {
 		p.failed(ctx)
 		return err
@@ -206,7 +202,7 @@ func (p *Projection) Ready(ctx context.Context) error {
 	if !last.After(seen) {
 		return nil // another reader or Run caught up meanwhile
 	}
-	st, err := p.st.SyncInventory(ctx, Derive, seen.Add(time.Nanosecond))
+	st, err := p.st.SyncInventory(ctx, seen.Add(time.Nanosecond))
 	if err != nil {
 		return err
 	}

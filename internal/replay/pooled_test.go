@@ -101,7 +101,7 @@ func slowCounts(t *testing.T, atoms []Atom, ops int, bar float64) ([]int, int) {
 				t.Fatal(err)
 			}
 		}
-		out = append(out, over(h, bar*evaluator.Median(h)))
+		out = append(out, int(h.CountOver(bar*h.Median())))
 		total += int(h.Count())
 	}
 	return out, total

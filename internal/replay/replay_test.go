@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/plumbline/plumbline/internal/baseline"
-	"github.com/plumbline/plumbline/internal/evaluator"
 	"github.com/plumbline/plumbline/internal/histogram"
 	"github.com/plumbline/plumbline/internal/store"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
@@ -229,7 +228,7 @@ func TestScaleDoubles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m, m2 := evaluator.Median(&h), evaluator.Median(d); m2 < 2*m*(1-1e-12) || m2 > 2*m*(1+1e-12) {
+	if m, m2 := h.Median(), d.Median(); m2 < 2*m*(1-1e-12) || m2 > 2*m*(1+1e-12) {
 		t.Errorf("median after scale(×2) = %g, want 2 × %g", m2, m)
 	}
 	if d.Count() != h.Count() || d.Min() != 2*h.Min() || d.Max() != 2*h.Max() {
@@ -262,7 +261,7 @@ func TestLabWithinPriors(t *testing.T) {
 				var medians []float64
 				atoms := rec.Atoms[k]
 				for i := 0; i+5 <= len(atoms); i += 5 {
-					medians = append(medians, evaluator.Median(newWalker(atoms[i:i+5], time.Hour, 1, 0).next(5)))
+					medians = append(medians, newWalker(atoms[i:i+5], time.Hour, 1, 0).next(5).Median())
 				}
 				got := baseline.Summarize(medians).Median
 				x, err := priors.Expect(prof, baseline.Kind(k))

@@ -3,7 +3,6 @@ package replay
 import (
 	"testing"
 
-	"github.com/plumbline/plumbline/internal/evaluator"
 	"github.com/plumbline/plumbline/internal/histogram"
 )
 
@@ -32,7 +31,7 @@ func TestRecordedTailNoise(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				n := over(h, 16*evaluator.Median(h))
+				n := int(h.CountOver(16 * h.Median()))
 				runs++
 				ops += int(h.Count())
 				slow += n
@@ -48,15 +47,4 @@ func TestRecordedTailNoise(t *testing.T) {
 			}
 		}
 	}
-}
-
-// over counts h's observations in buckets at or above bar.
-func over(h *histogram.Histogram, bar float64) int {
-	n := 0
-	for _, b := range h.Buckets() {
-		if histogram.LowerBound(b.Index) >= bar {
-			n += int(b.Count)
-		}
-	}
-	return n
 }

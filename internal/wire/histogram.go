@@ -13,6 +13,8 @@ import (
 	"math/bits"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/plumbline/plumbline/internal/histogram"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
@@ -100,6 +102,27 @@ func HistogramFromProto(p *plumblinev1.Histogram) (*histogram.Histogram, error) 
 		return nil, fmt.Errorf("%w: %w", ErrInvalidHistogram, err)
 	}
 	return h, nil
+}
+
+// EncodeHistogram returns the bytes of h's wire message, the form the
+// store keeps a histogram in (probe results, baselines).
+func EncodeHistogram(h *histogram.Histogram) ([]byte, error) {
+	return proto.Marshal(HistogramToProto(h))
+}
+
+// DecodeHistogram is the one decoder of a stored histogram: it unmarshals
+// the bytes EncodeHistogram (or an agent) produced and validates them as
+// HistogramFromProto does. No bytes at all are an error, not an empty
+// histogram (a record that never carried one).
+func DecodeHistogram(b []byte) (*histogram.Histogram, error) {
+	if len(b) == 0 {
+		return nil, fmt.Errorf("%w: no bytes", ErrInvalidHistogram)
+	}
+	var p plumblinev1.Histogram
+	if err := proto.Unmarshal(b, &p); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidHistogram, err)
+	}
+	return HistogramFromProto(&p)
 }
 
 func checkHistogram(p *plumblinev1.Histogram) error {

@@ -248,3 +248,28 @@ func TestBucketIndexConstants(t *testing.T) {
 		t.Errorf("histogram.Index(MaxInt64 ns) = %d, MaxBucketIndex = %d", got, MaxBucketIndex)
 	}
 }
+
+// DecodeHistogram reads back what EncodeHistogram wrote and refuses no
+// bytes, garbage and an invalid message alike with ErrInvalidHistogram.
+func TestEncodeDecodeHistogram(t *testing.T) {
+	t.Parallel()
+	for _, h := range []*histogram.Histogram{{}, observe(0), observe(0, 3*time.Millisecond, 2*time.Second)} {
+		b, err := EncodeHistogram(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := DecodeHistogram(b)
+		if err != nil || !back.Equal(h) {
+			t.Errorf("DecodeHistogram(EncodeHistogram(%+v)) = %+v, %v", h.Snapshot(), back, err)
+		}
+	}
+	bad, err := proto.Marshal(&plumblinev1.Histogram{Schema: histogram.Schema, ZeroThresholdSeconds: histogram.ZeroThreshold, Count: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{"no bytes": nil, "garbage": {0xff, 0xff, 0xff}, "count without buckets": bad} {
+		if _, err := DecodeHistogram(b); !errors.Is(err, ErrInvalidHistogram) {
+			t.Errorf("DecodeHistogram(%s) = %v, want ErrInvalidHistogram", name, err)
+		}
+	}
+}
