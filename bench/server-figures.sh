@@ -148,7 +148,7 @@ run() {
 		note "uptime before: $(uptime)" | tee -a "$raw"
 		note "nice -n $NICE go test -run '^\$' -count $COUNT -benchmem $*" | tee -a "$raw"
 		nice -n "$NICE" go test -run '^$' -count "$COUNT" -benchmem -timeout 120m "$@" 2>&1 |
-			grep -v -e '^=== ' -e '^--- BENCH' | tee -a "$raw" || status=1
+			grep --line-buffered -v -e '^=== ' -e '^--- BENCH' | tee -a "$raw" || status=1
 		note "uptime after: $(uptime)" | tee -a "$raw"
 	}
 	for p in $PKGS; do
