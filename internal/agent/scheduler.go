@@ -13,6 +13,7 @@ import (
 	"github.com/plumbline/plumbline/internal/config"
 	"github.com/plumbline/plumbline/internal/ctxtime"
 	"github.com/plumbline/plumbline/internal/geometry"
+	"github.com/plumbline/plumbline/internal/mounts"
 	"github.com/plumbline/plumbline/internal/probe"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
@@ -52,7 +53,7 @@ type scheduler struct {
 }
 
 // targetsFor maps volumes to probe targets: the first schedule whose
-// mount_point glob matches a volume's mount point (geometry.MatchMountPoint)
+// mount_point glob matches a volume's mount point (mounts.MatchGlob)
 // wins for each kind. A stripe-scan target carries its placement from the
 // volume's discovered geometry.
 func targetsFor(vols []*plumblinev1.Volume, scheds []config.ProbeSchedule) []target {
@@ -60,7 +61,7 @@ func targetsFor(vols []*plumblinev1.Volume, scheds []config.ProbeSchedule) []tar
 	for _, v := range vols {
 		done := map[probe.Kind]bool{}
 		for i, s := range scheds {
-			if !geometry.MatchMountPoint(s.MountPoint, v.GetMountPoint()) {
+			if !mounts.MatchGlob(s.MountPoint, v.GetMountPoint()) {
 				continue
 			}
 			for _, k := range s.Kinds {

@@ -20,9 +20,11 @@ import (
 	"sort"
 	"strings"
 
+	"google.golang.org/protobuf/proto"
+
+	"github.com/plumbline/plumbline/internal/mounts"
 	"github.com/plumbline/plumbline/internal/vocab"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
-	"google.golang.org/protobuf/proto"
 )
 
 // Sources of values that only Windows discovery uses (vocab.SourceWin32,
@@ -182,10 +184,10 @@ func (d *winDiscoverer) selected(v winVolume) bool {
 }
 
 // matchWindowsMount reports whether any glob matches the Windows mount
-// point mp (MatchMountPoint).
+// point mp (mounts.MatchGlob).
 func matchWindowsMount(globs []string, mp string) bool {
 	for _, g := range globs {
-		if MatchMountPoint(g, mp) {
+		if mounts.MatchGlob(g, mp) {
 			return true
 		}
 	}

@@ -47,3 +47,24 @@ func TestPreview(t *testing.T) {
 		t.Errorf("Preview(stripe-scan, %d ops) = %v, %q: want the placement, infers_stripe_unit true, no warning", need, attrs, warning)
 	}
 }
+
+// The engine's plan takes a kind's I/O from its entry: reads or writes,
+// sequential or not, a sync after each write only for a synced kind in
+// fdatasync mode.
+func TestPlanFromSpec(t *testing.T) {
+	t.Parallel()
+	for _, k := range vocab.ProbedKinds() {
+		spec := k.Spec()
+		for _, sync := range []SyncMode{"", SyncDsync, SyncFdatasync} {
+			p := newPlan(Options{Kind: k, Sync: sync, BlockSize: 8192, FileSize: 4 << 20, QueueDepth: 1}, spec, 1, 4096)
+			if p.read != !spec.Writes || p.sequential != (spec.Access == vocab.AccessSequential) ||
+				p.syncEach != (spec.Synced && sync == SyncFdatasync) {
+				t.Errorf("newPlan(%s, sync %q): read %v, sequential %v, syncEach %v; want %v, %v, %v", k, sync,
+					p.read, p.sequential, p.syncEach, !spec.Writes, spec.Access == vocab.AccessSequential, spec.Synced && sync == SyncFdatasync)
+			}
+		}
+	}
+	if p := newPlan(Options{Kind: LogWrite, Sync: SyncFdatasync, BlockSize: 8192, FileSize: 4 << 20}, LogWrite.Spec(), 1, 4096); !p.sequential || p.read || !p.syncEach {
+		t.Errorf("log-write plan = %+v: want sequential synced writes", p)
+	}
+}

@@ -32,12 +32,10 @@ import (
 // happen to be spelled alike, and are not reported.
 func TestWordsSpelledOnce(t *testing.T) {
 	t.Parallel()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+	root := moduleRoot(t)
+	self, err := filepath.Abs(".")
 	if err != nil {
 		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
-		t.Fatalf("module root not found from internal/vocab: %v", err)
 	}
 	var found []string
 	for _, dir := range []string{"internal", "cmd"} {
@@ -46,7 +44,7 @@ func TestWordsSpelledOnce(t *testing.T) {
 				return err
 			}
 			if d.IsDir() {
-				if path == filepath.Join(root, "internal", "vocab") || d.Name() == "testdata" {
+				if path == self || d.Name() == "testdata" {
 					return filepath.SkipDir
 				}
 				return nil
@@ -71,6 +69,26 @@ func TestWordsSpelledOnce(t *testing.T) {
 	}
 	for _, f := range found {
 		t.Error(f)
+	}
+}
+
+// moduleRoot is the directory of go.mod, above this package wherever the
+// tree puts it.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above internal/vocab")
+		}
+		dir = parent
 	}
 }
 
