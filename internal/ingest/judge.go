@@ -98,7 +98,7 @@ func judgeVolume(v *plumblinev1.Volume, m *plumblinev1.StripeMeasurement, r Rule
 		return store.Volume{}, fmt.Errorf("stripe unit %d: want at most 2^63-1", a.GetStripeUnitBytes())
 	}
 	iv := judgedColumns(judged, a)
-	iv.RulesVersion = r.Version()
+	iv.RulesVersion, iv.RulesEpoch = r.Version(), align.RulesVersion
 	// Without a document (it cannot render) the API renders the volume
 	// when read, and reports the error then.
 	iv.Doc, _ = volumeDoc(judged, &iv)

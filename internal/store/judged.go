@@ -165,19 +165,22 @@ func scanStoredGeometry(row rowScanner) (StoredGeometry, error) {
 // PutJudged writes judged records over those of the same volumes (each
 // Volume with AgentID, MountPoint, Sequence and Judged set), in one
 // transaction, and returns how many it wrote: a volume whose row moved on
-// meanwhile (a newer snapshot, judged on arrival) or went is left alone.
+// meanwhile (a newer snapshot, judged on arrival) or went is left alone,
+// and so is a record judged under a higher rules epoch (a newer replica's).
 func (s *Store) PutJudged(ctx context.Context, vols []Volume) (int, error) {
 	var n int
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		now := time.Now()
 		rows := make([]InventoryVolume, 0, len(vols))
 		for _, v := range vols {
-			var seq, observed int64
+			var seq, observed, epoch int64
 			var host string
-			err := tx.QueryRowContext(ctx, s.q(`SELECT v.sequence, v.observed_ns, a.hostname FROM volumes v
-JOIN agents a ON a.agent_id = v.agent_id WHERE v.agent_id = ? AND v.mount_point = ? AND v.present`),
-				v.AgentID, v.MountPoint).Scan(&seq, &observed, &host)
-			if errors.Is(err, sql.ErrNoRows) || err == nil && uint64(seq) != v.Sequence {
+			err := tx.QueryRowContext(ctx, s.q(`SELECT v.sequence, v.observed_ns, a.hostname, COALESCE(f.rules_epoch, 0) FROM volumes v
+JOIN agents a ON a.agent_id = v.agent_id
+LEFT JOIN inventory_volumes f ON f.agent_id = v.agent_id AND f.mount_point = v.mount_point AND f.sequence = v.sequence
+WHERE v.agent_id = ? AND v.mount_point = ? AND v.present`),
+				v.AgentID, v.MountPoint).Scan(&seq, &observed, &host, &epoch)
+			if errors.Is(err, sql.ErrNoRows) || err == nil && (uint64(seq) != v.Sequence || epoch > v.Judged.RulesEpoch) {
 				continue
 			}
 			if err != nil {
