@@ -120,7 +120,7 @@ func EvaluateWith(v *plumblinev1.Volume, o Overrides) *plumblinev1.Alignment {
 	}
 	if e.known() {
 		e.a.StripeUnitBytes = e.stripe.unit
-		e.a.StripeUnitSource = e.stripe.source
+		e.a.StripeUnitSource = string(e.stripe.source)
 		e.a.StripedDevice = e.stripe.device
 		e.checkStripeOffset()
 	}
@@ -239,7 +239,7 @@ func (e *evaluation) splitFractions() {
 func (e *evaluation) stripeFindings() {
 	if e.known() {
 		switch {
-		case e.stripe.source == SourceMeasured:
+		case e.stripe.source == vocab.SourceMeasured:
 			// An inference is confirmed by declaring it; stripe hints
 			// wait for that.
 			e.measuredFinding()
@@ -247,7 +247,7 @@ func (e *evaluation) stripeFindings() {
 			e.disagreeFinding()
 		}
 		unitVsAllocation(&e.f, e.v, e.stripe)
-		if e.stripe.source != SourceMeasured {
+		if e.stripe.source != vocab.SourceMeasured {
 			stripeHints(&e.f, e.v, e.stripe)
 		}
 		return

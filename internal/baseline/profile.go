@@ -213,16 +213,16 @@ func OffsetClassOf(a *plumblinev1.Alignment) OffsetClass {
 func MediaOf(v *plumblinev1.Volume) Media {
 	layers := v.GetLayers()
 	for _, l := range layers {
-		if l.GetSources()["rotational"] == "declared" || l.GetSources()["model"] == "declared" {
+		if vocab.Source(l.GetSources()["rotational"]) == vocab.SourceDeclared || vocab.Source(l.GetSources()["model"]) == vocab.SourceDeclared {
 			return classify(l)
 		}
 	}
 	var leaves []*plumblinev1.Layer
 	for _, l := range layers {
 		switch {
-		case l.GetKind() == "disk":
+		case vocab.LayerKind(l.GetKind()) == vocab.LayerDisk:
 			leaves = append(leaves, l)
-		case l.GetKind() == "raid" && len(l.GetBelow()) == 0 && l.GetSource() == "declared":
+		case vocab.LayerKind(l.GetKind()) == vocab.LayerRAID && len(l.GetBelow()) == 0 && vocab.Source(l.GetSource()) == vocab.SourceDeclared:
 			leaves = append(leaves, l)
 		}
 	}

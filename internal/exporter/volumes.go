@@ -157,7 +157,7 @@ func factsOf(v store.Volume) volumeFacts {
 		// md arrays: the kernel's raid_disks against the member devices
 		// sysfs lists below the array. (md's own degraded count and member
 		// states are not in the geometry; see docs/runbooks.)
-		if l.GetKind() != "raid" || l.GetSources()["raid_disks"] != "sysfs" || l.GetRaidDisks() == 0 {
+		if vocab.LayerKind(l.GetKind()) != vocab.LayerRAID || vocab.Source(l.GetSources()["raid_disks"]) != vocab.SourceSysfs || l.GetRaidDisks() == 0 {
 			continue
 		}
 		missing := int(l.GetRaidDisks()) - len(l.GetBelow())

@@ -5,7 +5,6 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
@@ -55,7 +54,7 @@ func TestAgentsOfOneHostname(t *testing.T) {
 			for _, id := range ids {
 				seedAs(t, st, id, "vm", volume("/"))
 			}
-			srv := httptest.NewServer(New(st, Options{}))
+			srv := serveSyncing(t, st, Options{})
 			defer srv.Close()
 
 			code, body := get(t, srv.URL+"/api/v1/volumes")

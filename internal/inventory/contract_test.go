@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -81,7 +80,7 @@ func TestOpenAPIContract(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			srv := httptest.NewServer(New(st, Options{Tokens: []Token{{Name: "test", Secret: "tok"}}, SyncPeriod: 0}))
+			srv := serveSyncing(t, st, Options{Tokens: []Token{{Name: "test", Secret: "tok"}}, SyncPeriod: 0})
 			defer srv.Close()
 			_, body := get(t, srv.URL+"/api/v1/volumes?host=db00.example&mount_point=/data0", "Authorization", "Bearer tok")
 			id := body["volumes"].([]any)[0].(map[string]any)["id"].(string)

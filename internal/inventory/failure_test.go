@@ -2,7 +2,6 @@ package inventory
 
 import (
 	"context"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -23,7 +22,7 @@ func TestVolumeDetailShowsFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(New(st, Options{Tokens: []Token{{Name: "test", Secret: "tok"}}, SyncPeriod: 0}))
+	srv := serveSyncing(t, st, Options{Tokens: []Token{{Name: "test", Secret: "tok"}}, SyncPeriod: 0})
 	defer srv.Close()
 	_, body := get(t, srv.URL+"/api/v1/volumes?mount_point=/data0", "Authorization", "Bearer tok")
 	id := body["volumes"].([]any)[0].(map[string]any)["id"].(string)

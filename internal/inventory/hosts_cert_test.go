@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -30,7 +29,7 @@ func TestHostsCertificateValidity(t *testing.T) {
 	if err := st.UpsertAgent(t.Context(), store.Agent{ID: "db1", Hostname: "db1.example", OS: "linux", CertNotBefore: notBefore, CertNotAfter: notAfter}); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(New(st, Options{}))
+	srv := serveSyncing(t, st, Options{})
 	defer srv.Close()
 
 	code, body := get(t, srv.URL+"/api/v1/hosts")

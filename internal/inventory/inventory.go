@@ -7,7 +7,7 @@
 //	GET /api/v1/summary            counts by verdict, profile, severity and rule; split-I/O penalty; top offenders
 //	GET /api/v1/openapi.yaml       the OpenAPI 3 description of all of the above
 //	GET /healthz                   200 while the process serves
-//	GET /readyz                    200 when the store answers, 503 otherwise
+//	GET /readyz                    200 when the store answers and the inventory is ready, 503 otherwise
 //
 // A volume has the shape `agent inspect --format json` prints for it
 // (render.JSON of the plumbline.v1.Volume, with the server's alignment
@@ -16,12 +16,13 @@
 // the contract; a test validates real responses against it.
 //
 // Queries run against the store's inventory tables, which the read model
-// (internal/projection) keeps in step with the volumes table; every
-// request first lets it catch up (projection.Ready: one index probe at
-// rest). A summary agrees with the pages read at the same moment: a
-// cached one is served only while it is at the store's generation, else
-// the request computes it (see summaryCache). Baseline states (the
-// evaluator's) are joined when a page is read, so pages show them at once.
+// (internal/projection) keeps in step with the volumes table off the
+// request path; summaries are read from an in-memory index the API's loop
+// keeps at the store's inventory generation (see summaryCache). A request
+// only reads: it never opens a write transaction, never syncs and never
+// builds an index; until the first index is ready it answers 503.
+// Baseline states (the evaluator's) are joined when a page is read, so
+// pages show them at once.
 //
 // Errors are JSON: {"error": "...", "parameter": "...", "allowed": [...]};
 // a bad parameter is a 400 naming it, an unknown id a 404, and no user
@@ -53,7 +54,7 @@ type Store interface {
 	QueryVolumes(ctx context.Context, q store.VolumeQuery, fn func(*store.InventoryVolume) error) error
 	InventoryVolumeByID(ctx context.Context, id string) (*store.InventoryVolume, error)
 	SummarizeVolumes(ctx context.Context, f store.VolumeFilter, top int) (*store.InventorySummary, error)
-	ScanSummaryRows(ctx context.Context, vol func(*store.SummaryRow) error, finding func(volumeID, rule, severity string) error) (before, after uint64, err error)
+	ScanSummarySnapshot(ctx context.Context, vol func(*store.SummaryRow) error, finding func(volumeID, rule, severity string) error) (gen uint64, err error)
 	InventoryVolumesByIDs(ctx context.Context, ids []string) ([]*store.InventoryVolume, error)
 	QueryHosts(ctx context.Context, q store.HostQuery, fn func(*store.InventoryHost) error) error
 	FindHost(ctx context.Context, key string) (*store.InventoryHost, error)
@@ -89,15 +90,16 @@ type Options struct {
 	// Projection is the read model the API reads from. When nil, New
 	// builds one over the store (projection.Store) with SyncPeriod,
 	// SyncMargin and FullSyncInterval, and Run runs its sync loop; when
-	// given, its owner runs projection.Run (the API's Run only refreshes
-	// the cached summaries).
+	// given, its owner runs projection.Run (the API's Run only keeps its
+	// summary index, and reads do not wait for that projection's first
+	// sync: on a replica that does not run it, another does).
 	Projection *projection.Projection
 	// SyncPeriod is how often the projection syncs incrementally and Run
-	// brings the cached summaries to the new generation (default 2s).
+	// brings the summary index to the store's generation (default 2s).
 	SyncPeriod time.Duration
-	// SummaryRefresh is the least time between two computations of a
-	// cached summary by Run (default 10s; see summaryCache).
-	SummaryRefresh time.Duration
+	// ReadyWait is how long a read waits for the first summary index
+	// before it answers 503 (default 5s).
+	ReadyWait time.Duration
 	// SyncMargin and FullSyncInterval configure the projection New
 	// builds (projection.Options).
 	SyncMargin       time.Duration
@@ -115,10 +117,15 @@ type API struct {
 	ownProj bool
 
 	summaries summaryCache
-	// sumIdx is the summary's in-memory index (see summaryIndex), nil
-	// before the first refreshSummaries.
+	// sumIdx is the summary's newest complete in-memory index (see
+	// summaryIndex), nil before the first refreshIndex.
 	sumIdx atomic.Pointer[summaryIndex]
-	bufs   sync.Pool // *bytes.Buffer for page bodies
+	// readyCh is closed when reads can be answered (refreshIndex).
+	readyCh   chan struct{}
+	readyOnce sync.Once
+	// lastBuild is how long the last index build took (refreshLoop).
+	lastBuild atomic.Int64
+	bufs      sync.Pool // *bytes.Buffer for page bodies
 }
 
 // ProjectionStore is what New needs of the store to build its own
@@ -134,15 +141,15 @@ func New(st ProjectionStore, opts Options) *API {
 	// A duration not above 0 is the default.
 	opts.ReadyTimeout = cmp.Or(max(opts.ReadyTimeout, 0), 2*time.Second)
 	opts.SyncPeriod = cmp.Or(max(opts.SyncPeriod, 0), 2*time.Second)
-	opts.SummaryRefresh = cmp.Or(max(opts.SummaryRefresh, 0), 10*time.Second)
+	opts.ReadyWait = cmp.Or(max(opts.ReadyWait, 0), 5*time.Second)
 	if opts.BearerToken != "" {
 		opts.Tokens = append(opts.Tokens, Token{Name: "default", Secret: opts.BearerToken})
 	}
-	a := &API{st: st, opts: opts, mux: http.NewServeMux(), proj: opts.Projection}
+	a := &API{st: st, opts: opts, mux: http.NewServeMux(), proj: opts.Projection, readyCh: make(chan struct{})}
 	if a.proj == nil {
 		a.proj = projection.New(st, projection.Options{Logger: opts.Logger, SyncPeriod: opts.SyncPeriod,
 			SyncMargin: opts.SyncMargin, FullSyncInterval: opts.FullSyncInterval,
-			AfterSync: func(ctx context.Context) error { return a.refreshSummaries(ctx, false) }})
+			AfterSync: a.refreshLoop})
 		a.ownProj = true
 	}
 	a.summaries.entries = map[string]*summaryEntry{}
@@ -181,36 +188,36 @@ func (a *API) Routes() []string { return slices.Clone(a.routes) }
 // ServeHTTP implements http.Handler.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
 
-// Run keeps the cached summaries up to date until ctx is done: after each
-// sync of the projection when the API built it (Run runs its sync loop
-// then: projection.Run), else every SyncPeriod; the cached summaries are
-// brought to the store's generation (see summaryCache). Requests only
-// catch up what arrived since (projection.Ready).
+// Run keeps the summary index and the cached summaries at the store's
+// inventory generation until ctx is done (refreshIndex): every
+// SyncPeriod, and when the API built its projection, after each of its
+// syncs (Run runs its sync loop then: projection.Run). Requests only read
+// what it built.
 func (a *API) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	if a.ownProj {
-		a.proj.Run(ctx)
-		return
+		wg.Go(func() { a.proj.Run(ctx) })
 	}
-	ctxtime.Every(ctx, a.opts.SyncPeriod, func(ctx context.Context) {
-		if err := a.refreshSummaries(ctx, false); err != nil && ctx.Err() == nil {
-			a.opts.Logger.Warn("inventory summaries", "err", err)
+	refresh := func(ctx context.Context) {
+		if err := a.refreshLoop(ctx); err != nil && ctx.Err() == nil {
+			a.opts.Logger.Warn("inventory summary index", "err", err)
 		}
-	})
+	}
+	refresh(ctx)
+	ctxtime.Every(ctx, a.opts.SyncPeriod, refresh)
 }
 
 // Sync brings the inventory tables up to date (projection.Sync) — in
 // full, or only for the agents seen since the last sync (less a margin);
-// the first sync is always full — and then the cached summaries to the
-// store's generation.
+// the first sync is always full — and then the summary index and the
+// cached summaries to the store's generation.
 func (a *API) Sync(ctx context.Context, full bool) error {
 	if err := a.proj.Sync(ctx, full); err != nil {
 		return err
 	}
-	return a.refreshSummaries(ctx, true)
+	return a.refreshIndex(ctx)
 }
-
-// ready runs before a query: projection.Ready.
-func (a *API) ready(ctx context.Context) error { return a.proj.Ready(ctx) }
 
 // get answers 405 (as JSON) to everything but GET and HEAD.
 func (a *API) get(h http.HandlerFunc) http.HandlerFunc {
@@ -275,6 +282,11 @@ func (a *API) readyz(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "store unreachable")
 		return
 	}
+	// Just after start, a moment for the first summary index (ready).
+	if err := a.ready(ctx); err != nil {
+		writeError(w, http.StatusServiceUnavailable, errNotReady.Error())
+		return
+	}
 	for _, check := range a.opts.ReadyChecks {
 		if err := check(ctx); err != nil {
 			a.opts.Logger.Warn("readiness check failed", "err", err)
@@ -307,6 +319,9 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeJSON(w, http.StatusBadRequest, body)
 	case errors.Is(err, store.ErrNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, errNotReady):
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, err.Error())
 	case r.Context().Err() != nil:
 		// The client went away; nobody reads the answer.
 	default:

@@ -116,7 +116,7 @@ func TestVolumesAndHosts(t *testing.T) {
 			defer st.Close()
 			seed(t, st, "db2", volume("/data"), volume("/log"))
 			seed(t, st, "db1", volume("/data"))
-			srv := httptest.NewServer(New(st, Options{}))
+			srv := serveSyncing(t, st, Options{})
 			defer srv.Close()
 
 			code, body := get(t, srv.URL+"/api/v1/volumes")
@@ -201,10 +201,23 @@ func TestEmptyListsAndErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := New(st, Options{BearerToken: "s3cret"})
+	api := New(st, Options{BearerToken: "s3cret", ReadyWait: time.Millisecond})
 	srv := httptest.NewServer(api)
 	defer srv.Close()
 	auth := []string{"Authorization", "Bearer s3cret"}
+	// Before the first summary index (nothing has synced): 503, never a
+	// sync of the request's own.
+	for _, path := range []string{"/api/v1/volumes", "/api/v1/hosts", "/api/v1/summary", "/api/v1/hosts/db1", "/readyz"} {
+		req, _ := http.NewRequest("GET", srv.URL+path, nil)
+		req.Header.Set(auth[0], auth[1])
+		code, body := do(t, req)
+		if msg, _ := body["error"].(string); code != http.StatusServiceUnavailable || !strings.Contains(msg, "not ready") {
+			t.Errorf("GET %s before the first sync = %d %v, want 503 not ready", path, code, body)
+		}
+	}
+	if err := api.Sync(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
 
 	tests := []struct {
 		method, path string
@@ -243,9 +256,10 @@ func TestEmptyListsAndErrors(t *testing.T) {
 }
 
 // TestGivenProjection: an API over a projection its owner runs reads
-// from it — the first request waits for the projection's first sync, a
-// later snapshot shows after the request's catch-up — and the API's Run
-// then only refreshes summaries (it leaves syncing to the owner).
+// what that projection writes — reads wait for nothing but the API's own
+// summary index, a later snapshot shows within the projection's sync
+// period — and the API's Run only keeps its summary index (it leaves
+// syncing to the owner).
 func TestGivenProjection(t *testing.T) {
 	t.Parallel()
 	for _, e := range engines {
@@ -253,21 +267,26 @@ func TestGivenProjection(t *testing.T) {
 			t.Parallel()
 			st := openStore(t, e.DSN(t))
 			seedFleet(t, st, 2, 2)
-			p := projection.New(st, projection.Options{})
+			p := projection.New(st, projection.Options{SyncPeriod: 5 * time.Millisecond})
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); p.Run(ctx) }()
+			defer func() { cancel(); <-done }()
 			srv, _ := serveRunning(t, st, Options{Projection: p, SyncPeriod: 5 * time.Millisecond})
-			if n := len(list(t, srv.URL, "", 100)); n != 4 {
-				t.Fatalf("%d volumes, want 4", n)
-			}
-			if !p.Synced() {
-				t.Error("the given projection did not make the first sync")
-			}
+			waitFor(t, "4 volumes", func() bool { return len(list(t, srv.URL, "", 100)) == 4 })
 			report(t, st, "agent09", "db09.example", 1, fleetVolume(0, "/data0"))
-			if n := len(list(t, srv.URL, "", 100)); n != 5 {
-				t.Errorf("%d volumes after a new host, want 5", n)
-			}
-			if n := num64(summaryAt(t, srv.URL, "")["volumes"]); n != 5 {
-				t.Errorf("summary: %v volumes, want 5", n)
-			}
+			waitFor(t, "a new host's volume", func() bool { return len(list(t, srv.URL, "", 100)) == 5 })
+			waitFor(t, "a new host's volume in the summary", func() bool { return num64(summaryAt(t, srv.URL, "")["volumes"]) == 5 })
 		})
+	}
+}
+
+// waitFor polls cond until it holds, failing after 30 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for start := time.Now(); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("%s: not seen after 30 s", what)
+		}
 	}
 }

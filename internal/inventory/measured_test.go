@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -101,7 +100,7 @@ func TestMeasuredColumns(t *testing.T) {
 			reportMeasured(t, st, "hidden", "hw01.example", 1,
 				map[string]*plumblinev1.StripeMeasurement{"/data": stripeScan("sdc", align.BasisDisk)},
 				hiddenStripeVolume("/data"), hiddenStripeVolume("/plain"))
-			srv := httptest.NewServer(New(st, Options{SyncPeriod: 0}))
+			srv := serveSyncing(t, st, Options{SyncPeriod: 0})
 			defer srv.Close()
 
 			// The JSON API: the verdict's measured fields.

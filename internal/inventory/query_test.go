@@ -191,7 +191,7 @@ func TestFilters(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			srv := httptest.NewServer(New(st, Options{SyncPeriod: 0}))
+			srv := serveSyncing(t, st, Options{SyncPeriod: 0})
 			defer srv.Close()
 			all := list(t, srv.URL, "", 1000)
 			if len(all) != 36 {
@@ -280,7 +280,7 @@ func TestSort(t *testing.T) {
 			t.Parallel()
 			st := openStore(t, e.DSN(t))
 			seedFleet(t, st, 7, 3)
-			srv := httptest.NewServer(New(st, Options{SyncPeriod: 0}))
+			srv := serveSyncing(t, st, Options{SyncPeriod: 0})
 			defer srv.Close()
 			all := ids(list(t, srv.URL, "", 1000))
 			slices.Sort(all)
@@ -428,7 +428,7 @@ func TestCSV(t *testing.T) {
 			st := openStore(t, e.DSN(t))
 			seedFleet(t, st, 3, 2)
 			report(t, st, "evil", `=HYPERLINK("x"),db`, 1, fleetVolume(0, `/data,"quoted"`))
-			srv := httptest.NewServer(New(st, Options{SyncPeriod: 0}))
+			srv := serveSyncing(t, st, Options{SyncPeriod: 0})
 			defer srv.Close()
 			for _, how := range []struct{ query, accept string }{{"?format=csv", ""}, {"", "text/csv"}, {"?format=csv&verdict=misaligned", ""}} {
 				req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/volumes"+how.query, nil)
@@ -509,7 +509,7 @@ func TestBadParameters(t *testing.T) {
 	t.Parallel()
 	st := openStore(t, "sqlite://"+t.TempDir()+"/p.db")
 	seedFleet(t, st, 2, 2)
-	srv := httptest.NewServer(New(st, Options{SyncPeriod: 0}))
+	srv := serveSyncing(t, st, Options{SyncPeriod: 0})
 	defer srv.Close()
 	code, body := get(t, srv.URL+"/api/v1/volumes?limit=1")
 	other, _ := body["next_page_token"].(string)
@@ -582,7 +582,7 @@ func TestAuth(t *testing.T) {
 			t.Parallel()
 			st := openStore(t, e.DSN(t))
 			seedFleet(t, st, 1, 1)
-			srv := httptest.NewServer(New(st, Options{Tokens: []Token{{Name: "grafana", Secret: "t1"}, {Name: "cli", Secret: "t2"}}, SyncPeriod: 0}))
+			srv := serveSyncing(t, st, Options{Tokens: []Token{{Name: "grafana", Secret: "t1"}, {Name: "cli", Secret: "t2"}}, SyncPeriod: 0})
 			defer srv.Close()
 			code, body := get(t, srv.URL+"/api/v1/volumes", "Authorization", "Bearer t2")
 			if code != 200 {
@@ -642,4 +642,19 @@ func serveRunning(t *testing.T, st *store.Store, opts Options) (*httptest.Server
 		<-done
 	})
 	return srv, api
+}
+
+// serveSyncing serves the API over st, syncing its projection (and so
+// its summary index) before each request — the test plays the loop that
+// keeps them current: for tests of what the API answers, not of when it
+// sees a change.
+func serveSyncing(t *testing.T, st *store.Store, opts Options) *httptest.Server {
+	t.Helper()
+	api := New(st, opts)
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := api.Sync(r.Context(), false); err != nil {
+			t.Errorf("sync before %s: %v", r.URL, err)
+		}
+		api.ServeHTTP(w, r)
+	}))
 }

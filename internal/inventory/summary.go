@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/plumbline/plumbline/internal/store"
 	"github.com/plumbline/plumbline/internal/vocab"
@@ -147,20 +149,25 @@ func (a *API) summary(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	body, err := a.summaries.get(r.Context(), a, summaryKey(r), f, top)
+	ix := a.sumIdx.Load()
+	body, err := a.summaries.get(r.Context(), a, ix, summaryKey(r), f, top)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
+	// How fresh the summary is: the inventory generation it is exactly,
+	// and when the snapshot it was read from was taken.
+	w.Header().Set("Plumbline-Summary-Generation", strconv.FormatUint(ix.gen, 10))
+	w.Header().Set("Plumbline-Summary-As-Of", ix.built.UTC().Format(time.RFC3339Nano))
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
 	w.Write(body)
 }
 
-// summarize computes a summary from the store and renders it.
-func (a *API) summarize(ctx context.Context, f store.VolumeFilter, top int) ([]byte, error) {
-	s, err := a.summaryOf(ctx, f, top)
+// summarize computes a summary from index ix and renders it.
+func (a *API) summarize(ctx context.Context, ix *summaryIndex, f store.VolumeFilter, top int) ([]byte, error) {
+	s, err := a.summaryOf(ctx, ix, f, top)
 	if err != nil {
 		return nil, err
 	}
@@ -186,37 +193,30 @@ func (a *API) summarize(ctx context.Context, f store.VolumeFilter, top int) ([]b
 	return append(b, '\n'), nil
 }
 
-// summaryOf computes a summary from the in-memory index when it is at the
-// store's current generation and answers f (see summaryIndex), else with
-// the store's SQL aggregates.
-func (a *API) summaryOf(ctx context.Context, f store.VolumeFilter, top int) (*store.InventorySummary, error) {
-	if ix := a.sumIdx.Load(); ix != nil && ix.gen != 0 && ix.answers(f) {
-		gen, err := a.st.InventoryGeneration(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if gen == ix.gen {
-			s, ids := ix.summarize(f, top)
-			vols, err := a.st.InventoryVolumesByIDs(ctx, ids)
-			if err != nil {
-				return nil, err
-			}
-			// A volume gone since (a change after the generation was read)
-			// leaves a gap: compute in SQL instead.
-			if len(vols) == len(ids) {
-				at := make(map[string]int, len(ids))
-				for i, id := range ids {
-					at[id] = i
-				}
-				s.TopOffenders = make([]*store.InventoryVolume, len(ids))
-				for _, v := range vols {
-					s.TopOffenders[at[v.ID]] = v
-				}
-				return s, nil
-			}
+// summaryOf computes a summary from index ix when it answers f (see
+// summaryIndex), else with the store's SQL aggregates. The top
+// offenders' rows are read by id; one gone since ix's snapshot is left
+// out.
+func (a *API) summaryOf(ctx context.Context, ix *summaryIndex, f store.VolumeFilter, top int) (*store.InventorySummary, error) {
+	if !ix.answers(f) {
+		return a.st.SummarizeVolumes(ctx, f, top)
+	}
+	s, ids := ix.summarize(f, top)
+	vols, err := a.st.InventoryVolumesByIDs(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]*store.InventoryVolume, len(vols))
+	for _, v := range vols {
+		byID[v.ID] = v
+	}
+	s.TopOffenders = make([]*store.InventoryVolume, 0, len(ids))
+	for _, id := range ids {
+		if v := byID[id]; v != nil {
+			s.TopOffenders = append(s.TopOffenders, v)
 		}
 	}
-	return a.st.SummarizeVolumes(ctx, f, top)
+	return s, nil
 }
 
 func topOffender(v *store.InventoryVolume) TopOffender {

@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync"
 	"time"
@@ -9,27 +10,30 @@ import (
 	"github.com/plumbline/plumbline/internal/store"
 )
 
-// summaryCache keeps rendered summaries per query, each computed at a
-// store generation (store.InventoryGeneration: moved on by every change to
-// the inventory tables, from any replica). A request is answered from the
-// cache only when its entry is at the store's current generation (one
-// query reads it), so a summary agrees with the volumes read at the same
-// moment; an entry behind (or missing) is computed on the request and
-// kept: from the in-memory summaryIndex, which the request first brings
-// to the current generation when it is behind (one build, about 0.5 s at
-// 100,000 volumes, shared by every request and by Run: indexAt), in
-// milliseconds; the store's SQL aggregates only when the index cannot
-// answer (a change landed during the build). At rest nothing is computed.
-// Run brings the entries and the index up to date off the request path
-// too, each at most once per SummaryRefresh, so a request after a quiet
-// change usually finds them current. The whole fleet's summary is always
-// kept warm.
+// The summary is read from the newest complete summaryIndex, which
+// refreshIndex — run by the API's loop (Run: every SyncPeriod, and after
+// each sync of a projection the API owns), never by a request — keeps at
+// the store's inventory generation (store.InventoryGeneration, moved by
+// every change to the inventory tables from any replica): when the
+// generation has moved it builds a new index from one read-only snapshot
+// of the tables and swaps it in (an atomic pointer), then recomputes the
+// cached summaries from it. A request opens no write transaction and
+// builds nothing: it answers from the index it finds, whose generation
+// and snapshot time it states in the Plumbline-Summary-Generation and
+// Plumbline-Summary-As-Of headers. A change shows in summaries within
+// SyncPeriod plus three builds (refreshLoop; a build is about 0.5 s at
+// 100,000 volumes, a few seconds at 1,000,000 on PostgreSQL); until the
+// first index is built every read answers 503 (errNotReady).
+
+// summaryCache keeps rendered summaries per query, each computed from
+// the index of one generation; a request whose entry is of an older
+// index computes it from the current one (milliseconds) and keeps it.
 // Entries unused for summaryKeep are dropped; at most summaryEntries are
 // kept (the least recently used goes).
 type summaryCache struct {
 	mu      sync.Mutex
 	entries map[string]*summaryEntry
-	// buildMu makes index builds one at a time (indexAt).
+	// buildMu makes refreshes one at a time (refreshIndex).
 	buildMu sync.Mutex
 }
 
@@ -39,14 +43,16 @@ type summaryEntry struct {
 	gen    uint64
 	body   []byte
 	used   time.Time
-	// computed is when the computation began.
-	computed time.Time
 }
 
 const (
 	summaryKeep    = 15 * time.Minute
 	summaryEntries = 16
 )
+
+// errNotReady: the API has no summary index yet (nor, when it owns its
+// projection, a completed sync): reads answer 503.
+var errNotReady = errors.New("the inventory is not ready yet: its first sync or summary index is being built; retry in a few seconds")
 
 // summaryKey is the cache key of a summary request: its query parameters
 // in a canonical order (they have been validated).
@@ -58,63 +64,30 @@ func summaryKey(r *http.Request) string {
 	return q.Encode()
 }
 
-// get returns the rendered summary of a query at the store's current
-// generation: the cached one when it is at that generation, else computed
-// now (and cached).
-func (c *summaryCache) get(ctx context.Context, a *API, key string, f store.VolumeFilter, top int) ([]byte, error) {
-	// The generation before the computation: a change that lands while it
-	// runs makes the entry behind, and the next request computes it again.
-	gen, err := a.st.InventoryGeneration(ctx)
-	if err != nil {
-		return nil, err
-	}
+// get returns the rendered summary of a query from index ix: the cached
+// one when it was computed from an index of ix's generation, else
+// computed now (and cached).
+func (c *summaryCache) get(ctx context.Context, a *API, ix *summaryIndex, key string, f store.VolumeFilter, top int) ([]byte, error) {
 	now := time.Now()
 	c.mu.Lock()
-	if e := c.entries[key]; e != nil && e.top == top && e.gen == gen {
+	if e := c.entries[key]; e != nil && e.top == top && e.gen == ix.gen {
 		e.used = now
 		body := e.body
 		c.mu.Unlock()
 		return body, nil
 	}
 	c.mu.Unlock()
-	if err := a.indexAt(ctx, gen); err != nil {
-		return nil, err
-	}
-	body, err := a.summarize(ctx, f, top)
+	body, err := a.summarize(ctx, ix, f, top)
 	if err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e := c.entries[key]; e == nil || e.gen <= gen {
-		c.entries[key] = &summaryEntry{filter: f, top: top, gen: gen, body: body, used: now, computed: now}
+	if e := c.entries[key]; e == nil || e.gen <= ix.gen {
+		c.entries[key] = &summaryEntry{filter: f, top: top, gen: ix.gen, body: body, used: now}
 	}
 	c.evictLocked(now)
 	return body, nil
-}
-
-// indexAt brings the summary index to generation gen (or later): unless
-// it is there already, it is rebuilt — one build at a time; a request
-// that waited for another's build uses it.
-func (a *API) indexAt(ctx context.Context, gen uint64) error {
-	at := func() bool {
-		ix := a.sumIdx.Load()
-		return ix != nil && ix.gen != 0 && ix.gen >= gen
-	}
-	if at() {
-		return nil
-	}
-	a.summaries.buildMu.Lock()
-	defer a.summaries.buildMu.Unlock()
-	if at() {
-		return nil
-	}
-	nix, err := buildSummaryIndex(ctx, a.st)
-	if err != nil {
-		return err
-	}
-	a.sumIdx.Store(nix)
-	return nil
 }
 
 // evictLocked drops entries unused for summaryKeep and, above
@@ -139,21 +112,36 @@ func (c *summaryCache) evictLocked(now time.Time) {
 	}
 }
 
-// refreshSummaries brings the cached summaries (and the whole fleet's,
-// cached or not) to the store's current generation: all of them when
-// force, else those computed at least SummaryRefresh ago.
-func (a *API) refreshSummaries(ctx context.Context, force bool) error {
+// refreshIndex brings the summary index to the store's current
+// generation (a new one from a snapshot, swapped in, unless the current
+// one is at it) and the cached summaries (and the whole fleet's, cached
+// or not) to the index; one refresh at a time. Then the API is ready,
+// unless it owns a projection that has not completed its first sync.
+func (a *API) refreshIndex(ctx context.Context) error {
+	c := &a.summaries
+	c.buildMu.Lock()
+	defer c.buildMu.Unlock()
 	gen, err := a.st.InventoryGeneration(ctx)
 	if err != nil {
 		return err
 	}
-	// The in-memory index first (the computations below use it when it
-	// is at gen), under the same rule as the entries.
-	if ix := a.sumIdx.Load(); ix == nil || (ix.gen != gen && (force || time.Since(ix.built) >= a.opts.SummaryRefresh)) {
-		if err := a.indexAt(ctx, gen); err != nil {
+	ix := a.sumIdx.Load()
+	if ix == nil || ix.gen != gen {
+		if ix, err = buildSummaryIndex(ctx, a.st); err != nil {
 			return err
 		}
+		a.sumIdx.Store(ix)
+		a.lastBuild.Store(int64(time.Since(ix.built)))
 	}
+	if !a.ownProj || a.proj.Synced() {
+		a.readyOnce.Do(func() { close(a.readyCh) })
+	}
+	return a.recomputeSummaries(ctx, ix)
+}
+
+// recomputeSummaries brings the cached summaries, and the whole fleet's,
+// to index ix.
+func (a *API) recomputeSummaries(ctx context.Context, ix *summaryIndex) error {
 	c := &a.summaries
 	now := time.Now()
 	c.mu.Lock()
@@ -168,26 +156,60 @@ func (a *API) refreshSummaries(ctx context.Context, force bool) error {
 		jobs = append(jobs, job{"", store.VolumeFilter{}, defaultTop})
 	}
 	for k, e := range c.entries {
-		if e.gen != gen && (force || now.Sub(e.computed) >= a.opts.SummaryRefresh) {
+		if e.gen != ix.gen {
 			jobs = append(jobs, job{k, e.filter, e.top})
 		}
 	}
 	c.mu.Unlock()
 	for _, j := range jobs {
-		computed := time.Now()
-		body, err := a.summarize(ctx, j.filter, j.top)
+		body, err := a.summarize(ctx, ix, j.filter, j.top)
 		if err != nil {
 			return err
 		}
 		c.mu.Lock()
-		e := c.entries[j.key]
-		switch {
+		switch e := c.entries[j.key]; {
 		case e == nil:
-			c.entries[j.key] = &summaryEntry{filter: j.filter, top: j.top, gen: gen, body: body, used: now, computed: computed}
-		case e.gen <= gen:
-			e.gen, e.body, e.computed = gen, body, computed
+			c.entries[j.key] = &summaryEntry{filter: j.filter, top: j.top, gen: ix.gen, body: body, used: now}
+		case e.gen <= ix.gen:
+			e.gen, e.body = ix.gen, body
 		}
 		c.mu.Unlock()
 	}
 	return nil
+}
+
+// refreshLoop is refreshIndex as the API's loop runs it: not before a
+// projection the API owns has completed its first sync (which refreshes
+// after it), and not sooner after the last build than that build took,
+// so that building uses at most about half of one core however busy the
+// fleet (a change that lands just after a build began waits for it, the
+// pause and its own build: at most SyncPeriod plus three builds).
+func (a *API) refreshLoop(ctx context.Context) error {
+	if a.ownProj && !a.proj.Synced() {
+		return nil
+	}
+	if ix := a.sumIdx.Load(); ix != nil && time.Since(ix.built) < 2*time.Duration(a.lastBuild.Load()) {
+		return nil
+	}
+	return a.refreshIndex(ctx)
+}
+
+// ready waits, at most ReadyWait, until the API can answer a read (see
+// refreshIndex); errNotReady after that.
+func (a *API) ready(ctx context.Context) error {
+	select {
+	case <-a.readyCh:
+		return nil
+	default:
+	}
+	t := time.NewTimer(a.opts.ReadyWait)
+	defer t.Stop()
+	select {
+	case <-a.readyCh:
+		return nil
+	case <-t.C:
+		return errNotReady
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

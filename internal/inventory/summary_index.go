@@ -21,16 +21,15 @@ import (
 // it in Go — 1-11 ms at 100,000 volumes, where the SQL aggregates cost
 // 0.3-2.3 s on SQLite — plus one query for the top offenders' rows by id.
 //
-// The index is built by refreshSummaries (Run, after a sync; Sync) when
-// the store's generation has moved, at most once per SummaryRefresh
-// unless forced, and by a summary request that finds its cached entry
-// behind the store's generation (indexAt); it is used only while it is at
-// the store's current generation: a summary from it equals the SQL one
+// The index is built by refreshIndex (the API's loop, off the request
+// path) from one read-only snapshot of the inventory tables
+// (store.ScanSummarySnapshot), so it is exactly the tables at its
+// generation; a summary from it equals the SQL one at that generation
 // (counts exactly; the penalty sums up to the last bits of a float64
-// sum). When a change lands during a build, the summary computes in SQL.
+// sum). Requests read the newest complete index (API.sumIdx).
 type summaryIndex struct {
-	// gen is the store generation the index is exactly (0: the build
-	// overlapped a change, the index is of no generation).
+	// gen is the store generation the index is exactly; built is when
+	// its snapshot was begun.
 	gen   uint64
 	built time.Time
 	strs  []string
@@ -69,7 +68,7 @@ func buildSummaryIndex(ctx context.Context, st Store) (*summaryIndex, error) {
 	}
 	byID := map[string]int32{}
 	pairIdx := map[ixPair]int32{}
-	before, after, err := st.ScanSummaryRows(ctx, func(r *store.SummaryRow) error {
+	gen, err := st.ScanSummarySnapshot(ctx, func(r *store.SummaryRow) error {
 		byID[r.ID] = int32(len(ix.vols))
 		ix.vols = append(ix.vols, ixVolume{id: r.ID, agent: intern(r.AgentID), host: intern(r.Hostname), mount: intern(r.MountPoint),
 			verdict: intern(r.Verdict), severity: intern(r.Severity), profile: intern(r.Profile), raid: intern(r.RAIDLevel),
@@ -79,7 +78,7 @@ func buildSummaryIndex(ctx context.Context, st Store) (*summaryIndex, error) {
 	}, func(id, rule, severity string) error {
 		vi, ok := byID[id]
 		if !ok {
-			return nil // a finding of a volume written after the volumes were read: before != after
+			return nil // a finding without its volume: none in one snapshot
 		}
 		p := ixPair{intern(rule), intern(severity)}
 		pi, ok := pairIdx[p]
@@ -97,9 +96,7 @@ func buildSummaryIndex(ctx context.Context, st Store) (*summaryIndex, error) {
 	if err != nil {
 		return nil, err
 	}
-	if before == after {
-		ix.gen = before
-	}
+	ix.gen = gen
 	return ix, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -114,7 +115,7 @@ func TestSummaryIndexMatchesSQL(t *testing.T) {
 				if !ix.answers(f) {
 					t.Fatalf("index does not answer %+v", f)
 				}
-				got, err := api.summaryOf(ctx, f, top)
+				got, err := api.summaryOf(ctx, ix, f, top)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -238,4 +239,69 @@ func filterOf(tb testing.TB, query string) store.VolumeFilter {
 		tb.Fatal(err)
 	}
 	return f
+}
+
+// changeDuringScan is a store whose summary snapshot lets change run
+// once, after it has read its first row.
+type changeDuringScan struct {
+	*store.Store
+	change func()
+	once   sync.Once
+}
+
+func (c *changeDuringScan) ScanSummarySnapshot(ctx context.Context, vol func(*store.SummaryRow) error, finding func(volumeID, rule, severity string) error) (uint64, error) {
+	return c.Store.ScanSummarySnapshot(ctx, func(r *store.SummaryRow) error {
+		c.once.Do(c.change)
+		return vol(r)
+	}, finding)
+}
+
+// TestSummaryIndexIsOneSnapshot: changes committed while the index is
+// being read — a host's volumes and their findings removed by a new
+// snapshot and a sync, a baseline state — leave the index exactly the
+// tables before them (the same summary as an index read before), at
+// their generation: an index of a definite generation however busy the
+// fleet.
+func TestSummaryIndexIsOneSnapshot(t *testing.T) {
+	t.Parallel()
+	for _, e := range engines {
+		t.Run(e.Name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			st := openStore(t, e.DSN(t))
+			seedFleet(t, st, 3, 2)
+			api := New(st, Options{})
+			if err := api.Sync(ctx, true); err != nil {
+				t.Fatal(err)
+			}
+			ix0, err := buildSummaryIndex(ctx, st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs := &changeDuringScan{Store: st, change: func() {
+				report(t, st, "agent00", "db00.example", 2) // no volumes: both go, with their findings
+				if err := api.Sync(ctx, false); err != nil {
+					t.Error(err)
+				}
+				if err := st.PutBaselineStates(ctx, []store.BaselineState{
+					{AgentID: "agent01", MountPoint: "/data0", State: "degraded", Degraded: true, Reason: "x", UpdatedAt: time.Now()},
+				}); err != nil {
+					t.Error(err)
+				}
+			}}
+			ix, err := buildSummaryIndex(ctx, cs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			after, err := st.InventoryGeneration(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := ix.summarize(nil, 0)
+			want, _ := ix0.summarize(nil, 0)
+			if after == ix0.gen || ix.gen != ix0.gen || !reflect.DeepEqual(got, want) {
+				t.Errorf("index read during changes: generation %d (before %d, after %d), summary\n%+v\nwant\n%+v", ix.gen, ix0.gen, after, got, want)
+			}
+		})
+	}
 }

@@ -4,7 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"net/http/httptest"
+	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
@@ -27,7 +28,7 @@ func TestSummary(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			srv := httptest.NewServer(New(st, Options{}))
+			srv := serveSyncing(t, st, Options{})
 			defer srv.Close()
 			for _, filter := range []string{"", "raid_level=raid10", "host=db0*&fs=xfs"} {
 				all := list(t, srv.URL, filter, 1000)
@@ -114,7 +115,7 @@ func TestSummary(t *testing.T) {
 // TestSummaryFollowsChanges: cached summaries (the whole fleet's and a
 // filtered one) and pages show new reports, removed volumes and new
 // baseline states within the documented bound — one SyncPeriod, a sync
-// and a recomputation — with Run in the background as served; and at
+// and an index build — with Run in the background as served; and at
 // once after an explicit Sync.
 func TestSummaryFollowsChanges(t *testing.T) {
 	t.Parallel()
@@ -125,7 +126,7 @@ func TestSummaryFollowsChanges(t *testing.T) {
 			st := openStore(t, e.DSN(t))
 			seedFleet(t, st, 4, 3)
 			const period = 50 * time.Millisecond
-			srv, api := serveRunning(t, st, Options{SyncPeriod: period, SummaryRefresh: period})
+			srv, api := serveRunning(t, st, Options{SyncPeriod: period})
 			summary := func(query string) map[string]any { return summaryAt(t, srv.URL, query) }
 			// Warm both entries of the cache.
 			if n := num64(summary("")["volumes"]); n != 12 {
@@ -187,11 +188,11 @@ func TestSummaryFollowsChanges(t *testing.T) {
 	}
 }
 
-// TestSummaryConsistentWithVolumes: with Run's production periods (a sync
-// every 2 s, a cached summary recomputed at most every 10 s), a summary
-// read right after a report, a removal or a baseline change agrees with
-// the volumes read at the same moment: the request brings a cached entry
-// behind the store's generation up to date instead of serving it.
+// TestSummaryConsistentWithVolumes: with Run's production period (2 s),
+// a summary states the inventory generation it is of
+// (Plumbline-Summary-Generation); after a report, a removal or a baseline
+// change, a summary whose generation is the store's agrees with the
+// volumes read at the same moment, and one comes within the bound.
 func TestSummaryConsistentWithVolumes(t *testing.T) {
 	t.Parallel()
 	for _, e := range engines {
@@ -200,13 +201,31 @@ func TestSummaryConsistentWithVolumes(t *testing.T) {
 			ctx := context.Background()
 			st := openStore(t, e.DSN(t))
 			seedFleet(t, st, 4, 3)
-			srv, _ := serveRunning(t, st, Options{SyncPeriod: 2 * time.Second, SummaryRefresh: 10 * time.Second})
-			summary := func(query string) map[string]any { return summaryAt(t, srv.URL, query) }
-			agree := func(what string) {
+			srv, _ := serveRunning(t, st, Options{SyncPeriod: 2 * time.Second})
+			// agree waits until the summary and the pages show want volumes
+			// in all, and checks that they agree.
+			agree := func(what string, want int) {
 				t.Helper()
 				for _, filter := range []string{"", "host=db0*", "verdict=misaligned"} {
-					vols := list(t, srv.URL, filter, 1000)
-					s := summary(filter)
+					var s map[string]any
+					var vols []map[string]any
+					start := time.Now()
+					for {
+						now, err := st.InventoryGeneration(ctx)
+						if err != nil {
+							t.Fatal(err)
+						}
+						vols = list(t, srv.URL, filter, 1000)
+						var gen uint64
+						s, gen = summaryGen(t, srv.URL, filter)
+						if gen == now && (filter != "" || len(vols) == want) {
+							break
+						}
+						if time.Since(start) > 30*time.Second {
+							t.Fatalf("%s: summary?%s of generation %d, the store's %d, %d volumes (want %d) after %v", what, filter, gen, now, len(vols), want, time.Since(start))
+						}
+						time.Sleep(20 * time.Millisecond)
+					}
 					degraded := 0
 					for _, v := range vols {
 						if b, _ := v["baseline"].(map[string]any); b != nil && b["degraded"] == true {
@@ -218,19 +237,40 @@ func TestSummaryConsistentWithVolumes(t *testing.T) {
 					}
 				}
 			}
-			agree("at rest") // warms the cache entries
+			agree("at rest", 12)
 			report(t, st, "agent-new", "db0new.example", 1, fleetVolume(1, "/data0"), fleetVolume(2, "/data1"))
-			agree("right after a new host's report")
+			agree("after a new host's report", 14)
 			report(t, st, "agent-new", "db0new.example", 2, fleetVolume(1, "/data0"))
-			agree("right after a volume went")
+			agree("after a volume went", 13)
 			if err := st.PutBaselineStates(ctx, []store.BaselineState{
 				{AgentID: "agent-new", MountPoint: "/data0", State: "degraded", Degraded: true, Reason: "x", UpdatedAt: time.Now()},
 			}); err != nil {
 				t.Fatal(err)
 			}
-			agree("right after a baseline state")
+			agree("after a baseline state", 13)
 		})
 	}
+}
+
+// summaryGen is GET /api/v1/summary?query and the generation it states.
+func summaryGen(t *testing.T, base, query string) (map[string]any, uint64) {
+	t.Helper()
+	resp, err := http.Get(base + "/api/v1/summary?" + query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body map[string]any
+	dec := json.NewDecoder(resp.Body)
+	dec.UseNumber()
+	if err := dec.Decode(&body); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("summary?%s: %d %v %v", query, resp.StatusCode, err, body)
+	}
+	gen, err := strconv.ParseUint(resp.Header.Get("Plumbline-Summary-Generation"), 10, 64)
+	if err != nil {
+		t.Fatalf("summary?%s: Plumbline-Summary-Generation %q: %v", query, resp.Header.Get("Plumbline-Summary-Generation"), err)
+	}
+	return body, gen
 }
 
 // summaryAt is GET /api/v1/summary?query of the server at base.

@@ -199,7 +199,7 @@ func baselineJSON(b *store.BaselineState) *Baseline {
 }
 
 // detail checks a request for one volume or host (no parameters) and
-// lets the projection catch up.
+// waits until the API can answer (ready).
 func (a *API) detail(r *http.Request) error {
 	if _, err := newParams(r, nil); err != nil {
 		return err

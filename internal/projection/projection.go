@@ -10,18 +10,16 @@
 // SyncPeriod (only the hosts with a geometry record received since the
 // last sync, less a margin; one index probe when none was), and in full
 // every FullSyncInterval. A sync renders each changed volume's JSON once
-// (inventory_docs), so a page is a keyset query and a byte copy. A reader
-// calls Ready before a query: nothing of its own beyond catching up the
-// hosts whose geometry arrived since the last sync (nothing at rest: one
-// index probe), except before this process's first sync has completed: it
-// waits for it.
+// (inventory_docs), so a page is a keyset query and a byte copy. Readers
+// only read the tables: nothing on the request path syncs (a read never
+// opens a write transaction); they follow the store's inventory
+// generation, which every sync that changes a row moves.
 //
-// Staleness bound: a geometry record stored before a Ready shows after it
-// (Ready syncs the hosts of records newer than any sync covered); one
-// whose transaction commits late (after a sync read a newer one) shows
-// within SyncPeriod plus a sync (default 2 s + well under a second at
-// rest). A host rename without a new snapshot shows within
-// FullSyncInterval.
+// Staleness bound: a geometry record stored shows within SyncPeriod plus
+// a sync (default 2 s + well under a second at rest; a record whose
+// transaction commits late, after a sync read a newer one, within the
+// next incremental sync, whose look-back keeps SyncMargin). A host rename
+// without a new snapshot shows within FullSyncInterval.
 package projection
 
 import (
@@ -37,7 +35,6 @@ import (
 // Store is what the projection reads and writes.
 type Store interface {
 	SyncInventory(ctx context.Context, since time.Time) (store.SyncStats, error)
-	LastGeometryReceived(ctx context.Context) (time.Time, error)
 	VolumeChanges(ctx context.Context, agentID, mountPoint string) ([]store.VolumeChange, error)
 }
 
@@ -68,7 +65,6 @@ type Projection struct {
 	stateMu sync.Mutex // guards the fields below
 	synced  bool       // a full sync has completed
 	since   time.Time  // the next incremental sync's since
-	seen    time.Time  // the latest geometry receive time a sync has covered
 	lastOK  time.Time  // when the last sync that succeeded ended
 	fails   float64    // syncs that failed
 }
@@ -86,7 +82,7 @@ func New(st Store, opts Options) *Projection {
 // Run is the sync loop: it keeps the inventory tables up to date until
 // ctx is done — a full sync now (unless one has completed) and every
 // FullSyncInterval, an incremental one every SyncPeriod, each followed by
-// Options.AfterSync. Readers only catch up what arrived since (Ready).
+// Options.AfterSync. Readers never sync: they read what it wrote.
 func (p *Projection) Run(ctx context.Context) {
 	if !p.Synced() {
 		p.runSync(ctx, true)
@@ -163,57 +159,5 @@ func (p *Projection) syncLocked(ctx context.Context, full bool) error {
 	if next := start.Add(-p.opts.SyncMargin); next.After(p.since) {
 		p.since = next
 	}
-	p.coveredLocked(st.LastReceived)
 	return nil
-}
-
-// coveredLocked records that a sync covered the geometry records received
-// up to last.
-func (p *Projection) coveredLocked(last time.Time) {
-	if last.After(p.seen) {
-		p.seen = last
-	}
-}
-
-// Ready runs before a query. Before this process's first sync has
-// completed it waits for it (tables a migration has just reset, or far
-// behind). Afterwards it costs one index probe: when a geometry record
-// newer than any a sync has covered has arrived (an agent reported since
-// the last sync), it syncs the hosts of those records alone — no margin,
-// so at rest nothing, and in a live fleet what arrived since the last
-// sync — so that a report is in the next page read. Run's syncs cover the
-// rest (late commits, renames) within SyncPeriod.
-func (p *Projection) Ready(ctx context.Context) error {
-	if !p.Synced() {
-		p.syncMu.Lock()
-		defer p.syncMu.Unlock()
-		if p.Synced() {
-			return nil
-		}
-		return p.syncLocked(ctx, true)
-	}
-	last, err := p.st.LastGeometryReceived(ctx)
-	if err != nil || !last.After(p.seenAt()) {
-		return err
-	}
-	p.syncMu.Lock()
-	defer p.syncMu.Unlock()
-	seen := p.seenAt()
-	if !last.After(seen) {
-		return nil // another reader or Run caught up meanwhile
-	}
-	st, err := p.st.SyncInventory(ctx, seen.Add(time.Nanosecond))
-	if err != nil {
-		return err
-	}
-	p.stateMu.Lock()
-	p.coveredLocked(st.LastReceived)
-	p.stateMu.Unlock()
-	return nil
-}
-
-func (p *Projection) seenAt() time.Time {
-	p.stateMu.Lock()
-	defer p.stateMu.Unlock()
-	return p.seen
 }

@@ -87,9 +87,9 @@ func openStore(t *testing.T, e pgtest.Engine) *store.Store {
 }
 
 // TestSyncDerivesRows: a sync derives each volume's row (the server's
-// verdict, RAID level, findings, the page document) and Ready catches up
-// a later snapshot without a sync of its own: a changed volume is derived
-// again, a gone one removed.
+// verdict, RAID level, findings, the page document) and an incremental
+// sync catches up a later snapshot: a changed volume is derived again, a
+// gone one removed.
 func TestSyncDerivesRows(t *testing.T) {
 	t.Parallel()
 	for _, e := range pgtest.Engines() {
@@ -102,12 +102,12 @@ func TestSyncDerivesRows(t *testing.T) {
 			if p.Synced() {
 				t.Fatal("synced before any sync")
 			}
-			// The first Ready waits for a full sync.
-			if err := p.Ready(ctx); err != nil {
+			// The first sync is full, even when asked for an incremental one.
+			if err := p.Sync(ctx, false); err != nil {
 				t.Fatal(err)
 			}
 			if !p.Synced() {
-				t.Fatal("not synced after the first Ready")
+				t.Fatal("not synced after the first sync")
 			}
 			got := rows(t, st)
 			if len(got) != 2 {
@@ -131,9 +131,9 @@ func TestSyncDerivesRows(t *testing.T) {
 				t.Errorf("/data document: %v", doc)
 			}
 
-			// /data realigned, /logs gone: the next Ready catches up.
+			// /data realigned, /logs gone: the next incremental sync catches up.
 			report(t, st, "a1", "db1.example", 2, volume("/data", "u1", 1<<20))
-			if err := p.Ready(ctx); err != nil {
+			if err := p.Sync(ctx, false); err != nil {
 				t.Fatal(err)
 			}
 			got = rows(t, st)
