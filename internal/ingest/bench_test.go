@@ -82,3 +82,34 @@ func BenchmarkRejectedFlood(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReportGeometry sends geometry snapshots (four volumes each),
+// one a Report as an agent does, from one agent over real gRPC + mutual
+// TLS into a real store: each snapshot's volumes judged, stored with
+// their judged records and folded into the geometry history in the
+// batch's transaction.
+func BenchmarkReportGeometry(b *testing.B) {
+	const batch = 1
+	for _, e := range engines {
+		b.Run(e.Name, func(b *testing.B) {
+			env := startServer(b, e.DSN(b), newPKI(b), Options{RatePerSecond: -1, Quota: Quota{RecordsPerSecond: -1}})
+			c := env.agent(b, "bench")
+			hello(b, c, "bench")
+			vols := []*plumblinev1.Volume{misalignedVolume("/data0"), misalignedVolume("/data1"), misalignedVolume("/data2"), misalignedVolume("/data3")}
+			next := uint64(1)
+			b.ResetTimer()
+			start := time.Now()
+			for range b.N {
+				recs := make([]*plumblinev1.Record, batch)
+				for i := range recs {
+					recs[i] = geometryRecord(next, vols...)
+					next++
+				}
+				if _, err := c.Report(ctxT(b), &plumblinev1.ReportRequest{AgentId: "bench", Records: recs}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*batch)/time.Since(start).Seconds(), "snapshots/s")
+		})
+	}
+}
