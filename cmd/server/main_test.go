@@ -425,29 +425,7 @@ func TestKillMidBatch(t *testing.T) {
 		t.Skip("starts the server as a child process")
 	}
 	dir := t.TempDir()
-	start := func() (*exec.Cmd, string) {
-		cmd := exec.Command(os.Args[0], "--dev", "--data-dir", dir, "--grpc.listen-address", "127.0.0.1:0", "--web.listen-address", "127.0.0.1:0")
-		cmd.Env = append(os.Environ(), envRunServer+"=1")
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr = io.Discard
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if rest, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "gRPC:"); ok {
-				go io.Copy(io.Discard, out)
-				return cmd, strings.Fields(rest)[0]
-			}
-		}
-		t.Fatal("server printed no gRPC address")
-		return nil, ""
-	}
-	cmd, _ := start()
+	cmd := startDevChild(t, dir)
 	a := readDevAgent(t, filepath.Join(dir, "dev", "agent.yaml"))
 	c := dialAsDevAgent(t, a)
 	if _, err := c.Hello(ctxT(t), &plumblinev1.HelloRequest{AgentId: a.AgentID}); err != nil {
@@ -501,9 +479,42 @@ func TestKillMidBatch(t *testing.T) {
 		t.Fatal("no batch was acknowledged before the kill")
 	}
 
-	start() // same DIR, same SQLite file
-	a = readDevAgent(t, filepath.Join(dir, "dev", "agent.yaml"))
-	c = dialAsDevAgent(t, a)
+	startDevChild(t, dir) // same DIR, same SQLite file
+	checkAfterKill(t, dir, lastAcked)
+}
+
+// startDevChild starts `server --dev` on dir as a child process and
+// waits for its gRPC listener.
+func startDevChild(t *testing.T, dir string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "--dev", "--data-dir", dir, "--grpc.listen-address", "127.0.0.1:0", "--web.listen-address", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), envRunServer+"=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if strings.HasPrefix(strings.TrimSpace(sc.Text()), "gRPC:") {
+			go io.Copy(io.Discard, out)
+			return cmd
+		}
+	}
+	t.Fatal("server printed no gRPC address")
+	return nil
+}
+
+// checkAfterKill: the restarted dev server on dir has every record
+// acknowledged before the kill (lastAcked), and takes the resent tail.
+func checkAfterKill(t *testing.T, dir string, lastAcked uint64) {
+	t.Helper()
+	a := readDevAgent(t, filepath.Join(dir, "dev", "agent.yaml"))
+	c := dialAsDevAgent(t, a)
 	h, err := c.Hello(ctxT(t), &plumblinev1.HelloRequest{AgentId: a.AgentID})
 	if err != nil {
 		t.Fatal(err)

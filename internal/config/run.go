@@ -9,6 +9,7 @@ import (
 
 	"github.com/plumbline/plumbline/internal/agentkeys"
 	"github.com/plumbline/plumbline/internal/bytesize"
+	"github.com/plumbline/plumbline/internal/labels"
 )
 
 // Defaults of the `agent run` keys.
@@ -130,7 +131,7 @@ func (a Agent) validateRun() []error {
 			add("maintenance_windows[%d]: %w", i, err)
 		}
 	}
-	if err := CheckLabels(a.Labels); err != nil {
+	if err := labels.Check(a.Labels); err != nil {
 		add("labels: %w", err)
 	}
 	return errs

@@ -21,8 +21,11 @@ import (
 	"google.golang.org/protobuf/encoding/protodelim"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/plumbline/plumbline/internal/align"
 	"github.com/plumbline/plumbline/internal/evaluator"
 	"github.com/plumbline/plumbline/internal/histogram"
+	"github.com/plumbline/plumbline/internal/ingest"
+	"github.com/plumbline/plumbline/internal/judgetest"
 	"github.com/plumbline/plumbline/internal/store"
 	"github.com/plumbline/plumbline/internal/wire"
 )
@@ -298,6 +301,60 @@ func TestCacheInvalidation(t *testing.T) {
 	}
 }
 
+// offsetNotCritical are rules under which a data offset that splits I/Os
+// across stripe units is a warning, not critical.
+var offsetNotCritical = ingest.Rules{Overrides: align.Overrides{Severity: map[string]string{"partition-offset-stripe-unit": "warning"}}}
+
+// TestRejudgedVolumeShows: a volume judged again under new rules keeps its
+// sequence and no agent reports; its new judgement shows on the next
+// scrape after MaxAge, and only its series change.
+func TestRejudgedVolumeShows(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	seed(t, st, goldenFleet())
+	var mu sync.Mutex
+	now := epoch
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	c, err := New(st, Options{Now: clock, MaxAge: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		info    = `plumbline_volume_info{agent_id="db01",cluster="4096",data_offset_bytes="32256",device="/dev/sdb1",fs="ext4",host="db01.example.com",media="hdd-15k",mount_point="/data",`
+		finding = `plumbline_volume_finding{agent_id="db01",host="db01.example.com",mount_point="/data",rule="partition-offset-stripe-unit",severity="critical"} 1`
+	)
+	first := get(t, c, "", "").Body.String()
+	if !strings.Contains(first, info+`profile="hdd-15k/raid10/64KiB/legacy-31.5k/4KiB",raid_level="raid10",stripe_unit_bytes="65536",verdict="misaligned"} 1`) ||
+		!strings.Contains(first, finding) {
+		t.Fatalf("no misaligned /data with its finding in\n%s", first)
+	}
+	// Under rules where its offset is only a warning, /data is aligned
+	// (its profile's offset class follows the verdict).
+	judgetest.Rejudge(t, st, "db01", "/data", offsetNotCritical)
+	mu.Lock()
+	now = now.Add(31 * time.Second)
+	mu.Unlock()
+	got := get(t, c, "", "").Body.String()
+	if !strings.Contains(got, info+`profile="hdd-15k/raid10/64KiB/misaligned-other/4KiB",raid_level="raid10",stripe_unit_bytes="65536",verdict="aligned"} 1`) ||
+		strings.Contains(got, finding) || !strings.Contains(got, strings.Replace(finding, `"critical"`, `"warning"`, 1)) {
+		t.Errorf("after MaxAge the rejudged /data is not aligned with its offset finding a warning:\n%s", got)
+	}
+	// Every other series is as it was.
+	others := func(page string) []string {
+		var out []string
+		for _, l := range strings.Split(page, "\n") {
+			if !strings.Contains(l, `agent_id="db01",host="db01.example.com",mount_point="/data"`) && !strings.HasPrefix(l, info) &&
+				!strings.HasPrefix(l, "plumbline_volumes{") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	if diff := cmp.Diff(others(first), others(got)); diff != "" {
+		t.Errorf("the rejudge changed other volumes' series (-before +after):\n%s", diff)
+	}
+}
+
 // TestStoreFailureRecovers: a failed read drops the store's families; the
 // next good read brings all of them back.
 func TestStoreFailureRecovers(t *testing.T) {
@@ -305,8 +362,9 @@ func TestStoreFailureRecovers(t *testing.T) {
 	c := goldenCollector(t)
 	want := get(t, c, "", "").Body.String()
 	st := c.st
-	c.st = openStore(t)
-	c.st.Close()
+	closed := openStore(t)
+	closed.Close()
+	c.st = closed
 	if got := get(t, c, "", "").Body.String(); !strings.Contains(got, "plumbline_exporter_store_success 0") || strings.Contains(got, "plumbline_volume_info") {
 		t.Fatalf("closed store:\n%s", got)
 	}

@@ -59,7 +59,7 @@ JOIN volumes v ON v.agent_id = f.agent_id AND v.mount_point = f.mount_point WHER
 		agentID).Scan(&gone); err != nil || gone == 0 {
 		return err
 	}
-	for _, table := range []string{"inventory_findings", "inventory_docs"} {
+	for _, table := range []string{"inventory_findings", "inventory_docs", "inventory_arrays"} {
 		if _, err := s.txExec(ctx, tx, s.q(`DELETE FROM `+table+` WHERE volume_id IN (SELECT f.volume_id FROM inventory_volumes f
 JOIN volumes v ON v.agent_id = f.agent_id AND v.mount_point = f.mount_point WHERE f.agent_id = ? AND NOT v.present)`), agentID); err != nil {
 			return err

@@ -16,6 +16,7 @@ import (
 	"github.com/plumbline/plumbline/internal/enroll"
 	"github.com/plumbline/plumbline/internal/grpcservice"
 	"github.com/plumbline/plumbline/internal/identity"
+	"github.com/plumbline/plumbline/internal/labels"
 	"github.com/plumbline/plumbline/internal/store"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
@@ -71,7 +72,7 @@ func (a *Authority) Enroll(ctx context.Context, req *plumblinev1.EnrollRequest) 
 	}
 	now, serial := a.opts.Now(), certmint.Serial()
 	notAfter := certmint.NotAfter(now, a.opts.CertTTL, a.ca.cert)
-	labels, err := a.st.EnrollAgent(ctx, store.Enrollment{TokenID: tok.ID, SecretHash: tok.SecretHash(), AgentID: id, Serial: serialText(serial), NotAfter: notAfter})
+	lbls, err := a.st.EnrollAgent(ctx, store.Enrollment{TokenID: tok.ID, SecretHash: tok.SecretHash(), AgentID: id, Serial: serialText(serial), NotAfter: notAfter})
 	if err != nil {
 		return nil, a.enrollError(ctx, tok.ID, id, err)
 	}
@@ -81,8 +82,8 @@ func (a *Authority) Enroll(ctx context.Context, req *plumblinev1.EnrollRequest) 
 		a.opts.Logger.Error("enroll: signing failed", "agent", id, "err", err)
 		return nil, status.Error(codes.Internal, "signing failed")
 	}
-	a.opts.Logger.Info("agent enrolled", "agent", id, "token", tok.ID, "serial", serialText(serial), "not_after", leaf.NotAfter, "labels", enroll.FormatLabels(labels), "peer", peerAddr(ctx))
-	return &plumblinev1.EnrollResponse{AgentId: id, CertificateChainPem: chain, NotAfter: timestamppb.New(leaf.NotAfter), Labels: labels}, nil
+	a.opts.Logger.Info("agent enrolled", "agent", id, "token", tok.ID, "serial", serialText(serial), "not_after", leaf.NotAfter, "labels", labels.Format(lbls), "peer", peerAddr(ctx))
+	return &plumblinev1.EnrollResponse{AgentId: id, CertificateChainPem: chain, NotAfter: timestamppb.New(leaf.NotAfter), Labels: lbls}, nil
 }
 
 // enrollError maps the store's refusals to statuses that say why.
