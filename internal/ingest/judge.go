@@ -87,7 +87,7 @@ func judgeVolume(v *plumblinev1.Volume, m *plumblinev1.StripeMeasurement, r Rule
 	if err != nil {
 		return store.Volume{}, err
 	}
-	judged := proto.Clone(stored).(*plumblinev1.Volume)
+	judged := stored // stored as marshalled; judged from here on
 	judged.MeasuredStripe = m
 	a := align.EvaluateWith(judged, r.Overrides)
 	judged.Alignment = a
@@ -98,7 +98,7 @@ func judgeVolume(v *plumblinev1.Volume, m *plumblinev1.StripeMeasurement, r Rule
 		return store.Volume{}, fmt.Errorf("stripe unit %d: want at most 2^63-1", a.GetStripeUnitBytes())
 	}
 	iv := judgedColumns(judged, a)
-	iv.RulesVersion = r.Version()
+	iv.RulesVersion, iv.RulesEpoch = r.Version(), align.RulesVersion
 	// Without a document (it cannot render) the API renders the volume
 	// when read, and reports the error then.
 	iv.Doc, _ = volumeDoc(judged, &iv)
@@ -171,22 +171,36 @@ func measuredColumns(iv *store.InventoryVolume, a *plumblinev1.Alignment) {
 }
 
 // volumeDoc renders the judged volume's page document: the volume as
-// `agent inspect --format json` prints it (with the judged alignment)
-// and the derived columns media, profile, raid_level and severity, as
-// compact JSON. Where the volume lives (agent_id, id, observed_at,
+// `agent inspect --format json` prints it (with the judged alignment), as
+// compact JSON, and the derived columns media, profile, raid_level and
+// severity after it. Where the volume lives (agent_id, id, observed_at,
 // sequence, host) the store adds when it writes it.
 func volumeDoc(v *plumblinev1.Volume, iv *store.InventoryVolume) ([]byte, error) {
 	b, err := render.JSON(v)
 	if err != nil {
 		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber() // keep 64-bit integers exact
-	obj := map[string]any{}
-	if err := dec.Decode(&obj); err != nil {
+	var doc bytes.Buffer
+	doc.Grow(len(b) + 128)
+	if err := json.Compact(&doc, b); err != nil {
 		return nil, err
 	}
-	obj["mount_point"] = v.GetMountPoint()
-	obj["media"], obj["profile"], obj["raid_level"], obj["severity"] = iv.Media, iv.Profile, iv.RAIDLevel, iv.Severity
-	return json.Marshal(obj)
+	if doc.Len() < 2 || doc.Bytes()[doc.Len()-1] != '}' {
+		return nil, fmt.Errorf("volume %q: not a JSON object", v.GetMountPoint())
+	}
+	doc.Truncate(doc.Len() - 1)
+	if doc.Len() > 1 {
+		doc.WriteByte(',')
+	}
+	derived, err := json.Marshal(struct {
+		Media     string `json:"media"`
+		Profile   string `json:"profile"`
+		RAIDLevel string `json:"raid_level"`
+		Severity  string `json:"severity"`
+	}{iv.Media, iv.Profile, iv.RAIDLevel, iv.Severity})
+	if err != nil {
+		return nil, err
+	}
+	doc.Write(derived[1:]) // its fields and the closing brace
+	return doc.Bytes(), nil
 }

@@ -32,8 +32,9 @@ type JudgeOptions struct {
 	// Rules are the rules to judge under at first (zero: the shipped ones).
 	Rules Rules
 	// Interval is how often Run looks for volumes judged under other rules
-	// besides when SetRules changes them (default 1m): records another
-	// replica wrote under its own rules.
+	// besides when SetRules changes them (default 5m): records another
+	// replica wrote under its own rules, volumes stored without a judged
+	// record.
 	Interval time.Duration
 	Logger   *slog.Logger
 }
@@ -64,7 +65,7 @@ func NewJudge(st JudgeStore, opts JudgeOptions) (*Judge, error) {
 	if err := opts.Rules.check(); err != nil {
 		return nil, err
 	}
-	opts.Interval = cmp.Or(max(opts.Interval, 0), time.Minute)
+	opts.Interval = cmp.Or(max(opts.Interval, 0), 5*time.Minute)
 	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	j := &Judge{st: st, opts: opts, kick: make(chan struct{}, 1)}
 	r := opts.Rules

@@ -1,25 +1,22 @@
-// Package projection is the server's inventory read model: it derives the
-// store's inventory tables (migrations 00003 and 00004: one narrow row per
-// present volume with every filter and sort column broken out, its
-// findings and its rendered JSON document) from the volumes table, and the
-// geometry history of each volume from the stored geometry records. The
-// HTTP API (internal/inventory) reads what it writes.
+// Package projection is what is left of the server's inventory read
+// model once ingest's judge writes each volume's judged record (its
+// inventory row, findings and page document) and its geometry history
+// with the volume, in the same transaction: the repair loop for what a
+// snapshot cannot carry, and the history's reader. The HTTP API
+// (internal/inventory) reads the tables.
 //
-// Run keeps the tables in step with the volumes table
-// (store.SyncInventory) off the request path: incrementally every
-// SyncPeriod (only the hosts with a geometry record received since the
-// last sync, less a margin; one index probe when none was), and in full
-// every FullSyncInterval. A sync renders each changed volume's JSON once
-// (inventory_docs), so a page is a keyset query and a byte copy. Readers
-// only read the tables: nothing on the request path syncs (a read never
-// opens a write transaction); they follow the store's inventory
-// generation, which every sync that changes a row moves.
+// Run repairs the tables off the request path (store.SyncInventory): a
+// full pass every FullSyncInterval gives the rows of a host renamed
+// without a new snapshot their new hostname and removes rows whose volume
+// is gone by any other way than a snapshot; an incremental pass every
+// SyncPeriod only reads the latest receive time of a geometry record.
+// Readers only read the tables: nothing on the request path syncs (a read
+// never opens a write transaction); they follow the store's inventory
+// generation, which every write to the tables moves.
 //
-// Staleness bound: a geometry record stored shows within SyncPeriod plus
-// a sync (default 2 s + well under a second at rest; a record whose
-// transaction commits late, after a sync read a newer one, within the
-// next incremental sync, whose look-back keeps SyncMargin). A host rename
-// without a new snapshot shows within FullSyncInterval.
+// Staleness bound: a geometry record shows when its transaction commits
+// (its judged record is written in it). A host rename without a new
+// snapshot shows within FullSyncInterval.
 package projection
 
 import (

@@ -98,6 +98,10 @@ type InventoryVolume struct {
 	// store on writes).
 	RulesVersion string
 	JudgedAt     time.Time
+	// RulesEpoch is the number of the shipped rules the record was judged
+	// under (align.RulesVersion): PutJudged never replaces a record of a
+	// higher epoch.
+	RulesEpoch int64
 }
 
 // Finding is one alignment finding of an inventory volume.

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -41,33 +40,10 @@ type HistoryState struct {
 	State    string
 }
 
-// HistoryMark returns up to which sequence the agent's geometry records
-// have been read into the history (0: none).
-func (s *Store) HistoryMark(ctx context.Context, agentID string) (uint64, error) {
-	var seq int64
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT sequence FROM inventory_history_mark WHERE agent_id = ?`), agentID).Scan(&seq)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("history mark of %q: %w", agentID, err)
-	}
-	return uint64(seq), nil
-}
-
-// HistoryStates returns the last seen state of each of the agent's
+// historyStates returns the last seen state of each of the agent's
 // volumes, by mount point.
-func (s *Store) HistoryStates(ctx context.Context, agentID string) (map[string]HistoryState, error) {
-	return s.historyStates(ctx, s.db, agentID)
-}
-
-// querier is a *sql.DB or a *sql.Tx.
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
-func (s *Store) historyStates(ctx context.Context, db querier, agentID string) (map[string]HistoryState, error) {
-	rows, err := db.QueryContext(ctx, s.q(`SELECT mount_point, sequence, state FROM inventory_history_state WHERE agent_id = ?`), agentID)
+func (s *Store) historyStates(ctx context.Context, tx *sql.Tx, agentID string) (map[string]HistoryState, error) {
+	rows, err := s.txQuery(ctx, tx, s.q(`SELECT mount_point, sequence, state FROM inventory_history_state WHERE agent_id = ?`), agentID)
 	if err != nil {
 		return nil, fmt.Errorf("history states of %q: %w", agentID, err)
 	}

@@ -243,7 +243,7 @@ var inventoryRowColumns = slices.Concat([]string{"volume_id", "agent_id", "mount
 	[]string{"stripe_unit_source", "stripe_unit_confidence", "measured_split_cost_seconds", "measured_split_cost_low_seconds",
 		"measured_split_cost_high_seconds"},
 	penaltyColumns[:],
-	[]string{"severity", "severity_rank", "findings", "rules", "rules_version", "judged_ns"})
+	[]string{"severity", "severity_rank", "findings", "rules", "rules_version", "judged_ns", "rules_epoch"})
 
 // upsertInventoryRows writes the rows of vols (at most rowsPerInsert); a
 // stored row of a newer sequence stays.
@@ -262,7 +262,7 @@ func (s *Store) upsertInventoryRows(ctx context.Context, tx *sql.Tx, vols []Inve
 		args = appendSizes(args, v.GranularitySplit)
 		args = append(args, v.StripeUnitSource, v.StripeUnitConfidence, v.MeasuredSplitCost, v.MeasuredSplitCostLow, v.MeasuredSplitCostHigh)
 		args = appendSizes(args, v.MeasuredPenalty)
-		args = append(args, sev, v.SeverityRank, len(v.Findings), strings.Join(v.Rules, ","), v.RulesVersion, unixNano(v.JudgedAt))
+		args = append(args, sev, v.SeverityRank, len(v.Findings), strings.Join(v.Rules, ","), v.RulesVersion, unixNano(v.JudgedAt), v.RulesEpoch)
 	}
 	set := make([]string, 0, len(cols)-3)
 	for _, c := range cols[3:] { // not the key (volume_id, agent_id, mount_point)

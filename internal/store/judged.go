@@ -29,14 +29,7 @@ import (
 // volume without a judged record (no verdict) gets none: the judge's loop
 // judges it (store.GeometriesToJudge lists it).
 func (s *Store) putSnapshotJudged(ctx context.Context, tx *sql.Tx, agentID string, r stored, vols []Volume) error {
-	for _, table := range []string{"inventory_findings", "inventory_docs", "inventory_arrays"} {
-		if _, err := s.txExec(ctx, tx, s.q(`DELETE FROM `+table+` WHERE volume_id IN (SELECT f.volume_id FROM inventory_volumes f
-JOIN volumes v ON v.agent_id = f.agent_id AND v.mount_point = f.mount_point WHERE f.agent_id = ? AND NOT v.present)`), agentID); err != nil {
-			return err
-		}
-	}
-	if _, err := s.txExec(ctx, tx, s.q(`DELETE FROM inventory_volumes WHERE agent_id = ?
-AND mount_point IN (SELECT mount_point FROM volumes WHERE agent_id = ? AND NOT present)`), agentID, agentID); err != nil {
+	if err := s.removeGoneJudged(ctx, tx, agentID); err != nil {
 		return err
 	}
 	var host string
@@ -55,6 +48,26 @@ AND mount_point IN (SELECT mount_point FROM volumes WHERE agent_id = ? AND NOT p
 		rows = append(rows, judgedRow(v, agentID, host, r.server, r.ProducedAt, now))
 	}
 	return s.putInventory(ctx, tx, rows)
+}
+
+// removeGoneJudged removes the judged records of the agent's volumes
+// marked gone (one probe when there are none, the common case).
+func (s *Store) removeGoneJudged(ctx context.Context, tx *sql.Tx, agentID string) error {
+	var gone int
+	if err := s.txQueryRow(ctx, tx, s.q(`SELECT COUNT(*) FROM (SELECT 1 FROM inventory_volumes f
+JOIN volumes v ON v.agent_id = f.agent_id AND v.mount_point = f.mount_point WHERE f.agent_id = ? AND NOT v.present LIMIT 1) AS gone`),
+		agentID).Scan(&gone); err != nil || gone == 0 {
+		return err
+	}
+	for _, table := range []string{"inventory_findings", "inventory_docs", "inventory_arrays"} {
+		if _, err := s.txExec(ctx, tx, s.q(`DELETE FROM `+table+` WHERE volume_id IN (SELECT f.volume_id FROM inventory_volumes f
+JOIN volumes v ON v.agent_id = f.agent_id AND v.mount_point = f.mount_point WHERE f.agent_id = ? AND NOT v.present)`), agentID); err != nil {
+			return err
+		}
+	}
+	_, err := s.txExec(ctx, tx, s.q(`DELETE FROM inventory_volumes WHERE agent_id = ?
+AND mount_point IN (SELECT mount_point FROM volumes WHERE agent_id = ? AND NOT present)`), agentID, agentID)
+	return err
 }
 
 // judgedRow is v's judged record where it lives.
@@ -165,19 +178,22 @@ func scanStoredGeometry(row rowScanner) (StoredGeometry, error) {
 // PutJudged writes judged records over those of the same volumes (each
 // Volume with AgentID, MountPoint, Sequence and Judged set), in one
 // transaction, and returns how many it wrote: a volume whose row moved on
-// meanwhile (a newer snapshot, judged on arrival) or went is left alone.
+// meanwhile (a newer snapshot, judged on arrival) or went is left alone,
+// and so is a record judged under a higher rules epoch (a newer replica's).
 func (s *Store) PutJudged(ctx context.Context, vols []Volume) (int, error) {
 	var n int
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		now := time.Now()
 		rows := make([]InventoryVolume, 0, len(vols))
 		for _, v := range vols {
-			var seq, observed int64
+			var seq, observed, epoch int64
 			var host string
-			err := tx.QueryRowContext(ctx, s.q(`SELECT v.sequence, v.observed_ns, a.hostname FROM volumes v
-JOIN agents a ON a.agent_id = v.agent_id WHERE v.agent_id = ? AND v.mount_point = ? AND v.present`),
-				v.AgentID, v.MountPoint).Scan(&seq, &observed, &host)
-			if errors.Is(err, sql.ErrNoRows) || err == nil && uint64(seq) != v.Sequence {
+			err := tx.QueryRowContext(ctx, s.q(`SELECT v.sequence, v.observed_ns, a.hostname, COALESCE(f.rules_epoch, 0) FROM volumes v
+JOIN agents a ON a.agent_id = v.agent_id
+LEFT JOIN inventory_volumes f ON f.agent_id = v.agent_id AND f.mount_point = v.mount_point AND f.sequence = v.sequence
+WHERE v.agent_id = ? AND v.mount_point = ? AND v.present`),
+				v.AgentID, v.MountPoint).Scan(&seq, &observed, &host, &epoch)
+			if errors.Is(err, sql.ErrNoRows) || err == nil && (uint64(seq) != v.Sequence || epoch > v.Judged.RulesEpoch) {
 				continue
 			}
 			if err != nil {

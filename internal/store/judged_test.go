@@ -64,6 +64,18 @@ func TestJudgedRecords(t *testing.T) {
 		if got := page("new", "", "", 10); len(got) != 1 || got[0] != "/raw" {
 			t.Errorf("to judge after PutJudged: %v, want [/raw]", got)
 		}
+		// A newer server's judgement (a higher rules epoch) is not
+		// rewritten by an older one's.
+		newer := rejudged
+		newer.Judged.RulesEpoch, newer.Judged.RulesVersion = 2, "newer"
+		if n, err := s.PutJudged(ctx, []Volume{newer}); err != nil || n != 1 {
+			t.Fatalf("PutJudged(epoch 2) = %d, %v; want 1", n, err)
+		}
+		older := vol("/data", "aligned")
+		older.AgentID, older.Sequence, older.Judged.RulesEpoch = "a1", 1, 1
+		if n, err := s.PutJudged(ctx, []Volume{older}); err != nil || n != 0 {
+			t.Errorf("PutJudged(epoch 1) over epoch 2 = %d, %v; want 0", n, err)
+		}
 		vols, err := s.ListVolumes(ctx)
 		if err != nil || len(vols) != 2 || vols[0].Verdict != "misaligned" || vols[1].Verdict != "unknown" {
 			t.Errorf("ListVolumes after PutJudged = %+v, %v; want /data misaligned, /raw unknown (not judged)", vols, err)

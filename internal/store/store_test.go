@@ -460,6 +460,12 @@ func TestVolumesAndHosts(t *testing.T) {
 		wantVol := listed(vol("/data", "aligned"))
 		// Sequence is the server's: snapshot 3 was the second record stored.
 		wantVol.AgentID, wantVol.Hostname, wantVol.Sequence, wantVol.ObservedAt = "a1", "db1", 2, time.Unix(1_700_000_003, 0).UTC()
+		for i := range got {
+			if got[i].JudgedAt.IsZero() {
+				t.Errorf("ListVolumes()[%d]: no JudgedAt", i)
+			}
+			got[i].JudgedAt = time.Time{}
+		}
 		if d := cmp.Diff([]Volume{wantVol}, got); d != "" {
 			t.Errorf("ListVolumes() (-want +got):\n%s", d)
 		}
