@@ -134,6 +134,13 @@ func TestAnonymousCallsCountAgainstTheirAddress(t *testing.T) {
 		t.Fatalf("address holds %d bytes, want %d", got, 8<<20)
 	}
 	raw.conn.Close()
+	// The server releases the stuck calls' budget when it sees the
+	// connection go: wait for that, or the next call meets the old budget.
+	for deadline := time.Now().Add(10 * time.Second); e.svc.adm.agentInflight("peer 127.0.0.1") != 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("address still holds %d bytes after its connection closed", e.svc.adm.agentInflight("peer 127.0.0.1"))
+		}
+	}
 
 	cc := dialEnroll(t, e, nil)
 	_, err := cc.Enroll(ctxT(t), &plumblinev1.EnrollRequest{Token: strings.Repeat("x", 64<<10)})
