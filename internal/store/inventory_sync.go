@@ -206,12 +206,15 @@ func tupleList(tuple string, n int) string {
 // putInventory upserts judged records (inventory rows, their documents)
 // and replaces their findings, in tx, and moves the inventory generation
 // on. A row of an older sequence than the stored one changes nothing.
-func (s *Store) putInventory(ctx context.Context, tx *sql.Tx, vols []InventoryVolume) error {
+// hashes are the records' judgedHash, one each.
+func (s *Store) putInventory(ctx context.Context, tx *sql.Tx, vols []InventoryVolume, hashes []string) error {
 	if len(vols) == 0 {
 		return nil
 	}
-	for chunk := range slices.Chunk(vols, rowsPerInsert) {
-		if err := s.upsertInventoryRows(ctx, tx, chunk); err != nil {
+	for i := 0; i < len(vols); i += rowsPerInsert {
+		end := min(i+rowsPerInsert, len(vols))
+		chunk := vols[i:end]
+		if err := s.upsertInventoryRows(ctx, tx, chunk, hashes[i:end]); err != nil {
 			return fmt.Errorf("put inventory: %w", err)
 		}
 		ids := make([]any, len(chunk))
@@ -243,14 +246,14 @@ var inventoryRowColumns = slices.Concat([]string{"volume_id", "agent_id", "mount
 	[]string{"stripe_unit_source", "stripe_unit_confidence", "measured_split_cost_seconds", "measured_split_cost_low_seconds",
 		"measured_split_cost_high_seconds"},
 	penaltyColumns[:],
-	[]string{"severity", "severity_rank", "findings", "rules", "rules_version", "judged_ns", "rules_epoch"})
+	[]string{"severity", "severity_rank", "findings", "rules", "rules_version", "judged_ns", "rules_epoch", "judged_hash"})
 
 // upsertInventoryRows writes the rows of vols (at most rowsPerInsert); a
 // stored row of a newer sequence stays.
-func (s *Store) upsertInventoryRows(ctx context.Context, tx *sql.Tx, vols []InventoryVolume) error {
+func (s *Store) upsertInventoryRows(ctx context.Context, tx *sql.Tx, vols []InventoryVolume, hashes []string) error {
 	cols := inventoryRowColumns
 	args := make([]any, 0, len(vols)*len(cols))
-	for _, v := range vols {
+	for i, v := range vols {
 		sev := v.Severity
 		if sev == "" {
 			sev = "none"
@@ -262,7 +265,7 @@ func (s *Store) upsertInventoryRows(ctx context.Context, tx *sql.Tx, vols []Inve
 		args = appendSizes(args, v.GranularitySplit)
 		args = append(args, v.StripeUnitSource, v.StripeUnitConfidence, v.MeasuredSplitCost, v.MeasuredSplitCostLow, v.MeasuredSplitCostHigh)
 		args = appendSizes(args, v.MeasuredPenalty)
-		args = append(args, sev, v.SeverityRank, len(v.Findings), strings.Join(v.Rules, ","), v.RulesVersion, unixNano(v.JudgedAt), v.RulesEpoch)
+		args = append(args, sev, v.SeverityRank, len(v.Findings), strings.Join(v.Rules, ","), v.RulesVersion, unixNano(v.JudgedAt), v.RulesEpoch, hashes[i])
 	}
 	set := make([]string, 0, len(cols)-3)
 	for _, c := range cols[3:] { // not the key (volume_id, agent_id, mount_point)

@@ -36,8 +36,14 @@ func (s *Store) putSnapshotJudged(ctx context.Context, tx *sql.Tx, agentID strin
 	if err := s.txQueryRow(ctx, tx, s.q(`SELECT hostname FROM agents WHERE agent_id = ?`), agentID).Scan(&host); err != nil {
 		return err
 	}
+	stored, err := s.judgedHashes(ctx, tx, agentID)
+	if err != nil {
+		return err
+	}
 	now := time.Now()
 	rows := make([]InventoryVolume, 0, len(vols))
+	var hashes []string
+	var kept []InventoryVolume
 	for _, v := range vols {
 		if v.Judged.Verdict == "" {
 			continue // not judged: the judge's loop judges it
@@ -45,9 +51,17 @@ func (s *Store) putSnapshotJudged(ctx context.Context, tx *sql.Tx, agentID strin
 		if !slices.Contains(vocab.Verdicts(), v.Judged.Verdict) {
 			return fmt.Errorf("volume %q: verdict %q: want one of %v", v.MountPoint, v.Judged.Verdict, vocab.Verdicts())
 		}
-		rows = append(rows, judgedRow(v, agentID, host, r.server, r.ProducedAt, now))
+		row, hash := judgedRow(v, agentID, host, r.server, r.ProducedAt, now)
+		if h, ok := stored[v.MountPoint]; ok && h == hash {
+			kept = append(kept, row)
+			continue
+		}
+		rows, hashes = append(rows, row), append(hashes, hash)
 	}
-	return s.putInventory(ctx, tx, rows)
+	if err := s.moveJudged(ctx, tx, kept); err != nil {
+		return err
+	}
+	return s.putInventory(ctx, tx, rows, hashes)
 }
 
 // removeGoneJudged removes the judged records of the agent's volumes
@@ -70,17 +84,18 @@ AND mount_point IN (SELECT mount_point FROM volumes WHERE agent_id = ? AND NOT p
 	return err
 }
 
-// judgedRow is v's judged record where it lives.
-func judgedRow(v Volume, agentID, host string, seq uint64, observed, now time.Time) InventoryVolume {
+// judgedRow is v's judged record where it lives, and its judgedHash.
+func judgedRow(v Volume, agentID, host string, seq uint64, observed, now time.Time) (InventoryVolume, string) {
 	iv := v.Judged
-	iv.ID = VolumeID(agentID, v.MountPoint)
-	iv.AgentID, iv.MountPoint, iv.Hostname = agentID, v.MountPoint, host
-	iv.Sequence, iv.ObservedAt, iv.JudgedAt = seq, observed, now
 	if iv.Device == "" && iv.FSType == "" {
 		iv.Device, iv.FSType = v.Device, v.FSType
 	}
+	hash := judgedHash(iv)
+	iv.ID = VolumeID(agentID, v.MountPoint)
+	iv.AgentID, iv.MountPoint, iv.Hostname = agentID, v.MountPoint, host
+	iv.Sequence, iv.ObservedAt, iv.JudgedAt = seq, observed, now
 	iv.Doc = docWhere(iv.Doc, iv.ID, agentID, host, seq, observed)
-	return iv
+	return iv, hash
 }
 
 // docWhere completes a judged document (a JSON object) with where the
@@ -185,6 +200,7 @@ func (s *Store) PutJudged(ctx context.Context, vols []Volume) (int, error) {
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		now := time.Now()
 		rows := make([]InventoryVolume, 0, len(vols))
+		var hashes []string
 		for _, v := range vols {
 			var seq, observed, epoch int64
 			var host string
@@ -199,10 +215,11 @@ WHERE v.agent_id = ? AND v.mount_point = ? AND v.present`),
 			if err != nil {
 				return err
 			}
-			rows = append(rows, judgedRow(v, v.AgentID, host, v.Sequence, fromUnixNano(observed), now))
+			row, hash := judgedRow(v, v.AgentID, host, v.Sequence, fromUnixNano(observed), now)
+			rows, hashes = append(rows, row), append(hashes, hash)
 		}
 		n = len(rows)
-		return s.putInventory(ctx, tx, rows)
+		return s.putInventory(ctx, tx, rows, hashes)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("put judged: %w", err)
