@@ -37,7 +37,7 @@ func judgedHash(iv InventoryVolume) string {
 // judgedHashes returns the judged-record hashes of the agent's volumes,
 // by mount point (those with a known hash).
 func (s *Store) judgedHashes(ctx context.Context, tx *sql.Tx, agentID string) (map[string]string, error) {
-	rows, err := tx.QueryContext(ctx, s.q(`SELECT mount_point, judged_hash FROM inventory_volumes WHERE agent_id = ? AND judged_hash <> ''`), agentID)
+	rows, err := s.txQuery(ctx, tx, s.q(`SELECT mount_point, judged_hash FROM inventory_volumes WHERE agent_id = ? AND judged_hash <> ''`), agentID)
 	if err != nil {
 		return nil, fmt.Errorf("judged hashes of %q: %w", agentID, err)
 	}

@@ -73,11 +73,10 @@ WHERE agent_id = ? AND incarnation = ? AND agent_sequence > ? AND kind = 'geomet
 	if newer > 0 {
 		return nil
 	}
-	if _, err := s.txExec(ctx, tx, s.q(`UPDATE agents SET geometry_digest = ? WHERE agent_id = ?`), r.GeometryDigest, agentID); err != nil {
-		return fmt.Errorf("volumes of snapshot %d: %w", r.Sequence, err)
-	}
-	if _, err := s.txExec(ctx, tx, s.q(`UPDATE volumes SET present = FALSE WHERE agent_id = ? AND sequence < ?`),
-		agentID, int64(r.server)); err != nil {
+	// Only what changes is written (a repeated snapshot, the common case,
+	// has the same digest and the same volumes).
+	if _, err := s.txExec(ctx, tx, s.q(`UPDATE agents SET geometry_digest = ? WHERE agent_id = ? AND geometry_digest <> ?`),
+		r.GeometryDigest, agentID, r.GeometryDigest); err != nil {
 		return fmt.Errorf("volumes of snapshot %d: %w", r.Sequence, err)
 	}
 	vols := slices.Clone(r.Volumes)
@@ -92,6 +91,11 @@ WHERE agent_id = ? AND incarnation = ? AND agent_sequence > ? AND kind = 'geomet
 		if err != nil {
 			return fmt.Errorf("volume %q of snapshot %d: %w", v.MountPoint, r.Sequence, err)
 		}
+	}
+	// The snapshot's volumes now have its sequence: the others are gone.
+	if _, err := s.txExec(ctx, tx, s.q(`UPDATE volumes SET present = FALSE WHERE agent_id = ? AND sequence < ? AND present`),
+		agentID, int64(r.server)); err != nil {
+		return fmt.Errorf("volumes of snapshot %d: %w", r.Sequence, err)
 	}
 	if err := s.putSnapshotJudged(ctx, tx, agentID, r, vols); err != nil {
 		return fmt.Errorf("judged volumes of snapshot %d: %w", r.Sequence, err)
