@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -67,18 +69,26 @@ func (s *Store) historyStates(ctx context.Context, tx *sql.Tx, agentID string) (
 // harmless: changes are keyed by volume, sequence and field, and a state
 // or mark never moves backwards.
 func (s *Store) putHistory(ctx context.Context, tx *sql.Tx, agentID string, mark uint64, states map[string]HistoryState, changes []VolumeChange) error {
-	for _, c := range changes {
-		if _, err := s.txExec(ctx, tx, s.q(`INSERT INTO inventory_changes
-    (agent_id, mount_point, sequence, observed_ns, field, kind, old_value, new_value) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (agent_id, mount_point, sequence, field) DO NOTHING`),
-			agentID, c.MountPoint, int64(c.Sequence), unixNano(c.ObservedAt), c.Field, c.Kind, c.Old, c.New); err != nil {
+	for chunk := range slices.Chunk(changes, rowsPerInsert) {
+		args := make([]any, 0, 8*len(chunk))
+		for _, c := range chunk {
+			args = append(args, agentID, c.MountPoint, int64(c.Sequence), unixNano(c.ObservedAt), c.Field, c.Kind, c.Old, c.New)
+		}
+		if _, err := s.txExec(ctx, tx, s.q(insertValues("inventory_changes",
+			[]string{"agent_id", "mount_point", "sequence", "observed_ns", "field", "kind", "old_value", "new_value"}, len(chunk))+`
+ON CONFLICT (agent_id, mount_point, sequence, field) DO NOTHING`), args...); err != nil {
 			return fmt.Errorf("put history of %q: %w", agentID, err)
 		}
 	}
-	for mp, st := range states {
-		if _, err := s.txExec(ctx, tx, s.q(`INSERT INTO inventory_history_state (agent_id, mount_point, sequence, state)
-VALUES (?, ?, ?, ?) ON CONFLICT (agent_id, mount_point) DO UPDATE SET sequence = excluded.sequence, state = excluded.state
-WHERE inventory_history_state.sequence < excluded.sequence`), agentID, mp, int64(st.Sequence), st.State); err != nil {
+	mounts := slices.Sorted(maps.Keys(states)) // one order: concurrent writers lock rows alike
+	for chunk := range slices.Chunk(mounts, rowsPerInsert) {
+		args := make([]any, 0, 4*len(chunk))
+		for _, mp := range chunk {
+			args = append(args, agentID, mp, int64(states[mp].Sequence), states[mp].State)
+		}
+		if _, err := s.txExec(ctx, tx, s.q(insertValues("inventory_history_state", []string{"agent_id", "mount_point", "sequence", "state"}, len(chunk))+`
+ON CONFLICT (agent_id, mount_point) DO UPDATE SET sequence = excluded.sequence, state = excluded.state
+WHERE inventory_history_state.sequence < excluded.sequence`), args...); err != nil {
 			return fmt.Errorf("put history of %q: %w", agentID, err)
 		}
 	}
