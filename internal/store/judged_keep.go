@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -56,24 +57,25 @@ func (s *Store) judgedHashes(ctx context.Context, tx *sql.Tx, agentID string) (m
 // moveJudged moves the stored judged records of rows (each a judged
 // record equal to the stored one but for where it lives) to their
 // sequence, observed time, host and document, and the inventory
-// generation on. A stored record of a newer sequence stays.
+// generation on, a statement for each rowsPerInsert rows. A stored record
+// of a newer sequence stays.
 func (s *Store) moveJudged(ctx context.Context, tx *sql.Tx, rows []InventoryVolume) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	for _, v := range rows {
-		seq := int64(v.Sequence)
-		if _, err := s.txExec(ctx, tx, s.q(`UPDATE inventory_volumes SET sequence = ?, observed_ns = ?, hostname = ?
-WHERE volume_id = ? AND sequence <= ?`), seq, unixNano(v.ObservedAt), v.Hostname, v.ID, seq); err != nil {
-			return fmt.Errorf("move judged %q: %w", v.MountPoint, err)
+	for chunk := range slices.Chunk(rows, rowsPerInsert) {
+		args := make([]any, 0, 4*len(chunk))
+		for _, v := range chunk {
+			args = append(args, v.ID, int64(v.Sequence), unixNano(v.ObservedAt), v.Hostname)
 		}
-		doc := v.Doc
-		if doc == nil {
-			doc = []byte{}
+		// VALUES columns are column1, column2, ... in both engines.
+		if _, err := s.txExec(ctx, tx, s.q(`UPDATE inventory_volumes SET sequence = n.column2, observed_ns = n.column3, hostname = n.column4
+FROM (VALUES `+tupleList("(CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS TEXT))", len(chunk))+`) AS n
+WHERE inventory_volumes.volume_id = n.column1 AND inventory_volumes.sequence <= n.column2`), args...); err != nil {
+			return fmt.Errorf("move judged records: %w", err)
 		}
-		if _, err := s.txExec(ctx, tx, s.q(`UPDATE inventory_docs SET sequence = ?, doc = ? WHERE volume_id = ? AND sequence <= ?`),
-			seq, doc, v.ID, seq); err != nil {
-			return fmt.Errorf("move judged %q: %w", v.MountPoint, err)
+		if err := s.upsertInventoryDocs(ctx, tx, chunk); err != nil {
+			return fmt.Errorf("move judged documents: %w", err)
 		}
 	}
 	return bumpGeneration(ctx, tx)
