@@ -81,16 +81,8 @@ WHERE agent_id = ? AND incarnation = ? AND agent_sequence > ? AND kind = 'geomet
 	}
 	vols := slices.Clone(r.Volumes)
 	slices.SortFunc(vols, func(a, b Volume) int { return strings.Compare(a.MountPoint, b.MountPoint) })
-	observed := unixNano(r.ProducedAt)
-	for _, v := range vols {
-		geom := v.Geometry
-		if geom == nil {
-			geom = []byte{}
-		}
-		_, err := s.txExec(ctx, tx, s.q(putVolumeSQL), agentID, v.MountPoint, v.Device, v.FSType, int64(r.server), observed, geom)
-		if err != nil {
-			return fmt.Errorf("volume %q of snapshot %d: %w", v.MountPoint, r.Sequence, err)
-		}
+	if err := s.putVolumeRows(ctx, tx, agentID, r, vols); err != nil {
+		return fmt.Errorf("volumes of snapshot %d: %w", r.Sequence, err)
 	}
 	// The snapshot's volumes now have its sequence: the others are gone.
 	if _, err := s.txExec(ctx, tx, s.q(`UPDATE volumes SET present = FALSE WHERE agent_id = ? AND sequence < ? AND present`),
@@ -103,14 +95,38 @@ WHERE agent_id = ? AND incarnation = ? AND agent_sequence > ? AND kind = 'geomet
 	return nil
 }
 
-// putVolumeSQL upserts a volume of a snapshot: an older row is replaced.
-const putVolumeSQL = `
-INSERT INTO volumes (agent_id, mount_point, device, fs_type, sequence, observed_ns, present, geometry)
-VALUES (?, ?, ?, ?, ?, ?, TRUE, ?)
+// putVolumeRows upserts the volumes of snapshot r (sorted by mount
+// point), rowsPerInsert a statement: an older row is replaced. Of a mount
+// point listed twice the last stands.
+func (s *Store) putVolumeRows(ctx context.Context, tx *sql.Tx, agentID string, r stored, vols []Volume) error {
+	observed := unixNano(r.ProducedAt)
+	rows := make([]Volume, 0, len(vols))
+	for i, v := range vols {
+		if i+1 < len(vols) && vols[i+1].MountPoint == v.MountPoint {
+			continue
+		}
+		rows = append(rows, v)
+	}
+	for chunk := range slices.Chunk(rows, rowsPerInsert) {
+		args := make([]any, 0, 7*len(chunk))
+		for _, v := range chunk {
+			geom := v.Geometry
+			if geom == nil {
+				geom = []byte{}
+			}
+			args = append(args, agentID, v.MountPoint, v.Device, v.FSType, int64(r.server), observed, geom)
+		}
+		if _, err := s.txExec(ctx, tx, s.q(`INSERT INTO volumes (agent_id, mount_point, device, fs_type, sequence, observed_ns, present, geometry)
+VALUES `+tupleList("(?, ?, ?, ?, ?, ?, TRUE, ?)", len(chunk))+`
 ON CONFLICT (agent_id, mount_point) DO UPDATE SET
     device = excluded.device, fs_type = excluded.fs_type, sequence = excluded.sequence,
     observed_ns = excluded.observed_ns, present = TRUE, geometry = excluded.geometry
-WHERE volumes.sequence < excluded.sequence`
+WHERE volumes.sequence < excluded.sequence`), args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // ListVolumes returns the volumes the latest snapshot of each host lists,
 // by hostname and mount point.
