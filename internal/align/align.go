@@ -81,8 +81,28 @@ const recommendedStart = 1 << 20
 // (source "measured"); otherwise it confirms the known unit or, when
 // confident, is reported as disagreeing with it.
 func Evaluate(v *plumblinev1.Volume) *plumblinev1.Alignment {
+	return EvaluateWith(v, Overrides{})
+}
+
+// RulesVersion numbers the rules of this package: it moves on whenever a
+// rule, a threshold or a message changes, so that the server re-judges
+// the volumes it judged under an older one.
+const RulesVersion = 1
+
+// Overrides adjust the rules where a site judges differently from the
+// shipped defaults. The zero value is the shipped rules.
+type Overrides struct {
+	// Severity replaces the severity of a rule's findings (rule id →
+	// critical, warning or info); the verdict follows (a critical finding
+	// makes a volume misaligned).
+	Severity map[string]string
+}
+
+// EvaluateWith is Evaluate under overrides o.
+func EvaluateWith(v *plumblinev1.Volume, o Overrides) *plumblinev1.Alignment {
 	e := &evaluation{
 		v:  v,
+		o:  o,
 		st: newStack(v),
 		a: &plumblinev1.Alignment{
 			SplitFraction:            map[uint32]float64{},
@@ -117,6 +137,7 @@ func Evaluate(v *plumblinev1.Volume) *plumblinev1.Alignment {
 // being built and what the rules could check.
 type evaluation struct {
 	v      *plumblinev1.Volume
+	o      Overrides
 	st     *stack
 	a      *plumblinev1.Alignment
 	f      findings
@@ -253,6 +274,11 @@ func (e *evaluation) stripeFindings() {
 func (e *evaluation) result() *plumblinev1.Alignment {
 	a := e.a
 	a.Findings = e.f.list
+	for _, f := range a.Findings {
+		if sev, ok := e.o.Severity[f.GetRule()]; ok {
+			f.Severity = sev
+		}
+	}
 	switch {
 	case e.f.has(Critical):
 		a.Verdict = Misaligned

@@ -68,9 +68,10 @@ func (c *Collector) buildVolumes() {
 }
 
 // sameVolume: the same row of a present volume as far as the exposition
-// goes (a volume's row changes only with its sequence).
+// goes (a volume's row changes only with its sequence or its judgement).
 func sameVolume(a, b store.Volume) bool {
-	return a.AgentID == b.AgentID && a.Hostname == b.Hostname && a.MountPoint == b.MountPoint && a.Sequence == b.Sequence
+	return a.AgentID == b.AgentID && a.Hostname == b.Hostname && a.MountPoint == b.MountPoint && a.Sequence == b.Sequence &&
+		a.JudgedAt.Equal(b.JudgedAt)
 }
 
 func (c *Collector) volumeSeries(v store.Volume, f *volumeFacts) []*series {
@@ -138,7 +139,7 @@ func factsOf(v store.Volume) volumeFacts {
 	}
 	f.split = pv.GetAlignment().GetSplitFraction()
 	f.granularity = pv.GetAlignment().GetGranularitySplitFraction()
-	if a := pv.GetAlignment(); a.MeasuredSplitCostSeconds != nil {
+	if a := pv.GetAlignment(); a != nil && a.MeasuredSplitCostSeconds != nil { // the stored geometry has none: the judged record has it
 		cost := a.GetMeasuredSplitCostSeconds()
 		f.splitCost = &cost
 	}

@@ -129,10 +129,10 @@ func FuzzValidateReport(f *testing.F) {
 							t.Fatalf("record %d: volume %q accepted with layer offsets adding up past 2^63-1", i, v.MountPoint)
 						}
 					}
-					switch v.Verdict {
+					switch v.Judged.Verdict {
 					case "aligned", "misaligned", "unknown":
 					default:
-						t.Fatalf("record %d: verdict %q", i, v.Verdict)
+						t.Fatalf("record %d: verdict %q", i, v.Judged.Verdict)
 					}
 				}
 			default:

@@ -12,10 +12,8 @@ import (
 
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 
-	"github.com/plumbline/plumbline/internal/align"
 	"github.com/plumbline/plumbline/internal/store"
 	"github.com/plumbline/plumbline/internal/vocab"
-	"google.golang.org/protobuf/proto"
 )
 
 // Geometry enumerations, from geometry.proto.
@@ -49,71 +47,13 @@ func convertGeometry(g *plumblinev1.GeometrySnapshot, lim Limits) ([]store.Volum
 			return nil, fmt.Errorf("volume %q listed twice", mp)
 		}
 		seen[mp] = true
-		sv, err := judge(v, nil)
+		sv, err := judgeVolume(v, nil, Rules{})
 		if err != nil {
 			return nil, fmt.Errorf("volume %q: %w", mp, err)
 		}
 		out = append(out, sv)
 	}
 	return out, nil
-}
-
-// Rejudge is the store.JudgeFunc of the server's rules: it re-evaluates a
-// stored geometry's alignment with the volume's measured stripe (from its
-// latest stripe-scan runs, newest first), so that a rule change reaches
-// volumes whose agents send no new snapshot (store.RejudgeVolumes, run at
-// server start) and a stripe-scan run reaches its volume's verdict
-// (store.RejudgeVolume).
-func Rejudge(geometry []byte, scans []store.StripeScanRun) (store.Volume, error) {
-	var v plumblinev1.Volume
-	if err := proto.Unmarshal(geometry, &v); err != nil {
-		return store.Volume{}, fmt.Errorf("stored geometry: %w", err)
-	}
-	sv, err := judge(&v, measuredStripe(scans))
-	if err != nil {
-		return store.Volume{}, err
-	}
-	return sv, nil
-}
-
-// judge re-evaluates a volume's alignment with the server's rules (the
-// authoritative verdict) and converts it for the store.
-//
-// m is the volume's measured stripe; it replaces whatever the agent put in
-// Volume.measured_stripe (the server's own runs are the source).
-func judge(v *plumblinev1.Volume, m *plumblinev1.StripeMeasurement) (store.Volume, error) {
-	v = proto.Clone(v).(*plumblinev1.Volume)
-	v.MeasuredStripe = m
-	a := align.Evaluate(v)
-	v.Alignment = a
-	geom, err := proto.MarshalOptions{Deterministic: true}.Marshal(v)
-	if err != nil {
-		return store.Volume{}, err
-	}
-	sv := store.Volume{
-		MountPoint:      v.GetMountPoint(),
-		Device:          v.GetDevice(),
-		FSType:          v.GetFilesystem().GetType(),
-		Geometry:        geom,
-		Verdict:         a.GetVerdict(),
-		StripeUnitBytes: a.GetStripeUnitBytes(),
-	}
-	if a.DataOffsetBytes != nil {
-		off := a.GetDataOffsetBytes()
-		if off > math.MaxInt64 {
-			return store.Volume{}, fmt.Errorf("data offset %d: layer offsets add up to more than 2^63-1", off)
-		}
-		sv.DataOffsetBytes = &off
-	}
-	if sv.StripeUnitBytes > math.MaxInt64 {
-		return store.Volume{}, fmt.Errorf("stripe unit %d: want at most 2^63-1", sv.StripeUnitBytes)
-	}
-	for i := range sv.SplitFraction {
-		if f, ok := a.GetSplitFraction()[vocab.IOSize(i)]; ok {
-			sv.SplitFraction[i] = &f
-		}
-	}
-	return sv, nil
 }
 
 func checkVolume(v *plumblinev1.Volume, lim Limits) error {

@@ -5,33 +5,44 @@ import (
 	"fmt"
 	"slices"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/plumbline/plumbline/internal/store"
+	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
-// judgeMeasured judges the volumes of the batch's snapshots again with
-// their measured stripes, from the agent's stored stripe-scan runs, so
-// that a new snapshot keeps what the geometry probe measured. (A run in
-// this same batch reaches its volume after the batch: rejudgeScanned.)
+// judgeMeasured judges the volumes of the batch's snapshots again where
+// ValidateReport's judgement (the shipped rules, no measurement) is not
+// the server's: under the rules in force when they are not the shipped
+// ones, and with the measured stripe of the agent's stored stripe-scan
+// runs, so that a new snapshot keeps what the geometry probe measured.
+// (A run in this same batch reaches its volume after the batch:
+// rejudgeScanned.)
 func (s *Service) judgeMeasured(ctx context.Context, agent string, b *Batch) error {
 	if !slices.ContainsFunc(b.Records, func(r store.Record) bool { return len(r.Volumes) > 0 }) {
 		return nil
 	}
+	rules := s.judge.Rules()
+	shipped := rules.Version() == Rules{}.Version()
 	runs, err := s.store.StripeScanRuns(ctx, agent, "")
-	if err != nil || len(runs) == 0 {
+	if err != nil || (len(runs) == 0 && shipped) {
 		return err
 	}
 	for i := range b.Records {
 		vols := b.Records[i].Volumes
 		for j, v := range vols {
 			scans := runs[v.MountPoint]
-			if len(scans) == 0 {
+			if len(scans) == 0 && shipped {
 				continue
 			}
-			judged, err := Rejudge(v.Geometry, scans)
-			if err != nil { // judged once already: cannot fail on the same bytes
-				return fmt.Errorf("volume %q with its measured stripe: %w", v.MountPoint, err)
+			var pv plumblinev1.Volume
+			err := proto.Unmarshal(v.Geometry, &pv)
+			if err == nil {
+				vols[j], err = judgeVolume(&pv, measuredStripe(scans), rules)
 			}
-			vols[j] = judged
+			if err != nil { // judged once already: cannot fail on the same bytes
+				return fmt.Errorf("volume %q under the rules in force: %w", v.MountPoint, err)
+			}
 		}
 	}
 	return nil
@@ -39,9 +50,8 @@ func (s *Service) judgeMeasured(ctx context.Context, agent string, b *Batch) err
 
 // rejudgeScanned brings the stripe-scan runs this batch stored to their
 // volumes' verdicts. The runs are stored whatever happens here: a volume
-// that fails to be judged again now is at the next snapshot of its agent
-// or the next server start (store.RejudgeVolumes), so a failure is logged,
-// not returned.
+// that fails to be judged again now is at the next snapshot of its agent,
+// so a failure is logged, not returned.
 func (s *Service) rejudgeScanned(ctx context.Context, agent string, b *Batch, res store.AppendResult) {
 	var mounts []string
 	for _, r := range b.Records {
@@ -53,9 +63,9 @@ func (s *Service) rejudgeScanned(ctx context.Context, agent string, b *Batch, re
 		}
 	}
 	for _, mp := range mounts {
-		changed, err := s.store.RejudgeVolume(ctx, agent, mp, Rejudge)
+		changed, err := s.judge.Volume(ctx, agent, mp)
 		if err != nil {
-			s.opts.Logger.Warn("volume not judged again after its stripe-scan run; it will be at its next snapshot or the next server start",
+			s.opts.Logger.Warn("volume not judged again after its stripe-scan run; it will be at its next snapshot",
 				"agent", agent, "mount_point", mp, "err", err)
 			continue
 		}

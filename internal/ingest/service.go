@@ -151,6 +151,10 @@ type Options struct {
 	// enrolled agent revoked since its handshake, an expired certificate).
 	Authorize func(ctx context.Context, agentID string, cert *x509.Certificate) error
 	Logger    *slog.Logger
+	// Judge judges the volumes of every snapshot and of every stripe-scan
+	// run under its rules (nil: the shipped rules). Its loop (Judge.Run)
+	// is the caller's to run.
+	Judge *Judge
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -202,7 +206,8 @@ func (o Options) withDefaults() Options {
 type Service struct {
 	plumblinev1.UnimplementedAgentServiceServer
 
-	store   *store.Store
+	store   Store
+	judge   *Judge
 	opts    Options
 	lim     *limiters
 	records *limiters // each agent's record-rate quota (nil: off)
@@ -214,10 +219,29 @@ type Service struct {
 	live connections
 }
 
-// New returns a Service storing into st.
-func New(st *store.Store, opts Options) *Service {
+// Store is what the ingest service reads and writes.
+type Store interface {
+	JudgeStore
+	UpsertAgent(ctx context.Context, a store.Agent) error
+	Hello(ctx context.Context, agentID, incarnation string) (store.HelloState, error)
+	AppendBatchQuota(ctx context.Context, agentID, incarnation string, first uint64, records []store.Record, q store.Quota) (store.AppendResult, error)
+	CountQuotaRefusal(ctx context.Context, agentID string) error
+	MarkConnected(ctx context.Context, ids []string, at time.Time) error
+	PutAgentPolicy(ctx context.Context, p store.AgentPolicy) error
+	AgentLabels(ctx context.Context, agentID string) (map[string]string, error)
+	AgentPolicies(ctx context.Context, host string) ([]store.AgentPolicy, error)
+}
+
+var _ Store = (*store.Store)(nil)
+
+// New returns a Service storing into st, judging under opts.Judge's rules
+// (nil: a judge of the shipped rules over st).
+func New(st Store, opts Options) *Service {
 	opts = opts.withDefaults()
-	s := &Service{store: st, opts: opts}
+	s := &Service{store: st, opts: opts, judge: opts.Judge}
+	if s.judge == nil {
+		s.judge, _ = NewJudge(st, JudgeOptions{Logger: opts.Logger}) // the shipped rules always check
+	}
 	if opts.RatePerSecond > 0 {
 		s.lim = newLimiters(rate.Limit(opts.RatePerSecond), opts.RateBurst, opts.Now)
 	}

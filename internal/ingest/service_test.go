@@ -77,9 +77,14 @@ func TestHelloAndReport(t *testing.T) {
 		if vols[0].Verdict != "misaligned" || vols[0].SplitFraction[0] == nil || *vols[0].SplitFraction[0] != 0.0625 {
 			t.Errorf("stored volume: verdict %q, split 8K %v; want misaligned, 0.0625", vols[0].Verdict, vols[0].SplitFraction[0])
 		}
+		// The verdict is stored once: in the judged record, with its
+		// findings; the stored geometry has no alignment (not the agent's).
 		var pv plumblinev1.Volume
-		if err := proto.Unmarshal(vols[0].Geometry, &pv); err != nil || pv.GetAlignment().GetVerdict() != "misaligned" || len(pv.GetAlignment().GetFindings()) == 0 {
-			t.Errorf("stored geometry alignment = %v (%v), want the server's misaligned verdict with findings", pv.GetAlignment(), err)
+		if err := proto.Unmarshal(vols[0].Geometry, &pv); err != nil || pv.GetAlignment() != nil {
+			t.Errorf("stored geometry alignment = %v (%v), want none", pv.GetAlignment(), err)
+		}
+		if iv, err := e.store.InventoryVolumeByID(ctxT(t), store.VolumeID("db1", "/data")); err != nil || iv.Verdict != "misaligned" || iv.TopFinding == nil {
+			t.Errorf("judged record = %+v, %v; want the server's misaligned verdict with findings", iv, err)
 		}
 		if got := dbRows(t, dsn, `SELECT COUNT(*) FROM probe_results WHERE agent_id = ?`, "db1"); got[0][0] != "4" {
 			t.Errorf("probe_results rows = %s, want 4", got[0][0])
@@ -474,7 +479,7 @@ func TestBadInput(t *testing.T) {
 				if r := dbRows(t, dsn, `SELECT reason FROM records WHERE agent_id = ? AND sequence = 2`, id); len(r) != 1 || r[0][0] != resp.GetRejections()[0].GetReason() {
 					t.Errorf("stored reason %v, want the rejection's", r)
 				}
-				if r := dbRows(t, dsn, `SELECT mount_point, verdict FROM volumes WHERE agent_id = ?`, id); !cmp.Equal(r, [][]string{{"/good", "misaligned"}}) {
+				if r := dbRows(t, dsn, `SELECT mount_point, verdict FROM inventory_volumes WHERE agent_id = ?`, id); !cmp.Equal(r, [][]string{{"/good", "misaligned"}}) {
 					t.Errorf("volumes = %v, want the good snapshot's /good, misaligned", r)
 				}
 			})

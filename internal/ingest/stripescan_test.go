@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/plumbline/plumbline/internal/align"
 	"github.com/plumbline/plumbline/internal/store"
 	"github.com/plumbline/plumbline/internal/wire"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
@@ -204,9 +206,10 @@ func TestMeasuredStripe(t *testing.T) {
 	}
 }
 
-// End to end over gRPC: a stripe-scan run reaches its volume's stored
-// geometry (Volume.measured_stripe) at once; a later snapshot of the same
-// volume keeps it; a measured_stripe the agent sends is not believed.
+// End to end over gRPC: a stripe-scan run reaches its volume's judged
+// record (the measured stripe in its document, the judged stripe unit)
+// at once; a later snapshot of the same volume keeps it; a
+// measured_stripe the agent sends is not believed (nor stored).
 func TestStripeScanReachesVolume(t *testing.T) {
 	t.Parallel()
 	forEachEngine(t, func(t *testing.T, dsn string) {
@@ -229,10 +232,38 @@ func TestStripeScanReachesVolume(t *testing.T) {
 				t.Fatalf("%d volume rows", len(rows))
 			}
 			var v plumblinev1.Volume
-			if err := proto.Unmarshal([]byte(rows[0][0]), &v); err != nil {
+			if err := proto.Unmarshal([]byte(rows[0][0]), &v); err != nil || v.MeasuredStripe != nil || v.Alignment != nil {
+				t.Fatalf("stored geometry: measured %v, alignment %v, %v; want neither", v.MeasuredStripe, v.Alignment, err)
+			}
+			iv, err := e.store.InventoryVolumeByID(ctxT(t), store.VolumeID("db1", "/data"))
+			if err != nil {
 				t.Fatal(err)
 			}
-			return v.GetMeasuredStripe()
+			var doc struct {
+				M *struct {
+					Unit       uint64  `json:"unit_bytes"`
+					Agreeing   uint32  `json:"agreeing_runs"`
+					None       uint32  `json:"none_runs"`
+					Confidence float64 `json:"confidence"`
+					Device     string  `json:"device"`
+				} `json:"measured_stripe"`
+			}
+			full := iv.Doc
+			if len(full) == 0 {
+				docs := dbRows(t, dsn, `SELECT doc FROM inventory_docs WHERE volume_id = ?`, iv.ID)
+				full = []byte(docs[0][0])
+			}
+			if err := json.Unmarshal(full, &doc); err != nil {
+				t.Fatalf("document: %v: %s", err, full)
+			}
+			if doc.M == nil {
+				return nil
+			}
+			if iv.StripeUnitSource != align.SourceMeasured || iv.StripeUnitBytes != int64(doc.M.Unit) || iv.StripeUnitConfidence != doc.M.Confidence {
+				t.Errorf("judged stripe unit %d from %q at %v; want the measured %d", iv.StripeUnitBytes, iv.StripeUnitSource, iv.StripeUnitConfidence, doc.M.Unit)
+			}
+			return &plumblinev1.StripeMeasurement{UnitBytes: doc.M.Unit, AgreeingRuns: doc.M.Agreeing, NoneRuns: doc.M.None,
+				Confidence: doc.M.Confidence, Device: doc.M.Device}
 		}
 		send(geometryRecord(1, forged))
 		if m := measured(); m != nil {

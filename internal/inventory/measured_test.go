@@ -47,19 +47,9 @@ func stripeScan(dev, basis string) *plumblinev1.StripeMeasurement {
 		Device: dev, Basis: basis, OffsetKnown: true, MeasuredAt: timestamppb.New(time.Date(2026, 11, 20, 3, 0, 0, 0, time.UTC))}
 }
 
-// judged is v as the server stores it after its stripe-scan runs: judged
-// with the measurement m.
-func judged(t testing.TB, v *plumblinev1.Volume, m *plumblinev1.StripeMeasurement) *plumblinev1.Volume {
-	t.Helper()
-	v = proto.Clone(v).(*plumblinev1.Volume)
-	v.MeasuredStripe = m
-	v.Alignment = align.Evaluate(v)
-	return v
-}
-
 // reportMeasured stores a geometry snapshot of agent id whose volumes are
 // judged as the server judges them after their stripe-scan runs
-// (ingest.Rejudge): with ms[mount point].
+// (ingest.JudgeVolume): with ms[mount point].
 func reportMeasured(t testing.TB, st *store.Store, id, hostname string, seq uint64, ms map[string]*plumblinev1.StripeMeasurement, vols ...*plumblinev1.Volume) {
 	t.Helper()
 	ctx := context.Background()
@@ -84,18 +74,9 @@ func reportMeasured(t testing.TB, st *store.Store, id, hostname string, seq uint
 		if err := proto.Unmarshal(sv.Geometry, &v); err != nil {
 			t.Fatal(err)
 		}
-		jv := judged(t, &v, m)
-		geom, err := proto.MarshalOptions{Deterministic: true}.Marshal(jv)
+		sv, err := ingest.JudgeVolume(&v, m, ingest.Rules{}) // as its stripe-scan runs would have it judged
 		if err != nil {
 			t.Fatal(err)
-		}
-		a := jv.GetAlignment()
-		sv.Geometry, sv.Verdict, sv.StripeUnitBytes = geom, a.GetVerdict(), a.GetStripeUnitBytes()
-		sv.DataOffsetBytes, sv.SplitFraction = a.DataOffsetBytes, [vocab.NumIOSizes]*float64{}
-		for i := range sv.SplitFraction {
-			if f, ok := a.GetSplitFraction()[vocab.IOSize(i)]; ok {
-				sv.SplitFraction[i] = &f
-			}
 		}
 		b.Records[0].Volumes[i] = sv
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
-	"net/http/httptest"
 	"strconv"
 	"testing"
 	"time"
@@ -58,7 +57,7 @@ func TestOneHistogramOneQuantile(t *testing.T) {
 	t.Parallel()
 	st := openStore(t, engines[0].DSN(t))
 	seedFleet(t, st, 1, 1)
-	srv := httptest.NewServer(New(st, Options{Tokens: []Token{{Name: "test", Secret: "tok"}}, SyncPeriod: 0}))
+	srv := serveSyncing(t, st, Options{Tokens: []Token{{Name: "test", Secret: "tok"}}, SyncPeriod: 0})
 	defer srv.Close()
 	_, body := get(t, srv.URL+"/api/v1/volumes?mount_point=/data0", "Authorization", "Bearer tok")
 	id := body["volumes"].([]any)[0].(map[string]any)["id"].(string)

@@ -160,8 +160,19 @@ func (a *API) writeVolume(ctx context.Context, buf *bytes.Buffer, v *store.Inven
 }
 
 // volumeItem is a volume of the API: the inspect shape plus where it
-// lives, its id and the derived columns.
+// lives, its id and the derived columns — its judged document when it has
+// one (the stored geometry carries no alignment).
 func volumeItem(v *store.InventoryVolume) (map[string]any, error) {
+	if doc := v.Doc; len(doc) >= 2 && doc[len(doc)-1] == '}' {
+		dec := json.NewDecoder(bytes.NewReader(doc))
+		dec.UseNumber() // keep 64-bit integers exact
+		obj := map[string]any{}
+		if err := dec.Decode(&obj); err != nil {
+			return nil, fmt.Errorf("volume %s: document: %w", v.ID, err)
+		}
+		obj["baseline"] = baselineJSON(v.Baseline)
+		return obj, nil
+	}
 	obj, err := projection.VolumeJSON(store.Volume{AgentID: v.AgentID, Hostname: v.Hostname, MountPoint: v.MountPoint,
 		Geometry: v.Geometry, Sequence: v.Sequence, ObservedAt: v.ObservedAt})
 	if err != nil {

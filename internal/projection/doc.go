@@ -14,7 +14,9 @@ import (
 )
 
 // VolumeJSON is the volume as `agent inspect --format json` prints it, plus
-// where it lives and which record set it.
+// where it lives and which record set it: the API's rendering of a volume
+// whose judged record has no document (ingest's judge renders the
+// documents it stores). The stored geometry carries no alignment.
 func VolumeJSON(v store.Volume) (map[string]any, error) {
 	var pv plumblinev1.Volume
 	if err := proto.Unmarshal(v.Geometry, &pv); err != nil {
@@ -48,18 +50,4 @@ func AddDerived(obj map[string]any, iv *store.InventoryVolume) {
 	obj["profile"] = iv.Profile
 	obj["raid_level"] = iv.RAIDLevel
 	obj["severity"] = iv.Severity
-}
-
-// volumeDoc renders the document of a volume that inventory_docs keeps:
-// the volume's item without the baseline (the API adds it when a page is
-// read), as compact JSON.
-func volumeDoc(v store.Volume, iv *store.InventoryVolume) ([]byte, error) {
-	obj, err := VolumeJSON(v)
-	if err != nil {
-		return nil, err
-	}
-	d := *iv
-	d.ID = store.VolumeID(v.AgentID, v.MountPoint)
-	AddDerived(obj, &d)
-	return json.Marshal(obj)
 }

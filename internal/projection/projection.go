@@ -34,11 +34,7 @@ import (
 
 // Store is what the projection reads and writes.
 type Store interface {
-	SyncInventory(ctx context.Context, derive store.DeriveFunc, since time.Time) (store.SyncStats, error)
-	HistoryMark(ctx context.Context, agentID string) (uint64, error)
-	GeometryRecordsAfter(ctx context.Context, agentID string, after uint64, limit int) ([]store.GeometryRecord, error)
-	HistoryStates(ctx context.Context, agentID string) (map[string]store.HistoryState, error)
-	PutHistory(ctx context.Context, agentID string, mark uint64, states map[string]store.HistoryState, changes []store.VolumeChange) error
+	SyncInventory(ctx context.Context, since time.Time) (store.SyncStats, error)
 	VolumeChanges(ctx context.Context, agentID, mountPoint string) ([]store.VolumeChange, error)
 }
 
@@ -143,7 +139,7 @@ func (p *Projection) syncLocked(ctx context.Context, full bool) error {
 	}
 	p.stateMu.Unlock()
 	start := time.Now()
-	st, err := p.st.SyncInventory(ctx, Derive, since)
+	st, err := p.st.SyncInventory(ctx, since)
 	if err != nil {
 		p.failed(ctx)
 		return err

@@ -25,6 +25,7 @@ const (
 	LoopEvaluator = "evaluator"
 	LoopInventory = "inventory"
 	LoopRetention = "retention"
+	LoopJudge     = "judge"
 )
 
 // newPruner is the retention loop over st: store.retention (0: it

@@ -149,7 +149,13 @@ func assemble(st *store.Store, cfg config.Config, tokens []inventory.Token, tlsC
 		return p, err
 	}
 	pol := policy.NewSource(cfg.Policies)
-	svc := ingest.New(st, enr.ingestOptions(ingestOptions(cfg, logger, pol)))
+	judge, err := ingest.NewJudge(st, ingest.JudgeOptions{Logger: logger.With("component", "judge")})
+	if err != nil {
+		return p, err
+	}
+	io := ingestOptions(cfg, logger, pol)
+	io.Judge = judge
+	svc := ingest.New(st, enr.ingestOptions(io))
 	if p.gs, p.hs, err = ingest.NewGRPCServer(svc, tlsConf); err != nil {
 		return p, err
 	}
@@ -174,6 +180,7 @@ func assemble(st *store.Store, cfg config.Config, tokens []inventory.Token, tlsC
 	p.loops = []leader.Loop{
 		{Name: LoopEvaluator, Run: evals.run},
 		{Name: LoopInventory, Run: proj.Run},
+		{Name: LoopJudge, Run: judge.Run},
 		{Name: LoopRetention, Run: pruner.Run},
 	}
 	p.everywhere = []func(context.Context){
@@ -335,9 +342,8 @@ func ingestOptions(cfg config.Config, logger *slog.Logger, pol *policy.Source) i
 	return o
 }
 
-// openStore opens the store and re-judges the stored volumes: stored
-// verdicts follow this server's rules, also for volumes whose agents send
-// no new snapshot.
+// openStore opens the store. (The judge's loop, on the elected replica,
+// judges the stored volumes again under this server's rules.)
 func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*store.Store, error) {
 	openCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	st, err := store.Open(openCtx, cfg.StoreDSN())
@@ -346,12 +352,6 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*st
 		return nil, err
 	}
 	logger.Info("store open", "engine", st.Engine())
-	start := time.Now()
-	if changed, failed, err := st.RejudgeVolumes(ctx, ingest.Rejudge); err != nil {
-		logger.Warn("re-judging stored volumes with the current alignment rules failed; they keep their verdicts until their next snapshot", "err", err)
-	} else if changed > 0 || failed > 0 {
-		logger.Info("re-judged stored volumes with the current alignment rules", "changed", changed, "undecodable", failed, "took", time.Since(start).Round(time.Millisecond))
-	}
 	return st, nil
 }
 

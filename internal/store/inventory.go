@@ -12,11 +12,11 @@ import (
 	"github.com/plumbline/plumbline/internal/vocab"
 )
 
-// The inventory tables (migration 00003) are a query-friendly copy of the
-// volumes table: one narrow row per present volume with every filter and
-// sort column broken out, and its findings. SyncInventory keeps them up to
-// date; the caller derives the columns from the geometry (the store does not
-// read the wire format).
+// The inventory tables (migration 00003) are the judged records of the
+// present volumes: one narrow row per volume with every filter and sort
+// column broken out, its findings and its page document. Ingest's judge
+// makes them; AppendBatch and PutJudged write them (judged.go); the store
+// does not read the wire format.
 
 // ErrNotFound: no such volume or host.
 var ErrNotFound = errors.New("not found")
@@ -73,8 +73,8 @@ type InventoryVolume struct {
 	SeverityRank int
 	// Rules are the findings' rule ids, sorted, without repeats.
 	Rules []string
-	// Findings, worst first. Filled by SyncInventory's caller; on reads only
-	// the first (TopFinding) is returned.
+	// Findings, worst first (set by the judge); on reads only the first
+	// (TopFinding) is returned.
 	Findings   []Finding
 	TopFinding *Finding
 
@@ -84,10 +84,17 @@ type InventoryVolume struct {
 	Baseline *BaselineState
 
 	// Doc is the volume's JSON document as a page lists it, without the
-	// baseline (the caller's DeriveFunc renders it; the store keeps it in
-	// inventory_docs and returns it on reads with WithDoc). Empty when the
-	// row was derived before there were documents.
+	// baseline: the judge renders it without where the volume lives
+	// (agent_id, id, observed_at, sequence, host), which the store adds
+	// when it writes it to inventory_docs; reads with WithDoc return it.
+	// Empty when it could not be rendered.
 	Doc []byte
+
+	// RulesVersion names the rules the record was judged under (the judge
+	// re-judges records of another version); JudgedAt is when (set by the
+	// store on writes).
+	RulesVersion string
+	JudgedAt     time.Time
 }
 
 // Finding is one alignment finding of an inventory volume.
@@ -109,12 +116,8 @@ type BaselineState struct {
 	UpdatedAt  time.Time
 }
 
-// DeriveFunc turns a stored volume (with Geometry, Hostname, Sequence and
-// ObservedAt filled) into its inventory row. ID, AgentID, MountPoint,
-// Hostname, Sequence and ObservedAt are set by the store afterwards.
-type DeriveFunc func(v Volume) (InventoryVolume, error)
-
-// SyncStats says what one SyncInventory did.
+// SyncStats says what one SyncInventory did: rows renamed (Updated) and
+// removed; Failed is always 0 (nothing is derived).
 type SyncStats struct {
 	Updated, Removed, Failed int
 	// LastReceived is the latest receive time of a geometry record when

@@ -8,17 +8,20 @@ import (
 	"time"
 )
 
-// The geometry history of volumes is derived from the stored geometry
-// records, incrementally: per agent, a mark says up to which sequence its
-// records were read, and per volume the last state seen (an opaque string
-// the caller defines). The caller diffs; the store keeps the results.
+// The geometry history of volumes is written with each geometry record, in
+// the transaction that stores it (foldHistory): the judge gives each
+// volume's tracked fields (Volume.History); the store compares them with
+// the volume's last state and records what changed. Per agent a mark says
+// up to which record the history goes (0: none yet: the first snapshot's
+// volumes do not "appear"); per volume the last state is its tracked
+// fields as JSON (field → value, unset fields left out).
 
-// GeometryRecord is one stored geometry record.
-type GeometryRecord struct {
-	Sequence   uint64
-	ProducedAt time.Time
-	// Payload is the plumbline.v1.Record as received.
-	Payload []byte
+// HistoryField is one tracked field of a volume in one snapshot: its
+// name, the kind of change a new value makes (reformat, new-partition,
+// ...) and its value ("" when unknown or absent). The judge lists every
+// tracked field, set or not.
+type HistoryField struct {
+	Field, Kind, Value string
 }
 
 // VolumeChange is one changed field of a volume between two snapshots.
@@ -52,26 +55,19 @@ func (s *Store) HistoryMark(ctx context.Context, agentID string) (uint64, error)
 	return uint64(seq), nil
 }
 
-// GeometryRecordsAfter returns up to limit geometry records of the agent
-// with a sequence above after, ascending.
-func (s *Store) GeometryRecordsAfter(ctx context.Context, agentID string, after uint64, limit int) ([]GeometryRecord, error) {
-	return queryAll(ctx, s, fmt.Sprintf("geometry records of %q", agentID), `SELECT sequence, produced_ns, payload FROM records
-WHERE agent_id = ? AND kind = 'geometry' AND sequence > ? ORDER BY sequence LIMIT `+fmt.Sprint(limit), []any{agentID, int64(after)},
-		func(row rowScanner) (GeometryRecord, error) {
-			var r GeometryRecord
-			var seq, produced int64
-			if err := row.Scan(&seq, &produced, &r.Payload); err != nil {
-				return r, err
-			}
-			r.Sequence, r.ProducedAt = uint64(seq), fromUnixNano(produced)
-			return r, nil
-		})
-}
-
 // HistoryStates returns the last seen state of each of the agent's
 // volumes, by mount point.
 func (s *Store) HistoryStates(ctx context.Context, agentID string) (map[string]HistoryState, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT mount_point, sequence, state FROM inventory_history_state WHERE agent_id = ?`), agentID)
+	return s.historyStates(ctx, s.db, agentID)
+}
+
+// querier is a *sql.DB or a *sql.Tx.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func (s *Store) historyStates(ctx context.Context, db querier, agentID string) (map[string]HistoryState, error) {
+	rows, err := db.QueryContext(ctx, s.q(`SELECT mount_point, sequence, state FROM inventory_history_state WHERE agent_id = ?`), agentID)
 	if err != nil {
 		return nil, fmt.Errorf("history states of %q: %w", agentID, err)
 	}
@@ -90,34 +86,32 @@ func (s *Store) HistoryStates(ctx context.Context, agentID string) (map[string]H
 	return out, rows.Err()
 }
 
-// PutHistory stores what reading the agent's geometry records up to mark
-// found: the volumes' new states and the changes. Concurrent writers (two
-// requests, two replicas) are harmless: changes are keyed by volume,
-// sequence and field, and a state or mark never moves backwards.
-func (s *Store) PutHistory(ctx context.Context, agentID string, mark uint64, states map[string]HistoryState, changes []VolumeChange) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error {
-		for _, c := range changes {
-			if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO inventory_changes
+// putHistory stores what folding the agent's geometry records up to mark
+// found: the volumes' new states and the changes. Concurrent writers are
+// harmless: changes are keyed by volume, sequence and field, and a state
+// or mark never moves backwards.
+func (s *Store) putHistory(ctx context.Context, tx *sql.Tx, agentID string, mark uint64, states map[string]HistoryState, changes []VolumeChange) error {
+	for _, c := range changes {
+		if _, err := s.txExec(ctx, tx, s.q(`INSERT INTO inventory_changes
     (agent_id, mount_point, sequence, observed_ns, field, kind, old_value, new_value) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (agent_id, mount_point, sequence, field) DO NOTHING`),
-				agentID, c.MountPoint, int64(c.Sequence), unixNano(c.ObservedAt), c.Field, c.Kind, c.Old, c.New); err != nil {
-				return fmt.Errorf("put history of %q: %w", agentID, err)
-			}
-		}
-		for mp, st := range states {
-			if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO inventory_history_state (agent_id, mount_point, sequence, state)
-VALUES (?, ?, ?, ?) ON CONFLICT (agent_id, mount_point) DO UPDATE SET sequence = excluded.sequence, state = excluded.state
-WHERE inventory_history_state.sequence < excluded.sequence`), agentID, mp, int64(st.Sequence), st.State); err != nil {
-				return fmt.Errorf("put history of %q: %w", agentID, err)
-			}
-		}
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO inventory_history_mark (agent_id, sequence) VALUES (?, ?)
-ON CONFLICT (agent_id) DO UPDATE SET sequence = excluded.sequence WHERE inventory_history_mark.sequence < excluded.sequence`),
-			agentID, int64(mark)); err != nil {
+			agentID, c.MountPoint, int64(c.Sequence), unixNano(c.ObservedAt), c.Field, c.Kind, c.Old, c.New); err != nil {
 			return fmt.Errorf("put history of %q: %w", agentID, err)
 		}
-		return nil
-	})
+	}
+	for mp, st := range states {
+		if _, err := s.txExec(ctx, tx, s.q(`INSERT INTO inventory_history_state (agent_id, mount_point, sequence, state)
+VALUES (?, ?, ?, ?) ON CONFLICT (agent_id, mount_point) DO UPDATE SET sequence = excluded.sequence, state = excluded.state
+WHERE inventory_history_state.sequence < excluded.sequence`), agentID, mp, int64(st.Sequence), st.State); err != nil {
+			return fmt.Errorf("put history of %q: %w", agentID, err)
+		}
+	}
+	if _, err := s.txExec(ctx, tx, s.q(`INSERT INTO inventory_history_mark (agent_id, sequence) VALUES (?, ?)
+ON CONFLICT (agent_id) DO UPDATE SET sequence = excluded.sequence WHERE inventory_history_mark.sequence < excluded.sequence`),
+		agentID, int64(mark)); err != nil {
+		return fmt.Errorf("put history of %q: %w", agentID, err)
+	}
+	return nil
 }
 
 // VolumeChanges returns the recorded changes of a volume, oldest first.

@@ -128,7 +128,7 @@ var inventoryColumns = `f.volume_id, f.agent_id, f.mount_point, f.hostname, f.se
     ` + columnList("f", splitColumns[:]...) + `, ` + columnList("f", granularityColumns[:]...) + `,
     f.stripe_unit_source, f.stripe_unit_confidence, f.measured_split_cost_seconds, f.measured_split_cost_low_seconds,
     f.measured_split_cost_high_seconds, ` + columnList("f", penaltyColumns[:]...) + `,
-    f.severity, f.severity_rank, f.rules,
+    f.severity, f.severity_rank, f.rules, f.rules_version, f.judged_ns,
     t.rule, t.severity, t.message, t.remediation, b.state, b.degraded, b.reason, b.updated_ns`
 
 const inventoryJoins = `
@@ -139,19 +139,19 @@ LEFT JOIN inventory_baseline b ON b.agent_id = f.agent_id AND b.mount_point = f.
 // withGeometry, then the document when withDoc).
 func scanInventory(rows *sql.Rows, withGeometry, withDoc bool) (*InventoryVolume, error) {
 	var v InventoryVolume
-	var seq, observed int64
+	var seq, observed, judged int64
 	var rules string
 	var tRule, tSev, tMsg, tFix, bState, bReason sql.NullString
 	var bDegraded sql.NullBool
 	var bUpdated sql.NullInt64
-	dest := make([]any, 0, 33+3*vocab.NumIOSizes) // every column, geometry and doc
+	dest := make([]any, 0, 35+3*vocab.NumIOSizes) // every column, geometry and doc
 	dest = append(dest, &v.ID, &v.AgentID, &v.MountPoint, &v.Hostname, &seq, &observed, &v.Device, &v.FSType,
 		&v.Verdict, &v.DataOffsetBytes, &v.StripeUnitBytes, &v.AllocationUnitBytes, &v.RAIDLevel, &v.Media, &v.Profile)
 	dest = appendSizeDests(dest, &v.SplitFraction)
 	dest = appendSizeDests(dest, &v.GranularitySplit)
 	dest = append(dest, &v.StripeUnitSource, &v.StripeUnitConfidence, &v.MeasuredSplitCost, &v.MeasuredSplitCostLow, &v.MeasuredSplitCostHigh)
 	dest = appendSizeDests(dest, &v.MeasuredPenalty)
-	dest = append(dest, &v.Severity, &v.SeverityRank, &rules,
+	dest = append(dest, &v.Severity, &v.SeverityRank, &rules, &v.RulesVersion, &judged,
 		&tRule, &tSev, &tMsg, &tFix, &bState, &bDegraded, &bReason, &bUpdated)
 	if withGeometry {
 		dest = append(dest, &v.Geometry)
@@ -162,7 +162,7 @@ func scanInventory(rows *sql.Rows, withGeometry, withDoc bool) (*InventoryVolume
 	if err := rows.Scan(dest...); err != nil {
 		return nil, err
 	}
-	v.Sequence, v.ObservedAt = uint64(seq), fromUnixNano(observed)
+	v.Sequence, v.ObservedAt, v.JudgedAt = uint64(seq), fromUnixNano(observed), fromUnixNano(judged)
 	if rules != "" {
 		v.Rules = strings.Split(rules, ",")
 	}
@@ -322,14 +322,16 @@ func (s *Store) emptyBlob() string {
 	return "X''"
 }
 
-// InventoryVolumeByID returns one inventory volume with its geometry and
-// all its findings; ErrNotFound when there is no present volume with that id.
+// InventoryVolumeByID returns one inventory volume with its geometry, its
+// document and all its findings; ErrNotFound when there is no present
+// volume with that id.
 func (s *Store) InventoryVolumeByID(ctx context.Context, id string) (*InventoryVolume, error) {
 	what := fmt.Sprintf("volume %s", id)
-	v, err := firstRow(ctx, s, what, `SELECT `+inventoryColumns+`, COALESCE(v.geometry, `+s.emptyBlob()+`)
+	v, err := firstRow(ctx, s, what, `SELECT `+inventoryColumns+`, COALESCE(v.geometry, `+s.emptyBlob()+`), COALESCE(d.doc, `+s.emptyBlob()+`)
 FROM inventory_volumes f`+inventoryJoins+`
 LEFT JOIN volumes v ON v.agent_id = f.agent_id AND v.mount_point = f.mount_point
-WHERE f.volume_id = ?`, []any{id}, func(rows *sql.Rows) (*InventoryVolume, error) { return scanInventory(rows, true, false) })
+LEFT JOIN inventory_docs d ON d.volume_id = f.volume_id
+WHERE f.volume_id = ?`, []any{id}, func(rows *sql.Rows) (*InventoryVolume, error) { return scanInventory(rows, true, true) })
 	if err != nil {
 		return nil, err
 	}

@@ -7,44 +7,34 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 // syncBatch is how many volumes one sync transaction writes.
 const syncBatch = 500
 
-// analyzeAfter is how many changed inventory rows make a sync refresh
-// SQLite's statistics.
-const analyzeAfter = 5000
-
-// SyncInventory brings the inventory tables up to date with the volumes
-// table: rows for volumes that are new, changed (a newer sequence) or whose
-// host was renamed are derived again; rows of volumes that are gone are
-// removed. It is safe to run concurrently, also from several replicas: a
-// row is only ever replaced by one derived from the same or a newer
-// sequence. A volume derive fails on is skipped (and counted).
+// SyncInventory repairs what the judged records cannot see when they are
+// written: a host renamed by a Hello without a snapshot (its rows and
+// documents take the new hostname) and rows of volumes no longer present
+// (ingest removes them with the snapshot that marks them gone; this
+// catches any other way). It derives nothing: ingest's judge writes every
+// judged column. Safe to run concurrently, also from several replicas.
 //
-// With a non-zero since, only the volumes of agents with a geometry record
-// received at or after since are compared (volumes change only with a
-// geometry record): a cheap incremental sync. SyncStats.LastReceived is
-// the latest such receive time when the sync began: the since of the next
-// incremental sync, less a margin for transactions still open and clock
-// differences between replicas. A full sync now and then covers whatever
-// the margin misses, and host renames (a Hello without a snapshot).
-func (s *Store) SyncInventory(ctx context.Context, derive DeriveFunc, since time.Time) (SyncStats, error) {
+// With a non-zero since (an incremental sync) it only reads the latest
+// receive time of a geometry record (SyncStats.LastReceived): a snapshot
+// brings its volumes' judged records, and the rows of the volumes it no
+// longer lists go with it. A rename shows at the next full sync, or with
+// the host's next snapshot.
+func (s *Store) SyncInventory(ctx context.Context, since time.Time) (SyncStats, error) {
 	var st SyncStats
 	last, err := s.LastGeometryReceived(ctx)
 	if err != nil {
 		return st, fmt.Errorf("sync inventory: %w", err)
 	}
 	st.LastReceived = last
-	if !since.IsZero() && last.Before(since) {
-		// No geometry record since: nothing can have changed (one probe of
-		// records_geometry_received instead of the comparison).
+	if !since.IsZero() {
 		return st, nil
 	}
-	dirty, gone, err := s.inventoryBehind(ctx, since)
+	renamed, gone, err := s.inventoryBehind(ctx)
 	if err != nil {
 		return st, fmt.Errorf("sync inventory: %w", err)
 	}
@@ -54,61 +44,99 @@ func (s *Store) SyncInventory(ctx context.Context, derive DeriveFunc, since time
 		}
 		st.Removed += len(chunk)
 	}
-	for chunk := range slices.Chunk(dirty, syncBatch) {
-		updated, failed, err := s.deriveInventory(ctx, derive, chunk)
+	if len(renamed) > 0 {
+		n, err := s.renameInventory(ctx, renamed)
 		if err != nil {
-			return st, fmt.Errorf("sync inventory: %w", err)
+			return st, fmt.Errorf("sync inventory: rename: %w", err)
 		}
-		st.Updated, st.Failed = st.Updated+updated, st.Failed+failed
-	}
-	// The planners choose between the filter and the sort indexes from
-	// table statistics; gather them after a large change rather than wait
-	// for autovacuum (PostgreSQL) or never (SQLite).
-	if st.Updated+st.Removed >= analyzeAfter {
-		for _, t := range []string{"inventory_volumes", "inventory_findings", "inventory_docs"} {
-			if _, err := s.db.ExecContext(ctx, "ANALYZE "+t); err != nil {
-				return st, fmt.Errorf("sync inventory: analyze %s: %w", t, err)
-			}
-		}
+		st.Updated = n
 	}
 	return st, nil
 }
 
-// inventoryBehind lists the present volumes whose inventory row is
-// missing or behind (dirty) and the ids of the rows whose volume is gone;
-// with a non-zero since, only of agents with a geometry record received
-// at or after it.
-func (s *Store) inventoryBehind(ctx context.Context, since time.Time) (dirty []volumeKey, gone []string, err error) {
-	query := `
-SELECT v.agent_id, v.mount_point, v.present, f.volume_id
-FROM volumes v JOIN agents a ON a.agent_id = v.agent_id
-LEFT JOIN inventory_volumes f ON f.agent_id = v.agent_id AND f.mount_point = v.mount_point
-WHERE ((v.present AND (f.volume_id IS NULL OR f.sequence <> v.sequence OR f.hostname <> a.hostname))
-   OR (NOT v.present AND f.volume_id IS NOT NULL))`
-	var args []any
-	if !since.IsZero() {
-		query += ` AND v.agent_id IN (SELECT DISTINCT agent_id FROM records WHERE kind = 'geometry' AND received_ns >= ?)`
-		args = append(args, unixNano(since))
-	}
-	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
+// inventoryBehind lists the agents whose rows carry another hostname than
+// the agent's (renamed) and the ids of the rows whose volume is gone.
+func (s *Store) inventoryBehind(ctx context.Context) (renamed, gone []string, err error) {
+	rows, err := s.db.QueryContext(ctx, `
+SELECT DISTINCT f.agent_id, '' FROM inventory_volumes f JOIN agents a ON a.agent_id = f.agent_id WHERE f.hostname <> a.hostname
+UNION ALL
+SELECT '', f.volume_id FROM inventory_volumes f
+LEFT JOIN volumes v ON v.agent_id = f.agent_id AND v.mount_point = f.mount_point AND v.present
+WHERE v.agent_id IS NULL`)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var k volumeKey
-		var present bool
-		var id sql.NullString
-		if err := rows.Scan(&k.agent, &k.mount, &present, &id); err != nil {
+		var agent, id string
+		if err := rows.Scan(&agent, &id); err != nil {
 			return nil, nil, err
 		}
-		if present {
-			dirty = append(dirty, k)
+		if agent != "" {
+			renamed = append(renamed, agent)
 		} else {
-			gone = append(gone, id.String)
+			gone = append(gone, id)
 		}
 	}
-	return dirty, gone, rows.Err()
+	return renamed, gone, rows.Err()
+}
+
+// renameInventory gives the rows (and documents) of the agents their
+// agent's hostname; it returns how many rows changed.
+func (s *Store) renameInventory(ctx context.Context, agents []string) (int, error) {
+	n := 0
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		n = 0
+		for _, agent := range agents {
+			var host string
+			if err := tx.QueryRowContext(ctx, s.q(`SELECT hostname FROM agents WHERE agent_id = ?`), agent).Scan(&host); err != nil {
+				return err
+			}
+			res, err := tx.ExecContext(ctx, s.q(`UPDATE inventory_volumes SET hostname = ? WHERE agent_id = ? AND hostname <> ?`), host, agent, host)
+			if err != nil {
+				return err
+			}
+			rows, _ := res.RowsAffected()
+			n += int(rows)
+			if err := s.renameDocs(ctx, tx, agent, host); err != nil {
+				return err
+			}
+		}
+		return bumpGeneration(ctx, tx)
+	})
+	return n, err
+}
+
+// renameDocs sets the host of the agent's documents.
+func (s *Store) renameDocs(ctx context.Context, tx *sql.Tx, agent, host string) error {
+	rows, err := tx.QueryContext(ctx, s.q(`SELECT d.volume_id, d.doc FROM inventory_docs d
+JOIN inventory_volumes f ON f.volume_id = d.volume_id WHERE f.agent_id = ?`), agent)
+	if err != nil {
+		return err
+	}
+	docs := map[string][]byte{}
+	for rows.Next() {
+		var id string
+		var doc []byte
+		if err := rows.Scan(&id, &doc); err != nil {
+			rows.Close()
+			return err
+		}
+		docs[id] = doc
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for id, doc := range docs {
+		if len(doc) == 0 {
+			continue // none rendered
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE inventory_docs SET doc = ? WHERE volume_id = ?`), docWithHost(doc, host), id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // removeInventory deletes the inventory rows of volumes that are gone —
@@ -136,39 +164,17 @@ AND NOT EXISTS (SELECT 1 FROM volumes v WHERE v.agent_id = inventory_volumes.age
 	})
 }
 
-// deriveInventory reads the volumes of keys, derives their rows and
-// writes them.
-func (s *Store) deriveInventory(ctx context.Context, derive DeriveFunc, keys []volumeKey) (updated, failed int, err error) {
-	var b strings.Builder
-	args := make([]any, 0, 2*len(keys))
-	b.WriteString(`SELECT ` + volumeColumns + `
-FROM volumes v JOIN agents a ON a.agent_id = v.agent_id
-WHERE v.present AND (v.agent_id, v.mount_point) IN (VALUES `)
-	b.WriteString(tupleList("(?, ?)", len(keys)))
-	for _, k := range keys {
-		args = append(args, k.agent, k.mount)
-	}
-	b.WriteString(")")
-	vols, err := s.scanVolumes(ctx, s.q(b.String()), args...)
-	if err != nil {
-		return 0, 0, err
-	}
-	rows := make([]InventoryVolume, 0, len(vols))
-	for _, v := range vols {
-		iv, err := derive(v)
-		if err != nil {
-			failed++
-			continue
+// AnalyzeInventory gathers the planner's statistics of the inventory
+// tables: the planners choose between the filter and the sort indexes
+// from them. The judge runs it after a large change rather than wait for
+// autovacuum (PostgreSQL) or never (SQLite).
+func (s *Store) AnalyzeInventory(ctx context.Context) error {
+	for _, t := range []string{"inventory_volumes", "inventory_findings", "inventory_docs"} {
+		if _, err := s.db.ExecContext(ctx, "ANALYZE "+t); err != nil {
+			return fmt.Errorf("analyze %s: %w", t, err)
 		}
-		iv.ID = VolumeID(v.AgentID, v.MountPoint)
-		iv.AgentID, iv.MountPoint, iv.Hostname = v.AgentID, v.MountPoint, v.Hostname
-		iv.Sequence, iv.ObservedAt = v.Sequence, v.ObservedAt
-		rows = append(rows, iv)
 	}
-	if err := s.putInventory(ctx, rows); err != nil {
-		return 0, failed, err
-	}
-	return len(rows), failed, nil
+	return nil
 }
 
 // LastGeometryReceived is the latest receive time of a stored geometry
@@ -194,70 +200,32 @@ func tupleList(tuple string, n int) string {
 	return strings.TrimSuffix(strings.Repeat(tuple+", ", n), ", ")
 }
 
-// scanVolumes runs a query whose columns are those of ListVolumes.
-func (s *Store) scanVolumes(ctx context.Context, query string, args ...any) ([]Volume, error) {
-	rows, err := s.db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Volume
-	for rows.Next() {
-		var v Volume
-		var seq, observed, stripe int64
-		var offset sql.NullInt64
-		var split [vocab.NumIOSizes]sql.NullFloat64
-		dest := []any{&v.AgentID, &v.Hostname, &v.MountPoint, &v.Device, &v.FSType, &seq, &observed, &v.Geometry,
-			&v.Verdict, &offset, &stripe}
-		for i := range split {
-			dest = append(dest, &split[i])
-		}
-		if err := rows.Scan(dest...); err != nil {
-			return nil, err
-		}
-		v.Sequence, v.ObservedAt, v.StripeUnitBytes = uint64(seq), fromUnixNano(observed), uint64(stripe)
-		if offset.Valid {
-			o := uint64(offset.Int64)
-			v.DataOffsetBytes = &o
-		}
-		for i, f := range split {
-			if f.Valid {
-				v.SplitFraction[i] = &f.Float64
-			}
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
-}
-
-// putInventory upserts inventory rows and replaces their findings, in one
-// transaction. A row derived from an older sequence than the stored one
-// changes nothing.
-func (s *Store) putInventory(ctx context.Context, vols []InventoryVolume) error {
+// putInventory upserts judged records (inventory rows, their documents)
+// and replaces their findings, in tx, and moves the inventory generation
+// on. A row of an older sequence than the stored one changes nothing.
+func (s *Store) putInventory(ctx context.Context, tx *sql.Tx, vols []InventoryVolume) error {
 	if len(vols) == 0 {
 		return nil
 	}
-	return s.inTx(ctx, func(tx *sql.Tx) error {
-		for chunk := range slices.Chunk(vols, rowsPerInsert) {
-			if err := s.upsertInventoryRows(ctx, tx, chunk); err != nil {
-				return fmt.Errorf("put inventory: %w", err)
-			}
-			ids := make([]any, len(chunk))
-			for i, v := range chunk {
-				ids[i] = v.ID
-			}
-			if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM inventory_findings WHERE volume_id IN (`+placeholders(len(ids))+`)`), ids...); err != nil {
-				return fmt.Errorf("put inventory findings: %w", err)
-			}
-			if err := s.upsertInventoryDocs(ctx, tx, chunk); err != nil {
-				return fmt.Errorf("put inventory docs: %w", err)
-			}
+	for chunk := range slices.Chunk(vols, rowsPerInsert) {
+		if err := s.upsertInventoryRows(ctx, tx, chunk); err != nil {
+			return fmt.Errorf("put inventory: %w", err)
 		}
-		if err := s.insertFindings(ctx, tx, vols); err != nil {
+		ids := make([]any, len(chunk))
+		for i, v := range chunk {
+			ids[i] = v.ID
+		}
+		if _, err := s.txExec(ctx, tx, s.q(`DELETE FROM inventory_findings WHERE volume_id IN (`+placeholders(len(ids))+`)`), ids...); err != nil {
 			return fmt.Errorf("put inventory findings: %w", err)
 		}
-		return bumpGeneration(ctx, tx)
-	})
+		if err := s.upsertInventoryDocs(ctx, tx, chunk); err != nil {
+			return fmt.Errorf("put inventory docs: %w", err)
+		}
+	}
+	if err := s.insertFindings(ctx, tx, vols); err != nil {
+		return fmt.Errorf("put inventory findings: %w", err)
+	}
+	return bumpGeneration(ctx, tx)
 }
 
 // inventoryRowColumns are the columns of inventory_volumes that
@@ -269,7 +237,7 @@ var inventoryRowColumns = slices.Concat([]string{"volume_id", "agent_id", "mount
 	[]string{"stripe_unit_source", "stripe_unit_confidence", "measured_split_cost_seconds", "measured_split_cost_low_seconds",
 		"measured_split_cost_high_seconds"},
 	penaltyColumns[:],
-	[]string{"severity", "severity_rank", "findings", "rules"})
+	[]string{"severity", "severity_rank", "findings", "rules", "rules_version", "judged_ns"})
 
 // upsertInventoryRows writes the rows of vols (at most rowsPerInsert); a
 // stored row of a newer sequence stays.
@@ -288,13 +256,13 @@ func (s *Store) upsertInventoryRows(ctx context.Context, tx *sql.Tx, vols []Inve
 		args = appendSizes(args, v.GranularitySplit)
 		args = append(args, v.StripeUnitSource, v.StripeUnitConfidence, v.MeasuredSplitCost, v.MeasuredSplitCostLow, v.MeasuredSplitCostHigh)
 		args = appendSizes(args, v.MeasuredPenalty)
-		args = append(args, sev, v.SeverityRank, len(v.Findings), strings.Join(v.Rules, ","))
+		args = append(args, sev, v.SeverityRank, len(v.Findings), strings.Join(v.Rules, ","), v.RulesVersion, unixNano(v.JudgedAt))
 	}
 	set := make([]string, 0, len(cols)-3)
 	for _, c := range cols[3:] { // not the key (volume_id, agent_id, mount_point)
 		set = append(set, c+" = excluded."+c)
 	}
-	_, err := tx.ExecContext(ctx, s.q(insertValues("inventory_volumes", cols, len(vols))+`
+	_, err := s.txExec(ctx, tx, s.q(insertValues("inventory_volumes", cols, len(vols))+`
 ON CONFLICT (volume_id) DO UPDATE SET `+strings.Join(set, ", ")+`
 WHERE inventory_volumes.sequence <= excluded.sequence`), args...)
 	return err
@@ -312,7 +280,7 @@ func (s *Store) upsertInventoryDocs(ctx context.Context, tx *sql.Tx, vols []Inve
 		}
 		args = append(args, v.ID, int64(v.Sequence), doc)
 	}
-	_, err := tx.ExecContext(ctx, s.q(insertValues("inventory_docs", []string{"volume_id", "sequence", "doc"}, len(vols))+`
+	_, err := s.txExec(ctx, tx, s.q(insertValues("inventory_docs", []string{"volume_id", "sequence", "doc"}, len(vols))+`
 ON CONFLICT (volume_id) DO UPDATE SET sequence = excluded.sequence, doc = excluded.doc
 WHERE inventory_docs.sequence <= excluded.sequence`), args...)
 	return err
@@ -327,7 +295,7 @@ func (s *Store) insertFindings(ctx context.Context, tx *sql.Tx, vols []Inventory
 			return nil
 		}
 		cols := []string{"volume_id", "ordinal", "rule", "severity", "message", "remediation"}
-		_, err := tx.ExecContext(ctx, s.q(insertValues("inventory_findings", cols, n)+` ON CONFLICT (volume_id, ordinal) DO NOTHING`), args...)
+		_, err := s.txExec(ctx, tx, s.q(insertValues("inventory_findings", cols, n)+` ON CONFLICT (volume_id, ordinal) DO NOTHING`), args...)
 		args, n = args[:0], 0
 		return err
 	}

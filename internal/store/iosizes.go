@@ -16,7 +16,7 @@ import (
 
 // The per-size column prefixes.
 const (
-	splitPrefix       = "split_fraction_"             // volumes and inventory_volumes
+	splitPrefix       = "split_fraction_"             // inventory_volumes
 	granularityPrefix = "granularity_split_fraction_" // inventory_volumes
 	penaltyPrefix     = "measured_penalty_"           // inventory_volumes
 )
@@ -53,16 +53,6 @@ func columnList(alias string, cols ...string) string {
 		b.WriteString(c)
 	}
 	return b.String()
-}
-
-// nullableSizes are the nullable per-size values of the volumes table, as
-// query arguments (nil when unknown).
-func nullableSizes(fs [vocab.NumIOSizes]*float64) []any {
-	out := make([]any, len(fs))
-	for i, f := range fs {
-		out[i] = floatOrNil(f)
-	}
-	return out
 }
 
 // appendSizes appends the per-size values fs to query arguments.

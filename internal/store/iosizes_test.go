@@ -17,7 +17,6 @@ func TestIOSizeColumns(t *testing.T) {
 		table    string
 		prefixes []string
 	}{
-		{"volumes", []string{splitPrefix}},
 		{"inventory_volumes", []string{splitPrefix, granularityPrefix, penaltyPrefix}},
 	}
 	forEachEngine(t, func(t *testing.T, dsn string) {
@@ -46,7 +45,7 @@ func TestSizeColumns(t *testing.T) {
 	}
 	// The SQL texts built from them name every size's columns.
 	for name, text := range map[string]string{"inventoryColumns": inventoryColumns, "volumeColumns": volumeColumns,
-		"putVolumeSQL": putVolumeSQL, "rewriteJudgedSQL": rewriteJudgedSQL, "penaltySums": penaltySums, "offendersOrder": offendersOrder} {
+		"penaltySums": penaltySums, "offendersOrder": offendersOrder} {
 		for _, col := range got {
 			if !strings.Contains(text, col) {
 				t.Errorf("%s does not name %s: %s", name, col, text)

@@ -189,26 +189,31 @@ GROUP BY agent_id, mount_point ORDER BY agent_id, mount_point`, nil, func(row ro
 	})
 }
 
-// VolumeSequence is a present volume and the sequence of the geometry
-// snapshot that last wrote its row.
+// VolumeSequence is a present volume, the sequence of the geometry
+// snapshot that last wrote its row and when its judged record was last
+// written (a re-judge moves it on; the zero time: not judged).
 type VolumeSequence struct {
 	AgentID    string
 	MountPoint string
 	Sequence   uint64
+	JudgedAt   time.Time
 }
 
 // ListVolumeSequences returns the present volumes' sequences, by agent and
 // mount point: the cheap read that tells whether ListVolumes would return
-// anything new (a volume's row changes only with its sequence).
+// anything new (a volume's row changes with its sequence or its
+// judgement).
 func (s *Store) ListVolumeSequences(ctx context.Context) ([]VolumeSequence, error) {
 	return queryAll(ctx, s, "list volume sequences", `
-SELECT agent_id, mount_point, sequence FROM volumes WHERE present ORDER BY agent_id, mount_point`, nil, func(row rowScanner) (VolumeSequence, error) {
+SELECT v.agent_id, v.mount_point, v.sequence, COALESCE(f.judged_ns, 0) FROM volumes v
+LEFT JOIN inventory_volumes f ON f.agent_id = v.agent_id AND f.mount_point = v.mount_point
+WHERE v.present ORDER BY v.agent_id, v.mount_point`, nil, func(row rowScanner) (VolumeSequence, error) {
 		var v VolumeSequence
-		var seq int64
-		if err := row.Scan(&v.AgentID, &v.MountPoint, &seq); err != nil {
+		var seq, judged int64
+		if err := row.Scan(&v.AgentID, &v.MountPoint, &seq, &judged); err != nil {
 			return v, err
 		}
-		v.Sequence = uint64(seq)
+		v.Sequence, v.JudgedAt = uint64(seq), fromUnixNano(judged)
 		return v, nil
 	})
 }

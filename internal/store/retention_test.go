@@ -113,9 +113,10 @@ func TestPruneRespectsCursors(t *testing.T) {
 		}
 		cutoff := time.Now().Add(-24 * time.Hour)
 
-		// Nothing judged or read yet: only... nothing goes.
-		if st := pruneAll(t, ctx, s, cutoff, 3); st.Records != 0 {
-			t.Fatalf("pruned %d records before the evaluator and the history read any", st.Records)
+		// Nothing judged yet: only geometry 1 goes (7 superseded it; the
+		// history recorded both as they were stored).
+		if st := pruneAll(t, ctx, s, cutoff, 3); st.Records != 1 {
+			t.Fatalf("pruned %d records before the evaluator read any, want 1 (geometry 1)", st.Records)
 		}
 		// The evaluator judged through server sequence 4 (agent 1..4 here:
 		// one batch, so server and agent sequences coincide).

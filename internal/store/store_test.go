@@ -390,12 +390,22 @@ func TestAppendBatchInvalid(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
+// vol is a volume with its judged record; listed (ListVolumes) it has
+// the judged columns in Verdict and its neighbours and no Judged.
 func vol(mount, verdict string) Volume {
 	return Volume{
 		MountPoint: mount, Device: "/dev/sdb1", FSType: "xfs", Geometry: []byte("geom " + mount + " " + verdict),
+		Judged: InventoryVolume{Verdict: verdict, DataOffsetBytes: 32256, StripeUnitBytes: 65536,
+			SplitFraction: [vocab.NumIOSizes]float64{0.125, 1.0}, Severity: "none", RulesVersion: "test"},
 		Verdict: verdict, DataOffsetBytes: ptr(uint64(32256)), StripeUnitBytes: 65536,
 		SplitFraction: [vocab.NumIOSizes]*float64{ptr(0.125), ptr(1.0)},
 	}
+}
+
+// listed is v as ListVolumes returns it.
+func listed(v Volume) Volume {
+	v.Judged = InventoryVolume{}
+	return v
 }
 
 func geometryRecord(seq uint64, vols ...Volume) Record {
@@ -429,6 +439,7 @@ func TestVolumesAndHosts(t *testing.T) {
 
 		unknown := vol("/log", "unknown")
 		unknown.DataOffsetBytes, unknown.SplitFraction, unknown.StripeUnitBytes = nil, [vocab.NumIOSizes]*float64{}, 0
+		unknown.Judged.DataOffsetBytes, unknown.Judged.SplitFraction, unknown.Judged.StripeUnitBytes = -1, [vocab.NumIOSizes]float64{-1, -1}, 0
 		steps := []struct {
 			name  string
 			batch []Record
@@ -446,7 +457,7 @@ func TestVolumesAndHosts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantVol := vol("/data", "aligned")
+		wantVol := listed(vol("/data", "aligned"))
 		// Sequence is the server's: snapshot 3 was the second record stored.
 		wantVol.AgentID, wantVol.Hostname, wantVol.Sequence, wantVol.ObservedAt = "a1", "db1", 2, time.Unix(1_700_000_003, 0).UTC()
 		if d := cmp.Diff([]Volume{wantVol}, got); d != "" {

@@ -52,22 +52,3 @@ WHERE agent_id = ? AND kind = 'stripe-scan' AND stripe_scan IS NOT NULL`
 	}
 	return out, nil
 }
-
-// scannedVolumes returns the (agent, mount point) pairs that have stripe-scan
-// runs, for RejudgeVolumes to know whose runs to read.
-func (s *Store) scannedVolumes(ctx context.Context) (map[volumeKey]bool, error) {
-	keys, err := queryAll(ctx, s, "scanned volumes", `SELECT DISTINCT agent_id, mount_point FROM probe_results WHERE kind = 'stripe-scan' AND stripe_scan IS NOT NULL`, nil,
-		func(r rowScanner) (volumeKey, error) {
-			var k volumeKey
-			err := r.Scan(&k.agent, &k.mount)
-			return k, err
-		})
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[volumeKey]bool, len(keys))
-	for _, k := range keys {
-		out[k] = true
-	}
-	return out, nil
-}
