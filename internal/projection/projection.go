@@ -1,25 +1,20 @@
-// Package projection is the server's inventory read model: it derives the
-// store's inventory tables (migrations 00003 and 00004: one narrow row per
-// present volume with every filter and sort column broken out, its
-// findings and its rendered JSON document) from the volumes table, and the
-// geometry history of each volume from the stored geometry records. The
-// HTTP API (internal/inventory) reads what it writes.
+// Package projection is the server's inventory read model around the
+// store's inventory tables (one narrow row per present volume with every
+// filter and sort column broken out, its findings and its rendered JSON
+// document), which ingest's judge writes with each geometry record, and
+// each volume's geometry history, which ingest records too. The HTTP API
+// (internal/inventory) reads them.
 //
-// Run keeps the tables in step with the volumes table
-// (store.SyncInventory) off the request path: incrementally every
-// SyncPeriod (only the hosts with a geometry record received since the
-// last sync, less a margin; one index probe when none was), and in full
-// every FullSyncInterval. A sync renders each changed volume's JSON once
-// (inventory_docs), so a page is a keyset query and a byte copy. Readers
-// only read the tables: nothing on the request path syncs (a read never
-// opens a write transaction); they follow the store's inventory
-// generation, which every sync that changes a row moves.
+// Run repairs off the request path what ingest cannot see when it writes
+// (store.SyncInventory): a host renamed without a new snapshot, rows of
+// volumes gone another way; incrementally every SyncPeriod (one index
+// probe when no geometry record arrived) and in full every
+// FullSyncInterval. Readers only read the tables: nothing on the request
+// path syncs (a read never opens a write transaction); they follow the
+// store's inventory generation, which every change of the tables moves.
 //
-// Staleness bound: a geometry record stored shows within SyncPeriod plus
-// a sync (default 2 s + well under a second at rest; a record whose
-// transaction commits late, after a sync read a newer one, within the
-// next incremental sync, whose look-back keeps SyncMargin). A host rename
-// without a new snapshot shows within FullSyncInterval.
+// Staleness bound: a geometry record shows when ingest has stored it; a
+// host rename without a new snapshot within FullSyncInterval.
 package projection
 
 import (
