@@ -16,8 +16,8 @@ import (
 // the store's inventory generation (store.InventoryGeneration, moved by
 // every change to the inventory tables from any replica): when the
 // generation has moved it builds a new index from one read-only snapshot
-// of the tables and swaps it in (an atomic pointer), then recomputes the
-// cached summaries from it. A request opens no write transaction and
+// of the tables, recomputes the cached summaries from it and swaps it in
+// (an atomic pointer). A request opens no write transaction and
 // builds nothing: it answers from the index it finds, whose generation
 // and snapshot time it states in the Plumbline-Summary-Generation and
 // Plumbline-Summary-As-Of headers. A change shows in summaries within
