@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/plumbline/plumbline/internal/enroll"
+	"github.com/plumbline/plumbline/internal/labels"
 )
 
 const enrollUsage = `usage: agent enroll --server ADDR --token-file FILE --ca-hash sha256:HEX --dir DIR [--agent-id ID]
@@ -64,7 +65,7 @@ func runEnroll(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 1
 	}
 	fmt.Fprintf(stdout, "# enrolled as agent %s (certificate valid until %s, renewed automatically)\n# labels: %s\n# agent config (agent run --config FILE --check accepts it as it is):\n%s",
-		res.AgentID, res.NotAfter.UTC().Format(time.RFC3339), enroll.FormatLabels(res.Labels), printed)
+		res.AgentID, res.NotAfter.UTC().Format(time.RFC3339), labels.Format(res.Labels), printed)
 	return 0
 }
 

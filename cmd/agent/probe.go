@@ -14,7 +14,6 @@ import (
 	"github.com/plumbline/plumbline/internal/bytesize"
 	"github.com/plumbline/plumbline/internal/config"
 	"github.com/plumbline/plumbline/internal/probe"
-	"github.com/plumbline/plumbline/internal/stripescan"
 )
 
 const probeUsage = `usage: agent probe --dir DIR [--kind random-read|random-write|log-write|stripe-scan] [flags]
@@ -93,8 +92,8 @@ func (f *probeFlags) options() probe.Options {
 	o.FillRate = int64(f.fillRate)
 	o.MinFreeBytes = int64(f.minFree)
 	o.Seed = f.seed
-	if o.Kind == probe.StripeScan && !f.set["ops"] {
-		o.Ops = stripescan.MaxOps
+	if spec := o.Kind.Spec(); spec.ScheduledOps > 0 && !f.set["ops"] {
+		o.Ops = int(spec.ScheduledOps)
 	}
 	return o
 }
@@ -112,7 +111,7 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return probeCleanup(f.o.Dir, stdout, stderr)
 	}
 	o := f.options()
-	if o.Kind == probe.StripeScan {
+	if o.Kind.Spec().Geometry {
 		o.Placement = probe.PlacementFor(volumeHolding(ctx, o.Dir, o.ProcRoot, o.SysRoot))
 	}
 

@@ -159,8 +159,8 @@ func (p VolumeProfile) Volume(os string) *plumblinev1.Volume {
 		mounted = `\\?\Volume{` + fmt.Sprintf("%08x-0000-0000-0000-%012x", p.Offset, p.StripeUnit) + `}\`
 	}
 	size := uint64(dataDisks(p.RAIDLevel, p.Disks)) * 1 << 40
-	fsLayer := &plumblinev1.Layer{Kind: "filesystem", Device: mounted, FsType: p.FSType, BlockSizeBytes: p.Cluster,
-		OffsetBytes: u64(0), SizeBytes: size - p.Offset, Source: "superblock"}
+	fsLayer := &plumblinev1.Layer{Kind: string(vocab.LayerFilesystem), Device: mounted, FsType: p.FSType, BlockSizeBytes: p.Cluster,
+		OffsetBytes: u64(0), SizeBytes: size - p.Offset, Source: string(vocab.SourceSuperblock)}
 	fs := &plumblinev1.Filesystem{Type: p.FSType, BlockSizeBytes: p.Cluster, SizeBytes: size - p.Offset}
 	if p.FSType == "xfs" && !p.HiddenStripe {
 		// mkfs.xfs on a declared array: sunit = stripe unit, swidth = full stripe.
@@ -172,13 +172,13 @@ func (p VolumeProfile) Volume(os string) *plumblinev1.Volume {
 	if p.Media != HDD {
 		physical = 4096
 	}
-	bottom := &plumblinev1.Layer{Kind: "raid", Device: p.Device, RaidLevel: p.RAIDLevel, StripeUnitBytes: p.StripeUnit,
+	bottom := &plumblinev1.Layer{Kind: string(vocab.LayerRAID), Device: p.Device, RaidLevel: p.RAIDLevel, StripeUnitBytes: p.StripeUnit,
 		RaidDisks: p.Disks, RaidDataDisks: dataDisks(p.RAIDLevel, p.Disks), OffsetBytes: u64(0), SizeBytes: size,
 		LogicalSectorBytes: 512, PhysicalSectorBytes: physical, Rotational: &rot, Model: models[p.Media],
-		Source: "declared"}
+		Source: string(vocab.SourceDeclared)}
 	if p.HiddenStripe {
-		bottom = &plumblinev1.Layer{Kind: "disk", Device: p.Device, OffsetBytes: u64(0), SizeBytes: size,
-			LogicalSectorBytes: 512, PhysicalSectorBytes: physical, Rotational: &rot, Model: controllerModel, Source: "sysfs"}
+		bottom = &plumblinev1.Layer{Kind: string(vocab.LayerDisk), Device: p.Device, OffsetBytes: u64(0), SizeBytes: size,
+			LogicalSectorBytes: 512, PhysicalSectorBytes: physical, Rotational: &rot, Model: controllerModel, Source: string(vocab.SourceSysfs)}
 	}
 	v := &plumblinev1.Volume{
 		MountPoint: p.MountPoint,
@@ -186,8 +186,8 @@ func (p VolumeProfile) Volume(os string) *plumblinev1.Volume {
 		Filesystem: fs,
 		Layers: []*plumblinev1.Layer{
 			fsLayer,
-			{Kind: "partition", Device: part, OffsetBytes: u64(p.Offset), SizeBytes: size - p.Offset,
-				LogicalSectorBytes: 512, PartitionTable: "gpt", PartitionNumber: 1, Source: "sysfs"},
+			{Kind: string(vocab.LayerPartition), Device: part, OffsetBytes: u64(p.Offset), SizeBytes: size - p.Offset,
+				LogicalSectorBytes: 512, PartitionTable: "gpt", PartitionNumber: 1, Source: string(vocab.SourceSysfs)},
 			bottom,
 		},
 	}
@@ -248,7 +248,7 @@ var latencies = map[Media]map[probe.Kind]latencyModel{
 // (parity RAID writes).
 func misalignedPenalty(kind probe.Kind, raid string) float64 {
 	switch {
-	case kind == probe.RandomRead:
+	case !kind.Spec().Writes:
 		return 1.25
 	case raid == "raid5":
 		return 2.0

@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/plumbline/plumbline/internal/align"
 	"github.com/plumbline/plumbline/internal/histogram"
 	"github.com/plumbline/plumbline/internal/probe"
 	"github.com/plumbline/plumbline/internal/stripescan"
@@ -111,7 +112,7 @@ func (p *SamplePool) ScanRecord(r *rand.Rand, v *VolumeProfile, now time.Time) *
 	vs := p.scans[scanKey{v.Media, trueUnit(v)}]
 	s := vs[r.IntN(len(vs))]
 	scan := proto.Clone(s.scan).(*plumblinev1.StripeScan)
-	scan.PlacementDevice, scan.PlacementBasis = v.Device, "disk"
+	scan.PlacementDevice, scan.PlacementBasis = v.Device, align.BasisDisk
 	scan.PlacementOffsetBytes, scan.PlacementOffsetKnown = v.Offset, true
 	scan.Extents = uint32(1 + r.IntN(8))
 	res := simulatedRun(r, v, scanOps, s.duration, s.hist, now)

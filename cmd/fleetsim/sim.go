@@ -23,6 +23,7 @@ import (
 	"github.com/plumbline/plumbline/internal/agent"
 	"github.com/plumbline/plumbline/internal/ctxtime"
 	"github.com/plumbline/plumbline/internal/probe"
+	"github.com/plumbline/plumbline/internal/vocab"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -239,7 +240,7 @@ func (a *simAgent) session(ctx context.Context, connected func()) (helloOK bool,
 	if first {
 		a.next = max(a.next, 1)
 		a.appendRecord(&plumblinev1.Record{Payload: &plumblinev1.Record_Geometry{Geometry: &plumblinev1.GeometrySnapshot{
-			Inventory: a.prof.Inventory(kernelFor(a.prof.OS), version, time.Now()), Trigger: "start",
+			Inventory: a.prof.Inventory(kernelFor(a.prof.OS), version, time.Now()), Trigger: string(vocab.TriggerStart),
 		}}}, time.Now())
 	}
 	if !a.helloed.Swap(true) {

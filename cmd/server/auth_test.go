@@ -50,22 +50,6 @@ func TestAuthMatrix(t *testing.T) {
 		{"/", false, 200},
 	}
 	hc := &http.Client{Timeout: 10 * time.Second}
-	get := func(t *testing.T, url, token string) int {
-		t.Helper()
-		req, _ := http.NewRequest("GET", url, nil)
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			t.Fatalf("GET %s: %v", url, err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode == 401 && resp.Header.Get("WWW-Authenticate") == "" {
-			t.Errorf("GET %s: 401 without a WWW-Authenticate challenge", url)
-		}
-		return resp.StatusCode
-	}
 	for _, st := range settings {
 		t.Run(st.name, func(t *testing.T) {
 			web := strings.NewReplacer("FILE", dir+"/file-token", "LIST", dir+"/list-token").Replace(st.web)
@@ -80,7 +64,7 @@ func TestAuthMatrix(t *testing.T) {
 					if protected && !slices.Contains(st.tokens, tok) {
 						want = 401
 					}
-					if got := get(t, url, tok); got != want {
+					if got := getStatus(t, hc, url, tok); got != want {
 						t.Errorf("%s: GET %s with token %q = %d, want %d", st.name, pt.path, tok, got, want)
 					}
 				}
@@ -97,6 +81,25 @@ func TestAuthMatrix(t *testing.T) {
 			}
 		})
 	}
+}
+
+// getStatus is the status of GET url with bearer token (none: ""); a 401
+// must carry its challenge.
+func getStatus(t *testing.T, hc *http.Client, url, token string) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode == 401 && resp.Header.Get("WWW-Authenticate") == "" {
+		t.Errorf("GET %s: 401 without a WWW-Authenticate challenge", url)
+	}
+	return resp.StatusCode
 }
 
 // TestMethodMatrix: every route answers a wrong method with 405 and an

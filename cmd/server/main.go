@@ -28,7 +28,7 @@
 //
 // Identity: an agent is who its client certificate says — the URI SAN
 // plumbline://agent/<id> when present, else the subject CN — and may report
-// only for itself (ingest.AgentIdentity).
+// only for itself (identity.FromCertificate).
 package main
 
 import (

@@ -268,49 +268,8 @@ func TestDevEndToEnd(t *testing.T) {
 					t.Errorf("no SQLite database under DIR: %v", err)
 				}
 			}
-			a := readDevAgent(t, filepath.Join(dir, "dev", "agent.yaml"))
-			// The agent's own loader takes it as it is.
-			if _, err := config.LoadRun(filepath.Join(dir, "dev", "agent.yaml")); err != nil {
-				t.Errorf("config.LoadRun(DIR/dev/agent.yaml): %v", err)
-			}
+			a := checkDevAgentFile(t, dir, srv.grpcAddr)
 			host := server.DevAgentID()
-			checks := []struct {
-				name      string
-				got, want any
-			}{
-				{"agent_id", a.AgentID, host},
-				{"server.address", a.Server.Address, srv.grpcAddr},
-				{"server.tls.ca_file", a.Server.TLS.CAFile, filepath.Join(dir, "dev", "ca.crt")},
-				{"server.tls.cert_file", a.Server.TLS.CertFile, filepath.Join(dir, "dev", "agent.crt")},
-				{"server.tls.key_file", a.Server.TLS.KeyFile, filepath.Join(dir, "dev", "agent.key")},
-				{"server.tls.server_name", a.Server.TLS.ServerName, "localhost"},
-				{"server.insecure", a.Server.Insecure, false},
-				{"spool.dir", a.Spool.Dir, filepath.Join(dir, "dev", "spool")},
-				{"spool.max_bytes", a.Spool.MaxBytes, "64MiB"},
-				{"intervals.report", a.Intervals.Report, "10s"},
-				{"intervals.geometry_refresh", a.Intervals.GeometryRefresh, "15m0s"}, // marshalled from config.Agent: time.Duration.String
-				{"probes", len(a.Probes), 1},
-				{"override_files", strings.Join(a.OverrideFiles, ","), "agent.local.yaml"},
-			}
-			// The agent's web port: the one after the server's when free,
-			// else another free loopback port; never a fixed one.
-			if h, port, err := net.SplitHostPort(a.Web.ListenAddress); err != nil || h != "127.0.0.1" || port == "0" {
-				t.Errorf("agent.yaml web.listen_address = %q, want 127.0.0.1 and a port", a.Web.ListenAddress)
-			}
-			for _, c := range checks {
-				if c.got != c.want {
-					t.Errorf("agent.yaml %s = %v, want %v", c.name, c.got, c.want)
-				}
-			}
-			if len(a.Probes) == 1 {
-				p := a.Probes[0]
-				if p.Dir != filepath.Join(dir, "dev", "probe") || !strings.HasPrefix(p.MountPoint, "/") || len(p.Kinds) != 3 || !p.AllowCached || p.Ops == 0 {
-					t.Errorf("agent.yaml probes[0] = %+v", p)
-				}
-				if fi, err := os.Stat(p.Dir); err != nil || !fi.IsDir() {
-					t.Errorf("probe dir %s: %v", p.Dir, err)
-				}
-			}
 
 			c := dialAsDevAgent(t, a)
 			if _, err := c.Hello(ctxT(t), &plumblinev1.HelloRequest{AgentId: host, Host: &plumblinev1.Host{Hostname: host, Os: "linux"}, AgentVersion: "test"}); err != nil {
@@ -323,42 +282,101 @@ func TestDevEndToEnd(t *testing.T) {
 			if err != nil || rep.GetHighWaterSequence() != 3 {
 				t.Fatalf("Report = %v, %v; want high water 3", rep, err)
 			}
-			var vols struct {
-				Volumes []struct {
-					Host       string `json:"host"`
-					MountPoint string `json:"mount_point"`
-					Filesystem struct {
-						Type string `json:"type"`
-					} `json:"filesystem"`
-					Layers    []map[string]any `json:"layers"`
-					Alignment struct {
-						Verdict         string             `json:"verdict"`
-						DataOffsetBytes uint64             `json:"data_offset_bytes"`
-						SplitFraction   map[string]float64 `json:"split_fraction"`
-						Findings        []map[string]any   `json:"findings"`
-					} `json:"alignment"`
-				} `json:"volumes"`
-			}
-			getJSON(t, "http://"+srv.webAddr+"/api/v1/volumes", &vols)
-			if len(vols.Volumes) != 1 {
-				t.Fatalf("/api/v1/volumes: %+v", vols)
-			}
-			v := vols.Volumes[0]
-			if v.Host != host || v.MountPoint != "/mssql/data" || v.Filesystem.Type != "ntfs" || len(v.Layers) != 3 ||
-				v.Alignment.Verdict != "misaligned" || v.Alignment.DataOffsetBytes != 32256 || v.Alignment.SplitFraction["8192"] != 0.125 || len(v.Alignment.Findings) == 0 {
-				t.Errorf("/api/v1/volumes[0] = %+v; want the server's misaligned verdict (32256, 12.5%% of 8 KiB I/Os split)", v)
-			}
-			var hosts struct {
-				Hosts []map[string]any `json:"hosts"`
-			}
-			getJSON(t, "http://"+srv.webAddr+"/api/v1/hosts", &hosts)
-			if len(hosts.Hosts) != 1 || hosts.Hosts[0]["agent_id"] != host {
-				t.Errorf("/api/v1/hosts = %v", hosts)
-			}
-			var ready map[string]string
-			getJSON(t, "http://"+srv.webAddr+"/readyz", &ready)
+			checkDevVolume(t, srv.webAddr, host)
 		})
 	}
+}
+
+// checkDevAgentFile checks DIR/dev/agent.yaml as written and as the
+// agent's own loader takes it, and returns it as written.
+func checkDevAgentFile(t *testing.T, dir, grpcAddr string) devAgent {
+	t.Helper()
+	a := readDevAgent(t, filepath.Join(dir, "dev", "agent.yaml"))
+	// The agent's own loader takes it as it is.
+	eff, err := config.LoadRun(filepath.Join(dir, "dev", "agent.yaml"))
+	if err != nil {
+		t.Errorf("config.LoadRun(DIR/dev/agent.yaml): %v", err)
+	}
+	host := server.DevAgentID()
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"agent_id", a.AgentID, host},
+		{"server.address", a.Server.Address, grpcAddr},
+		{"server.tls.ca_file", a.Server.TLS.CAFile, filepath.Join(dir, "dev", "ca.crt")},
+		{"server.tls.cert_file", a.Server.TLS.CertFile, filepath.Join(dir, "dev", "agent.crt")},
+		{"server.tls.key_file", a.Server.TLS.KeyFile, filepath.Join(dir, "dev", "agent.key")},
+		{"server.tls.server_name", a.Server.TLS.ServerName, "localhost"},
+		{"server.insecure", a.Server.Insecure, false},
+		{"spool.dir", a.Spool.Dir, filepath.Join(dir, "dev", "spool")},
+		// Left to the agent's defaults.
+		{"spool.max_bytes", eff.Spool.MaxBytes, config.DefaultSpoolMaxBytes},
+		{"intervals.report", eff.Intervals.Report, config.DefaultReportInterval},
+		{"intervals.geometry_refresh", eff.Intervals.GeometryRefresh, config.DefaultGeometryRefresh},
+		{"probes", len(a.Probes), 1},
+		{"override_files", strings.Join(a.OverrideFiles, ","), "agent.local.yaml"},
+	}
+	// The agent's web port: the one after the server's when free,
+	// else another free loopback port; never a fixed one.
+	if h, port, err := net.SplitHostPort(a.Web.ListenAddress); err != nil || h != "127.0.0.1" || port == "0" {
+		t.Errorf("agent.yaml web.listen_address = %q, want 127.0.0.1 and a port", a.Web.ListenAddress)
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("agent.yaml %s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	if len(a.Probes) == 1 {
+		p := a.Probes[0]
+		if p.Dir != filepath.Join(dir, "dev", "probe") || !strings.HasPrefix(p.MountPoint, "/") || len(p.Kinds) != 3 || !p.AllowCached || p.Ops == 0 {
+			t.Errorf("agent.yaml probes[0] = %+v", p)
+		}
+		if fi, err := os.Stat(p.Dir); err != nil || !fi.IsDir() {
+			t.Errorf("probe dir %s: %v", p.Dir, err)
+		}
+	}
+	return a
+}
+
+// checkDevVolume checks the dev agent's one reported volume through the
+// API, judged by the server.
+func checkDevVolume(t *testing.T, webAddr, host string) {
+	t.Helper()
+	var vols struct {
+		Volumes []struct {
+			Host       string `json:"host"`
+			MountPoint string `json:"mount_point"`
+			Filesystem struct {
+				Type string `json:"type"`
+			} `json:"filesystem"`
+			Layers    []map[string]any `json:"layers"`
+			Alignment struct {
+				Verdict         string             `json:"verdict"`
+				DataOffsetBytes uint64             `json:"data_offset_bytes"`
+				SplitFraction   map[string]float64 `json:"split_fraction"`
+				Findings        []map[string]any   `json:"findings"`
+			} `json:"alignment"`
+		} `json:"volumes"`
+	}
+	getJSON(t, "http://"+webAddr+"/api/v1/volumes", &vols)
+	if len(vols.Volumes) != 1 {
+		t.Fatalf("/api/v1/volumes: %+v", vols)
+	}
+	v := vols.Volumes[0]
+	if v.Host != host || v.MountPoint != "/mssql/data" || v.Filesystem.Type != "ntfs" || len(v.Layers) != 3 ||
+		v.Alignment.Verdict != "misaligned" || v.Alignment.DataOffsetBytes != 32256 || v.Alignment.SplitFraction["8192"] != 0.125 || len(v.Alignment.Findings) == 0 {
+		t.Errorf("/api/v1/volumes[0] = %+v; want the server's misaligned verdict (32256, 12.5%% of 8 KiB I/Os split)", v)
+	}
+	var hosts struct {
+		Hosts []map[string]any `json:"hosts"`
+	}
+	getJSON(t, "http://"+webAddr+"/api/v1/hosts", &hosts)
+	if len(hosts.Hosts) != 1 || hosts.Hosts[0]["agent_id"] != host {
+		t.Errorf("/api/v1/hosts = %v", hosts)
+	}
+	var ready map[string]string
+	getJSON(t, "http://"+webAddr+"/readyz", &ready)
 }
 
 // TestDevRestartReusesCA: a second start on the same DIR keeps the CA and
@@ -407,29 +425,7 @@ func TestKillMidBatch(t *testing.T) {
 		t.Skip("starts the server as a child process")
 	}
 	dir := t.TempDir()
-	start := func() (*exec.Cmd, string) {
-		cmd := exec.Command(os.Args[0], "--dev", "--data-dir", dir, "--grpc.listen-address", "127.0.0.1:0", "--web.listen-address", "127.0.0.1:0")
-		cmd.Env = append(os.Environ(), envRunServer+"=1")
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr = io.Discard
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if rest, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "gRPC:"); ok {
-				go io.Copy(io.Discard, out)
-				return cmd, strings.Fields(rest)[0]
-			}
-		}
-		t.Fatal("server printed no gRPC address")
-		return nil, ""
-	}
-	cmd, _ := start()
+	cmd := startDevChild(t, dir)
 	a := readDevAgent(t, filepath.Join(dir, "dev", "agent.yaml"))
 	c := dialAsDevAgent(t, a)
 	if _, err := c.Hello(ctxT(t), &plumblinev1.HelloRequest{AgentId: a.AgentID}); err != nil {
@@ -483,9 +479,42 @@ func TestKillMidBatch(t *testing.T) {
 		t.Fatal("no batch was acknowledged before the kill")
 	}
 
-	start() // same DIR, same SQLite file
-	a = readDevAgent(t, filepath.Join(dir, "dev", "agent.yaml"))
-	c = dialAsDevAgent(t, a)
+	startDevChild(t, dir) // same DIR, same SQLite file
+	checkAfterKill(t, dir, lastAcked)
+}
+
+// startDevChild starts `server --dev` on dir as a child process and
+// waits for its gRPC listener.
+func startDevChild(t *testing.T, dir string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "--dev", "--data-dir", dir, "--grpc.listen-address", "127.0.0.1:0", "--web.listen-address", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), envRunServer+"=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if strings.HasPrefix(strings.TrimSpace(sc.Text()), "gRPC:") {
+			go io.Copy(io.Discard, out)
+			return cmd
+		}
+	}
+	t.Fatal("server printed no gRPC address")
+	return nil
+}
+
+// checkAfterKill: the restarted dev server on dir has every record
+// acknowledged before the kill (lastAcked), and takes the resent tail.
+func checkAfterKill(t *testing.T, dir string, lastAcked uint64) {
+	t.Helper()
+	a := readDevAgent(t, filepath.Join(dir, "dev", "agent.yaml"))
+	c := dialAsDevAgent(t, a)
 	h, err := c.Hello(ctxT(t), &plumblinev1.HelloRequest{AgentId: a.AgentID})
 	if err != nil {
 		t.Fatal(err)

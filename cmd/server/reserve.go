@@ -6,7 +6,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/plumbline/plumbline/internal/ingest"
+	"github.com/plumbline/plumbline/internal/identity"
 	"github.com/plumbline/plumbline/internal/labels"
 	"github.com/plumbline/plumbline/internal/server/config"
 	"github.com/plumbline/plumbline/internal/store"
@@ -15,7 +15,7 @@ import (
 // reservationCommand is `server agent reserve|unreserve|reserved`.
 func reservationCommand(ctx context.Context, cfg config.Config, cmd, id, reason string, stdout io.Writer) error {
 	if cmd != "reserved" {
-		if err := ingest.CheckAgentID(id); err != nil {
+		if err := identity.CheckAgentID(id); err != nil {
 			return fmt.Errorf("agent id %q: %w", id, err)
 		}
 	}

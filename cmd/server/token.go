@@ -12,6 +12,7 @@ import (
 
 	"github.com/plumbline/plumbline/internal/enroll"
 	"github.com/plumbline/plumbline/internal/enroll/authority"
+	"github.com/plumbline/plumbline/internal/labels"
 	"github.com/plumbline/plumbline/internal/server"
 	"github.com/plumbline/plumbline/internal/server/config"
 	"github.com/plumbline/plumbline/internal/store"
@@ -98,7 +99,7 @@ func runEnrollment(ctx context.Context, what string, args []string, stdout, stde
 	return 0
 }
 
-func enrollmentCommand(ctx context.Context, cfg config.Config, cmd, arg string, spec authority.TokenSpec, labels string, stdout io.Writer) error {
+func enrollmentCommand(ctx context.Context, cfg config.Config, cmd, arg string, spec authority.TokenSpec, labelFlag string, stdout io.Writer) error {
 	var pin string
 	if cmd == "token create" { // the CA first: no token for a server that cannot enroll
 		files, err := server.EnrollmentFiles(cfg)
@@ -110,7 +111,7 @@ func enrollmentCommand(ctx context.Context, cfg config.Config, cmd, arg string, 
 			return err
 		}
 		pin = ca.Pin()
-		if spec.Labels, err = enroll.ParseLabels(labels); err != nil {
+		if spec.Labels, err = labels.Parse(labelFlag); err != nil {
 			return fmt.Errorf("--labels: %w", err)
 		}
 	}
@@ -127,7 +128,7 @@ func enrollmentCommand(ctx context.Context, cfg config.Config, cmd, arg string, 
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "token: %s\nca-hash: %s\nexpires: %s\nuses: %d\nlabels: %s\n", tok, pin, jt.Expires.UTC().Format(time.RFC3339), jt.MaxUses, enroll.FormatLabels(jt.Labels))
+		fmt.Fprintf(stdout, "token: %s\nca-hash: %s\nexpires: %s\nuses: %d\nlabels: %s\n", tok, pin, jt.Expires.UTC().Format(time.RFC3339), jt.MaxUses, labels.Format(jt.Labels))
 		return nil
 	case "token list":
 		return listTokens(ctx, st, stdout)
@@ -167,7 +168,7 @@ func listTokens(ctx context.Context, st *store.Store, w io.Writer) error {
 		case t.Uses >= t.MaxUses:
 			state = "used-up"
 		}
-		return fmt.Sprintf("%s\t%s\t%d/%d\t%s\t%s\t%s", t.ID, state, t.Uses, t.MaxUses, t.Expires.Format(time.RFC3339), t.Created.Format(time.RFC3339), cell(enroll.FormatLabels(t.Labels)))
+		return fmt.Sprintf("%s\t%s\t%d/%d\t%s\t%s\t%s", t.ID, state, t.Uses, t.MaxUses, t.Expires.Format(time.RFC3339), t.Created.Format(time.RFC3339), cell(labels.Format(t.Labels)))
 	})
 }
 
@@ -181,7 +182,7 @@ func listEnrolled(ctx context.Context, st *store.Store, w io.Writer) error {
 		if !a.Revoked.IsZero() {
 			state = "revoked"
 		}
-		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", cell(a.AgentID), state, a.NotAfter.Format(time.RFC3339), a.TokenID, a.Serial, cell(enroll.FormatLabels(a.Labels)))
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", cell(a.AgentID), state, a.NotAfter.Format(time.RFC3339), a.TokenID, a.Serial, cell(labels.Format(a.Labels)))
 	})
 }
 

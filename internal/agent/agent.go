@@ -34,6 +34,7 @@ import (
 	"github.com/plumbline/plumbline/internal/probe"
 	"github.com/plumbline/plumbline/internal/selfmetrics"
 	"github.com/plumbline/plumbline/internal/spool"
+	"github.com/plumbline/plumbline/internal/vocab"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -320,7 +321,7 @@ func (a *Agent) geometryLoop(ctx context.Context, sched *scheduler) {
 	var vols []*plumblinev1.Volume
 	var filtered []geometry.Filtered
 	declared := a.eff.Load().cfg.DeclaredDevices
-	run := func(trigger string) {
+	run := func(trigger vocab.Trigger) {
 		d, err := a.o.Discover(ctx)
 		inv := d.Inventory
 		if err == nil && inv == nil {
@@ -338,19 +339,19 @@ func (a *Agent) geometryLoop(ctx context.Context, sched *scheduler) {
 			a.host.Store(proto.Clone(inv.Host).(*plumblinev1.Host))
 		}
 		key := inventoryKey(inv)
-		if trigger == "start" || trigger == "resync" || !bytes.Equal(key, lastInv) {
-			snap := &plumblinev1.Record{Payload: &plumblinev1.Record_Geometry{Geometry: &plumblinev1.GeometrySnapshot{Inventory: inv, Trigger: trigger, Digest: key}}}
+		if trigger.AlwaysSent() || !bytes.Equal(key, lastInv) {
+			snap := &plumblinev1.Record{Payload: &plumblinev1.Record_Geometry{Geometry: &plumblinev1.GeometrySnapshot{Inventory: inv, Trigger: string(trigger), Digest: key}}}
 			if seq, err := a.append(snap); err == nil {
 				lastInv = key
 				a.lastSnap.Store(&spooledSnapshot{digest: key, seq: seq})
-				a.metrics.snapshots.WithLabelValues(trigger).Inc()
+				a.metrics.snapshots.WithLabelValues(string(trigger)).Inc()
 			}
 		}
 		vols, filtered = inv.GetVolumes(), d.Filtered
 		sched.update(ctx, vols)
 		cov.update(ctx, a.eff.Load().cfg.Probes, vols, filtered)
 	}
-	run("start")
+	run(vocab.TriggerStart)
 	refresh := time.NewTimer(time.Duration(a.geomInterval.Load()))
 	defer refresh.Stop()
 	poll := time.NewTicker(a.o.MountPoll)
@@ -362,18 +363,18 @@ func (a *Agent) geometryLoop(ctx context.Context, sched *scheduler) {
 		case <-poll.C:
 			if h := a.mounts.fingerprint(); h != lastMount {
 				lastMount = h
-				run("changed")
+				run(vocab.TriggerChanged)
 			}
 		case <-refresh.C:
-			run("interval")
+			run(vocab.TriggerInterval)
 			refresh.Reset(time.Duration(a.geomInterval.Load()))
 		case <-a.resync:
-			run("resync")
+			run(vocab.TriggerResync)
 		case <-a.policyChanged:
 			refresh.Reset(time.Duration(a.geomInterval.Load()))
 			if e := a.eff.Load(); !slices.EqualFunc(e.cfg.DeclaredDevices, declared, func(x, y config.DeclaredDevice) bool { return x == y }) {
 				declared = e.cfg.DeclaredDevices
-				run("changed") // the declared devices are part of the geometry
+				run(vocab.TriggerChanged) // the declared devices are part of the geometry
 				continue
 			}
 			sched.update(ctx, vols)

@@ -157,7 +157,7 @@ func (s *testServer) restart(t *testing.T) {
 	s.serve(ln)
 }
 
-func identity(ctx context.Context) string {
+func peerIdentity(ctx context.Context) string {
 	p, ok := peer.FromContext(ctx)
 	if !ok {
 		return ""
@@ -170,8 +170,8 @@ func identity(ctx context.Context) string {
 }
 
 func (s *testServer) Hello(ctx context.Context, r *plumblinev1.HelloRequest) (*plumblinev1.HelloResponse, error) {
-	if r.GetAgentId() != identity(ctx) {
-		return nil, status.Errorf(codes.PermissionDenied, "agent %q is not %q", r.GetAgentId(), identity(ctx))
+	if r.GetAgentId() != peerIdentity(ctx) {
+		return nil, status.Errorf(codes.PermissionDenied, "agent %q is not %q", r.GetAgentId(), peerIdentity(ctx))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -183,7 +183,7 @@ func (s *testServer) Hello(ctx context.Context, r *plumblinev1.HelloRequest) (*p
 }
 
 func (s *testServer) Report(ctx context.Context, r *plumblinev1.ReportRequest) (*plumblinev1.ReportResponse, error) {
-	if r.GetAgentId() != identity(ctx) {
+	if r.GetAgentId() != peerIdentity(ctx) {
 		return nil, status.Error(codes.PermissionDenied, "wrong identity")
 	}
 	s.mu.Lock()

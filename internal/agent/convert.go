@@ -42,7 +42,7 @@ func ProbeResultToProto(mountPoint string, r probe.Result) *plumblinev1.ProbeRes
 		Failure:            r.Failure,
 		StripeScan:         r.StripeScan.Proto(),
 	}
-	if r.Kind != probe.LogWrite {
+	if !r.Kind.Spec().Synced {
 		p.Sync = ""
 	}
 	if !r.StartedAt.IsZero() {
@@ -58,7 +58,7 @@ func ProbeResultToProto(mountPoint string, r probe.Result) *plumblinev1.ProbeRes
 func notRun(o probe.Options, partial probe.Result, reason string, err error) probe.Result {
 	r := partial
 	r.Kind, r.BlockSize, r.QueueDepth, r.Sync = o.Kind, o.BlockSize, o.QueueDepth, o.Sync
-	if o.Kind == probe.LogWrite {
+	if o.Kind.Spec().Synced {
 		r.QueueDepth = 1
 		if r.Sync == "" {
 			r.Sync = probe.SyncDsync

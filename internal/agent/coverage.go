@@ -9,6 +9,7 @@ import (
 
 	"github.com/plumbline/plumbline/internal/config"
 	"github.com/plumbline/plumbline/internal/geometry"
+	"github.com/plumbline/plumbline/internal/mounts"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -97,7 +98,7 @@ func (c *coverage) update(ctx context.Context, scheds []config.ProbeSchedule, vo
 	for i, s := range c.scheds {
 		var matched []string
 		for _, v := range vols {
-			if geometry.MatchMountPoint(s.MountPoint, v.GetMountPoint()) {
+			if mounts.MatchGlob(s.MountPoint, v.GetMountPoint()) {
 				matched = append(matched, v.GetMountPoint())
 			}
 		}
@@ -107,7 +108,7 @@ func (c *coverage) update(ctx context.Context, scheds []config.ProbeSchedule, vo
 		case unmatched && !c.unmatched[i]:
 			var near []string
 			for _, f := range filtered {
-				if geometry.MatchMountPoint(s.MountPoint, f.MountPoint) {
+				if mounts.MatchGlob(s.MountPoint, f.MountPoint) {
 					near = append(near, f.MountPoint+" ("+f.FSType+": "+f.Reason+")")
 				}
 			}

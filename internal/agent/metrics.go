@@ -66,6 +66,15 @@ func newMetrics(sp *spool.Spool) *metrics {
 	return m
 }
 
+// countRun counts a probe run by result (completed, stopped, skipped,
+// error) and, for one that did not complete, by reason.
+func (m *metrics) countRun(kind, result, reason string) {
+	m.probeRuns.WithLabelValues(kind, result).Inc()
+	if reason != "" {
+		m.probeSkips.WithLabelValues(kind, reason).Inc()
+	}
+}
+
 // registerMaintenance exposes whether a maintenance window is open, read
 // at scrape time from the effective configuration.
 func (a *Agent) registerMaintenance() {

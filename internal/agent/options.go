@@ -22,7 +22,7 @@ func ProbeOptions(p config.ProbeSchedule, kind probe.Kind) probe.Options {
 	o.BlockSize = int(p.BlockSize)
 	o.QueueDepth = p.QueueDepth
 	o.Sync = p.Sync
-	if kind == probe.LogWrite {
+	if kind.Spec().Synced {
 		o.QueueDepth = 1
 	}
 	if p.BusyThreshold != nil {

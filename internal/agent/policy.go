@@ -33,12 +33,12 @@ const PolicyCacheFile = "central-policy.pb"
 const policyWait = 5 * time.Minute
 
 // effective is the configuration the agent runs with: its file merged
-// with the central policy (policy.Merge).
+// with the central policy (config.Merge).
 type effective struct {
 	cfg     config.Agent
 	windows maintenance.Set
 	central *plumblinev1.AgentPolicy // nil: none received
-	origins policy.Origins
+	origins config.Origins
 }
 
 // digest is the central policy's digest (nil: none).
@@ -55,7 +55,7 @@ func newEffective(local config.Agent, ap *plumblinev1.AgentPolicy) (*effective, 
 		}
 		frag = &f
 	}
-	cfg, origins := policy.Merge(local, frag)
+	cfg, origins := config.Merge(local, frag)
 	ws, err := maintenance.Compile(cfg.MaintenanceWindows)
 	if err != nil {
 		return nil, err
@@ -65,7 +65,7 @@ func newEffective(local config.Agent, ap *plumblinev1.AgentPolicy) (*effective, 
 
 // print is the effective configuration as YAML with its origins.
 func (e *effective) print() ([]byte, error) {
-	return policy.Print(e.cfg, e.origins, e.central.GetSources())
+	return config.Print(e.cfg, e.origins, e.central.GetSources())
 }
 
 // LoadCachedPolicy reads the central policy cached in spoolDir (nil when

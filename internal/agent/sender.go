@@ -24,6 +24,7 @@ import (
 	"github.com/plumbline/plumbline/internal/config"
 	"github.com/plumbline/plumbline/internal/ctxtime"
 	"github.com/plumbline/plumbline/internal/enroll"
+	"github.com/plumbline/plumbline/internal/identity"
 	"github.com/plumbline/plumbline/internal/spool"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
@@ -42,8 +43,8 @@ const (
 func insecureCreds() credentials.TransportCredentials { return insecure.NewCredentials() }
 
 // ClientTLS builds the agent's mutual-TLS configuration (TLS 1.3, the
-// client certificate, the server CA) and returns the client certificate's
-// common name, the default agent id.
+// client certificate, the server CA) and returns the agent id the client
+// certificate names (identity.FromCertificate), the default agent id.
 func ClientTLS(c config.Server) (*tls.Config, string, error) {
 	tc, _, id, err := RenewingTLS(c, nil)
 	return tc, id, err
@@ -58,7 +59,10 @@ func RenewingTLS(c config.Server, logger *slog.Logger) (*tls.Config, *enroll.Ren
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("server.tls.cert_file/key_file: %w", err)
 	}
-	leaf := r.Leaf()
+	id, err := identity.FromCertificate(r.Leaf())
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("server.tls.cert_file: %w", err)
+	}
 	caPEM, err := os.ReadFile(t.CAFile)
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("server.tls.ca_file: %w", err)
@@ -78,7 +82,7 @@ func RenewingTLS(c config.Server, logger *slog.Logger) (*tls.Config, *enroll.Ren
 		GetClientCertificate: r.GetClientCertificate,
 		RootCAs:              pool,
 		ServerName:           name,
-	}, r, leaf.Subject.CommonName, nil
+	}, r, id, nil
 }
 
 // sendLoop keeps a session with the server, reconnecting with jittered

@@ -59,6 +59,16 @@ func Rules() []string {
 		RuleOffsetUnknown,
 		RulePartitionOffsetStripeUnit,
 		RulePhysicalSectorUnknown,
+		RuleRAIDCheckRunning,
+		RuleRAIDDegraded,
+		RuleRAIDMemberBlocked,
+		RuleRAIDMemberErrors,
+		RuleRAIDMemberFaulty,
+		RuleRAIDMemberRemoved,
+		RuleRAIDMismatches,
+		RuleRAIDNotRunning,
+		RuleRAIDReadOnly,
+		RuleRAIDRebuilding,
 		RuleRAIDReshapeRunning,
 		RuleStripeUnitAllocationUnit,
 		RuleStripeUnitDisagrees,
@@ -87,7 +97,7 @@ func Evaluate(v *plumblinev1.Volume) *plumblinev1.Alignment {
 // RulesVersion numbers the rules of this package: it moves on whenever a
 // rule, a threshold or a message changes, so that the server re-judges
 // the volumes it judged under an older one.
-const RulesVersion = 1
+const RulesVersion = 2
 
 // Overrides adjust the rules where a site judges differently from the
 // shipped defaults. The zero value is the shipped rules.
@@ -120,7 +130,7 @@ func EvaluateWith(v *plumblinev1.Volume, o Overrides) *plumblinev1.Alignment {
 	}
 	if e.known() {
 		e.a.StripeUnitBytes = e.stripe.unit
-		e.a.StripeUnitSource = e.stripe.source
+		e.a.StripeUnitSource = string(e.stripe.source)
 		e.a.StripedDevice = e.stripe.device
 		e.checkStripeOffset()
 	}
@@ -130,6 +140,7 @@ func EvaluateWith(v *plumblinev1.Volume, o Overrides) *plumblinev1.Alignment {
 	e.stripeFindings()
 	allocationUnit(&e.f, v)
 	reshapes(&e.f, v)
+	raidHealth(&e.f, v)
 	return e.result()
 }
 
@@ -239,7 +250,7 @@ func (e *evaluation) splitFractions() {
 func (e *evaluation) stripeFindings() {
 	if e.known() {
 		switch {
-		case e.stripe.source == SourceMeasured:
+		case e.stripe.source == vocab.SourceMeasured:
 			// An inference is confirmed by declaring it; stripe hints
 			// wait for that.
 			e.measuredFinding()
@@ -247,7 +258,7 @@ func (e *evaluation) stripeFindings() {
 			e.disagreeFinding()
 		}
 		unitVsAllocation(&e.f, e.v, e.stripe)
-		if e.stripe.source != SourceMeasured {
+		if e.stripe.source != vocab.SourceMeasured {
 			stripeHints(&e.f, e.v, e.stripe)
 		}
 		return
@@ -280,7 +291,7 @@ func (e *evaluation) result() *plumblinev1.Alignment {
 		}
 	}
 	switch {
-	case e.f.has(Critical):
+	case e.f.hasAlignment(Critical):
 		a.Verdict = Misaligned
 	case !e.offsetKnown || !e.sectorChecked || e.disk == nil && !e.known():
 		a.Verdict = Unknown
@@ -348,8 +359,12 @@ func (f *findings) add(rule, severity, message, remediation string) {
 	f.list = append(f.list, &plumblinev1.Finding{Rule: rule, Severity: severity, Message: message, Remediation: remediation})
 }
 
-func (f *findings) has(severity string) bool {
-	return slices.ContainsFunc(f.list, func(x *plumblinev1.Finding) bool { return x.Severity == severity })
+// hasAlignment says whether an alignment rule (not a health rule) found
+// something of severity: health findings never decide the verdict.
+func (f *findings) hasAlignment(severity string) bool {
+	return slices.ContainsFunc(f.list, func(x *plumblinev1.Finding) bool {
+		return x.Severity == severity && !IsHealthRule(x.Rule)
+	})
 }
 
 // human writes a byte count the way the domain talks about it: 32256 bytes

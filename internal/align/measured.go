@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/plumbline/plumbline/internal/vocab"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
-// SourceMeasured is the stripe_unit_source of a stripe unit inferred by
-// the geometry probe (stripe-scan runs, Volume.measured_stripe) because
-// no layer declares, reports or hints one.
-const SourceMeasured = "measured"
+// SourceMeasured is vocab.SourceMeasured as the wire's string: the
+// stripe_unit_source of a stripe unit inferred by the geometry probe
+// (stripe-scan runs, Volume.measured_stripe) because no layer declares,
+// reports or hints one.
+const SourceMeasured = string(vocab.SourceMeasured)
 
 // Where stripe-scan runs place their reads (StripeMeasurement.basis, the
 // probe's Placement.Basis): on the striped device when one is visible,
@@ -92,7 +94,7 @@ func (s *stack) measured(m *plumblinev1.StripeMeasurement) (measurement, bool) {
 				return measurement{}, false
 			}
 		case BasisStripedDevice:
-			if l.GetKind() == "filesystem" {
+			if kindOf(l) == vocab.LayerFilesystem {
 				return measurement{}, false
 			}
 		default:
@@ -119,8 +121,8 @@ func costOK(m *plumblinev1.StripeMeasurement) bool {
 // stripe is the measured unit as the stripe the verdict is judged against.
 func (s *stack) measuredStripe(ms measurement) stripe {
 	l := s.layers[s.primary[ms.index]]
-	return stripe{unit: ms.m.GetUnitBytes(), source: SourceMeasured, device: l.GetDevice(), index: ms.index,
-		layerKind: l.GetKind(), confidence: ms.m.GetConfidence()}
+	return stripe{unit: ms.m.GetUnitBytes(), source: vocab.SourceMeasured, device: l.GetDevice(), index: ms.index,
+		layerKind: kindOf(l), confidence: ms.m.GetConfidence()}
 }
 
 // useMeasurement sets what the measurement adds to the verdict: its
@@ -168,7 +170,7 @@ func (e *evaluation) disagrees() bool {
 	if !e.known() {
 		return e.st.declared(ms)
 	}
-	return e.stripe.source != SourceMeasured && ms.index == e.stripe.index && ms.m.GetUnitBytes() != e.stripe.unit
+	return e.stripe.source != vocab.SourceMeasured && ms.index == e.stripe.index && ms.m.GetUnitBytes() != e.stripe.unit
 }
 
 // declared says whether the measured layer is the operator's declaration:
@@ -176,7 +178,7 @@ func (e *evaluation) disagrees() bool {
 // and a measurement does not overrule the operator's word.
 func (s *stack) declared(ms measurement) bool {
 	l := s.layers[s.primary[ms.index]]
-	return sourceOf(l, "stripe_unit_bytes") == "declared"
+	return sourceOf(l, "stripe_unit_bytes") == vocab.SourceDeclared
 }
 
 // measuredFinding says the judged unit is the probe's inference, how sure
@@ -216,7 +218,7 @@ func (e *evaluation) disagreeFinding() {
 	}
 	var fix string
 	switch {
-	case st.source == "declared" || !e.known():
+	case st.source == vocab.SourceDeclared || !e.known():
 		fix = fmt.Sprintf("if the array's unit is %s, correct its entry in the agent config: %s", human(m.GetUnitBytes()), declaredExample(e.v, l, mu))
 	case st.fromFS:
 		fix = fmt.Sprintf("if the array's unit is %s, the file system's stripe hints are wrong: declare the array in the agent config (%s) and set the hints to match", human(m.GetUnitBytes()), declaredExample(e.v, l, mu))
@@ -264,11 +266,11 @@ func declaredExample(v *plumblinev1.Volume, l *plumblinev1.Layer, unit string) s
 // configTool is where an array's own stripe unit can be read.
 func configTool(l *plumblinev1.Layer) string {
 	switch {
-	case l.GetKind() == "raid" && l.GetSource() == "sysfs":
+	case kindOf(l) == vocab.LayerRAID && vocab.Source(l.GetSource()) == vocab.SourceSysfs:
 		return "mdadm --detail /dev/" + l.GetDevice()
-	case l.GetKind() == "lvm":
+	case kindOf(l) == vocab.LayerLVM:
 		return "lvs -o +stripes,stripesize"
-	case l.GetSource() == "wmi":
+	case vocab.Source(l.GetSource()) == vocab.SourceWMI:
 		return "Get-VirtualDisk | Format-List Interleave"
 	}
 	return "the RAID controller's management utility or BIOS"
@@ -278,13 +280,13 @@ func configTool(l *plumblinev1.Layer) string {
 func sourceWord(st stripe) string {
 	switch {
 	case st.fromFS:
-		return "the file system's stripe hints (" + st.source + ")"
-	case st.source == "kernel-hint":
+		return "the file system's stripe hints (" + string(st.source) + ")"
+	case st.source == vocab.SourceKernelHint:
 		return "the kernel's minimum_io_size hint"
-	case st.source == "declared":
+	case st.source == vocab.SourceDeclared:
 		return "the agent config's declaration"
 	}
-	return st.source
+	return string(st.source)
 }
 
 // runsWord is the measurement's confidence, runs and date.

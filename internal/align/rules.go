@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/plumbline/plumbline/internal/vocab"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -163,6 +164,9 @@ func reshapes(f *findings, v *plumblinev1.Volume) {
 		what := "its geometry"
 		if len(changes) > 0 {
 			what = strings.Join(changes, ", ")
+		}
+		if h := l.GetRaidHealth(); h.GetSyncAction() == vocab.MDReshape {
+			what += "; " + progress(h)
 		}
 		f.add(RuleRAIDReshapeRunning, Warning,
 			fmt.Sprintf("%s %s is being reshaped (%s): the verdict and split figures use the new geometry; data not yet moved still has the old one, and the array is slower until the reshape ends",

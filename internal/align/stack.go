@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"strings"
 
+	"github.com/plumbline/plumbline/internal/vocab"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -45,7 +46,7 @@ func (s *stack) child(i int) int {
 }
 
 func isLeaf(l *plumblinev1.Layer) bool {
-	return l.GetKind() == "disk" || l.GetKind() == "raid" && len(l.GetBelow()) == 0 && l.GetSource() == "declared"
+	return kindOf(l) == vocab.LayerDisk || kindOf(l) == vocab.LayerRAID && len(l.GetBelow()) == 0 && vocab.Source(l.GetSource()) == vocab.SourceDeclared
 }
 
 // presentsDisk says whether the bottom layer of a path is what the data
@@ -54,29 +55,34 @@ func isLeaf(l *plumblinev1.Layer) bool {
 // disk whose pool members are not listed). Any other layer at the bottom
 // means the chain stopped early: the devices below it are unknown.
 func presentsDisk(l *plumblinev1.Layer) bool {
-	return isLeaf(l) || l.GetKind() == "raid" && len(l.GetBelow()) == 0 && l.GetSource() == "wmi"
+	return isLeaf(l) || kindOf(l) == vocab.LayerRAID && len(l.GetBelow()) == 0 && vocab.Source(l.GetSource()) == vocab.SourceWMI
 }
 
 // stripe is the striped layer a verdict is judged against.
 type stripe struct {
 	unit      uint64
 	dataDisks uint32
-	source    string
+	source    vocab.Source
 	device    string
 	index     int  // position in the primary path; offsets above it count
 	fromFS    bool // the unit is the file system's own stripe hint
 	raidLevel string
-	layerKind string
+	layerKind vocab.LayerKind
 	// confidence is the geometry probe's, for a measured unit.
 	confidence float64
 }
 
-func sourceOf(l *plumblinev1.Layer, field string) string {
+// sourceOf is where layer l's value of field came from: its own source,
+// else the layer's.
+func sourceOf(l *plumblinev1.Layer, field string) vocab.Source {
 	if s := l.GetSources()[field]; s != "" {
-		return s
+		return vocab.Source(s)
 	}
-	return l.GetSource()
+	return vocab.Source(l.GetSource())
 }
+
+// kindOf is layer l's kind.
+func kindOf(l *plumblinev1.Layer) vocab.LayerKind { return vocab.LayerKind(l.GetKind()) }
 
 // findStripe picks the stripe unit: the topmost layer below the file system
 // with RAID geometry (md, a striped LV, declared hardware RAID); else the
@@ -86,13 +92,13 @@ func sourceOf(l *plumblinev1.Layer, field string) string {
 func (s *stack) findStripe() stripe {
 	for pi, li := range s.primary {
 		l := s.layers[li]
-		if l.GetKind() == "filesystem" || l.GetStripeUnitBytes() == 0 {
+		if kindOf(l) == vocab.LayerFilesystem || l.GetStripeUnitBytes() == 0 {
 			continue
 		}
 		return stripe{
 			unit: l.GetStripeUnitBytes(), dataDisks: l.GetRaidDataDisks(),
 			source: sourceOf(l, "stripe_unit_bytes"), device: l.GetDevice(), index: pi,
-			raidLevel: l.GetRaidLevel(), layerKind: l.GetKind(),
+			raidLevel: l.GetRaidLevel(), layerKind: kindOf(l),
 		}
 	}
 	for pi := len(s.primary) - 1; pi > 0; pi-- {
@@ -105,7 +111,7 @@ func (s *stack) findStripe() stripe {
 		if opt := uint64(l.GetOptIoBytes()); opt > minIO && opt%minIO == 0 {
 			disks = uint32(opt / minIO)
 		}
-		return stripe{unit: minIO, dataDisks: disks, source: "kernel-hint", device: l.GetDevice(), index: pi, layerKind: l.GetKind()}
+		return stripe{unit: minIO, dataDisks: disks, source: vocab.SourceKernelHint, device: l.GetDevice(), index: pi, layerKind: kindOf(l)}
 	}
 	if len(s.layers) > 0 && len(s.primary) > 1 {
 		fsl := s.layers[s.primary[0]]
@@ -116,7 +122,7 @@ func (s *stack) findStripe() stripe {
 				disks = uint32(sw / su)
 			}
 			return stripe{unit: su, dataDisks: disks, source: sourceOf(fsl, "stripe_unit_bytes"),
-				device: s.layers[s.primary[last]].GetDevice(), index: last, fromFS: true, layerKind: s.layers[s.primary[last]].GetKind()}
+				device: s.layers[s.primary[last]].GetDevice(), index: last, fromFS: true, layerKind: kindOf(s.layers[s.primary[last]])}
 		}
 	}
 	return stripe{}
@@ -136,7 +142,7 @@ func (s *stack) offsetAbove(path []int, idx int) (uint64, bool) {
 			if sum, carry = bits.Add64(sum, l.GetOffsetBytes(), 0); carry != 0 {
 				return 0, false
 			}
-		case l.GetKind() == "filesystem":
+		case kindOf(l) == vocab.LayerFilesystem:
 			// A file system starts at the start of its device.
 		default:
 			return 0, false
@@ -158,7 +164,7 @@ func (s *stack) unknownOffsetReason(path []int, idx int) string {
 			}
 			continue
 		}
-		if l.GetKind() == "filesystem" {
+		if kindOf(l) == vocab.LayerFilesystem {
 			continue
 		}
 		for _, u := range l.GetUnknown() {
@@ -230,8 +236,8 @@ func (s *stack) blameStripeOffset(f *findings, v *plumblinev1.Volume, st stripe,
 			continue
 		}
 		blamed = true
-		switch l.GetKind() {
-		case "partition":
+		switch kindOf(l) {
+		case vocab.LayerPartition:
 			parent := st.device
 			if pi+1 < len(s.primary) {
 				parent = s.layers[s.primary[pi+1]].GetDevice()
@@ -240,7 +246,7 @@ func (s *stack) blameStripeOffset(f *findings, v *plumblinev1.Volume, st stripe,
 				fmt.Sprintf("partition %s starts at byte %d (%s), not a multiple of the %s stripe unit of %s%s: %s",
 					l.GetDevice(), off, human(off), human(st.unit), st.device, stripeOrigin(st), effect),
 				s.repartitionRemedy(v, parent, lcm(st.unit, recommendedStart), uint64(l.GetLogicalSectorBytes())))
-		case "lvm":
+		case vocab.LayerLVM:
 			f.add(RuleLVMDataOffsetStripeUnit, Critical,
 				fmt.Sprintf("LVM volume %s starts its data at byte %d (%s) of its physical volume (pe_start plus the segment's first extent), not a multiple of the %s stripe unit of %s%s: %s",
 					nameOr(l), off, human(off), human(st.unit), st.device, stripeOrigin(st), effect),
@@ -264,9 +270,9 @@ func stripeOrigin(st stripe) string {
 	switch {
 	case st.fromFS:
 		return fmt.Sprintf(" (from the file system's stripe hints, %s)", st.source)
-	case st.source == "kernel-hint":
+	case st.source == vocab.SourceKernelHint:
 		return " (from the kernel's minimum_io_size hint)"
-	case st.source == SourceMeasured:
+	case st.source == vocab.SourceMeasured:
 		return fmt.Sprintf(" (inferred by the geometry probe, confidence %s)", confidence(st.confidence))
 	case st.raidLevel != "":
 		return fmt.Sprintf(" (%s, %s)", st.raidLevel, st.source)

@@ -341,7 +341,7 @@ func (p *Priors) Expect(prof Profile, kind Kind) (Expectation, error) {
 	f := rp.factors[kind]
 	e.Aligned = band.scale(f.Low, f.Typical, f.High)
 	e.Sources = append(e.Sources, fmt.Sprintf("%s %s ×%g: %s", lvl, kind, f.Typical, rp.sources[kind]))
-	if kind != vocab.LogWrite {
+	if kind.Spec().Access == vocab.AccessRandom {
 		e.Penalty = p.Penalty(media, prof.Split8K)
 	}
 	if e.Penalty > 0 {

@@ -11,6 +11,7 @@ package baseline
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/plumbline/plumbline/internal/align"
@@ -124,6 +125,64 @@ func sizeWord(n uint64) string {
 	return bytesize.Size(n).String()
 }
 
+// JudgedProfile is the profile a volume was judged with, as its judged
+// record stores it: the profile's key (Key) and the volume's split
+// fractions per I/O size (vocab.IOSizes order; -1 unknown), the
+// offset-caused and the granularity split, which give Split8K. The server
+// reads a volume's profile so rather than judging its geometry again
+// (ProfileOf). Key(JudgedProfile(k, ...)) is k.
+func JudgedProfile(key string, split, granularity [vocab.NumIOSizes]float64) (Profile, error) {
+	p, err := parseKey(key)
+	if err != nil {
+		return Profile{}, err
+	}
+	if i, ok := vocab.IOSizeIndex(8 << 10); ok {
+		p.Split8K = max(split[i], 0) + max(granularity[i], 0)
+	}
+	return p, nil
+}
+
+// parseKey is the profile whose Key is key, Split8K 0. A RAID level may
+// hold a "/": the other fields never do.
+func parseKey(key string) (Profile, error) {
+	f := strings.Split(key, "/")
+	if len(f) < 5 {
+		return Profile{}, fmt.Errorf("profile %q: want media/raid/stripe/offset/allocation", key)
+	}
+	n := len(f)
+	media, err := ParseMedia(f[0])
+	if err != nil {
+		return Profile{}, fmt.Errorf("profile %q: %w", key, err)
+	}
+	p := Profile{Media: media, RAIDLevel: strings.Join(f[1:n-3], "/"), Offset: OffsetClass(f[n-2])}
+	switch p.Offset {
+	case Aligned, Legacy315K, MisalignedOther, UnknownOffset:
+	default:
+		return Profile{}, fmt.Errorf("profile %q: offset class %q: want one of %s, %s, %s, %s", key, f[n-2], Aligned, Legacy315K, MisalignedOther, UnknownOffset)
+	}
+	if p.StripeUnit, err = parseSizeWord(f[n-3]); err != nil {
+		return Profile{}, fmt.Errorf("profile %q: stripe unit: %w", key, err)
+	}
+	au, err := parseSizeWord(f[n-1])
+	if err != nil || au > math.MaxUint32 {
+		return Profile{}, fmt.Errorf("profile %q: allocation unit %q: %v", key, f[n-1], err)
+	}
+	p.AllocationUnit = uint32(au)
+	if p.Key() != key {
+		return Profile{}, fmt.Errorf("profile %q: not a key Key writes (it would be %q)", key, p.Key())
+	}
+	return p, nil
+}
+
+// parseSizeWord reads what sizeWord writes.
+func parseSizeWord(w string) (uint64, error) {
+	if w == "-" {
+		return 0, nil
+	}
+	n, err := bytesize.Parse(w)
+	return uint64(n), err
+}
+
 // ProfileOf derives a volume's profile from its geometry. It uses
 // v.Alignment when set and evaluates the alignment rules otherwise; it
 // never modifies v.
@@ -213,16 +272,16 @@ func OffsetClassOf(a *plumblinev1.Alignment) OffsetClass {
 func MediaOf(v *plumblinev1.Volume) Media {
 	layers := v.GetLayers()
 	for _, l := range layers {
-		if l.GetSources()["rotational"] == "declared" || l.GetSources()["model"] == "declared" {
+		if vocab.Source(l.GetSources()["rotational"]) == vocab.SourceDeclared || vocab.Source(l.GetSources()["model"]) == vocab.SourceDeclared {
 			return classify(l)
 		}
 	}
 	var leaves []*plumblinev1.Layer
 	for _, l := range layers {
 		switch {
-		case l.GetKind() == "disk":
+		case vocab.LayerKind(l.GetKind()) == vocab.LayerDisk:
 			leaves = append(leaves, l)
-		case l.GetKind() == "raid" && len(l.GetBelow()) == 0 && l.GetSource() == "declared":
+		case vocab.LayerKind(l.GetKind()) == vocab.LayerRAID && len(l.GetBelow()) == 0 && vocab.Source(l.GetSource()) == vocab.SourceDeclared:
 			leaves = append(leaves, l)
 		}
 	}

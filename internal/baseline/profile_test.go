@@ -3,6 +3,8 @@ package baseline
 import (
 	"testing"
 
+	"github.com/plumbline/plumbline/internal/align"
+	"github.com/plumbline/plumbline/internal/vocab"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -111,7 +113,41 @@ func TestProfileOf(t *testing.T) {
 			if p.Split8K != tt.split8K {
 				t.Errorf("ProfileOf(%s).Split8K = %v, want %v", tt.name, p.Split8K, tt.split8K)
 			}
+			// The judged record's key and split columns give the profile back.
+			a := align.Evaluate(tt.vol)
+			var split, gran [vocab.NumIOSizes]float64
+			for i := range split {
+				split[i], gran[i] = -1, -1
+				if f, ok := a.GetSplitFraction()[vocab.IOSize(i)]; ok {
+					split[i] = f
+				}
+				if f, ok := a.GetGranularitySplitFraction()[vocab.IOSize(i)]; ok {
+					gran[i] = f
+				}
+			}
+			if got, err := JudgedProfile(p.Key(), split, gran); err != nil || got != p {
+				t.Errorf("JudgedProfile(%q, %v, %v) = %+v, %v; want %+v", p.Key(), split, gran, got, err, p)
+			}
 		})
+	}
+}
+
+// JudgedProfile reads back only what Key writes; a RAID level may hold "/".
+func TestJudgedProfileKeys(t *testing.T) {
+	t.Parallel()
+	var unknown [vocab.NumIOSizes]float64
+	for i := range unknown {
+		unknown[i] = -1
+	}
+	p, err := JudgedProfile("nvme/raid1/x/-/aligned/4KiB", unknown, unknown)
+	if want := (Profile{Media: NVMe, RAIDLevel: "raid1/x", Offset: Aligned, AllocationUnit: 4 * kib}); err != nil || p != want {
+		t.Errorf("JudgedProfile(raid level with a slash) = %+v, %v; want %+v", p, err, want)
+	}
+	for _, key := range []string{"", "unknown", "nvme/none/-/aligned", "ssd/none/-/aligned/4KiB", "nvme/none/64k/aligned/4KiB",
+		"nvme/none/-/sideways/4KiB", "nvme//-/aligned/4KiB", "nvme/none/-/aligned/8GiB", "nvme/none/x/aligned/4KiB"} {
+		if p, err := JudgedProfile(key, unknown, unknown); err == nil {
+			t.Errorf("JudgedProfile(%q) = %+v, want an error", key, p)
+		}
 	}
 }
 

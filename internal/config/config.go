@@ -6,17 +6,16 @@ package config
 import (
 	"errors"
 	"fmt"
-	"math/bits"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
 
-	"github.com/plumbline/plumbline/internal/bytesize"
+	"github.com/plumbline/plumbline/internal/agentkeys"
 	"github.com/plumbline/plumbline/internal/geometry"
 	"github.com/plumbline/plumbline/internal/maintenance"
+	"github.com/plumbline/plumbline/internal/mounts"
 	"github.com/plumbline/plumbline/internal/strictyaml"
-	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 // Agent is the agent's configuration file.
@@ -56,27 +55,6 @@ type Agent struct {
 	// agent.yaml at every start and points it at agent.local.yaml, which
 	// it never rewrites: the place for a developer's own keys.
 	OverrideFiles []string `yaml:"override_files,omitempty"`
-}
-
-// DeclaredDevice is one hardware array, declared by the operator.
-// On Linux it is named by device (/dev/sdb, /dev/disk/by-id/...); on
-// Windows by device (PhysicalDrive2), serial or model, and every key given
-// must match the disk.
-type DeclaredDevice struct {
-	Device string       `yaml:"device,omitempty"`
-	Serial string       `yaml:"serial,omitempty"`
-	Model  string       `yaml:"model,omitempty"`
-	RAID   DeclaredRAID `yaml:"raid,omitempty"`
-}
-
-// DeclaredRAID is a declared array's geometry.
-type DeclaredRAID struct {
-	Level      string        `yaml:"level,omitempty"`
-	StripeUnit bytesize.Size `yaml:"stripe_unit,omitempty"`
-	Disks      uint32        `yaml:"disks,omitempty"`
-	// Spans is the number of RAID 5/6 spans of a raid50/raid60 array
-	// (default 2); it sets the number of data disks.
-	Spans uint32 `yaml:"spans,omitempty"`
 }
 
 // Selector matches volumes by mount point glob (path.Match syntax) and by
@@ -193,51 +171,13 @@ func decodeFile(file string) (a Agent, lines map[string]int, err error) {
 
 // Validate checks every value and says which one is wrong.
 func (a Agent) Validate() error {
-	var errs []error
-	seen := map[string]bool{}
-	for i, d := range a.DeclaredDevices {
-		where := fmt.Sprintf("declared_devices[%d]", i)
-		_, windowsDisk := geometry.ParsePhysicalDrive(d.Device)
-		switch {
-		case d.Device == "" && d.Serial == "" && d.Model == "":
-			errs = append(errs, fmt.Errorf("%s: want device (/dev/sdb, or PhysicalDrive2 on Windows), serial or model", where))
-		case d.Device == "" || windowsDisk:
-		case !strings.HasPrefix(d.Device, "/dev/") || path.Clean(d.Device) != d.Device || strings.Contains(d.Device, ".."):
-			errs = append(errs, fmt.Errorf("%s.device %q: want a clean block device path under /dev/ (a /dev/disk/by-id link works too) or, on Windows, PhysicalDriveN", where, d.Device))
-		}
-		key := d.Device + "\x00" + strings.ToLower(strings.TrimSpace(d.Serial)) + "\x00" + strings.ToLower(strings.TrimSpace(d.Model))
-		if seen[key] {
-			errs = append(errs, fmt.Errorf("%s (%s) is declared twice", where, declaredName(d)))
-		}
-		seen[key] = true
-		min, ok := vocab.RAIDMinDisks(d.RAID.Level)
-		if !ok {
-			errs = append(errs, fmt.Errorf("%s.raid.level %q: want one of %s", where, d.RAID.Level, strings.Join(vocab.DeclarableRAIDLevels(), ", ")))
-			continue
-		}
-		if d.RAID.Disks < min {
-			errs = append(errs, fmt.Errorf("%s.raid.disks %d: %s needs at least %d disks", where, d.RAID.Disks, d.RAID.Level, min))
-		}
-		if d.RAID.Level == "raid10" && d.RAID.Disks%2 != 0 {
-			errs = append(errs, fmt.Errorf("%s.raid.disks %d: raid10 needs an even number of disks", where, d.RAID.Disks))
-		}
-		if d.RAID.Spans != 0 && (d.RAID.Level != "raid50" && d.RAID.Level != "raid60" || d.RAID.Spans < 2 || d.RAID.Disks%d.RAID.Spans != 0) {
-			errs = append(errs, fmt.Errorf("%s.raid.spans %d: only for raid50/raid60, at least 2, and dividing disks (%d)", where, d.RAID.Spans, d.RAID.Disks))
-		}
-		su := uint64(d.RAID.StripeUnit)
-		switch {
-		case su == 0 && d.RAID.Level != "raid1":
-			errs = append(errs, fmt.Errorf("%s.raid.stripe_unit: required for %s (e.g. 64KiB)", where, d.RAID.Level))
-		case su != 0 && (su < 512 || su > 1<<30 || bits.OnesCount64(su) != 1):
-			errs = append(errs, fmt.Errorf("%s.raid.stripe_unit %s: want a power of two from 512B to 1GiB", where, d.RAID.StripeUnit))
-		}
-	}
+	errs := agentkeys.ValidateDeclared(a.DeclaredDevices)
 	for _, s := range []struct {
 		name string
 		sel  Selector
 	}{{"include", a.Include}, {"exclude", a.Exclude}} {
 		for i, g := range s.sel.MountPoints {
-			if !geometry.ValidMountGlob(g) {
+			if !mounts.ValidGlob(g) {
 				errs = append(errs, fmt.Errorf("%s.mount_points[%d] %q: want an absolute path or glob (path.Match syntax; on Windows D:/ or D:/SQL*/)", s.name, i, g))
 			}
 		}
@@ -277,15 +217,4 @@ func (a Agent) GeometryOptions(base geometry.Options) geometry.Options {
 		})
 	}
 	return o
-}
-
-// declaredName names a declared device in messages by the keys it has.
-func declaredName(d DeclaredDevice) string {
-	var parts []string
-	for _, kv := range [][2]string{{"device", d.Device}, {"serial", d.Serial}, {"model", d.Model}} {
-		if kv[1] != "" {
-			parts = append(parts, fmt.Sprintf("%s %q", kv[0], kv[1]))
-		}
-	}
-	return strings.Join(parts, ", ")
 }

@@ -50,7 +50,7 @@ func TestLoadGoodRun(t *testing.T) {
 func TestDefaultsAreTheEngines(t *testing.T) {
 	d := probe.DefaultOptions()
 	var p ProbeSchedule
-	p.applyDefaults()
+	p.ApplyDefaults()
 	if ProbeFileUnit != probe.HeaderSize || int64(MinFreeAuto) != probe.MinFreeAuto || vocab.MaxOps != probe.MaxOps {
 		t.Errorf("ProbeFileUnit %d, MinFreeAuto %d: want probe.HeaderSize %d, probe.MinFreeAuto %d", ProbeFileUnit, MinFreeAuto, probe.HeaderSize, probe.MinFreeAuto)
 	}

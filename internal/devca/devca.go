@@ -10,7 +10,7 @@
 //	DIR/ca.key   the CA private key (mode 0600)
 //
 // Agent certificates carry the agent's identity twice, as the server reads
-// it (see ingest.AgentIdentity): the subject common name and a URI SAN
+// it (internal/identity): the subject common name and a URI SAN
 // plumbline://agent/<id>.
 //
 // It is not a production CA: no revocation, no key protection beyond file
@@ -19,23 +19,17 @@ package devca
 
 import (
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
-	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/plumbline/plumbline/internal/atomicfile"
+	"github.com/plumbline/plumbline/internal/certmint"
 )
 
 // File names inside a CA directory.
@@ -48,15 +42,6 @@ const (
 const (
 	caValidity   = 10 * 365 * 24 * time.Hour
 	leafValidity = 2 * 365 * 24 * time.Hour
-	// backdate covers clock skew between the minting and the verifying host.
-	backdate = time.Hour
-)
-
-// AgentURIScheme and AgentURIHost form the URI SAN of an agent
-// certificate: plumbline://agent/<id>.
-const (
-	AgentURIScheme = "plumbline"
-	AgentURIHost   = "agent"
 )
 
 // ErrNoCA is returned by Load when the directory holds no CA.
@@ -90,36 +75,13 @@ func Create(dir string) (*CA, error) {
 			return nil, fmt.Errorf("create CA: %s already exists", p)
 		}
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("create CA: %w", err)
-	}
 	host, _ := os.Hostname()
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: "Plumbline dev CA " + host, Organization: []string{"Plumbline dev"}},
-		NotBefore:             now.Add(-backdate),
-		NotAfter:              now.Add(caValidity),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		MaxPathLenZero:        true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	m, err := certmint.CA(pkix.Name{CommonName: "Plumbline dev CA " + host, Organization: []string{"Plumbline dev"}}, time.Now(), caValidity)
 	if err != nil {
 		return nil, fmt.Errorf("create CA: %w", err)
 	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, fmt.Errorf("create CA: %w", err)
-	}
-	keyPEM, err := encodeKey(key)
-	if err != nil {
-		return nil, fmt.Errorf("create CA: %w", err)
-	}
-	ca := &CA{Cert: cert, CertPEM: encodeCert(der), key: key, dir: dir}
-	if err := atomicfile.Write(keyPath, keyPEM, 0o600); err != nil {
+	ca := &CA{Cert: m.Cert, CertPEM: m.CertPEM, key: m.Key, dir: dir}
+	if err := atomicfile.Write(keyPath, m.KeyPEM, 0o600); err != nil {
 		return nil, fmt.Errorf("create CA: %w", err)
 	}
 	if err := atomicfile.Write(certPath, ca.CertPEM, 0o644); err != nil {
@@ -194,18 +156,7 @@ func (ca *CA) IssueServer(hosts ...string) (*Leaf, error) {
 	if len(hosts) == 0 {
 		return nil, errors.New("issue server certificate: no host names")
 	}
-	tmpl := &x509.Certificate{
-		Subject:     pkix.Name{CommonName: hosts[0], Organization: []string{"Plumbline dev"}},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	for _, h := range hosts {
-		if ip := net.ParseIP(h); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else if h != "" {
-			tmpl.DNSNames = append(tmpl.DNSNames, h)
-		}
-	}
-	leaf, err := ca.issue(tmpl)
+	leaf, err := ca.issue(certmint.ServerTemplate(hosts[0], "Plumbline dev", hosts, nil))
 	if err != nil {
 		return nil, fmt.Errorf("issue server certificate: %w", err)
 	}
@@ -218,50 +169,20 @@ func (ca *CA) IssueAgent(id string) (*Leaf, error) {
 	if id == "" {
 		return nil, errors.New("issue agent certificate: empty agent id")
 	}
-	tmpl := &x509.Certificate{
-		Subject:     pkix.Name{CommonName: id, Organization: []string{"Plumbline agents"}},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-		URIs:        []*url.URL{AgentURI(id)},
-	}
-	leaf, err := ca.issue(tmpl)
+	leaf, err := ca.issue(certmint.AgentTemplate(id))
 	if err != nil {
 		return nil, fmt.Errorf("issue agent certificate for %q: %w", id, err)
 	}
 	return leaf, nil
 }
 
-// AgentURI is the URI SAN that names an agent: plumbline://agent/<id>.
-func AgentURI(id string) *url.URL {
-	return &url.URL{Scheme: AgentURIScheme, Host: AgentURIHost, Path: "/" + id}
-}
-
+// issue mints a leaf from tmpl, valid for leafValidity.
 func (ca *CA) issue(tmpl *x509.Certificate) (*Leaf, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	m, err := certmint.Issue(ca.Cert, ca.key, tmpl, time.Now(), leafValidity)
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now()
-	tmpl.SerialNumber = serial()
-	tmpl.NotBefore = now.Add(-backdate)
-	tmpl.NotAfter = now.Add(leafValidity)
-	if tmpl.NotAfter.After(ca.Cert.NotAfter) {
-		tmpl.NotAfter = ca.Cert.NotAfter
-	}
-	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
-	tmpl.BasicConstraintsValid = true
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, key.Public(), ca.key)
-	if err != nil {
-		return nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	keyPEM, err := encodeKey(key)
-	if err != nil {
-		return nil, err
-	}
-	return &Leaf{Cert: cert, CertPEM: encodeCert(der), KeyPEM: keyPEM, key: key}, nil
+	return &Leaf{Cert: m.Cert, CertPEM: m.CertPEM, KeyPEM: m.KeyPEM, key: m.Key}, nil
 }
 
 // TLSCertificate is the leaf as a tls.Certificate (leaf parsed), for
@@ -312,24 +233,4 @@ func (ca *CA) LoadLeaf(certPath, keyPath string, usage x509.ExtKeyUsage) (*Leaf,
 		return nil, fmt.Errorf("%s: key cannot sign", keyPath)
 	}
 	return &Leaf{Cert: cert, CertPEM: certPEM, KeyPEM: keyPEM, key: signer}, nil
-}
-
-func serial() *big.Int {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		panic(fmt.Sprintf("devca: crypto/rand failed: %v", err)) // crypto/rand never fails on supported platforms
-	}
-	return n.Add(n, big.NewInt(1))
-}
-
-func encodeCert(der []byte) []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-}
-
-func encodeKey(key *ecdsa.PrivateKey) ([]byte, error) {
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
 }

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/plumbline/plumbline/internal/atomicfile"
+	"github.com/plumbline/plumbline/internal/certmint"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -135,7 +136,7 @@ func Enroll(ctx context.Context, o Options) (Result, error) {
 		AgentID: resp.GetAgentId(), NotAfter: leaf.NotAfter, Labels: maps.Clone(resp.GetLabels()),
 		CAFile: filepath.Join(o.Dir, CAFile), CertFile: filepath.Join(o.Dir, CertFile), KeyFile: filepath.Join(o.Dir, KeyFile),
 	}
-	if err := atomicfile.Write(res.CAFile, EncodeCertPEM(ca.Raw), 0o644); err != nil {
+	if err := atomicfile.Write(res.CAFile, certmint.EncodeCert(ca.Raw), 0o644); err != nil {
 		return Result{}, err
 	}
 	if err := writePair(res.CertFile, res.KeyFile, resp.GetCertificateChainPem(), keyPEM); err != nil {

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/plumbline/plumbline/internal/devca"
 )
 
@@ -28,22 +26,6 @@ func TestTokenRoundTrip(t *testing.T) {
 			t.Errorf("ParseToken(%q) accepted", bad)
 		} else if strings.Contains(err.Error(), tok.Secret) {
 			t.Errorf("ParseToken(%q) error repeats the secret: %v", bad, err)
-		}
-	}
-}
-
-func TestParseLabels(t *testing.T) {
-	got, err := ParseLabels("role=db, site=ams-1,team/owner=dba@x")
-	want := map[string]string{"role": "db", "site": "ams-1", "team/owner": "dba@x"}
-	if err != nil || !cmp.Equal(got, want) {
-		t.Fatalf("ParseLabels = %v, %v; want %v", got, err, want)
-	}
-	if s := FormatLabels(want); s != "role=db,site=ams-1,team/owner=dba@x" {
-		t.Errorf("FormatLabels = %q", s)
-	}
-	for _, bad := range []string{"role", "=x", "a=1,a=2", "-a=1", "a=1,A=2", "a=\u202eb", "a=x\ty", "a=\x1b[2J", strings.Repeat("k", 64) + "=v"} {
-		if _, err := ParseLabels(bad); err == nil {
-			t.Errorf("ParseLabels(%q) accepted", bad)
 		}
 	}
 }
@@ -138,27 +120,6 @@ func FuzzParseToken(f *testing.F) {
 		}
 		if CheckTokenID(tok.ID) != nil {
 			t.Fatalf("ParseToken(%q) gave a bad id %q", s, tok.ID)
-		}
-	})
-}
-
-// FuzzParseLabels: what parses passes CheckLabels and formats back to the
-// same set.
-func FuzzParseLabels(f *testing.F) {
-	f.Add("role=db,site=ams")
-	f.Add("a=,b=c")
-	f.Add("=,=")
-	f.Fuzz(func(t *testing.T, s string) {
-		m, err := ParseLabels(s)
-		if err != nil {
-			return
-		}
-		if err := CheckLabels(m); err != nil {
-			t.Fatalf("ParseLabels(%q) = %v failing CheckLabels: %v", s, m, err)
-		}
-		back, err := ParseLabels(FormatLabels(m))
-		if err != nil || !cmp.Equal(back, m) {
-			t.Fatalf("round trip of %v: %v, %v", m, back, err)
 		}
 	})
 }

@@ -87,8 +87,3 @@ func ParseCertsPEM(b []byte) ([]*x509.Certificate, error) {
 	}
 	return out, nil
 }
-
-// EncodeCertPEM is a certificate's DER as PEM.
-func EncodeCertPEM(der []byte) []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-}

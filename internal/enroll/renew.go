@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/plumbline/plumbline/internal/ctxtime"
+	"github.com/plumbline/plumbline/internal/identity"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -218,7 +219,11 @@ func (r *Renewer) Run(ctx context.Context, conn grpc.ClientConnInterface) {
 
 // renew is one renewal.
 func (r *Renewer) renew(ctx context.Context, client plumblinev1.EnrollmentServiceClient, old *x509.Certificate) error {
-	keyPEM, csr, pub, err := newKeyAndCSR(old.Subject.CommonName)
+	id, err := identity.FromCertificate(old)
+	if err != nil {
+		return err
+	}
+	keyPEM, csr, pub, err := newKeyAndCSR(id)
 	if err != nil {
 		return err
 	}

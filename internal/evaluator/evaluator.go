@@ -4,7 +4,8 @@
 // slow ops) to the
 // baseline.Detector of its volume and probe kind — against the volume's
 // history of each signal, its profile's cohort and the profile's prior
-// (the median) — and persists the
+// (the median); the profile is the one the volume's judged record names —
+// and persists the
 // detectors, their states and cumulative probe statistics for the exporter
 // and the inventory, with each volume and kind's failing streak (runs the
 // agent refused or failed to start, until one does I/O again).
@@ -23,14 +24,11 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/plumbline/plumbline/internal/baseline"
 	"github.com/plumbline/plumbline/internal/histogram"
 	"github.com/plumbline/plumbline/internal/store"
 	"github.com/plumbline/plumbline/internal/vocab"
 	"github.com/plumbline/plumbline/internal/wire"
-	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
 // Options configure an Evaluator. Zero fields take their defaults.
@@ -54,9 +52,22 @@ type Status struct {
 	Runs        uint64    // probe runs judged since start
 }
 
+// Store is what the evaluator reads and writes: the probe runs it has not
+// judged, its detectors and their states, and the profile each volume was
+// judged with.
+type Store interface {
+	PendingProbeRuns(ctx context.Context, limit int) ([]store.ProbeRun, error)
+	ListProbeBaselines(ctx context.Context) ([]store.ProbeBaseline, error)
+	ListJudgedProfiles(ctx context.Context) ([]store.JudgedProfile, error)
+	SaveBaselines(ctx context.Context, u store.BaselineUpdate) error
+	PutBaselineStates(ctx context.Context, states []store.BaselineState) error
+}
+
+var _ Store = (*store.Store)(nil)
+
 // Evaluator owns the detectors. Pass and Run must not be called concurrently.
 type Evaluator struct {
-	st     *store.Store
+	st     Store
 	opts   Options
 	priors *baseline.Priors
 
@@ -75,12 +86,6 @@ type key struct {
 	kind string
 }
 
-type profileAt struct {
-	seq     uint64
-	profile baseline.Profile
-	ok      bool // the geometry decoded
-}
-
 // entry is one volume and kind: its detector and what is persisted with it.
 type entry struct {
 	det   *baseline.Detector
@@ -91,7 +96,7 @@ type entry struct {
 
 // New returns an Evaluator over st. It loads the priors (once) but reads
 // nothing from the store until the first pass.
-func New(st *store.Store, opts Options) (*Evaluator, error) {
+func New(st Store, opts Options) (*Evaluator, error) {
 	if opts.Interval <= 0 {
 		opts.Interval = 30 * time.Second
 	}
@@ -214,56 +219,6 @@ func (e *Evaluator) load(ctx context.Context) error {
 		e.entries[key{volKey{r.AgentID, r.MountPoint}, r.Kind}] = &entry{det: d, row: r, hist: h}
 	}
 	return nil
-}
-
-// refreshProfiles derives the profile of every present volume whose
-// geometry changed since the last pass.
-func (e *Evaluator) refreshProfiles(ctx context.Context) error {
-	vols, err := e.st.ListVolumes(ctx)
-	if err != nil {
-		return err
-	}
-	seen := make(map[volKey]bool, len(vols))
-	for _, v := range vols {
-		k := volKey{v.AgentID, v.MountPoint}
-		seen[k] = true
-		if p, ok := e.profiles[k]; ok && p.seq == v.Sequence {
-			continue
-		}
-		var pv plumblinev1.Volume
-		if err := proto.Unmarshal(v.Geometry, &pv); err != nil {
-			e.profiles[k] = profileAt{seq: v.Sequence}
-			continue
-		}
-		e.profiles[k] = profileAt{seq: v.Sequence, profile: baseline.ProfileOf(&pv), ok: true}
-	}
-	for k := range e.profiles {
-		if !seen[k] {
-			delete(e.profiles, k)
-		}
-	}
-	return nil
-}
-
-type cohortKey struct{ profile, kind string }
-
-// cohorts summarises, per profile and kind, the medians of every present
-// volume whose history is trusted.
-func (e *Evaluator) cohorts() map[cohortKey]baseline.Stats {
-	medians := map[cohortKey][]float64{}
-	for k, en := range e.entries {
-		p, ok := e.profiles[k.volKey]
-		if !ok || !p.ok || !en.det.Trusted() {
-			continue
-		}
-		ck := cohortKey{p.profile.Key(), k.kind}
-		medians[ck] = append(medians[ck], en.det.History().Median)
-	}
-	out := make(map[cohortKey]baseline.Stats, len(medians))
-	for ck, m := range medians {
-		out[ck] = baseline.CohortOf(m)
-	}
-	return out
 }
 
 func (e *Evaluator) judge(ctx context.Context, runs []store.ProbeRun) error {

@@ -99,6 +99,29 @@ func (f *benchFleet) judge(b *testing.B, n int) {
 	f.passes.Add(1)
 }
 
+// snapshot is a new geometry snapshot of the i-th agent (modulo the
+// fleet), its volumes' geometry swapped (legacy for md and back), judged
+// as the server judges it.
+func (f *benchFleet) snapshot(b *testing.B, i int) {
+	ctx := context.Background()
+	id := fmt.Sprintf("db%04d", i%f.agents)
+	hw, err := f.st.HighWater(ctx, id, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := store.Record{Sequence: hw + 1, Kind: store.KindGeometry, ProducedAt: epoch}
+	for v := range f.perVol {
+		pv := mdVolume(fmt.Sprintf("/data%d", v))
+		if (v+int(hw))%2 == 1 {
+			pv = legacyVolume(pv.MountPoint)
+		}
+		g.Volumes = append(g.Volumes, storeVolume(b, pv))
+	}
+	if _, err := f.st.AppendBatch(ctx, id, []store.Record{g}); err != nil {
+		b.Fatal(err)
+	}
+}
+
 func (f *benchFleet) collector(b *testing.B) *Collector {
 	c, err := New(f.st, Options{Now: func() time.Time { return epoch.Add(time.Duration(f.clock.Load())) }, Evaluator: func() EvaluatorStatus {
 		return EvaluatorStatus{LastSuccess: epoch, Passes: f.passes.Load(), Runs: f.runs.Load()}
@@ -128,7 +151,8 @@ func serveBench(b *testing.B, c *Collector, target, accept, encoding string) int
 }
 
 // BenchmarkScrape serves /metrics over the bench fleet — between changes
-// (the cached body), after an agent reported, after an evaluator pass that
+// (the cached body), after an agent reported, after an agent sent a new
+// geometry snapshot, after an evaluator pass that
 // judged runs of 10% of the volumes or of all of them, and after MaxAge
 // with nothing signalled:
 //
@@ -154,6 +178,9 @@ func BenchmarkScrape(b *testing.B) {
 				b.Fatal(err)
 			}
 		}},
+		// A host sent a new geometry snapshot: the volumes read again,
+		// its volumes' series built again.
+		{"geometry/text", "", "", func(i int) { f.snapshot(b, i) }},
 		// The evaluator finished a pass that judged runs of 10% of the
 		// volumes: their rows read and their series built again.
 		{"evaluated/text", "", "", func(int) { f.judge(b, volumes/10) }},
@@ -166,6 +193,7 @@ func BenchmarkScrape(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			size := serveBench(b, c, "/metrics", tc.accept, tc.encoding)
 			i := 0
+			var cpu time.Duration
 			for b.Loop() {
 				if tc.change != nil {
 					b.StopTimer()
@@ -173,8 +201,11 @@ func BenchmarkScrape(b *testing.B) {
 					i++
 					b.StartTimer()
 				}
+				before := processCPU()
 				serveBench(b, c, "/metrics", tc.accept, tc.encoding)
+				cpu += processCPU() - before
 			}
+			b.ReportMetric(float64(cpu.Microseconds())/1e3/float64(b.N), "cpu-ms/op")
 			b.ReportMetric(float64(size), "bytes/scrape")
 		})
 	}
@@ -242,7 +273,7 @@ func BenchmarkEncodeHistogram(b *testing.B) {
 	if !f.ok {
 		b.Fatal("histogram did not decode")
 	}
-	values := []string{"db0001.example.com", "/var/lib/postgresql", "random-read"}
+	values := []string{"db0001", "db0001.example.com", "/var/lib/postgresql", "random-read"} // agent_id, host, mount_point, kind
 	b.ReportAllocs()
 	for b.Loop() {
 		c.fams[famLatency].encodeHistogram(famLatency, values, c.classic, &f.nativeHist)

@@ -21,11 +21,74 @@ import (
 	"google.golang.org/protobuf/encoding/protodelim"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/plumbline/plumbline/internal/align"
 	"github.com/plumbline/plumbline/internal/evaluator"
 	"github.com/plumbline/plumbline/internal/histogram"
+	"github.com/plumbline/plumbline/internal/ingest"
+	"github.com/plumbline/plumbline/internal/judgetest"
 	"github.com/plumbline/plumbline/internal/store"
 	"github.com/plumbline/plumbline/internal/wire"
+	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
+
+// appendRecords stores recs as the agent's next records, numbered on from
+// its high-water mark, as ingest does.
+func appendRecords(t testing.TB, st *store.Store, agent string, recs ...store.Record) {
+	t.Helper()
+	ctx := context.Background()
+	hw, err := st.HighWater(ctx, agent, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range recs {
+		recs[i].Sequence = hw + 1 + uint64(i)
+	}
+	if _, err := st.AppendBatch(ctx, agent, recs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// snapshotRecord is a geometry snapshot of vols, each judged as ingest
+// judges it.
+func snapshotRecord(t testing.TB, vols ...*plumblinev1.Volume) store.Record {
+	g := store.Record{Kind: store.KindGeometry, ProducedAt: epoch}
+	for _, v := range vols {
+		g.Volumes = append(g.Volumes, storeVolume(t, v))
+	}
+	return g
+}
+
+// newRuns are three random-read runs of db01's /new, a minute apart.
+func newRuns(t testing.TB) []store.Record {
+	var recs []store.Record
+	for i := range 3 {
+		recs = append(recs, store.Record{Kind: store.KindProbe, ProducedAt: epoch, Probe: &store.ProbeResult{
+			MountPoint: "/new", Device: "nvme1n1", Kind: "random-read", BlockSizeBytes: 8 * kib, QueueDepth: 1, StartedAt: epoch.Add(time.Duration(i) * time.Minute),
+			Duration: time.Second, Ops: 100, Bytes: 100 * 8 * kib, Histogram: runHistogram(t, 100*time.Microsecond, 100)}})
+	}
+	return recs
+}
+
+// setHistoryRatio rewrites the history ratio of an agent's baselines of
+// one kind behind the evaluator's back.
+func setHistoryRatio(t testing.TB, st *store.Store, agent, kind string, ratio float64) {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := st.ListProbeBaselines(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var changed []store.ProbeBaseline
+	for _, r := range rows {
+		if r.AgentID == agent && r.Kind == kind {
+			r.HistoryRatio = ratio
+			changed = append(changed, r)
+		}
+	}
+	if err := st.SaveBaselines(ctx, store.BaselineUpdate{States: changed}); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // prometheusAccept is what Prometheus 2.42 with native histograms enabled
 // sends.
@@ -226,21 +289,7 @@ func TestCacheInvalidation(t *testing.T) {
 	}
 
 	// New ingest: a geometry snapshot of db01 with a third volume.
-	hw, err := st.HighWater(ctx, "db01", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := store.Record{Sequence: hw + 1, Kind: store.KindGeometry, ProducedAt: epoch}
-	for _, v := range []string{"/data", "/log", "/new"} {
-		pv := nvmeVolume(v)
-		if v == "/data" {
-			pv = legacyVolume(v)
-		}
-		g.Volumes = append(g.Volumes, storeVolume(t, pv))
-	}
-	if _, err := st.AppendBatch(ctx, "db01", []store.Record{g}); err != nil {
-		t.Fatal(err)
-	}
+	appendRecords(t, st, "db01", snapshotRecord(t, legacyVolume("/data"), nvmeVolume("/log"), nvmeVolume("/new")))
 	if got := scrape(); !strings.Contains(got, `mount_point="/new"`) {
 		t.Fatalf("after ingest of /new: no /new in\n%s", got)
 	}
@@ -249,15 +298,7 @@ func TestCacheInvalidation(t *testing.T) {
 	}
 
 	// An evaluator pass over new probe runs of /new.
-	var recs []store.Record
-	for i := range 3 {
-		recs = append(recs, store.Record{Sequence: hw + 2 + uint64(i), Kind: store.KindProbe, ProducedAt: epoch, Probe: &store.ProbeResult{
-			MountPoint: "/new", Device: "nvme1n1", Kind: "random-read", BlockSizeBytes: 8 * kib, QueueDepth: 1, StartedAt: epoch.Add(time.Duration(i) * time.Minute),
-			Duration: time.Second, Ops: 100, Bytes: 100 * 8 * kib, Histogram: runHistogram(t, 100*time.Microsecond, 100)}})
-	}
-	if _, err := st.AppendBatch(ctx, "db01", recs); err != nil {
-		t.Fatal(err)
-	}
+	appendRecords(t, st, "db01", newRuns(t)...)
 	if _, err := ev.Pass(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -268,20 +309,7 @@ func TestCacheInvalidation(t *testing.T) {
 
 	// A change that nothing signals (a baseline row written behind the
 	// evaluator's back) shows within MaxAge.
-	rows, err := st.ListProbeBaselines(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var changed []store.ProbeBaseline
-	for _, r := range rows {
-		if r.AgentID == "db02" && r.Kind == "random-write" {
-			r.HistoryRatio = 7.25
-			changed = append(changed, r)
-		}
-	}
-	if err := st.SaveBaselines(ctx, store.BaselineUpdate{States: changed}); err != nil {
-		t.Fatal(err)
-	}
+	setHistoryRatio(t, st, "db02", "random-write", 7.25)
 	const ratio = `plumbline_baseline_ratio{agent_id="db02",host="db02.example.com",kind="random-write",mount_point="/srv/pg",reference="history",signal="median"} 7.25`
 	if got := scrape(); strings.Contains(got, ratio) {
 		t.Log("unsignalled change already shown (the volumes were re-read)")
@@ -298,6 +326,60 @@ func TestCacheInvalidation(t *testing.T) {
 	}
 }
 
+// offsetNotCritical are rules under which a data offset that splits I/Os
+// across stripe units is a warning, not critical.
+var offsetNotCritical = ingest.Rules{Overrides: align.Overrides{Severity: map[string]string{"partition-offset-stripe-unit": "warning"}}}
+
+// TestRejudgedVolumeShows: a volume judged again under new rules keeps its
+// sequence and no agent reports; its new judgement shows on the next
+// scrape after MaxAge, and only its series change.
+func TestRejudgedVolumeShows(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	seed(t, st, goldenFleet())
+	var mu sync.Mutex
+	now := epoch
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	c, err := New(st, Options{Now: clock, MaxAge: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		info    = `plumbline_volume_info{agent_id="db01",cluster="4096",data_offset_bytes="32256",device="/dev/sdb1",fs="ext4",host="db01.example.com",media="hdd-15k",mount_point="/data",`
+		finding = `plumbline_volume_finding{agent_id="db01",host="db01.example.com",mount_point="/data",rule="partition-offset-stripe-unit",severity="critical"} 1`
+	)
+	first := get(t, c, "", "").Body.String()
+	if !strings.Contains(first, info+`profile="hdd-15k/raid10/64KiB/legacy-31.5k/4KiB",raid_level="raid10",stripe_unit_bytes="65536",verdict="misaligned"} 1`) ||
+		!strings.Contains(first, finding) {
+		t.Fatalf("no misaligned /data with its finding in\n%s", first)
+	}
+	// Under rules where its offset is only a warning, /data is aligned
+	// (its profile's offset class follows the verdict).
+	judgetest.Rejudge(t, st, "db01", "/data", offsetNotCritical)
+	mu.Lock()
+	now = now.Add(31 * time.Second)
+	mu.Unlock()
+	got := get(t, c, "", "").Body.String()
+	if !strings.Contains(got, info+`profile="hdd-15k/raid10/64KiB/misaligned-other/4KiB",raid_level="raid10",stripe_unit_bytes="65536",verdict="aligned"} 1`) ||
+		strings.Contains(got, finding) || !strings.Contains(got, strings.Replace(finding, `"critical"`, `"warning"`, 1)) {
+		t.Errorf("after MaxAge the rejudged /data is not aligned with its offset finding a warning:\n%s", got)
+	}
+	// Every other series is as it was.
+	others := func(page string) []string {
+		var out []string
+		for _, l := range strings.Split(page, "\n") {
+			if !strings.Contains(l, `agent_id="db01",host="db01.example.com",mount_point="/data"`) && !strings.HasPrefix(l, info) &&
+				!strings.HasPrefix(l, "plumbline_volumes{") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	if diff := cmp.Diff(others(first), others(got)); diff != "" {
+		t.Errorf("the rejudge changed other volumes' series (-before +after):\n%s", diff)
+	}
+}
+
 // TestStoreFailureRecovers: a failed read drops the store's families; the
 // next good read brings all of them back.
 func TestStoreFailureRecovers(t *testing.T) {
@@ -305,8 +387,9 @@ func TestStoreFailureRecovers(t *testing.T) {
 	c := goldenCollector(t)
 	want := get(t, c, "", "").Body.String()
 	st := c.st
-	c.st = openStore(t)
-	c.st.Close()
+	closed := openStore(t)
+	closed.Close()
+	c.st = closed
 	if got := get(t, c, "", "").Body.String(); !strings.Contains(got, "plumbline_exporter_store_success 0") || strings.Contains(got, "plumbline_volume_info") {
 		t.Fatalf("closed store:\n%s", got)
 	}
@@ -352,43 +435,20 @@ func TestIncrementalMatchesFresh(t *testing.T) {
 	check("seeded")
 
 	// db01 drops /log and gains /new; db02 renames its host.
-	hw, err := st.HighWater(ctx, "db01", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := store.Record{Sequence: hw + 1, Kind: store.KindGeometry, ProducedAt: epoch}
-	g.Volumes = append(g.Volumes, storeVolume(t, legacyVolume("/data")), storeVolume(t, nvmeVolume("/new")))
-	if _, err := st.AppendBatch(ctx, "db01", []store.Record{g}); err != nil {
-		t.Fatal(err)
-	}
+	appendRecords(t, st, "db01", snapshotRecord(t, legacyVolume("/data"), nvmeVolume("/new")))
 	if err := st.UpsertAgent(ctx, store.Agent{ID: "db02", Hostname: "db02b.example.com", LastSeen: epoch}); err != nil {
 		t.Fatal(err)
 	}
 	check("after ingest")
 
 	// A pass judging runs of /new and of db02's volume.
-	var recs []store.Record
-	for i := range 3 {
-		recs = append(recs, store.Record{Sequence: hw + 2 + uint64(i), Kind: store.KindProbe, ProducedAt: epoch, Probe: &store.ProbeResult{
-			MountPoint: "/new", Device: "nvme1n1", Kind: "random-read", BlockSizeBytes: 8 * kib, QueueDepth: 1, StartedAt: epoch.Add(time.Duration(i) * time.Minute),
-			Duration: time.Second, Ops: 100, Bytes: 100 * 8 * kib, Histogram: runHistogram(t, 100*time.Microsecond, 100)}})
-	}
-	if _, err := st.AppendBatch(ctx, "db01", recs); err != nil {
-		t.Fatal(err)
-	}
-	hw2, err := st.HighWater(ctx, "db02", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.AppendBatch(ctx, "db02", []store.Record{
-		{Sequence: hw2 + 1, Kind: store.KindProbe, ProducedAt: epoch, Probe: &store.ProbeResult{MountPoint: "/srv/pg", Device: "md0", Kind: "log-write",
+	appendRecords(t, st, "db01", newRuns(t)...)
+	appendRecords(t, st, "db02",
+		store.Record{Kind: store.KindProbe, ProducedAt: epoch, Probe: &store.ProbeResult{MountPoint: "/srv/pg", Device: "md0", Kind: "log-write",
 			BlockSizeBytes: 8 * kib, QueueDepth: 1, StartedAt: epoch, Duration: time.Second, Ops: 100, Bytes: 100 * 8 * kib,
 			Histogram: runHistogram(t, 5*time.Millisecond, 100)}},
-		{Sequence: hw2 + 2, Kind: store.KindProbe, ProducedAt: epoch, Probe: &store.ProbeResult{MountPoint: "/srv/pg", Device: "md0", Kind: "random-read",
-			BlockSizeBytes: 8 * kib, QueueDepth: 1, StartedAt: epoch, Skipped: true, StoppedReason: "busy", Histogram: runHistogram(t, 0, 0)}},
-	}); err != nil {
-		t.Fatal(err)
-	}
+		store.Record{Kind: store.KindProbe, ProducedAt: epoch, Probe: &store.ProbeResult{MountPoint: "/srv/pg", Device: "md0", Kind: "random-read",
+			BlockSizeBytes: 8 * kib, QueueDepth: 1, StartedAt: epoch, Skipped: true, StoppedReason: "busy", Histogram: runHistogram(t, 0, 0)}})
 	if _, err := ev.Pass(ctx); err != nil {
 		t.Fatal(err)
 	}

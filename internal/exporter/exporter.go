@@ -1,8 +1,9 @@
 // Package exporter is the server's Prometheus exposition over a store
 // snapshot. Families are described once; metrics are built from what the
-// store holds (the volumes' geometry and verdicts, the evaluator's
-// baselines, the agents' last reports), so the exposition is the same on
-// every server replica.
+// store holds (each volume's judged record — the server judges a volume
+// once, and the exporter reads the judgement's columns, never the stored
+// geometry — the evaluator's baselines, the agents' last reports), so the
+// exposition is the same on every server replica.
 //
 // A scrape of 10,000 volumes is ~840,000 series, so each series is
 // encoded once per change, in both formats (text lines, and the
@@ -10,9 +11,10 @@
 // straight from the store's rows into bytes — no dto objects — and kept
 // with its sort key; a family's body is its series in key order, the
 // order the client library's registry gives. Every scrape reads the
-// agents (cheap). The volumes' sequences are read when an agent wrote
-// since (ingest moves its last-seen time in the same transaction), and
-// the volumes themselves when one moved; after an evaluator pass, each
+// agents (cheap). The judged records' sequences are read when an agent
+// wrote since (ingest moves its last-seen time in the same transaction),
+// and the judged records themselves when one moved (a newer snapshot, or
+// the volume judged again under new rules); after an evaluator pass, each
 // volume's count of baseline states and sum of runs tell which volumes it
 // judged, and only their rows are read again; every volume's rows are read
 // at least every MaxAge. Only the volumes whose rows changed are encoded
@@ -38,10 +40,10 @@ package exporter
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -91,9 +93,31 @@ type Options struct {
 	Logger  *slog.Logger
 }
 
+// Store is what the exporter reads of the store: the agents, the judged
+// records of their volumes, the evaluator's baselines and the record
+// counts. It never reads a volume's stored geometry.
+type Store interface {
+	ListHosts(ctx context.Context) ([]store.Agent, error)
+	RecordCounts(ctx context.Context) (map[store.RecordKind]uint64, error)
+	// The judged records (store.ListJudgedVolumes): their sequences and
+	// judgement times tell when to read them again.
+	ListJudgedSequences(ctx context.Context) ([]store.VolumeSequence, error)
+	ListJudgedVolumes(ctx context.Context) ([]store.JudgedVolume, error)
+	// The evaluator's baselines and what it counted.
+	ListBaselineRuns(ctx context.Context) ([]store.BaselineRuns, error)
+	ListMetricsBaselines(ctx context.Context) ([]store.MetricsBaseline, error)
+	ListMetricsBaselinesBetween(ctx context.Context, fromAgent, toAgent string) ([]store.MetricsBaseline, error)
+	ListMetricsBaselinesOf(ctx context.Context, volumes []store.VolumeKey) ([]store.MetricsBaseline, error)
+	ListStopCounts(ctx context.Context) ([]store.StopCount, error)
+	ListProbeFailing(ctx context.Context) ([]store.ProbeFailing, error)
+	ListCohorts(ctx context.Context) ([]store.Cohort, error)
+}
+
+var _ Store = (*store.Store)(nil)
+
 // Collector builds the exposition of the whole server and serves it.
 type Collector struct {
-	st      *store.Store
+	st      Store
 	opts    Options
 	fams    [numFamilies]family
 	classic classicBounds // opts.ClassicBuckets, formatted once
@@ -107,8 +131,8 @@ type Collector struct {
 
 	// Inputs of the last build.
 	hosts     []store.Agent
-	seqs      []store.VolumeSequence
-	vols      []store.Volume
+	seqs      []store.VolumeSequence // judged sequences
+	vols      []store.JudgedVolume
 	volsOK    bool
 	readAt    time.Time             // when the volumes were last read
 	present   map[volKey]presentVol // present volumes
@@ -136,7 +160,7 @@ type presentVol struct {
 }
 
 // New returns a Collector over st.
-func New(st *store.Store, opts Options) (*Collector, error) {
+func New(st Store, opts Options) (*Collector, error) {
 	if opts.ClassicBuckets == nil {
 		opts.ClassicBuckets = DefaultClassicBuckets()
 	}
@@ -207,13 +231,6 @@ func seconds(t time.Time) float64 {
 		return 0
 	}
 	return float64(t.UnixNano()) / 1e9
-}
-
-func optUint(p *uint64) string {
-	if p == nil {
-		return ""
-	}
-	return strconv.FormatUint(*p, 10)
 }
 
 func cmpString(a, b string) int { return strings.Compare(a, b) }

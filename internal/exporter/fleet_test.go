@@ -9,9 +9,9 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/plumbline/plumbline/internal/align"
 	"github.com/plumbline/plumbline/internal/evaluator"
 	"github.com/plumbline/plumbline/internal/histogram"
+	"github.com/plumbline/plumbline/internal/judgetest"
 	"github.com/plumbline/plumbline/internal/store"
 	"github.com/plumbline/plumbline/internal/vocab"
 	"github.com/plumbline/plumbline/internal/wire"
@@ -83,28 +83,8 @@ func mdVolume(mount string) *plumblinev1.Volume {
 		Layers: ls, MeasuredStripe: ms}
 }
 
-// storeVolume is what ingest stores for a volume: the server's verdict
-// and the columns queries need.
-func storeVolume(tb testing.TB, v *plumblinev1.Volume) store.Volume {
-	tb.Helper()
-	a := align.Evaluate(v)
-	v.Alignment = a
-	geom, err := proto.MarshalOptions{Deterministic: true}.Marshal(v)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	sv := store.Volume{MountPoint: v.GetMountPoint(), Device: v.GetDevice(), FSType: v.GetFilesystem().GetType(), Geometry: geom,
-		Verdict: a.GetVerdict(), StripeUnitBytes: a.GetStripeUnitBytes()}
-	if a.DataOffsetBytes != nil {
-		sv.DataOffsetBytes = u64(a.GetDataOffsetBytes())
-	}
-	for i := range sv.SplitFraction {
-		if f, ok := a.GetSplitFraction()[vocab.IOSize(i)]; ok {
-			sv.SplitFraction[i] = &f
-		}
-	}
-	return sv
-}
+// storeVolume is what ingest stores for a volume (judgetest.Volume).
+func storeVolume(tb testing.TB, v *plumblinev1.Volume) store.Volume { return judgetest.Volume(tb, v) }
 
 // runHistogram is one run's latency: ops operations spread ±10% around
 // median.

@@ -60,8 +60,10 @@ func (c *Collector) forget() {
 }
 
 // readVolumes reads the agents and (when due) the record counts every
-// time; the volumes' sequences when an agent wrote since the last read,
-// and the volumes themselves when one moved; both at least every MaxAge.
+// time; the judged sequences (and when each record was judged) when an
+// agent wrote since the last read, and the judged records when one moved;
+// both at least every MaxAge (a volume judged again under new rules keeps
+// its sequence and no agent writes).
 func (c *Collector) readVolumes(ctx context.Context, now time.Time) (rebuild bool, err error) {
 	hosts, err := c.st.ListHosts(ctx)
 	if err != nil {
@@ -81,12 +83,14 @@ func (c *Collector) readVolumes(ctx context.Context, now time.Time) (rebuild boo
 	if c.volsOK && !expired && !ingested {
 		return false, nil
 	}
-	seqs, err := c.st.ListVolumeSequences(ctx)
+	// The sequences first, then the records: a record written after the
+	// first read shows in it at the next.
+	seqs, err := c.st.ListJudgedSequences(ctx)
 	if err != nil {
 		return false, err
 	}
-	if !c.volsOK || renamed || !slices.Equal(seqs, c.seqs) {
-		vols, err := c.st.ListVolumes(ctx)
+	if !c.volsOK || renamed || !slices.EqualFunc(seqs, c.seqs, sameJudgement) {
+		vols, err := c.st.ListJudgedVolumes(ctx)
 		if err != nil {
 			return false, err
 		}
@@ -97,6 +101,12 @@ func (c *Collector) readVolumes(ctx context.Context, now time.Time) (rebuild boo
 		c.readAt = now
 	}
 	return rebuild, nil
+}
+
+// sameJudgement: the same volume's record, of the same snapshot, written at
+// the same time.
+func sameJudgement(a, b store.VolumeSequence) bool {
+	return a.AgentID == b.AgentID && a.MountPoint == b.MountPoint && a.Sequence == b.Sequence && a.JudgedAt.Equal(b.JudgedAt)
 }
 
 // publish puts the families' series in order and drops the cached bodies

@@ -135,60 +135,32 @@ func TestShardsPartitionExposition(t *testing.T) {
 	seed(t, st, shardFleet())
 	srv := listen(t, st)
 
-	type page struct{ text, pb map[int][]byte }
-	scrapeShards := func(srv *httptest.Server, n int) page {
-		p := page{text: map[int][]byte{}, pb: map[int][]byte{}}
-		for i := range n {
-			url := fmt.Sprintf("%s/metrics?shard=%d&shards=%d", srv.URL, i, n)
-			for accept, into := range map[string]map[int][]byte{"": p.text, prometheusAccept: p.pb} {
-				code, body := scrapeURL(t, url, accept)
-				if code != http.StatusOK {
-					t.Fatalf("GET %s: %d %s", url, code, body)
-				}
-				into[i] = body
-			}
-		}
-		return p
-	}
 	_, whole := scrapeURL(t, srv.URL+"/metrics", "")
 	_, wholePB := scrapeURL(t, srv.URL+"/metrics", prometheusAccept)
 	want, wantPB := samples(t, whole), metrics(t, wholePB)
 	slices.Sort(want)
 	slices.Sort(wantPB)
-	pages := map[int]page{}
+	pages := map[int]shardPage{}
 	for _, n := range []int{1, 2, 3, 7, 16} {
-		p := scrapeShards(srv, n)
+		p := scrapeShards(t, srv, n)
 		pages[n] = p
-		var got, gotPB []string
+		var gotPB []string
 		for i := range n {
-			got = append(got, samples(t, p.text[i])...)
 			gotPB = append(gotPB, metrics(t, p.pb[i])...)
 			global := strings.Contains(string(p.text[i]), "plumbline_agent_up{")
 			if global != (i == 0) {
 				t.Errorf("shards=%d: shard %d carries the agent series: %v, want %v", n, i, global, i == 0)
 			}
 		}
-		slices.Sort(got)
 		slices.Sort(gotPB)
-		if diff := cmp.Diff(want, got); diff != "" {
+		if diff := cmp.Diff(want, shardSamples(t, p, n)); diff != "" {
 			t.Errorf("shards=%d: the shards' text samples are not the whole exposition's, each once (-whole +shards):\n%s", n, diff)
 		}
 		if diff := cmp.Diff(wantPB, gotPB); diff != "" {
 			t.Errorf("shards=%d: the shards' protobuf metrics are not the whole exposition's, each once (-whole +shards):\n%s", n, diff)
 		}
 	}
-	// Each volume's series are in the shard ShardOf names.
-	vols, err := st.ListVolumes(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range vols {
-		shard := int(ShardOf(v.AgentID, v.MountPoint) % 7)
-		info := fmt.Sprintf(`plumbline_volume_last_probe_timestamp_seconds{agent_id=%q,host=%q,mount_point=%q}`, v.AgentID, v.Hostname, v.MountPoint)
-		if !strings.Contains(string(pages[7].text[shard]), info) {
-			t.Errorf("%s:%s is not in shard %d of 7", v.AgentID, v.MountPoint, shard)
-		}
-	}
+	checkShardOf(t, st, pages[7], 7)
 
 	// A restart: a new server over the same store file serves every shard
 	// byte for byte as before.
@@ -202,7 +174,7 @@ func TestShardsPartitionExposition(t *testing.T) {
 	}
 	t.Cleanup(func() { st2.Close() })
 	srv2 := listen(t, st2)
-	again := scrapeShards(srv2, 7)
+	again := scrapeShards(t, srv2, 7)
 	for i := range 7 {
 		if string(again.text[i]) != string(pages[7].text[i]) {
 			t.Errorf("shard %d of 7 differs after a restart:\n%s", i, cmp.Diff(string(pages[7].text[i]), string(again.text[i])))
@@ -211,44 +183,80 @@ func TestShardsPartitionExposition(t *testing.T) {
 
 	// New runs judged on some volumes: the shards, each brought up to date
 	// by its own scrape, are still the whole exposition of a new server.
-	ctx := context.Background()
-	for _, agent := range []string{"pg03", "pg07"} {
-		hw, err := st2.HighWater(ctx, agent, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := st2.AppendBatch(ctx, agent, []store.Record{{Sequence: hw + 1, Kind: store.KindProbe, ProducedAt: epoch, Probe: &store.ProbeResult{
-			MountPoint: "/wal", Device: "nvme0n1p1", Kind: "random-read", BlockSizeBytes: 8 * kib, QueueDepth: 1, StartedAt: epoch.Add(-time.Minute),
-			Duration: time.Second, Ops: 100, Bytes: 100 * 8 * kib, Histogram: runHistogram(t, 3*time.Millisecond, 100)}}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ev, err := evaluator.New(st2, evaluator.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ev.Pass(ctx); err != nil {
-		t.Fatal(err)
-	}
-	after := scrapeShards(srv2, 7)
+	walRunsJudged(t, st2, "pg03", "pg07")
+	got := shardSamples(t, scrapeShards(t, srv2, 7), 7)
 	_, fresh := scrapeURL(t, listen(t, st2).URL+"/metrics", "")
-	var got []string
-	for i := range 7 {
-		got = append(got, samples(t, after.text[i])...)
-	}
 	want = samples(t, fresh)
 	slices.Sort(want)
-	slices.Sort(got)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("after an evaluator pass the shards are not a new server's whole exposition (-whole +shards):\n%s", diff)
 	}
-	var before []string
-	for i := range 7 {
-		before = append(before, samples(t, again.text[i])...)
-	}
-	slices.Sort(before)
-	if slices.Equal(before, got) {
+	if slices.Equal(shardSamples(t, again, 7), got) {
 		t.Error("the evaluator pass changed nothing in the shards")
+	}
+}
+
+// shardPage is the text and protobuf bodies of each shard of a scrape.
+type shardPage struct{ text, pb map[int][]byte }
+
+// scrapeShards scrapes every shard of n, in both formats.
+func scrapeShards(t *testing.T, srv *httptest.Server, n int) shardPage {
+	t.Helper()
+	p := shardPage{text: map[int][]byte{}, pb: map[int][]byte{}}
+	for i := range n {
+		url := fmt.Sprintf("%s/metrics?shard=%d&shards=%d", srv.URL, i, n)
+		for accept, into := range map[string]map[int][]byte{"": p.text, prometheusAccept: p.pb} {
+			code, body := scrapeURL(t, url, accept)
+			if code != http.StatusOK {
+				t.Fatalf("GET %s: %d %s", url, code, body)
+			}
+			into[i] = body
+		}
+	}
+	return p
+}
+
+// shardSamples are the text samples of the n shards of p, sorted.
+func shardSamples(t *testing.T, p shardPage, n int) []string {
+	var out []string
+	for i := range n {
+		out = append(out, samples(t, p.text[i])...)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// checkShardOf: each volume's series are in the shard of n ShardOf names.
+func checkShardOf(t *testing.T, st *store.Store, p shardPage, n int) {
+	t.Helper()
+	vols, err := st.ListVolumes(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vols {
+		shard := int(ShardOf(v.AgentID, v.MountPoint) % uint64(n))
+		info := fmt.Sprintf(`plumbline_volume_last_probe_timestamp_seconds{agent_id=%q,host=%q,mount_point=%q}`, v.AgentID, v.Hostname, v.MountPoint)
+		if !strings.Contains(string(p.text[shard]), info) {
+			t.Errorf("%s:%s is not in shard %d of %d", v.AgentID, v.MountPoint, shard, n)
+		}
+	}
+}
+
+// walRunsJudged stores a random-read run of /wal of each agent and lets an
+// evaluator pass judge it.
+func walRunsJudged(t *testing.T, st *store.Store, agents ...string) {
+	t.Helper()
+	for _, agent := range agents {
+		appendRecords(t, st, agent, store.Record{Kind: store.KindProbe, ProducedAt: epoch, Probe: &store.ProbeResult{
+			MountPoint: "/wal", Device: "nvme0n1p1", Kind: "random-read", BlockSizeBytes: 8 * kib, QueueDepth: 1, StartedAt: epoch.Add(-time.Minute),
+			Duration: time.Second, Ops: 100, Bytes: 100 * 8 * kib, Histogram: runHistogram(t, 3*time.Millisecond, 100)}})
+	}
+	ev, err := evaluator.New(st, evaluator.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ev.Pass(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }
 

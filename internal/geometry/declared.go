@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/plumbline/plumbline/internal/agentkeys"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -43,27 +44,6 @@ type windowsDisk struct {
 	Model  string
 }
 
-// ParsePhysicalDrive reads a Windows disk name: PhysicalDrive2,
-// \\.\PhysicalDrive2 (any case). ok is false for anything else.
-func ParsePhysicalDrive(s string) (number uint32, ok bool) {
-	const prefix = "physicaldrive"
-	t := strings.ToLower(s)
-	t = strings.TrimPrefix(t, `\\.\`)
-	t = strings.TrimPrefix(t, `\\?\`)
-	if !strings.HasPrefix(t, prefix) {
-		return 0, false
-	}
-	digits := t[len(prefix):]
-	if digits == "" || len(digits) > 1 && digits[0] == '0' {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(digits, 10, 32)
-	if err != nil {
-		return 0, false
-	}
-	return uint32(n), true
-}
-
 // physicalDriveName is the layer device name of Windows disk n.
 func physicalDriveName(n uint32) string { return "PhysicalDrive" + strconv.FormatUint(uint64(n), 10) }
 
@@ -75,7 +55,7 @@ func (decl DeclaredDevice) matchesWindowsDisk(d windowsDisk) bool {
 		return false
 	}
 	if decl.Device != "" {
-		n, ok := ParsePhysicalDrive(decl.Device)
+		n, ok := agentkeys.ParsePhysicalDrive(decl.Device)
 		if !ok || n != d.Number {
 			return false
 		}

@@ -10,6 +10,7 @@ import (
 	"errors"
 
 	"github.com/plumbline/plumbline/internal/bytesize"
+	"github.com/plumbline/plumbline/internal/vocab"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -22,32 +23,31 @@ var ErrRoot = errors.New("unreadable root")
 // discovery is not written yet.
 var ErrUnsupported = errors.New("geometry discovery is not supported on this OS yet")
 
-// Sources of values (Layer.source / Layer.sources).
+// Sources of values (Layer.source / Layer.sources): vocab's words as the
+// wire's strings (vocab.Sources says what each is).
 const (
-	SourceSysfs        = "sysfs"
-	SourceSuperblock   = "superblock"
-	SourceMountOptions = "mount-options"
-	// SourceMountTable is the mount table itself (mountinfo): file-system
-	// type, mount source, options.
-	SourceMountTable  = "mountinfo"
-	SourceDeclared    = "declared"
-	SourceKernelHint  = "kernel-hint"
-	SourceLVMMetadata = "lvm-metadata"
-	SourceStatfs      = "statfs"
-	SourceIoctl       = "ioctl"
-	// SourceDeviceName is the kernel's device name: a partition's number
-	// on kernels whose sysfs has neither a partition file nor uevent PARTN.
-	SourceDeviceName = "device-name"
+	SourceSysfs        = string(vocab.SourceSysfs)
+	SourceSuperblock   = string(vocab.SourceSuperblock)
+	SourceMountOptions = string(vocab.SourceMountOptions)
+	SourceMountTable   = string(vocab.SourceMountTable)
+	SourceDeclared     = string(vocab.SourceDeclared)
+	SourceKernelHint   = string(vocab.SourceKernelHint)
+	SourceLVMMetadata  = string(vocab.SourceLVMMetadata)
+	SourceStatfs       = string(vocab.SourceStatfs)
+	SourceIoctl        = string(vocab.SourceIoctl)
+	SourceDeviceName   = string(vocab.SourceDeviceName)
+	SourceMDStat       = string(vocab.SourceMDStat)
 )
 
-// Layer kinds (Layer.kind).
+// Layer kinds (Layer.kind): vocab's words as the wire's strings
+// (vocab.LayerKinds says what each is).
 const (
-	KindFilesystem = "filesystem"
-	KindLVM        = "lvm"
-	KindDM         = "dm"
-	KindRAID       = "raid"
-	KindPartition  = "partition"
-	KindDisk       = "disk"
+	KindFilesystem = string(vocab.LayerFilesystem)
+	KindLVM        = string(vocab.LayerLVM)
+	KindDM         = string(vocab.LayerDM)
+	KindRAID       = string(vocab.LayerRAID)
+	KindPartition  = string(vocab.LayerPartition)
+	KindDisk       = string(vocab.LayerDisk)
 )
 
 // Options says where to read and what to inspect. The zero value is not

@@ -29,6 +29,7 @@ func (d *discoverer) readMD(l *plumblinev1.Layer, dir root) {
 		}
 	}
 	d.readMDDataOffset(l, md)
+	d.readMDHealth(l, md, level)
 }
 
 // readMDShape reads an md array's disks, chunk and layout, and the ones

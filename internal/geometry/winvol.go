@@ -20,18 +20,18 @@ import (
 	"sort"
 	"strings"
 
-	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/plumbline/plumbline/internal/mounts"
+	"github.com/plumbline/plumbline/internal/vocab"
+	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
-// Sources of values that only Windows discovery uses.
+// Sources of values that only Windows discovery uses (vocab.SourceWin32,
+// vocab.SourceWMI say what each is).
 const (
-	// SourceWin32 is a documented Win32 API other than an IOCTL:
-	// GetVolumeInformation, GetDiskFreeSpace.
-	SourceWin32 = "win32"
-	// SourceWMI is the Storage WMI namespace (root/Microsoft/Windows/Storage):
-	// Storage Spaces virtual disks.
-	SourceWMI = "wmi"
+	SourceWin32 = string(vocab.SourceWin32)
+	SourceWMI   = string(vocab.SourceWMI)
 )
 
 // GetDriveType's answers that matter here.
@@ -184,10 +184,10 @@ func (d *winDiscoverer) selected(v winVolume) bool {
 }
 
 // matchWindowsMount reports whether any glob matches the Windows mount
-// point mp (MatchMountPoint).
+// point mp (mounts.MatchGlob).
 func matchWindowsMount(globs []string, mp string) bool {
 	for _, g := range globs {
-		if MatchMountPoint(g, mp) {
+		if mounts.MatchGlob(g, mp) {
 			return true
 		}
 	}

@@ -17,11 +17,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/plumbline/plumbline/internal/align"
 	"github.com/plumbline/plumbline/internal/bytesize"
 	"github.com/plumbline/plumbline/internal/render"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
-	"google.golang.org/protobuf/proto"
 )
 
 var updateWindows = flag.Bool("update-windows", false, "rewrite testdata/windows/*/golden.json from the current output")
@@ -486,19 +487,6 @@ func TestSpacesLayout(t *testing.T) {
 	rows, err := decodeVirtualDisksJSON([]byte(`[{"DiskNumber":3,"NumberOfColumns":2},{"DiskNumber":null,"NumberOfColumns":1}]`))
 	if err != nil || len(rows) != 2 || *rows[0].DiskNumber != 3 || rows[1].DiskNumber != nil {
 		t.Errorf("decodeVirtualDisksJSON(array) = %+v, %v", rows, err)
-	}
-}
-
-func TestParsePhysicalDrive(t *testing.T) {
-	t.Parallel()
-	for s, want := range map[string]int64{
-		"PhysicalDrive2": 2, `\\.\PhysicalDrive10`: 10, "physicaldrive0": 0, `\\?\PhysicalDrive3`: 3,
-		"PhysicalDrive": -1, "PhysicalDrive02": -1, "PhysicalDrive2x": -1, "/dev/sdb": -1, "Disk2": -1,
-	} {
-		n, ok := ParsePhysicalDrive(s)
-		if got := map[bool]int64{true: int64(n), false: -1}[ok]; got != want {
-			t.Errorf("ParsePhysicalDrive(%q) = %d, %v; want %d", s, n, ok, want)
-		}
 	}
 }
 

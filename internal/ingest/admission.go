@@ -15,6 +15,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/tap"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/plumbline/plumbline/internal/identity"
 )
 
 // Admission bounds what incoming calls can cost the server, for every
@@ -144,7 +146,7 @@ func certIdentity(ctx context.Context) string {
 		return ""
 	}
 	if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(ti.State.VerifiedChains) > 0 && len(ti.State.VerifiedChains[0]) > 0 {
-		if id, err := AgentIdentity(ti.State.VerifiedChains[0][0]); err == nil {
+		if id, err := identity.FromCertificate(ti.State.VerifiedChains[0][0]); err == nil {
 			return id
 		}
 	}

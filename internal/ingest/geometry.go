@@ -18,8 +18,8 @@ import (
 
 // Geometry enumerations, from geometry.proto.
 var (
-	triggers   = []string{"start", "changed", "interval", "resync"}
-	layerKinds = []string{"filesystem", "lvm", "dm", "raid", "partition", "disk"}
+	triggers   = vocab.TriggerNames()
+	layerKinds = vocab.LayerKindNames()
 )
 
 func convertGeometry(g *plumblinev1.GeometrySnapshot, lim Limits) ([]store.Volume, error) {

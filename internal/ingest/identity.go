@@ -6,72 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 )
-
-// MaxAgentIDBytes bounds an agent id.
-const MaxAgentIDBytes = 253
-
-// ErrIdentity is wrapped when a client certificate names no usable agent
-// identity.
-var ErrIdentity = errors.New("no agent identity in the client certificate")
-
-// AgentIdentity returns the agent id a verified client certificate names.
-//
-// The rule: when the certificate has a URI SAN of the form
-// plumbline://agent/<id>, the id is <id> (one such SAN at most); otherwise
-// it is the subject common name. When both are present they must be equal.
-// The id must pass CheckAgentID.
-func AgentIdentity(cert *x509.Certificate) (string, error) {
-	if cert == nil {
-		return "", fmt.Errorf("%w: no certificate", ErrIdentity)
-	}
-	var fromURI string
-	for _, u := range cert.URIs {
-		if u.Scheme != "plumbline" || u.Host != "agent" {
-			continue
-		}
-		if fromURI != "" {
-			return "", fmt.Errorf("%w: more than one plumbline://agent/ URI SAN", ErrIdentity)
-		}
-		fromURI = strings.TrimPrefix(u.Path, "/")
-		if fromURI == "" {
-			return "", fmt.Errorf("%w: empty plumbline://agent/ URI SAN", ErrIdentity)
-		}
-	}
-	cn := cert.Subject.CommonName
-	id := cn
-	switch {
-	case fromURI != "" && cn != "" && cn != fromURI:
-		return "", fmt.Errorf("%w: common name %q and URI SAN plumbline://agent/%s disagree", ErrIdentity, cn, fromURI)
-	case fromURI != "":
-		id = fromURI
-	}
-	if err := CheckAgentID(id); err != nil {
-		return "", fmt.Errorf("%w: %w", ErrIdentity, err)
-	}
-	return id, nil
-}
-
-// CheckAgentID accepts a non-empty id of at most MaxAgentIDBytes of
-// printable UTF-8 without spaces.
-func CheckAgentID(id string) error {
-	switch {
-	case id == "":
-		return errors.New("agent id is empty")
-	case len(id) > MaxAgentIDBytes:
-		return fmt.Errorf("agent id of %d bytes: want at most %d", len(id), MaxAgentIDBytes)
-	case !utf8.ValidString(id):
-		return fmt.Errorf("agent id %q is not valid UTF-8", id)
-	case strings.ContainsFunc(id, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }):
-		return fmt.Errorf("agent id %q: spaces or control characters", id)
-	}
-	return nil
-}
 
 // MaxIncarnationBytes bounds a spool incarnation id.
 const MaxIncarnationBytes = 64

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/vocab"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -53,7 +54,7 @@ func historyFields(v *plumblinev1.Volume, a *plumblinev1.Alignment) []store.Hist
 	}
 	for _, l := range v.GetLayers() {
 		switch l.GetKind() {
-		case "partition":
+		case string(vocab.LayerPartition):
 			if _, ok := st["partition.offset_bytes"]; ok {
 				continue // the topmost partition
 			}
@@ -62,7 +63,7 @@ func historyFields(v *plumblinev1.Volume, a *plumblinev1.Alignment) []store.Hist
 			}
 			st["partition.table"] = l.GetPartitionTable()
 			st["partition.number"] = num(uint64(l.GetPartitionNumber()))
-		case "raid":
+		case string(vocab.LayerRAID):
 			if _, ok := st["raid.level"]; !ok && l.GetRaidLevel() != "" {
 				st["raid.level"] = l.GetRaidLevel()
 			}

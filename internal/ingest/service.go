@@ -5,7 +5,7 @@
 // (internal/store's dedup by agent and sequence).
 //
 // Identity: with mutual TLS (the default) an agent's identity is read from
-// its verified client certificate by AgentIdentity — the URI SAN
+// its verified client certificate by identity.FromCertificate — the URI SAN
 // plumbline://agent/<id> when present, else the subject common name. A
 // Hello or Report whose agent_id differs is refused with PermissionDenied.
 // Only with Options.Insecure (plaintext, `server --insecure`) is the
@@ -36,6 +36,8 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/plumbline/plumbline/internal/grpcservice"
+	"github.com/plumbline/plumbline/internal/identity"
 	"github.com/plumbline/plumbline/internal/labels"
 	"github.com/plumbline/plumbline/internal/policy"
 	"github.com/plumbline/plumbline/internal/store"
@@ -308,9 +310,9 @@ func NewGRPCServer(svc *Service, tlsConfig *tls.Config) (*grpc.Server, *health.S
 		opts = append(opts, grpc.Creds(creds), grpc.ReadBufferSize(0))
 	}
 	gs := grpc.NewServer(opts...)
-	RegisterService(gs, &plumblinev1.AgentService_ServiceDesc, svc)
+	grpcservice.Register(gs, &plumblinev1.AgentService_ServiceDesc, svc)
 	hs := health.NewServer()
-	RegisterService(gs, &healthpb.Health_ServiceDesc, hs)
+	grpcservice.Register(gs, &healthpb.Health_ServiceDesc, hs)
 	hs.SetServingStatus(plumblinev1.AgentService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	return gs, hs, nil
 }
@@ -405,7 +407,7 @@ func peerIdentity(ctx context.Context) (string, *x509.Certificate, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	id, err := AgentIdentity(cert)
+	id, err := identity.FromCertificate(cert)
 	return id, cert, err
 }
 
@@ -427,7 +429,7 @@ func verifiedCert(ctx context.Context) (*x509.Certificate, error) {
 
 // checkCaller compares the request's agent_id with the connection's identity.
 func (s *Service) checkCaller(ctx context.Context, agentID string) error {
-	if err := CheckAgentID(agentID); err != nil {
+	if err := identity.CheckAgentID(agentID); err != nil {
 		return status.Error(codes.InvalidArgument, "agent_id: "+err.Error())
 	}
 	id, ok := identityFrom(ctx)

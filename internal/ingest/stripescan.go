@@ -19,7 +19,7 @@ import (
 // Only a stripe-scan run that did I/O carries one.
 func checkStripeScan(p *plumblinev1.ProbeResult) ([]byte, error) {
 	s := p.GetStripeScan()
-	isScan := vocab.ProbeKind(p.GetKind()) == vocab.StripeScan
+	isScan := vocab.ProbeKind(p.GetKind()).Spec().Geometry
 	switch {
 	case s == nil:
 		if isScan && p.GetOps() > 0 {

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/vocab"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -197,6 +198,9 @@ func convertRecord(r *plumblinev1.Record, lim Limits, now time.Time) (rec store.
 		if p.Geometry == nil {
 			return store.Record{}, errors.New("geometry: empty payload")
 		}
+		if err := checkRAIDHealth(p.Geometry); err != nil {
+			return store.Record{}, fmt.Errorf("geometry: %w", err)
+		}
 		vols, err := convertGeometry(p.Geometry, lim)
 		if err != nil {
 			return store.Record{}, fmt.Errorf("geometry: %w", err)
@@ -236,4 +240,102 @@ func checkTime(ts *timestamppb.Timestamp, name string, now time.Time, lim Limits
 		return time.Time{}, fmt.Errorf("%s %s: more than %s ahead of the server's clock (%s)", name, t.Format(time.RFC3339), lim.MaxClockSkew, now.UTC().Format(time.RFC3339))
 	}
 	return t, nil
+}
+
+// maxRAIDMembers bounds the members one md layer's health may list (the
+// agent reads no more).
+const maxRAIDMembers = 1024
+
+// maxBadBlockRanges bounds a member's bad-block ranges: md lists them in
+// one page of at most 64 KiB, four bytes a range at the least.
+const maxBadBlockRanges = 64 << 10 / 4
+
+// checkRAIDHealth checks what an agent says of its md arrays' health
+// (Layer.raid_health), beyond checkGeneric's lengths: it sits on a RAID
+// layer, its words are word-shaped (an unknown word is kept, not
+// refused), and its counts add up against the layer's raid_disks.
+func checkRAIDHealth(g *plumblinev1.GeometrySnapshot) error {
+	for i, v := range g.GetInventory().GetVolumes() {
+		for j, l := range v.GetLayers() {
+			h := l.GetRaidHealth()
+			if h == nil {
+				continue
+			}
+			where := fmt.Sprintf("inventory.volumes[%d].layers[%d] (%s) raid_health", i, j, truncateUTF8(l.GetDevice(), 64))
+			if vocab.LayerKind(l.GetKind()) != vocab.LayerRAID {
+				return fmt.Errorf("%s: on a %q layer: want a raid layer", where, truncateUTF8(l.GetKind(), 64))
+			}
+			if err := checkRAIDArray(h, raidRoles(l)); err != nil {
+				return fmt.Errorf("%s: %w", where, err)
+			}
+		}
+	}
+	return nil
+}
+
+// raidRoles is the most roles (slots) the layer's array has: raid_disks,
+// or the count before a reshape when that is larger; 0 when unknown.
+func raidRoles(l *plumblinev1.Layer) uint32 {
+	return max(l.GetRaidDisks(), l.GetReshape().GetPreviousRaidDisks())
+}
+
+func checkRAIDArray(h *plumblinev1.RaidHealth, roles uint32) error {
+	for _, w := range [...][2]string{{"array_state", h.GetArrayState()}, {"sync_action", h.GetSyncAction()}, {"last_sync_action", h.GetLastSyncAction()}} {
+		if w[1] == "" {
+			continue
+		}
+		if err := vocab.CheckMDWord(w[1]); err != nil {
+			return fmt.Errorf("%s: %w", w[0], err)
+		}
+	}
+	if h.Degraded != nil && roles != 0 && h.GetDegraded() > roles {
+		return fmt.Errorf("degraded %d of %d raid_disks", h.GetDegraded(), roles)
+	}
+	done, total := h.GetSyncCompletedSectors(), h.GetSyncTotalSectors()
+	if done > total {
+		return fmt.Errorf("sync_completed_sectors %d above sync_total_sectors %d", done, total)
+	}
+	if h.GetSyncDelayed() && total != 0 {
+		return fmt.Errorf("sync_delayed with %d of %d sectors done: a delayed action reports no progress", done, total)
+	}
+	if n := len(h.GetMembers()); n > maxRAIDMembers {
+		return fmt.Errorf("%d members: want at most %d", n, maxRAIDMembers)
+	}
+	seen := make(map[string]bool, len(h.GetMembers()))
+	for k, m := range h.GetMembers() {
+		if m.GetDevice() == "" || len(m.GetDevice()) > 255 || seen[m.GetDevice()] {
+			return fmt.Errorf("members[%d]: device %q: want a unique name of 1 to 255 bytes", k, truncateUTF8(m.GetDevice(), 64))
+		}
+		seen[m.GetDevice()] = true
+		if err := checkRAIDMember(m, roles); err != nil {
+			return fmt.Errorf("members[%d] (%s): %w", k, m.GetDevice(), err)
+		}
+	}
+	return nil
+}
+
+func checkRAIDMember(m *plumblinev1.RaidMember, roles uint32) error {
+	if n := len(m.GetState()); n > vocab.MaxMDMemberFlags {
+		return fmt.Errorf("%d state flags: want at most %d", n, vocab.MaxMDMemberFlags)
+	}
+	flags := make(map[string]bool, len(m.GetState()))
+	for _, w := range m.GetState() {
+		if err := vocab.CheckMDWord(w); err != nil {
+			return fmt.Errorf("state: %w", err)
+		}
+		if flags[w] {
+			return fmt.Errorf("state: %q twice", w)
+		}
+		flags[w] = true
+	}
+	if m.Slot != nil && roles != 0 && m.GetSlot() >= roles {
+		return fmt.Errorf("slot %d of an array of %d raid_disks", m.GetSlot(), roles)
+	}
+	if m.GetBadBlocks() > maxBadBlockRanges {
+		return fmt.Errorf("%d bad-block ranges: want at most %d", m.GetBadBlocks(), maxBadBlockRanges)
+	}
+	if uint64(m.GetBadBlocks()) > m.GetBadBlockSectors() {
+		return fmt.Errorf("%d bad-block ranges over %d sectors: each covers one sector or more", m.GetBadBlocks(), m.GetBadBlockSectors())
+	}
+	return nil
 }

@@ -112,3 +112,20 @@ func FuzzCheckText(f *testing.F) {
 		}
 	})
 }
+
+// Parse reads --labels; Format writes what it reads.
+func TestParse(t *testing.T) {
+	got, err := Parse("role=db, site=ams-1,team/owner=dba@x")
+	want := map[string]string{"role": "db", "site": "ams-1", "team/owner": "dba@x"}
+	if err != nil || !maps.Equal(got, want) {
+		t.Fatalf("Parse = %v, %v; want %v", got, err, want)
+	}
+	if s := Format(want); s != "role=db,site=ams-1,team/owner=dba@x" {
+		t.Errorf("Format = %q", s)
+	}
+	for _, bad := range []string{"role", "=x", "a=1,a=2", "-a=1", "a=1,A=2", "a=\u202eb", "a=x\ty", "a=\x1b[2J", strings.Repeat("k", 64) + "=v"} {
+		if _, err := Parse(bad); err == nil {
+			t.Errorf("Parse(%q) accepted", bad)
+		}
+	}
+}

@@ -45,6 +45,8 @@ type Leases interface {
 	ReleaseLease(ctx context.Context, name string, epoch uint64) error
 }
 
+var _ Leases = (*store.Store)(nil)
+
 // DefaultTTL is the lease's default time to live.
 const DefaultTTL = 15 * time.Second
 

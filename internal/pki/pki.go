@@ -17,21 +17,17 @@ package pki
 
 import (
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/plumbline/plumbline/internal/atomicfile"
+	"github.com/plumbline/plumbline/internal/certmint"
 	"github.com/plumbline/plumbline/internal/enroll"
 )
 
@@ -49,8 +45,6 @@ const (
 	DefaultServerValidity = 8760 * time.Hour
 	// MinValidity is the shortest lifetime Init accepts.
 	MinValidity = time.Hour
-	// backdate covers clock skew between this host and the agents.
-	backdate = time.Hour
 )
 
 // Owner is who the created files belong to (a server running as an
@@ -193,40 +187,18 @@ type file struct {
 // paths: CA certificate, CA key, server certificate, server key.
 func mint(o Options, r *Result) ([]file, error) {
 	now := o.Now()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := certmint.CA(pkix.Name{CommonName: "Plumbline CA " + commonName(o.Names, o.IPs), Organization: []string{"Plumbline"}}, now, o.CAValidity)
 	if err != nil {
 		return nil, err
 	}
-	caTmpl := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: "Plumbline CA " + commonName(o.Names, o.IPs), Organization: []string{"Plumbline"}},
-		NotBefore:             now.Add(-backdate),
-		NotAfter:              now.Add(o.CAValidity),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		MaxPathLenZero:        true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, caKey.Public(), caKey)
+	srv, err := issueServer(ca.Cert, ca.Key, o.Names, o.IPs, now, o.ServerValidity)
 	if err != nil {
 		return nil, err
 	}
-	caCert, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, err
-	}
-	caKeyPEM, err := encodeKey(caKey)
-	if err != nil {
-		return nil, err
-	}
-	srv, err := issueServer(caCert, caKey, o.Names, o.IPs, now, o.ServerValidity)
-	if err != nil {
-		return nil, err
-	}
-	r.Pin, r.CANotAfter, r.ServerNotAfter = enroll.Pin(caCert), caCert.NotAfter, srv.notAfter
+	r.Pin, r.CANotAfter, r.ServerNotAfter = enroll.Pin(ca.Cert), ca.Cert.NotAfter, srv.notAfter
 	return []file{
-		{enroll.EncodeCertPEM(caDER), 0o644},
-		{caKeyPEM, 0o600},
+		{ca.CertPEM, 0o644},
+		{ca.KeyPEM, 0o600},
 		srv.cert,
 		srv.key,
 	}, nil
@@ -248,48 +220,9 @@ type serverPair struct {
 // issueServer issues a server certificate for names and ips from the CA,
 // valid for validity (at most as long as the CA).
 func issueServer(ca *x509.Certificate, caKey crypto.Signer, names []string, ips []net.IP, now time.Time, validity time.Duration) (serverPair, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return serverPair{}, err
-	}
-	notAfter := now.Add(validity)
-	if notAfter.After(ca.NotAfter) {
-		notAfter = ca.NotAfter
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: commonName(names, ips), Organization: []string{"Plumbline"}},
-		NotBefore:             now.Add(-backdate),
-		NotAfter:              notAfter,
-		KeyUsage:              x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		DNSNames:              names,
-		IPAddresses:           ips,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, key.Public(), caKey)
+	m, err := certmint.Issue(ca, caKey, certmint.ServerTemplate(commonName(names, ips), "Plumbline", names, ips), now, validity)
 	if err != nil {
 		return serverPair{}, fmt.Errorf("server certificate: %w", err)
 	}
-	keyPEM, err := encodeKey(key)
-	if err != nil {
-		return serverPair{}, err
-	}
-	return serverPair{cert: file{enroll.EncodeCertPEM(der), 0o644}, key: file{keyPEM, 0o600}, notAfter: notAfter}, nil
-}
-
-func serial() *big.Int {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		panic(fmt.Sprintf("pki: crypto/rand failed: %v", err)) // crypto/rand never fails on supported platforms
-	}
-	return n.Add(n, big.NewInt(1))
-}
-
-func encodeKey(key crypto.Signer) ([]byte, error) {
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
+	return serverPair{cert: file{m.CertPEM, 0o644}, key: file{m.KeyPEM, 0o600}, notAfter: m.Cert.NotAfter}, nil
 }

@@ -98,7 +98,7 @@ func Handler(src *Source, reports ReportLister) http.Handler {
 		entries, _ := src.Entries()
 		out := []entryView{}
 		for _, e := range entries {
-			b, err := marshal(e.Policy)
+			b, err := MarshalYAML(e.Policy)
 			if err != nil {
 				writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
 				return

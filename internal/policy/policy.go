@@ -3,14 +3,14 @@
 // a fragment of the agent configuration — probe schedules, declared
 // devices, maintenance windows, intervals. The server resolves the
 // fragment for each agent (Resolve) and sends it in Hello and through
-// WatchPolicy; the agent merges it with its own file (Merge).
+// WatchPolicy; the agent merges it with its own file (config.Merge).
 //
 // Precedence when several entries match a host: entries are read in the
 // order of the file; for probes, declared_devices and each interval, the
 // first matching entry that sets the key gives it (with that entry's
 // enforce); maintenance windows of every matching entry apply.
 //
-// The merge rule on the agent (Merge): a key of the local file wins over
+// The merge rule on the agent (config.Merge): a key of the local file wins over
 // the central one, unless the central entry that gave it enforces it;
 // maintenance windows of both apply (a window only ever holds probes back);
 // intervals are the server's when it states them, as the Hello answer's
@@ -30,7 +30,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/plumbline/plumbline/internal/config"
+	"github.com/plumbline/plumbline/internal/agentkeys"
 	"github.com/plumbline/plumbline/internal/labels"
 	"github.com/plumbline/plumbline/internal/maintenance"
 	"github.com/plumbline/plumbline/internal/strictyaml"
@@ -70,11 +70,11 @@ type Selector struct {
 type Fragment struct {
 	// Enforce lists the keys (probes, declared_devices) that win over the
 	// agent's local file.
-	Enforce            []string                `yaml:"enforce,omitempty"`
-	Probes             []config.ProbeSchedule  `yaml:"probes,omitempty"`
-	DeclaredDevices    []config.DeclaredDevice `yaml:"declared_devices,omitempty"`
-	MaintenanceWindows []maintenance.Window    `yaml:"maintenance_windows,omitempty"`
-	Intervals          Intervals               `yaml:"intervals,omitempty"`
+	Enforce            []string                   `yaml:"enforce,omitempty"`
+	Probes             []agentkeys.ProbeSchedule  `yaml:"probes,omitempty"`
+	DeclaredDevices    []agentkeys.DeclaredDevice `yaml:"declared_devices,omitempty"`
+	MaintenanceWindows []maintenance.Window       `yaml:"maintenance_windows,omitempty"`
+	Intervals          Intervals                  `yaml:"intervals,omitempty"`
 }
 
 // Intervals are the agent's periods; 0: not set by this fragment.
@@ -166,7 +166,8 @@ func (s Selector) Matches(f Facts) bool {
 }
 
 // Validate checks the fragment as the agent will: its keys through the
-// agent configuration's checks (defaults applied).
+// checks the agent's configuration runs on them (agentkeys; defaults
+// applied).
 func (f Fragment) Validate() error {
 	var errs []error
 	for i, k := range f.Enforce {
@@ -180,11 +181,12 @@ func (f Fragment) Validate() error {
 	if d := f.Intervals.Report; d != 0 && d < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("intervals.report %s: want at least 100ms", d))
 	}
-	a := config.Default()
-	a.Probes, a.DeclaredDevices, a.MaintenanceWindows = f.Probes, f.DeclaredDevices, f.MaintenanceWindows
-	a = config.WithDefaults(a)
-	if err := a.Validate(); err != nil {
-		errs = append(errs, err)
+	errs = append(errs, agentkeys.ValidateDeclared(f.DeclaredDevices)...)
+	errs = append(errs, agentkeys.ValidateProbes(agentkeys.WithDefaults(f.Probes))...)
+	for i, w := range f.MaintenanceWindows {
+		if err := w.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("maintenance_windows[%d]: %w", i, err))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -241,7 +243,7 @@ func Resolve(entries []Entry, f Facts) (Resolved, error) {
 	}
 	r.Fragment = out
 	if len(r.Sources) > 0 {
-		b, err := marshal(out)
+		b, err := MarshalYAML(out)
 		if err != nil {
 			return Resolved{}, fmt.Errorf("policy: marshal: %w", err)
 		}
@@ -251,8 +253,9 @@ func Resolve(entries []Entry, f Facts) (Resolved, error) {
 	return r, nil
 }
 
-// marshal is v as YAML, indented by two spaces as the examples are.
-func marshal(v any) ([]byte, error) {
+// MarshalYAML is v as YAML, indented by two spaces as the examples are
+// (a resolved fragment; the agent's effective configuration).
+func MarshalYAML(v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)

@@ -10,13 +10,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/plumbline/plumbline/internal/config"
+	"github.com/plumbline/plumbline/internal/agentkeys"
+	"github.com/plumbline/plumbline/internal/labels"
 	"github.com/plumbline/plumbline/internal/maintenance"
 	"github.com/plumbline/plumbline/internal/strictyaml"
 )
 
-func sched(mp string, every time.Duration) config.ProbeSchedule {
-	return config.ProbeSchedule{MountPoint: mp, Dir: mp + "/.p", Every: every}
+func sched(mp string, every time.Duration) agentkeys.ProbeSchedule {
+	return agentkeys.ProbeSchedule{MountPoint: mp, Dir: mp + "/.p", Every: every}
 }
 
 func TestSelectorMatches(t *testing.T) {
@@ -55,10 +56,10 @@ func TestResolvePrecedence(t *testing.T) {
 	}
 	entries := []Entry{
 		{Name: "pg-prod", Select: Selector{Labels: map[string]string{"role": "postgres", "env": "prod"}},
-			Policy: Fragment{Enforce: []string{KeyProbes}, Probes: []config.ProbeSchedule{sched("/pgdata", time.Hour)}, MaintenanceWindows: []maintenance.Window{win("pg-backup")},
+			Policy: Fragment{Enforce: []string{KeyProbes}, Probes: []agentkeys.ProbeSchedule{sched("/pgdata", time.Hour)}, MaintenanceWindows: []maintenance.Window{win("pg-backup")},
 				Intervals: Intervals{Report: 30 * time.Second}}},
 		{Name: "db-hosts", Select: Selector{Hosts: []string{"db-*"}},
-			Policy: Fragment{Probes: []config.ProbeSchedule{sched("/data", time.Minute)}, DeclaredDevices: []config.DeclaredDevice{{Device: "/dev/sdb"}},
+			Policy: Fragment{Probes: []agentkeys.ProbeSchedule{sched("/data", time.Minute)}, DeclaredDevices: []agentkeys.DeclaredDevice{{Device: "/dev/sdb"}},
 				MaintenanceWindows: []maintenance.Window{win("patch")}, Intervals: Intervals{Report: time.Minute, GeometryRefresh: time.Hour}}},
 		{Name: "web", Select: Selector{Hosts: []string{"web-*"}}, Policy: Fragment{MaintenanceWindows: []maintenance.Window{win("web")}}},
 	}
@@ -113,8 +114,8 @@ func TestResolvePrecedence(t *testing.T) {
 func TestFragmentRoundTrip(t *testing.T) {
 	iops := 0.0
 	f := Fragment{Enforce: []string{KeyDeclaredDevices},
-		Probes:             []config.ProbeSchedule{{MountPoint: "/data", Dir: "/data/.p", Every: 5 * time.Minute, IOPS: &iops}},
-		DeclaredDevices:    []config.DeclaredDevice{{Device: "/dev/sdb", RAID: config.DeclaredRAID{Level: "raid10", StripeUnit: 64 << 10, Disks: 4}}},
+		Probes:             []agentkeys.ProbeSchedule{{MountPoint: "/data", Dir: "/data/.p", Every: 5 * time.Minute, IOPS: &iops}},
+		DeclaredDevices:    []agentkeys.DeclaredDevice{{Device: "/dev/sdb", RAID: agentkeys.DeclaredRAID{Level: "raid10", StripeUnit: 64 << 10, Disks: 4}}},
 		MaintenanceWindows: []maintenance.Window{{Name: "b", Schedule: "30 1 * * sun", Duration: 90 * time.Minute, TimeZone: "Asia/Tokyo"}},
 		Intervals:          Intervals{Report: 15 * time.Second}}
 	r, err := Resolve([]Entry{{Name: "all", Policy: f}}, Facts{})
@@ -136,7 +137,7 @@ func TestFragmentRoundTrip(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	good := Entry{Name: "a", Policy: Fragment{Probes: []config.ProbeSchedule{sched("/data", time.Minute)}}}
+	good := Entry{Name: "a", Policy: Fragment{Probes: []agentkeys.ProbeSchedule{sched("/data", time.Minute)}}}
 	if err := Validate([]Entry{good}); err != nil {
 		t.Fatalf("Validate(good) = %v", err)
 	}
@@ -151,7 +152,7 @@ func TestValidate(t *testing.T) {
 		{"bad label key", []Entry{{Name: "a", Select: Selector{Labels: map[string]string{"role/x/y": "x"}}}}, "label key"},
 		{"label keys differing in case", []Entry{{Name: "a", Select: Selector{Labels: map[string]string{"Role": "x", "role": "y"}}}}, "case-insensitive"},
 		{"enforce unknown key", []Entry{{Name: "a", Policy: Fragment{Enforce: []string{"maintenance_windows"}}}}, "enforce[0]"},
-		{"bad probe", []Entry{{Name: "a", Policy: Fragment{Probes: []config.ProbeSchedule{{MountPoint: "/d", Dir: "rel"}}}}}, "probes[0].dir"},
+		{"bad probe", []Entry{{Name: "a", Policy: Fragment{Probes: []agentkeys.ProbeSchedule{{MountPoint: "/d", Dir: "rel"}}}}}, "probes[0].dir"},
 		{"bad window", []Entry{{Name: "a", Policy: Fragment{MaintenanceWindows: []maintenance.Window{{Name: "w", Schedule: "nope", Duration: time.Hour}}}}}, "maintenance_windows[0]"},
 		{"bad interval", []Entry{{Name: "a", Policy: Fragment{Intervals: Intervals{Report: time.Millisecond}}}}, "intervals.report"},
 	} {
@@ -185,7 +186,7 @@ func FuzzSelector(f *testing.F) {
 		if m != s.Matches(Facts{Hostname: host, Labels: map[string]string{key: label}}) {
 			t.Fatal("Matches is not deterministic")
 		}
-		if err := config.CheckLabels(map[string]string{key: label}); err == nil && key == "" {
+		if err := labels.Check(map[string]string{key: label}); err == nil && key == "" {
 			t.Fatal("empty label key accepted")
 		}
 	})

@@ -43,6 +43,7 @@ type plan struct {
 	dataBlocks int64 // data region size / blockSize
 	align      int   // buffer memory alignment
 	read       bool  // the kind reads (random-read, stripe-scan)
+	sequential bool  // the kind writes one block after the other (log-write)
 	// schedule, when set, is the file offset of every op in order (a
 	// stripe-scan's placed reads), and each op's latency is kept by index.
 	schedule []int64
@@ -178,7 +179,7 @@ func (m *measurement) work(ctx context.Context, w int, res *workerResult) {
 		switch {
 		case p.schedule != nil:
 			off = p.schedule[n-1]
-		case p.kind == LogWrite:
+		case p.sequential:
 			off = p.dataOff + (m.logNext.Add(1)-1)%p.dataBlocks*int64(p.blockSize)
 		default:
 			off = p.dataOff + rng.Int64N(p.dataBlocks)*int64(p.blockSize)

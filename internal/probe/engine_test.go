@@ -72,7 +72,8 @@ func (f *fakeUtil) ioTicks() (time.Duration, error) {
 
 func testPlan(kind Kind) plan {
 	return plan{
-		kind: kind, blockSize: 8192, qd: 1, ops: 500, maxDur: time.Minute,
+		kind: kind, read: !kind.Spec().Writes, sequential: kind.Spec().Access == vocab.AccessSequential,
+		blockSize: 8192, qd: 1, ops: 500, maxDur: time.Minute,
 		dataOff: HeaderSize, dataBlocks: 64, align: 4096,
 		latWindow: 16, maxErrors: 10, seed: 1, busyInterval: time.Millisecond,
 	}

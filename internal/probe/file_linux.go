@@ -318,7 +318,7 @@ func (h *fdFile) setDirect(f *probeFile, o Options, tryDirect bool) error {
 			return fmt.Errorf("%w: block size %d is not a multiple of the device's direct-I/O alignment %d (its logical sector)", ErrInvalid, o.BlockSize, dioAlign)
 		}
 	}
-	if o.Kind == LogWrite && o.Sync == SyncDsync {
+	if o.Kind.Spec().Synced && o.Sync == SyncDsync {
 		return h.reopenDsync(f.cacheBypass)
 	}
 	return nil

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"github.com/plumbline/plumbline/internal/align"
+	"github.com/plumbline/plumbline/internal/vocab"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -37,7 +38,7 @@ func PlacementFor(v *plumblinev1.Volume) Placement {
 func diskOf(v *plumblinev1.Volume) string {
 	ls := v.GetLayers()
 	for i := len(ls) - 1; i >= 0; i-- {
-		if ls[i].GetKind() == "disk" {
+		if vocab.LayerKind(ls[i].GetKind()) == vocab.LayerDisk {
 			return ls[i].GetDevice()
 		}
 	}

@@ -243,15 +243,14 @@ func (o *Options) validate() error {
 	if err := checkFileName(o.FileName); err != nil {
 		return err
 	}
-	if _, ok := vocab.LookupProbedKind(o.Kind); !ok {
+	spec, ok := vocab.LookupProbedKind(o.Kind)
+	if !ok {
 		return invalid("kind %q: want one of %s", o.Kind, kindList(vocab.ProbedKinds()))
 	}
-	if o.Kind == StripeScan {
-		if err := o.validateStripeScan(); err != nil {
-			return err
-		}
+	if err := runnerFor(spec).check(o); err != nil {
+		return err
 	}
-	if err := o.validateShape(); err != nil {
+	if err := o.validateShape(spec); err != nil {
 		return err
 	}
 	if err := o.validateBudget(); err != nil {
@@ -262,15 +261,15 @@ func (o *Options) validate() error {
 }
 
 // validateShape checks the I/O the run issues: block size, sync mode and
-// queue depth (a log write is synced and single-threaded).
-func (o *Options) validateShape() error {
+// queue depth (a synced kind, log-write, is single-threaded).
+func (o *Options) validateShape(spec vocab.ProbeKindSpec) error {
 	bs := o.BlockSize
 	if bs < MinBlockSize || bs > MaxBlockSize || bs&(bs-1) != 0 {
 		return invalid("block size %d: want a power of two from 512B to 1MiB", bs)
 	}
-	if o.Kind == LogWrite {
-		if bs > MaxLogBlockSize {
-			return invalid("log-write block size %d: want 512B to 64KiB", bs)
+	if spec.Synced {
+		if _, hi := spec.BlockSizes(); uint64(bs) > hi {
+			return invalid("%s block size %d: want 512B to %dKiB", o.Kind, bs, hi>>10)
 		}
 		switch o.Sync {
 		case SyncDsync, SyncFdatasync:
@@ -280,7 +279,7 @@ func (o *Options) validateShape() error {
 			return invalid("sync mode %q: want dsync or fdatasync", o.Sync)
 		}
 		if o.QueueDepth > 1 {
-			return invalid("log-write is single-threaded: queue depth must be 1")
+			return invalid("%s is single-threaded: queue depth must be 1", o.Kind)
 		}
 		o.QueueDepth = 1
 	} else {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/plumbline/plumbline/internal/ctxtime"
 	"github.com/plumbline/plumbline/internal/histogram"
-	"github.com/plumbline/plumbline/internal/stripescan"
 	"github.com/plumbline/plumbline/internal/vocab"
 )
 
@@ -74,14 +73,11 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	res.CacheBypass = f.cacheBypass
 
-	p := newPlan(o, seed, f.memAlign)
-	var reads []stripescan.Read
-	if o.Kind == StripeScan {
-		var extents int
-		if reads, extents, err = planScan(o, f, &p); err != nil {
-			return res, err
-		}
-		res.StripeScan = &StripeScanResult{Placement: scanPlacement(o.Placement), Extents: extents, Placed: len(reads)}
+	spec := o.Kind.Spec()
+	p := newPlan(o, spec, seed, f.memAlign)
+	r := runnerFor(spec)
+	if err := r.place(o, f, &p); err != nil {
+		return res, err
 	}
 	// A raw system call keeps its P while it blocks: with more workers
 	// than Ps, raw I/O would cap the queue depth at GOMAXPROCS (at QD 8 on
@@ -90,12 +86,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	rawIO := o.RawIO && o.QueueDepth < runtime.GOMAXPROCS(0)
 	out := measure(ctx, p, f.file.ioTarget(rawIO), util)
 	fillResult(&res, out, o.BlockSize)
-	if res.StripeScan != nil {
-		res.StripeScan = scanResult(res.StripeScan.Placement, res.StripeScan.Extents, reads, out.opLatency)
-		if f.filled {
-			res.StripeScan.withholdFresh()
-		}
-	}
+	r.answer(&res, out.opLatency, f.filled)
 	return res, nil
 }
 
@@ -181,14 +172,16 @@ func waitJitter(ctx context.Context, o Options, seed uint64) error {
 	return ctxtime.Sleep(ctx, time.Duration(rand.New(rand.NewPCG(seed, 1)).Int64N(int64(o.Jitter))))
 }
 
-// newPlan turns validated options into what measure runs.
-func newPlan(o Options, seed uint64, memAlign int) plan {
+// newPlan turns validated options of a kind with spec into what measure
+// runs.
+func newPlan(o Options, spec vocab.ProbeKindSpec, seed uint64, memAlign int) plan {
 	return plan{
 		kind:          o.Kind,
-		read:          o.Kind == RandomRead || o.Kind == StripeScan,
+		read:          !spec.Writes,
+		sequential:    spec.Access == vocab.AccessSequential,
 		blockSize:     o.BlockSize,
 		qd:            o.QueueDepth,
-		syncEach:      o.Kind != RandomRead && o.Sync == SyncFdatasync,
+		syncEach:      spec.Synced && o.Sync == SyncFdatasync,
 		ops:           o.Ops,
 		maxDur:        o.MaxDuration,
 		iops:          o.IOPS,

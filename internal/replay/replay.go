@@ -351,7 +351,7 @@ func newSim(ctx context.Context, opts Options) (*sim, error) {
 		}
 		sm.seq[a]++
 		sm.pending[a] = append(sm.pending[a], &plumblinev1.Record{Sequence: sm.seq[a], ProducedAt: timestamppb.New(opts.Start),
-			Payload: &plumblinev1.Record_Geometry{Geometry: &plumblinev1.GeometrySnapshot{Inventory: inv, Trigger: "start"}}})
+			Payload: &plumblinev1.Record_Geometry{Geometry: &plumblinev1.GeometrySnapshot{Inventory: inv, Trigger: string(vocab.TriggerStart)}}})
 	}
 	end := opts.Start.Add(opts.Duration)
 	for vi, v := range opts.Volumes {
@@ -527,7 +527,7 @@ func pacedDuration(h *histogram.Histogram, iopsCap float64) time.Duration {
 }
 
 func syncOf(kind string) string {
-	if kind == string(vocab.LogWrite) {
+	if vocab.ProbeKind(kind).Spec().Synced {
 		return "dsync"
 	}
 	return ""

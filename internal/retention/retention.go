@@ -27,6 +27,8 @@ type Store interface {
 	PruneIncarnations(ctx context.Context, cutoff time.Time, limit int) (n int, done bool, err error)
 }
 
+var _ Store = (*store.Store)(nil)
+
 // Defaults of Options.
 const (
 	DefaultBatch    = 5000

@@ -12,9 +12,9 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/plumbline/plumbline/internal/align"
 	"github.com/plumbline/plumbline/internal/evaluator"
 	"github.com/plumbline/plumbline/internal/histogram"
+	"github.com/plumbline/plumbline/internal/ingest"
 	"github.com/plumbline/plumbline/internal/server/config"
 	"github.com/plumbline/plumbline/internal/store"
 	"github.com/plumbline/plumbline/internal/wire"
@@ -78,9 +78,8 @@ func seededStore(t *testing.T) *store.Store {
 	if err := st.UpsertAgent(ctx, store.Agent{ID: "a1", Hostname: "db01", OS: "linux", Kernel: "6.1.0", AgentVersion: "test", LastSeen: now}); err != nil {
 		t.Fatal(err)
 	}
-	v := &plumblinev1.Volume{MountPoint: "/data", Device: "/dev/sdb1", Filesystem: &plumblinev1.Filesystem{Type: "ext4"}}
-	v.Alignment = align.Evaluate(v)
-	geom, err := proto.Marshal(v)
+	// The volume as ingest stores it: judged, with its judged record.
+	vol, err := ingest.JudgeVolume(&plumblinev1.Volume{MountPoint: "/data", Device: "/dev/sdb1", Filesystem: &plumblinev1.Filesystem{Type: "ext4"}}, nil, ingest.Rules{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +92,7 @@ func seededStore(t *testing.T) *store.Store {
 		t.Fatal(err)
 	}
 	recs := []store.Record{
-		{Sequence: 1, Kind: store.KindGeometry, ProducedAt: now, Volumes: []store.Volume{{MountPoint: "/data", Device: "/dev/sdb1", FSType: "ext4", Geometry: geom, Verdict: v.GetAlignment().GetVerdict()}}},
+		{Sequence: 1, Kind: store.KindGeometry, ProducedAt: now, Volumes: []store.Volume{vol}},
 		{Sequence: 2, Kind: store.KindProbe, ProducedAt: now, Probe: &store.ProbeResult{MountPoint: "/data", Device: "sdb", Kind: "random-read",
 			BlockSizeBytes: 8192, QueueDepth: 1, StartedAt: now, Duration: time.Second, Ops: 100, Bytes: 100 * 8192, Histogram: hb, IOPSCap: 50}},
 	}

@@ -14,12 +14,12 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/plumbline/plumbline/internal/agentkeys"
 	"github.com/plumbline/plumbline/internal/atomicfile"
 	"github.com/plumbline/plumbline/internal/bytesize"
-	"github.com/plumbline/plumbline/internal/config"
 	"github.com/plumbline/plumbline/internal/devca"
-	"github.com/plumbline/plumbline/internal/ingest"
-	srvconfig "github.com/plumbline/plumbline/internal/server/config"
+	"github.com/plumbline/plumbline/internal/identity"
+	"github.com/plumbline/plumbline/internal/server/config"
 	"github.com/plumbline/plumbline/internal/vocab"
 )
 
@@ -88,7 +88,7 @@ func devHosts() []string {
 // DevAgentID is the dev agent's identity: this host's name.
 func DevAgentID() string {
 	h, err := os.Hostname()
-	if err != nil || ingest.CheckAgentID(h) != nil {
+	if err != nil || identity.CheckAgentID(h) != nil {
 		return "localhost"
 	}
 	return h
@@ -97,7 +97,7 @@ func DevAgentID() string {
 // prepareDev creates (or reuses) the CA and the certificates, and the
 // directories, and points cfg's TLS settings at them. It returns the
 // layout; writeDevAgentConfig writes agent.yaml once the address is known.
-func prepareDev(cfg *srvconfig.Config) (devLayout, error) {
+func prepareDev(cfg *config.Config) (devLayout, error) {
 	l, err := newDevLayout(cfg.DataDir)
 	if err != nil {
 		return l, err
@@ -123,7 +123,7 @@ func prepareDev(cfg *srvconfig.Config) (devLayout, error) {
 	}
 	id := DevAgentID()
 	if err := reuseOrIssue(ca, l.agentCert, l.agentK, x509.ExtKeyUsageClientAuth, func(c *x509.Certificate) bool {
-		got, err := ingest.AgentIdentity(c)
+		got, err := identity.FromCertificate(c)
 		return err == nil && got == id
 	}, func() (*devca.Leaf, error) { return ca.IssueAgent(id) }); err != nil {
 		return l, fmt.Errorf("dev: agent certificate: %w", err)
@@ -131,7 +131,7 @@ func prepareDev(cfg *srvconfig.Config) (devLayout, error) {
 	if err := atomicfile.Write(l.agentCA, ca.CertPEM, 0o644); err != nil {
 		return l, fmt.Errorf("dev: %w", err)
 	}
-	cfg.GRPC.TLS = srvconfig.TLSConfig{CertFile: l.serverCert, KeyFile: l.serverKey, ClientCAFile: ca.CertPath()}
+	cfg.GRPC.TLS = config.TLSConfig{CertFile: l.serverCert, KeyFile: l.serverKey, ClientCAFile: ca.CertPath()}
 	return l, nil
 }
 
@@ -218,27 +218,61 @@ const devAgentHeader = `# Written by 'server --dev' at every start; edits are ov
 # for dev only (tmpfs/overlay data directories).
 `
 
+// devAgentFile is the part of the agent's configuration file (the agent's
+// internal/config) that agent.yaml sets, written here without linking the
+// agent's configuration package; a test loads the file with the agent's
+// own loader, so the two cannot drift. The keys it leaves out take the
+// agent's defaults.
+type devAgentFile struct {
+	AgentID       string                    `yaml:"agent_id"`
+	Server        devAgentServer            `yaml:"server"`
+	Spool         devAgentSpool             `yaml:"spool"`
+	Probes        []agentkeys.ProbeSchedule `yaml:"probes"`
+	Web           devAgentWeb               `yaml:"web"`
+	OverrideFiles []string                  `yaml:"override_files"`
+}
+
+type devAgentServer struct {
+	Address  string      `yaml:"address"`
+	TLS      devAgentTLS `yaml:"tls"`
+	Insecure bool        `yaml:"insecure,omitempty"`
+}
+
+type devAgentTLS struct {
+	CAFile     string `yaml:"ca_file"`
+	CertFile   string `yaml:"cert_file"`
+	KeyFile    string `yaml:"key_file"`
+	ServerName string `yaml:"server_name"`
+}
+
+type devAgentSpool struct {
+	Dir string `yaml:"dir"`
+}
+
+type devAgentWeb struct {
+	ListenAddress string `yaml:"listen_address,omitempty"`
+}
+
 // devAgentConfig is the dev agent's configuration: this server, the dev
 // certificates, and probes of the probe directory's volume.
-func devAgentConfig(l devLayout, grpcAddr, webAddr string, insecure bool) config.Agent {
+func devAgentConfig(l devLayout, grpcAddr, webAddr string, insecure bool) devAgentFile {
 	iops := 50.0
-	return config.Agent{
+	return devAgentFile{
 		AgentID: DevAgentID(),
-		Server: config.Server{Address: grpcAddr, Insecure: insecure,
-			TLS: config.ClientTLS{CAFile: l.agentCA, CertFile: l.agentCert, KeyFile: l.agentK, ServerName: "localhost"}},
-		Spool:     config.Spool{Dir: l.spoolDir, MaxBytes: config.DefaultSpoolMaxBytes},
-		Intervals: config.Intervals{GeometryRefresh: config.DefaultGeometryRefresh, Report: config.DefaultReportInterval},
-		Probes: []config.ProbeSchedule{{
+		Server: devAgentServer{Address: grpcAddr, Insecure: insecure,
+			TLS: devAgentTLS{CAFile: l.agentCA, CertFile: l.agentCert, KeyFile: l.agentK, ServerName: "localhost"}},
+		Spool: devAgentSpool{Dir: l.spoolDir},
+		Probes: []agentkeys.ProbeSchedule{{
 			MountPoint: globQuote(mountPointOf(l.probeDir)), Dir: l.probeDir, Kinds: vocab.DefaultProbeKinds(),
 			Every: 5 * time.Minute, Ops: 200, IOPS: &iops, MaxDuration: 30 * time.Second, FileSize: 64 * bytesize.MiB, AllowCached: true,
 		}},
-		Web:           config.Web{ListenAddress: webAddr},
+		Web:           devAgentWeb{ListenAddress: webAddr},
 		OverrideFiles: []string{filepath.Base(l.agentLocalYAML)},
 	}
 }
 
-// writeDevAgentConfig writes DIR/dev/agent.yaml for an agent on this host,
-// marshalled from the agent's configuration type, and
+// writeDevAgentConfig writes DIR/dev/agent.yaml for an agent on this host
+// (devAgentFile), and
 // DIR/dev/agent.local.yaml when it does not exist.
 func writeDevAgentConfig(l devLayout, grpcAddr, webAddr string, insecure bool) error {
 	var b bytes.Buffer

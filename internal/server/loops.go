@@ -30,7 +30,7 @@ const (
 
 // newPruner is the retention loop over st: store.retention (0: it
 // returns at once and prunes nothing).
-func newPruner(st *store.Store, cfg config.Config, logger *slog.Logger) *retention.Pruner {
+func newPruner(st retention.Store, cfg config.Config, logger *slog.Logger) *retention.Pruner {
 	return retention.New(st, retention.Options{Retention: cfg.Store.Retention, Logger: logger.With("component", "retention")})
 }
 
@@ -50,7 +50,7 @@ func elector(st *store.Store, cfg config.Config, logger *slog.Logger) *leader.El
 // leader left them (an evaluator kept from an earlier term would write
 // its stale detectors back). Its status adds up the terms.
 type evaluators struct {
-	st   *store.Store
+	st   evaluator.Store
 	opts evaluator.Options
 
 	mu   sync.Mutex
@@ -59,7 +59,7 @@ type evaluators struct {
 }
 
 // newEvaluators checks opts by building a first evaluator.
-func newEvaluators(st *store.Store, opts evaluator.Options) (*evaluators, error) {
+func newEvaluators(st evaluator.Store, opts evaluator.Options) (*evaluators, error) {
 	if _, err := evaluator.New(st, opts); err != nil {
 		return nil, err
 	}

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/plumbline/plumbline/internal/geometry"
+	"github.com/plumbline/plumbline/internal/mounts"
 )
 
 // mountPointOf is the mount point of the file system holding dir: the
@@ -19,7 +19,7 @@ func mountPointOf(dir string) string {
 	if err != nil {
 		return "/"
 	}
-	mps, _ := geometry.MountPoints(b) // a line that does not parse names no mount point
+	mps, _ := mounts.MountPoints(b) // a line that does not parse names no mount point
 	best := "/"
 	for _, mp := range mps {
 		if within(dir, mp) && len(mp) > len(best) {

@@ -77,6 +77,9 @@ type InventoryVolume struct {
 	// (TopFinding) is returned.
 	Findings   []Finding
 	TopFinding *Finding
+	// Arrays are the md arrays below the volume (filled by SyncInventory's
+	// caller; not returned on reads: see ListJudgedVolumes).
+	Arrays []RAIDArray
 
 	// Geometry is the stored plumbline.v1.Volume (reads with geometry only).
 	Geometry []byte

@@ -154,6 +154,9 @@ func (s *Store) removeInventory(ctx context.Context, ids []string) error {
 		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM inventory_docs WHERE volume_id IN (`+in+`)`), args...); err != nil {
 			return err
 		}
+		if err := s.removeArrays(ctx, tx, args); err != nil {
+			return err
+		}
 		_, err := tx.ExecContext(ctx, s.q(`DELETE FROM inventory_volumes WHERE volume_id IN (`+in+`)
 AND NOT EXISTS (SELECT 1 FROM volumes v WHERE v.agent_id = inventory_volumes.agent_id
     AND v.mount_point = inventory_volumes.mount_point AND v.present)`), args...)
@@ -224,6 +227,9 @@ func (s *Store) putInventory(ctx context.Context, tx *sql.Tx, vols []InventoryVo
 	}
 	if err := s.insertFindings(ctx, tx, vols); err != nil {
 		return fmt.Errorf("put inventory findings: %w", err)
+	}
+	if err := s.putArrays(ctx, tx, vols); err != nil {
+		return fmt.Errorf("put inventory arrays: %w", err)
 	}
 	return bumpGeneration(ctx, tx)
 }

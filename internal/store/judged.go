@@ -29,7 +29,7 @@ import (
 // volume without a judged record (no verdict) gets none: the judge's loop
 // judges it (store.GeometriesToJudge lists it).
 func (s *Store) putSnapshotJudged(ctx context.Context, tx *sql.Tx, agentID string, r stored, vols []Volume) error {
-	for _, table := range []string{"inventory_findings", "inventory_docs"} {
+	for _, table := range []string{"inventory_findings", "inventory_docs", "inventory_arrays"} {
 		if _, err := s.txExec(ctx, tx, s.q(`DELETE FROM `+table+` WHERE volume_id IN (SELECT f.volume_id FROM inventory_volumes f
 JOIN volumes v ON v.agent_id = f.agent_id AND v.mount_point = f.mount_point WHERE f.agent_id = ? AND NOT v.present)`), agentID); err != nil {
 			return err

@@ -63,16 +63,53 @@ type ProbeKindSpec struct {
 	// Synced: each write is made durable before the next (a sync mode is
 	// required), and the queue depth is 1.
 	Synced bool
+	// Writes: the kind writes its blocks (with random data); else it
+	// reads them.
+	Writes bool
+	// Access is the order its operations visit the probe file.
+	Access Access
+	// Geometry: the kind measures geometry, not latency: its reads are
+	// placed by its measurement (Access AccessPlaced) and its result
+	// carries the answer (ProbeResult.stripe_scan, the volume's
+	// measured stripe); it is not Judged.
+	Geometry bool
 }
+
+// Access is the order a probe kind's operations visit the probe file.
+type Access string
+
+// The access orders.
+const (
+	// AccessRandom: uniformly random offsets, aligned to the block size.
+	AccessRandom Access = "random"
+	// AccessSequential: one block after the other from the start of the
+	// data area, wrapping at its end (a database's log).
+	AccessSequential Access = "sequential"
+	// AccessPlaced: where the kind's measurement places them, read by
+	// read (stripe-scan: straddling candidate stripe-unit boundaries or
+	// staying inside them).
+	AccessPlaced Access = "placed"
+)
 
 // probeKinds is the one list of probe kinds, in the order flag help,
 // validation messages and the agent's default schedule use.
 var probeKinds = [...]ProbeKindSpec{
-	{Kind: RandomRead, Reported: true, Probed: true, Default: true, Judged: true, MaxBlockSize: MaxBlockSize},
-	{Kind: RandomWrite, Reported: true, Probed: true, Default: true, Judged: true, MaxBlockSize: MaxBlockSize},
-	{Kind: LogWrite, Reported: true, Probed: true, Default: true, Judged: true, MaxBlockSize: MaxLogBlockSize, Synced: true},
+	{Kind: RandomRead, Reported: true, Probed: true, Default: true, Judged: true, MaxBlockSize: MaxBlockSize,
+		Access: AccessRandom},
+	{Kind: RandomWrite, Reported: true, Probed: true, Default: true, Judged: true, MaxBlockSize: MaxBlockSize,
+		Writes: true, Access: AccessRandom},
+	{Kind: LogWrite, Reported: true, Probed: true, Default: true, Judged: true, MaxBlockSize: MaxLogBlockSize,
+		Writes: true, Access: AccessSequential, Synced: true},
 	{Kind: StripeScan, Reported: true, Probed: true, MinBlockSize: StripeScanBlockSize, MaxBlockSize: StripeScanBlockSize,
-		MaxQueueDepth: 1, MaxOps: StripeScanMaxOps, ScheduledOps: StripeScanMaxOps, MinFileSize: StripeScanMinFileSize},
+		MaxQueueDepth: 1, MaxOps: StripeScanMaxOps, ScheduledOps: StripeScanMaxOps, MinFileSize: StripeScanMinFileSize,
+		Access: AccessPlaced, Geometry: true},
+}
+
+// Spec is kind k's entry; the zero spec (reads, no access order, no
+// limits) for a kind the probe engine does not run.
+func (k ProbeKind) Spec() ProbeKindSpec {
+	s, _ := LookupProbedKind(k)
+	return s
 }
 
 // BlockSizes are the smallest and largest block size of a run of this

@@ -1,7 +1,9 @@
 // Package vocab is Plumbline's vocabulary: the words agent and server
-// exchange and judge with — probe kinds, sync modes, stop reasons, the
-// limits of a probe run as reported, the I/O sizes a verdict carries,
-// verdicts, severities and RAID levels — each defined once, here.
+// exchange and judge with — probe kinds and what each does, sync modes,
+// stop reasons, the limits of a probe run as reported, the I/O sizes a
+// verdict carries, verdicts, severities, RAID levels, layer kinds, value
+// sources and snapshot triggers — each defined once, here. A test
+// (TestWordsSpelledOnce) keeps the words out of other packages' code.
 //
 // Why a package and not proto enums: the wire carries these words as
 // strings (ProbeResult.kind, stopped_reason, sync; Alignment.verdict;
@@ -16,8 +18,12 @@
 // Every list is returned fresh by a function (or is an array): nothing here
 // is an exported mutable slice.
 //
-// Adding a probe kind: one entry in probeKinds (probe_kinds.go) plus its
-// engine in internal/probe. Adding an I/O size: one entry in ioSizes
+// Adding a probe kind: one entry in probeKinds (probe_kinds.go) saying
+// whether it writes, its access order and whether it is synced — the
+// engine reads these — plus, for a judged kind, its priors; a geometry
+// kind also has a runner in internal/probe (docs/dev/vocabulary.md).
+// Adding a layer kind: one entry in layerKinds (layers.go) plus the
+// discovery that makes it. Adding an I/O size: one entry in ioSizes
 // (words.go) plus a migration adding its columns (split_fraction_<key> on
 // volumes; split_fraction_, granularity_split_fraction_ and
 // measured_penalty_<key> on inventory_volumes; IOSizeKey names the key),

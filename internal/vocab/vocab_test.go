@@ -7,25 +7,6 @@ import (
 	"testing"
 )
 
-// The server binary must not link the agent's O_DIRECT probe engine just to
-// read the words it validates with (issue 12 §1): it reads them here.
-func TestServerDoesNotImportProbe(t *testing.T) {
-	t.Parallel()
-	out, err := exec.Command("go", "list", "-deps", "github.com/plumbline/plumbline/cmd/server").Output()
-	if err != nil {
-		t.Fatalf("go list -deps ./cmd/server: %v", err)
-	}
-	deps := strings.Fields(string(out))
-	for _, want := range []string{"github.com/plumbline/plumbline/internal/ingest", "github.com/plumbline/plumbline/internal/vocab"} {
-		if !slices.Contains(deps, want) {
-			t.Fatalf("go list -deps ./cmd/server lacks %s: not the server's dependencies?\n%s", want, out)
-		}
-	}
-	if slices.Contains(deps, "github.com/plumbline/plumbline/internal/probe") {
-		t.Error("cmd/server depends on internal/probe; take the words from internal/vocab instead")
-	}
-}
-
 // vocab is the bottom of the import graph: both sides import it, it imports
 // nothing of Plumbline's.
 func TestImportsOnlyTheStandardLibrary(t *testing.T) {
@@ -92,6 +73,7 @@ func TestListsAreImmutable(t *testing.T) {
 		"ProbeKindNames": ProbeKindNames, "SyncModeNames": SyncModeNames, "StopReasons": StopReasons,
 		"NotRunReasons": NotRunReasons, "IOSizeNames": IOSizeNames, "Verdicts": Verdicts,
 		"Severities": Severities, "RAIDLevels": RAIDLevels, "DeclarableRAIDLevels": DeclarableRAIDLevels, "LayerRAIDLevels": LayerRAIDLevels,
+		"LayerKindNames": LayerKindNames, "SourceNames": SourceNames, "TriggerNames": TriggerNames,
 	}
 	for name, f := range lists {
 		a := f()

@@ -6,33 +6,31 @@
 // revoked agents at the TLS handshake (VerifyConnection) and on every call
 // (Authorize).
 //
-// An agent certificate carries the identity twice, as ingest.AgentIdentity
+// An agent certificate carries the identity twice, as identity.FromCertificate
 // reads it: subject CN and URI SAN plumbline://agent/<id>. Bring-your-own
 // PKI keeps working: a certificate whose identity this server never
 // enrolled is none of the authority's business.
 package authority
 
 import (
+	"context"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/big"
-	"net/url"
 	"os"
 	"time"
 
 	"golang.org/x/time/rate"
 
-	"github.com/plumbline/plumbline/internal/devca"
+	"github.com/plumbline/plumbline/internal/certmint"
 	"github.com/plumbline/plumbline/internal/enroll"
 	"github.com/plumbline/plumbline/internal/store"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
@@ -134,7 +132,7 @@ func LoadCA(f Files) (*CA, error) {
 	inter := x509.NewCertPool()
 	for _, c := range certs {
 		if !selfSigned(c) {
-			ca.chainTail = append(ca.chainTail, enroll.EncodeCertPEM(c.Raw)...)
+			ca.chainTail = append(ca.chainTail, certmint.EncodeCert(c.Raw)...)
 			inter.AddCert(c)
 		}
 	}
@@ -236,12 +234,6 @@ func parseCSR(der []byte) (crypto.PublicKey, error) {
 	return csr.PublicKey, nil
 }
 
-// newSerial is a random positive 127-bit serial.
-func newSerial() *big.Int {
-	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127)) // crypto/rand never fails
-	return n.Add(n, big.NewInt(1))
-}
-
 // serialText is how the store keeps a serial.
 func serialText(n *big.Int) string { return n.Text(16) }
 
@@ -249,41 +241,42 @@ func serialText(n *big.Int) string { return n.Text(16) }
 // before now (clock skew: a tenth of ttl, at most 5m) for ttl, and returns
 // it as PEM with the CA's chain after it.
 func (ca *CA) issue(agentID string, pub crypto.PublicKey, serial *big.Int, now time.Time, ttl time.Duration) ([]byte, *x509.Certificate, error) {
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: agentID, Organization: []string{"Plumbline agents"}},
-		URIs:                  []*url.URL{devca.AgentURI(agentID)},
-		NotBefore:             now.Add(-min(ttl/10, 5*time.Minute)),
-		NotAfter:              notAfter(now, ttl, ca.cert),
-		KeyUsage:              x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-		BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, pub, ca.key)
+	tmpl := certmint.AgentTemplate(agentID)
+	tmpl.SerialNumber = serial
+	tmpl.NotBefore = now.Add(-min(ttl/10, 5*time.Minute))
+	tmpl.NotAfter = certmint.NotAfter(now, ttl, ca.cert)
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	tmpl.BasicConstraintsValid = true
+	leaf, certPEM, err := certmint.Sign(tmpl, ca.cert, pub, ca.key)
 	if err != nil {
 		return nil, nil, fmt.Errorf("sign: %w", err)
 	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, nil, fmt.Errorf("sign: %w", err)
-	}
-	return append(enroll.EncodeCertPEM(der), ca.chainTail...), leaf, nil
+	return append(certPEM, ca.chainTail...), leaf, nil
 }
 
-// notAfter is now+ttl, but never after the CA's own expiry.
-func notAfter(now time.Time, ttl time.Duration, ca *x509.Certificate) time.Time {
-	if t := now.Add(ttl); t.Before(ca.NotAfter) {
-		return t
-	}
-	return ca.NotAfter
+// Store is what the authority needs of the server's store: join tokens,
+// enrolled agents and reserved ids (*store.Store is one).
+type Store interface {
+	CheckJoinToken(ctx context.Context, tokenID, secretHash string) error
+	EnrollAgent(ctx context.Context, e store.Enrollment) (map[string]string, error)
+	RenewAgent(ctx context.Context, agentID, fromSerial, newSerial string, notAfter time.Time) error
+	ReserveAgentID(ctx context.Context, r store.Reservation) (bool, error)
+	agentLookup
 }
+
+// agentLookup reads one enrolled agent (the revocation cache's need).
+type agentLookup interface {
+	EnrolledAgent(ctx context.Context, agentID string) (store.EnrolledAgent, error)
+}
+
+var _ Store = (*store.Store)(nil)
 
 // Authority is the enrollment service over a store.
 type Authority struct {
 	plumblinev1.UnimplementedEnrollmentServiceServer
 
 	ca       *CA
-	st       *store.Store
+	st       Store
 	opts     Options
 	enrollRL *rate.Limiter
 	renewRL  *rate.Limiter
@@ -293,7 +286,7 @@ type Authority struct {
 }
 
 // New is an Authority signing with ca over st.
-func New(ca *CA, st *store.Store, opts Options) *Authority {
+func New(ca *CA, st Store, opts Options) *Authority {
 	opts = opts.withDefaults()
 	return &Authority{
 		ca: ca, st: st, opts: opts,

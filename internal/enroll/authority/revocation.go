@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/plumbline/plumbline/internal/enroll"
-	"github.com/plumbline/plumbline/internal/ingest"
+	"github.com/plumbline/plumbline/internal/identity"
 	"github.com/plumbline/plumbline/internal/store"
 )
 
@@ -62,7 +62,7 @@ func (a *Authority) VerifyConnection(cs tls.ConnectionState) error {
 		return nil
 	}
 	leaf := cs.VerifiedChains[0][0]
-	id, err := ingest.AgentIdentity(leaf)
+	id, err := identity.FromCertificate(leaf)
 	if err != nil {
 		return nil // the calls are refused with the reason
 	}
@@ -84,7 +84,7 @@ func (a *Authority) VerifyConnection(cs tls.ConnectionState) error {
 // agentCache holds looked-up enrollments for ttl. Bounded: past
 // maxCacheEntries it starts again empty.
 type agentCache struct {
-	st     *store.Store
+	st     agentLookup
 	ttl    time.Duration
 	now    func() time.Time
 	health *lookupHealth
@@ -101,7 +101,7 @@ type cacheEntry struct {
 	at       time.Time
 }
 
-func newAgentCache(st *store.Store, ttl time.Duration, now func() time.Time, logger *slog.Logger) *agentCache {
+func newAgentCache(st agentLookup, ttl time.Duration, now func() time.Time, logger *slog.Logger) *agentCache {
 	return &agentCache{st: st, ttl: ttl, now: now, m: map[string]cacheEntry{}, health: &lookupHealth{logger: logger, now: now}}
 }
 

@@ -12,8 +12,11 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/plumbline/plumbline/internal/certmint"
 	"github.com/plumbline/plumbline/internal/enroll"
-	"github.com/plumbline/plumbline/internal/ingest"
+	"github.com/plumbline/plumbline/internal/grpcservice"
+	"github.com/plumbline/plumbline/internal/identity"
+	"github.com/plumbline/plumbline/internal/labels"
 	"github.com/plumbline/plumbline/internal/store"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
@@ -27,7 +30,7 @@ func PublicMethods() []string {
 
 // Register serves the enrollment service on gs.
 func (a *Authority) Register(gs *grpc.Server) {
-	ingest.RegisterService(gs, &plumblinev1.EnrollmentService_ServiceDesc, a)
+	grpcservice.Register(gs, &plumblinev1.EnrollmentService_ServiceDesc, a)
 }
 
 // GetTrustBundle answers with the CAs agents trust for this server.
@@ -54,7 +57,7 @@ func (a *Authority) Enroll(ctx context.Context, req *plumblinev1.EnrollRequest) 
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	id := req.GetAgentId()
-	if err := ingest.CheckAgentID(id); err != nil {
+	if err := identity.CheckAgentID(id); err != nil {
 		return nil, status.Error(codes.InvalidArgument, "agent_id: "+err.Error())
 	}
 	pub, err := parseCSR(req.GetCsrDer())
@@ -67,9 +70,9 @@ func (a *Authority) Enroll(ctx context.Context, req *plumblinev1.EnrollRequest) 
 	if !a.enrollRL.Allow() {
 		return nil, rateError("enrollment")
 	}
-	now, serial := a.opts.Now(), newSerial()
-	notAfter := notAfter(now, a.opts.CertTTL, a.ca.cert)
-	labels, err := a.st.EnrollAgent(ctx, store.Enrollment{TokenID: tok.ID, SecretHash: tok.SecretHash(), AgentID: id, Serial: serialText(serial), NotAfter: notAfter})
+	now, serial := a.opts.Now(), certmint.Serial()
+	notAfter := certmint.NotAfter(now, a.opts.CertTTL, a.ca.cert)
+	lbls, err := a.st.EnrollAgent(ctx, store.Enrollment{TokenID: tok.ID, SecretHash: tok.SecretHash(), AgentID: id, Serial: serialText(serial), NotAfter: notAfter})
 	if err != nil {
 		return nil, a.enrollError(ctx, tok.ID, id, err)
 	}
@@ -79,8 +82,8 @@ func (a *Authority) Enroll(ctx context.Context, req *plumblinev1.EnrollRequest) 
 		a.opts.Logger.Error("enroll: signing failed", "agent", id, "err", err)
 		return nil, status.Error(codes.Internal, "signing failed")
 	}
-	a.opts.Logger.Info("agent enrolled", "agent", id, "token", tok.ID, "serial", serialText(serial), "not_after", leaf.NotAfter, "labels", enroll.FormatLabels(labels), "peer", peerAddr(ctx))
-	return &plumblinev1.EnrollResponse{AgentId: id, CertificateChainPem: chain, NotAfter: timestamppb.New(leaf.NotAfter), Labels: labels}, nil
+	a.opts.Logger.Info("agent enrolled", "agent", id, "token", tok.ID, "serial", serialText(serial), "not_after", leaf.NotAfter, "labels", labels.Format(lbls), "peer", peerAddr(ctx))
+	return &plumblinev1.EnrollResponse{AgentId: id, CertificateChainPem: chain, NotAfter: timestamppb.New(leaf.NotAfter), Labels: lbls}, nil
 }
 
 // enrollError maps the store's refusals to statuses that say why.
@@ -118,7 +121,7 @@ func (a *Authority) Renew(ctx context.Context, req *plumblinev1.RenewRequest) (*
 		return nil, status.Error(codes.Unauthenticated, "renew: no verified client certificate on this connection")
 	}
 	cert := ti.State.VerifiedChains[0][0]
-	id, err := ingest.AgentIdentity(cert)
+	id, err := identity.FromCertificate(cert)
 	if err != nil {
 		return nil, status.Error(codes.Unauthenticated, err.Error())
 	}
@@ -132,8 +135,8 @@ func (a *Authority) Renew(ctx context.Context, req *plumblinev1.RenewRequest) (*
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
-	now, serial := a.opts.Now(), newSerial()
-	err = a.st.RenewAgent(ctx, id, serialText(cert.SerialNumber), serialText(serial), notAfter(now, a.opts.CertTTL, a.ca.cert))
+	now, serial := a.opts.Now(), certmint.Serial()
+	err = a.st.RenewAgent(ctx, id, serialText(cert.SerialNumber), serialText(serial), certmint.NotAfter(now, a.opts.CertTTL, a.ca.cert))
 	a.cache.forget(id)
 	switch {
 	case errors.Is(err, store.ErrNotEnrolled):

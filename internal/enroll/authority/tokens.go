@@ -24,9 +24,14 @@ type TokenSpec struct {
 	Labels map[string]string
 }
 
+// TokenStore keeps join tokens (*store.Store is one).
+type TokenStore interface {
+	CreateJoinToken(ctx context.Context, t store.JoinToken) error
+}
+
 // CreateToken makes a join token and stores it hashed. The token (with
 // its secret) exists only in the answer.
-func CreateToken(ctx context.Context, st *store.Store, spec TokenSpec, now time.Time) (enroll.Token, store.JoinToken, error) {
+func CreateToken(ctx context.Context, st TokenStore, spec TokenSpec, now time.Time) (enroll.Token, store.JoinToken, error) {
 	if spec.TTL == 0 {
 		spec.TTL = DefaultTokenTTL
 	}

@@ -449,7 +449,11 @@ type Layer struct {
 	// Set while md reshapes the array (sysfs values read "new (old)"): the
 	// geometry it is leaving. raid_disks, stripe_unit_bytes and raid_layout
 	// above are the new geometry the array is being reshaped to.
-	Reshape       *RaidReshape `protobuf:"bytes,30,opt,name=reshape,proto3" json:"reshape,omitempty"` // Next tag: 31
+	Reshape *RaidReshape `protobuf:"bytes,30,opt,name=reshape,proto3" json:"reshape,omitempty"`
+	// md arrays: the array's and its members' health as the kernel states
+	// it (/sys/block/mdX/md/). Absent for other layers and when the agent
+	// could not read it (the unknown list says why, field "raid_health").
+	RaidHealth    *RaidHealth `protobuf:"bytes,31,opt,name=raid_health,json=raidHealth,proto3" json:"raid_health,omitempty"` // Next tag: 32
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -694,6 +698,244 @@ func (x *Layer) GetReshape() *RaidReshape {
 	return nil
 }
 
+func (x *Layer) GetRaidHealth() *RaidHealth {
+	if x != nil {
+		return x.RaidHealth
+	}
+	return nil
+}
+
+// RaidHealth is an md array's state as the kernel states it. Words are the
+// kernel's own (md/array_state, md/sync_action, dev-*/state); a word this
+// version does not know is kept as the kernel wrote it. A field the kernel
+// does not offer is empty and named in the layer's unknown list
+// ("raid_health.<field>").
+type RaidHealth struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// md/array_state: clear, inactive, suspended, readonly, read-auto,
+	// clean, active, write-pending, active-idle, broken.
+	ArrayState string `protobuf:"bytes,1,opt,name=array_state,json=arrayState,proto3" json:"array_state,omitempty"`
+	// md/degraded: how many of raid_disks hold no working member. Absent
+	// when the kernel does not say (raid0, linear, old kernels).
+	Degraded *uint32 `protobuf:"varint,2,opt,name=degraded,proto3,oneof" json:"degraded,omitempty"`
+	// md/sync_action: idle, resync, recover, check, repair, reshape, frozen.
+	SyncAction string `protobuf:"bytes,3,opt,name=sync_action,json=syncAction,proto3" json:"sync_action,omitempty"`
+	// md/sync_completed while a sync action runs: sectors done and sectors
+	// in total (512 bytes each). Both 0 when none runs.
+	SyncCompletedSectors uint64 `protobuf:"varint,4,opt,name=sync_completed_sectors,json=syncCompletedSectors,proto3" json:"sync_completed_sectors,omitempty"`
+	SyncTotalSectors     uint64 `protobuf:"varint,5,opt,name=sync_total_sectors,json=syncTotalSectors,proto3" json:"sync_total_sectors,omitempty"`
+	// md/sync_completed reads "delayed": the action waits (another array on
+	// the same disks syncs first, or sync_max holds it).
+	SyncDelayed bool `protobuf:"varint,6,opt,name=sync_delayed,json=syncDelayed,proto3" json:"sync_delayed,omitempty"`
+	// md/sync_speed: the running action's speed over the last 30 seconds,
+	// in bytes per second (the kernel writes KiB/s). 0 when none runs.
+	SyncSpeedBytesPerSecond uint64 `protobuf:"varint,7,opt,name=sync_speed_bytes_per_second,json=syncSpeedBytesPerSecond,proto3" json:"sync_speed_bytes_per_second,omitempty"`
+	// md/mismatch_cnt: sectors a check found inconsistent (a repair
+	// rewrote). Absent when the kernel does not say.
+	MismatchSectors *uint64 `protobuf:"varint,8,opt,name=mismatch_sectors,json=mismatchSectors,proto3,oneof" json:"mismatch_sectors,omitempty"`
+	// md/last_sync_action: the action that ran last (check, repair, resync,
+	// recover, reshape), the one mismatch_sectors belongs to.
+	LastSyncAction string `protobuf:"bytes,9,opt,name=last_sync_action,json=lastSyncAction,proto3" json:"last_sync_action,omitempty"`
+	// Every member device md lists (dev-* directories), faulty ones too.
+	Members       []*RaidMember `protobuf:"bytes,10,rep,name=members,proto3" json:"members,omitempty"` // Next tag: 11
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RaidHealth) Reset() {
+	*x = RaidHealth{}
+	mi := &file_plumbline_v1_geometry_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RaidHealth) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RaidHealth) ProtoMessage() {}
+
+func (x *RaidHealth) ProtoReflect() protoreflect.Message {
+	mi := &file_plumbline_v1_geometry_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RaidHealth.ProtoReflect.Descriptor instead.
+func (*RaidHealth) Descriptor() ([]byte, []int) {
+	return file_plumbline_v1_geometry_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *RaidHealth) GetArrayState() string {
+	if x != nil {
+		return x.ArrayState
+	}
+	return ""
+}
+
+func (x *RaidHealth) GetDegraded() uint32 {
+	if x != nil && x.Degraded != nil {
+		return *x.Degraded
+	}
+	return 0
+}
+
+func (x *RaidHealth) GetSyncAction() string {
+	if x != nil {
+		return x.SyncAction
+	}
+	return ""
+}
+
+func (x *RaidHealth) GetSyncCompletedSectors() uint64 {
+	if x != nil {
+		return x.SyncCompletedSectors
+	}
+	return 0
+}
+
+func (x *RaidHealth) GetSyncTotalSectors() uint64 {
+	if x != nil {
+		return x.SyncTotalSectors
+	}
+	return 0
+}
+
+func (x *RaidHealth) GetSyncDelayed() bool {
+	if x != nil {
+		return x.SyncDelayed
+	}
+	return false
+}
+
+func (x *RaidHealth) GetSyncSpeedBytesPerSecond() uint64 {
+	if x != nil {
+		return x.SyncSpeedBytesPerSecond
+	}
+	return 0
+}
+
+func (x *RaidHealth) GetMismatchSectors() uint64 {
+	if x != nil && x.MismatchSectors != nil {
+		return *x.MismatchSectors
+	}
+	return 0
+}
+
+func (x *RaidHealth) GetLastSyncAction() string {
+	if x != nil {
+		return x.LastSyncAction
+	}
+	return ""
+}
+
+func (x *RaidHealth) GetMembers() []*RaidMember {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+// RaidMember is one device md lists for an array (md/dev-<name>).
+type RaidMember struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Kernel device name (sdb, nvme0n1p2).
+	Device string `protobuf:"bytes,1,opt,name=device,proto3" json:"device,omitempty"`
+	// dev-*/state flags: faulty, in_sync, spare, write_mostly, blocked,
+	// write_error, want_replacement, replacement, journal, ... Empty when
+	// the kernel lists none (a member being added).
+	State []string `protobuf:"bytes,2,rep,name=state,proto3" json:"state,omitempty"`
+	// dev-*/slot: the role the member fills (0 to raid_disks-1); absent for
+	// "none" (a spare or a failed member no longer in a role).
+	Slot *uint32 `protobuf:"varint,3,opt,name=slot,proto3,oneof" json:"slot,omitempty"`
+	// dev-*/errors: read errors seen and corrected without evicting it.
+	Errors uint64 `protobuf:"varint,4,opt,name=errors,proto3" json:"errors,omitempty"`
+	// dev-*/bad_blocks: the ranges md recorded as unreadable on it, and the
+	// sectors they cover.
+	BadBlocks       uint32 `protobuf:"varint,5,opt,name=bad_blocks,json=badBlocks,proto3" json:"bad_blocks,omitempty"`
+	BadBlockSectors uint64 `protobuf:"varint,6,opt,name=bad_block_sectors,json=badBlockSectors,proto3" json:"bad_block_sectors,omitempty"` // Next tag: 7
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *RaidMember) Reset() {
+	*x = RaidMember{}
+	mi := &file_plumbline_v1_geometry_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RaidMember) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RaidMember) ProtoMessage() {}
+
+func (x *RaidMember) ProtoReflect() protoreflect.Message {
+	mi := &file_plumbline_v1_geometry_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RaidMember.ProtoReflect.Descriptor instead.
+func (*RaidMember) Descriptor() ([]byte, []int) {
+	return file_plumbline_v1_geometry_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *RaidMember) GetDevice() string {
+	if x != nil {
+		return x.Device
+	}
+	return ""
+}
+
+func (x *RaidMember) GetState() []string {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+func (x *RaidMember) GetSlot() uint32 {
+	if x != nil && x.Slot != nil {
+		return *x.Slot
+	}
+	return 0
+}
+
+func (x *RaidMember) GetErrors() uint64 {
+	if x != nil {
+		return x.Errors
+	}
+	return 0
+}
+
+func (x *RaidMember) GetBadBlocks() uint32 {
+	if x != nil {
+		return x.BadBlocks
+	}
+	return 0
+}
+
+func (x *RaidMember) GetBadBlockSectors() uint64 {
+	if x != nil {
+		return x.BadBlockSectors
+	}
+	return 0
+}
+
 // RaidReshape is an md reshape in progress: the geometry before it. A field
 // the reshape does not change is 0 / empty.
 type RaidReshape struct {
@@ -710,7 +952,7 @@ type RaidReshape struct {
 
 func (x *RaidReshape) Reset() {
 	*x = RaidReshape{}
-	mi := &file_plumbline_v1_geometry_proto_msgTypes[5]
+	mi := &file_plumbline_v1_geometry_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -722,7 +964,7 @@ func (x *RaidReshape) String() string {
 func (*RaidReshape) ProtoMessage() {}
 
 func (x *RaidReshape) ProtoReflect() protoreflect.Message {
-	mi := &file_plumbline_v1_geometry_proto_msgTypes[5]
+	mi := &file_plumbline_v1_geometry_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -735,7 +977,7 @@ func (x *RaidReshape) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaidReshape.ProtoReflect.Descriptor instead.
 func (*RaidReshape) Descriptor() ([]byte, []int) {
-	return file_plumbline_v1_geometry_proto_rawDescGZIP(), []int{5}
+	return file_plumbline_v1_geometry_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RaidReshape) GetPreviousRaidDisks() uint32 {
@@ -771,7 +1013,7 @@ type Unknown struct {
 
 func (x *Unknown) Reset() {
 	*x = Unknown{}
-	mi := &file_plumbline_v1_geometry_proto_msgTypes[6]
+	mi := &file_plumbline_v1_geometry_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -783,7 +1025,7 @@ func (x *Unknown) String() string {
 func (*Unknown) ProtoMessage() {}
 
 func (x *Unknown) ProtoReflect() protoreflect.Message {
-	mi := &file_plumbline_v1_geometry_proto_msgTypes[6]
+	mi := &file_plumbline_v1_geometry_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -796,7 +1038,7 @@ func (x *Unknown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Unknown.ProtoReflect.Descriptor instead.
 func (*Unknown) Descriptor() ([]byte, []int) {
-	return file_plumbline_v1_geometry_proto_rawDescGZIP(), []int{6}
+	return file_plumbline_v1_geometry_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Unknown) GetField() string {
@@ -876,7 +1118,7 @@ type Alignment struct {
 
 func (x *Alignment) Reset() {
 	*x = Alignment{}
-	mi := &file_plumbline_v1_geometry_proto_msgTypes[7]
+	mi := &file_plumbline_v1_geometry_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -888,7 +1130,7 @@ func (x *Alignment) String() string {
 func (*Alignment) ProtoMessage() {}
 
 func (x *Alignment) ProtoReflect() protoreflect.Message {
-	mi := &file_plumbline_v1_geometry_proto_msgTypes[7]
+	mi := &file_plumbline_v1_geometry_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -901,7 +1143,7 @@ func (x *Alignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Alignment.ProtoReflect.Descriptor instead.
 func (*Alignment) Descriptor() ([]byte, []int) {
-	return file_plumbline_v1_geometry_proto_rawDescGZIP(), []int{7}
+	return file_plumbline_v1_geometry_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Alignment) GetVerdict() string {
@@ -1055,7 +1297,7 @@ type StripeMeasurement struct {
 
 func (x *StripeMeasurement) Reset() {
 	*x = StripeMeasurement{}
-	mi := &file_plumbline_v1_geometry_proto_msgTypes[8]
+	mi := &file_plumbline_v1_geometry_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1067,7 +1309,7 @@ func (x *StripeMeasurement) String() string {
 func (*StripeMeasurement) ProtoMessage() {}
 
 func (x *StripeMeasurement) ProtoReflect() protoreflect.Message {
-	mi := &file_plumbline_v1_geometry_proto_msgTypes[8]
+	mi := &file_plumbline_v1_geometry_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1080,7 +1322,7 @@ func (x *StripeMeasurement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StripeMeasurement.ProtoReflect.Descriptor instead.
 func (*StripeMeasurement) Descriptor() ([]byte, []int) {
-	return file_plumbline_v1_geometry_proto_rawDescGZIP(), []int{8}
+	return file_plumbline_v1_geometry_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *StripeMeasurement) GetUnitBytes() uint64 {
@@ -1177,7 +1419,7 @@ type Finding struct {
 
 func (x *Finding) Reset() {
 	*x = Finding{}
-	mi := &file_plumbline_v1_geometry_proto_msgTypes[9]
+	mi := &file_plumbline_v1_geometry_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1189,7 +1431,7 @@ func (x *Finding) String() string {
 func (*Finding) ProtoMessage() {}
 
 func (x *Finding) ProtoReflect() protoreflect.Message {
-	mi := &file_plumbline_v1_geometry_proto_msgTypes[9]
+	mi := &file_plumbline_v1_geometry_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1202,7 +1444,7 @@ func (x *Finding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Finding.ProtoReflect.Descriptor instead.
 func (*Finding) Descriptor() ([]byte, []int) {
-	return file_plumbline_v1_geometry_proto_rawDescGZIP(), []int{9}
+	return file_plumbline_v1_geometry_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Finding) GetRule() string {
@@ -1273,7 +1515,7 @@ const file_plumbline_v1_geometry_proto_rawDesc = "" +
 	"\aunknown\x18\t \x03(\v2\x15.plumbline.v1.UnknownR\aunknown\x1a:\n" +
 	"\fSourcesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb6\t\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf1\t\n" +
 	"\x05Layer\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x16\n" +
 	"\x06device\x18\x02 \x01(\tR\x06device\x12\x12\n" +
@@ -1313,13 +1555,42 @@ const file_plumbline_v1_geometry_proto_rawDesc = "" +
 	"\x06source\x18\x1b \x01(\tR\x06source\x12:\n" +
 	"\asources\x18\x1c \x03(\v2 .plumbline.v1.Layer.SourcesEntryR\asources\x12/\n" +
 	"\aunknown\x18\x1d \x03(\v2\x15.plumbline.v1.UnknownR\aunknown\x123\n" +
-	"\areshape\x18\x1e \x01(\v2\x19.plumbline.v1.RaidReshapeR\areshape\x1a:\n" +
+	"\areshape\x18\x1e \x01(\v2\x19.plumbline.v1.RaidReshapeR\areshape\x129\n" +
+	"\vraid_health\x18\x1f \x01(\v2\x18.plumbline.v1.RaidHealthR\n" +
+	"raidHealth\x1a:\n" +
 	"\fSourcesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x0f\n" +
 	"\r_offset_bytesB\x19\n" +
 	"\x17_alignment_offset_bytesB\r\n" +
-	"\v_rotational\"\xac\x01\n" +
+	"\v_rotational\"\xe4\x03\n" +
+	"\n" +
+	"RaidHealth\x12\x1f\n" +
+	"\varray_state\x18\x01 \x01(\tR\n" +
+	"arrayState\x12\x1f\n" +
+	"\bdegraded\x18\x02 \x01(\rH\x00R\bdegraded\x88\x01\x01\x12\x1f\n" +
+	"\vsync_action\x18\x03 \x01(\tR\n" +
+	"syncAction\x124\n" +
+	"\x16sync_completed_sectors\x18\x04 \x01(\x04R\x14syncCompletedSectors\x12,\n" +
+	"\x12sync_total_sectors\x18\x05 \x01(\x04R\x10syncTotalSectors\x12!\n" +
+	"\fsync_delayed\x18\x06 \x01(\bR\vsyncDelayed\x12<\n" +
+	"\x1bsync_speed_bytes_per_second\x18\a \x01(\x04R\x17syncSpeedBytesPerSecond\x12.\n" +
+	"\x10mismatch_sectors\x18\b \x01(\x04H\x01R\x0fmismatchSectors\x88\x01\x01\x12(\n" +
+	"\x10last_sync_action\x18\t \x01(\tR\x0elastSyncAction\x122\n" +
+	"\amembers\x18\n" +
+	" \x03(\v2\x18.plumbline.v1.RaidMemberR\amembersB\v\n" +
+	"\t_degradedB\x13\n" +
+	"\x11_mismatch_sectors\"\xbf\x01\n" +
+	"\n" +
+	"RaidMember\x12\x16\n" +
+	"\x06device\x18\x01 \x01(\tR\x06device\x12\x14\n" +
+	"\x05state\x18\x02 \x03(\tR\x05state\x12\x17\n" +
+	"\x04slot\x18\x03 \x01(\rH\x00R\x04slot\x88\x01\x01\x12\x16\n" +
+	"\x06errors\x18\x04 \x01(\x04R\x06errors\x12\x1d\n" +
+	"\n" +
+	"bad_blocks\x18\x05 \x01(\rR\tbadBlocks\x12*\n" +
+	"\x11bad_block_sectors\x18\x06 \x01(\x04R\x0fbadBlockSectorsB\a\n" +
+	"\x05_slot\"\xac\x01\n" +
 	"\vRaidReshape\x12.\n" +
 	"\x13previous_raid_disks\x18\x01 \x01(\rR\x11previousRaidDisks\x12;\n" +
 	"\x1aprevious_stripe_unit_bytes\x18\x02 \x01(\x04R\x17previousStripeUnitBytes\x120\n" +
@@ -1396,50 +1667,54 @@ func file_plumbline_v1_geometry_proto_rawDescGZIP() []byte {
 	return file_plumbline_v1_geometry_proto_rawDescData
 }
 
-var file_plumbline_v1_geometry_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_plumbline_v1_geometry_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_plumbline_v1_geometry_proto_goTypes = []any{
 	(*Inventory)(nil),             // 0: plumbline.v1.Inventory
 	(*Host)(nil),                  // 1: plumbline.v1.Host
 	(*Volume)(nil),                // 2: plumbline.v1.Volume
 	(*Filesystem)(nil),            // 3: plumbline.v1.Filesystem
 	(*Layer)(nil),                 // 4: plumbline.v1.Layer
-	(*RaidReshape)(nil),           // 5: plumbline.v1.RaidReshape
-	(*Unknown)(nil),               // 6: plumbline.v1.Unknown
-	(*Alignment)(nil),             // 7: plumbline.v1.Alignment
-	(*StripeMeasurement)(nil),     // 8: plumbline.v1.StripeMeasurement
-	(*Finding)(nil),               // 9: plumbline.v1.Finding
-	nil,                           // 10: plumbline.v1.Filesystem.SourcesEntry
-	nil,                           // 11: plumbline.v1.Layer.SourcesEntry
-	nil,                           // 12: plumbline.v1.Alignment.SplitFractionEntry
-	nil,                           // 13: plumbline.v1.Alignment.SectorRmwFractionEntry
-	nil,                           // 14: plumbline.v1.Alignment.GranularitySplitFractionEntry
-	nil,                           // 15: plumbline.v1.Alignment.MeasuredPenaltySecondsEntry
-	(*timestamppb.Timestamp)(nil), // 16: google.protobuf.Timestamp
+	(*RaidHealth)(nil),            // 5: plumbline.v1.RaidHealth
+	(*RaidMember)(nil),            // 6: plumbline.v1.RaidMember
+	(*RaidReshape)(nil),           // 7: plumbline.v1.RaidReshape
+	(*Unknown)(nil),               // 8: plumbline.v1.Unknown
+	(*Alignment)(nil),             // 9: plumbline.v1.Alignment
+	(*StripeMeasurement)(nil),     // 10: plumbline.v1.StripeMeasurement
+	(*Finding)(nil),               // 11: plumbline.v1.Finding
+	nil,                           // 12: plumbline.v1.Filesystem.SourcesEntry
+	nil,                           // 13: plumbline.v1.Layer.SourcesEntry
+	nil,                           // 14: plumbline.v1.Alignment.SplitFractionEntry
+	nil,                           // 15: plumbline.v1.Alignment.SectorRmwFractionEntry
+	nil,                           // 16: plumbline.v1.Alignment.GranularitySplitFractionEntry
+	nil,                           // 17: plumbline.v1.Alignment.MeasuredPenaltySecondsEntry
+	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
 }
 var file_plumbline_v1_geometry_proto_depIdxs = []int32{
 	1,  // 0: plumbline.v1.Inventory.host:type_name -> plumbline.v1.Host
 	2,  // 1: plumbline.v1.Inventory.volumes:type_name -> plumbline.v1.Volume
-	16, // 2: plumbline.v1.Host.collected_at:type_name -> google.protobuf.Timestamp
+	18, // 2: plumbline.v1.Host.collected_at:type_name -> google.protobuf.Timestamp
 	3,  // 3: plumbline.v1.Volume.filesystem:type_name -> plumbline.v1.Filesystem
 	4,  // 4: plumbline.v1.Volume.layers:type_name -> plumbline.v1.Layer
-	7,  // 5: plumbline.v1.Volume.alignment:type_name -> plumbline.v1.Alignment
-	8,  // 6: plumbline.v1.Volume.measured_stripe:type_name -> plumbline.v1.StripeMeasurement
-	10, // 7: plumbline.v1.Filesystem.sources:type_name -> plumbline.v1.Filesystem.SourcesEntry
-	6,  // 8: plumbline.v1.Filesystem.unknown:type_name -> plumbline.v1.Unknown
-	11, // 9: plumbline.v1.Layer.sources:type_name -> plumbline.v1.Layer.SourcesEntry
-	6,  // 10: plumbline.v1.Layer.unknown:type_name -> plumbline.v1.Unknown
-	5,  // 11: plumbline.v1.Layer.reshape:type_name -> plumbline.v1.RaidReshape
-	12, // 12: plumbline.v1.Alignment.split_fraction:type_name -> plumbline.v1.Alignment.SplitFractionEntry
-	13, // 13: plumbline.v1.Alignment.sector_rmw_fraction:type_name -> plumbline.v1.Alignment.SectorRmwFractionEntry
-	9,  // 14: plumbline.v1.Alignment.findings:type_name -> plumbline.v1.Finding
-	14, // 15: plumbline.v1.Alignment.granularity_split_fraction:type_name -> plumbline.v1.Alignment.GranularitySplitFractionEntry
-	15, // 16: plumbline.v1.Alignment.measured_penalty_seconds:type_name -> plumbline.v1.Alignment.MeasuredPenaltySecondsEntry
-	16, // 17: plumbline.v1.StripeMeasurement.measured_at:type_name -> google.protobuf.Timestamp
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	9,  // 5: plumbline.v1.Volume.alignment:type_name -> plumbline.v1.Alignment
+	10, // 6: plumbline.v1.Volume.measured_stripe:type_name -> plumbline.v1.StripeMeasurement
+	12, // 7: plumbline.v1.Filesystem.sources:type_name -> plumbline.v1.Filesystem.SourcesEntry
+	8,  // 8: plumbline.v1.Filesystem.unknown:type_name -> plumbline.v1.Unknown
+	13, // 9: plumbline.v1.Layer.sources:type_name -> plumbline.v1.Layer.SourcesEntry
+	8,  // 10: plumbline.v1.Layer.unknown:type_name -> plumbline.v1.Unknown
+	7,  // 11: plumbline.v1.Layer.reshape:type_name -> plumbline.v1.RaidReshape
+	5,  // 12: plumbline.v1.Layer.raid_health:type_name -> plumbline.v1.RaidHealth
+	6,  // 13: plumbline.v1.RaidHealth.members:type_name -> plumbline.v1.RaidMember
+	14, // 14: plumbline.v1.Alignment.split_fraction:type_name -> plumbline.v1.Alignment.SplitFractionEntry
+	15, // 15: plumbline.v1.Alignment.sector_rmw_fraction:type_name -> plumbline.v1.Alignment.SectorRmwFractionEntry
+	11, // 16: plumbline.v1.Alignment.findings:type_name -> plumbline.v1.Finding
+	16, // 17: plumbline.v1.Alignment.granularity_split_fraction:type_name -> plumbline.v1.Alignment.GranularitySplitFractionEntry
+	17, // 18: plumbline.v1.Alignment.measured_penalty_seconds:type_name -> plumbline.v1.Alignment.MeasuredPenaltySecondsEntry
+	18, // 19: plumbline.v1.StripeMeasurement.measured_at:type_name -> google.protobuf.Timestamp
+	20, // [20:20] is the sub-list for method output_type
+	20, // [20:20] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_plumbline_v1_geometry_proto_init() }
@@ -1448,14 +1723,16 @@ func file_plumbline_v1_geometry_proto_init() {
 		return
 	}
 	file_plumbline_v1_geometry_proto_msgTypes[4].OneofWrappers = []any{}
-	file_plumbline_v1_geometry_proto_msgTypes[7].OneofWrappers = []any{}
+	file_plumbline_v1_geometry_proto_msgTypes[5].OneofWrappers = []any{}
+	file_plumbline_v1_geometry_proto_msgTypes[6].OneofWrappers = []any{}
+	file_plumbline_v1_geometry_proto_msgTypes[9].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plumbline_v1_geometry_proto_rawDesc), len(file_plumbline_v1_geometry_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,4 +1,8 @@
-package geometry
+// Package mounts reads mount tables (/proc/<pid>/mountinfo) and matches
+// mount point globs. It is shared: discovery, the agent's configuration,
+// central policy's validation and the server's data-directory check use
+// it, and it links no discovery code.
+package mounts
 
 import (
 	"path"
@@ -11,22 +15,22 @@ import (
 // Windows a drive letter and a forward slash, D:/ or C:/MountPoints/*
 // (the native form needs its backslashes escaped: D:\\SQL*).
 
-// ValidMountGlob reports whether g is a mount point glob: valid path.Match
+// ValidGlob reports whether g is a mount point glob: valid path.Match
 // syntax, and absolute (/... or a drive letter, D:/ or D:\\).
-func ValidMountGlob(g string) bool {
+func ValidGlob(g string) bool {
 	if _, err := path.Match(g, "/"); err != nil {
 		return false
 	}
 	return strings.HasPrefix(g, "/") || hasDriveLetter(g) && len(g) >= 3 && (g[2] == '/' || g[2] == '\\')
 }
 
-// MatchMountPoint reports whether the mount point mp matches glob g. A
+// MatchGlob reports whether the mount point mp matches glob g. A
 // Linux mount point is matched with path.Match as it is. A Windows mount
 // point (D:\, C:\MountPoints\Data\) is also tried with forward slashes and
 // without its trailing one, so that D:/ matches D:\ and
 // C:/MountPoints/* matches C:\MountPoints\Data\; drive letters match in
 // either case.
-func MatchMountPoint(g, mp string) bool {
+func MatchGlob(g, mp string) bool {
 	if !hasDriveLetter(mp) {
 		ok, _ := path.Match(g, mp)
 		return ok

@@ -1,8 +1,8 @@
-package geometry
+package mounts
 
 import "testing"
 
-func TestValidMountGlob(t *testing.T) {
+func TestValidGlob(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		glob string
@@ -23,13 +23,13 @@ func TestValidMountGlob(t *testing.T) {
 		{"1:/", false},
 		{"*:/", false},
 	} {
-		if got := ValidMountGlob(tc.glob); got != tc.want {
-			t.Errorf("ValidMountGlob(%q) = %v, want %v", tc.glob, got, tc.want)
+		if got := ValidGlob(tc.glob); got != tc.want {
+			t.Errorf("ValidGlob(%q) = %v, want %v", tc.glob, got, tc.want)
 		}
 	}
 }
 
-func TestMatchMountPoint(t *testing.T) {
+func TestMatchGlob(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		glob, mp string
@@ -57,8 +57,8 @@ func TestMatchMountPoint(t *testing.T) {
 		{`C:\\MountPoints\\*`, `C:\MountPoints\Data\Logs\`, true}, // native form: * also crosses backslashes; write globs with /
 		{"/*", `D:\`, false},
 	} {
-		if got := MatchMountPoint(tc.glob, tc.mp); got != tc.want {
-			t.Errorf("MatchMountPoint(%q, %q) = %v, want %v", tc.glob, tc.mp, got, tc.want)
+		if got := MatchGlob(tc.glob, tc.mp); got != tc.want {
+			t.Errorf("MatchGlob(%q, %q) = %v, want %v", tc.glob, tc.mp, got, tc.want)
 		}
 	}
 }

@@ -1,4 +1,7 @@
-package ingest
+// Package grpcservice registers the server's gRPC services (ingest's agent
+// and health services, the enrollment authority's) the one way they are
+// all registered.
+package grpcservice
 
 import (
 	"context"
@@ -8,13 +11,13 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// RegisterService registers impl on gs like the generated Register…Server
+// Register registers impl on gs like the generated Register…Server
 // functions, with one difference: a request whose message does not decode
 // is refused with InvalidArgument, the caller's mistake, where gRPC says
 // Internal (the generated handlers return the decoder's error before any
 // interceptor runs, so only the handler itself can relabel it). Every
 // service of the server is registered through it.
-func RegisterService(gs *grpc.Server, desc *grpc.ServiceDesc, impl any) {
+func Register(gs *grpc.Server, desc *grpc.ServiceDesc, impl any) {
 	d := *desc
 	d.Methods = make([]grpc.MethodDesc, len(desc.Methods))
 	for i, m := range desc.Methods {

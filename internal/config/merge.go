@@ -1,10 +1,10 @@
-package policy
+package config
 
 import (
 	"fmt"
 	"slices"
 
-	"github.com/plumbline/plumbline/internal/config"
+	"github.com/plumbline/plumbline/internal/policy"
 )
 
 // Origins say where each merged key came from: "local", "central",
@@ -13,8 +13,8 @@ import (
 type Origins map[string]string
 
 // Merge is the agent's effective configuration: its local file local
-// (loaded, defaults applied) with the central fragment (nil: none) by the
-// rule in the package comment:
+// (loaded, defaults applied) with the central policy's fragment (nil:
+// none) by the rule in internal/policy's package comment:
 //
 //	key                  local set   central set   result
 //	probes               yes         yes           local, or central if enforced
@@ -25,11 +25,11 @@ type Origins map[string]string
 //	everything else      -           -             local (central cannot set it)
 //
 // A local list is "set" when it has an entry.
-func Merge(local config.Agent, central *Fragment) (config.Agent, Origins) {
+func Merge(local Agent, central *policy.Fragment) (Agent, Origins) {
 	eff := local
 	o := Origins{}
 	if central == nil {
-		central = &Fragment{}
+		central = &policy.Fragment{}
 	}
 	enforced := func(k string) bool { return slices.Contains(central.Enforce, k) }
 	pick := func(key string, localSet, centralSet bool, useCentral func()) {
@@ -46,10 +46,10 @@ func Merge(local config.Agent, central *Fragment) (config.Agent, Origins) {
 			o[key] = "none"
 		}
 	}
-	pick(KeyProbes, len(local.Probes) > 0, len(central.Probes) > 0, func() {
+	pick(policy.KeyProbes, len(local.Probes) > 0, len(central.Probes) > 0, func() {
 		eff.Probes = slices.Clone(central.Probes)
 	})
-	pick(KeyDeclaredDevices, len(local.DeclaredDevices) > 0, len(central.DeclaredDevices) > 0, func() {
+	pick(policy.KeyDeclaredDevices, len(local.DeclaredDevices) > 0, len(central.DeclaredDevices) > 0, func() {
 		eff.DeclaredDevices = slices.Clone(central.DeclaredDevices)
 	})
 	eff.MaintenanceWindows = append(slices.Clone(local.MaintenanceWindows), central.MaintenanceWindows...)
@@ -70,13 +70,13 @@ func Merge(local config.Agent, central *Fragment) (config.Agent, Origins) {
 		eff.Intervals.Report = d
 		o["intervals"] = "central"
 	}
-	return config.WithDefaults(eff), o
+	return WithDefaults(eff), o
 }
 
 // Print is the effective configuration as YAML, headed by a comment
 // saying where each merged key came from.
-func Print(eff config.Agent, o Origins, sources []string) ([]byte, error) {
-	b, err := marshal(eff)
+func Print(eff Agent, o Origins, sources []string) ([]byte, error) {
+	b, err := policy.MarshalYAML(eff)
 	if err != nil {
 		return nil, fmt.Errorf("effective config: %w", err)
 	}
@@ -86,7 +86,7 @@ func Print(eff config.Agent, o Origins, sources []string) ([]byte, error) {
 	} else {
 		head += "# No central policy (none received yet, or none matches this host).\n"
 	}
-	for _, k := range []string{KeyProbes, KeyDeclaredDevices, "maintenance_windows", "intervals"} {
+	for _, k := range []string{policy.KeyProbes, policy.KeyDeclaredDevices, "maintenance_windows", "intervals"} {
 		if v, ok := o[k]; ok {
 			head += fmt.Sprintf("#   %-20s %s\n", k+":", v)
 		}
