@@ -101,7 +101,7 @@ func TestPenaltyMatchesMeasuredTable(t *testing.T) {
 }
 
 func profileOfSQL(level string, stripe uint64, disks, data uint32) *Profile {
-	p := ProfileOf(sqlVolume(level, stripe, disks, data, 63*512, 64*kib))
+	p := ProfileOf(judged(sqlVolume(level, stripe, disks, data, 63*512, 64*kib)))
 	return &p
 }
 

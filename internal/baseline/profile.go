@@ -183,13 +183,12 @@ func parseSizeWord(w string) (uint64, error) {
 	return uint64(n), err
 }
 
-// ProfileOf derives a volume's profile from its geometry. It uses
-// v.Alignment when set and evaluates the alignment rules otherwise; it
-// never modifies v.
-func ProfileOf(v *plumblinev1.Volume) Profile {
-	a := v.GetAlignment()
+// ProfileOf derives a volume's profile from its geometry and its
+// alignment a (the judge's, or the agent's own in v.Alignment when a is
+// nil). It applies no rule itself: on the server the judge alone does.
+func ProfileOf(v *plumblinev1.Volume, a *plumblinev1.Alignment) Profile {
 	if a == nil {
-		a = align.Evaluate(v)
+		a = v.GetAlignment()
 	}
 	p := Profile{
 		Media:          MediaOf(v),

@@ -106,7 +106,7 @@ func TestProfileOf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := ProfileOf(tt.vol)
+			p := ProfileOf(judged(tt.vol))
 			if got := p.Key(); got != tt.want {
 				t.Errorf("ProfileOf(%s).Key() = %q, want %q", tt.name, got, tt.want)
 			}
@@ -161,4 +161,13 @@ func TestParseMedia(t *testing.T) {
 	if _, err := ParseMedia("ssd"); err == nil {
 		t.Errorf("ParseMedia(%q) = nil error, want one", "ssd")
 	}
+}
+
+// judged is v with the alignment the judge would give it: its own when it
+// carries one, else the rules' (ProfileOf applies no rule itself).
+func judged(v *plumblinev1.Volume) (*plumblinev1.Volume, *plumblinev1.Alignment) {
+	if a := v.GetAlignment(); a != nil {
+		return v, a
+	}
+	return v, align.Evaluate(v)
 }

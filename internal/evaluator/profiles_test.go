@@ -70,7 +70,7 @@ func TestProfileFromJudgedRecord(t *testing.T) {
 					t.Fatalf("baselines %+v, %v: want one of profile %q", bs, err, want)
 				}
 			}
-			profile(baseline.ProfileOf(pv).Key())
+			profile(baseline.ProfileOf(pv, align.Evaluate(pv)).Key())
 
 			judgetest.Rejudge(t, st, "a1", "/data", offsetNotCritical)
 			if _, err := st.AppendBatch(ctx, "a1", []store.Record{probeRec(t, 3, t0.Add(time.Hour), 6*time.Millisecond)}); err != nil {

@@ -130,7 +130,7 @@ func judgedColumns(v *plumblinev1.Volume, a *plumblinev1.Alignment) store.Invent
 	}
 	measuredColumns(&iv, a)
 	iv.Arrays = arraysOf(v)
-	p := baseline.ProfileOf(v) // v.Alignment is a: no second evaluation
+	p := baseline.ProfileOf(v, a)
 	iv.Profile, iv.Media, iv.RAIDLevel = p.Key(), string(p.Media), cmp.Or(p.RAIDLevel, vocab.NoRAID)
 	if p.AllocationUnit > 0 {
 		iv.AllocationUnitBytes = int64(p.AllocationUnit)

@@ -19,15 +19,6 @@ const alignPath = "github.com/plumbline/plumbline/internal/align"
 // judgeFile is the one file of the server that may apply the rules.
 const judgeFile = "github.com/plumbline/plumbline/internal/ingest/judge.go"
 
-// pendingJudgeCalls are files outside the judge that still evaluate the
-// rules, each with who removes the call: the test fails on any other, and
-// on an entry that no longer calls (so the list only shrinks).
-var pendingJudgeCalls = map[string]string{
-	// ProfileOf evaluates a volume without an alignment; its server
-	// callers move to the judged record's profile column.
-	"github.com/plumbline/plumbline/internal/baseline/profile.go": "the profile's server callers read the judged record",
-}
-
 // TestServerJudgesOnce: on the server, the alignment rules are applied
 // by the judge alone. Every non-test Go file of every package the server
 // binary links (go list -deps ./cmd/server) is parsed; a reference to
@@ -52,10 +43,7 @@ func TestServerJudgesOnce(t *testing.T) {
 			file := f[0] + "/" + name
 			for _, pos := range ruleCalls(t, filepath.Join(f[1], name)) {
 				found[file] = true
-				if file == judgeFile {
-					continue
-				}
-				if _, ok := pendingJudgeCalls[file]; !ok {
+				if file != judgeFile {
 					t.Errorf("%s:%d applies the alignment rules: on the server only the judge (%s) does; read the judged record instead", file, pos.Line, judgeFile)
 				}
 			}
@@ -63,11 +51,6 @@ func TestServerJudgesOnce(t *testing.T) {
 	}
 	if !found[judgeFile] {
 		t.Errorf("%s calls neither align.Evaluate nor align.EvaluateWith: the test looks in the wrong place", judgeFile)
-	}
-	for file, who := range pendingJudgeCalls {
-		if !found[file] {
-			t.Errorf("%s no longer applies the rules (%s): remove it from pendingJudgeCalls", file, who)
-		}
 	}
 }
 

@@ -149,16 +149,15 @@ func (a *API) summary(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	ix := a.sumIdx.Load()
-	body, err := a.summaries.get(r.Context(), a, ix, summaryKey(r), f, top)
+	body, gen, asOf, err := a.summaries.get(r.Context(), a, a.sumIdx.Load(), summaryKey(r), f, top)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
 	// How fresh the summary is: the inventory generation it is exactly,
 	// and when the snapshot it was read from was taken.
-	w.Header().Set("Plumbline-Summary-Generation", strconv.FormatUint(ix.gen, 10))
-	w.Header().Set("Plumbline-Summary-As-Of", ix.built.UTC().Format(time.RFC3339Nano))
+	w.Header().Set("Plumbline-Summary-Generation", strconv.FormatUint(gen, 10))
+	w.Header().Set("Plumbline-Summary-As-Of", asOf.UTC().Format(time.RFC3339Nano))
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)

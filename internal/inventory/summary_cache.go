@@ -16,8 +16,8 @@ import (
 // the store's inventory generation (store.InventoryGeneration, moved by
 // every change to the inventory tables from any replica): when the
 // generation has moved it builds a new index from one read-only snapshot
-// of the tables and swaps it in (an atomic pointer), then recomputes the
-// cached summaries from it. A request opens no write transaction and
+// of the tables, recomputes the cached summaries from it and swaps it in
+// (an atomic pointer). A request opens no write transaction and
 // builds nothing: it answers from the index it finds, whose generation
 // and snapshot time it states in the Plumbline-Summary-Generation and
 // Plumbline-Summary-As-Of headers. A change shows in summaries within
@@ -40,9 +40,11 @@ type summaryCache struct {
 type summaryEntry struct {
 	filter store.VolumeFilter
 	top    int
-	gen    uint64
-	body   []byte
-	used   time.Time
+	// gen and asOf are those of the index it was computed from.
+	gen  uint64
+	asOf time.Time
+	body []byte
+	used time.Time
 }
 
 const (
@@ -64,30 +66,32 @@ func summaryKey(r *http.Request) string {
 	return q.Encode()
 }
 
-// get returns the rendered summary of a query from index ix: the cached
-// one when it was computed from an index of ix's generation, else
-// computed now (and cached).
-func (c *summaryCache) get(ctx context.Context, a *API, ix *summaryIndex, key string, f store.VolumeFilter, top int) ([]byte, error) {
+// get returns the rendered summary of a query, and the generation and
+// snapshot time of the index it comes from: the cached one when it was
+// computed from index ix or a newer one (refreshIndex computes the cached
+// entries from a new index before it swaps it in), else computed from ix
+// now (and cached).
+func (c *summaryCache) get(ctx context.Context, a *API, ix *summaryIndex, key string, f store.VolumeFilter, top int) ([]byte, uint64, time.Time, error) {
 	now := time.Now()
 	c.mu.Lock()
-	if e := c.entries[key]; e != nil && e.top == top && e.gen == ix.gen {
+	if e := c.entries[key]; e != nil && e.top == top && e.gen >= ix.gen {
 		e.used = now
-		body := e.body
+		body, gen, asOf := e.body, e.gen, e.asOf
 		c.mu.Unlock()
-		return body, nil
+		return body, gen, asOf, nil
 	}
 	c.mu.Unlock()
 	body, err := a.summarize(ctx, ix, f, top)
 	if err != nil {
-		return nil, err
+		return nil, 0, time.Time{}, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e := c.entries[key]; e == nil || e.gen <= ix.gen {
-		c.entries[key] = &summaryEntry{filter: f, top: top, gen: ix.gen, body: body, used: now}
+		c.entries[key] = &summaryEntry{filter: f, top: top, gen: ix.gen, asOf: ix.built, body: body, used: now}
 	}
 	c.evictLocked(now)
-	return body, nil
+	return body, ix.gen, ix.built, nil
 }
 
 // evictLocked drops entries unused for summaryKeep and, above
@@ -113,10 +117,11 @@ func (c *summaryCache) evictLocked(now time.Time) {
 }
 
 // refreshIndex brings the summary index to the store's current
-// generation (a new one from a snapshot, swapped in, unless the current
-// one is at it) and the cached summaries (and the whole fleet's, cached
-// or not) to the index; one refresh at a time. Then the API is ready,
-// unless it owns a projection that has not completed its first sync.
+// generation — a new one from a snapshot, unless the current one is at
+// it — and the cached summaries (and the whole fleet's, cached or not) to
+// it, before it swaps it in, so that a request finds them computed; one
+// refresh at a time. Then the API is ready, unless it owns a projection
+// that has not completed its first sync.
 func (a *API) refreshIndex(ctx context.Context) error {
 	c := &a.summaries
 	c.buildMu.Lock()
@@ -130,13 +135,18 @@ func (a *API) refreshIndex(ctx context.Context) error {
 		if ix, err = buildSummaryIndex(ctx, a.st); err != nil {
 			return err
 		}
+		if err := a.recomputeSummaries(ctx, ix); err != nil {
+			return err
+		}
 		a.sumIdx.Store(ix)
 		a.lastBuild.Store(int64(time.Since(ix.built)))
+	} else if err := a.recomputeSummaries(ctx, ix); err != nil {
+		return err
 	}
 	if !a.ownProj || a.proj.Synced() {
 		a.readyOnce.Do(func() { close(a.readyCh) })
 	}
-	return a.recomputeSummaries(ctx, ix)
+	return nil
 }
 
 // recomputeSummaries brings the cached summaries, and the whole fleet's,
@@ -169,9 +179,9 @@ func (a *API) recomputeSummaries(ctx context.Context, ix *summaryIndex) error {
 		c.mu.Lock()
 		switch e := c.entries[j.key]; {
 		case e == nil:
-			c.entries[j.key] = &summaryEntry{filter: j.filter, top: j.top, gen: ix.gen, body: body, used: now}
+			c.entries[j.key] = &summaryEntry{filter: j.filter, top: j.top, gen: ix.gen, asOf: ix.built, body: body, used: now}
 		case e.gen <= ix.gen:
-			e.gen, e.body = ix.gen, body
+			e.gen, e.asOf, e.body = ix.gen, ix.built, body
 		}
 		c.mu.Unlock()
 	}

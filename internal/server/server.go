@@ -161,9 +161,9 @@ func assemble(st *store.Store, cfg config.Config, tokens []inventory.Token, tlsC
 	}
 	enr.register(p.gs)
 	p.elector = elector(st, cfg, logger)
-	// The inventory's read model: its sync loop runs on the elected
-	// replica; every replica's API catches up before a query
-	// (projection.Ready) and keeps its own cached summaries.
+	// The inventory's read model: ingest writes it; the projection's repair
+	// loop runs on the elected replica; every replica's API keeps its own
+	// summary index, built off the request path.
 	proj := projection.New(st, projection.Options{Logger: logger.With("component", "projection")})
 	api := inventory.New(st, inventory.Options{Tokens: tokens, Projection: proj, Logger: logger.With("component", "inventory"), ReadyChecks: enr.readyChecks()})
 	pruner := newPruner(st, cfg, logger)
