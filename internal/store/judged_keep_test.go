@@ -66,5 +66,17 @@ FROM inventory_volumes f JOIN inventory_docs d ON d.volume_id = f.volume_id`).Sc
 		if changed.judgedNS == first.judgedNS || changed.verdict != "aligned" || changed.seq != 4 || changed.doc["verdict"] != "aligned" {
 			t.Errorf("a changed snapshot kept the judged record: %+v", changed)
 		}
+
+		// Several volumes kept at once (one statement for all).
+		for seq := uint64(5); seq <= 6; seq++ {
+			if _, err := s.AppendBatch(ctx, "a1", []Record{geometryRecord(seq, data("aligned"), vol("/logs", "aligned"))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var moved int
+		if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM inventory_volumes f JOIN inventory_docs d ON d.volume_id = f.volume_id
+WHERE f.sequence = 6 AND d.sequence = 6`).Scan(&moved); err != nil || moved != 2 {
+			t.Errorf("records at sequence 6 after two repeated snapshots of two volumes: %d, %v; want 2", moved, err)
+		}
 	})
 }
