@@ -6,7 +6,7 @@ import (
 	"slices"
 )
 
-// The md arrays of inventory volumes (inventory_arrays, migration 00033)
+// The md arrays of inventory volumes (inventory_arrays, migration 00029)
 // are written with the volumes' rows and removed with them.
 
 // putArrays replaces the arrays of vols.
