@@ -4,7 +4,7 @@
 # detector defaults (baseline.DefaultConfig) and alert rules. Four parts:
 #
 #  1. Noise-only replay: the committed noise recordings
-#     (internal/replay/testdata: this machine's own disk with its bimodal
+#     (internal/lab/replay/testdata: this machine's own disk with its bimodal
 #     synced writes, a lab RAID 1 of sas15k members) replayed for DAYS
 #     simulated days on a cohort of five volumes and a control, on the old
 #     (1h, 1,000 ops) and the default schedule (3m, 50 ops), through ingest,
@@ -21,7 +21,7 @@
 #     alert's for: 2m. FAULT_LEVEL/FAULT_DISKS choose the array (raid1 × 2;
 #     1 × 1 for a single disk).
 #  4. Live (SKIP_LIVE=1 leaves it out): the whole product on lab arrays
-#     (bench/degrade → internal/fleetlab): five RAID 1 arrays of sas15k
+#     (bench/degrade → internal/lab/fleetlab): five RAID 1 arrays of sas15k
 #     members (one cohort), one always 3× slow, one RAID 10 control;
 #     `server --dev`, `agent run` with the agent's default schedule
 #     (EVERY/OPS override it), Prometheus scraping every SCRAPE with
@@ -63,14 +63,14 @@ go build -o "$BIN/" ./cmd/server ./cmd/agent ./cmd/raidlab ./bench/degrade ./ben
 
 say "1. noise-only replay: $DAYS simulated days per recording and schedule"
 replay_log=$BENCH_DIR/replay.log
-go test -count=1 -timeout 60m -run '^TestNoiseReplay$' ./internal/replay -v -replay.days="$DAYS" | tee "$replay_log" >&2
+go test -count=1 -timeout 60m -run '^TestNoiseReplay$' ./internal/lab/replay -v -replay.days="$DAYS" | tee "$replay_log" >&2
 total=$(grep -o 'replay-total: .*' "$replay_log" | tail -1)
 false_alerts=$(field false_alerts "$total")
 replay_days=$(field replay_days "$total")
 [[ -n $false_alerts && -n $replay_days ]] || { echo "degrade.sh: no replay total in $replay_log" >&2; exit 1; }
 
 say "2. 2x slowdown replayed at $TRIALS fault times per schedule (simulated time)"
-go test -count=1 -timeout 60m -run '^TestReplayDetects$' ./internal/replay -v -replay.trials="$TRIALS" | grep -E 'detect-|^(ok|FAIL|---)' >&2
+go test -count=1 -timeout 60m -run '^TestReplayDetects$' ./internal/lab/replay -v -replay.trials="$TRIALS" | grep -E 'detect-|^(ok|FAIL|---)' >&2
 
 say "3. every fault kind on real probe runs: $FAULT_LEVEL x $FAULT_DISKS sas15k, 3m schedule, 50 ops, $FAULT_TRIALS trials"
 faults=$("$BIN/tails" -raidlab "$BIN/raidlab" -work "$FAULT_WORK" -level "$FAULT_LEVEL" -disks "$FAULT_DISKS" \

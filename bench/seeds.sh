@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # seeds.sh — the seeds' alignment experiments (DESIGN.md §1, measured
-# effects) reproduced on RAID lab arrays (internal/raidlab): an emulated
+# effects) reproduced on RAID lab arrays (internal/lab/raidlab): an emulated
 # array served through FUSE under a loop device with direct I/O, real
 # partitions made by parted at 63 / 128 / 2048 sectors, a real file system,
 # Plumbline's probe engine (`agent probe`, 8 KiB random reads and writes at

@@ -31,7 +31,7 @@
 # SCRAPE_BENCHTIME [5x]; INVENTORY_BENCHTIME [100x] requests per page and
 # summary run; CHANGE_BENCHTIME [10x] changes per after-change run;
 # NICE [10] niceness of the benchmarks; PKGS [ingest scrape inventory]
-# which parts to run. PostgreSQL comes from internal/pgtest (Debian's
+# which parts to run. PostgreSQL comes from internal/lab/pgtest (Debian's
 # binaries, or PLUMBLINE_TEST_POSTGRES_DSN).
 #
 # Compare only runs made with the same settings on the same machine, and
@@ -155,21 +155,21 @@ run() {
 		case $p in
 		ingest)
 			gotest "ingest: one agent over gRPC + mTLS into the store" \
-				-bench '^Benchmark(Report|ReportGeometry)$' -benchtime "$INGEST_BENCHTIME" ./internal/ingest/
+				-bench '^Benchmark(Report|ReportGeometry)$' -benchtime "$INGEST_BENCHTIME" ./internal/server/ingest/
 			;;
 		scrape)
 			gotest "scrape: /metrics over 10,000 volumes" \
-				-bench '^BenchmarkScrape$' -benchtime "$SCRAPE_BENCHTIME" ./internal/exporter/
+				-bench '^BenchmarkScrape$' -benchtime "$SCRAPE_BENCHTIME" ./internal/server/exporter/
 			;;
 		inventory)
 			# One SQLite fleet for both runs (seeded by the first);
 			# PostgreSQL gets a fresh database per run.
 			PLUMBLINE_BENCH_VOLUMES=$VOLUMES PLUMBLINE_BENCH_SQLITE=$inv/inventory.db \
 				gotest "inventory: pages and cached summaries at $VOLUMES volumes" \
-				-v -bench '^Benchmark(VolumesPage|Summary)$' -benchtime "$INVENTORY_BENCHTIME" ./internal/inventory/
+				-v -bench '^Benchmark(VolumesPage|Summary)$' -benchtime "$INVENTORY_BENCHTIME" ./internal/server/inventory/
 			PLUMBLINE_BENCH_VOLUMES=$VOLUMES PLUMBLINE_BENCH_SQLITE=$inv/inventory.db \
 				gotest "inventory: the first summary after a change at $VOLUMES volumes" \
-				-v -bench '^BenchmarkSummaryAfterChange$' -benchtime "$CHANGE_BENCHTIME" ./internal/inventory/
+				-v -bench '^BenchmarkSummaryAfterChange$' -benchtime "$CHANGE_BENCHTIME" ./internal/server/inventory/
 			;;
 		*)
 			echo "server-figures.sh: unknown part $p (ingest, scrape, inventory)" >&2

@@ -265,7 +265,7 @@ func TestDashboards(t *testing.T) {
 	for _, e := range exprs {
 		for _, n := range metricName.FindAllString(quoted.ReplaceAllString(e, `""`), -1) {
 			if !known[n] {
-				t.Errorf("expression %q names %s, which neither /metrics (internal/exporter/testdata/metrics.golden) nor the recording rules have", e, n)
+				t.Errorf("expression %q names %s, which neither /metrics (internal/server/exporter/testdata/metrics.golden) nor the recording rules have", e, n)
 			}
 		}
 	}
@@ -289,7 +289,7 @@ func TestDashboards(t *testing.T) {
 // exportedNames are the metric names of the golden exposition (histogram
 // series names included) and the recording rules' names.
 func exportedNames(t *testing.T) map[string]bool {
-	f, err := os.Open(filepath.Join("..", "internal", "exporter", "testdata", "metrics.golden"))
+	f, err := os.Open(filepath.Join("..", "internal", "server", "exporter", "testdata", "metrics.golden"))
 	if err != nil {
 		t.Fatal(err)
 	}

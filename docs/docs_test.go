@@ -176,7 +176,7 @@ func testRuns(text string) []testRun {
 func TestTestRuns(t *testing.T) {
 	t.Parallel()
 	text := "a `go test -run '^$' -bench Scrape ./x` b\n" +
-		"c (`go test -run\n'Lease|Fencing' ./internal/store/`) d\n" +
+		"c (`go test -run\n'Lease|Fencing' ./internal/server/store/`) d\n" +
 		"```sh\nmake lab-degrade\ngo test ./internal/x -run DegradeOnLab -v   # -run Other\n```\n" +
 		"e `go test ./y -v -run=Replicas`, the -run timeout\n"
 	got := fmt.Sprint(testRuns(text))
@@ -186,7 +186,7 @@ func TestTestRuns(t *testing.T) {
 	for _, tt := range []struct {
 		line string
 		want bool
-	}{{"see issue 12", true}, {"fixed in #7", false}, {"x#7", true}, {"(tested)", true}, {"internal/replay/testdata/x", true}, {"TestFoo", true}, {"the tests", false}, {"a U test of", false}} {
+	}{{"see issue 12", true}, {"fixed in #7", false}, {"x#7", true}, {"(tested)", true}, {"internal/lab/replay/testdata/x", true}, {"TestFoo", true}, {"the tests", false}, {"a U test of", false}} {
 		if got := topLevelWord.MatchString(tt.line); got != tt.want {
 			t.Errorf("topLevelWord matches %q = %v, want %v", tt.line, got, tt.want)
 		}

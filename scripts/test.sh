@@ -54,7 +54,7 @@ if ((${#need[@]})); then
   fi
 fi
 [[ $(id -u) == 0 ]] || missing+=("root (real loop-device tests)")
-# The RAID lab (internal/raidlab, cmd/raidlab, bench/seeds) serves its arrays
+# The RAID lab (internal/lab/raidlab, cmd/raidlab, bench/seeds) serves its arrays
 # through FUSE, mounted with mount(2) directly (no fusermount, no fuse3
 # package): it needs only the kernel's /dev/fuse.
 [[ -c /dev/fuse ]] || missing+=("/dev/fuse (RAID lab tests; load the fuse module)")

@@ -23,8 +23,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/plumbline/plumbline/internal/align"
-	"github.com/plumbline/plumbline/internal/inventory"
-	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/server/inventory"
+	"github.com/plumbline/plumbline/internal/server/store"
 	"github.com/plumbline/plumbline/internal/vocab"
 )
 

@@ -1,7 +1,7 @@
 //go:build linux
 
 // Command degrade is the live half of bench/degrade.sh: it starts the
-// whole product on lab arrays (internal/fleetlab) with the agent's default
+// whole product on lab arrays (internal/lab/fleetlab) with the agent's default
 // probe schedule (or -every/-ops) and the project's alert rules as they
 // ship, slows one member of one RAID 1 array 3×, and prints how long
 // PlumblineVolumeDegraded took to fire and, after the restore, to resolve:
@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/plumbline/plumbline/internal/command"
-	"github.com/plumbline/plumbline/internal/fleetlab"
+	"github.com/plumbline/plumbline/internal/lab/fleetlab"
 )
 
 func main() { os.Exit(run()) }

@@ -19,7 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/plumbline/plumbline/internal/config"
+	"github.com/plumbline/plumbline/internal/agent/config"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 

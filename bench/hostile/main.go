@@ -32,9 +32,9 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/plumbline/plumbline/internal/config"
-	"github.com/plumbline/plumbline/internal/devca"
+	"github.com/plumbline/plumbline/internal/agent/config"
 	"github.com/plumbline/plumbline/internal/histogram"
+	"github.com/plumbline/plumbline/internal/server/devca"
 	"github.com/plumbline/plumbline/internal/wire"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )

@@ -1,6 +1,6 @@
 //go:build linux
 
-// Command noiserec records probe noise for the replay (internal/replay):
+// Command noiserec records probe noise for the replay (internal/lab/replay):
 // it runs Plumbline's own probe engine (probe.Run, as the agent does) in
 // short runs of -atom-ops operations, round-robin over the kinds, and
 // appends each run's start time and latency histogram to a recording.
@@ -20,11 +20,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/plumbline/plumbline/internal/agent/probe"
 	"github.com/plumbline/plumbline/internal/bytesize"
 	"github.com/plumbline/plumbline/internal/command"
 	"github.com/plumbline/plumbline/internal/ctxtime"
-	"github.com/plumbline/plumbline/internal/probe"
-	"github.com/plumbline/plumbline/internal/replay"
+	"github.com/plumbline/plumbline/internal/lab/replay"
 )
 
 func main() { os.Exit(run()) }

@@ -1,7 +1,7 @@
 //go:build linux
 
 // Command seeds reproduces the seeds' alignment experiments (DESIGN.md §1,
-// measured effects) on lab arrays: an emulated array (internal/raidlab)
+// measured effects) on lab arrays: an emulated array (internal/lab/raidlab)
 // with real partitions made by parted at the seeds' offsets, a real file
 // system, Plumbline's own probe engine (`agent probe`) and fio on the same
 // file. It prints a table and ends with one line per experiment:
@@ -23,7 +23,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/plumbline/plumbline/internal/command"
-	"github.com/plumbline/plumbline/internal/raidlab"
+	"github.com/plumbline/plumbline/internal/lab/raidlab"
 )
 
 func main() { os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr)) }

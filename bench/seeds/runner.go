@@ -16,9 +16,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/plumbline/plumbline/internal/agent/probe"
 	"github.com/plumbline/plumbline/internal/align"
-	"github.com/plumbline/plumbline/internal/probe"
-	"github.com/plumbline/plumbline/internal/raidlab"
+	"github.com/plumbline/plumbline/internal/lab/raidlab"
 )
 
 // Experiment is one of the seeds' comparisons: the same array with a

@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/plumbline/plumbline/internal/loopdev"
-	"github.com/plumbline/plumbline/internal/raidlab"
+	"github.com/plumbline/plumbline/internal/lab/loopdev"
+	"github.com/plumbline/plumbline/internal/lab/raidlab"
 )
 
 // TestSeedsRAID10Short is bench/seeds.sh's first experiment, cut down for

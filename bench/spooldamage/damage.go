@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/plumbline/plumbline/internal/config"
-	"github.com/plumbline/plumbline/internal/spool"
+	"github.com/plumbline/plumbline/internal/agent/config"
+	"github.com/plumbline/plumbline/internal/agent/spool"
 )
 
 // damageCase is one cell of the damaged-spool matrix: what is done to

@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/plumbline/plumbline/internal/spool"
+	"github.com/plumbline/plumbline/internal/agent/spool"
 )
 
 // fullResult is what the disk-full case counted.

@@ -16,12 +16,12 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/plumbline/plumbline/internal/agent"
-	"github.com/plumbline/plumbline/internal/config"
-	"github.com/plumbline/plumbline/internal/devca"
+	"github.com/plumbline/plumbline/internal/agent/config"
+	"github.com/plumbline/plumbline/internal/agent/probe"
 	"github.com/plumbline/plumbline/internal/histogram"
-	"github.com/plumbline/plumbline/internal/ingest"
-	"github.com/plumbline/plumbline/internal/probe"
-	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/server/devca"
+	"github.com/plumbline/plumbline/internal/server/ingest"
+	"github.com/plumbline/plumbline/internal/server/store"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/plumbline/plumbline/internal/pgtest"
+	"github.com/plumbline/plumbline/internal/lab/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plumbline/plumbline/internal/loopdev"
-	"github.com/plumbline/plumbline/internal/raidlab"
+	"github.com/plumbline/plumbline/internal/lab/loopdev"
+	"github.com/plumbline/plumbline/internal/lab/raidlab"
 )
 
 // scanResult is what the test reads of `agent probe --kind stripe-scan

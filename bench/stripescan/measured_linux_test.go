@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plumbline/plumbline/internal/fleetlab"
-	"github.com/plumbline/plumbline/internal/loopdev"
+	"github.com/plumbline/plumbline/internal/lab/fleetlab"
+	"github.com/plumbline/plumbline/internal/lab/loopdev"
 )
 
 // TestMeasuredStripeLab is the geometry probe end to end on real I/O: a

@@ -37,12 +37,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/plumbline/plumbline/internal/baseline"
-	"github.com/plumbline/plumbline/internal/evaluator"
-	"github.com/plumbline/plumbline/internal/probe"
-	"github.com/plumbline/plumbline/internal/raidlab"
-	replaypkg "github.com/plumbline/plumbline/internal/replay"
-	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/agent/probe"
+	"github.com/plumbline/plumbline/internal/lab/raidlab"
+	replaypkg "github.com/plumbline/plumbline/internal/lab/replay"
+	"github.com/plumbline/plumbline/internal/server/baseline"
+	"github.com/plumbline/plumbline/internal/server/evaluator"
+	"github.com/plumbline/plumbline/internal/server/store"
 )
 
 func main() { os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -75,7 +75,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		recFaulted = fs.String("record-faulted", "", "write every faulted run here (JSON lines: fault, trial, run) and run each trial to -max-runs")
 		kind       = fs.String("kind", string(probe.RandomRead), "probe kind (random-read, random-write, log-write)")
 		replayFrom = fs.String("replay-from", "", "no lab: replay the healthy runs recorded in this file")
-		noiseFrom  = fs.String("noise", "", "no lab: replay these noise recordings (internal/replay/testdata/*.txt.gz, comma-separated) through bare detectors")
+		noiseFrom  = fs.String("noise", "", "no lab: replay these noise recordings (internal/lab/replay/testdata/*.txt.gz, comma-separated) through bare detectors")
 		seeds      = fs.Int("seeds", 8, "with -noise: walks through each recording")
 	)
 	config := detectorFlags(fs)

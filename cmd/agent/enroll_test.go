@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plumbline/plumbline/internal/enroll/authority"
 	"github.com/plumbline/plumbline/internal/server"
+	"github.com/plumbline/plumbline/internal/server/authority"
 	"github.com/plumbline/plumbline/internal/server/config"
-	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/server/store"
 )
 
 // TestEnrollCommand runs `agent enroll` against a real dev server: the

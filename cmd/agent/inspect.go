@@ -7,9 +7,9 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/plumbline/plumbline/internal/agent/config"
+	"github.com/plumbline/plumbline/internal/agent/geometry"
 	"github.com/plumbline/plumbline/internal/align"
-	"github.com/plumbline/plumbline/internal/config"
-	"github.com/plumbline/plumbline/internal/geometry"
 	"github.com/plumbline/plumbline/internal/render"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plumbline/plumbline/internal/loopdev"
+	"github.com/plumbline/plumbline/internal/lab/loopdev"
 )
 
 // inspectJSON is the part of `agent inspect --format json` these tests read,

@@ -11,9 +11,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/plumbline/plumbline/internal/agent/config"
+	"github.com/plumbline/plumbline/internal/agent/probe"
 	"github.com/plumbline/plumbline/internal/bytesize"
-	"github.com/plumbline/plumbline/internal/config"
-	"github.com/plumbline/plumbline/internal/probe"
 )
 
 const probeUsage = `usage: agent probe --dir DIR [--kind random-read|random-write|log-write|stripe-scan] [flags]

@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/plumbline/plumbline/internal/agent/geometry"
+	"github.com/plumbline/plumbline/internal/agent/probe"
 	"github.com/plumbline/plumbline/internal/bytesize"
-	"github.com/plumbline/plumbline/internal/geometry"
-	"github.com/plumbline/plumbline/internal/probe"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plumbline/plumbline/internal/probe"
+	"github.com/plumbline/plumbline/internal/agent/probe"
 )
 
 func probeCLI(t *testing.T, args ...string) (int, string, string) {

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/plumbline/plumbline/internal/agent/probe"
 	"github.com/plumbline/plumbline/internal/bytesize"
-	"github.com/plumbline/plumbline/internal/probe"
 )
 
 // progressEvery is how often the progress line is redrawn.

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/plumbline/plumbline/internal/agent"
-	"github.com/plumbline/plumbline/internal/config"
+	"github.com/plumbline/plumbline/internal/agent/config"
 )
 
 const runUsage = `usage: agent run --config FILE [--check | --print-config] [--path.sysfs DIR] [--path.procfs DIR]

@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/plumbline/plumbline/internal/config"
-	"github.com/plumbline/plumbline/internal/devca"
+	"github.com/plumbline/plumbline/internal/agent/config"
+	"github.com/plumbline/plumbline/internal/server/devca"
 )
 
 // devTarget reads DIR/dev/agent.yaml (server address, CA file, server

@@ -16,10 +16,10 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 	_ "modernc.org/sqlite" // database/sql driver "sqlite", to count rows
 
-	"github.com/plumbline/plumbline/internal/devca"
-	"github.com/plumbline/plumbline/internal/ingest"
-	"github.com/plumbline/plumbline/internal/probe"
-	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/agent/probe"
+	"github.com/plumbline/plumbline/internal/server/devca"
+	"github.com/plumbline/plumbline/internal/server/ingest"
+	"github.com/plumbline/plumbline/internal/server/store"
 	"github.com/plumbline/plumbline/internal/wire"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )

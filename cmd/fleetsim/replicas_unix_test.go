@@ -18,9 +18,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plumbline/plumbline/internal/devca"
-	"github.com/plumbline/plumbline/internal/leader"
-	"github.com/plumbline/plumbline/internal/pgtest"
+	"github.com/plumbline/plumbline/internal/lab/pgtest"
+	"github.com/plumbline/plumbline/internal/server/devca"
+	"github.com/plumbline/plumbline/internal/server/leader"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

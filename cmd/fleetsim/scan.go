@@ -7,9 +7,9 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/plumbline/plumbline/internal/agent/probe"
 	"github.com/plumbline/plumbline/internal/align"
 	"github.com/plumbline/plumbline/internal/histogram"
-	"github.com/plumbline/plumbline/internal/probe"
 	"github.com/plumbline/plumbline/internal/stripescan"
 	"github.com/plumbline/plumbline/internal/vocab"
 	"github.com/plumbline/plumbline/internal/wire"

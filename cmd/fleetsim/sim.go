@@ -21,8 +21,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/plumbline/plumbline/internal/agent"
+	"github.com/plumbline/plumbline/internal/agent/probe"
 	"github.com/plumbline/plumbline/internal/ctxtime"
-	"github.com/plumbline/plumbline/internal/probe"
 	"github.com/plumbline/plumbline/internal/vocab"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )

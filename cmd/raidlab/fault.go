@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/plumbline/plumbline/internal/raidlab"
+	"github.com/plumbline/plumbline/internal/lab/raidlab"
 )
 
 func runFault(ctx context.Context, args []string, stdout, stderr io.Writer) error {

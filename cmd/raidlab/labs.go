@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/plumbline/plumbline/internal/bytesize"
-	"github.com/plumbline/plumbline/internal/raidlab"
+	"github.com/plumbline/plumbline/internal/lab/raidlab"
 )
 
 func runDown(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -1,7 +1,7 @@
 //go:build linux
 
 // Command raidlab runs emulated disk arrays as real block devices (see
-// internal/raidlab): a FUSE-served array under a loop device with direct
+// internal/lab/raidlab): a FUSE-served array under a loop device with direct
 // I/O, on which partition tables, file systems, fio and the agent run.
 //
 //	raidlab up --level raid10 --disks 4 --stripe-unit 64KiB --size 2GiB --preset fast
@@ -32,7 +32,7 @@ import (
 	"strings"
 
 	"github.com/plumbline/plumbline/internal/command"
-	"github.com/plumbline/plumbline/internal/raidlab"
+	"github.com/plumbline/plumbline/internal/lab/raidlab"
 )
 
 const usage = `usage: raidlab <command> [flags]

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plumbline/plumbline/internal/loopdev"
-	"github.com/plumbline/plumbline/internal/raidlab"
-	"github.com/plumbline/plumbline/internal/raidlab/raidlabtest"
+	"github.com/plumbline/plumbline/internal/lab/loopdev"
+	"github.com/plumbline/plumbline/internal/lab/raidlab"
+	"github.com/plumbline/plumbline/internal/lab/raidlab/raidlabtest"
 )
 
 // The test binary doubles as the raidlab command (and so as its own

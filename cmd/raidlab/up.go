@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/plumbline/plumbline/internal/bytesize"
-	"github.com/plumbline/plumbline/internal/raidlab"
+	"github.com/plumbline/plumbline/internal/lab/raidlab"
 )
 
 // arrayFlags are up's (and serve's) array flags.

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/plumbline/plumbline/internal/pki"
+	"github.com/plumbline/plumbline/internal/server/pki"
 )
 
 // DefaultPKIDir is where the packages keep the CA and the server's

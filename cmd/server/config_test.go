@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plumbline/plumbline/internal/devca"
 	"github.com/plumbline/plumbline/internal/server/config"
+	"github.com/plumbline/plumbline/internal/server/devca"
 )
 
 // TestConfigErrorLines: the server's validation errors name the line of

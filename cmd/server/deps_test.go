@@ -12,26 +12,22 @@ import (
 
 const module = "github.com/plumbline/plumbline/"
 
-// The two binaries stay apart: the server links no discovery, no agent
-// configuration, no probe engine, spool or agent runtime; the agent links
-// none of the server's store, ingest, inventory, exporter, evaluator,
-// projection, leader or retention. Shared pieces (vocab, align, policy,
-// agentkeys, mounts, identity, certmint, labels, atomicfile, ...) are
-// linked by both. A package under internal/agent/ or internal/server/
-// (the tree's sides) counts as its side's whatever its name.
+// The two binaries stay apart, and the tree says which side a package is
+// on: the server links nothing under internal/agent/ (discovery, the
+// agent's configuration, the probe engine, the spool, the agent runtime),
+// the agent nothing under internal/server/ (store, ingest, inventory,
+// exporter, evaluator, projection, leader, retention, the enrollment
+// authority), and neither links internal/lab/ (the RAID lab, the fleet
+// lab, replays, test harnesses). Shared pieces (vocab, align, policy,
+// agentkeys, mounts, identity, certmint, labels, atomicfile, ...) sit
+// directly under internal/ and are linked by both.
 func TestBinariesStayApart(t *testing.T) {
 	for _, tc := range []struct {
 		binary    string
-		sidePath  string // the other side's subtree, forbidden whole
-		forbidden []string
+		forbidden []string // subtrees (a package or anything under it)
 	}{
-		{"cmd/server", "internal/agent/", []string{
-			"internal/geometry", "internal/config", "internal/probe", "internal/spool", "internal/agent",
-		}},
-		{"cmd/agent", "internal/server/", []string{
-			"internal/store", "internal/ingest", "internal/inventory", "internal/exporter", "internal/evaluator",
-			"internal/projection", "internal/leader", "internal/retention", "internal/server", "internal/enroll/authority",
-		}},
+		{"cmd/server", []string{"internal/agent", "internal/lab"}},
+		{"cmd/agent", []string{"internal/server", "internal/lab"}},
 	} {
 		for _, goos := range []string{"linux", "windows"} {
 			t.Run(tc.binary+"/"+goos, func(t *testing.T) {
@@ -47,7 +43,7 @@ func TestBinariesStayApart(t *testing.T) {
 					if !ok {
 						continue
 					}
-					if slices.Contains(tc.forbidden, p) || strings.HasPrefix(p, tc.sidePath) {
+					if slices.ContainsFunc(tc.forbidden, func(f string) bool { return p == f || strings.HasPrefix(p, f+"/") }) {
 						t.Errorf("GOOS=%s %s links %s (imported by %s)", goos, tc.binary, p, strings.Join(importersOf(imports, dep), ", "))
 					}
 				}
@@ -100,27 +96,52 @@ func importersOf(imports map[string][]string, dep string) []string {
 	return out
 }
 
-// The shared packages link neither side, and the enrollment authority
-// does not go through ingest for what it shares with it (the identity, the
-// service registration).
+// TestSharedPackagesLinkNoSide: a package directly under internal/ (not
+// under internal/agent/, internal/server/ or internal/lab/) is shared, and
+// links neither side nor the lab; and the enrollment authority links no
+// ingest and no dev CA.
 func TestSharedPackagesLinkNoSide(t *testing.T) {
 	t.Parallel()
-	either := []string{"internal/geometry", "internal/config", "internal/probe", "internal/spool", "internal/agent",
-		"internal/ingest", "internal/store", "internal/server"}
-	for pkg, forbidden := range map[string][]string{
-		"internal/identity":         either,
-		"internal/certmint":         either,
-		"internal/agentkeys":        either,
-		"internal/mounts":           either,
-		"internal/policy":           either,
-		"internal/grpcservice":      either,
-		"internal/enroll/authority": {"internal/ingest", "internal/devca", "internal/geometry", "internal/config"},
-	} {
-		imports := depsOf(t, module+pkg, "linux")
-		for _, f := range forbidden {
-			if _, ok := imports[module+f]; ok {
-				t.Errorf("%s links %s (imported by %s)", pkg, f, strings.Join(importersOf(imports, module+f), ", "))
+	sides := []string{"internal/agent", "internal/server", "internal/lab"}
+	under := func(p string, trees ...string) bool {
+		return slices.ContainsFunc(trees, func(f string) bool { return p == f || strings.HasPrefix(p, f+"/") })
+	}
+	shared := 0
+	for pkg, deps := range packageDeps(t, module+"internal/...") {
+		p := strings.TrimPrefix(pkg, module)
+		forbidden := sides
+		switch {
+		case p == "internal/server/authority":
+			forbidden = []string{"internal/server/ingest", "internal/server/devca", "internal/agent"}
+		case under(p, sides...):
+			continue
+		default:
+			shared++
+		}
+		for _, d := range deps {
+			if dp, ok := strings.CutPrefix(d, module); ok && under(dp, forbidden...) {
+				t.Errorf("%s links %s", p, dp)
 			}
 		}
 	}
+	if shared < 10 {
+		t.Fatalf("%d shared packages under internal/: not the tree this test expects", shared)
+	}
+}
+
+// packageDeps is each package of pattern and its transitive dependencies.
+func packageDeps(t *testing.T, pattern string) map[string][]string {
+	t.Helper()
+	out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "list", "-f", `{{.ImportPath}} {{join .Deps " "}}`, pattern).Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v", pattern, err)
+	}
+	deps := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 0 {
+			deps[f[0]] = f[1:]
+		}
+	}
+	return deps
 }

@@ -16,9 +16,9 @@ import (
 
 	"github.com/plumbline/plumbline/internal/align"
 	"github.com/plumbline/plumbline/internal/bytesize"
-	"github.com/plumbline/plumbline/internal/inventory"
-	"github.com/plumbline/plumbline/internal/inventory/client"
 	"github.com/plumbline/plumbline/internal/server/config"
+	"github.com/plumbline/plumbline/internal/server/inventory"
+	"github.com/plumbline/plumbline/internal/server/inventory/client"
 	"github.com/plumbline/plumbline/internal/vocab"
 )
 

@@ -21,10 +21,10 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/plumbline/plumbline/internal/agent"
-	"github.com/plumbline/plumbline/internal/config"
-	"github.com/plumbline/plumbline/internal/devca"
+	"github.com/plumbline/plumbline/internal/agent/config"
+	"github.com/plumbline/plumbline/internal/lab/pgtest"
 	"github.com/plumbline/plumbline/internal/maintenance"
-	"github.com/plumbline/plumbline/internal/pgtest"
+	"github.com/plumbline/plumbline/internal/server/devca"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 

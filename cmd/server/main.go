@@ -4,7 +4,7 @@
 //
 //	server --config FILE [flags]
 //	server --dev --data-dir DIR      a local CA, certificates and a ready agent config under DIR
-//	server ca init --dir DIR --name NAME  the production CA and server certificate (internal/pki)
+//	server ca init --dir DIR --name NAME  the production CA and server certificate (internal/server/pki)
 //	server token create|list|revoke  join tokens for `agent enroll` (docs/install.md, "Enrollment")
 //	server agent list|revoke         enrolled agents
 //	server inventory list|summary    a running server's inventory, as tables

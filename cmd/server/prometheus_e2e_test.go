@@ -21,10 +21,10 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/plumbline/plumbline/internal/agent"
+	"github.com/plumbline/plumbline/internal/agent/config"
+	"github.com/plumbline/plumbline/internal/agent/geometry"
 	"github.com/plumbline/plumbline/internal/bytesize"
-	"github.com/plumbline/plumbline/internal/config"
-	"github.com/plumbline/plumbline/internal/geometry"
-	"github.com/plumbline/plumbline/internal/loopdev"
+	"github.com/plumbline/plumbline/internal/lab/loopdev"
 )
 
 // TestPrometheusEndToEnd: the server (dev mode, 1s evaluator), one agent

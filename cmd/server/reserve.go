@@ -9,7 +9,7 @@ import (
 	"github.com/plumbline/plumbline/internal/identity"
 	"github.com/plumbline/plumbline/internal/labels"
 	"github.com/plumbline/plumbline/internal/server/config"
-	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/server/store"
 )
 
 // reservationCommand is `server agent reserve|unreserve|reserved`.

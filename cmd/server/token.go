@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/plumbline/plumbline/internal/enroll"
-	"github.com/plumbline/plumbline/internal/enroll/authority"
 	"github.com/plumbline/plumbline/internal/labels"
 	"github.com/plumbline/plumbline/internal/server"
+	"github.com/plumbline/plumbline/internal/server/authority"
 	"github.com/plumbline/plumbline/internal/server/config"
-	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/server/store"
 )
 
 const tokenUsage = `usage: server token create [--ttl 24h] [--uses N] [--labels k=v,...] (--config FILE | --data-dir DIR)

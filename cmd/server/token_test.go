@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plumbline/plumbline/internal/devca"
 	"github.com/plumbline/plumbline/internal/enroll"
+	"github.com/plumbline/plumbline/internal/server/devca"
 )
 
 // cli runs `server ARGS...` and returns its exit code and output.

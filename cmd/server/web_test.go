@@ -14,9 +14,9 @@ import (
 	"golang.org/x/crypto/bcrypt"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/plumbline/plumbline/internal/devca"
-	"github.com/plumbline/plumbline/internal/ingest"
-	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/server/devca"
+	"github.com/plumbline/plumbline/internal/server/ingest"
+	"github.com/plumbline/plumbline/internal/server/store"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 

@@ -28,12 +28,12 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/plumbline/plumbline/internal/agent/config"
+	"github.com/plumbline/plumbline/internal/agent/geometry"
+	"github.com/plumbline/plumbline/internal/agent/probe"
+	"github.com/plumbline/plumbline/internal/agent/spool"
 	"github.com/plumbline/plumbline/internal/align"
-	"github.com/plumbline/plumbline/internal/config"
-	"github.com/plumbline/plumbline/internal/geometry"
-	"github.com/plumbline/plumbline/internal/probe"
 	"github.com/plumbline/plumbline/internal/selfmetrics"
-	"github.com/plumbline/plumbline/internal/spool"
 	"github.com/plumbline/plumbline/internal/vocab"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )

@@ -34,9 +34,9 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/plumbline/plumbline/internal/config"
+	"github.com/plumbline/plumbline/internal/agent/config"
+	"github.com/plumbline/plumbline/internal/agent/probe"
 	"github.com/plumbline/plumbline/internal/histogram"
-	"github.com/plumbline/plumbline/internal/probe"
 	"github.com/plumbline/plumbline/internal/vocab"
 	"github.com/plumbline/plumbline/internal/wire"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plumbline/plumbline/internal/agent/config"
 	"github.com/plumbline/plumbline/internal/certmint"
-	"github.com/plumbline/plumbline/internal/config"
 	"github.com/plumbline/plumbline/internal/identity"
 )
 

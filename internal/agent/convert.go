@@ -9,7 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/plumbline/plumbline/internal/probe"
+	"github.com/plumbline/plumbline/internal/agent/probe"
 	"github.com/plumbline/plumbline/internal/wire"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/plumbline/plumbline/internal/config"
-	"github.com/plumbline/plumbline/internal/geometry"
+	"github.com/plumbline/plumbline/internal/agent/config"
+	"github.com/plumbline/plumbline/internal/agent/geometry"
 	"github.com/plumbline/plumbline/internal/mounts"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )

@@ -16,16 +16,16 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/plumbline/plumbline/internal/ingest"
-	"github.com/plumbline/plumbline/internal/pgtest"
-	"github.com/plumbline/plumbline/internal/spool"
-	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/agent/spool"
+	"github.com/plumbline/plumbline/internal/lab/pgtest"
+	"github.com/plumbline/plumbline/internal/server/ingest"
+	"github.com/plumbline/plumbline/internal/server/store"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// realServer is the production ingest service (internal/ingest) over a
+// realServer is the production ingest service (internal/server/ingest) over a
 // real store, served over TCP with mutual TLS on a fixed loopback address
 // so that it can be stopped and started again.
 type realServer struct {

@@ -13,10 +13,10 @@ import (
 
 	"google.golang.org/grpc/credentials"
 
-	"github.com/plumbline/plumbline/internal/config"
-	"github.com/plumbline/plumbline/internal/ingest"
+	"github.com/plumbline/plumbline/internal/agent/config"
+	"github.com/plumbline/plumbline/internal/agent/probe"
 	"github.com/plumbline/plumbline/internal/policy"
-	"github.com/plumbline/plumbline/internal/probe"
+	"github.com/plumbline/plumbline/internal/server/ingest"
 )
 
 // An agent started on a minimal configuration file (server, TLS and spool

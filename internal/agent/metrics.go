@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/plumbline/plumbline/internal/spool"
+	"github.com/plumbline/plumbline/internal/agent/spool"
 )
 
 // metrics are the agent's own counters, exposed on web.listen_address.

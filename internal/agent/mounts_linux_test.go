@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plumbline/plumbline/internal/config"
+	"github.com/plumbline/plumbline/internal/agent/config"
 )
 
 // A new mount table fingerprint runs discovery once ("changed"); the same

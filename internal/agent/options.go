@@ -1,8 +1,8 @@
 package agent
 
 import (
-	"github.com/plumbline/plumbline/internal/config"
-	"github.com/plumbline/plumbline/internal/probe"
+	"github.com/plumbline/plumbline/internal/agent/config"
+	"github.com/plumbline/plumbline/internal/agent/probe"
 )
 
 // ProbeOptions returns the probe engine's options for one kind of a

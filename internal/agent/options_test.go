@@ -5,13 +5,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/plumbline/plumbline/internal/config"
-	"github.com/plumbline/plumbline/internal/probe"
+	"github.com/plumbline/plumbline/internal/agent/config"
+	"github.com/plumbline/plumbline/internal/agent/probe"
 )
 
 // Every schedule key maps onto the probe engine's option of the same name.
 func TestProbeOptions(t *testing.T) {
-	a, err := config.Load("../config/testdata/good-run.yml")
+	a, err := config.Load("config/testdata/good-run.yml")
 	if err != nil {
 		t.Fatal(err)
 	}

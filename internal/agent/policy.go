@@ -14,8 +14,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/plumbline/plumbline/internal/agent/config"
 	"github.com/plumbline/plumbline/internal/atomicfile"
-	"github.com/plumbline/plumbline/internal/config"
 	"github.com/plumbline/plumbline/internal/ctxtime"
 	"github.com/plumbline/plumbline/internal/maintenance"
 	"github.com/plumbline/plumbline/internal/policy"

@@ -14,13 +14,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/plumbline/plumbline/internal/config"
-	"github.com/plumbline/plumbline/internal/evaluator"
+	"github.com/plumbline/plumbline/internal/agent/config"
+	"github.com/plumbline/plumbline/internal/agent/probe"
 	"github.com/plumbline/plumbline/internal/histogram"
-	"github.com/plumbline/plumbline/internal/ingest"
 	"github.com/plumbline/plumbline/internal/maintenance"
 	"github.com/plumbline/plumbline/internal/policy"
-	"github.com/plumbline/plumbline/internal/probe"
+	"github.com/plumbline/plumbline/internal/server/evaluator"
+	"github.com/plumbline/plumbline/internal/server/ingest"
 	"github.com/plumbline/plumbline/internal/vocab"
 )
 

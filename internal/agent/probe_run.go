@@ -7,8 +7,8 @@ import (
 	"path"
 	"time"
 
+	"github.com/plumbline/plumbline/internal/agent/probe"
 	"github.com/plumbline/plumbline/internal/maintenance"
-	"github.com/plumbline/plumbline/internal/probe"
 	"github.com/plumbline/plumbline/internal/vocab"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )

@@ -10,11 +10,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/plumbline/plumbline/internal/config"
+	"github.com/plumbline/plumbline/internal/agent/config"
+	"github.com/plumbline/plumbline/internal/agent/geometry"
+	"github.com/plumbline/plumbline/internal/agent/probe"
 	"github.com/plumbline/plumbline/internal/ctxtime"
-	"github.com/plumbline/plumbline/internal/geometry"
 	"github.com/plumbline/plumbline/internal/mounts"
-	"github.com/plumbline/plumbline/internal/probe"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 

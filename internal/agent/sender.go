@@ -21,11 +21,11 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/plumbline/plumbline/internal/config"
+	"github.com/plumbline/plumbline/internal/agent/config"
+	"github.com/plumbline/plumbline/internal/agent/spool"
 	"github.com/plumbline/plumbline/internal/ctxtime"
 	"github.com/plumbline/plumbline/internal/enroll"
 	"github.com/plumbline/plumbline/internal/identity"
-	"github.com/plumbline/plumbline/internal/spool"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 

@@ -12,10 +12,10 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/plumbline/plumbline/internal/config"
-	"github.com/plumbline/plumbline/internal/geometry"
-	"github.com/plumbline/plumbline/internal/ingest"
-	"github.com/plumbline/plumbline/internal/probe"
+	"github.com/plumbline/plumbline/internal/agent/config"
+	"github.com/plumbline/plumbline/internal/agent/geometry"
+	"github.com/plumbline/plumbline/internal/agent/probe"
+	"github.com/plumbline/plumbline/internal/server/ingest"
 	"github.com/plumbline/plumbline/internal/vocab"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )

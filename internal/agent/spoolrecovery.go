@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/peer"
 
-	"github.com/plumbline/plumbline/internal/spool"
+	"github.com/plumbline/plumbline/internal/agent/spool"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 

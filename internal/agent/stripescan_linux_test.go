@@ -7,7 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/plumbline/plumbline/internal/probe"
+	"github.com/plumbline/plumbline/internal/agent/probe"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 

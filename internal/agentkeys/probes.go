@@ -1,7 +1,7 @@
 // Package agentkeys holds the keys of the agent's configuration that
 // central policy sets as well — probe schedules (probes) and declared
 // hardware arrays (declared_devices): their types, defaults and checks.
-// The agent's configuration (internal/config) and the server's policy
+// The agent's configuration (internal/agent/config) and the server's policy
 // validation (internal/policy) share them, so the server validates a
 // policy fragment exactly as the agent will without linking discovery,
 // the probe engine or the agent's configuration.
@@ -21,7 +21,7 @@ import (
 	"github.com/plumbline/plumbline/internal/vocab"
 )
 
-// Defaults of a probe schedule (internal/config explains the budget).
+// Defaults of a probe schedule (internal/agent/config explains the budget).
 const (
 	DefaultProbeEvery = 3 * time.Minute
 	// DefaultProbeOps is a scheduled run's op budget. `agent probe` (one

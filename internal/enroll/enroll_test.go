@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plumbline/plumbline/internal/devca"
+	"github.com/plumbline/plumbline/internal/server/devca"
 )
 
 func TestTokenRoundTrip(t *testing.T) {

@@ -11,7 +11,7 @@
 // own mutual-TLS connection and hot-swaps the client certificate.
 //
 // The server's side (issuing, tokens, revocation) is
-// internal/enroll/authority.
+// internal/server/authority.
 package enroll
 
 import (

@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/plumbline/plumbline/internal/devca"
 	"github.com/plumbline/plumbline/internal/identity"
+	"github.com/plumbline/plumbline/internal/server/devca"
 )
 
 func TestFromCertificate(t *testing.T) {

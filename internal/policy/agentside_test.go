@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plumbline/plumbline/internal/config"
+	"github.com/plumbline/plumbline/internal/agent/config"
 	"github.com/plumbline/plumbline/internal/policy"
 )
 

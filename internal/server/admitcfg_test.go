@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plumbline/plumbline/internal/ingest"
 	"github.com/plumbline/plumbline/internal/server/config"
+	"github.com/plumbline/plumbline/internal/server/ingest"
 )
 
 // The admission bounds of the configuration reach the ingest service,

@@ -12,11 +12,11 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/plumbline/plumbline/internal/evaluator"
 	"github.com/plumbline/plumbline/internal/histogram"
-	"github.com/plumbline/plumbline/internal/ingest"
 	"github.com/plumbline/plumbline/internal/server/config"
-	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/server/evaluator"
+	"github.com/plumbline/plumbline/internal/server/ingest"
+	"github.com/plumbline/plumbline/internal/server/store"
 	"github.com/plumbline/plumbline/internal/wire"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )

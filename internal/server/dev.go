@@ -17,9 +17,9 @@ import (
 	"github.com/plumbline/plumbline/internal/agentkeys"
 	"github.com/plumbline/plumbline/internal/atomicfile"
 	"github.com/plumbline/plumbline/internal/bytesize"
-	"github.com/plumbline/plumbline/internal/devca"
 	"github.com/plumbline/plumbline/internal/identity"
 	"github.com/plumbline/plumbline/internal/server/config"
+	"github.com/plumbline/plumbline/internal/server/devca"
 	"github.com/plumbline/plumbline/internal/vocab"
 )
 
@@ -219,7 +219,7 @@ const devAgentHeader = `# Written by 'server --dev' at every start; edits are ov
 `
 
 // devAgentFile is the part of the agent's configuration file (the agent's
-// internal/config) that agent.yaml sets, written here without linking the
+// internal/agent/config) that agent.yaml sets, written here without linking the
 // agent's configuration package; a test loads the file with the agent's
 // own loader, so the two cannot drift. The keys it leaves out take the
 // agent's defaults.

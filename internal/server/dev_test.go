@@ -10,8 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/plumbline/plumbline/internal/agent/config"
 	"github.com/plumbline/plumbline/internal/bytesize"
-	"github.com/plumbline/plumbline/internal/config"
 	"github.com/plumbline/plumbline/internal/vocab"
 )
 

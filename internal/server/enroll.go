@@ -12,11 +12,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
-	"github.com/plumbline/plumbline/internal/devca"
-	"github.com/plumbline/plumbline/internal/enroll/authority"
-	"github.com/plumbline/plumbline/internal/ingest"
+	"github.com/plumbline/plumbline/internal/server/authority"
 	"github.com/plumbline/plumbline/internal/server/config"
-	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/server/devca"
+	"github.com/plumbline/plumbline/internal/server/ingest"
+	"github.com/plumbline/plumbline/internal/server/store"
 )
 
 // ErrEnrollmentOff: the configuration names no enrollment CA and the data

@@ -12,11 +12,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/plumbline/plumbline/internal/evaluator"
-	"github.com/plumbline/plumbline/internal/leader"
-	"github.com/plumbline/plumbline/internal/retention"
 	"github.com/plumbline/plumbline/internal/server/config"
-	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/server/evaluator"
+	"github.com/plumbline/plumbline/internal/server/leader"
+	"github.com/plumbline/plumbline/internal/server/retention"
+	"github.com/plumbline/plumbline/internal/server/store"
 )
 
 // The background loops, by the name of their lease (leader_lease.name and

@@ -16,10 +16,10 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/plumbline/plumbline/internal/evaluator"
-	"github.com/plumbline/plumbline/internal/leader"
 	"github.com/plumbline/plumbline/internal/server/config"
-	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/server/evaluator"
+	"github.com/plumbline/plumbline/internal/server/leader"
+	"github.com/plumbline/plumbline/internal/server/store"
 )
 
 // TestMetricsLeaderGauge: /metrics — the exporter over a real store —

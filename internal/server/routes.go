@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/plumbline/plumbline/internal/inventory"
+	"github.com/plumbline/plumbline/internal/server/inventory"
 )
 
 // Route is one path the web listener serves: its net/http pattern and

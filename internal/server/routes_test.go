@@ -9,7 +9,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/plumbline/plumbline/api"
-	"github.com/plumbline/plumbline/internal/inventory"
+	"github.com/plumbline/plumbline/internal/server/inventory"
 )
 
 // TestOpenAPICoversRoutes: api/openapi.yaml describes every route the web

@@ -22,17 +22,17 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 
-	"github.com/plumbline/plumbline/internal/enroll/authority"
-	"github.com/plumbline/plumbline/internal/evaluator"
-	"github.com/plumbline/plumbline/internal/exporter"
-	"github.com/plumbline/plumbline/internal/ingest"
-	"github.com/plumbline/plumbline/internal/inventory"
-	"github.com/plumbline/plumbline/internal/leader"
 	"github.com/plumbline/plumbline/internal/policy"
-	"github.com/plumbline/plumbline/internal/projection"
 	"github.com/plumbline/plumbline/internal/selfmetrics"
+	"github.com/plumbline/plumbline/internal/server/authority"
 	"github.com/plumbline/plumbline/internal/server/config"
-	"github.com/plumbline/plumbline/internal/store"
+	"github.com/plumbline/plumbline/internal/server/evaluator"
+	"github.com/plumbline/plumbline/internal/server/exporter"
+	"github.com/plumbline/plumbline/internal/server/ingest"
+	"github.com/plumbline/plumbline/internal/server/inventory"
+	"github.com/plumbline/plumbline/internal/server/leader"
+	"github.com/plumbline/plumbline/internal/server/projection"
+	"github.com/plumbline/plumbline/internal/server/store"
 )
 
 // Options are what a Server needs besides its configuration.

@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/plumbline/plumbline/internal/inventory"
 	"github.com/plumbline/plumbline/internal/server/config"
+	"github.com/plumbline/plumbline/internal/server/inventory"
 )
 
 // apiTokens reads the inventory API's bearer tokens. Configured tokens

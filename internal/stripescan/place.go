@@ -9,7 +9,7 @@
 //
 // The package is pure: Place turns the probe file's extent map into read
 // offsets, Infer turns the measured latencies into an answer. The probe
-// engine (internal/probe) does the I/O.
+// engine (internal/agent/probe) does the I/O.
 package stripescan
 
 import (

@@ -13,7 +13,7 @@
 // and several words (severity ranks, RAID levels, per-kind block-size
 // limits) are not wire fields at all. A small Go package, importing only
 // the standard library, lets both sides share the words without the server
-// linking the agent's probe engine (internal/probe) just to read constants.
+// linking the agent's probe engine (internal/agent/probe) just to read constants.
 //
 // Every list is returned fresh by a function (or is an array): nothing here
 // is an exported mutable slice.
@@ -21,7 +21,7 @@
 // Adding a probe kind: one entry in probeKinds (probe_kinds.go) saying
 // whether it writes, its access order and whether it is synced — the
 // engine reads these — plus, for a judged kind, its priors; a geometry
-// kind also has a runner in internal/probe (docs/dev/vocabulary.md).
+// kind also has a runner in internal/agent/probe (docs/dev/vocabulary.md).
 // Adding a layer kind: one entry in layerKinds (layers.go) plus the
 // discovery that makes it. Adding an I/O size: one entry in ioSizes
 // (words.go) plus a migration adding its columns (split_fraction_<key> on

@@ -1,6 +1,6 @@
 // Package config loads and validates the server's YAML configuration file
 // (deploy/examples/server.yaml documents every key), in the style of the
-// agent's internal/config: Default, Load, Validate, errors from
+// agent's internal/agent/config: Default, Load, Validate, errors from
 // strictyaml that name the key path and line. Flags override it (cmd/server).
 package config
 
@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/plumbline/plumbline/internal/bytesize"
-	"github.com/plumbline/plumbline/internal/exporter"
-	"github.com/plumbline/plumbline/internal/ingest"
 	"github.com/plumbline/plumbline/internal/policy"
+	"github.com/plumbline/plumbline/internal/server/exporter"
+	"github.com/plumbline/plumbline/internal/server/ingest"
 	"github.com/plumbline/plumbline/internal/strictyaml"
 )
 
@@ -190,7 +190,7 @@ type StoreConfig struct {
 	// Retention is how long records (probe results, geometry snapshots,
 	// rejected records) are kept; 0 keeps them for ever. What the
 	// evaluator or the inventory has not read yet, and each volume's
-	// latest geometry, are kept whatever their age (internal/retention).
+	// latest geometry, are kept whatever their age (internal/server/retention).
 	Retention time.Duration `yaml:"retention"`
 }
 
