@@ -428,7 +428,7 @@ func TestEveryConfigKeyDocumented(t *testing.T) {
 	spans := strings.Join(regexp.MustCompile("`[^`\n]+`").FindAllString(conf, -1), " ")
 	tag := regexp.MustCompile(`yaml:"([a-z][a-z0-9_]*)`)
 	keys := map[string]string{}
-	for _, dir := range []string{"config", "server", "policy", "maintenance"} {
+	for _, dir := range []string{filepath.Join("agent", "config"), "agentkeys", filepath.Join("server", "config"), "policy", "maintenance"} {
 		err := filepath.WalkDir(filepath.Join("..", "internal", dir), func(path string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 				return err
