@@ -100,9 +100,9 @@ func newFamilies() [numFamilies]family {
 		volumeLabels)
 	d(famVolStripeConfidence, "volume_stripe_unit_confidence", gauge, "Confidence (0 to 1) of the geometry probe's stripe-unit measurement behind the verdict: of the inferred unit when stripe_unit_source is measured, else of the measurement that confirmed or contradicted the unit from stripe_unit_source. Present only when there is one.",
 		withVolume("stripe_unit_source"))
-	d(famVolFinding, "volume_finding", gauge, "An alignment finding of the server's rules on the volume (rule id, severity: "+severities+"); always 1.",
+	d(famVolFinding, "volume_finding", gauge, "A finding of the server's rules on the volume, on alignment or md RAID health (rule id, severity: "+severities+"); always 1.",
 		withVolume("rule", "severity"))
-	d(famVolRAIDMissing, "volume_raid_missing_members", gauge, "Members an md array under the volume lacks: the kernel's raid_disks minus the member devices sysfs lists. 0 for a complete array.",
+	d(famVolRAIDMissing, "volume_raid_missing_members", gauge, "Members an md array under the volume lacks: the kernel's raid_disks minus the roles an in-sync member fills (a member md failed but still lists counts as missing), or, when the agent sent no md health, minus the member devices sysfs lists. 0 for a complete array.",
 		withVolume("device"))
 	d(famVolLastProbe, "volume_last_probe_timestamp_seconds", gauge, "When the volume's last probe run that completed operations started (Unix time), over all probe kinds.",
 		volumeLabels)

@@ -95,3 +95,54 @@ func TestValidateRAIDHealth(t *testing.T) {
 		})
 	}
 }
+
+// The judged record counts an md array's missing members from the kernel's
+// health when the agent sent it: a member md failed but still lists is
+// missing, as is a removed one, while a replacement being rebuilt fills no
+// role yet. Without health it counts the member devices listed.
+func TestArraysMissingMembers(t *testing.T) {
+	t.Parallel()
+	member := func(dev string, slot *uint32, state ...string) *plumblinev1.RaidMember {
+		return &plumblinev1.RaidMember{Device: dev, State: state, Slot: slot}
+	}
+	s0, s1 := proto.Uint32(0), proto.Uint32(1)
+	tests := []struct {
+		name    string
+		below   []string
+		members []*plumblinev1.RaidMember // nil: no health sent
+		want    int
+	}{
+		{"complete, no health", []string{"sda", "sdb"}, nil, 0},
+		{"one not listed, no health", []string{"sda"}, nil, 1},
+		{"complete", []string{"sda", "sdb"}, []*plumblinev1.RaidMember{member("sda", s0, "in_sync"), member("sdb", s1, "in_sync")}, 0},
+		{"a faulty member still listed", []string{"sda", "sdb"}, []*plumblinev1.RaidMember{member("sda", s0, "in_sync"), member("sdb", nil, "faulty")}, 1},
+		{"faulty with its role still set", []string{"sda", "sdb"}, []*plumblinev1.RaidMember{member("sda", s0, "in_sync"), member("sdb", s1, "faulty", "in_sync")}, 1},
+		{"a member removed", []string{"sda"}, []*plumblinev1.RaidMember{member("sda", s0, "in_sync")}, 1},
+		{"recovering onto a spare", []string{"sda", "sdc"}, []*plumblinev1.RaidMember{member("sda", s0, "in_sync"), member("sdc", s1)}, 1},
+		{"only a spare beside it", []string{"sda", "sdc"}, []*plumblinev1.RaidMember{member("sda", s0, "in_sync"), member("sdc", nil, "spare")}, 1},
+		{"a replacement being rebuilt", []string{"sda", "sdb", "sdc"}, []*plumblinev1.RaidMember{
+			member("sda", s0, "in_sync"), member("sdb", s1, "in_sync", "want_replacement"), member("sdc", s1, "replacement")}, 0},
+		{"a replacement done beside its original", []string{"sda", "sdb", "sdc"}, []*plumblinev1.RaidMember{
+			member("sda", s0, "in_sync"), member("sdb", s1, "in_sync", "want_replacement"), member("sdc", s1, "in_sync", "replacement")}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			v := mdVolume()
+			l := v.Layers[1]
+			l.RaidLevel, l.RaidDisks, l.RaidDataDisks, l.Below = "raid1", 2, 1, tt.below
+			l.Sources = map[string]string{"raid_disks": "sysfs"}
+			l.RaidHealth = nil
+			if tt.members != nil {
+				l.RaidHealth = &plumblinev1.RaidHealth{ArrayState: "active", Members: tt.members}
+			}
+			sv, err := judgeVolume(v, nil, Rules{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := sv.Judged.Arrays; len(got) != 1 || got[0].Device != "md0" || got[0].Missing != tt.want {
+				t.Fatalf("arrays %+v: want md0 missing %d", got, tt.want)
+			}
+		})
+	}
+}
