@@ -86,7 +86,9 @@ func TestEveryAlertTested(t *testing.T) {
 	want := []string{"PlumblineVolumeMisaligned", "PlumblineVolumeDegraded", "PlumblineVolumeCohortOutlier", "PlumblineAgentDown",
 		"PlumblineProbeFailing", "PlumblineGeometryChanged", "PlumblineAllocationUnitNotRecommended", "PlumblineRAIDArrayDegraded",
 		"PlumblineStripeUnitDisagrees", "PlumblineAgentCertificateExpiring",
-		"PlumblineServerDown", "PlumblineEvaluatorStalled", "PlumblineInventoryProjectionLagging", "PlumblineNoLeader"}
+		"PlumblineServerDown", "PlumblineEvaluatorStalled", "PlumblineInventoryProjectionLagging", "PlumblineNoLeader",
+		"PlumblineRAIDMemberFailed", "PlumblineRAIDArrayNotRunning", "PlumblineRAIDArrayReadOnly", "PlumblineRAIDRebuilding",
+		"PlumblineRAIDMismatches", "PlumblineRAIDMemberErrors"}
 	var have []string
 	for _, g := range rules.Groups {
 		for _, r := range g.Rules {
@@ -125,6 +127,10 @@ func TestAlertmanagerRoutes(t *testing.T) {
 		{"alertname=PlumblineAllocationUnitNotRecommended severity=info host=db01 mount_point=/data", "plumbline-digest"},
 		{"alertname=PlumblineRAIDArrayDegraded severity=critical host=db01 mount_point=/data device=md0", "plumbline-pager"},
 		{"alertname=PlumblineExporterStoreFailing severity=critical instance=s1:9464", "plumbline-pager"},
+		{"alertname=PlumblineRAIDMemberFailed severity=critical agent_id=db01 host=db01 mount_point=/data", "plumbline-pager"},
+		{"alertname=PlumblineRAIDArrayNotRunning severity=critical agent_id=db01 host=db01 mount_point=/data", "plumbline-pager"},
+		{"alertname=PlumblineRAIDRebuilding severity=warning agent_id=db01 host=db01 mount_point=/data", "plumbline-tickets"},
+		{"alertname=PlumblineRAIDMismatches severity=warning agent_id=db01 host=db01 mount_point=/data", "plumbline-tickets"},
 		{"alertname=PlumblineVolumeDegraded severity=warning host=db01 mount_point=/data", "plumbline-tickets"},
 		{"alertname=PlumblineGeometryChanged severity=info host=db01 mount_point=/data", "plumbline-digest"},
 		{"alertname=PlumblineStripeUnitDisagrees severity=warning host=db01 mount_point=/data", "plumbline-tickets"},
