@@ -205,7 +205,7 @@ func withVolumeLatency(d *dashboard.DashboardBuilder) *dashboard.DashboardBuilde
 		WithTarget(query("A", `time() - max by (mount_point) (plumbline_volume_last_probe_timestamp_seconds{host=~"$host",mount_point=~"$mount_point"})`, "{{mount_point}}")).
 		Unit("s"))
 	d.WithPanel(stat.NewPanelBuilder().Id(9).Title("md members missing").
-		Description("md arrays under the volume: raid_disks minus the member devices sysfs lists.").
+		Description("md arrays under the volume: raid_disks minus the roles an in-sync member fills (a faulty member md still lists counts as missing).").
 		Datasource(datasource()).GridPos(grid(12, 33, 12, 8)).
 		WithTarget(query("A", `max by (mount_point, device) (plumbline_volume_raid_missing_members{host=~"$host",mount_point=~"$mount_point"})`, "{{device}}")).
 		Unit("short"))
