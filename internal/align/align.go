@@ -97,7 +97,7 @@ func Evaluate(v *plumblinev1.Volume) *plumblinev1.Alignment {
 // RulesVersion numbers the rules of this package: it moves on whenever a
 // rule, a threshold or a message changes, so that the server re-judges
 // the volumes it judged under an older one.
-const RulesVersion = 2
+const RulesVersion = 3
 
 // Overrides adjust the rules where a site judges differently from the
 // shipped defaults. The zero value is the shipped rules.
