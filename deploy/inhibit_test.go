@@ -17,7 +17,8 @@ import (
 // configuration (amtool cannot test inhibit rules), posts alerts and reads
 // back which ones it holds back: a volume's latency and probe alerts while
 // an md array under that volume rebuilds, has a failed member or is not
-// running, and not those of another volume.
+// running, and the array's degraded alert while its member's alert pages;
+// not those of another volume.
 func TestAlertmanagerInhibitions(t *testing.T) {
 	t.Parallel()
 	bin := alertmanagerBinary(t)
@@ -45,6 +46,8 @@ func TestAlertmanagerInhibitions(t *testing.T) {
 		"alertname=PlumblineVolumeThrottled severity=warning kind=random-read reference=history signal=rate " + vol("db01"),
 		"alertname=PlumblineRAIDMemberFailed severity=critical " + vol("db02"),
 		"alertname=PlumblineVolumeCohortOutlier severity=warning kind=random-read reference=cohort " + vol("db02"),
+		"alertname=PlumblineRAIDArrayDegraded severity=critical device=md0 " + vol("db02"),
+		"alertname=PlumblineRAIDArrayDegraded severity=critical device=md0 " + vol("db05"),
 		"alertname=PlumblineRAIDArrayNotRunning severity=critical " + vol("db03"),
 		"alertname=PlumblineProbeFailing severity=warning problem=x " + vol("db03"),
 		"alertname=PlumblineVolumeDegraded severity=warning kind=random-read reference=history " + vol("db04"),
@@ -52,7 +55,8 @@ func TestAlertmanagerInhibitions(t *testing.T) {
 	}
 	want := map[string]bool{ // alertname and agent: held back
 		"PlumblineRAIDRebuilding db01": false, "PlumblineVolumeDegraded db01": true, "PlumblineVolumeThrottled db01": true,
-		"PlumblineRAIDMemberFailed db02": false, "PlumblineVolumeCohortOutlier db02": true,
+		"PlumblineRAIDMemberFailed db02": false, "PlumblineVolumeCohortOutlier db02": true, "PlumblineRAIDArrayDegraded db02": true,
+		"PlumblineRAIDArrayDegraded db05":   false,
 		"PlumblineRAIDArrayNotRunning db03": false, "PlumblineProbeFailing db03": true,
 		"PlumblineVolumeDegraded db04": false, "PlumblineProbeFailing db04": false,
 	}
