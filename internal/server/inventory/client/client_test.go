@@ -26,6 +26,12 @@ func TestClient(t *testing.T) {
 	}
 	defer st.Close()
 	api := inventory.New(st, inventory.Options{Tokens: []inventory.Token{{Name: "t", Secret: "s3cret"}}})
+	// The API's own loop builds its summary index, as the server runs it;
+	// reads wait for the first one.
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); api.Run(runCtx) }()
+	defer func() { stop(); <-done }()
 	srv := httptest.NewServer(api)
 	defer srv.Close()
 
