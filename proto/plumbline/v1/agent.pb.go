@@ -1,7 +1,8 @@
 // The agent ⇄ server service: an agent says Hello at the start of every
 // connection (and again before the records of each further spool
 // incarnation, see below), then pushes batches of Records (geometry
-// snapshots and probe results). The server never connects to hosts.
+// snapshots, probe results, member and database I/O). The server never
+// connects to hosts.
 //
 // Delivery contract (DESIGN.md §5: no acknowledged report is lost, no
 // replay is counted twice):
@@ -691,6 +692,8 @@ type Record struct {
 	//
 	//	*Record_Geometry
 	//	*Record_Probe
+	//	*Record_MemberIo
+	//	*Record_DatabaseIo
 	Payload       isRecord_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -765,6 +768,24 @@ func (x *Record) GetProbe() *ProbeResult {
 	return nil
 }
 
+func (x *Record) GetMemberIo() *MemberIO {
+	if x != nil {
+		if x, ok := x.Payload.(*Record_MemberIo); ok {
+			return x.MemberIo
+		}
+	}
+	return nil
+}
+
+func (x *Record) GetDatabaseIo() *DatabaseIO {
+	if x != nil {
+		if x, ok := x.Payload.(*Record_DatabaseIo); ok {
+			return x.DatabaseIo
+		}
+	}
+	return nil
+}
+
 type isRecord_Payload interface {
 	isRecord_Payload()
 }
@@ -777,9 +798,21 @@ type Record_Probe struct {
 	Probe *ProbeResult `protobuf:"bytes,4,opt,name=probe,proto3,oneof"`
 }
 
+type Record_MemberIo struct {
+	MemberIo *MemberIO `protobuf:"bytes,5,opt,name=member_io,json=memberIo,proto3,oneof"`
+}
+
+type Record_DatabaseIo struct {
+	DatabaseIo *DatabaseIO `protobuf:"bytes,6,opt,name=database_io,json=databaseIo,proto3,oneof"`
+}
+
 func (*Record_Geometry) isRecord_Payload() {}
 
 func (*Record_Probe) isRecord_Payload() {}
+
+func (*Record_MemberIo) isRecord_Payload() {}
+
+func (*Record_DatabaseIo) isRecord_Payload() {}
 
 // GeometrySnapshot is the agent's full view of its host's volumes. It is
 // sent at start, whenever the geometry changed, and never on the probe path.
@@ -914,7 +947,13 @@ type ProbeResult struct {
 	// For kind stripe-scan: the geometry probe's inference (stripescan.proto);
 	// absent for other kinds. The server refuses stripe-scan results until it
 	// stores them.
-	StripeScan    *StripeScan `protobuf:"bytes,24,opt,name=stripe_scan,json=stripeScan,proto3" json:"stripe_scan,omitempty"` // Next tag: 25
+	StripeScan *StripeScan `protobuf:"bytes,24,opt,name=stripe_scan,json=stripeScan,proto3" json:"stripe_scan,omitempty"`
+	// The md arrays under the volume that were running a sync action
+	// (resync, recover, reshape, check, repair) at the run's start or end, as
+	// the agent read md/sync_action then; empty when none was (or the volume
+	// has no md layer). The server judges such a run in that context: it
+	// does not teach the volume's history a new normal.
+	ArrayActivity []*ArrayActivity `protobuf:"bytes,25,rep,name=array_activity,json=arrayActivity,proto3" json:"array_activity,omitempty"` // Next tag: 26
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1117,6 +1156,661 @@ func (x *ProbeResult) GetStripeScan() *StripeScan {
 	return nil
 }
 
+func (x *ProbeResult) GetArrayActivity() []*ArrayActivity {
+	if x != nil {
+		return x.ArrayActivity
+	}
+	return nil
+}
+
+// ArrayActivity is an md array's sync action around one probe run.
+type ArrayActivity struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Kernel name of the md array (md0).
+	Device string `protobuf:"bytes,1,opt,name=device,proto3" json:"device,omitempty"`
+	// md/sync_action: resync, recover, reshape, check, repair (the one seen
+	// at the run's end, or at its start when it had finished by then).
+	SyncAction string `protobuf:"bytes,2,opt,name=sync_action,json=syncAction,proto3" json:"sync_action,omitempty"`
+	// md/sync_completed at the run's end: sectors done and in total (512
+	// bytes each); both 0 when the kernel did not say.
+	SyncCompletedSectors uint64 `protobuf:"varint,3,opt,name=sync_completed_sectors,json=syncCompletedSectors,proto3" json:"sync_completed_sectors,omitempty"`
+	SyncTotalSectors     uint64 `protobuf:"varint,4,opt,name=sync_total_sectors,json=syncTotalSectors,proto3" json:"sync_total_sectors,omitempty"`
+	// md/sync_speed at the run's end, in bytes per second.
+	SyncSpeedBytesPerSecond uint64 `protobuf:"varint,5,opt,name=sync_speed_bytes_per_second,json=syncSpeedBytesPerSecond,proto3" json:"sync_speed_bytes_per_second,omitempty"` // Next tag: 6
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
+}
+
+func (x *ArrayActivity) Reset() {
+	*x = ArrayActivity{}
+	mi := &file_plumbline_v1_agent_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ArrayActivity) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ArrayActivity) ProtoMessage() {}
+
+func (x *ArrayActivity) ProtoReflect() protoreflect.Message {
+	mi := &file_plumbline_v1_agent_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ArrayActivity.ProtoReflect.Descriptor instead.
+func (*ArrayActivity) Descriptor() ([]byte, []int) {
+	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ArrayActivity) GetDevice() string {
+	if x != nil {
+		return x.Device
+	}
+	return ""
+}
+
+func (x *ArrayActivity) GetSyncAction() string {
+	if x != nil {
+		return x.SyncAction
+	}
+	return ""
+}
+
+func (x *ArrayActivity) GetSyncCompletedSectors() uint64 {
+	if x != nil {
+		return x.SyncCompletedSectors
+	}
+	return 0
+}
+
+func (x *ArrayActivity) GetSyncTotalSectors() uint64 {
+	if x != nil {
+		return x.SyncTotalSectors
+	}
+	return 0
+}
+
+func (x *ArrayActivity) GetSyncSpeedBytesPerSecond() uint64 {
+	if x != nil {
+		return x.SyncSpeedBytesPerSecond
+	}
+	return 0
+}
+
+// MemberIO is one interval of the kernel's own block-I/O accounting
+// (/proc/diskstats deltas) for the members of the groups under the agent's
+// volumes whose members do the same kind of work: md members, mirror legs,
+// the PVs under one striped or mirrored LV, multipath paths. The server
+// compares each member with its siblings.
+type MemberIO struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// When the interval started (the first of the two samples).
+	StartedAt *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	// The time between the two samples, > 0.
+	Interval *durationpb.Duration `protobuf:"bytes,2,opt,name=interval,proto3" json:"interval,omitempty"`
+	// The groups, each device once.
+	Groups        []*MemberGroup `protobuf:"bytes,3,rep,name=groups,proto3" json:"groups,omitempty"` // Next tag: 4
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MemberIO) Reset() {
+	*x = MemberIO{}
+	mi := &file_plumbline_v1_agent_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MemberIO) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MemberIO) ProtoMessage() {}
+
+func (x *MemberIO) ProtoReflect() protoreflect.Message {
+	mi := &file_plumbline_v1_agent_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MemberIO.ProtoReflect.Descriptor instead.
+func (*MemberIO) Descriptor() ([]byte, []int) {
+	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *MemberIO) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
+	}
+	return nil
+}
+
+func (x *MemberIO) GetInterval() *durationpb.Duration {
+	if x != nil {
+		return x.Interval
+	}
+	return nil
+}
+
+func (x *MemberIO) GetGroups() []*MemberGroup {
+	if x != nil {
+		return x.Groups
+	}
+	return nil
+}
+
+// MemberGroup is one set of sibling devices.
+type MemberGroup struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The device whose members these are, as /proc/diskstats names it (md0,
+	// dm-3).
+	Device string `protobuf:"bytes,1,opt,name=device,proto3" json:"device,omitempty"`
+	// How the members are siblings. One of: md, mirror, lvm, multipath.
+	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	// The volumes that lie on this group (mount points as in the geometry
+	// snapshot's Volume.mount_point).
+	MountPoints []string `protobuf:"bytes,3,rep,name=mount_points,json=mountPoints,proto3" json:"mount_points,omitempty"`
+	// Two or more members.
+	Members       []*MemberCounters `protobuf:"bytes,4,rep,name=members,proto3" json:"members,omitempty"` // Next tag: 5
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MemberGroup) Reset() {
+	*x = MemberGroup{}
+	mi := &file_plumbline_v1_agent_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MemberGroup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MemberGroup) ProtoMessage() {}
+
+func (x *MemberGroup) ProtoReflect() protoreflect.Message {
+	mi := &file_plumbline_v1_agent_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MemberGroup.ProtoReflect.Descriptor instead.
+func (*MemberGroup) Descriptor() ([]byte, []int) {
+	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *MemberGroup) GetDevice() string {
+	if x != nil {
+		return x.Device
+	}
+	return ""
+}
+
+func (x *MemberGroup) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *MemberGroup) GetMountPoints() []string {
+	if x != nil {
+		return x.MountPoints
+	}
+	return nil
+}
+
+func (x *MemberGroup) GetMembers() []*MemberCounters {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+// MemberCounters is one member's counter deltas over the interval
+// (/proc/diskstats fields, Documentation/admin-guide/iostats.rst). A
+// member whose counters went backwards (the device was replaced) is left
+// out of the interval.
+type MemberCounters struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Kernel device name (sdb, nvme1n1).
+	Device string `protobuf:"bytes,1,opt,name=device,proto3" json:"device,omitempty"`
+	// The member's /dev/disk/by-id link names, when the host has them.
+	ById []string `protobuf:"bytes,2,rep,name=by_id,json=byId,proto3" json:"by_id,omitempty"`
+	// The member's serial number as sysfs states it, when it does.
+	Serial string `protobuf:"bytes,3,opt,name=serial,proto3" json:"serial,omitempty"`
+	// Completed reads and writes, and the milliseconds they took (fields 1,
+	// 4, 5, 8: summed per request, so latency is time / ops).
+	Reads       uint64 `protobuf:"varint,4,opt,name=reads,proto3" json:"reads,omitempty"`
+	ReadTimeMs  uint64 `protobuf:"varint,5,opt,name=read_time_ms,json=readTimeMs,proto3" json:"read_time_ms,omitempty"`
+	Writes      uint64 `protobuf:"varint,6,opt,name=writes,proto3" json:"writes,omitempty"`
+	WriteTimeMs uint64 `protobuf:"varint,7,opt,name=write_time_ms,json=writeTimeMs,proto3" json:"write_time_ms,omitempty"`
+	// Sectors (512 bytes) read and written (fields 3, 7).
+	ReadSectors  uint64 `protobuf:"varint,8,opt,name=read_sectors,json=readSectors,proto3" json:"read_sectors,omitempty"`
+	WriteSectors uint64 `protobuf:"varint,9,opt,name=write_sectors,json=writeSectors,proto3" json:"write_sectors,omitempty"`
+	// Milliseconds the device had I/O in flight (field 10: utilisation).
+	IoTimeMs uint64 `protobuf:"varint,10,opt,name=io_time_ms,json=ioTimeMs,proto3" json:"io_time_ms,omitempty"`
+	// md/dev-*/state of an md member (in_sync, spare, faulty, ...); empty
+	// for other kinds.
+	State         []string `protobuf:"bytes,11,rep,name=state,proto3" json:"state,omitempty"` // Next tag: 12
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MemberCounters) Reset() {
+	*x = MemberCounters{}
+	mi := &file_plumbline_v1_agent_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MemberCounters) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MemberCounters) ProtoMessage() {}
+
+func (x *MemberCounters) ProtoReflect() protoreflect.Message {
+	mi := &file_plumbline_v1_agent_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MemberCounters.ProtoReflect.Descriptor instead.
+func (*MemberCounters) Descriptor() ([]byte, []int) {
+	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *MemberCounters) GetDevice() string {
+	if x != nil {
+		return x.Device
+	}
+	return ""
+}
+
+func (x *MemberCounters) GetById() []string {
+	if x != nil {
+		return x.ById
+	}
+	return nil
+}
+
+func (x *MemberCounters) GetSerial() string {
+	if x != nil {
+		return x.Serial
+	}
+	return ""
+}
+
+func (x *MemberCounters) GetReads() uint64 {
+	if x != nil {
+		return x.Reads
+	}
+	return 0
+}
+
+func (x *MemberCounters) GetReadTimeMs() uint64 {
+	if x != nil {
+		return x.ReadTimeMs
+	}
+	return 0
+}
+
+func (x *MemberCounters) GetWrites() uint64 {
+	if x != nil {
+		return x.Writes
+	}
+	return 0
+}
+
+func (x *MemberCounters) GetWriteTimeMs() uint64 {
+	if x != nil {
+		return x.WriteTimeMs
+	}
+	return 0
+}
+
+func (x *MemberCounters) GetReadSectors() uint64 {
+	if x != nil {
+		return x.ReadSectors
+	}
+	return 0
+}
+
+func (x *MemberCounters) GetWriteSectors() uint64 {
+	if x != nil {
+		return x.WriteSectors
+	}
+	return 0
+}
+
+func (x *MemberCounters) GetIoTimeMs() uint64 {
+	if x != nil {
+		return x.IoTimeMs
+	}
+	return 0
+}
+
+func (x *MemberCounters) GetState() []string {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+// DatabaseIO is one interval of a database's own I/O statistics, as the
+// database counts them (PostgreSQL pg_stat_io, pg_stat_wal,
+// pg_stat_database; MySQL and MariaDB
+// performance_schema.file_summary_by_instance; SQL Server
+// sys.dm_io_virtual_file_stats), attributed to the volumes that hold the
+// files it counts. Every count is a delta between two samples of the
+// database's cumulative counters; an interval in which a counter went
+// backwards (a statistics reset, a restart) is not sent.
+type DatabaseIO struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The source's name in the agent's configuration.
+	Source string `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
+	// One of: postgresql, mysql, mariadb, sqlserver.
+	Engine string `protobuf:"bytes,2,opt,name=engine,proto3" json:"engine,omitempty"`
+	// The server's version as it states it (server_version, version()).
+	Version string `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`
+	// When the interval started (the first sample).
+	StartedAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	// The time between the two samples, > 0.
+	Interval *durationpb.Duration `protobuf:"bytes,5,opt,name=interval,proto3" json:"interval,omitempty"`
+	// The counter sets, one per (location, volume).
+	Sets []*DatabaseIOSet `protobuf:"bytes,6,rep,name=sets,proto3" json:"sets,omitempty"`
+	// What could not be collected, and why (field: the view or setting).
+	Unknown       []*Unknown `protobuf:"bytes,7,rep,name=unknown,proto3" json:"unknown,omitempty"` // Next tag: 8
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DatabaseIO) Reset() {
+	*x = DatabaseIO{}
+	mi := &file_plumbline_v1_agent_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DatabaseIO) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DatabaseIO) ProtoMessage() {}
+
+func (x *DatabaseIO) ProtoReflect() protoreflect.Message {
+	mi := &file_plumbline_v1_agent_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DatabaseIO.ProtoReflect.Descriptor instead.
+func (*DatabaseIO) Descriptor() ([]byte, []int) {
+	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *DatabaseIO) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *DatabaseIO) GetEngine() string {
+	if x != nil {
+		return x.Engine
+	}
+	return ""
+}
+
+func (x *DatabaseIO) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *DatabaseIO) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
+	}
+	return nil
+}
+
+func (x *DatabaseIO) GetInterval() *durationpb.Duration {
+	if x != nil {
+		return x.Interval
+	}
+	return nil
+}
+
+func (x *DatabaseIO) GetSets() []*DatabaseIOSet {
+	if x != nil {
+		return x.Sets
+	}
+	return nil
+}
+
+func (x *DatabaseIO) GetUnknown() []*Unknown {
+	if x != nil {
+		return x.Unknown
+	}
+	return nil
+}
+
+// DatabaseIOSet is the I/O a database counted for one location of its
+// files.
+type DatabaseIOSet struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What the location is. One of: data (the data directory), tablespace,
+	// wal (PostgreSQL's WAL directory, MySQL's redo and binary logs), file
+	// (one file MySQL or SQL Server counts on its own).
+	Location string `protobuf:"bytes,1,opt,name=location,proto3" json:"location,omitempty"`
+	// The directory or file, as the database names it.
+	Path string `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	// The volume holding it (mount point as in the geometry snapshot's
+	// Volume.mount_point) and its device; empty when the agent could not
+	// attribute it, and attribution then says why.
+	MountPoint  string `protobuf:"bytes,3,opt,name=mount_point,json=mountPoint,proto3" json:"mount_point,omitempty"`
+	Device      string `protobuf:"bytes,4,opt,name=device,proto3" json:"device,omitempty"`
+	Attribution string `protobuf:"bytes,5,opt,name=attribution,proto3" json:"attribution,omitempty"`
+	// The operations counted, each op once.
+	Ops           []*DatabaseIOOp `protobuf:"bytes,6,rep,name=ops,proto3" json:"ops,omitempty"` // Next tag: 7
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DatabaseIOSet) Reset() {
+	*x = DatabaseIOSet{}
+	mi := &file_plumbline_v1_agent_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DatabaseIOSet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DatabaseIOSet) ProtoMessage() {}
+
+func (x *DatabaseIOSet) ProtoReflect() protoreflect.Message {
+	mi := &file_plumbline_v1_agent_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DatabaseIOSet.ProtoReflect.Descriptor instead.
+func (*DatabaseIOSet) Descriptor() ([]byte, []int) {
+	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *DatabaseIOSet) GetLocation() string {
+	if x != nil {
+		return x.Location
+	}
+	return ""
+}
+
+func (x *DatabaseIOSet) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *DatabaseIOSet) GetMountPoint() string {
+	if x != nil {
+		return x.MountPoint
+	}
+	return ""
+}
+
+func (x *DatabaseIOSet) GetDevice() string {
+	if x != nil {
+		return x.Device
+	}
+	return ""
+}
+
+func (x *DatabaseIOSet) GetAttribution() string {
+	if x != nil {
+		return x.Attribution
+	}
+	return ""
+}
+
+func (x *DatabaseIOSet) GetOps() []*DatabaseIOOp {
+	if x != nil {
+		return x.Ops
+	}
+	return nil
+}
+
+// DatabaseIOOp is one kind of operation's delta over the interval.
+type DatabaseIOOp struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One of: read, write, extend, writeback, fsync, wal-write, wal-sync.
+	Op string `protobuf:"bytes,1,opt,name=op,proto3" json:"op,omitempty"`
+	// Operations completed.
+	Count uint64 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	// Bytes they moved; 0 when the database does not say.
+	Bytes uint64 `protobuf:"varint,3,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	// The time they took, in nanoseconds; absent when the database does not
+	// time them (timing switched off: "not measured", never 0).
+	TimeNanoseconds *uint64 `protobuf:"varint,4,opt,name=time_nanoseconds,json=timeNanoseconds,proto3,oneof" json:"time_nanoseconds,omitempty"`
+	// When time_nanoseconds is absent: why (for example "track_io_timing is
+	// off").
+	NotMeasured   string `protobuf:"bytes,5,opt,name=not_measured,json=notMeasured,proto3" json:"not_measured,omitempty"` // Next tag: 6
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DatabaseIOOp) Reset() {
+	*x = DatabaseIOOp{}
+	mi := &file_plumbline_v1_agent_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DatabaseIOOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DatabaseIOOp) ProtoMessage() {}
+
+func (x *DatabaseIOOp) ProtoReflect() protoreflect.Message {
+	mi := &file_plumbline_v1_agent_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DatabaseIOOp.ProtoReflect.Descriptor instead.
+func (*DatabaseIOOp) Descriptor() ([]byte, []int) {
+	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *DatabaseIOOp) GetOp() string {
+	if x != nil {
+		return x.Op
+	}
+	return ""
+}
+
+func (x *DatabaseIOOp) GetCount() uint64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *DatabaseIOOp) GetBytes() uint64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *DatabaseIOOp) GetTimeNanoseconds() uint64 {
+	if x != nil && x.TimeNanoseconds != nil {
+		return *x.TimeNanoseconds
+	}
+	return 0
+}
+
+func (x *DatabaseIOOp) GetNotMeasured() string {
+	if x != nil {
+		return x.NotMeasured
+	}
+	return ""
+}
+
 // Histogram is a latency distribution with the exact layout of
 // internal/histogram (a Prometheus native histogram with one fixed schema):
 // bucket i holds the durations d with 2^((i-1)/8) < d <= 2^(i/8) seconds;
@@ -1151,7 +1845,7 @@ type Histogram struct {
 
 func (x *Histogram) Reset() {
 	*x = Histogram{}
-	mi := &file_plumbline_v1_agent_proto_msgTypes[11]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1163,7 +1857,7 @@ func (x *Histogram) String() string {
 func (*Histogram) ProtoMessage() {}
 
 func (x *Histogram) ProtoReflect() protoreflect.Message {
-	mi := &file_plumbline_v1_agent_proto_msgTypes[11]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1176,7 +1870,7 @@ func (x *Histogram) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Histogram.ProtoReflect.Descriptor instead.
 func (*Histogram) Descriptor() ([]byte, []int) {
-	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{11}
+	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Histogram) GetSchema() int32 {
@@ -1246,7 +1940,7 @@ type HistogramBucket struct {
 
 func (x *HistogramBucket) Reset() {
 	*x = HistogramBucket{}
-	mi := &file_plumbline_v1_agent_proto_msgTypes[12]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1258,7 +1952,7 @@ func (x *HistogramBucket) String() string {
 func (*HistogramBucket) ProtoMessage() {}
 
 func (x *HistogramBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_plumbline_v1_agent_proto_msgTypes[12]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1271,7 +1965,7 @@ func (x *HistogramBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistogramBucket.ProtoReflect.Descriptor instead.
 func (*HistogramBucket) Descriptor() ([]byte, []int) {
-	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{12}
+	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *HistogramBucket) GetIndex() int32 {
@@ -1341,18 +2035,21 @@ const file_plumbline_v1_agent_proto_rawDesc = "" +
 	"rejections\"?\n" +
 	"\tRejection\x12\x1a\n" +
 	"\bsequence\x18\x01 \x01(\x04R\bsequence\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xdd\x01\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xd1\x02\n" +
 	"\x06Record\x12\x1a\n" +
 	"\bsequence\x18\x01 \x01(\x04R\bsequence\x12;\n" +
 	"\vproduced_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"producedAt\x12<\n" +
 	"\bgeometry\x18\x03 \x01(\v2\x1e.plumbline.v1.GeometrySnapshotH\x00R\bgeometry\x121\n" +
-	"\x05probe\x18\x04 \x01(\v2\x19.plumbline.v1.ProbeResultH\x00R\x05probeB\t\n" +
+	"\x05probe\x18\x04 \x01(\v2\x19.plumbline.v1.ProbeResultH\x00R\x05probe\x125\n" +
+	"\tmember_io\x18\x05 \x01(\v2\x16.plumbline.v1.MemberIOH\x00R\bmemberIo\x12;\n" +
+	"\vdatabase_io\x18\x06 \x01(\v2\x18.plumbline.v1.DatabaseIOH\x00R\n" +
+	"databaseIoB\t\n" +
 	"\apayload\"{\n" +
 	"\x10GeometrySnapshot\x125\n" +
 	"\tinventory\x18\x01 \x01(\v2\x17.plumbline.v1.InventoryR\tinventory\x12\x18\n" +
 	"\atrigger\x18\x02 \x01(\tR\atrigger\x12\x16\n" +
-	"\x06digest\x18\x03 \x01(\fR\x06digest\"\xc6\x06\n" +
+	"\x06digest\x18\x03 \x01(\fR\x06digest\"\x8a\a\n" +
 	"\vProbeResult\x12\x1f\n" +
 	"\vmount_point\x18\x01 \x01(\tR\n" +
 	"mountPoint\x12\x16\n" +
@@ -1386,7 +2083,65 @@ const file_plumbline_v1_agent_proto_rawDesc = "" +
 	"firstError\x12\x18\n" +
 	"\afailure\x18\x17 \x01(\tR\afailure\x129\n" +
 	"\vstripe_scan\x18\x18 \x01(\v2\x18.plumbline.v1.StripeScanR\n" +
-	"stripeScan\"\xc2\x02\n" +
+	"stripeScan\x12B\n" +
+	"\x0earray_activity\x18\x19 \x03(\v2\x1b.plumbline.v1.ArrayActivityR\rarrayActivity\"\xea\x01\n" +
+	"\rArrayActivity\x12\x16\n" +
+	"\x06device\x18\x01 \x01(\tR\x06device\x12\x1f\n" +
+	"\vsync_action\x18\x02 \x01(\tR\n" +
+	"syncAction\x124\n" +
+	"\x16sync_completed_sectors\x18\x03 \x01(\x04R\x14syncCompletedSectors\x12,\n" +
+	"\x12sync_total_sectors\x18\x04 \x01(\x04R\x10syncTotalSectors\x12<\n" +
+	"\x1bsync_speed_bytes_per_second\x18\x05 \x01(\x04R\x17syncSpeedBytesPerSecond\"\xaf\x01\n" +
+	"\bMemberIO\x129\n" +
+	"\n" +
+	"started_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x125\n" +
+	"\binterval\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\binterval\x121\n" +
+	"\x06groups\x18\x03 \x03(\v2\x19.plumbline.v1.MemberGroupR\x06groups\"\x94\x01\n" +
+	"\vMemberGroup\x12\x16\n" +
+	"\x06device\x18\x01 \x01(\tR\x06device\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12!\n" +
+	"\fmount_points\x18\x03 \x03(\tR\vmountPoints\x126\n" +
+	"\amembers\x18\x04 \x03(\v2\x1c.plumbline.v1.MemberCountersR\amembers\"\xc5\x02\n" +
+	"\x0eMemberCounters\x12\x16\n" +
+	"\x06device\x18\x01 \x01(\tR\x06device\x12\x13\n" +
+	"\x05by_id\x18\x02 \x03(\tR\x04byId\x12\x16\n" +
+	"\x06serial\x18\x03 \x01(\tR\x06serial\x12\x14\n" +
+	"\x05reads\x18\x04 \x01(\x04R\x05reads\x12 \n" +
+	"\fread_time_ms\x18\x05 \x01(\x04R\n" +
+	"readTimeMs\x12\x16\n" +
+	"\x06writes\x18\x06 \x01(\x04R\x06writes\x12\"\n" +
+	"\rwrite_time_ms\x18\a \x01(\x04R\vwriteTimeMs\x12!\n" +
+	"\fread_sectors\x18\b \x01(\x04R\vreadSectors\x12#\n" +
+	"\rwrite_sectors\x18\t \x01(\x04R\fwriteSectors\x12\x1c\n" +
+	"\n" +
+	"io_time_ms\x18\n" +
+	" \x01(\x04R\bioTimeMs\x12\x14\n" +
+	"\x05state\x18\v \x03(\tR\x05state\"\xaa\x02\n" +
+	"\n" +
+	"DatabaseIO\x12\x16\n" +
+	"\x06source\x18\x01 \x01(\tR\x06source\x12\x16\n" +
+	"\x06engine\x18\x02 \x01(\tR\x06engine\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\tR\aversion\x129\n" +
+	"\n" +
+	"started_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x125\n" +
+	"\binterval\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\binterval\x12/\n" +
+	"\x04sets\x18\x06 \x03(\v2\x1b.plumbline.v1.DatabaseIOSetR\x04sets\x12/\n" +
+	"\aunknown\x18\a \x03(\v2\x15.plumbline.v1.UnknownR\aunknown\"\xc8\x01\n" +
+	"\rDatabaseIOSet\x12\x1a\n" +
+	"\blocation\x18\x01 \x01(\tR\blocation\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x1f\n" +
+	"\vmount_point\x18\x03 \x01(\tR\n" +
+	"mountPoint\x12\x16\n" +
+	"\x06device\x18\x04 \x01(\tR\x06device\x12 \n" +
+	"\vattribution\x18\x05 \x01(\tR\vattribution\x12,\n" +
+	"\x03ops\x18\x06 \x03(\v2\x1a.plumbline.v1.DatabaseIOOpR\x03ops\"\xb2\x01\n" +
+	"\fDatabaseIOOp\x12\x0e\n" +
+	"\x02op\x18\x01 \x01(\tR\x02op\x12\x14\n" +
+	"\x05count\x18\x02 \x01(\x04R\x05count\x12\x14\n" +
+	"\x05bytes\x18\x03 \x01(\x04R\x05bytes\x12.\n" +
+	"\x10time_nanoseconds\x18\x04 \x01(\x04H\x00R\x0ftimeNanoseconds\x88\x01\x01\x12!\n" +
+	"\fnot_measured\x18\x05 \x01(\tR\vnotMeasuredB\x13\n" +
+	"\x11_time_nanoseconds\"\xc2\x02\n" +
 	"\tHistogram\x12\x16\n" +
 	"\x06schema\x18\x01 \x01(\x11R\x06schema\x124\n" +
 	"\x16zero_threshold_seconds\x18\x02 \x01(\x01R\x14zeroThresholdSeconds\x12\x1d\n" +
@@ -1417,7 +2172,7 @@ func file_plumbline_v1_agent_proto_rawDescGZIP() []byte {
 	return file_plumbline_v1_agent_proto_rawDescData
 }
 
-var file_plumbline_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_plumbline_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_plumbline_v1_agent_proto_goTypes = []any{
 	(*HelloRequest)(nil),          // 0: plumbline.v1.HelloRequest
 	(*HelloResponse)(nil),         // 1: plumbline.v1.HelloResponse
@@ -1430,48 +2185,68 @@ var file_plumbline_v1_agent_proto_goTypes = []any{
 	(*Record)(nil),                // 8: plumbline.v1.Record
 	(*GeometrySnapshot)(nil),      // 9: plumbline.v1.GeometrySnapshot
 	(*ProbeResult)(nil),           // 10: plumbline.v1.ProbeResult
-	(*Histogram)(nil),             // 11: plumbline.v1.Histogram
-	(*HistogramBucket)(nil),       // 12: plumbline.v1.HistogramBucket
-	nil,                           // 13: plumbline.v1.HelloRequest.LabelsEntry
-	nil,                           // 14: plumbline.v1.WatchPolicyRequest.LabelsEntry
-	(*Host)(nil),                  // 15: plumbline.v1.Host
-	(*durationpb.Duration)(nil),   // 16: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
-	(*Inventory)(nil),             // 18: plumbline.v1.Inventory
-	(*StripeScan)(nil),            // 19: plumbline.v1.StripeScan
+	(*ArrayActivity)(nil),         // 11: plumbline.v1.ArrayActivity
+	(*MemberIO)(nil),              // 12: plumbline.v1.MemberIO
+	(*MemberGroup)(nil),           // 13: plumbline.v1.MemberGroup
+	(*MemberCounters)(nil),        // 14: plumbline.v1.MemberCounters
+	(*DatabaseIO)(nil),            // 15: plumbline.v1.DatabaseIO
+	(*DatabaseIOSet)(nil),         // 16: plumbline.v1.DatabaseIOSet
+	(*DatabaseIOOp)(nil),          // 17: plumbline.v1.DatabaseIOOp
+	(*Histogram)(nil),             // 18: plumbline.v1.Histogram
+	(*HistogramBucket)(nil),       // 19: plumbline.v1.HistogramBucket
+	nil,                           // 20: plumbline.v1.HelloRequest.LabelsEntry
+	nil,                           // 21: plumbline.v1.WatchPolicyRequest.LabelsEntry
+	(*Host)(nil),                  // 22: plumbline.v1.Host
+	(*durationpb.Duration)(nil),   // 23: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 24: google.protobuf.Timestamp
+	(*Inventory)(nil),             // 25: plumbline.v1.Inventory
+	(*StripeScan)(nil),            // 26: plumbline.v1.StripeScan
+	(*Unknown)(nil),               // 27: plumbline.v1.Unknown
 }
 var file_plumbline_v1_agent_proto_depIdxs = []int32{
-	15, // 0: plumbline.v1.HelloRequest.host:type_name -> plumbline.v1.Host
-	13, // 1: plumbline.v1.HelloRequest.labels:type_name -> plumbline.v1.HelloRequest.LabelsEntry
-	16, // 2: plumbline.v1.HelloResponse.geometry_refresh_interval:type_name -> google.protobuf.Duration
-	16, // 3: plumbline.v1.HelloResponse.report_interval:type_name -> google.protobuf.Duration
-	17, // 4: plumbline.v1.HelloResponse.server_time:type_name -> google.protobuf.Timestamp
+	22, // 0: plumbline.v1.HelloRequest.host:type_name -> plumbline.v1.Host
+	20, // 1: plumbline.v1.HelloRequest.labels:type_name -> plumbline.v1.HelloRequest.LabelsEntry
+	23, // 2: plumbline.v1.HelloResponse.geometry_refresh_interval:type_name -> google.protobuf.Duration
+	23, // 3: plumbline.v1.HelloResponse.report_interval:type_name -> google.protobuf.Duration
+	24, // 4: plumbline.v1.HelloResponse.server_time:type_name -> google.protobuf.Timestamp
 	2,  // 5: plumbline.v1.HelloResponse.policy:type_name -> plumbline.v1.AgentPolicy
-	14, // 6: plumbline.v1.WatchPolicyRequest.labels:type_name -> plumbline.v1.WatchPolicyRequest.LabelsEntry
-	16, // 7: plumbline.v1.WatchPolicyRequest.wait:type_name -> google.protobuf.Duration
+	21, // 6: plumbline.v1.WatchPolicyRequest.labels:type_name -> plumbline.v1.WatchPolicyRequest.LabelsEntry
+	23, // 7: plumbline.v1.WatchPolicyRequest.wait:type_name -> google.protobuf.Duration
 	2,  // 8: plumbline.v1.WatchPolicyResponse.policy:type_name -> plumbline.v1.AgentPolicy
 	8,  // 9: plumbline.v1.ReportRequest.records:type_name -> plumbline.v1.Record
 	7,  // 10: plumbline.v1.ReportResponse.rejections:type_name -> plumbline.v1.Rejection
-	17, // 11: plumbline.v1.Record.produced_at:type_name -> google.protobuf.Timestamp
+	24, // 11: plumbline.v1.Record.produced_at:type_name -> google.protobuf.Timestamp
 	9,  // 12: plumbline.v1.Record.geometry:type_name -> plumbline.v1.GeometrySnapshot
 	10, // 13: plumbline.v1.Record.probe:type_name -> plumbline.v1.ProbeResult
-	18, // 14: plumbline.v1.GeometrySnapshot.inventory:type_name -> plumbline.v1.Inventory
-	16, // 15: plumbline.v1.ProbeResult.duration:type_name -> google.protobuf.Duration
-	17, // 16: plumbline.v1.ProbeResult.started_at:type_name -> google.protobuf.Timestamp
-	11, // 17: plumbline.v1.ProbeResult.latency:type_name -> plumbline.v1.Histogram
-	19, // 18: plumbline.v1.ProbeResult.stripe_scan:type_name -> plumbline.v1.StripeScan
-	12, // 19: plumbline.v1.Histogram.buckets:type_name -> plumbline.v1.HistogramBucket
-	0,  // 20: plumbline.v1.AgentService.Hello:input_type -> plumbline.v1.HelloRequest
-	5,  // 21: plumbline.v1.AgentService.Report:input_type -> plumbline.v1.ReportRequest
-	3,  // 22: plumbline.v1.AgentService.WatchPolicy:input_type -> plumbline.v1.WatchPolicyRequest
-	1,  // 23: plumbline.v1.AgentService.Hello:output_type -> plumbline.v1.HelloResponse
-	6,  // 24: plumbline.v1.AgentService.Report:output_type -> plumbline.v1.ReportResponse
-	4,  // 25: plumbline.v1.AgentService.WatchPolicy:output_type -> plumbline.v1.WatchPolicyResponse
-	23, // [23:26] is the sub-list for method output_type
-	20, // [20:23] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	12, // 14: plumbline.v1.Record.member_io:type_name -> plumbline.v1.MemberIO
+	15, // 15: plumbline.v1.Record.database_io:type_name -> plumbline.v1.DatabaseIO
+	25, // 16: plumbline.v1.GeometrySnapshot.inventory:type_name -> plumbline.v1.Inventory
+	23, // 17: plumbline.v1.ProbeResult.duration:type_name -> google.protobuf.Duration
+	24, // 18: plumbline.v1.ProbeResult.started_at:type_name -> google.protobuf.Timestamp
+	18, // 19: plumbline.v1.ProbeResult.latency:type_name -> plumbline.v1.Histogram
+	26, // 20: plumbline.v1.ProbeResult.stripe_scan:type_name -> plumbline.v1.StripeScan
+	11, // 21: plumbline.v1.ProbeResult.array_activity:type_name -> plumbline.v1.ArrayActivity
+	24, // 22: plumbline.v1.MemberIO.started_at:type_name -> google.protobuf.Timestamp
+	23, // 23: plumbline.v1.MemberIO.interval:type_name -> google.protobuf.Duration
+	13, // 24: plumbline.v1.MemberIO.groups:type_name -> plumbline.v1.MemberGroup
+	14, // 25: plumbline.v1.MemberGroup.members:type_name -> plumbline.v1.MemberCounters
+	24, // 26: plumbline.v1.DatabaseIO.started_at:type_name -> google.protobuf.Timestamp
+	23, // 27: plumbline.v1.DatabaseIO.interval:type_name -> google.protobuf.Duration
+	16, // 28: plumbline.v1.DatabaseIO.sets:type_name -> plumbline.v1.DatabaseIOSet
+	27, // 29: plumbline.v1.DatabaseIO.unknown:type_name -> plumbline.v1.Unknown
+	17, // 30: plumbline.v1.DatabaseIOSet.ops:type_name -> plumbline.v1.DatabaseIOOp
+	19, // 31: plumbline.v1.Histogram.buckets:type_name -> plumbline.v1.HistogramBucket
+	0,  // 32: plumbline.v1.AgentService.Hello:input_type -> plumbline.v1.HelloRequest
+	5,  // 33: plumbline.v1.AgentService.Report:input_type -> plumbline.v1.ReportRequest
+	3,  // 34: plumbline.v1.AgentService.WatchPolicy:input_type -> plumbline.v1.WatchPolicyRequest
+	1,  // 35: plumbline.v1.AgentService.Hello:output_type -> plumbline.v1.HelloResponse
+	6,  // 36: plumbline.v1.AgentService.Report:output_type -> plumbline.v1.ReportResponse
+	4,  // 37: plumbline.v1.AgentService.WatchPolicy:output_type -> plumbline.v1.WatchPolicyResponse
+	35, // [35:38] is the sub-list for method output_type
+	32, // [32:35] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_plumbline_v1_agent_proto_init() }
@@ -1484,14 +2259,17 @@ func file_plumbline_v1_agent_proto_init() {
 	file_plumbline_v1_agent_proto_msgTypes[8].OneofWrappers = []any{
 		(*Record_Geometry)(nil),
 		(*Record_Probe)(nil),
+		(*Record_MemberIo)(nil),
+		(*Record_DatabaseIo)(nil),
 	}
+	file_plumbline_v1_agent_proto_msgTypes[17].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plumbline_v1_agent_proto_rawDesc), len(file_plumbline_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   15,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,7 +1,8 @@
 // The agent ⇄ server service: an agent says Hello at the start of every
 // connection (and again before the records of each further spool
 // incarnation, see below), then pushes batches of Records (geometry
-// snapshots and probe results). The server never connects to hosts.
+// snapshots, probe results, member and database I/O). The server never
+// connects to hosts.
 //
 // Delivery contract (DESIGN.md §5: no acknowledged report is lost, no
 // replay is counted twice):
