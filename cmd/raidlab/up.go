@@ -25,6 +25,7 @@ type arrayFlags struct {
 	level, stripe, size, preset, dataRoot string
 	disks                                 int
 	seed                                  uint64
+	memberDevices                         bool
 }
 
 func (a *arrayFlags) register(fs *flag.FlagSet) {
@@ -35,6 +36,7 @@ func (a *arrayFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.preset, "preset", "fast", "member model: "+strings.Join(raidlab.PresetNames(), ", "))
 	fs.Uint64Var(&a.seed, "seed", 0, "rotational-delay sequence (0: from the clock)")
 	fs.StringVar(&a.dataRoot, "data-root", raidlab.DefaultDataRoot, "where the sparse backing file goes")
+	fs.BoolVar(&a.memberDevices, "member-devices", false, "give every member a loop device of its own that member operations go through, and write the array's md sysfs tree")
 }
 
 func (a *arrayFlags) config(root string) (raidlab.Config, error) {
@@ -65,12 +67,13 @@ func (a *arrayFlags) config(root string) (raidlab.Config, error) {
 	if err := g.Validate(); err != nil {
 		return cfg, err
 	}
-	return raidlab.Config{Geometry: g, Preset: p, Seed: a.seed, StateRoot: root, DataRoot: a.dataRoot}, nil
+	return raidlab.Config{Geometry: g, Preset: p, Seed: a.seed, StateRoot: root, DataRoot: a.dataRoot, MemberDevices: a.memberDevices}, nil
 }
 
 func (a *arrayFlags) args() []string {
 	return []string{"--level", a.level, "--disks", fmt.Sprint(a.disks), "--stripe-unit", a.stripe,
-		"--size", a.size, "--preset", a.preset, "--seed", fmt.Sprint(a.seed), "--data-root", a.dataRoot}
+		"--size", a.size, "--preset", a.preset, "--seed", fmt.Sprint(a.seed), "--data-root", a.dataRoot,
+		fmt.Sprintf("--member-devices=%v", a.memberDevices)}
 }
 
 // runUp starts `raidlab serve` as a daemon in its own session, with its
