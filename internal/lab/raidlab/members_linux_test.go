@@ -180,7 +180,7 @@ func TestMemberSysfsTree(t *testing.T) {
 			h := ly.GetRaidHealth()
 			for _, mem := range h.GetMembers() {
 				faulty := slices.Contains(mem.GetState(), "faulty")
-				if want := "/dev/" + mem.GetDevice() == l.Members[2]; faulty != want {
+				if want := "/dev/"+mem.GetDevice() == l.Members[2]; faulty != want {
 					t.Errorf("member %s state %v: faulty %v, want %v", mem.GetDevice(), mem.GetState(), faulty, want)
 				}
 			}
