@@ -44,6 +44,10 @@ type Config struct {
 	// operations really go through, and writes the array's md sysfs tree
 	// (State.Sysfs). See members.go.
 	MemberDevices bool
+	// TreeRoot is where the sysfs tree (TreeRoot/sys) and the device
+	// directory with its by-id links (TreeRoot/dev) go; labs may share one,
+	// each writing its own devices. Default: the lab's state directory.
+	TreeRoot string
 }
 
 // State is what a lab records about itself in <state root>/<id>/state.json,
@@ -66,7 +70,7 @@ type State struct {
 	// the array (sysfs.go).
 	Members []string `json:"members,omitempty"`
 	Sysfs   string   `json:"sysfs,omitempty"`
-	ByID    string   `json:"by_id,omitempty"` // /dev/disk/by-id style links to the members
+	DevRoot string   `json:"dev_root,omitempty"` // disk/by-id links to the members, links to the devices
 }
 
 // Lab is a running emulated array: FUSE mount, loop device, control socket.
@@ -76,6 +80,7 @@ type Lab struct {
 	arr  *Array
 	data *os.File
 	devs []*os.File // the member devices, open with O_DIRECT
+	tree string     // Config.TreeRoot
 	srv  *fuse.Server
 	ln   net.Listener
 	http *http.Server
@@ -160,7 +165,7 @@ func newLab(cfg Config) (*Lab, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Lab{dir: dir, State: State{
+	l := &Lab{dir: dir, tree: cfg.TreeRoot, State: State{
 		ID: cfg.ID, PID: os.Getpid(), PIDStart: start,
 		Mountpoint: filepath.Join(dir, "mnt"),
 		Control:    filepath.Join(dir, "control.sock"),
@@ -233,6 +238,7 @@ func (l *Lab) writeState() error {
 func (l *Lab) Close() error {
 	l.closeOnce.Do(func() {
 		var errs []error
+		l.removeTree()
 		if l.Device != "" {
 			errs = append(errs, teardownDevice(l.Device, filepath.Join(l.Mountpoint, ArrayFile)))
 		}

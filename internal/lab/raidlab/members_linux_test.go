@@ -18,8 +18,9 @@ import (
 	"github.com/plumbline/plumbline/internal/agent/geometry"
 )
 
-// startMemberLab starts a lab whose members are loop devices.
-func startMemberLab(t *testing.T, g Geometry) *Lab {
+// startMemberLab starts a lab whose members are loop devices, its tree
+// under tree ("": its state directory).
+func startMemberLab(t *testing.T, g Geometry, tree string) *Lab {
 	t.Helper()
 	requireLab(t)
 	p, err := LookupPreset("fast")
@@ -28,7 +29,7 @@ func startMemberLab(t *testing.T, g Geometry) *Lab {
 	}
 	root := t.TempDir()
 	l, err := Start(context.Background(), Config{
-		Geometry: g, Preset: p, Seed: 1, MemberDevices: true,
+		Geometry: g, Preset: p, Seed: 1, MemberDevices: true, TreeRoot: tree,
 		StateRoot: filepath.Join(root, "state"), DataRoot: filepath.Join(root, "data"),
 	})
 	if err != nil {
@@ -97,7 +98,7 @@ func writeDirect(t *testing.T, dev string, n int) {
 // the lab served. Data still reads back through the array.
 func TestMemberDevicesCarryFaults(t *testing.T) {
 	t.Parallel()
-	l := startMemberLab(t, Geometry{Level: RAID1, Members: 2, Size: 16 << 20})
+	l := startMemberLab(t, Geometry{Level: RAID1, Members: 2, Size: 16 << 20}, "")
 	if len(l.Members) != 2 {
 		t.Fatalf("members %v, want 2 devices", l.Members)
 	}
@@ -147,7 +148,7 @@ func TestMemberDevicesCarryFaults(t *testing.T) {
 // the serials and the state of a failed member.
 func TestMemberSysfsTree(t *testing.T) {
 	t.Parallel()
-	l := startMemberLab(t, Geometry{Level: RAID5, Members: 3, StripeUnit: 64 << 10, Size: 32 << 20})
+	l := startMemberLab(t, Geometry{Level: RAID5, Members: 3, StripeUnit: 64 << 10, Size: 32 << 20}, "")
 	two := 2
 	if err := l.Fault(Fault{Kind: FaultFail, Member: &two}); err != nil {
 		t.Fatal(err)
@@ -198,9 +199,46 @@ func TestMemberSysfsTree(t *testing.T) {
 		if disks[dev] != l.Serial(m) {
 			t.Errorf("member %s: serial %q, want %q (disks %v)", dev, disks[dev], l.Serial(m), disks)
 		}
-		link, err := os.Readlink(filepath.Join(l.ByID, l.ByIDName(m)))
+		link, err := os.Readlink(filepath.Join(l.DevRoot, "disk/by-id", l.ByIDName(m)))
 		if err != nil || filepath.Base(link) != filepath.Base(dev) {
 			t.Errorf("by-id link for member %d: %q %v, want ../../%s", m, link, err, filepath.Base(dev))
 		}
+	}
+}
+
+// TestMemberTreeShared: labs sharing one tree each write their own
+// devices into it, and a lab's Close removes its own and nothing else.
+func TestMemberTreeShared(t *testing.T) {
+	t.Parallel()
+	tree := t.TempDir()
+	g := Geometry{Level: RAID1, Members: 2, Size: 8 << 20}
+	a, b := startMemberLab(t, g, tree), startMemberLab(t, g, tree)
+	names := func(l *Lab) []string {
+		return append([]string{filepath.Base(l.Device)}, filepath.Base(l.Members[0]), filepath.Base(l.Members[1]))
+	}
+	present := func(n string) bool {
+		_, err := os.Stat(filepath.Join(tree, "sys/class/block", n, "dev"))
+		return err == nil
+	}
+	for _, n := range append(names(a), names(b)...) {
+		if !present(n) {
+			t.Fatalf("%s missing from the shared tree", n)
+		}
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names(a) {
+		if present(n) {
+			t.Errorf("%s still in the tree after its lab closed", n)
+		}
+	}
+	for _, n := range names(b) {
+		if !present(n) {
+			t.Errorf("%s (the other lab's) gone from the tree", n)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(tree, "dev/disk/by-id", b.ByIDName(0))); err != nil {
+		t.Errorf("the other lab's by-id link: %v", err)
 	}
 }

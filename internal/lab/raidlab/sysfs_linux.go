@@ -21,9 +21,11 @@ import (
 // from the real sysfs entries of the loop devices and the array's
 // partitions. The tree's dev/block/MAJ:MIN links are the real device
 // numbers, so that a reader of the real /proc/self/mountinfo and
-// /proc/diskstats finds the lab's devices in it; State.ByID holds
-// /dev/disk/by-id style links to the members (relative, ../../loopN, as
-// udev writes them). Every fault rewrites the md state (Lab.Fault).
+// /proc/diskstats finds the lab's devices in it. State.DevRoot is a device
+// directory to go with it: disk/by-id links to the members (relative,
+// ../../loopN, as udev writes them) and loopN links to the real /dev
+// nodes. Every fault rewrites the md state (Lab.Fault). Labs may share
+// one tree (Config.TreeRoot); each removes its own devices on Close.
 
 // copied are the attributes copied from a device's real sysfs directory.
 var copied = []string{
@@ -49,9 +51,12 @@ func (l *Lab) WriteSysfs() error {
 	if len(l.Members) == 0 {
 		return errors.New("raidlab: the sysfs tree needs member devices")
 	}
-	dir := filepath.Dir(l.Control)
 	if l.Sysfs == "" {
-		l.Sysfs, l.ByID = filepath.Join(dir, "sys"), filepath.Join(dir, "by-id")
+		root := l.tree
+		if root == "" {
+			root = l.dir
+		}
+		l.Sysfs, l.DevRoot = filepath.Join(root, "sys"), filepath.Join(root, "dev")
 		if err := l.writeState(); err != nil {
 			return err
 		}
@@ -60,8 +65,10 @@ func (l *Lab) WriteSysfs() error {
 	arr := filepath.Base(l.Device)
 	st := l.arr.Stats()
 	w.device(arr, "")
+	w.devLink(l.DevRoot, arr)
 	for _, p := range w.partitions(arr) {
 		w.partition(arr, p)
+		w.devLink(l.DevRoot, p)
 	}
 	for m, dev := range l.Members {
 		name := filepath.Base(dev)
@@ -71,7 +78,8 @@ func (l *Lab) WriteSysfs() error {
 		w.file(filepath.Join("devices/virtual/block", name, "device/serial"), l.Serial(m))
 		w.file(filepath.Join("devices/virtual/block", name, "device/model"), "raidlab "+l.Preset)
 		w.file(filepath.Join("devices/virtual/block", name, "queue/rotational"), rotational(st.Preset))
-		w.byID(l.ByID, l.ByIDName(m), name)
+		w.devLink(l.DevRoot, name)
+		w.byID(l.DevRoot, l.ByIDName(m), name)
 	}
 	w.queue(arr, st)
 	w.md(arr, l.Members, st)
@@ -81,7 +89,7 @@ func (l *Lab) WriteSysfs() error {
 // Serial is member m's serial number in the lab's sysfs tree.
 func (l *Lab) Serial(m int) string { return fmt.Sprintf("RAIDLAB-%s-M%d", l.ID, m) }
 
-// ByIDName is member m's link name in State.ByID.
+// ByIDName is member m's link name in State.DevRoot/disk/by-id.
 func (l *Lab) ByIDName(m int) string { return "raidlab-" + l.Preset + "_" + l.Serial(m) }
 
 func rotational(preset string) string {
@@ -191,12 +199,50 @@ func (w *sysfsWriter) link(rel, target string) {
 	}
 }
 
-// byID makes dir/link a link to ../../name, as udev's /dev/disk/by-id
-// links are.
-func (w *sysfsWriter) byID(dir, link, name string) {
-	sub := &sysfsWriter{root: dir}
-	sub.link(link, filepath.Join("../..", name))
+// byID makes devRoot/disk/by-id/link a link to ../../name, as udev's
+// /dev/disk/by-id links are.
+func (w *sysfsWriter) byID(devRoot, link, name string) {
+	sub := &sysfsWriter{root: devRoot}
+	sub.link(filepath.Join("disk/by-id", link), filepath.Join("../..", name))
 	w.errs = append(w.errs, sub.errs...)
+}
+
+// devLink makes devRoot/name a link to the real /dev/name.
+func (w *sysfsWriter) devLink(devRoot, name string) {
+	sub := &sysfsWriter{root: devRoot}
+	sub.link(name, filepath.Join("/dev", name))
+	w.errs = append(w.errs, sub.errs...)
+}
+
+// removeTree removes the lab's own devices from its tree (which other labs
+// may share): their directories and links, and the member's by-id links.
+func (l *Lab) removeTree() {
+	if l.Sysfs == "" {
+		return
+	}
+	names := append([]string{filepath.Base(l.Device)}, l.Members...)
+	parts, _ := filepath.Glob(filepath.Join(l.Sysfs, "devices/virtual/block", names[0], names[0]+"p*"))
+	for _, p := range parts {
+		names = append(names, filepath.Base(p))
+	}
+	for _, n := range names {
+		n = filepath.Base(n)
+		dir := filepath.Join(l.Sysfs, "class/block", n)
+		if target, err := filepath.EvalSymlinks(dir); err == nil {
+			if b, err := os.ReadFile(filepath.Join(target, "dev")); err == nil {
+				os.Remove(filepath.Join(l.Sysfs, "dev/block", strings.TrimSpace(string(b))))
+			}
+		}
+		os.Remove(dir)
+		os.Remove(filepath.Join(l.Sysfs, "block", n))
+		os.Remove(filepath.Join(l.DevRoot, n))
+	}
+	for _, n := range names {
+		os.RemoveAll(filepath.Join(l.Sysfs, "devices/virtual/block", filepath.Base(n)))
+	}
+	for m := range l.Members {
+		os.Remove(filepath.Join(l.DevRoot, "disk/by-id", l.ByIDName(m)))
+	}
 }
 
 // mdLevel and mdLayout are md's names and layout numbers for the lab's
