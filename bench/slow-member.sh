@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# slow-member.sh — the slow member named, end to end, on members that are
+# kernel block devices (docs/lab.md, "Members as block devices"; issue
+# section "the slow member, named"). Two parts:
+#
+#  1. Live trials (bench/slow-member): TRIALS lab arrays (RAID 1 × 2,
+#     RAID 5 × 4, RAID 10 × 4 in turn; PRESET members, each a loop device
+#     whose FUSE file takes the member's time and faults) and CONTROLS
+#     healthy ones, ext4 on each, a steady 8 KiB random read/write load
+#     (RATE ops/s per array, 30% writes, direct I/O), `server --dev` and
+#     `agent run` on the lab's md sysfs tree at the agent's default member
+#     I/O interval. After WARMUP every trial array gets one fault on one
+#     member chosen at random — slowed ×2, ×3, ×5, or stalling 3% of its
+#     operations for STALL — all at once; the server's judge is polled
+#     until each faulted member is named or MAX passes. Right: the faulted
+#     member named; wrong: any other member of the array named, at any time
+#     (controls naming anything are counted apart).
+#  2. Noise: the judge's 7-day replay of recorded member noise
+#     (NOISE_DAYS days), counting members named.
+#
+#   sudo bench/slow-member.sh                    # ~25 min
+#   TRIALS=4 CONTROLS=1 WARMUP=2m bench/slow-member.sh
+#   JUDGE=none bench/slow-member.sh              # the kernel's evidence only, no server
+#
+# Needs: root, /dev/fuse, go, mkfs.ext4. The last line:
+#   trials=N right_member=R wrong_member=W median_seconds=S noise_days=D noise_named=Z
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+TRIALS=${TRIALS:-12}
+CONTROLS=${CONTROLS:-2}
+PRESET=${PRESET:-sas15k}
+RATE=${RATE:-25}
+WARMUP=${WARMUP:-5m}
+MAX=${MAX:-15m}
+STALL=${STALL:-100ms}
+JUDGE=${JUDGE:-server}
+MEMBER_EVERY=${MEMBER_EVERY:-0}
+NOISE_DAYS=${NOISE_DAYS:-7}
+BENCH_DIR=${BENCH_DIR:-/var/tmp/plumbline-slow-member}
+BIN=${BIN:-$BENCH_DIR/bin}
+
+say() { printf '==> %s\n' "$*" >&2; }
+field() { sed -n "s/.*$1=\([^ ]*\).*/\1/p" <<<"$2" | tail -1; }
+mkdir -p "$BENCH_DIR" "$BIN"
+say "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+go build -o "$BIN/" ./cmd/server ./cmd/agent
+go build -o "$BIN/slow-member" ./bench/slow-member
+
+say "1. live trials: $TRIALS faulted arrays + $CONTROLS controls, $PRESET members, $RATE ops/s each, warm-up $WARMUP, at most $MAX"
+rm -rf "$BENCH_DIR/run"
+live=$("$BIN/slow-member" -bin "$BIN" -dir "$BENCH_DIR/run" -judge "$JUDGE" -trials "$TRIALS" -controls "$CONTROLS" \
+  -preset "$PRESET" -rate "$RATE" -warmup "$WARMUP" -max "$MAX" -stall "$STALL" -member-every "$MEMBER_EVERY" \
+  -record "$BENCH_DIR/members.jsonl" | tail -1)
+say "live: $live"
+
+say "2. noise: $NOISE_DAYS days of member noise replayed through the judge"
+noise_days=NA noise_named=NA
+if go test -list '^TestMemberNoiseReplay$' ./internal/server/members 2>/dev/null | grep -q '^TestMemberNoiseReplay$'; then
+  out=$(go test -count=1 -timeout 30m -run '^TestMemberNoiseReplay$' ./internal/server/members -v -noise.days="$NOISE_DAYS" 2>&1 | tee "$BENCH_DIR/noise.log")
+  total=$(grep -o 'noise-total: .*' <<<"$out" | tail -1)
+  noise_days=$(field noise_days "$total")
+  noise_named=$(field noise_named "$total")
+else
+  say "no noise replay in internal/server/members: noise not run"
+fi
+say "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "trials=$(field trials "$live") right_member=$(field right_member "$live") wrong_member=$(field wrong_member "$live")" \
+  "median_seconds=$(field median_seconds "$live") noise_days=${noise_days:-NA} noise_named=${noise_named:-NA}"
