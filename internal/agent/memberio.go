@@ -30,6 +30,7 @@ import (
 type memberSet struct {
 	groups []geometry.MemberGroup
 	ids    map[string]geometry.MemberIdentity
+	states *geometry.MDStates // md members' state, read at every sample; nil: the discovered state
 }
 
 // newMemberSet finds the member groups under vols and reads their
@@ -42,7 +43,7 @@ func newMemberSet(vols []*plumblinev1.Volume, o geometry.Options) (*memberSet, g
 			devs = append(devs, m.Device)
 		}
 	}
-	return &memberSet{groups: res.Groups, ids: geometry.MemberIdentities(o, devs)}, res
+	return &memberSet{groups: res.Groups, ids: geometry.MemberIdentities(o, devs), states: geometry.NewMDStates(o, res.Groups)}, res
 }
 
 // devSample is one device's line of /proc/diskstats.
@@ -127,6 +128,9 @@ func (s *memberSampler) sample(now time.Time, set *memberSet) (memberSample, err
 				c.Serial = id.Serial
 			}
 			c.State = slices.Clone(m.State)
+			if st, ok := set.states.State(g.Device, m.Device); ok {
+				c.State = st
+			}
 			busy = busy || c.Reads > 0 || c.Writes > 0
 			pg.Members = append(pg.Members, c)
 		}

@@ -226,3 +226,44 @@ func dur(d time.Duration) *durationpb.Duration { return durationpb.New(d) }
 func ioStats(reads, readMs, writes, writeMs, ioMs uint64) blockdevice.IOStats {
 	return blockdevice.IOStats{ReadIOs: reads, ReadTicks: readMs, WriteIOs: writes, WriteTicks: writeMs, IOsTotalTicks: ioMs}
 }
+
+// An md member's state is read at every sample, not only at discovery: a
+// member that turned faulty since says so in the next interval; one whose
+// dev-* directory cannot be read keeps the state discovery saw.
+func TestMemberSamplerReadsMDStateAfresh(t *testing.T) {
+	t.Parallel()
+	p := newFakeProc(t)
+	for dev, state := range map[string]string{"sdb": "faulty,write_error", "sdc": "in_sync"} {
+		dir := filepath.Join(p.sys, "class", "block", "md0", "md", "dev-"+dev)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "state"), []byte(state+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set := raid5Set()
+	set.states = geometry.NewMDStates(geometry.Options{SysfsRoot: p.sys}, set.groups)
+	s, err := newMemberSampler(p.proc, p.sys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	p.write(diskLine{8, 16, "sdb", 1, 8, 1, 1, 8, 1, 1}, diskLine{8, 32, "sdc", 1, 8, 1, 1, 8, 1, 1}, diskLine{8, 48, "sdd", 1, 8, 1, 1, 8, 1, 1})
+	if _, err := s.sample(t0, set); err != nil {
+		t.Fatal(err)
+	}
+	p.write(diskLine{8, 16, "sdb", 2, 16, 2, 1, 8, 1, 2}, diskLine{8, 32, "sdc", 9, 72, 9, 1, 8, 1, 9}, diskLine{8, 48, "sdd", 9, 72, 9, 1, 8, 1, 9})
+	got, err := s.sample(t0.Add(time.Minute), set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	states := map[string][]string{}
+	for _, m := range got.io.GetGroups()[0].GetMembers() {
+		states[m.GetDevice()] = m.GetState()
+	}
+	want := map[string][]string{"sdb": {"faulty", "write_error"}, "sdc": {"in_sync"}, "sdd": {"in_sync"}}
+	if diff := gocmp.Diff(want, states); diff != "" {
+		t.Errorf("member states (-want +got):\n%s", diff)
+	}
+}

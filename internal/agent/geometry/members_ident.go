@@ -164,3 +164,48 @@ func parseVPDSerial(b []byte) string {
 	}
 	return s
 }
+
+// MDStates reads md members' dev-*/state afresh between discoveries: a
+// member can turn faulty, or a spare start rebuilding, in the minutes
+// before the next geometry refresh, and its I/O means something else then.
+type MDStates struct {
+	dirs map[string]root // group device -> its md/ directory
+}
+
+// NewMDStates finds the md/ directory of every group under the sysfs root
+// of o that has one (md arrays; other groups have none).
+func NewMDStates(o Options, groups []MemberGroup) *MDStates {
+	s := &MDStates{dirs: map[string]root{}}
+	if o.SysfsRoot == "" {
+		return s
+	}
+	want := map[string]bool{}
+	for _, g := range groups {
+		want[g.Device] = true
+	}
+	for dev, dir := range blockDirs(root(filepath.Clean(o.SysfsRoot)), want) {
+		if st, err := os.Stat(dir.Path("md")); err == nil && st.IsDir() {
+			s.dirs[dev] = dir.Sub("md")
+		}
+	}
+	return s
+}
+
+// State is member's dev-*/state in the md array group now; ok is false
+// when the array has no md/ directory or the file cannot be read (the
+// member left the array). A nil MDStates has none.
+func (s *MDStates) State(group, member string) (flags []string, ok bool) {
+	if s == nil {
+		return nil, false
+	}
+	dir, found := s.dirs[group]
+	if !found {
+		return nil, false
+	}
+	b, err := readSmall(dir.Path("dev-"+member, "state"))
+	if err != nil {
+		return nil, false
+	}
+	flags, err = parseMDMemberState(b)
+	return flags, err == nil
+}
