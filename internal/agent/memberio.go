@@ -123,7 +123,7 @@ func (s *memberSampler) sample(now time.Time, set *memberSet) (memberSample, err
 			}
 			id := set.ids[m.Device]
 			c.ById = slices.Clone(id.ByID)
-			c.Serial = m.Serial
+			c.Serial = geometry.WireSerial(m.Serial)
 			if c.Serial == "" {
 				c.Serial = id.Serial
 			}

@@ -31,11 +31,13 @@ import (
 
 // Bounds of the member groups an agent samples: a host with more groups, or
 // a group with more members, has the rest left out (and counted), so that
-// one Record.member_io stays small (64 groups × 64 members × ~80 bytes is
-// at most ~330 KiB; a typical host sends well under 1 KiB).
+// one Record.member_io stays small and within what the server accepts (at
+// most MaxMembers members in all: ~80 KiB; a typical host sends well under
+// 1 KiB).
 const (
 	MaxMemberGroups = 64
 	MaxGroupMembers = 64
+	MaxMembers      = 1024
 )
 
 // MemberGroup is one set of sibling devices under the volumes.
@@ -45,6 +47,9 @@ type MemberGroup struct {
 	MountPoints []string              // the volumes on it, sorted
 	Members     []Member              // two or more, sorted by device
 }
+
+// MD says whether the group's members carry md state (kind md).
+func (g MemberGroup) MD() bool { return g.Kind == vocab.MemberGroupMD }
 
 // Member is one member of a group.
 type Member struct {
@@ -99,9 +104,14 @@ func MemberGroups(vols []*plumblinev1.Volume) MemberGroupsResult {
 		res.Groups = append(res.Groups, *g)
 	}
 	sort.Slice(res.Groups, func(i, j int) bool { return res.Groups[i].Device < res.Groups[j].Device })
-	if len(res.Groups) > MaxMemberGroups {
-		res.Dropped = len(res.Groups) - MaxMemberGroups
-		res.Groups = res.Groups[:MaxMemberGroups]
+	total := 0
+	for i, g := range res.Groups {
+		if i == MaxMemberGroups || total+len(g.Members) > MaxMembers {
+			res.Dropped = len(res.Groups) - i
+			res.Groups = res.Groups[:i]
+			break
+		}
+		total += len(g.Members)
 	}
 	return res
 }
@@ -146,9 +156,11 @@ func groupOf(l *plumblinev1.Layer, layers map[string]*plumblinev1.Layer) (Member
 	default:
 		return MemberGroup{}, false
 	}
-	states := map[string][]string{}
-	for _, m := range l.GetRaidHealth().GetMembers() {
-		states[m.GetDevice()] = m.GetState()
+	states := map[string][]string{} // md state: md groups only (an md multipath's paths have none on the wire)
+	if g.Kind == vocab.MemberGroupMD {
+		for _, m := range l.GetRaidHealth().GetMembers() {
+			states[m.GetDevice()] = m.GetState()
+		}
 	}
 	seen := map[string]bool{}
 	for _, dev := range below {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"unicode"
 )
 
 // maxByIDLinks bounds the /dev/disk/by-id names kept for one device (a
@@ -43,7 +44,7 @@ func MemberIdentities(o Options, devs []string) map[string]MemberIdentity {
 	for _, d := range devs {
 		id := MemberIdentity{ByID: links[d]}
 		if dir, ok := dirs[d]; ok {
-			id.Serial = sysfsSerial(dir)
+			id.Serial = WireSerial(sysfsSerial(dir))
 		}
 		out[d] = id
 	}
@@ -107,11 +108,40 @@ func byIDLinks(dev root, want map[string]bool) map[string][]string {
 			continue
 		}
 		k := filepath.Base(t)
-		if want[k] && len(out[k]) < maxByIDLinks {
+		if want[k] && len(out[k]) < maxByIDLinks && wireName(n) {
 			out[k] = append(out[k], n)
 		}
 	}
 	return out
+}
+
+// maxNameBytes bounds a by-id link name and a serial on the wire
+// (NAME_MAX; the server refuses a longer one).
+const maxNameBytes = 255
+
+// wireName says whether a by-id link name can go on the wire as the server
+// wants it: 1 to 255 bytes, no '/', space or control character (udev
+// writes such names; anything else is left out rather than have the
+// interval refused).
+func wireName(s string) bool {
+	if s == "" || len(s) > maxNameBytes {
+		return false
+	}
+	for _, r := range s {
+		if r == '/' || unicode.IsSpace(r) || unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// WireSerial is s when it can go on the wire (at most 255 bytes, no
+// control character), else "".
+func WireSerial(s string) string {
+	if len(s) > maxNameBytes || strings.IndexFunc(s, unicode.IsControl) >= 0 {
+		return ""
+	}
+	return s
 }
 
 // sysfsSerial is the serial sysfs states for the device at dir or, for a
@@ -181,7 +211,9 @@ func NewMDStates(o Options, groups []MemberGroup) *MDStates {
 	}
 	want := map[string]bool{}
 	for _, g := range groups {
-		want[g.Device] = true
+		if g.MD() {
+			want[g.Device] = true
+		}
 	}
 	for dev, dir := range blockDirs(root(filepath.Clean(o.SysfsRoot)), want) {
 		if st, err := os.Stat(dir.Path("md")); err == nil && st.IsDir() {

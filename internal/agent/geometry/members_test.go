@@ -2,6 +2,7 @@ package geometry
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	gocmp "github.com/google/go-cmp/cmp"
@@ -125,6 +126,57 @@ func TestMemberGroupsBounded(t *testing.T) {
 	}
 	if last := res.Groups[len(res.Groups)-1].Device; last != fmt.Sprintf("md%03d", MaxMemberGroups-1) {
 		t.Errorf("last group kept = %s, want the first %d by device name", last, MaxMemberGroups)
+	}
+}
+
+// The members of one record are bounded in all (the server refuses a
+// record with more): whole groups past the bound are left out.
+func TestMemberGroupsBoundedInAll(t *testing.T) {
+	t.Parallel()
+	var vols []*plumblinev1.Volume
+	for i := range 20 {
+		var members []string
+		for j := range 60 {
+			members = append(members, fmt.Sprintf("d%d-%d", i, j))
+		}
+		vols = append(vols, vol(fmt.Sprintf("/v%02d", i), &plumblinev1.Layer{Kind: KindRAID, Device: fmt.Sprintf("md%02d", i), RaidLevel: "raid6", Below: members}))
+	}
+	res := MemberGroups(vols)
+	total := 0
+	for _, g := range res.Groups {
+		total += len(g.Members)
+	}
+	if len(res.Groups) != 17 || res.Dropped != 3 || total > MaxMembers {
+		t.Errorf("MemberGroups: %d groups of %d members in all, %d dropped; want 17 groups (1020 members), 3 dropped", len(res.Groups), total, res.Dropped)
+	}
+}
+
+// Only md members carry md state on the wire: an md multipath array's
+// paths do not, whatever its health lists.
+func TestMemberGroupsStateOnlyForMD(t *testing.T) {
+	t.Parallel()
+	mp := &plumblinev1.Layer{Kind: KindRAID, Device: "md5", RaidLevel: "multipath", Below: []string{"sdb", "sdc"},
+		RaidHealth: &plumblinev1.RaidHealth{Members: []*plumblinev1.RaidMember{{Device: "sdb", State: []string{"in_sync"}}, {Device: "sdc", State: []string{"faulty"}}}}}
+	got := MemberGroups([]*plumblinev1.Volume{vol("/m", mp)}).Groups
+	want := []MemberGroup{{Device: "md5", Kind: vocab.MemberGroupMultipath, MountPoints: []string{"/m"}, Members: []Member{{Device: "sdb"}, {Device: "sdc"}}}}
+	if diff := gocmp.Diff(want, got); diff != "" {
+		t.Errorf("MemberGroups (-want +got):\n%s", diff)
+	}
+}
+
+// Names the server would refuse are left out, not sent.
+func TestWireNames(t *testing.T) {
+	t.Parallel()
+	for s, want := range map[string]bool{"wwn-0x5000c500a0000001": true, "": false, "has space": false, "a/b": false, "tab\tx": false, strings.Repeat("x", 256): false} {
+		if got := wireName(s); got != want {
+			t.Errorf("wireName(%q) = %v, want %v", s, got, want)
+		}
+	}
+	if got := WireSerial(strings.Repeat("S", 256)); got != "" {
+		t.Errorf("WireSerial(256 bytes) = %q, want empty", got)
+	}
+	if got := WireSerial("ZA1 B2"); got != "ZA1 B2" {
+		t.Errorf("WireSerial(%q) = %q, want it kept", "ZA1 B2", got)
 	}
 }
 
