@@ -35,11 +35,11 @@ func (l diskLine) String() string {
 
 // fakeProc is a procfs root whose diskstats the test rewrites.
 type fakeProc struct {
-	t         *testing.T
+	t         testing.TB
 	proc, sys string
 }
 
-func newFakeProc(t *testing.T) *fakeProc {
+func newFakeProc(t testing.TB) *fakeProc {
 	root := t.TempDir()
 	p := &fakeProc{t: t, proc: filepath.Join(root, "proc"), sys: filepath.Join(root, "sys")}
 	for _, d := range []string{p.proc, p.sys} {
@@ -265,5 +265,39 @@ func TestMemberSamplerReadsMDStateAfresh(t *testing.T) {
 	want := map[string][]string{"sdb": {"faulty", "write_error"}, "sdc": {"in_sync"}, "sdd": {"in_sync"}}
 	if diff := gocmp.Diff(want, states); diff != "" {
 		t.Errorf("member states (-want +got):\n%s", diff)
+	}
+}
+
+// BenchmarkMemberSample is one sample at the agent's bounds: 64 groups of
+// 16 members (1,024 members, the most a record holds) found among 1,100
+// /proc/diskstats lines.
+func BenchmarkMemberSample(b *testing.B) {
+	p := newFakeProc(b)
+	var lines []diskLine
+	set := &memberSet{ids: map[string]geometry.MemberIdentity{}}
+	for g := range 64 {
+		grp := geometry.MemberGroup{Device: fmt.Sprintf("md%d", g), Kind: vocab.MemberGroupMD, MountPoints: []string{fmt.Sprintf("/v%d", g)}}
+		for m := range 16 {
+			name := fmt.Sprintf("sd%d_%d", g, m)
+			grp.Members = append(grp.Members, geometry.Member{Device: name, State: []string{"in_sync"}})
+			lines = append(lines, diskLine{8, g*16 + m, name, 1, 8, 1, 1, 8, 1, 1})
+		}
+		set.groups = append(set.groups, grp)
+	}
+	for i := range 1100 - len(lines) {
+		lines = append(lines, diskLine{259, i, fmt.Sprintf("nvme%dn1", i), 1, 8, 1, 1, 8, 1, 1})
+	}
+	p.write(lines...)
+	s, err := newMemberSampler(p.proc, p.sys)
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		now = now.Add(time.Minute)
+		if _, err := s.sample(now, set); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
