@@ -109,6 +109,10 @@ type Agent struct {
 	policyChanged chan struct{}
 	// full: appends failing for want of space (spoolrecovery.go).
 	full spoolFull
+	// members are the member groups the member I/O loop samples, set by
+	// the geometry loop (memberio_loop.go).
+	members       atomic.Pointer[memberSet]
+	memberMetrics *memberMetrics
 }
 
 // spooledSnapshot is a geometry snapshot in the spool: its digest
@@ -154,6 +158,7 @@ func New(o Options) (*Agent, error) {
 	a := &Agent{o: o, log: o.Logger, spool: sp, metrics: newMetrics(sp), locks: newDeviceLocks(), mounts: newMountTable(o.ProcRoot),
 		resync: make(chan struct{}, 1), policyChanged: make(chan struct{}, 1)}
 	a.metrics.reg.MustRegister(newSpoolCollector(sp))
+	a.memberMetrics = newMemberMetrics(a.metrics.reg)
 	a.logSpoolEvents()
 	if c, ok := o.Renewer.(interface{ Collectors() []prometheus.Collector }); ok {
 		a.metrics.reg.MustRegister(c.Collectors()...)
@@ -259,6 +264,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	sched := &scheduler{a: a, running: map[string]context.CancelFunc{}}
 	wg.Go(func() { a.geometryLoop(ctx, sched) })
 	wg.Go(func() { a.sendLoop(ctx, conn) })
+	wg.Go(func() { a.memberLoop(ctx) })
 	if a.o.Renewer != nil {
 		wg.Go(func() { a.o.Renewer.Run(ctx, conn) })
 	}
@@ -348,6 +354,7 @@ func (a *Agent) geometryLoop(ctx context.Context, sched *scheduler) {
 			}
 		}
 		vols, filtered = inv.GetVolumes(), d.Filtered
+		a.setMembers(vols)
 		sched.update(ctx, vols)
 		cov.update(ctx, a.eff.Load().cfg.Probes, vols, filtered)
 	}
