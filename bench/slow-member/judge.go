@@ -6,8 +6,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/plumbline/plumbline/internal/server/store"
 )
 
 // namer asks the judge which members it names slow now: kernel device
@@ -65,6 +68,41 @@ func (s *stack) summary(log io.Writer) string {
 		trials, right, wrong, med, controls, ctrlNamed)
 }
 
-// newServerNamer asks the server at addr. Until the judge's API is known
-// it names nothing.
-func newServerNamer(addr string) namer { return noNamer{} }
+// storeNamer reads the judge's verdicts where the server keeps them: the
+// member states in its store (the server's own SQLite under --dev), the
+// members it names slow.
+type storeNamer struct {
+	dsn string
+	st  *store.Store
+}
+
+func newStoreNamer(dataDir string) *storeNamer {
+	return &storeNamer{dsn: "sqlite://" + filepath.Join(dataDir, "plumbline.db")}
+}
+
+func (n *storeNamer) named(ctx context.Context) (map[string]string, error) {
+	if n.st == nil {
+		st, err := store.Open(ctx, n.dsn)
+		if err != nil {
+			return nil, err
+		}
+		n.st = st
+	}
+	slow, err := n.st.ListSlowMembers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(slow))
+	for _, m := range slow {
+		out[m.Device] = fmt.Sprintf("%s of %s, %s x%.2f (%.1f vs %.1f ms) since %s, serial %q, by-id %v",
+			m.Device, m.GroupDevice, m.Direction, m.Ratio, m.AwaitSeconds*1e3, m.SiblingsAwaitSeconds*1e3,
+			m.Since.UTC().Format("15:04:05"), m.Serial, m.ByID)
+	}
+	return out, nil
+}
+
+func (n *storeNamer) close() {
+	if n.st != nil {
+		n.st.Close()
+	}
+}

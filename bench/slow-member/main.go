@@ -168,7 +168,9 @@ func run(ctx context.Context, c cfg, log io.Writer) (string, error) {
 		if err := s.startAgent(ctx); err != nil {
 			return "", err
 		}
-		n = newServerNamer(s.webAddr)
+		sn := newStoreNamer(filepath.Join(c.dir, "server"))
+		defer sn.close()
+		n = sn
 		fmt.Fprintf(log, "slow-member: server %s, agent on the lab tree %s\n", s.webAddr, s.tree)
 	}
 	rctx, rstop := context.WithCancel(ctx)
