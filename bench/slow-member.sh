@@ -15,8 +15,11 @@
 #     until each faulted member is named or MAX passes. Right: the faulted
 #     member named; wrong: any other member of the array named, at any time
 #     (controls naming anything are counted apart).
-#  2. Noise: the judge's 7-day replay of recorded member noise
-#     (NOISE_DAYS days), counting members named.
+#  2. Noise: the healthy intervals recorded (control arrays all run, trial
+#     arrays until their fault; this run's and the committed recordings in
+#     bench/slow-member/testdata) replayed NOISE_DAYS simulated days per
+#     array, NOISE_WALKS block-bootstrap walks each, through the server's
+#     judge at its defaults, counting members named.
 #
 #   sudo bench/slow-member.sh                    # ~25 min
 #   TRIALS=4 CONTROLS=1 WARMUP=2m bench/slow-member.sh
@@ -37,6 +40,8 @@ STALL=${STALL:-100ms}
 JUDGE=${JUDGE:-server}
 MEMBER_EVERY=${MEMBER_EVERY:-0}
 NOISE_DAYS=${NOISE_DAYS:-7}
+NOISE_WALKS=${NOISE_WALKS:-4}
+NOISE_FROM=${NOISE_FROM:-$(ls bench/slow-member/testdata/*.jsonl.gz 2>/dev/null | paste -sd, -)}
 BENCH_DIR=${BENCH_DIR:-/var/tmp/plumbline-slow-member}
 BIN=${BIN:-$BENCH_DIR/bin}
 
@@ -54,16 +59,13 @@ live=$("$BIN/slow-member" -bin "$BIN" -dir "$BENCH_DIR/run" -judge "$JUDGE" -tri
   -record "$BENCH_DIR/members.jsonl" | tail -1)
 say "live: $live"
 
-say "2. noise: $NOISE_DAYS days of member noise replayed through the judge"
-noise_days=NA noise_named=NA
-if go test -list '^TestMemberNoiseReplay$' ./internal/server/members 2>/dev/null | grep -q '^TestMemberNoiseReplay$'; then
-  out=$(go test -count=1 -timeout 30m -run '^TestMemberNoiseReplay$' ./internal/server/members -v -noise.days="$NOISE_DAYS" 2>&1 | tee "$BENCH_DIR/noise.log")
-  total=$(grep -o 'noise-total: .*' <<<"$out" | tail -1)
-  noise_days=$(field noise_days "$total")
-  noise_named=$(field noise_named "$total")
-else
-  say "no noise replay in internal/server/members: noise not run"
-fi
+say "2. noise: the healthy intervals recorded (this run's and NOISE_FROM's) replayed for $NOISE_DAYS days per array through the judge"
+rec=$BENCH_DIR/members.jsonl
+[[ -n $NOISE_FROM ]] && rec=$rec,$NOISE_FROM
+noise=$("$BIN/slow-member" -replay "$rec" -days "$NOISE_DAYS" -walks "$NOISE_WALKS" 2>"$BENCH_DIR/noise.log" | tail -1) || noise=
+say "noise: ${noise:-not run (see $BENCH_DIR/noise.log)}"
+noise_days=$(field noise_days "$noise")
+noise_named=$(field noise_named "$noise")
 say "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "trials=$(field trials "$live") right_member=$(field right_member "$live") wrong_member=$(field wrong_member "$live")" \
   "median_seconds=$(field median_seconds "$live") noise_days=${noise_days:-NA} noise_named=${noise_named:-NA}"

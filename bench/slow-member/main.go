@@ -56,7 +56,9 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("slow-member", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var c cfg
-	var serverArgs string
+	var serverArgs, replay string
+	var days float64
+	var walks int
 	fs.StringVar(&c.bin, "bin", "", "directory holding the built server and agent")
 	fs.StringVar(&c.dir, "dir", "/var/tmp/plumbline-slow-member", "work directory (lab state and data, mounts, server data, spool)")
 	fs.StringVar(&c.judge, "judge", "server", "server: run server and agent and poll the judge; none: record the kernel's evidence only")
@@ -77,10 +79,22 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&c.sample, "sample", time.Minute, "the bench's own diskstats sampling (evidence lines, -record)")
 	fs.DurationVar(&c.stallFor, "stall", 100*time.Millisecond, "how long a stalled operation stalls")
 	fs.StringVar(&serverArgs, "server-args", "", "extra server flags (space-separated)")
+	fs.StringVar(&replay, "replay", "", "no lab: replay the healthy intervals of these recordings (-record output, comma-separated) through the judge")
+	fs.Float64Var(&days, "days", 7, "with -replay: simulated days per recorded array and walk")
+	fs.IntVar(&walks, "walks", 4, "with -replay: bootstrap walks per recorded array")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	c.serverArgs = strings.Fields(serverArgs)
+	if replay != "" {
+		series, every, err := healthySeries(strings.Split(replay, ","))
+		if err != nil || len(series) == 0 {
+			fmt.Fprintf(stderr, "slow-member: replay: %d healthy series, %v\n", len(series), err)
+			return 1
+		}
+		fmt.Fprintln(stdout, replayNoise(series, every, days, walks, stderr))
+		return 0
+	}
 	if c.judge == "server" && c.bin == "" {
 		fmt.Fprintln(stderr, "slow-member: -bin is required with -judge server")
 		return 2
