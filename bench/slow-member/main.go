@@ -11,7 +11,8 @@
 // interval. After a warm-up every trial array gets one fault on one
 // member, chosen at random: slowed ×2, ×3 or ×5, or stalling 3% of its
 // operations; control arrays stay healthy. The server's judge is polled
-// for the members it names. A trial is right when its faulted member is
+// for the members it names (the inventory API's slow_members; the
+// server's store while the API has none). A trial is right when its faulted member is
 // named within -max of the fault, wrong when any other member of its
 // array is named at any time; a control naming anything is counted
 // apart. bench/slow-member.sh runs it and adds the noise replay. Output
@@ -184,7 +185,7 @@ func run(ctx context.Context, c cfg, log io.Writer) (string, error) {
 		}
 		sn := newStoreNamer(filepath.Join(c.dir, "server"))
 		defer sn.close()
-		n = sn
+		n = &fallbackNamer{api: newAPINamer(s.webAddr), fallback: sn, log: log}
 		fmt.Fprintf(log, "slow-member: server %s, agent on the lab tree %s\n", s.webAddr, s.tree)
 	}
 	rctx, rstop := context.WithCancel(ctx)
