@@ -164,6 +164,7 @@ func (j *Judge) pass(ctx context.Context) (n, named, cleared int, err error) {
 	p := store.MemberPass{Watermarks: map[string]uint64{}}
 	touched := map[store.MemberKey]bool{}
 	latest := map[string]time.Time{} // per agent
+	inventory := map[string]bool{}   // agents with a slow member before or after
 	for _, iv := range pending {
 		p.Watermarks[iv.AgentID] = iv.Sequence
 		end := iv.StartedAt.Add(iv.Interval)
@@ -172,6 +173,7 @@ func (j *Judge) pass(ctx context.Context) (n, named, cleared int, err error) {
 			for k, v := range JudgeGroup(j.opts.Config, iv.Interval, g) {
 				key := store.MemberKey{AgentID: iv.AgentID, GroupDevice: g.Device, Device: v.Device}
 				st := j.state(key, g, g.Members[k])
+				inventory[key.AgentID] = inventory[key.AgentID] || st.Slow
 				if Observe(j.opts.Config, st, v, iv.StartedAt, end) {
 					if st.Slow {
 						named++
@@ -180,6 +182,7 @@ func (j *Judge) pass(ctx context.Context) (n, named, cleared int, err error) {
 					}
 				}
 				touched[key] = true
+				inventory[key.AgentID] = inventory[key.AgentID] || st.Slow
 			}
 		}
 	}
@@ -190,6 +193,7 @@ func (j *Judge) pass(ctx context.Context) (n, named, cleared int, err error) {
 		if l, ok := latest[key.AgentID]; ok && l.Sub(st.Last) >= j.opts.Config.Stale {
 			p.Removed = append(p.Removed, key)
 			delete(touched, key)
+			inventory[key.AgentID] = inventory[key.AgentID] || st.Slow
 		}
 	}
 	for key := range touched {
@@ -197,6 +201,12 @@ func (j *Judge) pass(ctx context.Context) (n, named, cleared int, err error) {
 	}
 	slices.SortFunc(p.States, func(a, b store.MemberState) int { return cmpKey(keyOf(a), keyOf(b)) })
 	slices.SortFunc(p.Removed, cmpKey)
+	for a, ok := range inventory {
+		if ok {
+			p.Inventory = append(p.Inventory, a)
+		}
+	}
+	slices.Sort(p.Inventory)
 	if len(pending) == 0 && len(p.Removed) == 0 {
 		return 0, 0, 0, nil
 	}

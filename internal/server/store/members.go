@@ -258,6 +258,10 @@ type MemberPass struct {
 	// Watermarks are the last server sequence read, per agent; a
 	// watermark never moves back.
 	Watermarks map[string]uint64
+	// Inventory are the agents whose volumes' slow members (the inventory
+	// rows' slow_members) are derived again from their states: those with
+	// a member named slow before or after the pass.
+	Inventory []string
 }
 
 // SaveMemberPass writes a member judge's pass in one transaction (fenced
@@ -289,6 +293,9 @@ ON CONFLICT (agent_id, group_device, device) DO UPDATE SET group_kind = excluded
 			if _, err := tx.ExecContext(ctx, s.q(q), args...); err != nil {
 				return fmt.Errorf("member states: %w", err)
 			}
+		}
+		if err := s.writeInventoryMembers(ctx, tx, p.Inventory); err != nil {
+			return err
 		}
 		agents := make([]string, 0, len(p.Watermarks))
 		for a := range p.Watermarks {

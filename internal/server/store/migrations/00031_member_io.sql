@@ -18,6 +18,11 @@
 --                      the streaks the judge's sustain and hysteresis
 --                      count. A member not reported for a while is
 --                      removed by the judge.
+--   inventory_members  per volume with a slow member below it, the slow
+--                      members as the inventory API shows them (a JSON
+--                      array), rewritten by the judge's pass for its
+--                      agents; joined to the volume rows like
+--                      inventory_baseline.
 --   member_watermarks  per agent, the last server sequence whose member
 --                      I/O the judge has read (retention keeps a
 --                      member-io record until then).
@@ -67,6 +72,13 @@ CREATE TABLE member_states (
     last_ns                BIGINT NOT NULL,
     PRIMARY KEY (agent_id, group_device, device)
 );
+CREATE INDEX member_states_slow ON member_states (agent_id, group_device, device) WHERE slow;
+CREATE TABLE inventory_members (
+    agent_id     TEXT NOT NULL,
+    mount_point  TEXT NOT NULL,
+    slow_members TEXT NOT NULL,
+    PRIMARY KEY (agent_id, mount_point)
+);
 CREATE TABLE member_watermarks (
     agent_id       TEXT PRIMARY KEY,
     judged_through BIGINT NOT NULL CHECK (judged_through >= 0)
@@ -74,5 +86,6 @@ CREATE TABLE member_watermarks (
 
 -- +goose Down
 DROP TABLE member_watermarks;
+DROP TABLE inventory_members;
 DROP TABLE member_states;
 DROP TABLE member_io;
