@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/procfs/blockdevice"
@@ -100,8 +101,11 @@ func (s *memberSampler) sample(now time.Time, set *memberSet) (memberSample, err
 		}
 	}
 	for _, d := range stats {
-		if want[d.DeviceName] {
-			cur[d.DeviceName] = devSample{major: d.MajorNumber, minor: d.MinorNumber, io: d.IOStats}
+		// diskstats writes a name with a '/' (cciss/c0d0) as the kernel
+		// does; sysfs, and so the layers, write it with a '!'.
+		name := strings.ReplaceAll(d.DeviceName, "/", "!")
+		if want[name] {
+			cur[name] = devSample{major: d.MajorNumber, minor: d.MinorNumber, io: d.IOStats}
 		}
 	}
 	prev, prevAt := s.prev, s.at

@@ -164,6 +164,34 @@ func TestMemberSamplerDrops(t *testing.T) {
 	}
 }
 
+// A device whose kernel name holds a '/' in /proc/diskstats (cciss/c0d0)
+// is the member sysfs names with a '!'.
+func TestMemberSamplerSlashNames(t *testing.T) {
+	t.Parallel()
+	p := newFakeProc(t)
+	s, err := newMemberSampler(p.proc, p.sys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := &memberSet{groups: []geometry.MemberGroup{{Device: "md0", Kind: vocab.MemberGroupMD, Members: []geometry.Member{{Device: "cciss!c0d0"}, {Device: "cciss!c0d1"}}}}}
+	t0 := time.Now()
+	p.write(diskLine{104, 0, "cciss/c0d0", 1, 8, 1, 1, 8, 1, 1}, diskLine{104, 16, "cciss/c0d1", 1, 8, 1, 1, 8, 1, 1})
+	if _, err := s.sample(t0, set); err != nil {
+		t.Fatal(err)
+	}
+	p.write(diskLine{104, 0, "cciss/c0d0", 5, 40, 4, 1, 8, 1, 5}, diskLine{104, 16, "cciss/c0d1", 5, 40, 4, 1, 8, 1, 5})
+	got, err := s.sample(t0.Add(time.Minute), set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(got.io.GetGroups()); n != 1 || len(got.io.GetGroups()[0].GetMembers()) != 2 {
+		t.Fatalf("record %v (dropped %v), want md0 with both members", got.io, got.dropped)
+	}
+	if d := got.io.GetGroups()[0].GetMembers()[0].GetDevice(); d != "cciss!c0d0" {
+		t.Errorf("member device = %q, want the sysfs name cciss!c0d0", d)
+	}
+}
+
 // A group whose members did no I/O is not sent.
 func TestMemberSamplerIdleGroup(t *testing.T) {
 	t.Parallel()

@@ -107,7 +107,7 @@ func byIDLinks(dev root, want map[string]bool) map[string][]string {
 		if err != nil {
 			continue
 		}
-		k := filepath.Base(t)
+		k := linkedName(t)
 		if want[k] && len(out[k]) < maxByIDLinks && wireName(n) {
 			out[k] = append(out[k], n)
 		}
@@ -142,6 +142,17 @@ func WireSerial(s string) string {
 		return ""
 	}
 	return s
+}
+
+// linkedName is the kernel name (sysfs's spelling) of the device a
+// /dev/disk/by-id link points at: ../../sdb1 is sdb1, ../../cciss/c0d0
+// is cciss!c0d0.
+func linkedName(target string) string {
+	if filepath.IsAbs(target) {
+		return filepath.Base(target)
+	}
+	rel := filepath.ToSlash(filepath.Join("disk", "by-id", target))
+	return strings.ReplaceAll(rel, "/", "!")
 }
 
 // sysfsSerial is the serial sysfs states for the device at dir or, for a

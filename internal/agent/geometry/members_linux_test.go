@@ -242,3 +242,12 @@ func TestMemberGroupsMirrorAndMultipathTree(t *testing.T) {
 		t.Errorf("MemberGroups (-want +got):\n%s", diff)
 	}
 }
+
+func TestLinkedName(t *testing.T) {
+	t.Parallel()
+	for target, want := range map[string]string{"../../sdb1": "sdb1", "../../cciss/c0d0": "cciss!c0d0", "/dev/nvme0n1": "nvme0n1", "../../dm-3": "dm-3"} {
+		if got := linkedName(target); got != want {
+			t.Errorf("linkedName(%q) = %q, want %q", target, got, want)
+		}
+	}
+}
