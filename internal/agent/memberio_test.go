@@ -192,7 +192,8 @@ func TestMemberSamplerSlashNames(t *testing.T) {
 	}
 }
 
-// A group whose members did no I/O is not sent.
+// A group whose members did no I/O is not sent; one whose member was
+// busy without completing anything is.
 func TestMemberSamplerIdleGroup(t *testing.T) {
 	t.Parallel()
 	p := newFakeProc(t)
@@ -210,6 +211,17 @@ func TestMemberSamplerIdleGroup(t *testing.T) {
 	got, err := s.sample(t0.Add(time.Minute), set)
 	if err != nil || got.io != nil {
 		t.Errorf("idle interval = %v, %v; want no record", got.io, err)
+	}
+	// A member busy all the interval without completing an operation (a
+	// stall) is no idle group.
+	lines[1].ioTicks += 60000
+	p.write(lines...)
+	got, err = s.sample(t0.Add(2*time.Minute), set)
+	if err != nil || len(got.io.GetGroups()) != 1 {
+		t.Fatalf("stalled interval = %v, %v; want md0 sent", got.io, err)
+	}
+	if m := got.io.GetGroups()[0].GetMembers()[1]; m.GetDevice() != "sdc" || m.GetIoTimeMs() != 60000 || m.GetReads()+m.GetWrites() != 0 {
+		t.Errorf("stalled member = %v, want sdc busy 60000 ms with no operation", m)
 	}
 }
 
