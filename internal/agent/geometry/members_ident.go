@@ -162,20 +162,20 @@ func sysfsSerial(dir root) string {
 		dir = dir.Parent()
 	}
 	for _, p := range []string{dir.Path("device", "serial"), dir.Path("serial"), dir.Path("device", "wwid"), dir.Path("wwid")} {
-		if b, err := readSmall(p); err == nil {
+		if b, err := readMemberAttr(p); err == nil {
 			if s, err := parseSysfsString(b); err == nil {
 				return s
 			}
 		}
 	}
-	if b, err := readSmall(dir.Path("device", "vpd_pg80")); err == nil {
+	if b, err := readMemberAttr(dir.Path("device", "vpd_pg80")); err == nil {
 		return parseVPDSerial(b)
 	}
 	return ""
 }
 
-// readSmall reads at most maxSysfsValue+1 bytes of p.
-func readSmall(p string) ([]byte, error) {
+// readMemberAttr reads at most maxSysfsValue+1 bytes of p.
+func readMemberAttr(p string) ([]byte, error) {
 	f, err := os.Open(p)
 	if err != nil {
 		return nil, err
@@ -245,7 +245,7 @@ func (s *MDStates) State(group, member string) (flags []string, ok bool) {
 	if !found {
 		return nil, false
 	}
-	b, err := readSmall(dir.Path("dev-"+member, "state"))
+	b, err := readMemberAttr(dir.Path("dev-"+member, "state"))
 	if err != nil {
 		return nil, false
 	}
