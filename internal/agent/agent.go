@@ -99,6 +99,10 @@ type Agent struct {
 	reportInterval atomic.Int64
 	maxBatch       atomic.Int64
 	host           atomic.Pointer[plumblinev1.Host]
+	// members are the member groups the member I/O loop samples, set by
+	// the geometry loop (memberio_loop.go).
+	members       atomic.Pointer[memberSet]
+	memberMetrics *memberMetrics
 	// lastSnap is the geometry snapshot spooled last; resync asks the
 	// geometry loop for a new one (the server holds another digest).
 	lastSnap atomic.Pointer[spooledSnapshot]
@@ -109,10 +113,6 @@ type Agent struct {
 	policyChanged chan struct{}
 	// full: appends failing for want of space (spoolrecovery.go).
 	full spoolFull
-	// members are the member groups the member I/O loop samples, set by
-	// the geometry loop (memberio_loop.go).
-	members       atomic.Pointer[memberSet]
-	memberMetrics *memberMetrics
 }
 
 // spooledSnapshot is a geometry snapshot in the spool: its digest
@@ -158,7 +158,6 @@ func New(o Options) (*Agent, error) {
 	a := &Agent{o: o, log: o.Logger, spool: sp, metrics: newMetrics(sp), locks: newDeviceLocks(), mounts: newMountTable(o.ProcRoot),
 		resync: make(chan struct{}, 1), policyChanged: make(chan struct{}, 1)}
 	a.metrics.reg.MustRegister(newSpoolCollector(sp))
-	a.memberMetrics = newMemberMetrics(a.metrics.reg)
 	a.logSpoolEvents()
 	if c, ok := o.Renewer.(interface{ Collectors() []prometheus.Collector }); ok {
 		a.metrics.reg.MustRegister(c.Collectors()...)
@@ -176,6 +175,7 @@ func New(o Options) (*Agent, error) {
 	}
 	a.registerMaintenance()
 	a.metrics.reg.MustRegister(newConfigCollector(a))
+	a.memberMetrics = newMemberMetrics(a.metrics.reg)
 	a.host.Store(hostFacts(o))
 	a.geomInterval.Store(int64(o.Config.Intervals.GeometryRefresh))
 	a.reportInterval.Store(int64(o.Config.Intervals.Report))
@@ -262,9 +262,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.logUnconfigured(a.eff.Load())
 	sched := &scheduler{a: a, running: map[string]context.CancelFunc{}}
+	wg.Go(func() { a.memberLoop(ctx) })
 	wg.Go(func() { a.geometryLoop(ctx, sched) })
 	wg.Go(func() { a.sendLoop(ctx, conn) })
-	wg.Go(func() { a.memberLoop(ctx) })
 	if a.o.Renewer != nil {
 		wg.Go(func() { a.o.Renewer.Run(ctx, conn) })
 	}
@@ -354,9 +354,9 @@ func (a *Agent) geometryLoop(ctx context.Context, sched *scheduler) {
 			}
 		}
 		vols, filtered = inv.GetVolumes(), d.Filtered
-		a.setMembers(vols)
 		sched.update(ctx, vols)
 		cov.update(ctx, a.eff.Load().cfg.Probes, vols, filtered)
+		a.setMembers(vols)
 	}
 	run(vocab.TriggerStart)
 	refresh := time.NewTimer(time.Duration(a.geomInterval.Load()))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/procfs/blockdevice"
@@ -23,7 +24,8 @@ import (
 // previous sample (a new group, a device that came back), when its device
 // number changed (another device took the name) or when a counter went
 // backwards (the device was reset or replaced); a group left with fewer
-// than two members, or whose members did no I/O, is not sent.
+// than two members, or whose members neither completed an operation nor
+// were busy (a stall completes nothing but is busy), is not sent.
 
 // memberSet is what the last geometry discovery found to sample: the
 // groups and their members' identities.
@@ -100,8 +102,11 @@ func (s *memberSampler) sample(now time.Time, set *memberSet) (memberSample, err
 		}
 	}
 	for _, d := range stats {
-		if want[d.DeviceName] {
-			cur[d.DeviceName] = devSample{major: d.MajorNumber, minor: d.MinorNumber, io: d.IOStats}
+		// diskstats writes a name with a '/' (cciss/c0d0) as the kernel
+		// does; sysfs, and so the layers, write it with a '!'.
+		name := strings.ReplaceAll(d.DeviceName, "/", "!")
+		if want[name] {
+			cur[name] = devSample{major: d.MajorNumber, minor: d.MinorNumber, io: d.IOStats}
 		}
 	}
 	prev, prevAt := s.prev, s.at
@@ -131,7 +136,7 @@ func (s *memberSampler) sample(now time.Time, set *memberSet) (memberSample, err
 			if st, ok := set.states.State(g.Device, m.Device); ok {
 				c.State = st
 			}
-			busy = busy || c.Reads > 0 || c.Writes > 0
+			busy = busy || c.Reads > 0 || c.Writes > 0 || c.IoTimeMs > 0
 			pg.Members = append(pg.Members, c)
 		}
 		if len(pg.Members) >= 2 && busy {

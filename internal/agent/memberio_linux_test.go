@@ -2,7 +2,9 @@ package agent
 
 import (
 	"context"
+	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -144,4 +146,21 @@ func TestMemberIOEndToEndRealDevices(t *testing.T) {
 	if written%8 != 0 {
 		t.Errorf("%s: %d sectors written, want whole 4 KiB writes", a.Name, written)
 	}
+	rec := httptest.NewRecorder()
+	ag.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	if !strings.Contains(body, "plumbline_agent_member_io_groups 1\n") || strings.Contains(body, "plumbline_agent_member_io_records_total 0\n") ||
+		!strings.Contains(body, "plumbline_agent_member_io_records_total") {
+		t.Errorf("agent metrics: want 1 group and records counted:\n%s", grepLines(body, "member_io"))
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -75,10 +75,13 @@ func (a *Agent) memberLoop(ctx context.Context) {
 			continue
 		}
 		wait := iv
-		if set := a.members.Load(); set != nil {
-			a.sampleMembers(s, set)
-		} else {
+		switch set := a.members.Load(); {
+		case set == nil:
 			wait = min(iv, time.Second) // until the first discovery
+		case len(set.groups) == 0:
+			s.at = time.Time{} // nothing to read; the first group starts afresh
+		default:
+			a.sampleMembers(s, set)
 		}
 		if ctxtime.Sleep(ctx, wait) != nil {
 			return

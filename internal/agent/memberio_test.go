@@ -164,7 +164,36 @@ func TestMemberSamplerDrops(t *testing.T) {
 	}
 }
 
-// A group whose members did no I/O is not sent.
+// A device whose kernel name holds a '/' in /proc/diskstats (cciss/c0d0)
+// is the member sysfs names with a '!'.
+func TestMemberSamplerSlashNames(t *testing.T) {
+	t.Parallel()
+	p := newFakeProc(t)
+	s, err := newMemberSampler(p.proc, p.sys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := &memberSet{groups: []geometry.MemberGroup{{Device: "md0", Kind: vocab.MemberGroupMD, Members: []geometry.Member{{Device: "cciss!c0d0"}, {Device: "cciss!c0d1"}}}}}
+	t0 := time.Now()
+	p.write(diskLine{104, 0, "cciss/c0d0", 1, 8, 1, 1, 8, 1, 1}, diskLine{104, 16, "cciss/c0d1", 1, 8, 1, 1, 8, 1, 1})
+	if _, err := s.sample(t0, set); err != nil {
+		t.Fatal(err)
+	}
+	p.write(diskLine{104, 0, "cciss/c0d0", 5, 40, 4, 1, 8, 1, 5}, diskLine{104, 16, "cciss/c0d1", 5, 40, 4, 1, 8, 1, 5})
+	got, err := s.sample(t0.Add(time.Minute), set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(got.io.GetGroups()); n != 1 || len(got.io.GetGroups()[0].GetMembers()) != 2 {
+		t.Fatalf("record %v (dropped %v), want md0 with both members", got.io, got.dropped)
+	}
+	if d := got.io.GetGroups()[0].GetMembers()[0].GetDevice(); d != "cciss!c0d0" {
+		t.Errorf("member device = %q, want the sysfs name cciss!c0d0", d)
+	}
+}
+
+// A group whose members did no I/O is not sent; one whose member was
+// busy without completing anything is.
 func TestMemberSamplerIdleGroup(t *testing.T) {
 	t.Parallel()
 	p := newFakeProc(t)
@@ -182,6 +211,17 @@ func TestMemberSamplerIdleGroup(t *testing.T) {
 	got, err := s.sample(t0.Add(time.Minute), set)
 	if err != nil || got.io != nil {
 		t.Errorf("idle interval = %v, %v; want no record", got.io, err)
+	}
+	// A member busy all the interval without completing an operation (a
+	// stall) is no idle group.
+	lines[1].ioTicks += 60000
+	p.write(lines...)
+	got, err = s.sample(t0.Add(2*time.Minute), set)
+	if err != nil || len(got.io.GetGroups()) != 1 {
+		t.Fatalf("stalled interval = %v, %v; want md0 sent", got.io, err)
+	}
+	if m := got.io.GetGroups()[0].GetMembers()[1]; m.GetDevice() != "sdc" || m.GetIoTimeMs() != 60000 || m.GetReads()+m.GetWrites() != 0 {
+		t.Errorf("stalled member = %v, want sdc busy 60000 ms with no operation", m)
 	}
 }
 

@@ -107,7 +107,7 @@ func byIDLinks(dev root, want map[string]bool) map[string][]string {
 		if err != nil {
 			continue
 		}
-		k := filepath.Base(t)
+		k := linkedName(t)
 		if want[k] && len(out[k]) < maxByIDLinks && wireName(n) {
 			out[k] = append(out[k], n)
 		}
@@ -144,6 +144,17 @@ func WireSerial(s string) string {
 	return s
 }
 
+// linkedName is the kernel name (sysfs's spelling) of the device a
+// /dev/disk/by-id link points at: ../../sdb1 is sdb1, ../../cciss/c0d0
+// is cciss!c0d0.
+func linkedName(target string) string {
+	if filepath.IsAbs(target) {
+		return filepath.Base(target)
+	}
+	rel := filepath.ToSlash(filepath.Join("disk", "by-id", target))
+	return strings.ReplaceAll(rel, "/", "!")
+}
+
 // sysfsSerial is the serial sysfs states for the device at dir or, for a
 // partition, for its disk; "" when none is readable.
 func sysfsSerial(dir root) string {
@@ -151,20 +162,20 @@ func sysfsSerial(dir root) string {
 		dir = dir.Parent()
 	}
 	for _, p := range []string{dir.Path("device", "serial"), dir.Path("serial"), dir.Path("device", "wwid"), dir.Path("wwid")} {
-		if b, err := readSmall(p); err == nil {
+		if b, err := readMemberAttr(p); err == nil {
 			if s, err := parseSysfsString(b); err == nil {
 				return s
 			}
 		}
 	}
-	if b, err := readSmall(dir.Path("device", "vpd_pg80")); err == nil {
+	if b, err := readMemberAttr(dir.Path("device", "vpd_pg80")); err == nil {
 		return parseVPDSerial(b)
 	}
 	return ""
 }
 
-// readSmall reads at most maxSysfsValue+1 bytes of p.
-func readSmall(p string) ([]byte, error) {
+// readMemberAttr reads at most maxSysfsValue+1 bytes of p.
+func readMemberAttr(p string) ([]byte, error) {
 	f, err := os.Open(p)
 	if err != nil {
 		return nil, err
@@ -234,7 +245,7 @@ func (s *MDStates) State(group, member string) (flags []string, ok bool) {
 	if !found {
 		return nil, false
 	}
-	b, err := readSmall(dir.Path("dev-"+member, "state"))
+	b, err := readMemberAttr(dir.Path("dev-"+member, "state"))
 	if err != nil {
 		return nil, false
 	}
