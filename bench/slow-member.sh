@@ -27,6 +27,9 @@
 #
 # Needs: root, /dev/fuse, go, mkfs.ext4. The last line:
 #   trials=N right_member=R wrong_member=W median_seconds=S noise_days=D noise_named=Z
+# The whole script is one block, read before it runs: editing this file
+# while a run goes on cannot change what that run does.
+{
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -69,3 +72,5 @@ noise_named=$(field noise_named "$noise")
 say "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "trials=$(field trials "$live") right_member=$(field right_member "$live") wrong_member=$(field wrong_member "$live")" \
   "median_seconds=$(field median_seconds "$live") noise_days=${noise_days:-NA} noise_named=${noise_named:-NA}"
+exit
+}

@@ -26,11 +26,11 @@ import (
 // members.Observe at members.DefaultConfig), counting the members it
 // names. Each simulated array is a moving block bootstrap of one recorded
 // array's healthy intervals (blocks of noiseBlock intervals in recorded
-// order, so that runs of noisy intervals — what the judge's sustain must
+// order, so that runs of noisy intervals (longer than the judge's sustain) — what the judge's sustain must
 // ride out — stay as they were), each at its own seed.
 
 // noiseBlock is the bootstrap's block length in intervals.
-const noiseBlock = 10
+const noiseBlock = 5
 
 // healthySeries reads recordings and returns, per recorded array, its
 // healthy intervals in time order, each a member group. An array's
