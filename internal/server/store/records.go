@@ -45,6 +45,8 @@ type Record struct {
 	// snapshot, as text; once the snapshot is applied it is what Hello
 	// reports as the geometry the server holds.
 	GeometryDigest string
+	// MemberIO (KindMemberIO) is the interval of member I/O.
+	MemberIO *MemberIO
 }
 
 // ProbeResult is one probe run.
@@ -239,11 +241,13 @@ func (s *Store) storeBatch(ctx context.Context, tx *sql.Tx, agentID, incarnation
 	if err := s.insertRecords(ctx, tx, agentID, incarnation, fresh); err != nil {
 		return err
 	}
-	var probes []stored
+	var probes, members []stored
 	for _, r := range fresh {
 		switch r.Kind {
 		case KindProbe:
 			probes = append(probes, r)
+		case KindMemberIO:
+			members = append(members, r)
 		case KindGeometry:
 			// In sequence order, so the newest snapshot wins within the batch too.
 			if err := s.putGeometry(ctx, tx, agentID, incarnation, r); err != nil {
@@ -252,6 +256,9 @@ func (s *Store) storeBatch(ctx context.Context, tx *sql.Tx, agentID, incarnation
 		}
 	}
 	if err := s.insertProbes(ctx, tx, agentID, probes); err != nil {
+		return err
+	}
+	if err := s.insertMemberIO(ctx, tx, agentID, members); err != nil {
 		return err
 	}
 	if _, err := s.txExec(ctx, tx, s.q(`UPDATE agents SET high_water = ? WHERE agent_id = ?`), int64(serverSeq), agentID); err != nil {
@@ -298,12 +305,20 @@ func sortedBatch(records []Record) ([]*Record, error) {
 			return nil, fmt.Errorf("%w: sequence %d: want 1 to 2^63-1", ErrInvalid, r.Sequence)
 		}
 		switch r.Kind {
-		case KindGeometry, KindProbe, KindRejected:
+		case KindGeometry, KindProbe, KindRejected, KindMemberIO:
 		default:
 			return nil, fmt.Errorf("%w: sequence %d: record kind %q", ErrInvalid, r.Sequence, r.Kind)
 		}
 		if (r.Kind == KindProbe) != (r.Probe != nil) {
 			return nil, fmt.Errorf("%w: sequence %d: a probe result goes with kind %q and only with it", ErrInvalid, r.Sequence, KindProbe)
+		}
+		if (r.Kind == KindMemberIO) != (r.MemberIO != nil) {
+			return nil, fmt.Errorf("%w: sequence %d: member io goes with kind %q and only with it", ErrInvalid, r.Sequence, KindMemberIO)
+		}
+		if m := r.MemberIO; m != nil {
+			if err := checkMemberIO(m); err != nil {
+				return nil, fmt.Errorf("%w: sequence %d: %w", ErrInvalid, r.Sequence, err)
+			}
 		}
 		if r.Kind != KindGeometry && len(r.Volumes) > 0 {
 			return nil, fmt.Errorf("%w: sequence %d: volumes go with kind %q only", ErrInvalid, r.Sequence, KindGeometry)
