@@ -2,6 +2,7 @@ package agent
 
 import (
 	"github.com/plumbline/plumbline/internal/agent/geometry"
+	"github.com/plumbline/plumbline/internal/vocab"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -13,7 +14,7 @@ import (
 
 // maxArrayActivity bounds the arrays one run records (the server refuses
 // more).
-const maxArrayActivity = 16
+const maxArrayActivity = vocab.MaxArrayActivity
 
 // mdSyncs reads the sync state of t's md arrays now; an array whose
 // sync_action cannot be read is left out (the geometry snapshot says why).
