@@ -41,7 +41,7 @@ type target struct {
 func (t target) key() string {
 	settings, _ := json.Marshal(t.sched)      // plain data: cannot fail
 	placement, _ := json.Marshal(t.placement) // plain data: cannot fail
-	return t.mount + "\x00" + string(t.kind) + "\x00" + fmt.Sprint(t.lockKeys) + "\x00" + string(settings) + "\x00" + string(placement)
+	return t.mount + "\x00" + string(t.kind) + "\x00" + fmt.Sprint(t.lockKeys) + "\x00" + fmt.Sprint(t.arrays) + "\x00" + string(settings) + "\x00" + string(placement)
 }
 
 // sameSchedule compares two schedules by value (pointers followed).
