@@ -5,8 +5,14 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/plumbline/plumbline/internal/histogram"
+	"github.com/plumbline/plumbline/internal/server/evaluator"
 	"github.com/plumbline/plumbline/internal/server/store"
+	"github.com/plumbline/plumbline/internal/wire"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -93,6 +99,63 @@ func TestArrayActivityStored(t *testing.T) {
 		}
 		if runs[1].ArrayActivity != nil {
 			t.Errorf("plain run read back %+v, want no mark", runs[1].ArrayActivity)
+		}
+	})
+}
+
+// timedProbe is a random-read run at at whose 100 ops take about lat each.
+func timedProbe(seq uint64, at time.Time, lat time.Duration) *plumblinev1.Record {
+	r := probeRecord(seq)
+	p := r.GetProbe()
+	h := &histogram.Histogram{}
+	for i := range 100 {
+		h.Observe(lat + time.Duration(i)*lat/100)
+	}
+	p.StartedAt, p.Latency = timestamppb.New(at), wire.HistogramToProto(h)
+	return r
+}
+
+// TestRebuildStateThroughIngest: an agent's runs over gRPC with mutual
+// TLS — a steady history, then slow runs marked as made during md0's
+// recovery — leave the volume's inventory row saying it is rebuilding and
+// how far along, not degraded.
+func TestRebuildStateThroughIngest(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, dsn string) {
+		e := startServer(t, dsn, newPKI(t), Options{})
+		c := e.agent(t, "db1")
+		hello(t, c, "db1")
+		recs := []*plumblinev1.Record{geometryRecord(1, misalignedVolume("/data"))}
+		start := testNow.Add(-2 * time.Hour)
+		for i := range 24 {
+			lat := time.Millisecond
+			if i >= 16 {
+				lat = 10 * time.Millisecond
+			}
+			r := timedProbe(uint64(i+2), start.Add(time.Duration(i)*3*time.Minute), lat)
+			if i >= 16 {
+				r.GetProbe().ArrayActivity = []*plumblinev1.ArrayActivity{recovering()}
+			}
+			recs = append(recs, r)
+		}
+		rep, err := c.Report(ctxT(t), &plumblinev1.ReportRequest{AgentId: "db1", Records: recs})
+		if err != nil || len(rep.GetRejections()) != 0 {
+			t.Fatalf("Report() = %v, %v; want every record stored", rep, err)
+		}
+		ev, err := evaluator.New(e.store, evaluator.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ev.Pass(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+		iv, err := e.store.InventoryVolumeByID(ctxT(t), store.VolumeID("db1", "/data"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "rebuilding, 43% done: md0 recover at 50.0 MiB/s"
+		if b := iv.Baseline; b == nil || b.State != "rebuilding" || b.Degraded || !strings.HasPrefix(b.Reason, want) {
+			t.Errorf("baseline state = %+v, want rebuilding, not degraded, reason %q…", b, want)
 		}
 	})
 }
