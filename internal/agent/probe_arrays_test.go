@@ -31,7 +31,8 @@ func writeMDSync(t *testing.T, sys, dev, action, completed, speed string) {
 	}
 }
 
-// mdInventory is one volume on md0 (a raid1 of sdb and sdc) and md1.
+// mdInventory is one volume on md0 (a raid1 of sdb and sdc) and md1, a
+// raid0 md2 and a hardware RAID.
 func mdInventory(context.Context) (Discovery, error) {
 	inv := &plumblinev1.Inventory{Host: &plumblinev1.Host{Hostname: "db1", Os: "linux"}}
 	inv.Volumes = append(inv.Volumes, &plumblinev1.Volume{
@@ -41,6 +42,8 @@ func mdInventory(context.Context) (Discovery, error) {
 			{Kind: geometry.KindRAID, Device: "md0", Below: []string{"sdb", "sdc"}},
 			{Kind: geometry.KindRAID, Device: "md1", Below: []string{"sdd"}},
 			{Kind: geometry.KindRAID, Device: "md0"},
+			{Kind: geometry.KindRAID, Device: "md2", RaidLevel: "raid0"}, // no sync action
+			{Kind: geometry.KindRAID, Device: "sdz"},                     // a declared hardware RAID
 			{Kind: "disk", Device: "sdb"}, {Kind: "disk", Device: "sdc"},
 		},
 	})

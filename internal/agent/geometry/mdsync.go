@@ -40,12 +40,16 @@ func (s MDSync) Proto() *plumblinev1.ArrayActivity {
 }
 
 // MDArrays are the md arrays among a volume's layers (kind raid, a kernel
-// name md*), each once, in layer order.
+// name md*) that can run a sync action (not raid0 or linear: md offers
+// them no sync_action), each once, in layer order.
 func MDArrays(v *plumblinev1.Volume) []string {
 	var out []string
 	for _, l := range v.GetLayers() {
 		dev := l.GetDevice()
 		if l.GetKind() != KindRAID || !strings.HasPrefix(dev, "md") || strings.ContainsAny(dev, `/\`) {
+			continue
+		}
+		if lv := l.GetRaidLevel(); lv == "raid0" || lv == "linear" {
 			continue
 		}
 		if !containsString(out, dev) {
