@@ -90,7 +90,10 @@ func (e *Evaluator) mergeOnly(r *store.ProbeRun, h *histogram.Histogram) {
 	en := e.entries[k]
 	if en == nil {
 		d, _ := baseline.NewDetector(e.opts.Config)
-		en = &entry{det: d, hist: &histogram.Histogram{}, row: store.ProbeBaseline{AgentID: r.AgentID, MountPoint: r.MountPoint, Kind: r.Kind}}
+		// A volume first seen during a rebuild: learning, its history
+		// empty until the rebuild ends.
+		en = &entry{det: d, hist: &histogram.Histogram{}, row: store.ProbeBaseline{AgentID: r.AgentID, MountPoint: r.MountPoint, Kind: r.Kind,
+			Status: string(baseline.Learning)}}
 		e.entries[k] = en
 	}
 	if err := en.hist.Merge(h); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/plumbline/plumbline/internal/server/baseline"
 	"github.com/plumbline/plumbline/internal/server/store"
+	"github.com/plumbline/plumbline/internal/wire"
 )
 
 // statesStore is the real store, with the volume states the evaluator
@@ -126,5 +127,53 @@ func rebuildRunsKeptOut(t *testing.T, dsn string, marked bool) {
 	}
 	if vs := st.last(t); vs.State != string(baseline.OK) || strings.Contains(vs.Reason, "rebuilding") {
 		t.Errorf("after the rebuild: volume state %s %q, want ok", vs.State, vs.Reason)
+	}
+}
+
+// TestFirstRunsDuringRebuild: a volume whose first runs are a rebuild's is
+// rebuilding, its detector learning with no run judged, their latencies in
+// its cumulative histogram.
+func TestFirstRunsDuringRebuild(t *testing.T) {
+	t.Parallel()
+	for _, e := range engines {
+		t.Run(e.Name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			st0, err := store.Open(ctx, e.DSN(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st0.Close()
+			st := &statesStore{Store: st0}
+			if err := st.UpsertAgent(ctx, store.Agent{ID: "a1", Hostname: "h1"}); err != nil {
+				t.Fatal(err)
+			}
+			t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+			recs := []store.Record{
+				recovering(probeRec(t, 1, t0, 10*time.Millisecond), 1e8),
+				recovering(probeRec(t, 2, t0.Add(time.Hour), 10*time.Millisecond), 2e8),
+			}
+			if _, err := st.AppendBatch(ctx, "a1", recs); err != nil {
+				t.Fatal(err)
+			}
+			ev, err := New(st, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, err := ev.Pass(ctx); err != nil || n != 2 {
+				t.Fatalf("Pass = %d, %v; want 2", n, err)
+			}
+			bs, err := st.ListProbeBaselines(ctx)
+			if err != nil || len(bs) != 1 {
+				t.Fatalf("baselines = %+v, %v; want one", bs, err)
+			}
+			h, err := wire.DecodeHistogram(bs[0].Histogram)
+			if bs[0].Status != string(baseline.Learning) || bs[0].Runs != 0 || err != nil || h.Count() != 100 {
+				t.Errorf("baseline = status %q, %d runs judged, histogram %v of %d ops; want learning, 0, 100", bs[0].Status, bs[0].Runs, err, h.Count())
+			}
+			if vs := st.last(t); vs.State != string(baseline.Rebuilding) || !strings.HasPrefix(vs.Reason, "rebuilding, 20% done: md0 recover") {
+				t.Errorf("volume state = %s %q, want rebuilding, 20%% done", vs.State, vs.Reason)
+			}
+		})
 	}
 }
