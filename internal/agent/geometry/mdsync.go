@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,16 +70,22 @@ func containsString(ss []string, s string) bool {
 }
 
 // ReadMDSync reads the sync attributes of md array device under the sysfs
-// root sysfsRoot (block/<device>/md/), with the parsers discovery uses.
-// sync_action must be readable; a sync_completed or sync_speed md does not
-// offer (or writes oddly) leaves its figures 0.
+// root sysfsRoot (block/<device>/md/, else class/block/<device>/md/), with
+// the parsers discovery uses. sync_action must be readable; a
+// sync_completed or sync_speed md does not offer (or writes oddly) leaves
+// its figures 0.
 func ReadMDSync(sysfsRoot, device string) (MDSync, error) {
 	s := MDSync{Device: device}
 	if device == "" || strings.ContainsAny(device, `/\`) || device == "." || device == ".." {
 		return s, fmt.Errorf("md array name %q", device)
 	}
-	md := root(filepath.Clean(sysfsRoot)).Sub("block", device, "md")
+	sys := root(filepath.Clean(sysfsRoot))
+	md := sys.Sub("block", device, "md")
 	b, err := readSmall(md.Path("sync_action"))
+	if errors.Is(err, fs.ErrNotExist) {
+		md = sys.Sub("class", "block", device, "md")
+		b, err = readSmall(md.Path("sync_action"))
+	}
 	if err == nil {
 		s.Action, err = parseMDWord(b)
 	}
