@@ -13,6 +13,10 @@ import (
 // array's.
 const maxSyncSpeed = 1 << 40
 
+// maxArrayName bounds an md array's kernel name (md127, md_d0): the
+// kernel's disk names are at most 31 bytes.
+const maxArrayName = 32
+
 // checkArrayActivity checks a probe run's mark, the md arrays under its
 // volume that ran a sync action at its start or end, and returns it for
 // the store (nil: none): at most vocab.MaxArrayActivity arrays, each an md
@@ -31,7 +35,7 @@ func checkArrayActivity(p *plumblinev1.ProbeResult) ([]store.ArrayActivity, erro
 	seen := map[string]bool{}
 	for i, a := range acts {
 		dev := a.GetDevice()
-		if !strings.HasPrefix(dev, "md") || len(dev) > vocab.MaxMDWord || !deviceName(dev) || seen[dev] {
+		if !strings.HasPrefix(dev, "md") || len(dev) > maxArrayName || !deviceName(dev) || seen[dev] {
 			return nil, fmt.Errorf("array_activity[%d].device %q: want an md array's kernel name (md0), each once", i, dev)
 		}
 		seen[dev] = true
