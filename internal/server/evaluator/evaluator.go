@@ -234,6 +234,7 @@ func (e *Evaluator) judge(ctx context.Context, runs []store.ProbeRun) error {
 		r := &runs[i]
 		u.Watermarks[r.AgentID] = max(u.Watermarks[r.AgentID], r.Sequence)
 		t.count(r)
+		e.noteRebuild(r)
 		if r.Skipped || r.Ops == 0 || !vocab.IsJudged(vocab.ProbeKind(r.Kind)) {
 			continue
 		}

@@ -50,37 +50,47 @@ func lessAdvanced(a, b baseline.Rebuild) bool {
 	return pa < pb
 }
 
-// rebuildRun notes what run r says of its volume's rebuild and reports
-// whether r is a rebuild's run, kept from the detector (its latency h goes
-// into the cumulative histogram only). A run without the mark, no older
-// than the volume's last marked run, ends the rebuild.
-func (e *Evaluator) rebuildRun(r *store.ProbeRun, h *histogram.Histogram) bool {
+// noteRebuild notes what a marked run says of its volume's rebuild, any
+// run the agent marked: one the busy guard skipped (a rebuild keeps the
+// disks busy) says so as well as one that did I/O. A late run (older than
+// the volume's last marked one) changes nothing.
+func (e *Evaluator) noteRebuild(r *store.ProbeRun) {
+	rb, ok := rebuildOf(r)
+	if !ok {
+		return
+	}
 	if e.rebuilds == nil {
 		e.rebuilds, e.rebuildsTouched = map[volKey]rebuildAt{}, map[volKey]bool{}
 	}
 	vk := volKey{r.AgentID, r.MountPoint}
 	cur, had := e.rebuilds[vk]
-	rb, ok := rebuildOf(r)
-	if !ok {
-		if had && !r.StartedAt.Before(cur.at) {
-			delete(e.rebuilds, vk)
-			e.rebuildsTouched[vk] = true
-		}
-		return false
+	if had && r.StartedAt.Before(cur.at) {
+		return
 	}
-	switch {
-	case had && r.StartedAt.Before(cur.at):
-		// A late run of the same rebuild: the state stays the newer one's.
-	default:
-		rb.Since = r.StartedAt
-		if had && cur.rebuild.Device == rb.Device && cur.rebuild.Action == rb.Action {
-			rb.Since = cur.rebuild.Since
-		}
-		e.rebuilds[vk] = rebuildAt{rb, r.StartedAt}
+	rb.Since = r.StartedAt
+	if had && cur.rebuild.Device == rb.Device && cur.rebuild.Action == rb.Action {
+		rb.Since = cur.rebuild.Since
+	}
+	e.rebuilds[vk] = rebuildAt{rb, r.StartedAt}
+	e.rebuildsTouched[vk] = true
+}
+
+// rebuildRun reports whether run r, which did I/O, is a rebuild's run,
+// kept from the detector (its latency h goes into the cumulative
+// histogram only). A run without the mark, no older than the volume's last
+// marked run, ends the rebuild: the agent saw no sync action at its start
+// or its end.
+func (e *Evaluator) rebuildRun(r *store.ProbeRun, h *histogram.Histogram) bool {
+	if _, ok := rebuildOf(r); ok {
+		e.mergeOnly(r, h)
+		return true
+	}
+	vk := volKey{r.AgentID, r.MountPoint}
+	if cur, had := e.rebuilds[vk]; had && !r.StartedAt.Before(cur.at) {
+		delete(e.rebuilds, vk)
 		e.rebuildsTouched[vk] = true
 	}
-	e.mergeOnly(r, h)
-	return true
+	return false
 }
 
 // mergeOnly adds a rebuild's run to its volume and kind's cumulative

@@ -132,7 +132,8 @@ func rebuildRunsKeptOut(t *testing.T, dsn string, marked bool) {
 
 // TestFirstRunsDuringRebuild: a volume whose first runs are a rebuild's is
 // rebuilding, its detector learning with no run judged, their latencies in
-// its cumulative histogram.
+// its cumulative histogram; a marked run the busy guard skipped moves the
+// state on.
 func TestFirstRunsDuringRebuild(t *testing.T) {
 	t.Parallel()
 	for _, e := range engines {
@@ -173,6 +174,19 @@ func TestFirstRunsDuringRebuild(t *testing.T) {
 			}
 			if vs := st.last(t); vs.State != string(baseline.Rebuilding) || !strings.HasPrefix(vs.Reason, "rebuilding, 20% done: md0 recover") {
 				t.Errorf("volume state = %s %q, want rebuilding, 20%% done", vs.State, vs.Reason)
+			}
+
+			// The busy guard skips the next run (a rebuild keeps the disks
+			// busy); its mark still moves the state on.
+			busy := recovering(notRun(3, t0.Add(2*time.Hour), "busy", ""), 3e8)
+			if _, err := st.AppendBatch(ctx, "a1", []store.Record{busy}); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := ev.Pass(ctx); err != nil || n != 1 {
+				t.Fatalf("Pass = %d, %v; want 1", n, err)
+			}
+			if vs := st.last(t); vs.State != string(baseline.Rebuilding) || !strings.HasPrefix(vs.Reason, "rebuilding, 30% done: md0 recover") {
+				t.Errorf("after a skipped marked run: volume state = %s %q, want rebuilding, 30%% done", vs.State, vs.Reason)
 			}
 		})
 	}
