@@ -52,6 +52,8 @@ const (
 	famVolLastProbe
 	famVolMeasuredCost
 	famVolRAIDMissing
+	famVolRAIDSyncProgress
+	famVolRAIDSyncSpeed
 	famVolSplit
 	famVolStripeConfidence
 	famVolumes
@@ -105,6 +107,10 @@ func newFamilies() [numFamilies]family {
 		withVolume("rule", "severity"))
 	d(famVolRAIDMissing, "volume_raid_missing_members", gauge, "Members an md array under the volume lacks: the kernel's raid_disks minus the roles an in-sync member fills (a member md failed but still lists counts as missing), or, when the agent sent no md health, minus the member devices sysfs lists. 0 for a complete array.",
 		withVolume("device"))
+	d(famVolRAIDSyncProgress, "volume_raid_sync_progress_ratio", gauge, "Share done (0 to 1) of the sync action an md array under the volume runs (action: resync, recover, reshape, check, repair), from md/sync_completed in the volume's latest geometry snapshot. Present only while an action runs and md states its progress.",
+		withVolume("device", "action"))
+	d(famVolRAIDSyncSpeed, "volume_raid_sync_speed_bytes_per_second", gauge, "Speed of the sync action an md array under the volume runs (md/sync_speed in the volume's latest geometry snapshot). Present only while an action runs and md states its speed; with volume_raid_sync_progress_ratio it gives the time left.",
+		withVolume("device", "action"))
 	d(famVolLastProbe, "volume_last_probe_timestamp_seconds", gauge, "When the volume's last probe run that completed operations started (Unix time), over all probe kinds.",
 		volumeLabels)
 	d(famLatency, "probe_latency_seconds", histog, "Latency of every probe operation on the volume, by probe kind ("+strings.Join(vocab.JudgedProbeKindNames(), ", ")+"), cumulative over every judged run. Classic buckets and schema-3 native buckets.",

@@ -272,6 +272,9 @@ type ProbeSummary struct {
 	// interpolated log-linearly inside the bucket, within the exact minimum
 	// and maximum; the numbers the baseline judges); absent without samples.
 	Latency *Latency `json:"latency_seconds,omitempty"`
+	// ArrayActivity are the md arrays under the volume that ran a sync
+	// action at the run's start or end; absent when none did.
+	ArrayActivity []store.ArrayActivity `json:"array_activity,omitempty"`
 }
 
 // Latency summarises a latency histogram, in seconds.
@@ -287,7 +290,7 @@ type Latency struct {
 func probeSummary(p store.ProbeResult) ProbeSummary {
 	s := ProbeSummary{Kind: p.Kind, Device: p.Device, BlockSizeBytes: p.BlockSizeBytes, QueueDepth: p.QueueDepth,
 		StartedAt: p.StartedAt, DurationSeconds: p.Duration.Seconds(), Ops: p.Ops, Errors: p.Errors, Bytes: p.Bytes,
-		Skipped: p.Skipped, StoppedReason: p.StoppedReason, Failure: p.Failure}
+		Skipped: p.Skipped, StoppedReason: p.StoppedReason, Failure: p.Failure, ArrayActivity: p.ArrayActivity}
 	if d := p.Duration.Seconds(); d > 0 {
 		s.IOPS = float64(p.Ops) / d
 		s.BytesPerSecond = float64(p.Bytes) / d

@@ -367,10 +367,11 @@ func (s *Store) LatestProbes(ctx context.Context, agentID, mountPoint string) ([
 	for _, kind := range slices.Sorted(slices.Values(vocab.ProbeKindNames())) {
 		var p ProbeResult
 		var bs, qd, started, dur, ops, errs, bytes int64
+		var arrays []byte
 		err := s.db.QueryRowContext(ctx, s.q(`SELECT device, block_size_bytes, queue_depth, started_ns, duration_ns, ops, errors, bytes,
-    skipped, stopped_reason, failure, latency_histogram
+    skipped, stopped_reason, failure, latency_histogram, array_activity
 FROM probe_results WHERE agent_id = ? AND mount_point = ? AND kind = ? ORDER BY started_ns DESC LIMIT 1`),
-			agentID, mountPoint, kind).Scan(&p.Device, &bs, &qd, &started, &dur, &ops, &errs, &bytes, &p.Skipped, &p.StoppedReason, &p.Failure, &p.Histogram)
+			agentID, mountPoint, kind).Scan(&p.Device, &bs, &qd, &started, &dur, &ops, &errs, &bytes, &p.Skipped, &p.StoppedReason, &p.Failure, &p.Histogram, &arrays)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
@@ -381,6 +382,9 @@ FROM probe_results WHERE agent_id = ? AND mount_point = ? AND kind = ? ORDER BY 
 		p.BlockSizeBytes, p.QueueDepth = uint32(bs), uint32(qd)
 		p.StartedAt, p.Duration = fromUnixNano(started), time.Duration(dur)
 		p.Ops, p.Errors, p.Bytes = uint64(ops), uint64(errs), uint64(bytes)
+		if p.ArrayActivity, err = decodeArrayActivity(arrays); err != nil {
+			return nil, fmt.Errorf("latest probes of %s:%s: %w", agentID, mountPoint, err)
+		}
 		out = append(out, p)
 	}
 	return out, nil

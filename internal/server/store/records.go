@@ -73,6 +73,9 @@ type ProbeResult struct {
 	// StripeScan is the plumbline.v1.StripeScan of a stripe-scan run; nil
 	// for every other kind.
 	StripeScan []byte
+	// ArrayActivity are the md arrays under the volume that ran a sync
+	// action at the run's start or end (probe_arrays.go); nil when none.
+	ArrayActivity []ArrayActivity
 }
 
 // AppendResult says what AppendBatch did with each record.
@@ -505,8 +508,8 @@ func (s *Store) insertRecords(ctx context.Context, tx *sql.Tx, agentID, incarnat
 const (
 	insertRecordSQL = `INSERT INTO records (agent_id, sequence, incarnation, agent_sequence, kind, produced_ns, received_ns, payload, reason) VALUES `
 	insertProbeSQL  = `INSERT INTO probe_results (agent_id, sequence, mount_point, device, kind, block_size_bytes, queue_depth,
-    started_ns, duration_ns, ops, errors, bytes, skipped, stopped_reason, failure, latency_histogram, iops_cap, stripe_scan) VALUES `
-	probeRowSQL = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    started_ns, duration_ns, ops, errors, bytes, skipped, stopped_reason, failure, latency_histogram, iops_cap, stripe_scan, array_activity) VALUES `
+	probeRowSQL = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 func probeArgs(args []any, agentID string, r stored) []any {
@@ -521,14 +524,14 @@ func probeArgs(args []any, agentID string, r stored) []any {
 	}
 	return append(args, agentID, int64(r.server), p.MountPoint, p.Device, p.Kind,
 		int64(p.BlockSizeBytes), int64(p.QueueDepth), unixNano(p.StartedAt), int64(p.Duration),
-		int64(p.Ops), int64(p.Errors), int64(p.Bytes), p.Skipped, p.StoppedReason, p.Failure, hist, p.IOPSCap, scan)
+		int64(p.Ops), int64(p.Errors), int64(p.Bytes), p.Skipped, p.StoppedReason, p.Failure, hist, p.IOPSCap, scan, encodeArrayActivity(p.ArrayActivity))
 }
 
 func (s *Store) insertProbes(ctx context.Context, tx *sql.Tx, agentID string, probes []stored) error {
 	for chunk := range slices.Chunk(probes, s.recordRowsPerInsert()) {
 		var b strings.Builder
 		b.WriteString(insertProbeSQL)
-		args := make([]any, 0, len(chunk)*18)
+		args := make([]any, 0, len(chunk)*19)
 		b.WriteString(tupleList(probeRowSQL, len(chunk)))
 		for _, r := range chunk {
 			args = probeArgs(args, agentID, r)
