@@ -15,11 +15,14 @@
 #     until each faulted member is named or MAX passes. Right: the faulted
 #     member named; wrong: any other member of the array named, at any time
 #     (controls naming anything are counted apart).
-#  2. Noise: the healthy intervals recorded (control arrays all run, trial
-#     arrays until their fault; this run's and the committed recordings in
-#     bench/slow-member/testdata) replayed NOISE_DAYS simulated days per
-#     array, NOISE_WALKS block-bootstrap walks each, through the server's
-#     judge at its defaults, counting members named.
+#  2. Noise, two replays through the server's judge at its defaults,
+#     counting members named (the last line adds them up):
+#     a. the lab's healthy intervals recorded (control arrays all run, trial
+#        arrays until their fault; this run's and the committed recordings
+#        in bench/slow-member/testdata), NOISE_DAYS simulated days per
+#        array, NOISE_WALKS block-bootstrap walks each;
+#     b. the judge's own week of member noise recorded on this machine's
+#        disk (internal/lab/membernoise, TestReplayNoise).
 #
 #   sudo bench/slow-member.sh                    # ~25 min
 #   TRIALS=4 CONTROLS=1 WARMUP=2m bench/slow-member.sh
@@ -64,13 +67,22 @@ live=$("$BIN/slow-member" -bin "$BIN" -dir "$BENCH_DIR/run" -judge "$JUDGE" -tri
   -record "$BENCH_DIR/members.jsonl" | tail -1)
 say "live: $live"
 
-say "2. noise: the healthy intervals recorded (this run's and NOISE_FROM's) replayed for $NOISE_DAYS days per array through the judge"
+say "2a. noise: the lab's healthy member intervals (this run's and NOISE_FROM's) replayed for $NOISE_DAYS days per array through the judge"
 rec=$BENCH_DIR/members.jsonl
 [[ -n $NOISE_FROM ]] && rec=$rec,$NOISE_FROM
-noise=$("$BIN/slow-member" -replay "$rec" -days "$NOISE_DAYS" -walks "$NOISE_WALKS" 2>"$BENCH_DIR/noise.log" | tail -1) || noise=
-say "noise: ${noise:-not run (see $BENCH_DIR/noise.log)}"
-noise_days=$(field noise_days "$noise")
-noise_named=$(field noise_named "$noise")
+lab_noise=$("$BIN/slow-member" -replay "$rec" -days "$NOISE_DAYS" -walks "$NOISE_WALKS" 2>"$BENCH_DIR/noise.log" | tail -1) || lab_noise=
+say "lab noise: ${lab_noise:-not run (see $BENCH_DIR/noise.log)}"
+say "2b. noise: the judge's own week of recorded member noise (internal/lab/membernoise)"
+disk_noise=$(go test -count=1 -run '^TestReplayNoise$' -v ./internal/lab/membernoise/ 2>&1 | grep -o 'noise_days=.*' | tail -1) || disk_noise=
+say "disk noise: ${disk_noise:-not run}"
+# The line's noise: a member named in either replay counts; days are per replay.
+noise_days=NA noise_named=NA
+a=$(field noise_named "$lab_noise") b=$(field noise_named "$disk_noise")
+if [[ -n $a && -n $b ]]; then
+  noise_days=$(field noise_days "$lab_noise") noise_named=$((a + b))
+elif [[ -n $a || -n $b ]]; then
+  noise_days=$(field noise_days "$lab_noise$disk_noise") noise_named=$a$b
+fi
 say "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "trials=$(field trials "$live") right_member=$(field right_member "$live") wrong_member=$(field wrong_member "$live")" \
   "median_seconds=$(field median_seconds "$live") noise_days=${noise_days:-NA} noise_named=${noise_named:-NA}"
