@@ -28,6 +28,7 @@
 #   TRIALS=4 CONTROLS=1 WARMUP=2m bench/slow-member.sh
 #   JUDGE=none bench/slow-member.sh              # the kernel's evidence only, no server
 #   SEED=2 bench/slow-member.sh                  # other members faulted, other load
+#   KINDS=stall3pct TRIALS=6 bench/slow-member.sh   # one fault kind only
 #
 # Needs: root, /dev/fuse, go, mkfs.ext4. The last line:
 #   trials=N right_member=R wrong_member=W median_seconds=S noise_days=D noise_named=Z
@@ -45,6 +46,7 @@ WARMUP=${WARMUP:-5m}
 MAX=${MAX:-15m}
 STALL=${STALL:-100ms}
 SEED=${SEED:-1}
+KINDS=${KINDS:-}
 JUDGE=${JUDGE:-server}
 MEMBER_EVERY=${MEMBER_EVERY:-0}
 NOISE_DAYS=${NOISE_DAYS:-7}
@@ -63,7 +65,7 @@ go build -o "$BIN/slow-member" ./bench/slow-member
 say "1. live trials: $TRIALS faulted arrays + $CONTROLS controls, $PRESET members, $RATE ops/s each, warm-up $WARMUP, at most $MAX"
 rm -rf "$BENCH_DIR/run"
 live=$("$BIN/slow-member" -bin "$BIN" -dir "$BENCH_DIR/run" -judge "$JUDGE" -trials "$TRIALS" -controls "$CONTROLS" \
-  -preset "$PRESET" -rate "$RATE" -warmup "$WARMUP" -max "$MAX" -stall "$STALL" -seed "$SEED" -member-every "$MEMBER_EVERY" \
+  -preset "$PRESET" -rate "$RATE" -warmup "$WARMUP" -max "$MAX" -stall "$STALL" -seed "$SEED" -kinds "$KINDS" -member-every "$MEMBER_EVERY" \
   -record "$BENCH_DIR/members.jsonl" | tail -1)
 say "live: $live"
 

@@ -40,6 +40,7 @@ import (
 
 type cfg struct {
 	bin, dir, judge, record string
+	kinds                   string
 	trials, controls, qd    int
 	preset                  string
 	seed                    uint64
@@ -78,6 +79,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&c.poll, "poll", 10*time.Second, "how often the judge is asked")
 	fs.DurationVar(&c.memberEvery, "member-every", 0, "the agent's intervals.member_io (0: its default)")
 	fs.DurationVar(&c.sample, "sample", time.Minute, "the bench's own diskstats sampling (evidence lines, -record)")
+	fs.StringVar(&c.kinds, "kinds", "", "the faults trials cycle through, comma-separated (default all: slow2, slow3, slow5, stall3pct)")
 	fs.DurationVar(&c.stallFor, "stall", 100*time.Millisecond, "how long a stalled operation stalls")
 	fs.StringVar(&serverArgs, "server-args", "", "extra server flags (space-separated)")
 	fs.StringVar(&replay, "replay", "", "no lab: replay the healthy intervals of these recordings (-record output, comma-separated) through the judge")
@@ -216,6 +218,13 @@ func (s *stack) build(ctx context.Context, p raidlab.Preset, log io.Writer) erro
 	c := s.cfg
 	rng := rand.New(rand.NewPCG(c.seed, c.seed+1))
 	kinds := faultKinds(c.stallFor)
+	if c.kinds != "" {
+		want := strings.Split(c.kinds, ",")
+		kinds = slices.DeleteFunc(kinds, func(k faultKind) bool { return !slices.Contains(want, k.name) })
+		if len(kinds) == 0 {
+			return fmt.Errorf("-kinds %q: none of slow2, slow3, slow5, stall3pct", c.kinds)
+		}
+	}
 	for i := range c.trials + c.controls {
 		// Kinds (4) and shapes (3) cycle together: 12 trials cover every pair.
 		g := shapes[i%len(shapes)]
