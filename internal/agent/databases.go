@@ -111,7 +111,7 @@ func (a *Agent) databaseSource(ctx context.Context, cfg config.DatabaseSource) {
 		if m == nil {
 			m = &dbio.Mounts{}
 		}
-		rec := dbio.Record(cfg.Name, d, dbio.NewAttributor(*m, nil))
+		rec := dbio.Record(cfg.Name, d, dbio.NewAttributor(*m, nil).WithRoot(cfg.Root))
 		a.append(&plumblinev1.Record{Payload: &plumblinev1.Record_DatabaseIo{DatabaseIo: rec}})
 	}
 	step()

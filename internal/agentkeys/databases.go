@@ -53,6 +53,10 @@ type DatabaseSource struct {
 	// (PostgreSQL peer or trust authentication on a socket). It must not
 	// be readable by every user.
 	PasswordFile string `yaml:"password_file,omitempty"`
+	// Root is where the database's file-system root is on this host when
+	// it runs in a chroot or a container (its paths, and their symlinks,
+	// are read under it); empty: the host's /.
+	Root string `yaml:"root,omitempty"`
 	// Every is the sampling interval (default 60s).
 	Every time.Duration `yaml:"every,omitempty"`
 	// Timeout bounds connecting and each statement (default 5s).
@@ -129,6 +133,9 @@ func (s DatabaseSource) validate(w string, add adder) {
 	}
 	if s.PasswordFile != "" && !path.IsAbs(s.PasswordFile) {
 		add("%s.password_file %q: want an absolute path", w, s.PasswordFile)
+	}
+	if s.Root != "" && (!path.IsAbs(s.Root) || path.Clean(s.Root) != s.Root) {
+		add("%s.root %q: want a clean absolute path", w, s.Root)
 	}
 	if s.Every < MinDatabaseEvery || s.Every > MaxDatabaseEvery {
 		add("%s.every %s: want %s to %s", w, s.Every, MinDatabaseEvery, MaxDatabaseEvery)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -37,6 +38,7 @@ type Resolver func(p string) (string, error)
 type Attributor struct {
 	m       Mounts
 	resolve Resolver
+	root    string // the database's file-system root on this host; "" for /
 	dirs    map[string]resolved
 }
 
@@ -54,6 +56,17 @@ func NewAttributor(m Mounts, resolve Resolver) *Attributor {
 	return &Attributor{m: m, resolve: resolve, dirs: map[string]resolved{}}
 }
 
+// WithRoot makes a place paths as a database whose file-system root is
+// root sees them (a chroot, a container's root file system): their
+// symlinks are followed inside root, and the host path under root is
+// placed. root "" or "/": the host's own.
+func (a *Attributor) WithRoot(root string) *Attributor {
+	if root != "/" {
+		a.root = root
+	}
+	return a
+}
+
 // Place says where p lies. Only the directory is resolved for a file
 // (isFile): its own name is taken as it is.
 func (a *Attributor) Place(p string, isFile bool) Place {
@@ -66,12 +79,18 @@ func (a *Attributor) Place(p string, isFile bool) Place {
 	}
 	r, ok := a.dirs[dir]
 	if !ok {
-		r.path, r.err = a.resolve(dir)
+		if a.root != "" {
+			r.path, r.err = ResolveUnder(a.root, dir)
+		} else {
+			r.path, r.err = a.resolve(dir)
+		}
 		a.dirs[dir] = r
 	}
 	switch {
+	case errors.Is(r.err, fs.ErrNotExist) && a.root != "":
+		return Place{Why: fmt.Sprintf("%s is not under the database's root %s on this host", dir, a.root)}
 	case errors.Is(r.err, fs.ErrNotExist):
-		return Place{Why: fmt.Sprintf("%s is not on this host's file system (is the database in another mount namespace, such as a container?)", dir)}
+		return Place{Why: fmt.Sprintf("%s is not on this host's file system (is the database in a chroot or a container? its root key names where its files are on this host)", dir)}
 	case errors.Is(r.err, fs.ErrPermission):
 		return Place{Why: fmt.Sprintf("%s: the agent may not look up the path (permission denied)", dir)}
 	case r.err != nil:
@@ -165,4 +184,52 @@ func normal(p string) string {
 		p = strings.ToLower(p)
 	}
 	return p
+}
+
+// maxLinks bounds the symlinks ResolveUnder follows (Linux's is 40).
+const maxLinks = 40
+
+// ResolveUnder is p with its symlinks followed as a process whose root is
+// root sees them (an absolute link target starts again at root), as a
+// path on this host under root.
+func ResolveUnder(root, p string) (string, error) {
+	hostRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return "", err
+	}
+	rest := strings.Split(filepath.ToSlash(p), "/")
+	cur, links := "/", 0
+	for len(rest) > 0 {
+		c := rest[0]
+		rest = rest[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, c)
+		host := filepath.Join(hostRoot, next)
+		fi, err := os.Lstat(host)
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		if links++; links > maxLinks {
+			return "", &fs.PathError{Op: "resolve", Path: p, Err: errors.New("too many symlinks")}
+		}
+		target, err := os.Readlink(host)
+		if err != nil {
+			return "", err
+		}
+		if filepath.IsAbs(target) {
+			cur = "/"
+		}
+		rest = append(strings.Split(filepath.ToSlash(target), "/"), rest...)
+	}
+	return filepath.Join(hostRoot, cur), nil
 }

@@ -227,3 +227,52 @@ func TestRecord(t *testing.T) {
 func durationOf(d time.Duration) *durationpb.Duration { return durationpb.New(d) }
 
 func timeOf(t time.Time) *timestamppb.Timestamp { return timestamppb.New(t) }
+
+// TestResolveUnder follows links inside a database's root: an absolute
+// target starts again at the root, a relative one at the link's
+// directory, and ".." stops at the root.
+func TestResolveUnder(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	for _, d := range []string{"srv/pg/data", "walvol/pg_wal", "ts/one"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := func(target, at string) {
+		if err := os.Symlink(target, filepath.Join(root, at)); err != nil {
+			t.Skipf("no symlinks here: %v", err)
+		}
+	}
+	link("/walvol/pg_wal", "srv/pg/data/pg_wal")  // absolute: inside the root
+	link("../../../ts/one", "srv/pg/data/tblspc") // relative
+	link("/loop", "loop")
+	hostRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"/srv/pg/data", "srv/pg/data"},
+		{"/srv/pg/data/pg_wal", "walvol/pg_wal"},
+		{"/srv/pg/data/tblspc", "ts/one"},
+		{"/../../srv/pg/data", "srv/pg/data"},
+	} {
+		got, err := ResolveUnder(root, tc.in)
+		if want := filepath.Join(hostRoot, tc.want); err != nil || got != want {
+			t.Errorf("ResolveUnder(%q) = %q, %v; want %q", tc.in, got, err, want)
+		}
+	}
+	if _, err := ResolveUnder(root, "/srv/missing"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("ResolveUnder(missing) error %v, want ErrNotExist", err)
+	}
+	if _, err := ResolveUnder(root, "/loop/x"); err == nil || !strings.Contains(err.Error(), "too many symlinks") {
+		t.Errorf("ResolveUnder(a link loop) error %v, want too many symlinks", err)
+	}
+	m := Mounts{Volumes: []*plumblinev1.Volume{{MountPoint: "/", Device: "sda"}, {MountPoint: filepath.Join(hostRoot, "walvol"), Device: "wal0"}}}
+	if p := NewAttributor(m, nil).WithRoot(root).Place("/srv/pg/data/pg_wal", false); p.Device != "wal0" {
+		t.Errorf("pg_wal in a chroot placed %+v, want wal0", p)
+	}
+	if p := NewAttributor(m, nil).WithRoot(root).Place("/nowhere", false); !strings.Contains(p.Why, "not under the database's root") {
+		t.Errorf("a missing path in a chroot placed %+v, want why", p)
+	}
+}
