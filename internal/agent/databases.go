@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -95,6 +96,7 @@ func (a *Agent) databaseSource(ctx context.Context, cfg config.DatabaseSource) {
 	defer src.Close()
 	log.Info("database source started", "every", cfg.Every, "timeout", cfg.Timeout)
 	var lastErr string
+	var lastGaps []string
 	step := func() {
 		start := time.Now()
 		d, ok, err := src.Step(ctx)
@@ -113,6 +115,14 @@ func (a *Agent) databaseSource(ctx context.Context, cfg config.DatabaseSource) {
 		}
 		rec := dbio.Record(cfg.Name, d, dbio.NewAttributor(*m, nil).WithRoot(cfg.Root))
 		a.append(&plumblinev1.Record{Payload: &plumblinev1.Record_DatabaseIo{DatabaseIo: rec}})
+		if gaps := databaseGaps(rec); !slices.Equal(gaps, lastGaps) {
+			lastGaps = gaps
+			if len(gaps) > 0 {
+				log.Warn("database I/O partly not measured or not placed on a volume", "gaps", gaps)
+			} else {
+				log.Info("database I/O measured and placed on volumes")
+			}
+		}
 	}
 	step()
 	t := time.NewTicker(cfg.Every)
@@ -125,6 +135,27 @@ func (a *Agent) databaseSource(ctx context.Context, cfg config.DatabaseSource) {
 			step()
 		}
 	}
+}
+
+// databaseGaps are what a record says it could not measure or place, as
+// the log states them: logged when they change, not every interval.
+func databaseGaps(rec *plumblinev1.DatabaseIO) []string {
+	var gaps []string
+	for _, set := range rec.GetSets() {
+		if w := set.GetAttribution(); w != "" {
+			gaps = append(gaps, set.GetLocation()+" "+set.GetPath()+": "+w)
+		}
+		for _, op := range set.GetOps() {
+			if why := op.GetNotMeasured(); why != "" {
+				gaps = append(gaps, set.GetLocation()+" "+op.GetOp()+" not measured: "+why)
+			}
+		}
+	}
+	for _, u := range rec.GetUnknown() {
+		gaps = append(gaps, u.GetField()+": "+u.GetReason())
+	}
+	slices.Sort(gaps)
+	return slices.Compact(gaps)
 }
 
 // databaseResult logs a sample's outcome when it differs from the last

@@ -185,3 +185,34 @@ func checkMyRecord(t *testing.T, rec *plumblinev1.DatabaseIO, volume string, tim
 		t.Errorf("data write count 0: the insert wrote nothing")
 	}
 }
+
+// TestMariaDBOverSocket connects through the server's Unix socket.
+func TestMariaDBOverSocket(t *testing.T) {
+	srv := mariadbtest.Start(t)
+	root := srv.Root(t)
+	sqlExec(t, root, "CREATE USER IF NOT EXISTS 'plumbline'@'localhost' IDENTIFIED BY 'secret'")
+	sqlExec(t, root, "GRANT SELECT ON performance_schema.* TO 'plumbline'@'localhost'")
+	pw := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(pw, []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := agentkeys.WithDatabaseDefaults([]Config{{Name: "maria", Engine: vocab.EngineMySQL, Address: srv.Socket, User: "plumbline", PasswordFile: pw}})[0]
+	src, err := NewSource(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	for range 2 {
+		if _, _, err := src.Step(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A world-readable password file is refused: the next connection
+	// (after the server closed this one) would not start.
+	if err := os.Chmod(pw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readPassword(pw); err == nil || !strings.Contains(err.Error(), "readable by every user") {
+		t.Errorf("readPassword(a 0644 file) = %v, want refused", err)
+	}
+}

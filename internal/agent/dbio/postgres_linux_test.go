@@ -277,3 +277,37 @@ func checkPGRecord(t *testing.T, rec *plumblinev1.DatabaseIO, timed bool, before
 		t.Errorf("the views gave %d (location, op) pairs, want at least 4", len(after2))
 	}
 }
+
+// TestPostgresOverSocket connects through the server's Unix socket, named
+// by its socket file (.s.PGSQL.<port>: the directory and the port) and by
+// its directory with the port key.
+func TestPostgresOverSocket(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	admin := pgAdmin(t, dsn)
+	var dirs string
+	var port int
+	if err := admin.QueryRow(context.Background(), "SELECT current_setting('unix_socket_directories'), current_setting('port')::int").Scan(&dirs, &port); err != nil {
+		t.Fatal(err)
+	}
+	dir, _, _ := strings.Cut(dirs, ",")
+	if dir == "" || !strings.HasPrefix(dir, "/") {
+		t.Skipf("the server listens on no socket directory (%q)", dirs)
+	}
+	u, _ := url.Parse(dsn)
+	for _, c := range []Config{
+		{Address: filepath.Join(dir, ".s.PGSQL."+strconv.Itoa(port))},
+		{Address: dir, Port: port},
+	} {
+		c.Name, c.Engine, c.User, c.Database = "pg", vocab.EnginePostgreSQL, u.User.Username(), strings.TrimPrefix(u.Path, "/")
+		c = agentkeys.WithDatabaseDefaults([]Config{c})[0]
+		src, err := NewSource(c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := src.Step(context.Background()); err != nil {
+			t.Errorf("address %s port %d: %v", c.Address, c.Port, err)
+		}
+		src.Close()
+	}
+}
