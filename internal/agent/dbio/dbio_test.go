@@ -204,6 +204,7 @@ func TestRecord(t *testing.T) {
 			file(vocab.LocationData, "/srv/my/data/ibdata1", vocab.DBOpRead, timed(5, 500)),
 			file(vocab.LocationData, "/srv/my/data/shop/items.ibd", vocab.DBOpRead, Counter{Count: 1, NotMeasured: "wait/io/file/x is not timed"}),
 			file(vocab.LocationWAL, "/srv/my/data/binlog.000001", vocab.DBOpWALWrite, timed(3, 30)),
+			{Location: Location{Kind: vocab.LocationData}, Ops: map[vocab.DatabaseOp]Counter{vocab.DBOpWrite: timed(0, 7)}},
 			{Location: Location{Kind: vocab.LocationData, Path: "/srv/my/pgdata"}, Also: []string{"/ts/one"}, Ops: map[vocab.DatabaseOp]Counter{vocab.DBOpWrite: timed(1, 1)}},
 		},
 		Unknown: []Unknown{{Field: "innodb_log_file", Reason: "not instrumented"}},
@@ -213,6 +214,8 @@ func TestRecord(t *testing.T) {
 		Sets: []*plumblinev1.DatabaseIOSet{
 			{Location: "data", Path: "/srv/my/pgdata", Attribution: "the counters include tablespaces on other volumes than /srv/my/pgdata's /srv/my (/ts/one on /ts); the database does not count I/O per tablespace",
 				Ops: []*plumblinev1.DatabaseIOOp{{Op: "write", Count: 1, TimeNanoseconds: ns(1)}}},
+			{Location: "data", Path: "(unknown)", Attribution: "the database did not say where these files are",
+				Ops: []*plumblinev1.DatabaseIOOp{{Op: "write", NotMeasured: "time counted without operations in this interval (the database updated its views apart)"}}},
 			{Location: "data", Path: "/srv/my/data", MountPoint: "/srv/my", Device: "md0", Ops: []*plumblinev1.DatabaseIOOp{{Op: "read", Count: 16, NotMeasured: "wait/io/file/x is not timed"}}},
 			{Location: "wal", Path: "/srv/my/data/binlog.000001", MountPoint: "/srv/my", Device: "md0", Ops: []*plumblinev1.DatabaseIOOp{{Op: "wal-write", Count: 3, TimeNanoseconds: ns(30)}}},
 		},

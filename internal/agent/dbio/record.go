@@ -106,7 +106,7 @@ func sum(acc, c Counter) Counter {
 func (g *group) wire() *plumblinev1.DatabaseIOSet {
 	set := &plumblinev1.DatabaseIOSet{
 		Location:    string(g.kind),
-		Path:        commonDir(g.paths),
+		Path:        cmp.Or(commonDir(g.paths), "(unknown)"),
 		MountPoint:  g.place.MountPoint,
 		Device:      g.place.Device,
 		Attribution: g.place.Why,
@@ -117,9 +117,15 @@ func (g *group) wire() *plumblinev1.DatabaseIOSet {
 			continue
 		}
 		w := &plumblinev1.DatabaseIOOp{Op: string(op), Count: c.Count, Bytes: c.Bytes}
-		if c.Timed {
+		switch {
+		case c.Timed && c.Count == 0 && c.TimeNS > 0:
+			// PostgreSQL before 16 counts writes and their time in two
+			// views that are updated apart: time without operations
+			// is no latency.
+			w.NotMeasured = "time counted without operations in this interval (the database updated its views apart)"
+		case c.Timed:
 			w.TimeNanoseconds = &c.TimeNS
-		} else {
+		default:
 			w.NotMeasured = cmp.Or(c.NotMeasured, "the database does not time it")
 		}
 		set.Ops = append(set.Ops, w)
