@@ -45,6 +45,7 @@ func (a *Agent) databaseLoop(ctx context.Context, poll time.Duration) {
 	type running struct {
 		cfg    config.DatabaseSource
 		cancel context.CancelFunc
+		done   chan struct{}
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -57,8 +58,10 @@ func (a *Agent) databaseLoop(ctx context.Context, poll time.Duration) {
 		for name, r := range byName {
 			if w, ok := want[name]; !ok || !reflect.DeepEqual(w, r.cfg) {
 				r.cancel()
+				<-r.done // its last sample is over: nothing sets its gauge after this
 				delete(byName, name)
 				a.db.up.DeleteLabelValues(name)
+				a.db.duration.DeleteLabelValues(name)
 			}
 		}
 		for name, s := range want {
@@ -66,8 +69,12 @@ func (a *Agent) databaseLoop(ctx context.Context, poll time.Duration) {
 				continue
 			}
 			sctx, cancel := context.WithCancel(ctx)
-			byName[name] = running{cfg: s, cancel: cancel}
-			wg.Go(func() { a.databaseSource(sctx, s) })
+			done := make(chan struct{})
+			byName[name] = running{cfg: s, cancel: cancel, done: done}
+			wg.Go(func() {
+				defer close(done)
+				a.databaseSource(sctx, s)
+			})
 		}
 	}
 	update()

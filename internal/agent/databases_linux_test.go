@@ -4,10 +4,13 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/plumbline/plumbline/internal/agent/config"
 	"github.com/plumbline/plumbline/internal/agentkeys"
@@ -64,4 +67,33 @@ func TestDatabaseSourceEndToEnd(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestDatabaseSourceFromPolicy: a central policy that sets databases starts
+// the source while the agent runs; one that no longer sets it stops it.
+func TestDatabaseSourceFromPolicy(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPKI(t, "db1")
+	srv := newTestServer(t, p)
+	defer srv.stop()
+	c := testConfig(srv.addr, p, t.TempDir())
+	c.Probes = nil
+	a := newTestAgent(t, c, p, nil, fakeInventory("/"))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	frag := fmt.Sprintf("databases:\n  - {name: central, engine: postgresql, address: %q, database: %s, user: %s, every: 10s, timeout: 5s}\n",
+		u.Host, strings.TrimPrefix(u.Path, "/"), u.User.Username())
+	a.applyPolicy(&plumblinev1.AgentPolicy{ConfigYaml: []byte(frag), Digest: []byte{1}, Sources: []string{"dbs"}})
+	waitFor(t, "the central source's first sample", func() bool {
+		return testutil.ToFloat64(a.db.samples.WithLabelValues("central", "first")) == 1
+	})
+	a.applyPolicy(&plumblinev1.AgentPolicy{ConfigYaml: []byte("intervals: {report: 1s}\n"), Digest: []byte{2}, Sources: []string{"other"}})
+	waitFor(t, "the central source stopped", func() bool { return testutil.CollectAndCount(a.db.up) == 0 })
 }
