@@ -38,8 +38,6 @@ func mysqlConfig(c Config, password string) *drv.Config {
 		cfg.Net = "unix"
 	}
 	cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = c.Timeout, c.Timeout, c.Timeout
-	cfg.ParseTime = false
-	cfg.Params = map[string]string{"autocommit": "1"}
 	return cfg
 }
 
@@ -161,11 +159,12 @@ func mysqlInstruments(ctx context.Context, tx *sql.Tx, s *Sample) (map[string]bo
 	var disabled []string
 	redo := false
 	for rows.Next() {
-		var name, enabled, isTimed string
+		var name, enabled string
+		var isTimed sql.NullString // MySQL 8: NULL for instruments it never times
 		if err := rows.Scan(&name, &enabled, &isTimed); err != nil {
 			return nil, fmt.Errorf("performance_schema.setup_instruments: %w", err)
 		}
-		timed[name] = enabled == "YES" && isTimed == "YES"
+		timed[name] = enabled == "YES" && isTimed.String == "YES"
 		redo = redo || strings.HasSuffix(name, "/innodb_log_file")
 		if enabled != "YES" && mysqlLogEvent(name) != "" {
 			disabled = append(disabled, name)
