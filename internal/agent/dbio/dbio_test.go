@@ -279,3 +279,32 @@ func TestResolveUnder(t *testing.T) {
 		t.Errorf("a missing path in a chroot placed %+v, want why", p)
 	}
 }
+
+// FuzzResolveUnder: whatever path a database states (it is outside input),
+// ResolveUnder's answer stays under the database's root, and Place never
+// panics.
+func FuzzResolveUnder(f *testing.F) {
+	root := f.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "a", "b"), 0o755); err != nil {
+		f.Fatal(err)
+	}
+	if err := os.Symlink("../../..", filepath.Join(root, "a", "b", "up")); err != nil {
+		f.Skipf("no symlinks here: %v", err)
+	}
+	os.Symlink("/a", filepath.Join(root, "abs"))
+	hostRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range []string{"/a/b", "/a/b/up/up/etc", "../../..", "/abs/b/up", "", "a//b/./..", "/a/b/up/../../x"} {
+		f.Add(s)
+	}
+	m := Mounts{Volumes: []*plumblinev1.Volume{{MountPoint: "/", Device: "sda"}}}
+	f.Fuzz(func(t *testing.T, p string) {
+		got, err := ResolveUnder(root, p)
+		if err == nil && got != hostRoot && !strings.HasPrefix(got, hostRoot+string(filepath.Separator)) {
+			t.Fatalf("ResolveUnder(%q) = %q: outside the root %s", p, got, hostRoot)
+		}
+		NewAttributor(m, nil).WithRoot(root).Place(p, len(p)%2 == 0)
+	})
+}
