@@ -111,6 +111,8 @@ type Store interface {
 	ListStopCounts(ctx context.Context) ([]store.StopCount, error)
 	ListProbeFailing(ctx context.Context) ([]store.ProbeFailing, error)
 	ListCohorts(ctx context.Context) ([]store.Cohort, error)
+	// The members the sibling judge names slow.
+	ListSlowMembers(ctx context.Context) ([]store.MemberState, error)
 }
 
 var _ Store = (*store.Store)(nil)

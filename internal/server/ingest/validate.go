@@ -219,8 +219,17 @@ func convertRecord(r *plumblinev1.Record, lim Limits, now time.Time) (rec store.
 			return store.Record{}, fmt.Errorf("probe: %w", err)
 		}
 		rec.Kind, rec.Probe = store.KindProbe, pr
+	case *plumblinev1.Record_MemberIo:
+		if p.MemberIo == nil {
+			return store.Record{}, errors.New("member_io: empty payload")
+		}
+		m, err := convertMemberIO(p.MemberIo, now, lim)
+		if err != nil {
+			return store.Record{}, fmt.Errorf("member_io: %w", err)
+		}
+		rec.Kind, rec.MemberIO = store.KindMemberIO, m
 	default:
-		return store.Record{}, errors.New("no payload: want geometry or probe")
+		return store.Record{}, errors.New("no payload: want geometry, probe or member_io")
 	}
 	return rec, nil
 }
