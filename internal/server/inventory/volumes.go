@@ -132,7 +132,7 @@ func (a *API) writeVolume(ctx context.Context, buf *bytes.Buffer, v *store.Inven
 		if err != nil {
 			return err
 		}
-		full.Baseline = v.Baseline
+		full.Baseline, full.Database = v.Baseline, v.Database
 		obj, err := volumeItem(full)
 		if err != nil {
 			return err
@@ -155,6 +155,12 @@ func (a *API) writeVolume(ctx context.Context, buf *bytes.Buffer, v *store.Inven
 		}
 		buf.Write(b)
 	}
+	buf.WriteString(`,"database":`)
+	b, err := json.Marshal(databaseJSON(v.Database))
+	if err != nil {
+		return fmt.Errorf("volume %s: database: %w", v.ID, err)
+	}
+	buf.Write(b)
 	buf.WriteByte('}')
 	return nil
 }
@@ -171,6 +177,7 @@ func volumeItem(v *store.InventoryVolume) (map[string]any, error) {
 			return nil, fmt.Errorf("volume %s: document: %w", v.ID, err)
 		}
 		obj["baseline"] = baselineJSON(v.Baseline)
+		obj["database"] = databaseJSON(v.Database)
 		return obj, nil
 	}
 	obj, err := projection.VolumeJSON(store.Volume{AgentID: v.AgentID, Hostname: v.Hostname, MountPoint: v.MountPoint,
@@ -180,6 +187,7 @@ func volumeItem(v *store.InventoryVolume) (map[string]any, error) {
 	}
 	projection.AddDerived(obj, v)
 	obj["baseline"] = baselineJSON(v.Baseline)
+	obj["database"] = databaseJSON(v.Database)
 	return obj, nil
 }
 
@@ -233,6 +241,12 @@ func (a *API) volume(w http.ResponseWriter, r *http.Request) {
 		ps = append(ps, probeSummary(p))
 	}
 	obj["probes"] = ps
+	dbOps, err := a.databaseOps(ctx, v)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	obj["database_io"] = dbOps
 	hist, err := a.proj.History(ctx, v.AgentID, v.MountPoint)
 	if err != nil {
 		a.fail(w, r, err)
