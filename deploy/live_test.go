@@ -27,8 +27,8 @@ import (
 // legitimatelyEmpty are the panels that have no data with a cmd/fleetsim
 // fleet, and why. Every other panel must show data.
 var legitimatelyEmpty = map[string]string{
-	"plumbline-volume/Degraded since":     "fleetsim's latencies are steady: no volume degrades",
-	"plumbline-volume/md members missing": "fleetsim declares hardware RAID; md arrays need sysfs",
+	"plumbline-volume/Degraded since":                      "fleetsim's latencies are steady: no volume degrades",
+	"plumbline-volume/md members missing":                  "fleetsim declares hardware RAID; md arrays need sysfs",
 	"plumbline-volume/Database regression and attribution": "fleetsim sends no database I/O",
 	"plumbline-volume/Database operations per second":      "fleetsim sends no database I/O",
 	"plumbline-volume/Not measured":                        "fleetsim sends no database I/O",
