@@ -18,7 +18,7 @@ import (
 
 // Config are the attribution's constants. Zero fields take their defaults.
 type Config struct {
-	// Pending is the probe's last-run latency over its history from which
+	// Pending is the probe's last-run latency (median or mean) over its history from which
 	// the probe counts as slowed with the database before its own state
 	// has turned degraded (default 1.5, the detector's DegradeRatio): the
 	// database's minute intervals see a slow device before the probe's
@@ -46,11 +46,14 @@ type Probe struct {
 	State baseline.State
 	// LastRun is when the kind's last run started; Trusted whether its
 	// history is a reference yet; HistoryRatio its last run's median over
-	// that history (0: not trusted) and RateRatio its rate shortfall
-	// (cap/achieved over its history; 0: not carried).
+	// that history (0: not trusted), MeanRatio its mean over the mean's
+	// history (a slow member of an array moves the mean before the
+	// median) and RateRatio its rate shortfall (cap/achieved over its
+	// history; 0: not carried).
 	LastRun      time.Time
 	Trusted      bool
 	HistoryRatio float64
+	MeanRatio    float64
 	RateRatio    float64
 }
 
@@ -110,8 +113,8 @@ func judgeProbes(at time.Time, probes []Probe, cfg Config) (vocab.Attribution, s
 			slowed = append(slowed, fmt.Sprintf("%s degraded, %s", p.Kind, s.Detail()))
 		case p.RateRatio >= cfg.Pending && p.HistoryRatio < cfg.Pending:
 			throttled = append(throttled, fmt.Sprintf("%s rate short of its cap ×%.2g vs history, median ×%.2g", p.Kind, p.RateRatio, p.HistoryRatio))
-		case p.HistoryRatio >= cfg.Pending:
-			slowed = append(slowed, fmt.Sprintf("%s last run median ×%.2g vs history", p.Kind, p.HistoryRatio))
+		case p.HistoryRatio >= cfg.Pending || p.MeanRatio >= cfg.Pending:
+			slowed = append(slowed, fmt.Sprintf("%s last run median ×%.2g, mean ×%.2g vs history", p.Kind, p.HistoryRatio, p.MeanRatio))
 		default:
 			steady = append(steady, fmt.Sprintf("%s median ×%.2g vs history", p.Kind, p.HistoryRatio))
 		}

@@ -21,6 +21,8 @@ func TestAttribute(t *testing.T) {
 	pending.HistoryRatio = 2.8
 	throttled := steady
 	throttled.State = baseline.State{Status: baseline.Degraded, Signal: baseline.SignalRate, Ratio: 2.5, IOPS: 20, Cap: 50}
+	meanUp := steady
+	meanUp.MeanRatio = 1.8
 	rateShort := steady
 	rateShort.RateRatio = 2.5
 	stale := steady
@@ -38,6 +40,7 @@ func TestAttribute(t *testing.T) {
 		{"probe degraded too", []Op{walSlow, readOK}, []Probe{degraded}, vocab.AttributionDevice,
 			[]string{"device: database main wal-sync 4.1 ms vs 1.3 ms (×3.2)", "log-write degraded, median ×2.9 vs history"}},
 		{"probe slower, not yet sustained", []Op{walSlow}, []Probe{pending}, vocab.AttributionDevice, []string{"last run median ×2.8"}},
+		{"probe's mean slower (a slow member), median steady", []Op{walSlow}, []Probe{meanUp}, vocab.AttributionDevice, []string{"mean ×1.8"}},
 		{"probe on its baseline", []Op{walSlow}, []Probe{steady}, vocab.AttributionLoad, []string{"on its baseline: log-write median ×1.1 vs history"}},
 		{"probe throttled", []Op{walSlow}, []Probe{throttled, degraded}, vocab.AttributionThrottle, []string{"rate 20/50 IOPS"}},
 		{"rate short, not yet sustained", []Op{walSlow}, []Probe{rateShort}, vocab.AttributionThrottle, []string{"rate short of its cap ×2.5"}},

@@ -289,7 +289,7 @@ func (e *Evaluator) probesOf(vk volKey) []attribution.Probe {
 			continue
 		}
 		out = append(out, attribution.Probe{Kind: string(kind), State: en.det.State(), LastRun: en.row.LastRun,
-			Trusted: en.row.Trusted, HistoryRatio: en.row.HistoryRatio, RateRatio: en.row.RateRatio})
+			Trusted: en.row.Trusted, HistoryRatio: en.row.HistoryRatio, MeanRatio: en.row.MeanRatio, RateRatio: en.row.RateRatio})
 	}
 	return out
 }
