@@ -51,6 +51,71 @@ type DatabaseOp struct {
 // DatabaseStore is what the detail reads of a volume's databases.
 type DatabaseStore interface {
 	DatabaseVolumeOf(ctx context.Context, agentID, mountPoint string) (store.DatabaseVolume, []store.DatabaseState, bool, error)
+	DatabaseHistory(ctx context.Context, agentID, mountPoint string, since time.Time, limit int) ([]store.DatabaseRun, error)
+}
+
+// DatabaseInterval is one operation of one interval the database counted
+// on the volume (the detail's "database_history"), its counter sets on the
+// volume added up.
+type DatabaseInterval struct {
+	StartedAt       time.Time `json:"started_at"`
+	IntervalSeconds float64   `json:"interval_seconds"`
+	Source          string    `json:"source"`
+	Op              string    `json:"op"`
+	Count           uint64    `json:"count"`
+	// LatencySeconds is Δtime/Δops; null when not measured or none counted.
+	LatencySeconds *float64 `json:"latency_seconds"`
+}
+
+// databaseHistoryWindow and databaseHistoryRows bound the detail's
+// history: the last hours, at most so many operation rows.
+const (
+	databaseHistoryWindow = 6 * time.Hour
+	databaseHistoryRows   = 5000
+)
+
+// databaseHistory is the volume's database intervals of the last
+// databaseHistoryWindow, oldest first; [] when none.
+func (a *API) databaseHistory(ctx context.Context, v *store.InventoryVolume) ([]DatabaseInterval, error) {
+	out := []DatabaseInterval{}
+	st, ok := a.st.(DatabaseStore)
+	if !ok {
+		return out, nil
+	}
+	runs, err := st.DatabaseHistory(ctx, v.AgentID, v.MountPoint, time.Now().Add(-databaseHistoryWindow), databaseHistoryRows)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range runs {
+		type acc struct {
+			count    uint64
+			time     time.Duration
+			measured bool
+		}
+		var order []string
+		sums := map[string]*acc{}
+		for _, o := range r.Ops {
+			x := sums[o.Op]
+			if x == nil {
+				x = &acc{measured: true}
+				sums[o.Op] = x
+				order = append(order, o.Op)
+			}
+			x.count += o.Count
+			x.time += o.Time
+			x.measured = x.measured && (o.Measured || o.Count == 0)
+		}
+		for _, op := range order {
+			x := sums[op]
+			iv := DatabaseInterval{StartedAt: r.StartedAt, IntervalSeconds: r.Interval.Seconds(), Source: r.Source, Op: op, Count: x.count}
+			if x.measured && x.count > 0 {
+				l := x.time.Seconds() / float64(x.count)
+				iv.LatencySeconds = &l
+			}
+			out = append(out, iv)
+		}
+	}
+	return out, nil
 }
 
 var _ DatabaseStore = (*store.Store)(nil)

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
@@ -97,10 +98,14 @@ func TestDatabaseInInventory(t *testing.T) {
 			raw, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			var detail struct {
-				DatabaseIO []map[string]any `json:"database_io"`
+				DatabaseIO      []map[string]any `json:"database_io"`
+				DatabaseHistory []map[string]any `json:"database_history"`
 			}
 			if err := json.Unmarshal(raw, &detail); err != nil || len(detail.DatabaseIO) != 2 {
 				t.Fatalf("detail database_io = %s, %v; want 2 operations", raw, err)
+			}
+			if h := detail.DatabaseHistory; len(h) != 40 || h[0]["op"] != "read" || math.Abs(h[0]["latency_seconds"].(float64)-0.0004) > 1e-9 || h[1]["op"] != "wal-sync" || h[1]["latency_seconds"] != nil {
+				t.Errorf("database_history = %d intervals, first %v; want 40 (20 × read, wal-sync), read 0.4 ms, wal-sync latency null", len(h), h[:min(2, len(h))])
 			}
 			for _, o := range detail.DatabaseIO {
 				switch o["op"] {

@@ -247,6 +247,12 @@ func (a *API) volume(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	obj["database_io"] = dbOps
+	dbHist, err := a.databaseHistory(ctx, v)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	obj["database_history"] = dbHist
 	hist, err := a.proj.History(ctx, v.AgentID, v.MountPoint)
 	if err != nil {
 		a.fail(w, r, err)
