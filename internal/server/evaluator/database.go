@@ -217,6 +217,9 @@ func (e *Evaluator) observeDatabase(r *store.DatabaseRun) {
 			en.det.Observe(end, row.Latency, baseline.Refs{})
 		}
 		s := en.det.State()
+		if s.Status == "" { // nothing judged yet: too few operations so far
+			s.Status = baseline.Learning
+		}
 		row.Status, row.Since, row.Ratio = string(s.Status), s.Since, s.History.Ratio
 		if s.Status == baseline.Degraded {
 			row.Ratio = s.Ratio

@@ -150,3 +150,41 @@ func databaseVolumes(t *testing.T, st *store.Store) map[string]store.DatabaseVol
 	}
 	return out
 }
+
+// An operation counted too rarely to judge (fewer than MinOps an
+// interval) is learning, with its latency shown: timed, so not "not
+// measured".
+func TestDatabaseFewOps(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := store.Open(ctx, engines[0].DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.UpsertAgent(ctx, store.Agent{ID: "a1", Hostname: "h1"}); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 28, 4, 0, 0, 0, time.UTC)
+	rec := store.Record{Sequence: 1, Kind: store.KindDatabase, ProducedAt: t0, Database: &store.DatabaseIO{
+		Source: "main", Engine: "postgresql", StartedAt: t0, Interval: time.Minute, Ops: []store.DatabaseOp{
+			{Location: "data", Path: "/srv/pg", MountPoint: "/srv", Device: "md0", Op: "fsync", Count: 3, Measured: true, Time: 6 * time.Millisecond},
+		}}}
+	if _, err := st.AppendBatch(ctx, "a1", []store.Record{rec}); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := New(st, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ev.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	states, err := st.ListDatabaseStates(ctx)
+	if err != nil || len(states) != 1 || states[0].Status != "learning" || states[0].Latency != 0.002 {
+		t.Fatalf("states = %+v, %v; want fsync learning at 2 ms", states, err)
+	}
+	if v := databaseVolumes(t, st)["/srv"]; v.State != "learning" {
+		t.Errorf("volume = %+v, want learning", v)
+	}
+}
