@@ -204,6 +204,7 @@ func TestRecord(t *testing.T) {
 			file(vocab.LocationData, "/srv/my/data/ibdata1", vocab.DBOpRead, timed(5, 500)),
 			file(vocab.LocationData, "/srv/my/data/shop/items.ibd", vocab.DBOpRead, Counter{Count: 1, NotMeasured: "wait/io/file/x is not timed"}),
 			file(vocab.LocationWAL, "/srv/my/data/binlog.000001", vocab.DBOpWALWrite, timed(3, 30)),
+			file(vocab.LocationFile, "/usr/share/mysql/charsets/Index.xml", vocab.DBOpRead, timed(0, 0)),
 			{Location: Location{Kind: vocab.LocationData}, Ops: map[vocab.DatabaseOp]Counter{vocab.DBOpWrite: timed(0, 7)}},
 			{Location: Location{Kind: vocab.LocationData, Path: "/srv/my/pgdata"}, Also: []string{"/ts/one"}, Ops: map[vocab.DatabaseOp]Counter{vocab.DBOpWrite: timed(1, 1)}},
 		},
