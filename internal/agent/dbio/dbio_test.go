@@ -309,3 +309,21 @@ func FuzzResolveUnder(f *testing.F) {
 		NewAttributor(m, nil).WithRoot(root).Place(p, len(p)%2 == 0)
 	})
 }
+
+// Windows paths (as PostgreSQL and MySQL on Windows state them) fall on
+// the volume mounted at their drive letter or folder, whatever the case
+// and slash direction.
+func TestPlaceWindowsPaths(t *testing.T) {
+	t.Parallel()
+	m := Mounts{Volumes: []*plumblinev1.Volume{{MountPoint: "C:/", Device: "PhysicalDrive0"}, {MountPoint: "D:/SQL/", Device: "PhysicalDrive2"}}}
+	a := NewAttributor(m, func(p string) (string, error) { return p, nil })
+	for _, tc := range []struct{ path, want string }{
+		{`C:\Program Files\PostgreSQL\16\data`, "C:/"},
+		{`d:\sql\data\ibdata1`, "D:/SQL/"},
+		{`D:/SQLDATA/x`, ""},
+	} {
+		if p := a.Place(tc.path, false); p.MountPoint != tc.want {
+			t.Errorf("Place(%q) = %+v, want %q", tc.path, p, tc.want)
+		}
+	}
+}
