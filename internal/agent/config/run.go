@@ -38,6 +38,14 @@ const (
 	MinSpoolMaxBytes       = 1 * bytesize.MiB
 )
 
+// The member I/O interval's default and bounds (agentkeys; 0s turns the
+// sampling off).
+const (
+	DefaultMemberIOInterval = agentkeys.DefaultMemberIOInterval
+	MinMemberIOInterval     = agentkeys.MinMemberIOInterval
+	MaxMemberIOInterval     = agentkeys.MaxMemberIOInterval
+)
+
 // The keys central policy sets as well are agentkeys'; the names below
 // keep them where the rest of the agent's configuration is.
 type (
@@ -45,6 +53,7 @@ type (
 	MinFree        = agentkeys.MinFree
 	DeclaredDevice = agentkeys.DeclaredDevice
 	DeclaredRAID   = agentkeys.DeclaredRAID
+	DatabaseSource = agentkeys.DatabaseSource
 )
 
 // Probe schedule defaults and limits (agentkeys).
@@ -99,6 +108,9 @@ type Spool struct {
 type Intervals struct {
 	GeometryRefresh time.Duration `yaml:"geometry_refresh,omitempty"` // default 15m; also on mount-table change
 	Report          time.Duration `yaml:"report,omitempty"`           // default 10s
+	// MemberIO is how often the member devices under the volumes are
+	// sampled (default 1m; 0s: off).
+	MemberIO time.Duration `yaml:"member_io"`
 }
 
 // Web is the agent's own /healthz and /metrics endpoint.
@@ -118,7 +130,10 @@ func WithDefaults(a Agent) Agent {
 
 // applyDefaults fills omitted keys of list entries (top-level defaults come
 // from Default()).
-func (a *Agent) applyDefaults() { a.Probes = agentkeys.WithDefaults(a.Probes) }
+func (a *Agent) applyDefaults() {
+	a.Probes = agentkeys.WithDefaults(a.Probes)
+	a.Databases = agentkeys.WithDatabaseDefaults(a.Databases)
+}
 
 // validateRun checks the `agent run` keys that are set.
 func (a Agent) validateRun() []error {
@@ -126,6 +141,7 @@ func (a Agent) validateRun() []error {
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	a.validateEndpoints(add)
 	errs = append(errs, agentkeys.ValidateProbes(a.Probes)...)
+	errs = append(errs, agentkeys.ValidateDatabases(a.Databases)...)
 	for i, w := range a.MaintenanceWindows {
 		if err := w.Validate(); err != nil {
 			add("maintenance_windows[%d]: %w", i, err)
@@ -177,6 +193,9 @@ func (iv Intervals) validate(add adder) {
 	}
 	if iv.Report < 100*time.Millisecond {
 		add("intervals.report %s: want at least 100ms", iv.Report)
+	}
+	if d := iv.MemberIO; d != 0 && (d < MinMemberIOInterval || d > MaxMemberIOInterval) {
+		add("intervals.member_io %s: want 0s (off) or %s to %s", d, MinMemberIOInterval, MaxMemberIOInterval)
 	}
 }
 

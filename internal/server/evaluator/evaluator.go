@@ -41,7 +41,9 @@ type Options struct {
 	Config baseline.Config
 	// Priors default to baseline.DefaultPriors.
 	Priors *baseline.Priors
-	Logger *slog.Logger
+	// Database configures the judge of the databases' own latency.
+	Database DatabaseOptions
+	Logger   *slog.Logger
 }
 
 // Status is what the evaluator reports about itself.
@@ -74,6 +76,11 @@ type Evaluator struct {
 	loaded   bool
 	entries  map[key]*entry
 	profiles map[volKey]profileAt
+	// rebuilds are the volumes whose latest run was made during a rebuild
+	// (rebuild.go); rebuildsTouched those whose rebuild changed.
+	rebuilds        map[volKey]rebuildAt
+	rebuildsTouched map[volKey]bool
+	db              databases
 
 	mu     sync.Mutex
 	status Status
@@ -164,6 +171,14 @@ func (e *Evaluator) Pass(ctx context.Context) (int, error) {
 }
 
 func (e *Evaluator) pass(ctx context.Context) (int, error) {
+	n, err := e.passProbes(ctx)
+	if err != nil {
+		return n, err
+	}
+	return n, e.passDatabases(ctx)
+}
+
+func (e *Evaluator) passProbes(ctx context.Context) (int, error) {
 	if !e.loaded {
 		if err := e.load(ctx); err != nil {
 			e.entries = map[key]*entry{}
@@ -230,12 +245,16 @@ func (e *Evaluator) judge(ctx context.Context, runs []store.ProbeRun) error {
 		r := &runs[i]
 		u.Watermarks[r.AgentID] = max(u.Watermarks[r.AgentID], r.Sequence)
 		t.count(r)
+		e.noteRebuild(r)
 		if r.Skipped || r.Ops == 0 || !vocab.IsJudged(vocab.ProbeKind(r.Kind)) {
 			continue
 		}
 		h, err := wire.DecodeHistogram(r.Histogram)
 		if err != nil || h.Count() == 0 {
 			e.opts.Logger.Warn("probe result without a usable histogram", "agent", r.AgentID, "sequence", r.Sequence, "err", err)
+			continue
+		}
+		if e.rebuildRun(r, h) {
 			continue
 		}
 		e.observe(r, h, cohorts, minCohort)
@@ -432,6 +451,7 @@ func (e *Evaluator) volumeSummaries(touched []*entry) []store.BaselineState {
 	for _, en := range touched {
 		vols[volKey{en.row.AgentID, en.row.MountPoint}] = true
 	}
+	e.addRebuildVolumes(vols)
 	now := time.Now()
 	out := make([]store.BaselineState, 0, len(vols))
 	for vk := range vols {
@@ -457,6 +477,10 @@ func (e *Evaluator) volumeSummaries(touched []*entry) []store.BaselineState {
 			}
 		}
 		st.Reason = strings.Join(reasons, "; ")
+		if st.Degraded {
+			st.Reason += e.databaseNote(vk)
+		}
+		e.withRebuild(&st, vk)
 		out = append(out, st)
 	}
 	slices.SortFunc(out, func(a, b store.BaselineState) int {

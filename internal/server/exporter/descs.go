@@ -37,6 +37,10 @@ const (
 	famRatio
 	famCohortMedian
 	famCohortVolumes
+	famDBLatency
+	famDBNotMeasured
+	famDBRate
+	famDBRegression
 	famEvalFailures
 	famEvalLast
 	famEvalRuns
@@ -52,6 +56,8 @@ const (
 	famVolLastProbe
 	famVolMeasuredCost
 	famVolRAIDMissing
+	famVolRAIDSyncProgress
+	famVolRAIDSyncSpeed
 	famVolSplit
 	famVolStripeConfidence
 	famVolumes
@@ -105,6 +111,10 @@ func newFamilies() [numFamilies]family {
 		withVolume("rule", "severity"))
 	d(famVolRAIDMissing, "volume_raid_missing_members", gauge, "Members an md array under the volume lacks: the kernel's raid_disks minus the roles an in-sync member fills (a member md failed but still lists counts as missing), or, when the agent sent no md health, minus the member devices sysfs lists. 0 for a complete array.",
 		withVolume("device"))
+	d(famVolRAIDSyncProgress, "volume_raid_sync_progress_ratio", gauge, "Share done (0 to 1) of the sync action an md array under the volume runs (action: resync, recover, reshape, check, repair), from md/sync_completed in the volume's latest geometry snapshot. Present only while an action runs and md states its progress.",
+		withVolume("device", "action"))
+	d(famVolRAIDSyncSpeed, "volume_raid_sync_speed_bytes_per_second", gauge, "Speed of the sync action an md array under the volume runs (md/sync_speed in the volume's latest geometry snapshot). Present only while an action runs and md states its speed; with volume_raid_sync_progress_ratio it gives the time left.",
+		withVolume("device", "action"))
 	d(famVolLastProbe, "volume_last_probe_timestamp_seconds", gauge, "When the volume's last probe run that completed operations started (Unix time), over all probe kinds.",
 		volumeLabels)
 	d(famLatency, "probe_latency_seconds", histog, "Latency of every probe operation on the volume, by probe kind ("+strings.Join(vocab.JudgedProbeKindNames(), ", ")+"), cumulative over every judged run. Classic buckets and schema-3 native buckets.",
@@ -141,8 +151,16 @@ func newFamilies() [numFamilies]family {
 		[]string{"profile", "kind"})
 	d(famCohortMedian, "cohort_median_latency_seconds", gauge, "Median of the cohort's per-volume median latencies.",
 		[]string{"profile", "kind"})
-	d(famIngestRecords, "ingest_records_total", counter, "Records stored by the server, by kind (geometry, probe, rejected).",
+	d(famIngestRecords, "ingest_records_total", counter, "Records stored by the server, by kind (geometry, probe, database, rejected).",
 		[]string{"kind"})
+	d(famDBLatency, "database_latency_seconds", gauge, "The database's own latency of an operation on the volume, as it counts it (PostgreSQL pg_stat_io, pg_stat_wal, pg_stat_database; MySQL and MariaDB performance_schema): the time its operations took over their count (Δtime/Δops) in the agent's last interval, by source (the agent's name for the database) and op ("+strings.Join(vocab.DatabaseOpNames(), ", ")+"). Absent while the database does not time the op (plumbline_database_not_measured) or counted none. Present only on volumes holding database files.",
+		withVolume("source", "op"))
+	d(famDBNotMeasured, "database_not_measured", gauge, "1 while the database counts an operation on the volume but does not time it (track_io_timing or track_wal_io_timing off, performance_schema timers off): its latency is not measured — never 0. The inventory API says why.",
+		withVolume("source", "op"))
+	d(famDBRate, "database_operations_per_second", gauge, "Operations the database counted on the volume per second over the agent's last interval, by source and op.",
+		withVolume("source", "op"))
+	d(famDBRegression, "database_regression_ratio", gauge, "Present while the database's latency of an operation on the volume is degraded against its own history (sustained, like the probe's baseline): the last interval's latency over the history's median, with the attribution of the regression from the probe's view of the same volume ("+strings.Join(vocab.AttributionNames(), ", ")+").",
+		withVolume("source", "op", "attribution"))
 	d(famEvalLast, "evaluator_last_success_timestamp_seconds", gauge, "When the baseline evaluator last finished a pass without error (Unix time).", nil)
 	d(famEvalRuns, "evaluator_runs_total", counter, "Probe runs the baseline evaluator judged since the server started.", nil)
 	d(famEvalFailures, "evaluator_failures_total", counter, "Baseline evaluator passes that failed since the server started.", nil)
