@@ -50,7 +50,8 @@ type Config struct {
 	// member slow (defaults 4 of 6: 4 minutes at the agent's default
 	// 60-second interval for a steady slowdown; a member that stalls now
 	// and then may dip below the ratio in an interval without starting
-	// over). SustainWindow is at most 32.
+	// over). SustainWindow is at most 31 (the state's column is a 32-bit
+	// signed integer).
 	Sustain       int
 	SustainWindow int
 	// While named, an interval is normal when in every direction compared
@@ -91,10 +92,10 @@ func (c Config) withDefaults() Config {
 	if c.MinRelativeSpread <= 0 {
 		c.MinRelativeSpread = d.MinRelativeSpread
 	}
-	if c.Sustain <= 0 || c.Sustain > 32 {
+	if c.Sustain <= 0 || c.Sustain > 31 {
 		c.Sustain = d.Sustain
 	}
-	if c.SustainWindow < c.Sustain || c.SustainWindow > 32 {
+	if c.SustainWindow < c.Sustain || c.SustainWindow > 31 {
 		c.SustainWindow = max(d.SustainWindow, c.Sustain)
 	}
 	if c.RecoverRatio <= 1 || c.RecoverRatio > c.Ratio {
@@ -284,21 +285,20 @@ func Observe(cfg Config, st *store.MemberState, v Verdict, start, end time.Time)
 		return false
 	}
 	st.Direction, st.Ratio, st.AwaitSeconds, st.SiblingsAwaitSeconds = v.Direction, finite(v.Ratio), v.Await, v.SiblingsAwait
-	window := uint32(1)<<cfg.SustainWindow - 1
-	if cfg.SustainWindow == 32 {
-		window = ^uint32(0)
-	}
-	st.Recent = st.Recent << 1 & window
+	st.Recent = st.Recent << 1 & (uint32(1)<<cfg.SustainWindow - 1)
 	if v.Beyond {
 		st.Recent |= 1
+	}
+	st.StreakStart = time.Time{}
+	if st.Recent != 0 {
+		oldest := 31 - bits.LeadingZeros32(st.Recent)
+		st.StreakStart = start.Add(-time.Duration(oldest) * end.Sub(start))
 	}
 	if !st.Slow {
 		if bits.OnesCount32(st.Recent) < cfg.Sustain {
 			return false
 		}
-		oldest := 31 - bits.LeadingZeros32(st.Recent)
-		st.Slow, st.Normal = true, 0
-		st.Since = start.Add(-time.Duration(oldest) * end.Sub(start))
+		st.Slow, st.Since, st.Normal = true, st.StreakStart, 0
 		return true
 	}
 	if v.Normal {
@@ -307,7 +307,7 @@ func Observe(cfg Config, st *store.MemberState, v Verdict, start, end time.Time)
 		st.Normal = 0
 	}
 	if st.Normal >= cfg.Recover {
-		st.Slow, st.Since, st.Normal, st.Recent = false, time.Time{}, 0, 0
+		st.Slow, st.Since, st.Normal, st.Recent, st.StreakStart = false, time.Time{}, 0, 0, time.Time{}
 		return true
 	}
 	return false

@@ -14,11 +14,9 @@
 --   member_states      one row per member of a group the judge has seen:
 --                      its identity as last reported, whether it is slow
 --                      (since when, in which direction, its await and
---                      utilisation beside its siblings', the ratio), and
---                      what the judge's sustain and hysteresis count
---                      (recent: which of the last intervals judged were
---                      beyond, bit 0 the newest; normal: normal intervals
---                      in a row while named). A member not reported for a while is
+--                      utilisation beside its siblings', the ratio) and
+--                      the streaks the judge's sustain and hysteresis
+--                      count. A member not reported for a while is
 --                      removed by the judge.
 --   inventory_members  per volume with a slow member below it, the slow
 --                      members as the inventory API shows them (a JSON
@@ -68,8 +66,9 @@ CREATE TABLE member_states (
     siblings_await_seconds DOUBLE PRECISION NOT NULL,
     utilisation            DOUBLE PRECISION NOT NULL,
     siblings_utilisation   DOUBLE PRECISION NOT NULL,
-    recent                 BIGINT NOT NULL CHECK (recent >= 0),
+    beyond                 INTEGER NOT NULL CHECK (beyond >= 0),
     normal                 INTEGER NOT NULL CHECK (normal >= 0),
+    streak_ns              BIGINT NOT NULL,
     last_ns                BIGINT NOT NULL,
     PRIMARY KEY (agent_id, group_device, device)
 );
