@@ -20,7 +20,8 @@ import (
 // back which ones it holds back: a volume's latency and probe alerts while
 // an md array under that volume rebuilds, has a failed member or is not
 // running, and the array's degraded alert while its member's alert pages;
-// not those of another volume.
+// a rebuild's stall while its agent is down (its progress stands still on
+// the server); not those of another volume.
 func TestAlertmanagerInhibitions(t *testing.T) {
 	t.Parallel()
 	bin := alertmanagerBinary(t)
@@ -54,6 +55,9 @@ func TestAlertmanagerInhibitions(t *testing.T) {
 		"alertname=PlumblineProbeFailing severity=warning problem=x " + vol("db03"),
 		"alertname=PlumblineVolumeDegraded severity=warning kind=random-read reference=history " + vol("db04"),
 		"alertname=PlumblineProbeFailing severity=warning problem=x " + vol("db04"),
+		"alertname=PlumblineAgentDown severity=warning agent_id=db06 host=db06",
+		"alertname=PlumblineRAIDRebuildStalled severity=critical device=md0 action=recover " + vol("db06"),
+		"alertname=PlumblineRAIDRebuildStalled severity=critical device=md0 action=recover " + vol("db07"),
 	}
 	want := map[string]bool{ // alertname and agent: held back
 		"PlumblineRAIDRebuilding db01": false, "PlumblineVolumeDegraded db01": true, "PlumblineVolumeThrottled db01": true,
@@ -61,6 +65,7 @@ func TestAlertmanagerInhibitions(t *testing.T) {
 		"PlumblineRAIDArrayDegraded db05":   false,
 		"PlumblineRAIDArrayNotRunning db03": false, "PlumblineProbeFailing db03": true,
 		"PlumblineVolumeDegraded db04": false, "PlumblineProbeFailing db04": false,
+		"PlumblineAgentDown db06": false, "PlumblineRAIDRebuildStalled db06": true, "PlumblineRAIDRebuildStalled db07": false,
 	}
 	base := "http://" + addr + "/api/v2/alerts"
 	var got map[string]bool

@@ -75,6 +75,7 @@ func enums() []enum {
 		{[]string{"components", "schemas", "Finding", "properties", "severity"}, vocab.Severities()},
 		{[]string{"components", "schemas", "Alignment", "properties", "verdict"}, vocab.Verdicts()},
 		{[]string{"components", "schemas", "ProbeSummary", "properties", "kind"}, vocab.ProbeKindNames()},
+		{[]string{"components", "schemas", "SlowMember", "properties", "kind"}, vocab.MemberGroupKindNames()},
 		{[]string{"components", "schemas", "StripeMeasurement", "properties", "basis"}, []string{align.BasisStripedDevice, align.BasisDisk}},
 	}
 	for _, p := range inventory.Filters() {

@@ -99,6 +99,10 @@ type Agent struct {
 	reportInterval atomic.Int64
 	maxBatch       atomic.Int64
 	host           atomic.Pointer[plumblinev1.Host]
+	// members are the member groups the member I/O loop samples, set by
+	// the geometry loop (memberio_loop.go).
+	members       atomic.Pointer[memberSet]
+	memberMetrics *memberMetrics
 	// lastSnap is the geometry snapshot spooled last; resync asks the
 	// geometry loop for a new one (the server holds another digest).
 	lastSnap atomic.Pointer[spooledSnapshot]
@@ -171,6 +175,7 @@ func New(o Options) (*Agent, error) {
 	}
 	a.registerMaintenance()
 	a.metrics.reg.MustRegister(newConfigCollector(a))
+	a.memberMetrics = newMemberMetrics(a.metrics.reg)
 	a.host.Store(hostFacts(o))
 	a.geomInterval.Store(int64(o.Config.Intervals.GeometryRefresh))
 	a.reportInterval.Store(int64(o.Config.Intervals.Report))
@@ -257,6 +262,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.logUnconfigured(a.eff.Load())
 	sched := &scheduler{a: a, running: map[string]context.CancelFunc{}}
+	wg.Go(func() { a.memberLoop(ctx) })
 	wg.Go(func() { a.geometryLoop(ctx, sched) })
 	wg.Go(func() { a.sendLoop(ctx, conn) })
 	if a.o.Renewer != nil {
@@ -350,6 +356,7 @@ func (a *Agent) geometryLoop(ctx context.Context, sched *scheduler) {
 		vols, filtered = inv.GetVolumes(), d.Filtered
 		sched.update(ctx, vols)
 		cov.update(ctx, a.eff.Load().cfg.Probes, vols, filtered)
+		a.setMembers(vols)
 	}
 	run(vocab.TriggerStart)
 	refresh := time.NewTimer(time.Duration(a.geomInterval.Load()))

@@ -31,7 +31,9 @@ func (a *Agent) probeOnce(ctx context.Context, t target) {
 	defer stop()
 	rctx, cancel := context.WithTimeout(wctx, runTimeout(o))
 	defer cancel()
+	before := a.mdSyncs(t)
 	res, err := a.runLocked(rctx, t.lockKeys, o)
+	rep.arrays = arrayActivity(before, a.mdSyncs(t))
 	why, inWindow := windowCause(ctx, wctx)
 	switch {
 	case inWindow && (err != nil || res.Skipped):
@@ -127,6 +129,9 @@ type runReport struct {
 	a *Agent
 	t target
 	o probe.Options
+	// arrays are the md arrays under the volume that ran a sync action
+	// at the run's start or end (the run's mark).
+	arrays []*plumblinev1.ArrayActivity
 }
 
 // ran reports a run the engine carried out (completed, stopped or skipped
@@ -137,7 +142,9 @@ func (r runReport) ran(ctx context.Context, res probe.Result) {
 	if res.StoppedReason == vocab.StopInterrupted && ctx.Err() != nil {
 		return
 	}
-	r.spool(res)
+	pr := r.proto(res)
+	pr.ArrayActivity = r.arrays
+	r.a.append(&plumblinev1.Record{Payload: &plumblinev1.Record_Probe{Probe: pr}})
 }
 
 // notRun reports a run that never started its I/O: no disk lock, or the
@@ -170,11 +177,16 @@ func (r runReport) maintenance(partial probe.Result, why string) {
 
 // spool appends one run of t to the spool.
 func (r runReport) spool(res probe.Result) {
+	r.a.append(&plumblinev1.Record{Payload: &plumblinev1.Record_Probe{Probe: r.proto(res)}})
+}
+
+// proto is one run of t on the wire.
+func (r runReport) proto(res probe.Result) *plumblinev1.ProbeResult {
 	pr := ProbeResultToProto(r.t.mount, res)
 	if pr.Device == "" {
 		pr.Device = path.Base(r.t.device)
 	}
-	r.a.append(&plumblinev1.Record{Payload: &plumblinev1.Record_Probe{Probe: pr}})
+	return pr
 }
 
 // countRun counts a run by result and stop reason.

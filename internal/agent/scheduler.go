@@ -20,9 +20,12 @@ import (
 
 // target is one (volume, kind) probe timer.
 type target struct {
-	mount      string
-	device     string
-	lockKeys   []string
+	mount    string
+	device   string
+	lockKeys []string
+	// arrays are the md arrays under the volume (geometry.MDArrays),
+	// whose sync action each run records.
+	arrays     []string
 	kind       probe.Kind
 	sched      config.ProbeSchedule
 	schedIndex int // in Config.Probes
@@ -38,7 +41,7 @@ type target struct {
 func (t target) key() string {
 	settings, _ := json.Marshal(t.sched)      // plain data: cannot fail
 	placement, _ := json.Marshal(t.placement) // plain data: cannot fail
-	return t.mount + "\x00" + string(t.kind) + "\x00" + fmt.Sprint(t.lockKeys) + "\x00" + string(settings) + "\x00" + string(placement)
+	return t.mount + "\x00" + string(t.kind) + "\x00" + fmt.Sprint(t.lockKeys) + "\x00" + fmt.Sprint(t.arrays) + "\x00" + string(settings) + "\x00" + string(placement)
 }
 
 // sameSchedule compares two schedules by value (pointers followed).
@@ -69,7 +72,7 @@ func targetsFor(vols []*plumblinev1.Volume, scheds []config.ProbeSchedule) []tar
 					continue
 				}
 				done[k] = true
-				t := target{mount: v.GetMountPoint(), device: v.GetDevice(), lockKeys: lockKeys(v), kind: k, sched: s, schedIndex: i}
+				t := target{mount: v.GetMountPoint(), device: v.GetDevice(), lockKeys: lockKeys(v), arrays: geometry.MDArrays(v), kind: k, sched: s, schedIndex: i}
 				if k.Spec().Geometry {
 					t.placement = probe.PlacementFor(v)
 				}

@@ -81,6 +81,9 @@ type Fragment struct {
 type Intervals struct {
 	GeometryRefresh time.Duration `yaml:"geometry_refresh,omitempty"`
 	Report          time.Duration `yaml:"report,omitempty"`
+	// MemberIO is how often the agent samples the member devices under
+	// its volumes (/proc/diskstats, Record.member_io).
+	MemberIO time.Duration `yaml:"member_io,omitempty"`
 }
 
 // Facts are what selectors match of one host.
@@ -181,6 +184,9 @@ func (f Fragment) Validate() error {
 	if d := f.Intervals.Report; d != 0 && d < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("intervals.report %s: want at least 100ms", d))
 	}
+	if d := f.Intervals.MemberIO; d != 0 && (d < agentkeys.MinMemberIOInterval || d > agentkeys.MaxMemberIOInterval) {
+		errs = append(errs, fmt.Errorf("intervals.member_io %s: want %s to %s", d, agentkeys.MinMemberIOInterval, agentkeys.MaxMemberIOInterval))
+	}
 	errs = append(errs, agentkeys.ValidateDeclared(f.DeclaredDevices)...)
 	errs = append(errs, agentkeys.ValidateProbes(agentkeys.WithDefaults(f.Probes))...)
 	for i, w := range f.MaintenanceWindows {
@@ -234,6 +240,9 @@ func Resolve(entries []Entry, f Facts) (Resolved, error) {
 		}
 		if out.Intervals.Report == 0 {
 			out.Intervals.Report = p.Intervals.Report
+		}
+		if out.Intervals.MemberIO == 0 {
+			out.Intervals.MemberIO = p.Intervals.MemberIO
 		}
 	}
 	for _, k := range EnforceableKeys() {

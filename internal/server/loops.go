@@ -26,6 +26,7 @@ const (
 	LoopInventory = "inventory"
 	LoopRetention = "retention"
 	LoopJudge     = "judge"
+	LoopMembers   = "members"
 )
 
 // newPruner is the retention loop over st: store.retention (0: it

@@ -31,6 +31,7 @@ import (
 	"github.com/plumbline/plumbline/internal/server/ingest"
 	"github.com/plumbline/plumbline/internal/server/inventory"
 	"github.com/plumbline/plumbline/internal/server/leader"
+	"github.com/plumbline/plumbline/internal/server/members"
 	"github.com/plumbline/plumbline/internal/server/projection"
 	"github.com/plumbline/plumbline/internal/server/store"
 )
@@ -182,6 +183,7 @@ func assemble(st *store.Store, cfg config.Config, tokens []inventory.Token, tlsC
 		{Name: LoopInventory, Run: proj.Run},
 		{Name: LoopJudge, Run: judge.Run},
 		{Name: LoopRetention, Run: pruner.Run},
+		{Name: LoopMembers, Run: members.New(st, members.Options{Logger: logger.With("component", "members")}).Run},
 	}
 	p.everywhere = []func(context.Context){
 		api.Run,           // this replica's cached summaries

@@ -92,3 +92,7 @@ func CheckMDWord(s string) error {
 	}
 	return nil
 }
+
+// MaxArrayActivity bounds the md arrays one probe run records as running
+// a sync action (ProbeResult.array_activity).
+const MaxArrayActivity = 16

@@ -71,7 +71,7 @@ func Default() Agent {
 		ReadSuperblocks: d.ReadSuperblocks,
 		LVMBackupDir:    d.LVMBackupDir,
 		Spool:           Spool{MaxBytes: DefaultSpoolMaxBytes},
-		Intervals:       Intervals{GeometryRefresh: DefaultGeometryRefresh, Report: DefaultReportInterval},
+		Intervals:       Intervals{GeometryRefresh: DefaultGeometryRefresh, Report: DefaultReportInterval, MemberIO: DefaultMemberIOInterval},
 	}
 }
 

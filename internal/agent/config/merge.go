@@ -70,6 +70,10 @@ func Merge(local Agent, central *policy.Fragment) (Agent, Origins) {
 		eff.Intervals.Report = d
 		o["intervals"] = "central"
 	}
+	if d := central.Intervals.MemberIO; d > 0 {
+		eff.Intervals.MemberIO = d
+		o["intervals"] = "central"
+	}
 	return WithDefaults(eff), o
 }
 

@@ -38,6 +38,14 @@ const (
 	MinSpoolMaxBytes       = 1 * bytesize.MiB
 )
 
+// The member I/O interval's default and bounds (agentkeys; 0s turns the
+// sampling off).
+const (
+	DefaultMemberIOInterval = agentkeys.DefaultMemberIOInterval
+	MinMemberIOInterval     = agentkeys.MinMemberIOInterval
+	MaxMemberIOInterval     = agentkeys.MaxMemberIOInterval
+)
+
 // The keys central policy sets as well are agentkeys'; the names below
 // keep them where the rest of the agent's configuration is.
 type (
@@ -99,6 +107,9 @@ type Spool struct {
 type Intervals struct {
 	GeometryRefresh time.Duration `yaml:"geometry_refresh,omitempty"` // default 15m; also on mount-table change
 	Report          time.Duration `yaml:"report,omitempty"`           // default 10s
+	// MemberIO is how often the member devices under the volumes are
+	// sampled (default 1m; 0s: off).
+	MemberIO time.Duration `yaml:"member_io"`
 }
 
 // Web is the agent's own /healthz and /metrics endpoint.
@@ -177,6 +188,9 @@ func (iv Intervals) validate(add adder) {
 	}
 	if iv.Report < 100*time.Millisecond {
 		add("intervals.report %s: want at least 100ms", iv.Report)
+	}
+	if d := iv.MemberIO; d != 0 && (d < MinMemberIOInterval || d > MaxMemberIOInterval) {
+		add("intervals.member_io %s: want 0s (off) or %s to %s", d, MinMemberIOInterval, MaxMemberIOInterval)
 	}
 }
 

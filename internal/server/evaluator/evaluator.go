@@ -76,7 +76,11 @@ type Evaluator struct {
 	loaded   bool
 	entries  map[key]*entry
 	profiles map[volKey]profileAt
-	db       databases
+	// rebuilds are the volumes whose latest run was made during a rebuild
+	// (rebuild.go); rebuildsTouched those whose rebuild changed.
+	rebuilds        map[volKey]rebuildAt
+	rebuildsTouched map[volKey]bool
+	db              databases
 
 	mu     sync.Mutex
 	status Status
@@ -241,12 +245,16 @@ func (e *Evaluator) judge(ctx context.Context, runs []store.ProbeRun) error {
 		r := &runs[i]
 		u.Watermarks[r.AgentID] = max(u.Watermarks[r.AgentID], r.Sequence)
 		t.count(r)
+		e.noteRebuild(r)
 		if r.Skipped || r.Ops == 0 || !vocab.IsJudged(vocab.ProbeKind(r.Kind)) {
 			continue
 		}
 		h, err := wire.DecodeHistogram(r.Histogram)
 		if err != nil || h.Count() == 0 {
 			e.opts.Logger.Warn("probe result without a usable histogram", "agent", r.AgentID, "sequence", r.Sequence, "err", err)
+			continue
+		}
+		if e.rebuildRun(r, h) {
 			continue
 		}
 		e.observe(r, h, cohorts, minCohort)
@@ -443,6 +451,7 @@ func (e *Evaluator) volumeSummaries(touched []*entry) []store.BaselineState {
 	for _, en := range touched {
 		vols[volKey{en.row.AgentID, en.row.MountPoint}] = true
 	}
+	e.addRebuildVolumes(vols)
 	now := time.Now()
 	out := make([]store.BaselineState, 0, len(vols))
 	for vk := range vols {
@@ -468,6 +477,7 @@ func (e *Evaluator) volumeSummaries(touched []*entry) []store.BaselineState {
 			}
 		}
 		st.Reason = strings.Join(reasons, "; ")
+		e.withRebuild(&st, vk)
 		if st.Degraded {
 			st.Reason += e.databaseNote(vk)
 		}

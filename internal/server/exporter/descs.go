@@ -49,12 +49,15 @@ const (
 	famFailingSince
 	famLatency
 	famStops
+	famRAIDMemberSlow
 	famVolFinding
 	famVolGranSplit
 	famVolInfo
 	famVolLastProbe
 	famVolMeasuredCost
 	famVolRAIDMissing
+	famVolRAIDSyncProgress
+	famVolRAIDSyncSpeed
 	famVolSplit
 	famVolStripeConfidence
 	famVolumes
@@ -108,6 +111,10 @@ func newFamilies() [numFamilies]family {
 		withVolume("rule", "severity"))
 	d(famVolRAIDMissing, "volume_raid_missing_members", gauge, "Members an md array under the volume lacks: the kernel's raid_disks minus the roles an in-sync member fills (a member md failed but still lists counts as missing), or, when the agent sent no md health, minus the member devices sysfs lists. 0 for a complete array.",
 		withVolume("device"))
+	d(famVolRAIDSyncProgress, "volume_raid_sync_progress_ratio", gauge, "Share done (0 to 1) of the sync action an md array under the volume runs (action: resync, recover, reshape, check, repair), from md/sync_completed in the volume's latest geometry snapshot. Present only while an action runs and md states its progress.",
+		withVolume("device", "action"))
+	d(famVolRAIDSyncSpeed, "volume_raid_sync_speed_bytes_per_second", gauge, "Speed of the sync action an md array under the volume runs (md/sync_speed in the volume's latest geometry snapshot). Present only while an action runs and md states its speed; with volume_raid_sync_progress_ratio it gives the time left.",
+		withVolume("device", "action"))
 	d(famVolLastProbe, "volume_last_probe_timestamp_seconds", gauge, "When the volume's last probe run that completed operations started (Unix time), over all probe kinds.",
 		volumeLabels)
 	d(famLatency, "probe_latency_seconds", histog, "Latency of every probe operation on the volume, by probe kind ("+strings.Join(vocab.JudgedProbeKindNames(), ", ")+"), cumulative over every judged run. Classic buckets and schema-3 native buckets.",
@@ -118,6 +125,8 @@ func newFamilies() [numFamilies]family {
 		withVolume("kind", "reference", "signal"))
 	d(famStops, "probe_stops_total", counter, "Probe runs of any kind skipped or stopped before their op budget, by reason ("+stopReasons+"; skipped: a skipped run that gave none).",
 		withVolume("reason"))
+	d(famRAIDMemberSlow, "raid_member_slow_ratio", gauge, "Present while the server's sibling judge names the member slow: its mean await in direction (read, write) over the median of its siblings' in the same group (array: the md array, mirror, logical volume or multipath device; kind: "+strings.Join(vocab.MemberGroupKindNames(), ", ")+") doing the same work, in the last interval judged. member is the kernel's device name, by_id its first /dev/disk/by-id name and serial its serial as sysfs states them (empty when the host has none). One series per named member, none otherwise.",
+		[]string{"agent_id", "host", "array", "kind", "member", "by_id", "serial", "direction"})
 	d(famAgentConflicts, "agent_identity_conflicts_total", counter, "Times two live agents were seen on this agent identity (an agent spool incarnation that a newer one had replaced spoke again: two hosts sharing one certificate, or a copied spool). Present only for agents with at least one.",
 		[]string{"agent_id", "host"})
 	d(famFailingSince, "probe_failing_since_timestamp_seconds", gauge, "Present while the volume's latest runs of the probe kind never ran because the agent refused them (reason refused: free-space floor, unsafe path, foreign file, no cache bypass) or failed to open, create or fill the probe file (reason failed): when the first of those runs started (Unix time). Gone once a run does I/O again. The agent's message is in the inventory API and the agent's log.",
@@ -142,7 +151,7 @@ func newFamilies() [numFamilies]family {
 		[]string{"profile", "kind"})
 	d(famCohortMedian, "cohort_median_latency_seconds", gauge, "Median of the cohort's per-volume median latencies.",
 		[]string{"profile", "kind"})
-	d(famIngestRecords, "ingest_records_total", counter, "Records stored by the server, by kind (geometry, probe, database, rejected).",
+	d(famIngestRecords, "ingest_records_total", counter, "Records stored by the server, by kind (geometry, probe, member-io, database, rejected).",
 		[]string{"kind"})
 	d(famDBLatency, "database_latency_seconds", gauge, "The database's own latency of an operation on the volume, as it counts it (PostgreSQL pg_stat_io, pg_stat_wal, pg_stat_database; MySQL and MariaDB performance_schema): the time its operations took over their count (Δtime/Δops) in the agent's last interval, by source (the agent's name for the database) and op ("+strings.Join(vocab.DatabaseOpNames(), ", ")+"). Absent while the database does not time the op (plumbline_database_not_measured) or counted none. Present only on volumes holding database files.",
 		withVolume("source", "op"))

@@ -111,6 +111,8 @@ type Store interface {
 	ListStopCounts(ctx context.Context) ([]store.StopCount, error)
 	ListProbeFailing(ctx context.Context) ([]store.ProbeFailing, error)
 	ListCohorts(ctx context.Context) ([]store.Cohort, error)
+	// The members the sibling judge names slow.
+	ListSlowMembers(ctx context.Context) ([]store.MemberState, error)
 	// The database judge's states (written by the evaluator's passes too).
 	ListDatabaseStates(ctx context.Context) ([]store.DatabaseState, error)
 	ListDatabaseVolumes(ctx context.Context) ([]store.DatabaseVolume, error)

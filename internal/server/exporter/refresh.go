@@ -37,6 +37,9 @@ func (c *Collector) refreshStore(ctx context.Context, now time.Time, ev Evaluato
 	}
 	if sel.hasGlobal() { // only shard 0 shows them
 		c.buildAgents(now)
+		if err := c.buildSlowMembers(ctx); err != nil {
+			return err
+		}
 	}
 	if rebuildVol {
 		c.buildVolumes()

@@ -91,6 +91,7 @@ func (c *Collector) volumeSeries(v *store.JudgedVolume) []*series {
 	}
 	for _, r := range v.Arrays {
 		ss = append(ss, c.series(famVolRAIDMissing, float64(r.Missing), agent, host, mount, r.Device))
+		ss = c.arraySync(ss, v, r)
 	}
 	return ss
 }

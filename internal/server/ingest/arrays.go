@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"math"
 	"slices"
 
 	"github.com/plumbline/plumbline/internal/server/store"
@@ -28,7 +29,7 @@ func arraysOf(v *plumblinev1.Volume) []store.RAIDArray {
 			working = inSyncRoles(h)
 		}
 		missing := int(l.GetRaidDisks()) - working
-		out = append(out, store.RAIDArray{Device: l.GetDevice(), Missing: max(missing, 0)})
+		out = append(out, store.RAIDArray{Device: l.GetDevice(), Missing: max(missing, 0), Sync: arraySync(l.GetRaidHealth())})
 	}
 	return out
 }
@@ -56,4 +57,23 @@ func inSyncRoles(h *plumblinev1.RaidHealth) int {
 		}
 	}
 	return n
+}
+
+// arraySync is an array's running sync action as its md health states it
+// (zero when none runs, or the agent sent no md health): the exporter's
+// sync progress and speed series. Figures beyond int64 (never from md)
+// are left out.
+func arraySync(h *plumblinev1.RaidHealth) store.ArraySync {
+	act := h.GetSyncAction()
+	if act == "" || act == vocab.MDIdle || act == vocab.MDFrozen {
+		return store.ArraySync{}
+	}
+	s := store.ArraySync{Action: act}
+	if done, total := h.GetSyncCompletedSectors(), h.GetSyncTotalSectors(); total > 0 && total <= math.MaxInt64 && done <= total {
+		s.DoneSectors, s.TotalSectors = int64(done), int64(total)
+	}
+	if bps := h.GetSyncSpeedBytesPerSecond(); bps <= math.MaxInt64 {
+		s.SpeedBytesPerSecond = int64(bps)
+	}
+	return s
 }

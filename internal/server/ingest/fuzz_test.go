@@ -41,8 +41,11 @@ func FuzzValidateReport(f *testing.F) {
 	seeds = append(seeds, &plumblinev1.ReportRequest{AgentId: "db1", Records: []*plumblinev1.Record{negative, geometryRecord(11, wrapped)}})
 	seeds = append(seeds, &plumblinev1.ReportRequest{AgentId: "db1", Records: []*plumblinev1.Record{
 		scanProbe(12, "/data", testNow.Add(-time.Minute), scanAnswer(64<<10, 0.999)), scanProbe(13, "/data", testNow, scanAnswer(0, 0))}})
-	seeds = append(seeds, &plumblinev1.ReportRequest{AgentId: "db1", Records: []*plumblinev1.Record{databaseRecord(14, nil),
-		databaseRecord(15, func(d *plumblinev1.DatabaseIO) { d.Sets[0].Ops[0].TimeNanoseconds = nil })}})
+	backwards := memberIORecord(15)
+	backwards.GetMemberIo().Groups[0].Members[1].Reads = math.MaxUint64
+	seeds = append(seeds, &plumblinev1.ReportRequest{AgentId: "db1", Records: []*plumblinev1.Record{memberIORecord(14), backwards}})
+	seeds = append(seeds, &plumblinev1.ReportRequest{AgentId: "db1", Records: []*plumblinev1.Record{databaseRecord(16, nil),
+		databaseRecord(17, func(d *plumblinev1.DatabaseIO) { d.Sets[0].Ops[0].TimeNanoseconds = nil })}})
 	for _, s := range seeds {
 		b, err := proto.Marshal(s)
 		if err != nil {
@@ -135,6 +138,22 @@ func FuzzValidateReport(f *testing.F) {
 					case "aligned", "misaligned", "unknown":
 					default:
 						t.Fatalf("record %d: verdict %q", i, v.Judged.Verdict)
+					}
+				}
+			case store.KindMemberIO:
+				// What the store refuses (store.checkMemberIO) is never passed on.
+				if r.MemberIO == nil || r.MemberIO.Interval <= 0 {
+					t.Fatalf("record %d: member io %+v", i, r.MemberIO)
+				}
+				for _, g := range r.MemberIO.Groups {
+					if g.Device == "" || g.Kind == "" || len(g.Members) < 2 {
+						t.Fatalf("record %d: member group %+v", i, g)
+					}
+					for _, c := range g.Members {
+						if c.Device == "" || c.Reads > math.MaxInt64 || c.ReadTimeMS > math.MaxInt64 || c.Writes > math.MaxInt64 ||
+							c.WriteTimeMS > math.MaxInt64 || c.ReadSectors > math.MaxInt64 || c.WriteSectors > math.MaxInt64 || c.IOTimeMS > math.MaxInt64 {
+							t.Fatalf("record %d: member %+v outside the store's ranges", i, c)
+						}
 					}
 				}
 			case store.KindDatabase:

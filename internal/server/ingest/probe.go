@@ -58,6 +58,10 @@ func convertProbe(p *plumblinev1.ProbeResult, now time.Time, lim Limits) (*store
 	if err != nil {
 		return nil, err
 	}
+	arrays, err := checkArrayActivity(p)
+	if err != nil {
+		return nil, err
+	}
 	return &store.ProbeResult{
 		MountPoint:     p.GetMountPoint(),
 		Device:         p.GetDevice(),
@@ -75,6 +79,7 @@ func convertProbe(p *plumblinev1.ProbeResult, now time.Time, lim Limits) (*store
 		Histogram:      histBytes,
 		IOPSCap:        p.GetIopsCap(),
 		StripeScan:     scan,
+		ArrayActivity:  arrays,
 	}, nil
 }
 

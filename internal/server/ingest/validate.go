@@ -228,8 +228,17 @@ func convertRecord(r *plumblinev1.Record, lim Limits, now time.Time) (rec store.
 			return store.Record{}, fmt.Errorf("database_io: %w", err)
 		}
 		rec.Kind, rec.Database = store.KindDatabase, d
+	case *plumblinev1.Record_MemberIo:
+		if p.MemberIo == nil {
+			return store.Record{}, errors.New("member_io: empty payload")
+		}
+		m, err := convertMemberIO(p.MemberIo, now, lim)
+		if err != nil {
+			return store.Record{}, fmt.Errorf("member_io: %w", err)
+		}
+		rec.Kind, rec.MemberIO = store.KindMemberIO, m
 	default:
-		return store.Record{}, errors.New("no payload: want geometry, probe or database_io")
+		return store.Record{}, errors.New("no payload: want geometry, probe, member_io or database_io")
 	}
 	return rec, nil
 }

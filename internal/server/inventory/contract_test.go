@@ -35,7 +35,9 @@ func seedProbe(t testing.TB, st *store.Store, id, mp string, seq uint64) {
 	_, err = st.AppendBatch(context.Background(), id, []store.Record{{
 		Sequence: seq, Kind: store.KindProbe, ProducedAt: time.Now(), Payload: []byte{},
 		Probe: &store.ProbeResult{MountPoint: mp, Device: "/dev/sdb1", Kind: "random-read", BlockSizeBytes: 8192, QueueDepth: 1,
-			StartedAt: time.Now().Add(-time.Minute), Duration: 10 * time.Second, Ops: 100, Bytes: 819200, Histogram: hb},
+			StartedAt: time.Now().Add(-time.Minute), Duration: 10 * time.Second, Ops: 100, Bytes: 819200, Histogram: hb,
+			// Made while md0 recovered: the volume detail shows the mark.
+			ArrayActivity: []store.ArrayActivity{{Device: "md0", Action: "recover", DoneSectors: 430, TotalSectors: 1000, SpeedBytesPerSecond: 50 << 20}}},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -77,6 +79,7 @@ func TestOpenAPIContract(t *testing.T) {
 			measuredID := store.VolumeID("hidden", "/data")
 			if err := st.PutBaselineStates(context.Background(), []store.BaselineState{
 				{AgentID: "agent00", MountPoint: "/data0", State: "degraded", Degraded: true, Reason: "p95 3x cohort", UpdatedAt: time.Now()},
+				{AgentID: "agent00", MountPoint: "/data1", State: "rebuilding", Reason: "rebuilding, 43% done: md0 recover at 50.0 MiB/s", UpdatedAt: time.Now()},
 			}); err != nil {
 				t.Fatal(err)
 			}
@@ -100,7 +103,8 @@ func TestOpenAPIContract(t *testing.T) {
 				{"/api/v1/volumes?format=csv", true, "", 200, nil},
 				{"/api/v1/volumes", true, "text/csv", 200, nil},
 				{"/api/v1/volumes/" + id, true, "", 200, func(t *testing.T, b []byte) {
-					for _, want := range []string{`"kind": "reformat"`, `"kind": "new-partition"`, `"p99"`, `"degraded": true`} {
+					for _, want := range []string{`"kind": "reformat"`, `"kind": "new-partition"`, `"p99"`, `"degraded": true`,
+						`"array_activity": [`, `"action": "recover"`} {
 						if !bytes.Contains(b, []byte(want)) {
 							t.Errorf("volume detail has no %s:\n%s", want, b)
 						}

@@ -18,7 +18,7 @@ import (
 // a change ticket needs to name the volume, say what is wrong, and how to
 // fix it. Unknown numbers are empty cells.
 func VolumeCSVColumns() []string {
-	return slices.Concat(volumeCSVColumns, measuredCSVColumns(), databaseCSVColumns[:])
+	return slices.Concat(volumeCSVColumns, measuredCSVColumns(), []string{"slow_members"}, databaseCSVColumns[:])
 }
 
 // databaseCSVColumns are the database judge's state of the volume,
@@ -265,6 +265,7 @@ func (c *csvWriter) volumeRow(v *store.InventoryVolume) error {
 	c.time(v.ObservedAt)
 	c.fracs(&v.GranularitySplit)
 	c.measured(v)
+	c.text(slowMembersCell(v.SlowMembers))
 	var db store.DatabaseVolume
 	if v.Database != nil {
 		db = *v.Database
@@ -273,6 +274,27 @@ func (c *csvWriter) volumeRow(v *store.InventoryVolume) error {
 	c.text(db.Attribution)
 	c.text(db.Reason)
 	return c.end()
+}
+
+// slowMembersCell is the slow_members cell: each slow member below the
+// volume as "array/member (serial S) direction ×ratio since T", joined
+// with "; "; empty for none.
+func slowMembersCell(ms []store.SlowMember) string {
+	if len(ms) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for i, m := range ms {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(m.Array + "/" + m.Member)
+		if m.Serial != "" {
+			b.WriteString(" (serial " + m.Serial + ")")
+		}
+		b.WriteString(" " + m.Direction + " ×" + strconv.FormatFloat(m.Ratio, 'f', 1, 64) + " since " + timeCell(m.Since))
+	}
+	return b.String()
 }
 
 // measured appends the cells of measuredCSVColumns: empty where nothing

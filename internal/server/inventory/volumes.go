@@ -132,7 +132,7 @@ func (a *API) writeVolume(ctx context.Context, buf *bytes.Buffer, v *store.Inven
 		if err != nil {
 			return err
 		}
-		full.Baseline, full.Database = v.Baseline, v.Database
+		full.Baseline, full.SlowMembers, full.Database = v.Baseline, v.SlowMembers, v.Database
 		obj, err := volumeItem(full)
 		if err != nil {
 			return err
@@ -155,8 +155,14 @@ func (a *API) writeVolume(ctx context.Context, buf *bytes.Buffer, v *store.Inven
 		}
 		buf.Write(b)
 	}
+	buf.WriteString(`,"slow_members":`)
+	b, err := json.Marshal(slowMembersJSON(v.SlowMembers))
+	if err != nil {
+		return fmt.Errorf("volume %s: slow members: %w", v.ID, err)
+	}
+	buf.Write(b)
 	buf.WriteString(`,"database":`)
-	b, err := json.Marshal(databaseJSON(v.Database))
+	b, err = json.Marshal(databaseJSON(v.Database))
 	if err != nil {
 		return fmt.Errorf("volume %s: database: %w", v.ID, err)
 	}
@@ -177,6 +183,7 @@ func volumeItem(v *store.InventoryVolume) (map[string]any, error) {
 			return nil, fmt.Errorf("volume %s: document: %w", v.ID, err)
 		}
 		obj["baseline"] = baselineJSON(v.Baseline)
+		obj["slow_members"] = slowMembersJSON(v.SlowMembers)
 		obj["database"] = databaseJSON(v.Database)
 		return obj, nil
 	}
@@ -187,6 +194,7 @@ func volumeItem(v *store.InventoryVolume) (map[string]any, error) {
 	}
 	projection.AddDerived(obj, v)
 	obj["baseline"] = baselineJSON(v.Baseline)
+	obj["slow_members"] = slowMembersJSON(v.SlowMembers)
 	obj["database"] = databaseJSON(v.Database)
 	return obj, nil
 }
@@ -284,6 +292,9 @@ type ProbeSummary struct {
 	// interpolated log-linearly inside the bucket, within the exact minimum
 	// and maximum; the numbers the baseline judges); absent without samples.
 	Latency *Latency `json:"latency_seconds,omitempty"`
+	// ArrayActivity are the md arrays under the volume that ran a sync
+	// action at the run's start or end; absent when none did.
+	ArrayActivity []store.ArrayActivity `json:"array_activity,omitempty"`
 }
 
 // Latency summarises a latency histogram, in seconds.
@@ -299,7 +310,7 @@ type Latency struct {
 func probeSummary(p store.ProbeResult) ProbeSummary {
 	s := ProbeSummary{Kind: p.Kind, Device: p.Device, BlockSizeBytes: p.BlockSizeBytes, QueueDepth: p.QueueDepth,
 		StartedAt: p.StartedAt, DurationSeconds: p.Duration.Seconds(), Ops: p.Ops, Errors: p.Errors, Bytes: p.Bytes,
-		Skipped: p.Skipped, StoppedReason: p.StoppedReason, Failure: p.Failure}
+		Skipped: p.Skipped, StoppedReason: p.StoppedReason, Failure: p.Failure, ArrayActivity: p.ArrayActivity}
 	if d := p.Duration.Seconds(); d > 0 {
 		s.IOPS = float64(p.Ops) / d
 		s.BytesPerSecond = float64(p.Bytes) / d
@@ -311,4 +322,37 @@ func probeSummary(p store.ProbeResult) ProbeSummary {
 	s.Latency = &Latency{Count: h.Count(), Mean: h.Mean().Seconds(), Max: h.Max().Seconds(),
 		P50: h.Quantile(0.50), P95: h.Quantile(0.95), P99: h.Quantile(0.99)}
 	return s
+}
+
+// SlowMember is a member below the volume that the sibling judge names
+// slower than its siblings doing the same work.
+type SlowMember struct {
+	Array                string    `json:"array"`
+	Kind                 string    `json:"kind"`
+	Member               string    `json:"member"`
+	ByID                 []string  `json:"by_id"`
+	Serial               string    `json:"serial"`
+	Direction            string    `json:"direction"`
+	Ratio                float64   `json:"ratio"`
+	AwaitSeconds         float64   `json:"await_seconds"`
+	SiblingsAwaitSeconds float64   `json:"siblings_await_seconds"`
+	Utilisation          float64   `json:"utilisation"`
+	SiblingsUtilisation  float64   `json:"siblings_utilisation"`
+	Since                time.Time `json:"since"`
+	UpdatedAt            time.Time `json:"updated_at"`
+}
+
+// slowMembersJSON is the volume's slow members, [] for none.
+func slowMembersJSON(ms []store.SlowMember) []SlowMember {
+	out := make([]SlowMember, 0, len(ms))
+	for _, m := range ms {
+		byID := m.ByID
+		if byID == nil {
+			byID = []string{}
+		}
+		out = append(out, SlowMember{Array: m.Array, Kind: m.Kind, Member: m.Member, ByID: byID, Serial: m.Serial,
+			Direction: m.Direction, Ratio: m.Ratio, AwaitSeconds: m.AwaitSeconds, SiblingsAwaitSeconds: m.SiblingsAwaitSeconds,
+			Utilisation: m.Utilisation, SiblingsUtilisation: m.SiblingsUtilisation, Since: m.Since, UpdatedAt: m.UpdatedAt})
+	}
+	return out
 }

@@ -120,7 +120,7 @@ type BaselineUpdate struct {
 func (s *Store) PendingProbeRuns(ctx context.Context, limit int) ([]ProbeRun, error) {
 	return queryAll(ctx, s, "pending probe runs", `
 SELECT p.agent_id, p.sequence, p.mount_point, p.device, p.kind, p.block_size_bytes, p.queue_depth,
-    p.started_ns, p.duration_ns, p.ops, p.errors, p.bytes, p.skipped, p.stopped_reason, p.failure, p.latency_histogram, p.iops_cap
+    p.started_ns, p.duration_ns, p.ops, p.errors, p.bytes, p.skipped, p.stopped_reason, p.failure, p.latency_histogram, p.iops_cap, p.array_activity
 FROM probe_results p
 JOIN agents a ON a.agent_id = p.agent_id
 LEFT JOIN baseline_watermarks w ON w.agent_id = p.agent_id
@@ -129,8 +129,13 @@ ORDER BY p.agent_id, p.sequence
 LIMIT ?`, []any{limit}, func(row rowScanner) (ProbeRun, error) {
 		var r ProbeRun
 		var seq, bs, qd, started, dur, ops, errs, bytes int64
+		var arrays []byte
 		if err := row.Scan(&r.AgentID, &seq, &r.MountPoint, &r.Device, &r.Kind, &bs, &qd,
-			&started, &dur, &ops, &errs, &bytes, &r.Skipped, &r.StoppedReason, &r.Failure, &r.Histogram, &r.IOPSCap); err != nil {
+			&started, &dur, &ops, &errs, &bytes, &r.Skipped, &r.StoppedReason, &r.Failure, &r.Histogram, &r.IOPSCap, &arrays); err != nil {
+			return r, err
+		}
+		var err error
+		if r.ArrayActivity, err = decodeArrayActivity(arrays); err != nil {
 			return r, err
 		}
 		r.Sequence, r.BlockSizeBytes, r.QueueDepth = uint64(seq), uint32(bs), uint32(qd)

@@ -85,6 +85,9 @@ type InventoryVolume struct {
 	Geometry []byte
 	// Baseline is the evaluator's state, nil when there is none.
 	Baseline *BaselineState
+	// SlowMembers are the members below the volume the sibling judge names
+	// slow (none: nil).
+	SlowMembers []SlowMember
 	// Database is the database judge's state of the volume, nil when no
 	// database's files are on it.
 	Database *DatabaseVolume

@@ -26,14 +26,15 @@ func (s *Store) putArrays(ctx context.Context, tx *sql.Tx, vols []InventoryVolum
 		if n == 0 {
 			return nil
 		}
-		_, err := tx.ExecContext(ctx, s.q(insertValues("inventory_arrays", []string{"volume_id", "device", "missing"}, n)+
+		_, err := tx.ExecContext(ctx, s.q(insertValues("inventory_arrays", []string{"volume_id", "device", "missing",
+			"sync_action", "sync_done_sectors", "sync_total_sectors", "sync_speed_bps"}, n)+
 			` ON CONFLICT (volume_id, device) DO NOTHING`), args...)
 		args, n = args[:0], 0
 		return err
 	}
 	for _, v := range vols {
 		for _, a := range v.Arrays {
-			args = append(args, v.ID, a.Device, a.Missing)
+			args = append(args, v.ID, a.Device, a.Missing, a.Sync.Action, a.Sync.DoneSectors, a.Sync.TotalSectors, a.Sync.SpeedBytesPerSecond)
 			if n++; n == rowsPerInsert {
 				if err := flush(); err != nil {
 					return err

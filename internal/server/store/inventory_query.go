@@ -129,12 +129,13 @@ var inventoryColumns = `f.volume_id, f.agent_id, f.mount_point, f.hostname, f.se
     f.stripe_unit_source, f.stripe_unit_confidence, f.measured_split_cost_seconds, f.measured_split_cost_low_seconds,
     f.measured_split_cost_high_seconds, ` + columnList("f", penaltyColumns[:]...) + `,
     f.severity, f.severity_rank, f.rules, f.rules_version, f.judged_ns,
-    t.rule, t.severity, t.message, t.remediation, b.state, b.degraded, b.reason, b.updated_ns,
+    t.rule, t.severity, t.message, t.remediation, b.state, b.degraded, b.reason, b.updated_ns, sm.slow_members,
     dbv.state, dbv.attribution, dbv.reason, dbv.updated_ns`
 
 const inventoryJoins = `
 LEFT JOIN inventory_findings t ON t.volume_id = f.volume_id AND t.ordinal = 0
 LEFT JOIN inventory_baseline b ON b.agent_id = f.agent_id AND b.mount_point = f.mount_point
+LEFT JOIN inventory_members sm ON sm.agent_id = f.agent_id AND sm.mount_point = f.mount_point
 LEFT JOIN inventory_database dbv ON dbv.agent_id = f.agent_id AND dbv.mount_point = f.mount_point`
 
 // scanInventory reads one row of inventoryColumns (and the geometry when
@@ -146,9 +147,10 @@ func scanInventory(rows *sql.Rows, withGeometry, withDoc bool) (*InventoryVolume
 	var tRule, tSev, tMsg, tFix, bState, bReason sql.NullString
 	var bDegraded sql.NullBool
 	var bUpdated sql.NullInt64
+	var slow sql.NullString
 	var dbState, dbAttr, dbReason sql.NullString
 	var dbUpdated sql.NullInt64
-	dest := make([]any, 0, 39+3*vocab.NumIOSizes) // every column, geometry and doc
+	dest := make([]any, 0, 40+3*vocab.NumIOSizes) // every column, geometry and doc
 	dest = append(dest, &v.ID, &v.AgentID, &v.MountPoint, &v.Hostname, &seq, &observed, &v.Device, &v.FSType,
 		&v.Verdict, &v.DataOffsetBytes, &v.StripeUnitBytes, &v.AllocationUnitBytes, &v.RAIDLevel, &v.Media, &v.Profile)
 	dest = appendSizeDests(dest, &v.SplitFraction)
@@ -156,7 +158,7 @@ func scanInventory(rows *sql.Rows, withGeometry, withDoc bool) (*InventoryVolume
 	dest = append(dest, &v.StripeUnitSource, &v.StripeUnitConfidence, &v.MeasuredSplitCost, &v.MeasuredSplitCostLow, &v.MeasuredSplitCostHigh)
 	dest = appendSizeDests(dest, &v.MeasuredPenalty)
 	dest = append(dest, &v.Severity, &v.SeverityRank, &rules, &v.RulesVersion, &judged,
-		&tRule, &tSev, &tMsg, &tFix, &bState, &bDegraded, &bReason, &bUpdated, &dbState, &dbAttr, &dbReason, &dbUpdated)
+		&tRule, &tSev, &tMsg, &tFix, &bState, &bDegraded, &bReason, &bUpdated, &slow, &dbState, &dbAttr, &dbReason, &dbUpdated)
 	if withGeometry {
 		dest = append(dest, &v.Geometry)
 	}
@@ -172,6 +174,10 @@ func scanInventory(rows *sql.Rows, withGeometry, withDoc bool) (*InventoryVolume
 	}
 	if tRule.Valid {
 		v.TopFinding = &Finding{Rule: tRule.String, Severity: tSev.String, Message: tMsg.String, Remediation: tFix.String}
+	}
+	var err error
+	if v.SlowMembers, err = parseSlowMembers(slow); err != nil {
+		return nil, err
 	}
 	if bState.Valid {
 		v.Baseline = &BaselineState{AgentID: v.AgentID, MountPoint: v.MountPoint, State: bState.String,
@@ -369,10 +375,11 @@ func (s *Store) LatestProbes(ctx context.Context, agentID, mountPoint string) ([
 	for _, kind := range slices.Sorted(slices.Values(vocab.ProbeKindNames())) {
 		var p ProbeResult
 		var bs, qd, started, dur, ops, errs, bytes int64
+		var arrays []byte
 		err := s.db.QueryRowContext(ctx, s.q(`SELECT device, block_size_bytes, queue_depth, started_ns, duration_ns, ops, errors, bytes,
-    skipped, stopped_reason, failure, latency_histogram
+    skipped, stopped_reason, failure, latency_histogram, array_activity
 FROM probe_results WHERE agent_id = ? AND mount_point = ? AND kind = ? ORDER BY started_ns DESC LIMIT 1`),
-			agentID, mountPoint, kind).Scan(&p.Device, &bs, &qd, &started, &dur, &ops, &errs, &bytes, &p.Skipped, &p.StoppedReason, &p.Failure, &p.Histogram)
+			agentID, mountPoint, kind).Scan(&p.Device, &bs, &qd, &started, &dur, &ops, &errs, &bytes, &p.Skipped, &p.StoppedReason, &p.Failure, &p.Histogram, &arrays)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
@@ -383,6 +390,9 @@ FROM probe_results WHERE agent_id = ? AND mount_point = ? AND kind = ? ORDER BY 
 		p.BlockSizeBytes, p.QueueDepth = uint32(bs), uint32(qd)
 		p.StartedAt, p.Duration = fromUnixNano(started), time.Duration(dur)
 		p.Ops, p.Errors, p.Bytes = uint64(ops), uint64(errs), uint64(bytes)
+		if p.ArrayActivity, err = decodeArrayActivity(arrays); err != nil {
+			return nil, fmt.Errorf("latest probes of %s:%s: %w", agentID, mountPoint, err)
+		}
 		out = append(out, p)
 	}
 	return out, nil

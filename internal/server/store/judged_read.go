@@ -72,6 +72,18 @@ type RuleSeverity struct {
 type RAIDArray struct {
 	Device  string
 	Missing int
+	// Sync is the array's running sync action, zero when none runs.
+	Sync ArraySync
+}
+
+// ArraySync is an md array's running sync action (resync, recover,
+// reshape, check, repair) as the geometry snapshot stated it: progress in
+// 512-byte sectors (TotalSectors 0: not stated) and speed (0: not
+// stated).
+type ArraySync struct {
+	Action                    string
+	DoneSectors, TotalSectors int64
+	SpeedBytesPerSecond       int64
 }
 
 // Equal reports whether two judged records hold the same judgement (when
@@ -125,11 +137,16 @@ ORDER BY a.hostname, iv.agent_id, iv.mount_point`, nil, sc.scan)
 	if err != nil {
 		return nil, err
 	}
-	err = eachRow(ctx, s, "list judged arrays", `SELECT volume_id, device, missing FROM inventory_arrays ORDER BY volume_id, device`, nil,
-		func(row *sql.Rows) (struct{}, error) { return struct{}{}, row.Scan(&id, &a, &n) },
+	var sync ArraySync
+	err = eachRow(ctx, s, "list judged arrays", `SELECT volume_id, device, missing, sync_action, sync_done_sectors, sync_total_sectors, sync_speed_bps
+FROM inventory_arrays ORDER BY volume_id, device`, nil,
+		func(row *sql.Rows) (struct{}, error) {
+			return struct{}{}, row.Scan(&id, &a, &n, &b, &sync.DoneSectors, &sync.TotalSectors, &sync.SpeedBytesPerSecond)
+		},
 		func(struct{}) error {
 			if v := byID[string(id)]; v != nil {
-				v.Arrays = append(v.Arrays, RAIDArray{Device: in.str(a), Missing: int(n)})
+				sync.Action = in.str(b)
+				v.Arrays = append(v.Arrays, RAIDArray{Device: in.str(a), Missing: int(n), Sync: sync})
 			}
 			return nil
 		})

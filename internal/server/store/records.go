@@ -47,6 +47,8 @@ type Record struct {
 	// snapshot, as text; once the snapshot is applied it is what Hello
 	// reports as the geometry the server holds.
 	GeometryDigest string
+	// MemberIO (KindMemberIO) is the interval of member I/O.
+	MemberIO *MemberIO
 }
 
 // ProbeResult is one probe run.
@@ -73,6 +75,9 @@ type ProbeResult struct {
 	// StripeScan is the plumbline.v1.StripeScan of a stripe-scan run; nil
 	// for every other kind.
 	StripeScan []byte
+	// ArrayActivity are the md arrays under the volume that ran a sync
+	// action at the run's start or end (probe_arrays.go); nil when none.
+	ArrayActivity []ArrayActivity
 }
 
 // AppendResult says what AppendBatch did with each record.
@@ -241,11 +246,13 @@ func (s *Store) storeBatch(ctx context.Context, tx *sql.Tx, agentID, incarnation
 	if err := s.insertRecords(ctx, tx, agentID, incarnation, fresh); err != nil {
 		return err
 	}
-	var probes, dbs []stored
+	var probes, members, dbs []stored
 	for _, r := range fresh {
 		switch r.Kind {
 		case KindProbe:
 			probes = append(probes, r)
+		case KindMemberIO:
+			members = append(members, r)
 		case KindDatabase:
 			dbs = append(dbs, r)
 		case KindGeometry:
@@ -256,6 +263,9 @@ func (s *Store) storeBatch(ctx context.Context, tx *sql.Tx, agentID, incarnation
 		}
 	}
 	if err := s.insertProbes(ctx, tx, agentID, probes); err != nil {
+		return err
+	}
+	if err := s.insertMemberIO(ctx, tx, agentID, members); err != nil {
 		return err
 	}
 	if err := s.insertDatabase(ctx, tx, agentID, dbs); err != nil {
@@ -305,12 +315,20 @@ func sortedBatch(records []Record) ([]*Record, error) {
 			return nil, fmt.Errorf("%w: sequence %d: want 1 to 2^63-1", ErrInvalid, r.Sequence)
 		}
 		switch r.Kind {
-		case KindGeometry, KindProbe, KindRejected, KindDatabase:
+		case KindGeometry, KindProbe, KindRejected, KindMemberIO, KindDatabase:
 		default:
 			return nil, fmt.Errorf("%w: sequence %d: record kind %q", ErrInvalid, r.Sequence, r.Kind)
 		}
 		if (r.Kind == KindProbe) != (r.Probe != nil) {
 			return nil, fmt.Errorf("%w: sequence %d: a probe result goes with kind %q and only with it", ErrInvalid, r.Sequence, KindProbe)
+		}
+		if (r.Kind == KindMemberIO) != (r.MemberIO != nil) {
+			return nil, fmt.Errorf("%w: sequence %d: member io goes with kind %q and only with it", ErrInvalid, r.Sequence, KindMemberIO)
+		}
+		if m := r.MemberIO; m != nil {
+			if err := checkMemberIO(m); err != nil {
+				return nil, fmt.Errorf("%w: sequence %d: %w", ErrInvalid, r.Sequence, err)
+			}
 		}
 		if err := checkDatabase(r); err != nil {
 			return nil, err
@@ -500,8 +518,8 @@ func (s *Store) insertRecords(ctx context.Context, tx *sql.Tx, agentID, incarnat
 const (
 	insertRecordSQL = `INSERT INTO records (agent_id, sequence, incarnation, agent_sequence, kind, produced_ns, received_ns, payload, reason) VALUES `
 	insertProbeSQL  = `INSERT INTO probe_results (agent_id, sequence, mount_point, device, kind, block_size_bytes, queue_depth,
-    started_ns, duration_ns, ops, errors, bytes, skipped, stopped_reason, failure, latency_histogram, iops_cap, stripe_scan) VALUES `
-	probeRowSQL = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    started_ns, duration_ns, ops, errors, bytes, skipped, stopped_reason, failure, latency_histogram, iops_cap, stripe_scan, array_activity) VALUES `
+	probeRowSQL = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 func probeArgs(args []any, agentID string, r stored) []any {
@@ -516,14 +534,14 @@ func probeArgs(args []any, agentID string, r stored) []any {
 	}
 	return append(args, agentID, int64(r.server), p.MountPoint, p.Device, p.Kind,
 		int64(p.BlockSizeBytes), int64(p.QueueDepth), unixNano(p.StartedAt), int64(p.Duration),
-		int64(p.Ops), int64(p.Errors), int64(p.Bytes), p.Skipped, p.StoppedReason, p.Failure, hist, p.IOPSCap, scan)
+		int64(p.Ops), int64(p.Errors), int64(p.Bytes), p.Skipped, p.StoppedReason, p.Failure, hist, p.IOPSCap, scan, encodeArrayActivity(p.ArrayActivity))
 }
 
 func (s *Store) insertProbes(ctx context.Context, tx *sql.Tx, agentID string, probes []stored) error {
 	for chunk := range slices.Chunk(probes, s.recordRowsPerInsert()) {
 		var b strings.Builder
 		b.WriteString(insertProbeSQL)
-		args := make([]any, 0, len(chunk)*18)
+		args := make([]any, 0, len(chunk)*19)
 		b.WriteString(tupleList(probeRowSQL, len(chunk)))
 		for _, r := range chunk {
 			args = probeArgs(args, agentID, r)

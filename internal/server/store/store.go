@@ -275,11 +275,11 @@ func (s *Store) provider() (*goose.Provider, error) {
 		}
 		opts = append(opts, goose.WithSessionLocker(locker))
 	}
+	opts = append(opts, goose.WithGoMigrations(goMigrations(s.engine)...))
 	sub, err := fs.Sub(migrations, "migrations")
 	if err != nil {
 		return nil, err
 	}
-	opts = append(opts, goose.WithGoMigrations(s.kindsMigration()))
 	return goose.NewProvider(dialect, s.db, sub, opts...)
 }
 

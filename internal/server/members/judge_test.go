@@ -1,0 +1,141 @@
+package members
+
+import (
+	"testing"
+	"time"
+
+	"github.com/plumbline/plumbline/internal/server/store"
+)
+
+// counters is a member doing n reads and n/2 writes of 8 KiB in an
+// interval, taking readMS and writeMS per op.
+func counters(dev string, n uint64, readMS, writeMS float64) store.MemberCounters {
+	return store.MemberCounters{Device: dev, State: []string{"in_sync"},
+		Reads: n, ReadTimeMS: uint64(float64(n) * readMS), ReadSectors: 16 * n,
+		Writes: n / 2, WriteTimeMS: uint64(float64(n/2) * writeMS), WriteSectors: 8 * n,
+		IOTimeMS: uint64(float64(n)*readMS + float64(n/2)*writeMS)}
+}
+
+func md(members ...store.MemberCounters) store.MemberGroup {
+	return store.MemberGroup{Device: "md0", Kind: "md", MountPoints: []string{"/data"}, Members: members}
+}
+
+func TestJudgeGroup(t *testing.T) {
+	t.Parallel()
+	cfg := DefaultConfig()
+	healthy := func(dev string) store.MemberCounters { return counters(dev, 3000, 2, 4) }
+	tests := []struct {
+		name    string
+		g       store.MemberGroup
+		beyond  string // the one member beyond ("" none)
+		dir     string
+		ratio   float64 // its ratio, ±5%
+		notJudg []string
+	}{
+		{"all alike", md(healthy("sdb"), healthy("sdc"), healthy("sdd"), healthy("sde")), "", "", 0, nil},
+		{"reads ×3 on one", md(healthy("sdb"), healthy("sdc"), counters("sdd", 3000, 6, 4), healthy("sde")), "sdd", Read, 3, nil},
+		{"writes ×2 on a mirror leg", store.MemberGroup{Device: "dm-2", Kind: "mirror", Members: []store.MemberCounters{
+			{Device: "sdb", Writes: 1000, WriteTimeMS: 1000, WriteSectors: 16000}, {Device: "sdc", Writes: 1000, WriteTimeMS: 2000, WriteSectors: 16000}}},
+			"sdc", Write, 2, nil},
+		{"×1.3 is noise", md(healthy("sdb"), healthy("sdc"), counters("sdd", 3000, 2.6, 4), healthy("sde")), "", "", 0, nil},
+		{"too few ops", md(counters("sdb", 10, 2, 4), counters("sdc", 10, 20, 40)), "", "", 0, []string{"sdb", "sdc"}},
+		{"a faulty member is not compared", md(healthy("sdb"), healthy("sdc"),
+			func() store.MemberCounters { c := counters("sdd", 3000, 9, 9); c.State = []string{"faulty"}; return c }()), "", "", 0, []string{"sdd"}},
+		{"a spare being rebuilt is not compared", md(healthy("sdb"), healthy("sdc"),
+			func() store.MemberCounters { c := counters("sdd", 3000, 9, 9); c.State = []string{"spare"}; return c }()), "", "", 0, []string{"sdd"}},
+		{"a write-mostly leg is not compared", md(healthy("sdb"),
+			func() store.MemberCounters {
+				c := counters("sdc", 3000, 9, 9)
+				c.State = []string{"in_sync", "write_mostly"}
+				return c
+			}()), "", "", 0, []string{"sdb", "sdc"}},
+		{"other work is not compared", md(healthy("sdb"), healthy("sdc"),
+			func() store.MemberCounters { c := counters("sdd", 3000, 9, 4); c.ReadSectors *= 8; return c }()), "", "", 0, nil},
+		{"an idle group", md(store.MemberCounters{Device: "sdb"}, store.MemberCounters{Device: "sdc"}), "", "", 0, []string{"sdb", "sdc"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			vs := JudgeGroup(cfg, time.Minute, tt.g)
+			if len(vs) != len(tt.g.Members) {
+				t.Fatalf("%d verdicts for %d members", len(vs), len(tt.g.Members))
+			}
+			for _, v := range vs {
+				switch {
+				case v.Device == tt.beyond:
+					if !v.Beyond || v.Direction != tt.dir || v.Ratio < tt.ratio*0.95 || v.Ratio > tt.ratio*1.05 || v.Normal {
+						t.Errorf("%s: %+v; want beyond in %s at ×%.1f", v.Device, v, tt.dir, tt.ratio)
+					}
+				case v.Beyond:
+					t.Errorf("%s: beyond (%+v); want not", v.Device, v)
+				}
+				notJudged := false
+				for _, d := range tt.notJudg {
+					notJudged = notJudged || d == v.Device
+				}
+				if v.Judged == notJudged {
+					t.Errorf("%s: judged %v; want %v", v.Device, v.Judged, !notJudged)
+				}
+			}
+		})
+	}
+}
+
+// The slow member's utilisation is shown beside its siblings' median.
+func TestJudgeGroupUtilisation(t *testing.T) {
+	t.Parallel()
+	g := md(counters("sdb", 3000, 2, 4), counters("sdc", 3000, 2, 4), counters("sdd", 3000, 6, 4))
+	vs := JudgeGroup(Config{}, time.Minute, g)
+	if u := vs[2].Util; u < 0.39 || u > 0.41 { // 3000×6 + 1500×4 ms of 60 s
+		t.Errorf("sdd utilisation %.3f, want 0.4", u)
+	}
+	if u := vs[2].SiblingsUtil; u < 0.19 || u > 0.21 {
+		t.Errorf("sdd siblings' utilisation %.3f, want 0.2", u)
+	}
+}
+
+// A member is named after Sustain intervals beyond in a row, since the
+// first of them; an interval in between neither names nor clears it; it is
+// cleared after Recover normal intervals in a row. Intervals it is not
+// judged in move nothing; a gap of Stale breaks a streak.
+func TestObserve(t *testing.T) {
+	t.Parallel()
+	cfg := DefaultConfig()
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	beyond := Verdict{Judged: true, Beyond: true, Direction: Read, Ratio: 3}
+	between := Verdict{Judged: true, Direction: Read, Ratio: 1.3}
+	normal := Verdict{Judged: true, Normal: true, Direction: Read, Ratio: 1}
+	idle := Verdict{}
+	var st store.MemberState
+	at := t0
+	step := func(v Verdict) bool {
+		ch := Observe(cfg, &st, v, at, at.Add(time.Minute))
+		at = at.Add(time.Minute)
+		return ch
+	}
+	step(normal)
+	for i, v := range []Verdict{beyond, idle, beyond, beyond} {
+		if step(v) || st.Slow {
+			t.Fatalf("interval %d: named after %d beyond", i, st.Beyond)
+		}
+	}
+	if !step(beyond) || !st.Slow || !st.Since.Equal(t0.Add(time.Minute)) || st.Ratio != 3 {
+		t.Fatalf("after 4 beyond: %+v; want named since %s at ×3", st, t0.Add(time.Minute))
+	}
+	for i, v := range []Verdict{normal, normal, between, normal, idle, normal} {
+		if step(v) || !st.Slow {
+			t.Fatalf("interval %d after naming: cleared too early (%+v)", i, st)
+		}
+	}
+	if !step(normal) || st.Slow || !st.Since.IsZero() {
+		t.Fatalf("after 3 normal in a row: %+v; want cleared", st)
+	}
+	// A streak broken by an hour's silence starts again.
+	step(beyond)
+	step(beyond)
+	step(beyond)
+	at = at.Add(cfg.Stale)
+	if step(beyond) || st.Slow || st.Beyond != 1 {
+		t.Fatalf("after a gap: %+v; want a new streak of 1", st)
+	}
+}
