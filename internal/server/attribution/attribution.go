@@ -30,9 +30,11 @@ type Config struct {
 	Fresh time.Duration
 	// Lead is how long before the regression's start (the end of its first
 	// interval beyond the history) the probe's last run may have started
-	// and still speak for it (default 2m): a run from before the change
-	// says nothing of it, and attributing from it would call every
-	// device fault "load" until the probe's next run.
+	// and still speak for it (default none: the change began somewhere in
+	// that first interval, so only a run started after its end surely saw
+	// it). A run from before the change says nothing of it, and
+	// attributing from it would call every device fault "load" until the
+	// probe's next run.
 	Lead time.Duration
 }
 
@@ -42,9 +44,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Fresh <= 0 {
 		c.Fresh = 30 * time.Minute
-	}
-	if c.Lead <= 0 {
-		c.Lead = 2 * time.Minute
 	}
 	return c
 }
