@@ -477,10 +477,10 @@ func (e *Evaluator) volumeSummaries(touched []*entry) []store.BaselineState {
 			}
 		}
 		st.Reason = strings.Join(reasons, "; ")
-		e.withRebuild(&st, vk)
 		if st.Degraded {
 			st.Reason += e.databaseNote(vk)
 		}
+		e.withRebuild(&st, vk)
 		out = append(out, st)
 	}
 	slices.SortFunc(out, func(a, b store.BaselineState) int {

@@ -44,8 +44,8 @@ func FuzzValidateReport(f *testing.F) {
 	backwards := memberIORecord(15)
 	backwards.GetMemberIo().Groups[0].Members[1].Reads = math.MaxUint64
 	seeds = append(seeds, &plumblinev1.ReportRequest{AgentId: "db1", Records: []*plumblinev1.Record{memberIORecord(14), backwards}})
-	seeds = append(seeds, &plumblinev1.ReportRequest{AgentId: "db1", Records: []*plumblinev1.Record{databaseRecord(16, nil),
-		databaseRecord(17, func(d *plumblinev1.DatabaseIO) { d.Sets[0].Ops[0].TimeNanoseconds = nil })}})
+	seeds = append(seeds, &plumblinev1.ReportRequest{AgentId: "db1", Records: []*plumblinev1.Record{databaseRecord(14, nil),
+		databaseRecord(15, func(d *plumblinev1.DatabaseIO) { d.Sets[0].Ops[0].TimeNanoseconds = nil })}})
 	for _, s := range seeds {
 		b, err := proto.Marshal(s)
 		if err != nil {
