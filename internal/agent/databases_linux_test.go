@@ -62,7 +62,7 @@ func TestDatabaseSourceEndToEnd(t *testing.T) {
 			t.Errorf("record = %v, want source main, postgresql, an interval and sets", d)
 		}
 		for _, s := range d.GetSets() {
-			if s.GetMountPoint() != "/" || s.GetDevice() != "/dev/sdb1" {
+			if s.GetMountPoint() != "/" || s.GetDevice() != "sdb1" {
 				t.Errorf("set %s %s on %q %q (%s), want the discovered volume /", s.GetLocation(), s.GetPath(), s.GetMountPoint(), s.GetDevice(), s.GetAttribution())
 			}
 		}

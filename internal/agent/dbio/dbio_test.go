@@ -204,6 +204,7 @@ func TestRecord(t *testing.T) {
 			file(vocab.LocationData, "/srv/my/data/ibdata1", vocab.DBOpRead, timed(5, 500)),
 			file(vocab.LocationData, "/srv/my/data/shop/items.ibd", vocab.DBOpRead, Counter{Count: 1, NotMeasured: "wait/io/file/x is not timed"}),
 			file(vocab.LocationWAL, "/srv/my/data/binlog.000001", vocab.DBOpWALWrite, timed(3, 30)),
+			file(vocab.LocationFile, "/usr/share/mysql/charsets/Index.xml", vocab.DBOpRead, timed(0, 0)),
 			{Location: Location{Kind: vocab.LocationData}, Ops: map[vocab.DatabaseOp]Counter{vocab.DBOpWrite: timed(0, 7)}},
 			{Location: Location{Kind: vocab.LocationData, Path: "/srv/my/pgdata"}, Also: []string{"/ts/one"}, Ops: map[vocab.DatabaseOp]Counter{vocab.DBOpWrite: timed(1, 1)}},
 		},
@@ -277,5 +278,52 @@ func TestResolveUnder(t *testing.T) {
 	}
 	if p := NewAttributor(m, nil).WithRoot(root).Place("/nowhere", false); !strings.Contains(p.Why, "not under the database's root") {
 		t.Errorf("a missing path in a chroot placed %+v, want why", p)
+	}
+}
+
+// FuzzResolveUnder: whatever path a database states (it is outside input),
+// ResolveUnder's answer stays under the database's root, and Place never
+// panics.
+func FuzzResolveUnder(f *testing.F) {
+	root := f.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "a", "b"), 0o755); err != nil {
+		f.Fatal(err)
+	}
+	if err := os.Symlink("../../..", filepath.Join(root, "a", "b", "up")); err != nil {
+		f.Skipf("no symlinks here: %v", err)
+	}
+	os.Symlink("/a", filepath.Join(root, "abs"))
+	hostRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range []string{"/a/b", "/a/b/up/up/etc", "../../..", "/abs/b/up", "", "a//b/./..", "/a/b/up/../../x"} {
+		f.Add(s)
+	}
+	m := Mounts{Volumes: []*plumblinev1.Volume{{MountPoint: "/", Device: "sda"}}}
+	f.Fuzz(func(t *testing.T, p string) {
+		got, err := ResolveUnder(root, p)
+		if err == nil && got != hostRoot && !strings.HasPrefix(got, hostRoot+string(filepath.Separator)) {
+			t.Fatalf("ResolveUnder(%q) = %q: outside the root %s", p, got, hostRoot)
+		}
+		NewAttributor(m, nil).WithRoot(root).Place(p, len(p)%2 == 0)
+	})
+}
+
+// Windows paths (as PostgreSQL and MySQL on Windows state them) fall on
+// the volume mounted at their drive letter or folder, whatever the case
+// and slash direction.
+func TestPlaceWindowsPaths(t *testing.T) {
+	t.Parallel()
+	m := Mounts{Volumes: []*plumblinev1.Volume{{MountPoint: "C:/", Device: "PhysicalDrive0"}, {MountPoint: "D:/SQL/", Device: "PhysicalDrive2"}}}
+	a := NewAttributor(m, func(p string) (string, error) { return p, nil })
+	for _, tc := range []struct{ path, want string }{
+		{`C:\Program Files\PostgreSQL\16\data`, "C:/"},
+		{`d:\sql\data\ibdata1`, "D:/SQL/"},
+		{`D:/SQLDATA/x`, ""},
+	} {
+		if p := a.Place(tc.path, false); p.MountPoint != tc.want {
+			t.Errorf("Place(%q) = %+v, want %q", tc.path, p, tc.want)
+		}
 	}
 }

@@ -25,10 +25,16 @@ type group struct {
 // Record is the wire form of one interval of source: its sets placed on
 // volumes by a, those of one location kind on one volume summed into one
 // DatabaseIOSet (MySQL counts every file on its own: they are summed per
-// volume, the set's path being their deepest common directory).
+// volume, the set's path being their deepest common directory). A file
+// outside the data directory that did nothing in the interval is left
+// out, so that a volume holding only a file the server read once at start
+// (a character set) is not named as holding the database.
 func Record(source string, d Delta, a *Attributor) *plumblinev1.DatabaseIO {
 	var groups []*group
 	for _, s := range d.Sets {
+		if s.Kind == vocab.LocationFile && idle(s) {
+			continue // a file outside the data directory read once (a character set, a pid file): no set on its volume
+		}
 		p := placeSet(a, s)
 		i := slices.IndexFunc(groups, func(g *group) bool { return g.kind == s.Kind && g.place == p })
 		if i < 0 {
@@ -63,6 +69,16 @@ func Record(source string, d Delta, a *Attributor) *plumblinev1.DatabaseIO {
 		rec.Unknown = append(rec.Unknown, &plumblinev1.Unknown{Field: u.Field, Reason: u.Reason})
 	}
 	return rec
+}
+
+// idle says whether no operation of s happened in the interval.
+func idle(s Set) bool {
+	for _, c := range s.Ops {
+		if c.Count > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // placeSet places a set: its path, and every other directory its counters
@@ -108,7 +124,7 @@ func (g *group) wire() *plumblinev1.DatabaseIOSet {
 		Location:    string(g.kind),
 		Path:        cmp.Or(commonDir(g.paths), "(unknown)"),
 		MountPoint:  g.place.MountPoint,
-		Device:      g.place.Device,
+		Device:      kernelName(g.place.Device),
 		Attribution: g.place.Why,
 	}
 	for _, op := range vocab.DatabaseOps() {
@@ -145,4 +161,14 @@ func commonDir(paths []string) string {
 		}
 	}
 	return dir
+}
+
+// kernelName is the device as the wire names it — the kernel's name, like
+// a probe run's device (the mount table's /dev/loop0p1 is loop0p1) — or
+// "" when there is none.
+func kernelName(dev string) string {
+	if dev == "" {
+		return ""
+	}
+	return filepath.Base(dev)
 }
