@@ -28,6 +28,14 @@ type Config struct {
 	// database's last interval, to say anything (default 30m: several runs
 	// of the agent's default schedule).
 	Fresh time.Duration
+	// Lead is how long before the regression's start (the end of its first
+	// interval beyond the history) the probe's last run may have started
+	// and still speak for it (default none: the change began somewhere in
+	// that first interval, so only a run started after its end surely saw
+	// it). A run from before the change says nothing of it, and
+	// attributing from it would call every device fault "load" until the
+	// probe's next run.
+	Lead time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -82,8 +90,12 @@ type Result struct {
 func Attribute(at time.Time, ops []Op, probes []Probe, cfg Config) Result {
 	cfg = cfg.withDefaults()
 	var slow []string
+	var began time.Time
 	for _, o := range ops {
 		if o.Status == baseline.Degraded {
+			if began.IsZero() || o.Since.Before(began) {
+				began = o.Since
+			}
 			slow = append(slow, fmt.Sprintf("%s %s %s vs %s (×%.2g) since %s", o.Source, o.Op, ms(o.Latency), ms(o.HistoryMedian),
 				o.Ratio, o.Since.UTC().Format(time.RFC3339)))
 		}
@@ -91,18 +103,24 @@ func Attribute(at time.Time, ops []Op, probes []Probe, cfg Config) Result {
 	if len(slow) == 0 {
 		return Result{}
 	}
-	attr, probe := judgeProbes(at, probes, cfg)
+	attr, probe := judgeProbes(at, began.Add(-cfg.Lead), probes, cfg)
 	return Result{Attribution: attr, Reason: fmt.Sprintf("%s: database %s; probe %s", attr, strings.Join(slow, ", "), probe)}
 }
 
 // judgeProbes says what the probe's kinds make of the volume: throttled,
-// slowed, on its baseline, or nothing to go by.
-func judgeProbes(at time.Time, probes []Probe, cfg Config) (vocab.Attribution, string) {
+// slowed, on its baseline, or nothing to go by. Only runs started at or
+// after from speak.
+func judgeProbes(at, from time.Time, probes []Probe, cfg Config) (vocab.Attribution, string) {
 	probes = slices.Clone(probes)
 	slices.SortFunc(probes, func(a, b Probe) int { return strings.Compare(a.Kind, b.Kind) })
 	var throttled, slowed, steady []string
+	before := false
 	for _, p := range probes {
 		if p.LastRun.IsZero() || at.Sub(p.LastRun) > cfg.Fresh || !p.Trusted && p.State.Status != baseline.Degraded {
+			continue
+		}
+		if p.LastRun.Before(from) {
+			before = true
 			continue
 		}
 		s := p.State
@@ -126,6 +144,9 @@ func judgeProbes(at time.Time, probes []Probe, cfg Config) (vocab.Attribution, s
 		return vocab.AttributionDevice, strings.Join(slowed, ", ")
 	case len(steady) > 0:
 		return vocab.AttributionLoad, "on its baseline: " + strings.Join(steady, ", ")
+	}
+	if before {
+		return vocab.AttributionUndetermined, fmt.Sprintf("has not run since the regression began (%s): waiting for its next run", from.Add(cfg.Lead).UTC().Format(time.RFC3339))
 	}
 	return vocab.AttributionUndetermined, fmt.Sprintf("has no trusted run within %s to compare with", cfg.Fresh)
 }

@@ -27,6 +27,8 @@ func TestAttribute(t *testing.T) {
 	rateShort.RateRatio = 2.5
 	stale := steady
 	stale.LastRun = at.Add(-2 * time.Hour)
+	beforeIt := steady
+	beforeIt.LastRun = walSlow.Since.Add(-3 * time.Minute)
 	untrusted := steady
 	untrusted.Trusted = false
 	for _, c := range []struct {
@@ -45,6 +47,8 @@ func TestAttribute(t *testing.T) {
 		{"probe throttled", []Op{walSlow}, []Probe{throttled, degraded}, vocab.AttributionThrottle, []string{"rate 20/50 IOPS"}},
 		{"rate short, not yet sustained", []Op{walSlow}, []Probe{rateShort}, vocab.AttributionThrottle, []string{"rate short of its cap ×2.5"}},
 		{"probe too old", []Op{walSlow}, []Probe{stale}, vocab.AttributionUndetermined, []string{"no trusted run within 30m0s"}},
+		{"probe's last run before the regression", []Op{walSlow}, []Probe{beforeIt}, vocab.AttributionUndetermined,
+			[]string{"has not run since the regression began (2026-11-28T04:55:00Z): waiting for its next run"}},
 		{"probe still learning", []Op{walSlow}, []Probe{untrusted}, vocab.AttributionUndetermined, nil},
 		{"no probe", []Op{walSlow}, nil, vocab.AttributionUndetermined, nil},
 	} {

@@ -151,7 +151,7 @@ func newFamilies() [numFamilies]family {
 		[]string{"profile", "kind"})
 	d(famCohortMedian, "cohort_median_latency_seconds", gauge, "Median of the cohort's per-volume median latencies.",
 		[]string{"profile", "kind"})
-	d(famIngestRecords, "ingest_records_total", counter, "Records stored by the server, by kind (geometry, probe, database, rejected).",
+	d(famIngestRecords, "ingest_records_total", counter, "Records stored by the server, by kind (geometry, probe, member-io, database, rejected).",
 		[]string{"kind"})
 	d(famDBLatency, "database_latency_seconds", gauge, "The database's own latency of an operation on the volume, as it counts it (PostgreSQL pg_stat_io, pg_stat_wal, pg_stat_database; MySQL and MariaDB performance_schema): the time its operations took over their count (Δtime/Δops) in the agent's last interval, by source (the agent's name for the database) and op ("+strings.Join(vocab.DatabaseOpNames(), ", ")+"). Absent while the database does not time the op (plumbline_database_not_measured) or counted none. Present only on volumes holding database files.",
 		withVolume("source", "op"))

@@ -32,7 +32,7 @@ const maxDatabaseConcurrency = 100_000
 
 // convertDatabaseIO checks a database interval from an agent and converts
 // it for the store: words from vocab (engine, location, op), each op once
-// per set and each (location, path) once, a volume or the reason there is
+// per set and each set (location, path, volume) once, a volume or the reason there is
 // none, and counts that add up — a time only with operations, not measured
 // only without one, bytes only with operations.
 func convertDatabaseIO(d *plumblinev1.DatabaseIO, now time.Time, lim Limits) (*store.DatabaseIO, error) {
@@ -58,11 +58,14 @@ func convertDatabaseIO(d *plumblinev1.DatabaseIO, now time.Time, lim Limits) (*s
 		return nil, fmt.Errorf("interval %s: want above 0 and at most %s", interval, maxDatabaseInterval)
 	}
 	out := &store.DatabaseIO{Source: d.GetSource(), Engine: d.GetEngine(), Version: d.GetVersion(), StartedAt: started, Interval: interval}
-	seen := map[[2]string]bool{}
+	// A set is one (location, volume): the same location's files on the
+	// same volume, or left unattributed for the same reason, twice would
+	// count them twice.
+	seen := map[[4]string]bool{}
 	for i, set := range d.GetSets() {
-		key := [2]string{set.GetLocation(), set.GetPath()}
+		key := [4]string{set.GetLocation(), set.GetPath(), set.GetMountPoint(), set.GetAttribution()}
 		if seen[key] {
-			return nil, fmt.Errorf("sets[%d]: location %s %q twice", i, key[0], truncateUTF8(key[1], 64))
+			return nil, fmt.Errorf("sets[%d]: location %s %q on %q twice", i, key[0], truncateUTF8(key[1], 64), truncateUTF8(key[2], 64))
 		}
 		seen[key] = true
 		ops, err := convertDatabaseSet(set, interval)

@@ -56,7 +56,7 @@ func TestDatabaseIOIngest(t *testing.T) {
 		{"unknown location", `location "heap"`, func(d *plumblinev1.DatabaseIO) { d.Sets[0].Location = "heap" }},
 		{"unknown op", `op "vacuum"`, func(d *plumblinev1.DatabaseIO) { op(d).Op = "vacuum" }},
 		{"op twice", "read twice", func(d *plumblinev1.DatabaseIO) { d.Sets[0].Ops[1].Op = "read" }},
-		{"set twice", "twice", func(d *plumblinev1.DatabaseIO) { d.Sets[1].Location, d.Sets[1].Path = "data", d.Sets[0].Path }},
+		{"set twice", "twice", func(d *plumblinev1.DatabaseIO) { d.Sets = append(d.Sets, d.Sets[0]) }},
 		{"unattributed without reason", "attribution", func(d *plumblinev1.DatabaseIO) { d.Sets[2].Attribution = "" }},
 		{"relative mount point", "mount_point", func(d *plumblinev1.DatabaseIO) { d.Sets[0].MountPoint = "data" }},
 		{"silent untimed op", "not_measured", func(d *plumblinev1.DatabaseIO) { op(d).TimeNanoseconds = nil }},
