@@ -36,6 +36,11 @@ type Array struct {
 	addLatency time.Duration // added to every request's response time
 	throttle   throttle
 	c          counters
+	// devs are the members' own block devices (a lab started with
+	// MemberDevices): each member operation is real I/O on its device,
+	// timed by MemberIO where the device's file is served. nil: the
+	// members exist only in the model.
+	devs *memberDevices
 }
 
 // throttle is a token bucket in front of the array, a cloud volume's
@@ -132,11 +137,16 @@ func (a *Array) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 		return 0, io.EOF
 	}
 	n := min(int64(len(p)), a.geo.Size-off)
-	done, err := a.serve(false, off, n)
+	done, run, err := a.serve(false, off, n)
 	if err != nil {
 		return 0, err
 	}
 	defer a.done()
+	if run != nil {
+		if done, err = a.runMembers(ctx, done, run); err != nil {
+			return 0, err
+		}
+	}
 	got, rerr := a.data.ReadAt(p[:n], off)
 	if rerr == io.EOF && int64(got) < n {
 		// The backing file is sparse and sized, so this is a short file:
@@ -161,11 +171,16 @@ func (a *Array) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
 	if off < 0 || off > a.geo.Size || int64(len(p)) > a.geo.Size-off {
 		return 0, fmt.Errorf("%w: %d bytes at %d, size %d", ErrOutOfRange, len(p), off, a.geo.Size)
 	}
-	done, err := a.serve(true, off, int64(len(p)))
+	done, run, err := a.serve(true, off, int64(len(p)))
 	if err != nil {
 		return 0, err
 	}
 	defer a.done()
+	if run != nil {
+		if done, err = a.runMembers(ctx, done, run); err != nil {
+			return 0, err
+		}
+	}
 	got, werr := a.data.WriteAt(p, off)
 	if err := waitUntil(ctx, done); err != nil {
 		return 0, err
@@ -197,12 +212,41 @@ func waitUntil(ctx context.Context, t time.Time) error {
 }
 
 // serve plans a request's member operations, queues them and returns when
-// the last of them will be done. It also tracks requests in flight, which
-// is how a test sees that the kernel really sends requests concurrently.
-func (a *Array) serve(write bool, off, n int64) (time.Time, error) {
+// the last of them will be done. With member devices attached it queues
+// nothing: it returns when the request may start (after the throttle) and
+// the phases of member operations to run on the devices. It also tracks
+// requests in flight, which is how a test sees that the kernel really
+// sends requests concurrently.
+func (a *Array) serve(write bool, off, n int64) (time.Time, [][]memberOp, error) {
 	now := time.Now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.count(write, off, n)
+	phases, err := a.plan(write, off, n)
+	if err != nil {
+		a.c.failedRequests++
+		return time.Time{}, nil, err
+	}
+	start := a.throttle.admit(now)
+	a.c.inFlight++
+	a.c.maxInFlight = max(a.c.maxInFlight, a.c.inFlight)
+	if a.devs != nil {
+		return start, phases, nil
+	}
+	for _, ops := range phases {
+		end := start
+		for _, op := range ops {
+			if t := a.reserve(&a.members[op.member], start, op.len, op.write); t.After(end) {
+				end = t
+			}
+		}
+		start = end
+	}
+	return start.Add(a.addLatency), nil, nil
+}
+
+// count adds a request to the array's counters; a.mu is held.
+func (a *Array) count(write bool, off, n int64) {
 	split := a.geo.Split(off, n)
 	if write {
 		a.c.writeRequests++
@@ -210,47 +254,35 @@ func (a *Array) serve(write bool, off, n int64) (time.Time, error) {
 		if split {
 			a.c.splitWrites++
 		}
+		return
+	}
+	a.c.readRequests++
+	a.c.readBytes += uint64(n)
+	if split {
+		a.c.splitReads++
+	}
+}
+
+// reserve queues one operation of n bytes on m, arriving at t, behind
+// the member's queue and any rebuild operations due, and returns when it
+// is done; a.mu is held.
+func (a *Array) reserve(m *member, t time.Time, n int64, write bool) time.Time {
+	a.background(m, t)
+	s := t
+	if m.busyUntil.After(s) {
+		s = m.busyUntil
+	}
+	svc := a.serviceTime(m, n)
+	m.busyUntil = s.Add(svc)
+	m.busy += svc
+	if write {
+		m.writeOps++
+		m.writeBytes += uint64(n)
 	} else {
-		a.c.readRequests++
-		a.c.readBytes += uint64(n)
-		if split {
-			a.c.splitReads++
-		}
+		m.readOps++
+		m.readBytes += uint64(n)
 	}
-	phases, err := a.plan(write, off, n)
-	if err != nil {
-		a.c.failedRequests++
-		return time.Time{}, err
-	}
-	start := a.throttle.admit(now)
-	for _, ops := range phases {
-		end := start
-		for _, op := range ops {
-			m := &a.members[op.member]
-			a.background(m, start)
-			s := start
-			if m.busyUntil.After(s) {
-				s = m.busyUntil
-			}
-			svc := a.serviceTime(m, op.len)
-			m.busyUntil = s.Add(svc)
-			m.busy += svc
-			if op.write {
-				m.writeOps++
-				m.writeBytes += uint64(op.len)
-			} else {
-				m.readOps++
-				m.readBytes += uint64(op.len)
-			}
-			if m.busyUntil.After(end) {
-				end = m.busyUntil
-			}
-		}
-		start = end
-	}
-	a.c.inFlight++
-	a.c.maxInFlight = max(a.c.maxInFlight, a.c.inFlight)
-	return start.Add(a.addLatency), nil
+	return m.busyUntil
 }
 
 // done marks a request finished (for the in-flight count).

@@ -133,9 +133,9 @@ func TestMemberQueue(t *testing.T) {
 	a := newTestArray(t, g)
 	a.preset = Preset{Name: "fixed", Fixed: 10 * time.Millisecond}
 	t0 := time.Now()
-	d1, _ := a.serve(false, 0, 4096)
-	d2, _ := a.serve(false, 4096, 4096)   // member 0 again: queued
-	d3, _ := a.serve(false, 64<<10, 4096) // member 1: in parallel
+	d1, _, _ := a.serve(false, 0, 4096)
+	d2, _, _ := a.serve(false, 4096, 4096)   // member 0 again: queued
+	d3, _, _ := a.serve(false, 64<<10, 4096) // member 1: in parallel
 	if d2.Sub(d1) < 10*time.Millisecond {
 		t.Errorf("second op on one member finished %v after the first, want ≥ 10ms (one at a time)", d2.Sub(d1))
 	}
@@ -148,7 +148,7 @@ func TestMemberQueue(t *testing.T) {
 	}
 	t1 := time.Now()
 	a.members[1].busyUntil = time.Time{}
-	d4, _ := a.serve(false, 64<<10, 4096)
+	d4, _, _ := a.serve(false, 64<<10, 4096)
 	if got := d4.Sub(t1); got < 30*time.Millisecond || got > 32*time.Millisecond {
 		t.Errorf("slow ×3 member served a 10ms op in %v", got)
 	}

@@ -46,7 +46,7 @@ func (l *Lab) serveControl() error {
 			http.Error(w, "bad fault: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		if err := l.arr.Apply(f); err != nil {
+		if err := l.Fault(f); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}

@@ -15,7 +15,7 @@ func TestThrottle(t *testing.T) {
 	}
 	t0 := time.Now()
 	for k := range 15 {
-		done, err := a.serve(false, int64(k)*(64<<10), 4096) // a different member each time: no queueing
+		done, _, err := a.serve(false, int64(k)*(64<<10), 4096) // a different member each time: no queueing
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -34,7 +34,7 @@ func TestThrottle(t *testing.T) {
 	}
 	a.members[0].busyUntil = time.Time{} // the last throttled requests still hold the queue
 	t1 := time.Now()
-	if done, _ := a.serve(false, 0, 4096); done.Sub(t1) > 20*time.Millisecond {
+	if done, _, _ := a.serve(false, 0, 4096); done.Sub(t1) > 20*time.Millisecond {
 		t.Errorf("after restore a request took %v, want no throttle", done.Sub(t1))
 	}
 }
@@ -50,7 +50,7 @@ func TestStall(t *testing.T) {
 	}
 	const n = 4000
 	for k := range n {
-		if _, err := a.serve(false, int64(k%2)*(64<<10), 4096); err != nil {
+		if _, _, err := a.serve(false, int64(k%2)*(64<<10), 4096); err != nil {
 			t.Fatal(err)
 		}
 		a.done()
@@ -87,7 +87,7 @@ func TestRebuild(t *testing.T) {
 	const n = 40
 	for range n {
 		now := time.Now()
-		done, err := a.serve(false, 0, 4096)
+		done, _, err := a.serve(false, 0, 4096)
 		if err != nil {
 			t.Fatal(err)
 		}

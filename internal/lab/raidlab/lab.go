@@ -39,6 +39,15 @@ type Config struct {
 	DataRoot  string // default DefaultDataRoot
 	ID        string // default: random; its state directory may already exist (empty, or holding only a log)
 	Daemon    bool   // the owning process is a `raidlab serve` daemon, which `raidlab down` may signal
+	// MemberDevices gives every member a block device of its own (a loop
+	// device over its file on the FUSE mount) that the array's member
+	// operations really go through, and writes the array's md sysfs tree
+	// (State.Sysfs). See members.go.
+	MemberDevices bool
+	// TreeRoot is where the sysfs tree (TreeRoot/sys) and the device
+	// directory with its by-id links (TreeRoot/dev) go; labs may share one,
+	// each writing its own devices. Default: the lab's state directory.
+	TreeRoot string
 }
 
 // State is what a lab records about itself in <state root>/<id>/state.json,
@@ -56,6 +65,12 @@ type State struct {
 	Preset     string   `json:"preset"`
 	Started    string   `json:"started"`
 	Daemon     bool     `json:"daemon"` // owned by a `raidlab serve` process (SIGTERM stops it cleanly)
+	// Members are the members' loop devices, in member order (a lab with
+	// MemberDevices); Sysfs is the sysfs tree the lab writes for them and
+	// the array (sysfs.go).
+	Members []string `json:"members,omitempty"`
+	Sysfs   string   `json:"sysfs,omitempty"`
+	DevRoot string   `json:"dev_root,omitempty"` // disk/by-id links to the members, links to the devices
 }
 
 // Lab is a running emulated array: FUSE mount, loop device, control socket.
@@ -64,6 +79,8 @@ type Lab struct {
 	dir  string
 	arr  *Array
 	data *os.File
+	devs []*os.File // the member devices, open with O_DIRECT
+	tree string     // Config.TreeRoot
 	srv  *fuse.Server
 	ln   net.Listener
 	http *http.Server
@@ -148,7 +165,7 @@ func newLab(cfg Config) (*Lab, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Lab{dir: dir, State: State{
+	l := &Lab{dir: dir, tree: cfg.TreeRoot, State: State{
 		ID: cfg.ID, PID: os.Getpid(), PIDStart: start,
 		Mountpoint: filepath.Join(dir, "mnt"),
 		Control:    filepath.Join(dir, "control.sock"),
@@ -182,11 +199,21 @@ func (l *Lab) serveArray(ctx context.Context, cfg Config) (err error) {
 	if l.arr, err = NewArray(cfg.Geometry, cfg.Preset, l.data, cfg.Seed); err != nil {
 		return err
 	}
-	if l.srv, err = mountArray(l.Mountpoint, "raidlab-"+cfg.ID, l.arr); err != nil {
+	if l.srv, err = mountArray(l.Mountpoint, "raidlab-"+cfg.ID, l.arr, cfg.MemberDevices); err != nil {
 		return err
 	}
-	l.Device, err = attachLoop(ctx, filepath.Join(l.Mountpoint, ArrayFile))
-	return err
+	if cfg.MemberDevices {
+		if err := l.attachMembers(ctx); err != nil {
+			return err
+		}
+	}
+	if l.Device, err = attachLoop(ctx, filepath.Join(l.Mountpoint, ArrayFile)); err != nil {
+		return err
+	}
+	if cfg.MemberDevices {
+		return l.WriteSysfs()
+	}
+	return nil
 }
 
 func (l *Lab) writeState() error {
@@ -211,9 +238,11 @@ func (l *Lab) writeState() error {
 func (l *Lab) Close() error {
 	l.closeOnce.Do(func() {
 		var errs []error
+		l.removeTree()
 		if l.Device != "" {
 			errs = append(errs, teardownDevice(l.Device, filepath.Join(l.Mountpoint, ArrayFile)))
 		}
+		errs = append(errs, l.detachMembers())
 		if l.http != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			l.http.Shutdown(ctx)
@@ -500,6 +529,11 @@ func reapState(dir string, s State) error {
 	abortFUSE(s.Mountpoint)
 	if s.Device != "" {
 		if err := teardownDevice(s.Device, filepath.Join(s.Mountpoint, ArrayFile)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for m, dev := range s.Members {
+		if err := teardownDevice(dev, filepath.Join(s.Mountpoint, MemberFile(m))); err != nil {
 			errs = append(errs, err)
 		}
 	}
