@@ -122,7 +122,8 @@ func Location(file string) vocab.DatabaseLocation {
 	return vocab.LocationData
 }
 
-// Sample reads performance_schema.file_summary_by_instance: per file,
+// Sample reads performance_schema.file_summary_by_instance for the files
+// under the data directory: per file,
 // reads and writes (count, picoseconds, bytes) and the other operations
 // (COUNT_MISC: mostly syncs — the log's are the commit's wait, counted
 // as wal-sync; the data files' as fsync).
@@ -135,8 +136,8 @@ func (m *MariaDB) Sample(ctx context.Context) (Sample, error) {
 	s := Sample{At: time.Now(), Counters: map[Key]Counter{}}
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 		f := strings.Split(l, "\t")
-		if len(f) != 9 {
-			continue
+		if len(f) != 9 || !strings.HasPrefix(f[0], m.cfg.Data+"/") {
+			continue // not a file of the data directory (character sets)
 		}
 		var n [8]float64
 		for i := range n {
