@@ -41,7 +41,9 @@ type Options struct {
 	Config baseline.Config
 	// Priors default to baseline.DefaultPriors.
 	Priors *baseline.Priors
-	Logger *slog.Logger
+	// Database configures the judge of the databases' own latency.
+	Database DatabaseOptions
+	Logger   *slog.Logger
 }
 
 // Status is what the evaluator reports about itself.
@@ -74,6 +76,7 @@ type Evaluator struct {
 	loaded   bool
 	entries  map[key]*entry
 	profiles map[volKey]profileAt
+	db       databases
 
 	mu     sync.Mutex
 	status Status
@@ -164,6 +167,14 @@ func (e *Evaluator) Pass(ctx context.Context) (int, error) {
 }
 
 func (e *Evaluator) pass(ctx context.Context) (int, error) {
+	n, err := e.passProbes(ctx)
+	if err != nil {
+		return n, err
+	}
+	return n, e.passDatabases(ctx)
+}
+
+func (e *Evaluator) passProbes(ctx context.Context) (int, error) {
 	if !e.loaded {
 		if err := e.load(ctx); err != nil {
 			e.entries = map[key]*entry{}
@@ -457,6 +468,9 @@ func (e *Evaluator) volumeSummaries(touched []*entry) []store.BaselineState {
 			}
 		}
 		st.Reason = strings.Join(reasons, "; ")
+		if st.Degraded {
+			st.Reason += e.databaseNote(vk)
+		}
 		out = append(out, st)
 	}
 	slices.SortFunc(out, func(a, b store.BaselineState) int {

@@ -37,6 +37,10 @@ const (
 	famRatio
 	famCohortMedian
 	famCohortVolumes
+	famDBLatency
+	famDBNotMeasured
+	famDBRate
+	famDBRegression
 	famEvalFailures
 	famEvalLast
 	famEvalRuns
@@ -140,6 +144,14 @@ func newFamilies() [numFamilies]family {
 		[]string{"profile", "kind"})
 	d(famIngestRecords, "ingest_records_total", counter, "Records stored by the server, by kind (geometry, probe, rejected).",
 		[]string{"kind"})
+	d(famDBLatency, "database_latency_seconds", gauge, "The database's own latency of an operation on the volume, as it counts it (PostgreSQL pg_stat_io, pg_stat_wal, pg_stat_database; MySQL and MariaDB performance_schema): the time its operations took over their count (Δtime/Δops) in the agent's last interval, by source (the agent's name for the database) and op ("+strings.Join(vocab.DatabaseOpNames(), ", ")+"). Absent while the database does not time the op (plumbline_database_not_measured) or counted none. Present only on volumes holding database files.",
+		withVolume("source", "op"))
+	d(famDBNotMeasured, "database_not_measured", gauge, "1 while the database counts an operation on the volume but does not time it (track_io_timing or track_wal_io_timing off, performance_schema timers off): its latency is not measured — never 0. The inventory API says why.",
+		withVolume("source", "op"))
+	d(famDBRate, "database_operations_per_second", gauge, "Operations the database counted on the volume per second over the agent's last interval, by source and op.",
+		withVolume("source", "op"))
+	d(famDBRegression, "database_regression_ratio", gauge, "Present while the database's latency of an operation on the volume is degraded against its own history (sustained, like the probe's baseline): the last interval's latency over the history's median, with the attribution of the regression from the probe's view of the same volume ("+strings.Join(vocab.AttributionNames(), ", ")+").",
+		withVolume("source", "op", "attribution"))
 	d(famEvalLast, "evaluator_last_success_timestamp_seconds", gauge, "When the baseline evaluator last finished a pass without error (Unix time).", nil)
 	d(famEvalRuns, "evaluator_runs_total", counter, "Probe runs the baseline evaluator judged since the server started.", nil)
 	d(famEvalFailures, "evaluator_failures_total", counter, "Baseline evaluator passes that failed since the server started.", nil)

@@ -111,6 +111,9 @@ type Store interface {
 	ListStopCounts(ctx context.Context) ([]store.StopCount, error)
 	ListProbeFailing(ctx context.Context) ([]store.ProbeFailing, error)
 	ListCohorts(ctx context.Context) ([]store.Cohort, error)
+	// The database judge's states (written by the evaluator's passes too).
+	ListDatabaseStates(ctx context.Context) ([]store.DatabaseState, error)
+	ListDatabaseVolumes(ctx context.Context) ([]store.DatabaseVolume, error)
 }
 
 var _ Store = (*store.Store)(nil)

@@ -41,6 +41,8 @@ func FuzzValidateReport(f *testing.F) {
 	seeds = append(seeds, &plumblinev1.ReportRequest{AgentId: "db1", Records: []*plumblinev1.Record{negative, geometryRecord(11, wrapped)}})
 	seeds = append(seeds, &plumblinev1.ReportRequest{AgentId: "db1", Records: []*plumblinev1.Record{
 		scanProbe(12, "/data", testNow.Add(-time.Minute), scanAnswer(64<<10, 0.999)), scanProbe(13, "/data", testNow, scanAnswer(0, 0))}})
+	seeds = append(seeds, &plumblinev1.ReportRequest{AgentId: "db1", Records: []*plumblinev1.Record{databaseRecord(14, nil),
+		databaseRecord(15, func(d *plumblinev1.DatabaseIO) { d.Sets[0].Ops[0].TimeNanoseconds = nil })}})
 	for _, s := range seeds {
 		b, err := proto.Marshal(s)
 		if err != nil {
@@ -133,6 +135,16 @@ func FuzzValidateReport(f *testing.F) {
 					case "aligned", "misaligned", "unknown":
 					default:
 						t.Fatalf("record %d: verdict %q", i, v.Judged.Verdict)
+					}
+				}
+			case store.KindDatabase:
+				d := r.Database
+				if d == nil || d.Interval <= 0 {
+					t.Fatalf("record %d: database interval %+v", i, d)
+				}
+				for _, o := range d.Ops {
+					if o.Count > math.MaxInt64 || o.Bytes > math.MaxInt64 || o.Time < 0 || o.Measured == (o.NotMeasured != "") {
+						t.Fatalf("record %d: database op %+v outside the store's ranges", i, o)
 					}
 				}
 			default:

@@ -41,6 +41,8 @@ type Record struct {
 	Volumes []Volume
 	// Probe (KindProbe) is the probe result.
 	Probe *ProbeResult
+	// Database (KindDatabase) is the database I/O interval.
+	Database *DatabaseIO
 	// GeometryDigest (KindGeometry) is the digest the agent gave with the
 	// snapshot, as text; once the snapshot is applied it is what Hello
 	// reports as the geometry the server holds.
@@ -239,11 +241,13 @@ func (s *Store) storeBatch(ctx context.Context, tx *sql.Tx, agentID, incarnation
 	if err := s.insertRecords(ctx, tx, agentID, incarnation, fresh); err != nil {
 		return err
 	}
-	var probes []stored
+	var probes, dbs []stored
 	for _, r := range fresh {
 		switch r.Kind {
 		case KindProbe:
 			probes = append(probes, r)
+		case KindDatabase:
+			dbs = append(dbs, r)
 		case KindGeometry:
 			// In sequence order, so the newest snapshot wins within the batch too.
 			if err := s.putGeometry(ctx, tx, agentID, incarnation, r); err != nil {
@@ -252,6 +256,9 @@ func (s *Store) storeBatch(ctx context.Context, tx *sql.Tx, agentID, incarnation
 		}
 	}
 	if err := s.insertProbes(ctx, tx, agentID, probes); err != nil {
+		return err
+	}
+	if err := s.insertDatabase(ctx, tx, agentID, dbs); err != nil {
 		return err
 	}
 	if _, err := s.txExec(ctx, tx, s.q(`UPDATE agents SET high_water = ? WHERE agent_id = ?`), int64(serverSeq), agentID); err != nil {
@@ -298,12 +305,15 @@ func sortedBatch(records []Record) ([]*Record, error) {
 			return nil, fmt.Errorf("%w: sequence %d: want 1 to 2^63-1", ErrInvalid, r.Sequence)
 		}
 		switch r.Kind {
-		case KindGeometry, KindProbe, KindRejected:
+		case KindGeometry, KindProbe, KindRejected, KindDatabase:
 		default:
 			return nil, fmt.Errorf("%w: sequence %d: record kind %q", ErrInvalid, r.Sequence, r.Kind)
 		}
 		if (r.Kind == KindProbe) != (r.Probe != nil) {
 			return nil, fmt.Errorf("%w: sequence %d: a probe result goes with kind %q and only with it", ErrInvalid, r.Sequence, KindProbe)
+		}
+		if err := checkDatabase(r); err != nil {
+			return nil, err
 		}
 		if r.Kind != KindGeometry && len(r.Volumes) > 0 {
 			return nil, fmt.Errorf("%w: sequence %d: volumes go with kind %q only", ErrInvalid, r.Sequence, KindGeometry)

@@ -279,6 +279,7 @@ func (s *Store) provider() (*goose.Provider, error) {
 	if err != nil {
 		return nil, err
 	}
+	opts = append(opts, goose.WithGoMigrations(s.kindsMigration()))
 	return goose.NewProvider(dialect, s.db, sub, opts...)
 }
 
