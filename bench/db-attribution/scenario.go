@@ -10,6 +10,7 @@ import (
 
 	"github.com/plumbline/plumbline/internal/ctxtime"
 	"github.com/plumbline/plumbline/internal/lab/fleetlab"
+	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 // scenario is one change made to a database's volume or workload, and
@@ -52,11 +53,11 @@ func (b *bench) scenarios() []scenario {
 	}
 	restore := fault("restore")
 	return []scenario{
-		{name: "device", expect: "device", apply: fault("slow", "--member", "0", "--factor", fmt.Sprint(b.factor)), restore: restore},
-		{name: "load", expect: "load-or-database", apply: func(ctx context.Context, d *database) error {
+		{name: "device", expect: string(vocab.AttributionDevice), apply: fault("slow", "--member", "0", "--factor", fmt.Sprint(b.factor)), restore: restore},
+		{name: "load", expect: string(vocab.AttributionLoad), apply: func(ctx context.Context, d *database) error {
 			return d.setLoad(b.loadX, d.rate*float64(b.loadX))
 		}, restore: base},
-		{name: "throttle", expect: "throttle", apply: fault("throttle", "--iops", fmt.Sprint(b.iops), "--burst", fmt.Sprint(b.burst)), restore: restore},
+		{name: "throttle", expect: string(vocab.AttributionThrottle), apply: fault("throttle", "--iops", fmt.Sprint(b.iops), "--burst", fmt.Sprint(b.burst)), restore: restore},
 	}
 }
 
@@ -108,10 +109,13 @@ func (b *bench) runTrial(ctx context.Context, d *database, sc scenario) trial {
 			b.logf("%s: %v", d.name, err)
 			continue
 		}
-		if ok && j.attribution != "" && j.updated.After(t.start) {
-			t.got, t.reason = j.attribution, j.reason
-			t.seconds = time.Since(t.start).Seconds()
-			break
+		if !ok || j.attribution == "" || !j.updated.After(t.start) {
+			continue
+		}
+		t.got, t.reason = j.attribution, j.reason
+		t.seconds = time.Since(t.start).Seconds()
+		if j.attribution != string(vocab.AttributionUndetermined) {
+			break // undetermined may still be settled by the next probe run
 		}
 	}
 	t.correct = matches(t.got, sc.expect)
