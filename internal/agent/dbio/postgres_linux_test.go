@@ -20,8 +20,6 @@ import (
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
-
 // pgAdmin connects to the test's database as the superuser pgtest gives.
 func pgAdmin(t *testing.T, dsn string) *pgx.Conn {
 	t.Helper()

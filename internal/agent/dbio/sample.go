@@ -116,28 +116,40 @@ func Diff(prev, cur Sample) (Delta, error) {
 	}
 	for _, s := range cur.Sets {
 		p, seen := before[s.Location]
-		if !seen && !s.FromZero {
-			continue
+		if !seen && (!s.FromZero || prev.Truncated) {
+			continue // new, or left out of the previous sample: from the next interval on
 		}
-		out := Set{Location: s.Location, Also: s.Also, File: s.File, Ops: make(map[vocab.DatabaseOp]Counter, len(s.Ops))}
-		for op, c := range s.Ops {
-			if !seen {
-				out.Ops[op] = c // counted from zero within the interval
-				continue
+		out := Set{Location: s.Location, Also: s.Also, File: s.File}
+		var err error
+		if !seen {
+			out.Ops = s.Ops // counted from zero within the interval
+		} else if out.Ops, err = diffOps(p.Ops, s.Ops); err != nil {
+			if !s.FromZero || prev.Truncated {
+				return Delta{}, fmt.Errorf("%s %s: %w", s.Kind, s.Path, err)
 			}
-			pc, ok := p.Ops[op]
-			if !ok {
-				continue // an op the previous sample did not have: from the next interval on
-			}
-			dc, err := diffCounter(pc, c)
-			if err != nil {
-				return Delta{}, fmt.Errorf("%s %s %s: %w", s.Kind, s.Path, op, err)
-			}
-			out.Ops[op] = dc
+			out.Ops = s.Ops // a file created again (a table truncated, dropped and created): its counters restarted within the interval
 		}
 		d.Sets = append(d.Sets, out)
 	}
 	return d, nil
+}
+
+// diffOps is the difference of one set's counters; an op the previous
+// sample did not have waits for the next interval.
+func diffOps(prev, cur map[vocab.DatabaseOp]Counter) (map[vocab.DatabaseOp]Counter, error) {
+	out := make(map[vocab.DatabaseOp]Counter, len(cur))
+	for op, c := range cur {
+		pc, ok := prev[op]
+		if !ok {
+			continue
+		}
+		dc, err := diffCounter(pc, c)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		out[op] = dc
+	}
+	return out, nil
 }
 
 // startTolerance is how far two readings of one server start may differ
