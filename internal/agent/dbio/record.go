@@ -108,7 +108,7 @@ func (g *group) wire() *plumblinev1.DatabaseIOSet {
 		Location:    string(g.kind),
 		Path:        commonDir(g.paths),
 		MountPoint:  g.place.MountPoint,
-		Device:      g.place.Device,
+		Device:      kernelName(g.place.Device),
 		Attribution: g.place.Why,
 	}
 	for _, op := range vocab.DatabaseOps() {
@@ -139,4 +139,14 @@ func commonDir(paths []string) string {
 		}
 	}
 	return dir
+}
+
+// kernelName is the device as the wire names it — the kernel's name, like
+// a probe run's device (the mount table's /dev/loop0p1 is loop0p1) — or
+// "" when there is none.
+func kernelName(dev string) string {
+	if dev == "" {
+		return ""
+	}
+	return filepath.Base(dev)
 }
