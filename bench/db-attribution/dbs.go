@@ -109,7 +109,8 @@ type setup struct {
 	dir      string // work directory
 	rootfs   string // the trixie PostgreSQL 17 tarball
 	pgbench  string
-	scale    int // pgbench's scale factor
+	scale    int   // pgbench's scale factor
+	pgMemory int64 // PostgreSQL's memory cgroup limit (0: none)
 	sbTables int
 	sbRows   int
 	every    time.Duration // the agent's database sampling interval
@@ -176,7 +177,10 @@ func startPG(ctx context.Context, st setup, root *dblab.Root, name string, array
 	if err != nil {
 		return nil, err
 	}
-	p, err := dblab.StartPostgres(ctx, dblab.PostgresConfig{Root: root, Data: filepath.Join(mount, name), Port: port, Settings: dblab.DefaultPostgresSettings()})
+	// A memory cgroup smaller than the data: reads reach the array, as on
+	// a host whose database outgrows its memory.
+	p, err := dblab.StartPostgres(ctx, dblab.PostgresConfig{Root: root, Data: filepath.Join(mount, name), Port: port,
+		Settings: dblab.DefaultPostgresSettings(), MemoryLimit: st.pgMemory})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -202,7 +206,7 @@ func startMaria(ctx context.Context, st setup, mount string) (*database, error) 
 	// A buffer pool smaller than the tables: reads reach the data files
 	// (O_DIRECT, the lab array).
 	m, err := dblab.StartMariaDB(ctx, dblab.MariaDBConfig{Data: filepath.Join(mount, "mariadb"), Port: port,
-		Extra: []string{"--innodb-buffer-pool-size=8M"}})
+		Extra: []string{"--innodb-buffer-pool-size=16M"}})
 	if err != nil {
 		return nil, fmt.Errorf("mariadb: %w", err)
 	}
@@ -216,7 +220,7 @@ func startMaria(ctx context.Context, st setup, mount string) (*database, error) 
 		load: func(clients int, rate float64, d time.Duration) (*dblab.Load, error) {
 			return m.Sysbench(clients, rate, d, st.sbTables, st.sbRows)
 		},
-		tps: dblab.SysbenchTPS, rate: 10, stop: m.Stop,
+		tps: dblab.SysbenchTPS, rate: 3, stop: m.Stop,
 	}, nil
 }
 

@@ -52,6 +52,7 @@ type flags struct {
 	ops, rounds, loadX, iops, burst, costRounds, scale int
 	factor                                             float64
 	smoke                                              time.Duration
+	pgMemory                                           int64
 }
 
 func main() { os.Exit(run()) }
@@ -75,7 +76,8 @@ func run() int {
 	flag.IntVar(&f.loadX, "load-x", 8, "load: clients and rate multiplied by this")
 	flag.IntVar(&f.iops, "throttle-iops", 20, "throttle: token bucket rate")
 	flag.IntVar(&f.burst, "throttle-burst", 30, "throttle: token bucket burst")
-	flag.IntVar(&f.scale, "scale", 5, "pgbench scale factor")
+	flag.IntVar(&f.scale, "scale", 10, "pgbench scale factor")
+	flag.Int64Var(&f.pgMemory, "pg-memory", 128<<20, "PostgreSQL's memory cgroup limit in bytes, below its data (0: none)")
 	flag.IntVar(&f.costRounds, "cost-rounds", 2, "cost: windows with and without collection, each (0: not measured)")
 	flag.DurationVar(&f.cost, "cost-window", 60*time.Second, "cost: one window's length")
 	flag.DurationVar(&f.smoke, "smoke", 0, "harness check: no database sources for the agent; run the loads this long, print the views' deltas, stop")
@@ -98,7 +100,7 @@ func runBench(ctx context.Context, f flags) error {
 	if err := os.MkdirAll(f.dir, 0o755); err != nil {
 		return err
 	}
-	st := setup{dir: f.dir, rootfs: f.rootfs, pgbench: f.pgbench, scale: f.scale, sbTables: 2, sbRows: 50000, every: f.dbEvery, logf: logf}
+	st := setup{dir: f.dir, rootfs: f.rootfs, pgbench: f.pgbench, scale: f.scale, pgMemory: f.pgMemory, sbTables: 2, sbRows: 50000, every: f.dbEvery, logf: logf}
 	var dbs []*database
 	var closeDBs func()
 	var closeOnce sync.Once

@@ -92,9 +92,21 @@ var walSync = Key{vocab.LocationWAL, vocab.DBOpWALSync}
 func TestPostgresHost(t *testing.T) {
 	_, err := exec.LookPath("pgbench")
 	need(t, err)
-	p, err := StartPostgres(context.Background(), PostgresConfig{BinDir: "", Data: filepath.Join(workDir(t), "pg"), Port: freePort(t), Settings: DefaultPostgresSettings()})
+	// In a memory cgroup where there is one (v1), as the bench runs it.
+	var limit int64
+	if _, err := os.Stat(memoryV1); err == nil {
+		limit = 256 << 20
+	}
+	p, err := StartPostgres(context.Background(), PostgresConfig{BinDir: "", Data: filepath.Join(workDir(t), "pg"), Port: freePort(t),
+		Settings: DefaultPostgresSettings(), MemoryLimit: limit})
 	need(t, err)
 	t.Cleanup(func() { p.Stop() })
+	if limit > 0 {
+		b, err := os.ReadFile(filepath.Join(p.cgroup.dir, "cgroup.procs"))
+		if err != nil || len(b) == 0 {
+			t.Fatalf("the cluster is not in its memory cgroup %s: %q %v", p.cgroup.dir, b, err)
+		}
+	}
 	if err := p.PgbenchInit(context.Background(), "pgbench", 1); err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,10 @@ type PostgresConfig struct {
 	// Settings are extra postgresql.conf lines (name → value, quoted as
 	// needed by the caller).
 	Settings map[string]string
+	// MemoryLimit, when > 0, runs the cluster in a memory cgroup (v1) of
+	// that many bytes: its page cache stays small, so that its reads reach
+	// the device as on a host whose data outgrows its memory.
+	MemoryLimit int64
 }
 
 // Postgres is a running cluster.
@@ -40,6 +44,7 @@ type Postgres struct {
 	Version int
 	db      *sql.DB // superuser, for the ground truth and setup
 	log     string
+	cgroup  *memoryCgroup
 }
 
 // DefaultPostgresSettings are the settings the bench runs with: timing on
@@ -89,7 +94,15 @@ func StartPostgres(ctx context.Context, cfg PostgresConfig) (*Postgres, error) {
 	if err := p.configure(); err != nil {
 		return nil, err
 	}
-	if err := p.pg(ctx, "pg_ctl", "start", "-D", cfg.Data, "-l", p.log, "-w", "-t", "120"); err != nil {
+	var prefix []string
+	if cfg.MemoryLimit > 0 {
+		if p.cgroup, err = newMemoryCgroup(fmt.Sprintf("plumbline-dblab-%d", cfg.Port), cfg.MemoryLimit); err != nil {
+			return nil, err
+		}
+		prefix = p.cgroup.enter()
+	}
+	if err := p.pgIn(ctx, prefix, "pg_ctl", "start", "-D", cfg.Data, "-l", p.log, "-w", "-t", "120"); err != nil {
+		p.cgroup.remove()
 		return nil, fmt.Errorf("%w\n%s", err, tailFile(p.log))
 	}
 	p.db, err = sql.Open("pgx", p.DSN("postgres", "", "postgres"))
@@ -104,10 +117,17 @@ func StartPostgres(ctx context.Context, cfg PostgresConfig) (*Postgres, error) {
 }
 
 func (p *Postgres) pg(ctx context.Context, tool string, args ...string) error {
+	return p.pgIn(ctx, nil, tool, args...)
+}
+
+// pgIn runs a PostgreSQL tool as the cluster's owner, after prefix (a
+// command that execs its arguments, e.g. into a cgroup).
+func (p *Postgres) pgIn(ctx context.Context, prefix []string, tool string, args ...string) error {
 	argv, err := p.cfg.Root.command("postgres", filepath.Join(p.cfg.BinDir, tool), args...)
 	if err != nil {
 		return err
 	}
+	argv = append(prefix, argv...)
 	_, err = run(ctx, argv[0], argv[1:]...)
 	return err
 }
@@ -174,7 +194,9 @@ func (p *Postgres) Stop() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	return p.pg(ctx, "pg_ctl", "stop", "-D", p.cfg.Data, "-m", "fast", "-w")
+	err := p.pg(ctx, "pg_ctl", "stop", "-D", p.cfg.Data, "-m", "fast", "-w")
+	p.cgroup.remove()
+	return err
 }
 
 // Sample reads the cluster's own I/O views: pg_stat_io (16 and later:
