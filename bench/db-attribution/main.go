@@ -182,6 +182,11 @@ func (b *bench) run(ctx context.Context, f flags, dbs []*database) error {
 		}()
 	}
 	rw.Wait()
+	// Interrupted (SIGINT, SIGTERM): the trials that finished are still
+	// summed up.
+	interrupted := ctx.Err() != nil
+	ctx, cancelPost := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancelPost()
 	var trials []trial
 	var comps []comparison
 	for i, d := range dbs {
@@ -196,7 +201,7 @@ func (b *bench) run(ctx context.Context, f flags, dbs []*database) error {
 		logf("compare: %s", c)
 	}
 	var cost string
-	if f.costRounds > 0 && ctx.Err() == nil {
+	if f.costRounds > 0 && !interrupted {
 		for _, d := range dbs {
 			d.stopLoad()
 		}
@@ -214,7 +219,7 @@ func (b *bench) run(ctx context.Context, f flags, dbs []*database) error {
 	for _, sc := range scs {
 		fmt.Println(summary(sc.name, trials, comps))
 	}
-	return ctx.Err()
+	return nil
 }
 
 // summary is a scenario's result line.

@@ -82,6 +82,10 @@ func (b *bench) runDB(ctx context.Context, d *database, scs []scenario, rounds i
 				return out
 			}
 			t := b.runTrial(ctx, d, sc)
+			if ctx.Err() != nil && t.got == "" {
+				b.logf("%s %s round %d: interrupted, not counted", d.name, sc.name, r+1)
+				return out
+			}
 			b.logf("%s %s round %d: got %q (%s) after %.0fs: correct=%v quiet=%v", d.name, sc.name, r+1, t.got, t.reason, t.seconds, t.correct, t.quiet)
 			out = append(out, t)
 		}
@@ -122,7 +126,7 @@ func (b *bench) runTrial(ctx context.Context, d *database, sc scenario) trial {
 	if t.got == "" {
 		t.reason = fmt.Sprintf("no attribution within %s", b.detect)
 	}
-	if err := sc.restore(ctx, d); err != nil {
+	if err := sc.restore(context.WithoutCancel(ctx), d); err != nil {
 		b.logf("%s: restore %s: %v", d.name, sc.name, err)
 	}
 	t.end = time.Now()
