@@ -71,7 +71,7 @@ func run() int {
 	flag.DurationVar(&f.detect, "detect", 10*time.Minute, "time allowed for the attribution after a change")
 	flag.DurationVar(&f.settle, "settle", 8*time.Minute, "time allowed for a volume to be judged healthy again")
 	flag.DurationVar(&f.warmup, "warmup", 30*time.Minute, "time allowed for the first healthy judgement")
-	flag.IntVar(&f.rounds, "rounds", 2, "trials of each scenario per database (3 databases)")
+	flag.IntVar(&f.rounds, "rounds", 2, "trials of each scenario per database (3 databases; 0: the cost alone)")
 	flag.Float64Var(&f.factor, "factor", 3, "device: member 0 slowed by this factor")
 	flag.IntVar(&f.loadX, "load-x", 8, "load: clients and rate multiplied by this")
 	flag.IntVar(&f.iops, "throttle-iops", 20, "throttle: token bucket rate")
@@ -172,6 +172,9 @@ func (b *bench) run(ctx context.Context, f flags, dbs []*database) error {
 	results := make([][]trial, len(dbs))
 	var rw sync.WaitGroup
 	for i, d := range dbs {
+		if f.rounds == 0 {
+			break // the cost alone
+		}
 		rw.Add(1)
 		go func() {
 			defer rw.Done()
