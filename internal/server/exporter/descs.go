@@ -81,8 +81,6 @@ var (
 
 func newFamilies() [numFamilies]family {
 	const ns = "plumbline_"
-	verdicts, severities := strings.Join(vocab.Verdicts(), ", "), strings.Join(vocab.Severities(), ", ")
-	stopReasons := strings.Join(vocab.StopReasons(), ", ")
 	var fs [numFamilies]family
 	d := func(i int, name string, typ dto.MetricType, help string, labels []string) {
 		f := family{name: ns + name, help: help, typ: typ, labels: labels}
@@ -97,6 +95,19 @@ func newFamilies() [numFamilies]family {
 		f.headers()
 		fs[i] = f
 	}
+	defineVolumeFamilies(d)
+	defineFleetFamilies(d)
+	return fs // TestFamiliesInNameOrder holds the numbering to name order
+}
+
+// defineFamily names family i: its name (without the namespace), type,
+// help and labels.
+type defineFamily func(i int, name string, typ dto.MetricType, help string, labels []string)
+
+// defineVolumeFamilies defines the per-volume families.
+func defineVolumeFamilies(d defineFamily) {
+	verdicts, severities := strings.Join(vocab.Verdicts(), ", "), strings.Join(vocab.Severities(), ", ")
+	stopReasons := strings.Join(vocab.StopReasons(), ", ")
 	d(famVolInfo, "volume_info", gauge, "A volume the latest geometry snapshot of its host lists, with its identity, geometry and the server's alignment verdict ("+verdicts+") as labels. Sizes are bytes; data_offset_bytes is empty when unknown, cluster (the file-system allocation unit) when unknown.",
 		withVolume("device", "fs", "raid_level", "stripe_unit_bytes", "data_offset_bytes", "cluster", "media", "profile", "verdict"))
 	d(famVolSplit, "volume_split_fraction", gauge, "Offset-caused split: predicted share of I/Os of io_size_bytes that straddle a stripe unit because of where the volume's data starts, beyond what an aligned offset would split (split-I/O model; 0 to 1; 0 when aligned). Re-creating the partition at an aligned offset removes it. Absent when no stripe unit or offset is known.",
@@ -127,6 +138,11 @@ func newFamilies() [numFamilies]family {
 		withVolume("reason"))
 	d(famRAIDMemberSlow, "raid_member_slow_ratio", gauge, "Present while the server's sibling judge names the member slow: its mean await in direction (read, write) over the median of its siblings' in the same group (array: the md array, mirror, logical volume or multipath device; kind: "+strings.Join(vocab.MemberGroupKindNames(), ", ")+") doing the same work, in the last interval judged. member is the kernel's device name, by_id its first /dev/disk/by-id name and serial its serial as sysfs states them (empty when the host has none). One series per named member, none otherwise.",
 		[]string{"agent_id", "host", "array", "kind", "member", "by_id", "serial", "direction"})
+}
+
+// defineFleetFamilies defines the per-agent, fleet, database and server
+// families.
+func defineFleetFamilies(d defineFamily) {
 	d(famAgentConflicts, "agent_identity_conflicts_total", counter, "Times two live agents were seen on this agent identity (an agent spool incarnation that a newer one had replaced spoke again: two hosts sharing one certificate, or a copied spool). Present only for agents with at least one.",
 		[]string{"agent_id", "host"})
 	d(famFailingSince, "probe_failing_since_timestamp_seconds", gauge, "Present while the volume's latest runs of the probe kind never ran because the agent refused them (reason refused: free-space floor, unsafe path, foreign file, no cache bypass) or failed to open, create or fill the probe file (reason failed): when the first of those runs started (Unix time). Gone once a run does I/O again. The agent's message is in the inventory API and the agent's log.",
@@ -165,5 +181,5 @@ func newFamilies() [numFamilies]family {
 	d(famEvalRuns, "evaluator_runs_total", counter, "Probe runs the baseline evaluator judged since the server started.", nil)
 	d(famEvalFailures, "evaluator_failures_total", counter, "Baseline evaluator passes that failed since the server started.", nil)
 	d(famStoreSuccess, "exporter_store_success", gauge, "1 when this scrape read the store, 0 when it failed (and no store metrics were sent).", nil)
-	return fs // TestFamiliesInNameOrder holds the numbering to name order
+
 }
