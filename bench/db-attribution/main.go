@@ -188,8 +188,11 @@ func (b *bench) run(ctx context.Context, f flags, dbs []*database) error {
 	// Interrupted (SIGINT, SIGTERM): the trials that finished are still
 	// summed up.
 	interrupted := ctx.Err() != nil
-	ctx, cancelPost := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-	defer cancelPost()
+	if interrupted {
+		var cancelPost context.CancelFunc
+		ctx, cancelPost = context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancelPost()
+	}
 	var trials []trial
 	var comps []comparison
 	for i, d := range dbs {
