@@ -59,5 +59,5 @@ log=$BENCH_DIR.log
 say "running; log: $log"
 "$BIN/db-attribution" -bin "$BIN" -dir "$BENCH_DIR" -rootfs "$rootfs" -rounds "$ROUNDS" -only "$ONLY" \
   -every "$EVERY" -db-every "$DB_EVERY" -factor "$FACTOR" -load-x "$LOAD_X" -throttle-iops "$THROTTLE_IOPS" \
-  -cost-rounds "$COST_ROUNDS" -cost-window "$COST_WINDOW" -smoke "$SMOKE" 2> >(tee "$log" >&2)
+  -cost-rounds "$COST_ROUNDS" -cost-window "$COST_WINDOW" -smoke "$SMOKE" -sample "${SAMPLE:-1s}" -soak "${SOAK:-0s}" 2> >(tee "$log" >&2)
 say "load average: $(cut -d' ' -f1-3 /proc/loadavg)"

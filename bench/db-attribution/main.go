@@ -51,7 +51,7 @@ type flags struct {
 	every, dbEvery, poll, detect, settle, warmup, cost time.Duration
 	ops, rounds, loadX, iops, burst, costRounds, scale int
 	factor                                             float64
-	smoke                                              time.Duration
+	smoke, sample, soak                                time.Duration
 	pgMemory                                           int64
 }
 
@@ -80,6 +80,8 @@ func run() int {
 	flag.Int64Var(&f.pgMemory, "pg-memory", 128<<20, "PostgreSQL's memory cgroup limit in bytes, below its data (0: none)")
 	flag.IntVar(&f.costRounds, "cost-rounds", 2, "cost: windows with and without collection, each (0: not measured)")
 	flag.DurationVar(&f.cost, "cost-window", 60*time.Second, "cost: one window's length")
+	flag.DurationVar(&f.sample, "sample", time.Second, "how often the bench reads the databases' views (the ground truth)")
+	flag.DurationVar(&f.soak, "soak", 0, "with -rounds 0: run the base loads this long, then compare the stored intervals with the views")
 	flag.DurationVar(&f.smoke, "smoke", 0, "harness check: no database sources for the agent; run the loads this long, print the views' deltas, stop")
 	flag.Parse()
 	ctx, stop := command.Context()
@@ -155,7 +157,7 @@ func (b *bench) run(ctx context.Context, f flags, dbs []*database) error {
 	start := time.Now()
 	for _, d := range dbs {
 		wg.Add(1)
-		go func() { defer wg.Done(); d.sampleEvery(sctx, time.Second, logf) }()
+		go func() { defer wg.Done(); d.sampleEvery(sctx, f.sample, logf) }()
 		if err := d.setLoad(1, d.rate); err != nil {
 			return err
 		}
@@ -185,11 +187,18 @@ func (b *bench) run(ctx context.Context, f flags, dbs []*database) error {
 		}()
 	}
 	rw.Wait()
+	if f.rounds == 0 && f.soak > 0 {
+		logf("soak: %s of the base loads", f.soak)
+		ctxtime.Sleep(ctx, f.soak)
+	}
 	// Interrupted (SIGINT, SIGTERM): the trials that finished are still
 	// summed up.
 	interrupted := ctx.Err() != nil
-	ctx, cancelPost := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-	defer cancelPost()
+	if interrupted {
+		var cancelPost context.CancelFunc
+		ctx, cancelPost = context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancelPost()
+	}
 	var trials []trial
 	var comps []comparison
 	for i, d := range dbs {
