@@ -58,6 +58,18 @@ type flags struct {
 func main() { os.Exit(run()) }
 
 func run() int {
+	f := parseFlags()
+	ctx, stop := command.Context()
+	defer stop()
+	if err := runBench(ctx, f); err != nil {
+		fmt.Fprintln(os.Stderr, "db-attribution:", err)
+		return 1
+	}
+	return 0
+}
+
+// parseFlags reads the command line.
+func parseFlags() flags {
 	var f flags
 	flag.StringVar(&f.bin, "bin", "bin", "directory with the server, agent and raidlab binaries")
 	flag.StringVar(&f.dir, "dir", "/var/tmp/plumbline-db-attribution", "work directory (removed first)")
@@ -84,13 +96,7 @@ func run() int {
 	flag.DurationVar(&f.soak, "soak", 0, "with -rounds 0: run the base loads this long, then compare the stored intervals with the views")
 	flag.DurationVar(&f.smoke, "smoke", 0, "harness check: no database sources for the agent; run the loads this long, print the views' deltas, stop")
 	flag.Parse()
-	ctx, stop := command.Context()
-	defer stop()
-	if err := runBench(ctx, f); err != nil {
-		fmt.Fprintln(os.Stderr, "db-attribution:", err)
-		return 1
-	}
-	return 0
+	return f
 }
 
 func logf(format string, args ...any) {
