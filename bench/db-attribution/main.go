@@ -177,22 +177,7 @@ func (b *bench) run(ctx context.Context, f flags, dbs []*database) error {
 			scs = append(scs, sc)
 		}
 	}
-	results := make([][]trial, len(dbs))
-	var rw sync.WaitGroup
-	for i, d := range dbs {
-		if f.rounds == 0 {
-			break // the cost alone
-		}
-		rw.Add(1)
-		go func() {
-			defer rw.Done()
-			if !b.waitQuiet(ctx, d, f.warmup) {
-				logf("%s: not judged healthy within the warm-up (%s): trials run anyway", d.name, f.warmup)
-			}
-			results[i] = b.runDB(ctx, d, scs, f.rounds)
-		}()
-	}
-	rw.Wait()
+	results := b.runTrials(ctx, f, dbs, scs)
 	if f.rounds == 0 && f.soak > 0 {
 		logf("soak: %s of the base loads", f.soak)
 		ctxtime.Sleep(ctx, f.soak)
@@ -280,4 +265,27 @@ func smoke(ctx context.Context, d time.Duration, dbs []*database) error {
 		fmt.Printf("smoke %s: %s (misaligned %s)\n", db.name, dblab.Format(ds), off)
 	}
 	return nil
+}
+
+// runTrials runs the scenarios' trials on every database at once, each
+// database's one after the other, once it is judged healthy; the trials of
+// database i are results[i].
+func (b *bench) runTrials(ctx context.Context, f flags, dbs []*database, scs []scenario) [][]trial {
+	results := make([][]trial, len(dbs))
+	if f.rounds == 0 {
+		return results // the cost alone
+	}
+	var rw sync.WaitGroup
+	for i, d := range dbs {
+		rw.Add(1)
+		go func() {
+			defer rw.Done()
+			if !b.waitQuiet(ctx, d, f.warmup) {
+				logf("%s: not judged healthy within the warm-up (%s): trials run anyway", d.name, f.warmup)
+			}
+			results[i] = b.runDB(ctx, d, scs, f.rounds)
+		}()
+	}
+	rw.Wait()
+	return results
 }
