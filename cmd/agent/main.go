@@ -5,6 +5,7 @@
 //	agent inspect [--config FILE] [--path.sysfs DIR] [--path.procfs DIR] [--format table|json]
 //	agent probe   --dir DIR --kind random-read|random-write|log-write [flags]
 //	agent run     --config FILE [--check]
+//	agent databases --config FILE [--wait DUR] [--format table|json]
 //	agent enroll  --server ADDR --token-file F --ca-hash sha256:HEX --dir DIR
 //	agent service install|uninstall|run [--config FILE]   (Windows)
 package main
@@ -25,12 +26,13 @@ var version = "dev"
 const usage = `usage: agent <command> [flags]
 
 commands:
-  inspect   discover volume geometry and print alignment verdicts
-  probe     run one low-impact I/O probe against a probe file
-  run       run the agent: scheduled probes, geometry, durable spool, report to the server
-  enroll    join a server with a token: key, certificate and CA written to a directory
-  service   Windows: install, uninstall or run the agent as a Windows service
-  version   print the agent version
+  inspect    discover volume geometry and print alignment verdicts
+  probe      run one low-impact I/O probe against a probe file
+  run        run the agent: scheduled probes, geometry, durable spool, report to the server
+  databases  read each configured database's own I/O statistics once and print them
+  enroll     join a server with a token: key, certificate and CA written to a directory
+  service    Windows: install, uninstall or run the agent as a Windows service
+  version    print the agent version
 
 Run 'agent <command> -h' for the flags of a command.
 `
@@ -42,6 +44,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"inspect":   runInspect,
 		"probe":     runProbe,
 		"run":       runRun,
+		"databases": runDatabases,
 		"enroll":    runEnroll,
 		"service":   runService,
 		"version":   printVersion,

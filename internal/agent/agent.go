@@ -29,6 +29,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/plumbline/plumbline/internal/agent/config"
+	"github.com/plumbline/plumbline/internal/agent/dbio"
 	"github.com/plumbline/plumbline/internal/agent/geometry"
 	"github.com/plumbline/plumbline/internal/agent/probe"
 	"github.com/plumbline/plumbline/internal/agent/spool"
@@ -113,6 +114,11 @@ type Agent struct {
 	policyChanged chan struct{}
 	// full: appends failing for want of space (spoolrecovery.go).
 	full spoolFull
+	// dbMounts is the last discovery's volumes and other mounts, where
+	// the database sources place their files (databases.go); db their
+	// metrics.
+	dbMounts atomic.Pointer[dbio.Mounts]
+	db       *dbMetrics
 }
 
 // spooledSnapshot is a geometry snapshot in the spool: its digest
@@ -158,6 +164,7 @@ func New(o Options) (*Agent, error) {
 	a := &Agent{o: o, log: o.Logger, spool: sp, metrics: newMetrics(sp), locks: newDeviceLocks(), mounts: newMountTable(o.ProcRoot),
 		resync: make(chan struct{}, 1), policyChanged: make(chan struct{}, 1)}
 	a.metrics.reg.MustRegister(newSpoolCollector(sp))
+	a.db = newDBMetrics(a.metrics.reg)
 	a.logSpoolEvents()
 	if c, ok := o.Renewer.(interface{ Collectors() []prometheus.Collector }); ok {
 		a.metrics.reg.MustRegister(c.Collectors()...)
@@ -265,6 +272,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	wg.Go(func() { a.memberLoop(ctx) })
 	wg.Go(func() { a.geometryLoop(ctx, sched) })
 	wg.Go(func() { a.sendLoop(ctx, conn) })
+	wg.Go(func() { a.databaseLoop(ctx, a.o.MountPoll) })
 	if a.o.Renewer != nil {
 		wg.Go(func() { a.o.Renewer.Run(ctx, conn) })
 	}
@@ -354,6 +362,7 @@ func (a *Agent) geometryLoop(ctx context.Context, sched *scheduler) {
 			}
 		}
 		vols, filtered = inv.GetVolumes(), d.Filtered
+		a.dbMounts.Store(&dbio.Mounts{Volumes: vols, Filtered: filtered})
 		sched.update(ctx, vols)
 		cov.update(ctx, a.eff.Load().cfg.Probes, vols, filtered)
 		a.setMembers(vols)

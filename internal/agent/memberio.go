@@ -170,8 +170,8 @@ func memberDelta(prev, cur map[string]devSample, dev string, elapsed time.Durati
 		*dst = b - a
 	}
 	ticks := func(dst *uint64, a, b uint64, limit uint64) {
-		d, wrapped := ticksDelta(a, b)
-		if !wrapped || d > limit {
+		d, fine := ticksDelta(a, b)
+		if !fine || d > limit {
 			ok = false
 			return
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,14 +100,14 @@ func TestMemberSamplerRealLoopDevices(t *testing.T) {
 }
 
 // End to end on real devices: an agent whose discovery finds an md array
-// over two real loop devices sends member I/O records over mutual TLS,
-// and the writes done on one member arrive as that member's.
+// over two real loop devices sends member I/O records over mutual TLS to
+// the production ingest, which validates and stores them (SQLite); the
+// writes done on one member are stored as that member's.
 func TestMemberIOEndToEndRealDevices(t *testing.T) {
 	t.Parallel()
 	a, b, _ := realPair(t)
 	p := newPKI(t, "db1")
-	srv := newTestServer(t, p)
-	defer srv.stop()
+	srv := startRealServer(t, p, "sqlite://"+filepath.Join(t.TempDir(), "server.db"))
 	c := testConfig(srv.addr, p, t.TempDir())
 	c.Probes = nil
 	c.Intervals.MemberIO = 100 * time.Millisecond
@@ -117,26 +119,20 @@ func TestMemberIOEndToEndRealDevices(t *testing.T) {
 		}}}}, nil
 	}
 	ag := newTestAgent(t, c, p, nil, discover)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- ag.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	runAgent(t, ag)
 	var written uint64
-	waitFor(t, "a member I/O record with the writes on "+a.Name, func() bool {
+	waitFor(t, "a stored member I/O interval with the writes on "+a.Name, func() bool {
 		directIO(t, a.Path, true, 8)
-		srv.mu.Lock()
-		defer srv.mu.Unlock()
+		ivs, err := srv.st.PendingMemberIO(context.Background(), 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
 		written = 0
-		for _, rec := range srv.stored {
-			for _, g := range rec.GetMemberIo().GetGroups() {
-				for _, m := range g.GetMembers() {
-					if m.GetDevice() == a.Name && g.GetDevice() == "md9" && g.GetKind() == "md" && len(g.GetMembers()) == 2 {
-						written += m.GetWriteSectors()
+		for _, iv := range ivs {
+			for _, g := range iv.Groups {
+				for _, m := range g.Members {
+					if m.Device == a.Name && g.Device == "md9" && g.Kind == "md" && len(g.Members) == 2 && slices.Equal(g.MountPoints, []string{"/lab"}) {
+						written += m.WriteSectors
 					}
 				}
 			}
@@ -150,8 +146,8 @@ func TestMemberIOEndToEndRealDevices(t *testing.T) {
 	ag.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body := rec.Body.String()
 	if !strings.Contains(body, "plumbline_agent_member_io_groups 1\n") || strings.Contains(body, "plumbline_agent_member_io_records_total 0\n") ||
-		!strings.Contains(body, "plumbline_agent_member_io_records_total") {
-		t.Errorf("agent metrics: want 1 group and records counted:\n%s", grepLines(body, "member_io"))
+		!strings.Contains(body, "plumbline_agent_member_io_records_total") || !strings.Contains(body, "plumbline_agent_records_rejected_total 0\n") {
+		t.Errorf("agent metrics: want 1 group, records counted, none rejected:\n%s", grepLines(body, "member_io"))
 	}
 }
 

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,6 +22,9 @@ type memberMetrics struct {
 	groups  prometheus.Gauge
 	records prometheus.Counter
 	dropped *prometheus.CounterVec // reason
+	// lastGroups is the groups last logged (describeGroups); only the
+	// geometry loop touches it.
+	lastGroups string
 }
 
 func newMemberMetrics(reg prometheus.Registerer) *memberMetrics {
@@ -36,16 +41,41 @@ func newMemberMetrics(reg prometheus.Registerer) *memberMetrics {
 	return m
 }
 
-// setMembers makes the member groups under vols the ones sampled.
+// setMembers makes the member groups under vols the ones sampled, and
+// says so in the log when they changed.
 func (a *Agent) setMembers(vols []*plumblinev1.Volume) {
 	set, res := newMemberSet(vols, a.o.Geometry)
 	a.members.Store(set)
-	a.memberMetrics.groups.Set(float64(len(set.groups)))
-	if n := res.Dropped + res.Truncated; n > 0 {
-		a.memberMetrics.dropped.WithLabelValues("over-limit").Add(float64(n))
-		a.log.Warn("member I/O: groups over the agent's bounds left out or cut", "groups_dropped", res.Dropped, "groups_cut", res.Truncated,
-			"max_groups", geometry.MaxMemberGroups, "max_members", geometry.MaxGroupMembers)
+	m := a.memberMetrics
+	m.groups.Set(float64(len(set.groups)))
+	desc := describeGroups(set.groups)
+	if desc == m.lastGroups {
+		return
 	}
+	m.lastGroups = desc
+	a.log.Info("member I/O: the groups of sibling devices under the volumes", "groups", len(set.groups), "members", desc)
+	if n := res.Dropped + res.Truncated; n > 0 {
+		m.dropped.WithLabelValues("over-limit").Add(float64(n))
+		a.log.Warn("member I/O: groups over the agent's bounds left out or cut", "groups_dropped", res.Dropped, "groups_cut", res.Truncated,
+			"max_groups", geometry.MaxMemberGroups, "max_members", geometry.MaxGroupMembers, "max_members_in_all", geometry.MaxMembers)
+	}
+}
+
+// describeGroups is the groups in one line: "md0 (md: sdb sdc sdd); dm-4
+// (mirror: dm-1 dm-3)".
+func describeGroups(groups []geometry.MemberGroup) string {
+	var b strings.Builder
+	for i, g := range groups {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s (%s:", g.Device, g.Kind)
+		for _, m := range g.Members {
+			b.WriteString(" " + m.Device)
+		}
+		b.WriteString(")")
+	}
+	return b.String()
 }
 
 // memberLoop samples the member groups every intervals.member_io (the

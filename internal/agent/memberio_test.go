@@ -341,3 +341,15 @@ func BenchmarkMemberSample(b *testing.B) {
 		}
 	}
 }
+
+func TestDescribeGroups(t *testing.T) {
+	t.Parallel()
+	set := raid5Set()
+	set.groups = append(set.groups, geometry.MemberGroup{Device: "dm-4", Kind: vocab.MemberGroupMirror, Members: []geometry.Member{{Device: "dm-1"}, {Device: "dm-3"}}})
+	if got, want := describeGroups(set.groups), "md0 (md: sdb sdc sdd); dm-4 (mirror: dm-1 dm-3)"; got != want {
+		t.Errorf("describeGroups = %q, want %q", got, want)
+	}
+	if got := describeGroups(nil); got != "" {
+		t.Errorf("describeGroups(none) = %q, want empty", got)
+	}
+}

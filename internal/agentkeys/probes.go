@@ -1,6 +1,8 @@
 // Package agentkeys holds the keys of the agent's configuration that
-// central policy sets as well — probe schedules (probes) and declared
-// hardware arrays (declared_devices): their types, defaults and checks.
+// central policy sets as well — probe schedules (probes), declared
+// hardware arrays (declared_devices), database sources (databases) and the
+// member I/O interval (intervals.member_io): their types, defaults and
+// checks.
 // The agent's configuration (internal/agent/config) and the server's policy
 // validation (internal/policy) share them, so the server validates a
 // policy fragment exactly as the agent will without linking discovery,

@@ -8,7 +8,8 @@
 // Precedence when several entries match a host: entries are read in the
 // order of the file; for probes, declared_devices and each interval, the
 // first matching entry that sets the key gives it (with that entry's
-// enforce); maintenance windows of every matching entry apply.
+// enforce); the same for databases; maintenance windows of every matching
+// entry apply.
 //
 // The merge rule on the agent (config.Merge): a key of the local file wins over
 // the central one, unless the central entry that gave it enforces it;
@@ -40,10 +41,11 @@ import (
 const (
 	KeyProbes          = "probes"
 	KeyDeclaredDevices = "declared_devices"
+	KeyDatabases       = "databases"
 )
 
 // EnforceableKeys lists the keys `enforce` accepts.
-func EnforceableKeys() []string { return []string{KeyProbes, KeyDeclaredDevices} }
+func EnforceableKeys() []string { return []string{KeyProbes, KeyDeclaredDevices, KeyDatabases} }
 
 // Entry is one policy entry of the server's configuration (the policies
 // key).
@@ -75,6 +77,9 @@ type Fragment struct {
 	DeclaredDevices    []agentkeys.DeclaredDevice `yaml:"declared_devices,omitempty"`
 	MaintenanceWindows []maintenance.Window       `yaml:"maintenance_windows,omitempty"`
 	Intervals          Intervals                  `yaml:"intervals,omitempty"`
+	// Databases are the database sources (an agent older than this key
+	// refuses a fragment that sets it, and keeps what it ran).
+	Databases []agentkeys.DatabaseSource `yaml:"databases,omitempty"`
 }
 
 // Intervals are the agent's periods; 0: not set by this fragment.
@@ -189,6 +194,7 @@ func (f Fragment) Validate() error {
 	}
 	errs = append(errs, agentkeys.ValidateDeclared(f.DeclaredDevices)...)
 	errs = append(errs, agentkeys.ValidateProbes(agentkeys.WithDefaults(f.Probes))...)
+	errs = append(errs, agentkeys.ValidateDatabases(agentkeys.WithDatabaseDefaults(f.Databases))...)
 	for i, w := range f.MaintenanceWindows {
 		if err := w.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("maintenance_windows[%d]: %w", i, err))
@@ -233,6 +239,9 @@ func Resolve(entries []Entry, f Facts) (Resolved, error) {
 		}
 		if out.DeclaredDevices == nil && take(KeyDeclaredDevices, e, len(p.DeclaredDevices) > 0) {
 			out.DeclaredDevices = p.DeclaredDevices
+		}
+		if out.Databases == nil && take(KeyDatabases, e, len(p.Databases) > 0) {
+			out.Databases = p.Databases
 		}
 		out.MaintenanceWindows = append(out.MaintenanceWindows, p.MaintenanceWindows...)
 		if out.Intervals.GeometryRefresh == 0 {

@@ -168,9 +168,10 @@ func assemble(st *store.Store, cfg config.Config, tokens []inventory.Token, tlsC
 	proj := projection.New(st, projection.Options{Logger: logger.With("component", "projection")})
 	api := inventory.New(st, inventory.Options{Tokens: tokens, Projection: proj, Logger: logger.With("component", "inventory"), ReadyChecks: enr.readyChecks()})
 	pruner := newPruner(st, cfg, logger)
+	memberJudge := members.New(st, members.Options{Logger: logger.With("component", "members")})
 	// The server's own series beside the exporter's: the election's, the
 	// loops', admission's and the process's.
-	own := append([]prometheus.Collector{p.elector, pruner, proj, svc.AdmissionCollector()}, selfmetrics.Collectors(version)...)
+	own := append([]prometheus.Collector{p.elector, pruner, memberJudge, proj, svc.AdmissionCollector()}, selfmetrics.Collectors(version)...)
 	own = append(own, enr.collectors()...)
 	own = append(own, newCertExpiry(cfg))
 	evals, hsrv, err := webServer(st, cfg, tokens, api, policy.Handler(pol, svc.PolicyReports), own, logger)
@@ -183,7 +184,7 @@ func assemble(st *store.Store, cfg config.Config, tokens []inventory.Token, tlsC
 		{Name: LoopInventory, Run: proj.Run},
 		{Name: LoopJudge, Run: judge.Run},
 		{Name: LoopRetention, Run: pruner.Run},
-		{Name: LoopMembers, Run: members.New(st, members.Options{Logger: logger.With("component", "members")}).Run},
+		{Name: LoopMembers, Run: memberJudge.Run},
 	}
 	p.everywhere = []func(context.Context){
 		api.Run,           // this replica's cached summaries

@@ -48,6 +48,9 @@ type Agent struct {
 	// MaintenanceWindows are periods in which no probe starts and a
 	// running probe stops; the central policy's windows apply as well.
 	MaintenanceWindows []maintenance.Window `yaml:"maintenance_windows,omitempty"`
+	// Databases are the databases whose own I/O statistics the agent
+	// reads (docs/agent.md, "Database I/O"); none by default.
+	Databases []DatabaseSource `yaml:"databases,omitempty"`
 
 	// OverrideFiles are YAML files read after this one, in order, whose
 	// keys replace this file's (a list is replaced whole); relative names

@@ -101,6 +101,14 @@ func TestLoadBad(t *testing.T) {
 		"bad-window-key.yml":         `unknown key "timezone" (did you mean "time_zone"?)`,
 		"bad-label-key.yml":          `labels: label key "Role:"`,
 		"bad-label-case.yml":         "keys are case-insensitive",
+		"bad-db-engine.yml":          `databases[0].engine "oracle": want postgresql, mysql or mariadb`,
+		"bad-db-password.yml":        `line 2: databases[0]: unknown key "password"`,
+		"bad-db-address.yml":         `databases[0].address "localhost": want host:port or an absolute socket path`,
+		"bad-db-name-twice.yml":      `databases[1].name "main": used twice`,
+		"bad-db-every.yml":           "databases[0].every 1s: want 10s to 1h0m0s",
+		"bad-db-timeout.yml":         "databases[0].timeout 10s",
+		"bad-db-database.yml":        "databases[0].database: only for postgresql",
+		"bad-db-root.yml":            `databases[0].root "var/lib/machines/pg"`,
 	}
 	files, _ := filepath.Glob("testdata/bad-*.yml")
 	if len(files) != len(want) {

@@ -20,6 +20,7 @@ type Origins map[string]string
 //	probes               yes         yes           local, or central if enforced
 //	probes               no          yes           central
 //	declared_devices     as probes
+//	databases            as probes
 //	maintenance_windows  any         any           local then central (all apply)
 //	intervals.*          any         yes           central (as the Hello answer)
 //	everything else      -           -             local (central cannot set it)
@@ -51,6 +52,9 @@ func Merge(local Agent, central *policy.Fragment) (Agent, Origins) {
 	})
 	pick(policy.KeyDeclaredDevices, len(local.DeclaredDevices) > 0, len(central.DeclaredDevices) > 0, func() {
 		eff.DeclaredDevices = slices.Clone(central.DeclaredDevices)
+	})
+	pick(policy.KeyDatabases, len(local.Databases) > 0, len(central.Databases) > 0, func() {
+		eff.Databases = slices.Clone(central.Databases)
 	})
 	eff.MaintenanceWindows = append(slices.Clone(local.MaintenanceWindows), central.MaintenanceWindows...)
 	switch {
@@ -90,7 +94,7 @@ func Print(eff Agent, o Origins, sources []string) ([]byte, error) {
 	} else {
 		head += "# No central policy (none received yet, or none matches this host).\n"
 	}
-	for _, k := range []string{policy.KeyProbes, policy.KeyDeclaredDevices, "maintenance_windows", "intervals"} {
+	for _, k := range []string{policy.KeyProbes, policy.KeyDeclaredDevices, policy.KeyDatabases, "maintenance_windows", "intervals"} {
 		if v, ok := o[k]; ok {
 			head += fmt.Sprintf("#   %-20s %s\n", k+":", v)
 		}

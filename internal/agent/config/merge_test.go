@@ -93,6 +93,33 @@ func TestMergeCopiesAndDefaults(t *testing.T) {
 	}
 }
 
+// Database sources merge as probes do: the local list, the central one
+// where the local file has none or the entry enforces it; defaults filled.
+func TestMergeDatabases(t *testing.T) {
+	local := []DatabaseSource{{Name: "local", Engine: "postgresql", Address: "/run/postgresql", User: "p"}}
+	central := []DatabaseSource{{Name: "central", Engine: "mariadb", Address: "/run/mysqld/mysqld.sock", User: "p"}}
+	for _, tc := range []struct {
+		name   string
+		local  []DatabaseSource
+		frag   *policy.Fragment
+		want   string
+		origin string
+	}{
+		{"local only", local, nil, "local", "local"},
+		{"local wins", local, &policy.Fragment{Databases: central}, "local", "local"},
+		{"central fills", nil, &policy.Fragment{Databases: central}, "central", "central"},
+		{"enforced", local, &policy.Fragment{Enforce: []string{policy.KeyDatabases}, Databases: central}, "central", "central (enforced)"},
+	} {
+		eff, o := Merge(Agent{Databases: tc.local}, tc.frag)
+		if len(eff.Databases) != 1 || eff.Databases[0].Name != tc.want || eff.Databases[0].Every != time.Minute || o[policy.KeyDatabases] != tc.origin {
+			t.Errorf("%s: Merge = %+v (origin %q), want %s with defaults (origin %q)", tc.name, eff.Databases, o[policy.KeyDatabases], tc.want, tc.origin)
+		}
+	}
+	if err := (policy.Fragment{Databases: []DatabaseSource{{Name: "x", Engine: "oracle"}}}).Validate(); err == nil || !strings.Contains(err.Error(), "databases[0].engine") {
+		t.Errorf("a fragment with a bad database source validated: %v", err)
+	}
+}
+
 func sched(mp string, every time.Duration) ProbeSchedule {
 	return ProbeSchedule{MountPoint: mp, Dir: mp + "/.p", Every: every}
 }

@@ -53,6 +53,7 @@ type (
 	MinFree        = agentkeys.MinFree
 	DeclaredDevice = agentkeys.DeclaredDevice
 	DeclaredRAID   = agentkeys.DeclaredRAID
+	DatabaseSource = agentkeys.DatabaseSource
 )
 
 // Probe schedule defaults and limits (agentkeys).
@@ -129,7 +130,10 @@ func WithDefaults(a Agent) Agent {
 
 // applyDefaults fills omitted keys of list entries (top-level defaults come
 // from Default()).
-func (a *Agent) applyDefaults() { a.Probes = agentkeys.WithDefaults(a.Probes) }
+func (a *Agent) applyDefaults() {
+	a.Probes = agentkeys.WithDefaults(a.Probes)
+	a.Databases = agentkeys.WithDatabaseDefaults(a.Databases)
+}
 
 // validateRun checks the `agent run` keys that are set.
 func (a Agent) validateRun() []error {
@@ -137,6 +141,7 @@ func (a Agent) validateRun() []error {
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	a.validateEndpoints(add)
 	errs = append(errs, agentkeys.ValidateProbes(a.Probes)...)
+	errs = append(errs, agentkeys.ValidateDatabases(a.Databases)...)
 	for i, w := range a.MaintenanceWindows {
 		if err := w.Validate(); err != nil {
 			add("maintenance_windows[%d]: %w", i, err)

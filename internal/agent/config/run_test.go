@@ -269,3 +269,23 @@ func TestScheduleDefaultOps(t *testing.T) {
 		}
 	}
 }
+
+// TestDatabaseDefaults: an entry names only what it must; the rest takes
+// the defaults (every 60s, timeout 5s; PostgreSQL on a socket directory:
+// port 5432, database postgres).
+func TestDatabaseDefaults(t *testing.T) {
+	a, err := Parse([]byte(`databases:
+  - {name: main, engine: postgresql, address: /var/run/postgresql, user: plumbline}
+  - {name: shop, engine: mariadb, address: "127.0.0.1:3306", user: plumbline, password_file: /etc/pw, every: 30s}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []DatabaseSource{
+		{Name: "main", Engine: vocab.EnginePostgreSQL, Address: "/var/run/postgresql", Port: 5432, Database: "postgres", User: "plumbline", Every: time.Minute, Timeout: 5 * time.Second},
+		{Name: "shop", Engine: vocab.EngineMariaDB, Address: "127.0.0.1:3306", User: "plumbline", PasswordFile: "/etc/pw", Every: 30 * time.Second, Timeout: 5 * time.Second},
+	}
+	if diff := cmp.Diff(want, a.Databases); diff != "" {
+		t.Errorf("databases (-want +got):\n%s", diff)
+	}
+}

@@ -80,6 +80,15 @@ type Plan struct {
 	// Rules is the rules file Prometheus loads.
 	Rules string
 	Log   io.Writer
+	// BeforeAgent, when set, runs once the arrays are mounted and the
+	// server is up, before the agent starts (e.g. databases put on the
+	// arrays); the YAML it returns is appended to the agent's
+	// configuration (top-level keys, e.g. databases).
+	BeforeAgent func(ctx context.Context, s *Stack) (agentYAML string, err error)
+	// BeforeClose, when set, runs in Close once the processes are
+	// stopped, before the arrays are unmounted (what BeforeAgent put on
+	// them stops first).
+	BeforeClose func()
 }
 
 // Stack is a running plan.
@@ -91,8 +100,9 @@ type Stack struct {
 	WebAddr  string   // the server's HTTP listener
 	PromAddr string
 
-	mu    sync.Mutex
-	procs []*proc
+	mu       sync.Mutex
+	procs    []*proc
+	noProbes bool // the agent runs without probes (RestartAgent)
 }
 
 type proc struct {
@@ -135,7 +145,13 @@ func Start(ctx context.Context, plan Plan) (_ *Stack, err error) {
 	if err := s.startServer(ctx); err != nil {
 		return s, err
 	}
-	if err := s.startAgent(ctx); err != nil {
+	var extra string
+	if plan.BeforeAgent != nil {
+		if extra, err = plan.BeforeAgent(ctx, s); err != nil {
+			return s, err
+		}
+	}
+	if err := s.startAgent(ctx, extra); err != nil {
 		return s, err
 	}
 	if plan.Bin.Prometheus == "" {
@@ -267,7 +283,7 @@ func (s *Stack) startServer(ctx context.Context) error {
 	return nil
 }
 
-func (s *Stack) startAgent(ctx context.Context) error {
+func (s *Stack) startAgent(ctx context.Context, extra string) error {
 	dev, err := config.LoadRun(filepath.Join(s.plan.Dir, "server", "dev", "agent.yaml"))
 	if err != nil {
 		return err
@@ -292,7 +308,13 @@ func (s *Stack) startAgent(ctx context.Context) error {
 		b.WriteString("}\n")
 	}
 	b.WriteString("probes:\n")
+	if s.noProbes {
+		b.WriteString("  []\n")
+	}
 	for _, m := range s.Mounts {
+		if s.noProbes {
+			break
+		}
 		fmt.Fprintf(&b, "  - mount_point: %q\n    dir: %q\n", m, filepath.Join(m, "probe"))
 		if s.plan.Every > 0 {
 			fmt.Fprintf(&b, "    every: %s\n    max_duration: %s\n", s.plan.Every, min(s.plan.Every, time.Minute))
@@ -312,6 +334,7 @@ func (s *Stack) startAgent(ctx context.Context) error {
 			}
 		}
 	}
+	b.WriteString(extra)
 	path := filepath.Join(s.plan.Dir, "agent.yaml")
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
 		return err
@@ -409,6 +432,9 @@ func (s *Stack) Close() error {
 			p.cmd.Process.Kill()
 			<-p.done
 		}
+	}
+	if s.plan.BeforeClose != nil {
+		s.plan.BeforeClose()
 	}
 	var errs []error
 	ctx := context.Background()

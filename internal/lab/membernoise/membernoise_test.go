@@ -60,6 +60,25 @@ func TestReplayNoise(t *testing.T) {
 	}
 }
 
+// Twenty draws of seven days (140 days) of the same noise, at other
+// offsets into the recording: still none named.
+func TestReplayNoiseSeeds(t *testing.T) {
+	t.Parallel()
+	rec := recording(t)
+	named := 0
+	for seed := uint64(1); seed <= 20; seed++ {
+		res, err := Replay(rec, Options{Days: 7, Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		named += len(res.Named)
+	}
+	t.Logf("noise_days=140 noise_named=%d", named)
+	if named != 0 {
+		t.Errorf("%d members named over 140 days of noise", named)
+	}
+}
+
 // The same noise with one member's request time doubled (or more) names
 // that member, and only it, within minutes.
 func TestReplayNamesSlowMember(t *testing.T) {

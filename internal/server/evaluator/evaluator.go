@@ -41,7 +41,9 @@ type Options struct {
 	Config baseline.Config
 	// Priors default to baseline.DefaultPriors.
 	Priors *baseline.Priors
-	Logger *slog.Logger
+	// Database configures the judge of the databases' own latency.
+	Database DatabaseOptions
+	Logger   *slog.Logger
 }
 
 // Status is what the evaluator reports about itself.
@@ -78,6 +80,7 @@ type Evaluator struct {
 	// (rebuild.go); rebuildsTouched those whose rebuild changed.
 	rebuilds        map[volKey]rebuildAt
 	rebuildsTouched map[volKey]bool
+	db              databases
 
 	mu     sync.Mutex
 	status Status
@@ -168,6 +171,14 @@ func (e *Evaluator) Pass(ctx context.Context) (int, error) {
 }
 
 func (e *Evaluator) pass(ctx context.Context) (int, error) {
+	n, err := e.passProbes(ctx)
+	if err != nil {
+		return n, err
+	}
+	return n, e.passDatabases(ctx)
+}
+
+func (e *Evaluator) passProbes(ctx context.Context) (int, error) {
 	if !e.loaded {
 		if err := e.load(ctx); err != nil {
 			e.entries = map[key]*entry{}
@@ -466,6 +477,9 @@ func (e *Evaluator) volumeSummaries(touched []*entry) []store.BaselineState {
 			}
 		}
 		st.Reason = strings.Join(reasons, "; ")
+		if st.Degraded {
+			st.Reason += e.databaseNote(vk)
+		}
 		e.withRebuild(&st, vk)
 		out = append(out, st)
 	}

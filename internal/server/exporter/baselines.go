@@ -29,6 +29,7 @@ type basePart struct {
 	stops   []store.StopCount
 	failing []store.ProbeFailing
 	hists   map[string]*histFacts // by kind
+	db      dbFacts
 }
 
 // baseJob is one volume whose baseline part is due: read again (fetch),
@@ -41,6 +42,7 @@ type baseJob struct {
 	rows    []store.MetricsBaseline
 	stops   []store.StopCount
 	failing []store.ProbeFailing
+	db      dbFacts
 	rebuilt bool
 	series  []*series
 }
@@ -68,6 +70,7 @@ func (c *Collector) refreshBaselines(ctx context.Context, now time.Time, ev Eval
 			j.rows = j.p.rows
 		}
 		j.stops, j.failing = stops[j.k], failing[j.k]
+		j.db = in.db.of(j.k)
 		j.p.checked = ev
 	}
 	c.buildBaselines(jobs)
@@ -117,6 +120,7 @@ type passReads struct {
 	stops   []store.StopCount
 	failing []store.ProbeFailing
 	cohorts []store.Cohort
+	db      dbReads
 	runs    map[volKey]store.BaselineRuns // nil until a refresh needed them
 }
 
@@ -147,7 +151,10 @@ func (c *Collector) readBaselines(ctx context.Context, jobs []baseJob, ev Evalua
 			if pass.failing, otherErr = c.st.ListProbeFailing(ctx); otherErr != nil {
 				return
 			}
-			pass.cohorts, otherErr = c.st.ListCohorts(ctx)
+			if pass.cohorts, otherErr = c.st.ListCohorts(ctx); otherErr != nil {
+				return
+			}
+			pass.db, otherErr = c.readDatabases(ctx)
 		})
 	}
 	runs, err := c.markChanged(ctx, jobs, ev, pass.runs)
@@ -291,8 +298,8 @@ func (c *Collector) buildBaselines(jobs []baseJob) {
 			j := &jobs[i]
 			p := j.p
 			same := p.built && p.host == j.host && slices.EqualFunc(p.rows, j.rows, sameBaseline) && slices.Equal(p.stops, j.stops) &&
-				slices.EqualFunc(p.failing, j.failing, sameFailing)
-			p.rows, p.stops, p.failing = j.rows, j.stops, j.failing // the latest read's, so older reads can be freed
+				slices.EqualFunc(p.failing, j.failing, sameFailing) && p.db.equal(j.db)
+			p.rows, p.stops, p.failing, p.db = j.rows, j.stops, j.failing, j.db // the latest read's, so older reads can be freed
 			if !same {
 				p.host, p.built = j.host, true
 				j.rebuilt, j.series = true, c.baselineSeries(j.k, p)
@@ -377,7 +384,7 @@ func (c *Collector) baselineSeries(k volKey, p *basePart) []*series {
 	for _, f := range p.failing {
 		ss = append(ss, c.series(famFailingSince, seconds(f.Since), agent, host, mount, f.Kind, f.Reason))
 	}
-	return ss
+	return c.appendDatabase(ss, agent, host, mount, p.db)
 }
 
 // appendRatios appends a baseline row's ratios (one per signal against the

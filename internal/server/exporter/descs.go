@@ -37,6 +37,10 @@ const (
 	famRatio
 	famCohortMedian
 	famCohortVolumes
+	famDBLatency
+	famDBNotMeasured
+	famDBRate
+	famDBRegression
 	famEvalFailures
 	famEvalLast
 	famEvalRuns
@@ -77,8 +81,6 @@ var (
 
 func newFamilies() [numFamilies]family {
 	const ns = "plumbline_"
-	verdicts, severities := strings.Join(vocab.Verdicts(), ", "), strings.Join(vocab.Severities(), ", ")
-	stopReasons := strings.Join(vocab.StopReasons(), ", ")
 	var fs [numFamilies]family
 	d := func(i int, name string, typ dto.MetricType, help string, labels []string) {
 		f := family{name: ns + name, help: help, typ: typ, labels: labels}
@@ -93,6 +95,19 @@ func newFamilies() [numFamilies]family {
 		f.headers()
 		fs[i] = f
 	}
+	defineVolumeFamilies(d)
+	defineFleetFamilies(d)
+	return fs // TestFamiliesInNameOrder holds the numbering to name order
+}
+
+// defineFamily names family i: its name (without the namespace), type,
+// help and labels.
+type defineFamily func(i int, name string, typ dto.MetricType, help string, labels []string)
+
+// defineVolumeFamilies defines the per-volume families.
+func defineVolumeFamilies(d defineFamily) {
+	verdicts, severities := strings.Join(vocab.Verdicts(), ", "), strings.Join(vocab.Severities(), ", ")
+	stopReasons := strings.Join(vocab.StopReasons(), ", ")
 	d(famVolInfo, "volume_info", gauge, "A volume the latest geometry snapshot of its host lists, with its identity, geometry and the server's alignment verdict ("+verdicts+") as labels. Sizes are bytes; data_offset_bytes is empty when unknown, cluster (the file-system allocation unit) when unknown.",
 		withVolume("device", "fs", "raid_level", "stripe_unit_bytes", "data_offset_bytes", "cluster", "media", "profile", "verdict"))
 	d(famVolSplit, "volume_split_fraction", gauge, "Offset-caused split: predicted share of I/Os of io_size_bytes that straddle a stripe unit because of where the volume's data starts, beyond what an aligned offset would split (split-I/O model; 0 to 1; 0 when aligned). Re-creating the partition at an aligned offset removes it. Absent when no stripe unit or offset is known.",
@@ -123,6 +138,11 @@ func newFamilies() [numFamilies]family {
 		withVolume("reason"))
 	d(famRAIDMemberSlow, "raid_member_slow_ratio", gauge, "Present while the server's sibling judge names the member slow: its mean await in direction (read, write) over the median of its siblings' in the same group (array: the md array, mirror, logical volume or multipath device; kind: "+strings.Join(vocab.MemberGroupKindNames(), ", ")+") doing the same work, in the last interval judged. member is the kernel's device name, by_id its first /dev/disk/by-id name and serial its serial as sysfs states them (empty when the host has none). One series per named member, none otherwise.",
 		[]string{"agent_id", "host", "array", "kind", "member", "by_id", "serial", "direction"})
+}
+
+// defineFleetFamilies defines the per-agent, fleet, database and server
+// families.
+func defineFleetFamilies(d defineFamily) {
 	d(famAgentConflicts, "agent_identity_conflicts_total", counter, "Times two live agents were seen on this agent identity (an agent spool incarnation that a newer one had replaced spoke again: two hosts sharing one certificate, or a copied spool). Present only for agents with at least one.",
 		[]string{"agent_id", "host"})
 	d(famFailingSince, "probe_failing_since_timestamp_seconds", gauge, "Present while the volume's latest runs of the probe kind never ran because the agent refused them (reason refused: free-space floor, unsafe path, foreign file, no cache bypass) or failed to open, create or fill the probe file (reason failed): when the first of those runs started (Unix time). Gone once a run does I/O again. The agent's message is in the inventory API and the agent's log.",
@@ -147,11 +167,19 @@ func newFamilies() [numFamilies]family {
 		[]string{"profile", "kind"})
 	d(famCohortMedian, "cohort_median_latency_seconds", gauge, "Median of the cohort's per-volume median latencies.",
 		[]string{"profile", "kind"})
-	d(famIngestRecords, "ingest_records_total", counter, "Records stored by the server, by kind (geometry, probe, rejected).",
+	d(famIngestRecords, "ingest_records_total", counter, "Records stored by the server, by kind (geometry, probe, member-io, database, rejected).",
 		[]string{"kind"})
+	d(famDBLatency, "database_latency_seconds", gauge, "The database's own latency of an operation on the volume, as it counts it (PostgreSQL pg_stat_io, pg_stat_wal, pg_stat_database; MySQL and MariaDB performance_schema): the time its operations took over their count (Δtime/Δops) in the agent's last interval, by source (the agent's name for the database) and op ("+strings.Join(vocab.DatabaseOpNames(), ", ")+"). Absent while the database does not time the op (plumbline_database_not_measured) or counted none. Present only on volumes holding database files.",
+		withVolume("source", "op"))
+	d(famDBNotMeasured, "database_not_measured", gauge, "1 while the database counts an operation on the volume but does not time it (track_io_timing or track_wal_io_timing off, performance_schema timers off): its latency is not measured — never 0. The inventory API says why.",
+		withVolume("source", "op"))
+	d(famDBRate, "database_operations_per_second", gauge, "Operations the database counted on the volume per second over the agent's last interval, by source and op.",
+		withVolume("source", "op"))
+	d(famDBRegression, "database_regression_ratio", gauge, "Present while the database's latency of an operation on the volume is degraded against its own history (sustained, like the probe's baseline): the last interval's latency over the history's median, with the attribution of the regression from the probe's view of the same volume ("+strings.Join(vocab.AttributionNames(), ", ")+").",
+		withVolume("source", "op", "attribution"))
 	d(famEvalLast, "evaluator_last_success_timestamp_seconds", gauge, "When the baseline evaluator last finished a pass without error (Unix time).", nil)
 	d(famEvalRuns, "evaluator_runs_total", counter, "Probe runs the baseline evaluator judged since the server started.", nil)
 	d(famEvalFailures, "evaluator_failures_total", counter, "Baseline evaluator passes that failed since the server started.", nil)
 	d(famStoreSuccess, "exporter_store_success", gauge, "1 when this scrape read the store, 0 when it failed (and no store metrics were sent).", nil)
-	return fs // TestFamiliesInNameOrder holds the numbering to name order
+
 }

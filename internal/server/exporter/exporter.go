@@ -113,6 +113,9 @@ type Store interface {
 	ListCohorts(ctx context.Context) ([]store.Cohort, error)
 	// The members the sibling judge names slow.
 	ListSlowMembers(ctx context.Context) ([]store.MemberState, error)
+	// The database judge's states (written by the evaluator's passes too).
+	ListDatabaseStates(ctx context.Context) ([]store.DatabaseState, error)
+	ListDatabaseVolumes(ctx context.Context) ([]store.DatabaseVolume, error)
 }
 
 var _ Store = (*store.Store)(nil)

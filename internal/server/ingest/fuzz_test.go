@@ -44,6 +44,8 @@ func FuzzValidateReport(f *testing.F) {
 	backwards := memberIORecord(15)
 	backwards.GetMemberIo().Groups[0].Members[1].Reads = math.MaxUint64
 	seeds = append(seeds, &plumblinev1.ReportRequest{AgentId: "db1", Records: []*plumblinev1.Record{memberIORecord(14), backwards}})
+	seeds = append(seeds, &plumblinev1.ReportRequest{AgentId: "db1", Records: []*plumblinev1.Record{databaseRecord(14, nil),
+		databaseRecord(15, func(d *plumblinev1.DatabaseIO) { d.Sets[0].Ops[0].TimeNanoseconds = nil })}})
 	for _, s := range seeds {
 		b, err := proto.Marshal(s)
 		if err != nil {
@@ -152,6 +154,16 @@ func FuzzValidateReport(f *testing.F) {
 							c.WriteTimeMS > math.MaxInt64 || c.ReadSectors > math.MaxInt64 || c.WriteSectors > math.MaxInt64 || c.IOTimeMS > math.MaxInt64 {
 							t.Fatalf("record %d: member %+v outside the store's ranges", i, c)
 						}
+					}
+				}
+			case store.KindDatabase:
+				d := r.Database
+				if d == nil || d.Interval <= 0 {
+					t.Fatalf("record %d: database interval %+v", i, d)
+				}
+				for _, o := range d.Ops {
+					if o.Count > math.MaxInt64 || o.Bytes > math.MaxInt64 || o.Time < 0 || o.Measured == (o.NotMeasured != "") {
+						t.Fatalf("record %d: database op %+v outside the store's ranges", i, o)
 					}
 				}
 			default:

@@ -228,8 +228,17 @@ func convertRecord(r *plumblinev1.Record, lim Limits, now time.Time) (rec store.
 			return store.Record{}, fmt.Errorf("member_io: %w", err)
 		}
 		rec.Kind, rec.MemberIO = store.KindMemberIO, m
+	case *plumblinev1.Record_DatabaseIo:
+		if p.DatabaseIo == nil {
+			return store.Record{}, errors.New("database_io: empty payload")
+		}
+		d, err := convertDatabaseIO(p.DatabaseIo, now, lim)
+		if err != nil {
+			return store.Record{}, fmt.Errorf("database_io: %w", err)
+		}
+		rec.Kind, rec.Database = store.KindDatabase, d
 	default:
-		return store.Record{}, errors.New("no payload: want geometry, probe or member_io")
+		return store.Record{}, errors.New("no payload: want geometry, probe, member_io or database_io")
 	}
 	return rec, nil
 }

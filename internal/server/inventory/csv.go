@@ -18,8 +18,12 @@ import (
 // a change ticket needs to name the volume, say what is wrong, and how to
 // fix it. Unknown numbers are empty cells.
 func VolumeCSVColumns() []string {
-	return append(append(slices.Clone(volumeCSVColumns), measuredCSVColumns()...), "slow_members")
+	return slices.Concat(volumeCSVColumns, measuredCSVColumns(), []string{"slow_members"}, databaseCSVColumns[:])
 }
+
+// databaseCSVColumns are the database judge's state of the volume,
+// appended last (empty for a volume holding no database files).
+var databaseCSVColumns = [...]string{"database_state", "database_attribution", "database_reason"}
 
 // volumeCSVColumns are VolumeCSVColumns but the measured ones (computed
 // once, never written); the per-size columns are one per vocab.IOSizes,
@@ -262,6 +266,13 @@ func (c *csvWriter) volumeRow(v *store.InventoryVolume) error {
 	c.fracs(&v.GranularitySplit)
 	c.measured(v)
 	c.text(slowMembersCell(v.SlowMembers))
+	var db store.DatabaseVolume
+	if v.Database != nil {
+		db = *v.Database
+	}
+	c.text(db.State)
+	c.text(db.Attribution)
+	c.text(db.Reason)
 	return c.end()
 }
 

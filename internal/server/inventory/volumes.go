@@ -123,7 +123,7 @@ func (a *API) buffer() *bytes.Buffer {
 }
 
 // writeVolume appends a volume of a page: its stored document with the
-// baseline added. A row without a document (derived before there were
+// live states added. A row without a document (derived before there were
 // documents, until the next full sync) is rendered from its geometry.
 func (a *API) writeVolume(ctx context.Context, buf *bytes.Buffer, v *store.InventoryVolume) error {
 	doc := v.Doc
@@ -132,7 +132,7 @@ func (a *API) writeVolume(ctx context.Context, buf *bytes.Buffer, v *store.Inven
 		if err != nil {
 			return err
 		}
-		full.Baseline, full.SlowMembers = v.Baseline, v.SlowMembers
+		full.Baseline, full.SlowMembers, full.Database = v.Baseline, v.SlowMembers, v.Database
 		obj, err := volumeItem(full)
 		if err != nil {
 			return err
@@ -144,50 +144,50 @@ func (a *API) writeVolume(ctx context.Context, buf *bytes.Buffer, v *store.Inven
 		buf.Write(b)
 		return nil
 	}
-	buf.Write(doc[:len(doc)-1])
-	buf.WriteString(`,"baseline":`)
-	if v.Baseline == nil {
-		buf.WriteString("null")
-	} else {
-		b, err := json.Marshal(baselineJSON(v.Baseline))
-		if err != nil {
-			return fmt.Errorf("volume %s: baseline: %w", v.ID, err)
-		}
-		buf.Write(b)
-	}
-	buf.WriteString(`,"slow_members":`)
-	b, err := json.Marshal(slowMembersJSON(v.SlowMembers))
+	live, err := json.Marshal(liveJSON(v))
 	if err != nil {
-		return fmt.Errorf("volume %s: slow members: %w", v.ID, err)
+		return fmt.Errorf("volume %s: live states: %w", v.ID, err)
 	}
-	buf.Write(b)
-	buf.WriteByte('}')
+	buf.Write(doc[:len(doc)-1])
+	buf.WriteByte(',')
+	buf.Write(live[1:])
 	return nil
+}
+
+// liveJSON is what a volume row adds to its judged document: the states
+// the server's loops keep beside the judged record — the evaluator's
+// baseline, the sibling judge's slow members, the database judge's state.
+func liveJSON(v *store.InventoryVolume) map[string]any {
+	return map[string]any{
+		"baseline":     baselineJSON(v.Baseline),
+		"slow_members": slowMembersJSON(v.SlowMembers),
+		"database":     databaseJSON(v.Database),
+	}
 }
 
 // volumeItem is a volume of the API: the inspect shape plus where it
 // lives, its id and the derived columns — its judged document when it has
 // one (the stored geometry carries no alignment).
 func volumeItem(v *store.InventoryVolume) (map[string]any, error) {
+	var obj map[string]any
 	if doc := v.Doc; len(doc) >= 2 && doc[len(doc)-1] == '}' {
 		dec := json.NewDecoder(bytes.NewReader(doc))
 		dec.UseNumber() // keep 64-bit integers exact
-		obj := map[string]any{}
 		if err := dec.Decode(&obj); err != nil {
 			return nil, fmt.Errorf("volume %s: document: %w", v.ID, err)
 		}
-		obj["baseline"] = baselineJSON(v.Baseline)
-		obj["slow_members"] = slowMembersJSON(v.SlowMembers)
-		return obj, nil
+	} else {
+		var err error
+		obj, err = projection.VolumeJSON(store.Volume{AgentID: v.AgentID, Hostname: v.Hostname, MountPoint: v.MountPoint,
+			Geometry: v.Geometry, Sequence: v.Sequence, ObservedAt: v.ObservedAt})
+		if err != nil {
+			return nil, err
+		}
+		projection.AddDerived(obj, v)
 	}
-	obj, err := projection.VolumeJSON(store.Volume{AgentID: v.AgentID, Hostname: v.Hostname, MountPoint: v.MountPoint,
-		Geometry: v.Geometry, Sequence: v.Sequence, ObservedAt: v.ObservedAt})
-	if err != nil {
-		return nil, err
+	for k, val := range liveJSON(v) {
+		obj[k] = val
 	}
-	projection.AddDerived(obj, v)
-	obj["baseline"] = baselineJSON(v.Baseline)
-	obj["slow_members"] = slowMembersJSON(v.SlowMembers)
 	return obj, nil
 }
 
@@ -241,6 +241,18 @@ func (a *API) volume(w http.ResponseWriter, r *http.Request) {
 		ps = append(ps, probeSummary(p))
 	}
 	obj["probes"] = ps
+	dbOps, err := a.databaseOps(ctx, v)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	obj["database_io"] = dbOps
+	dbHist, err := a.databaseHistory(ctx, v)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	obj["database_history"] = dbHist
 	hist, err := a.proj.History(ctx, v.AgentID, v.MountPoint)
 	if err != nil {
 		a.fail(w, r, err)

@@ -8,8 +8,9 @@
 // The statistics are the baseline detector's (internal/server/baseline):
 // the siblings' median and MAD as the reference, a member beyond it only
 // when both the ratio and the robust z-score say so, a minimum of
-// operations for an interval to count, Sustain intervals beyond in a row
-// to name a member and Recover normal ones to clear it (hysteresis).
+// operations for an interval to count, Sustain of the last SustainWindow
+// intervals beyond to name a member and Recover normal ones in a row to
+// clear it (hysteresis).
 //
 // It runs as its own leader loop (Judge.Run), apart from the baseline
 // evaluator: member I/O arrives on its own schedule (a record a minute per
@@ -19,6 +20,7 @@ package members
 
 import (
 	"math"
+	"math/bits"
 	"slices"
 	"time"
 
@@ -44,9 +46,14 @@ type Config struct {
 	MinExcess         time.Duration
 	Z                 float64
 	MinRelativeSpread float64
-	// Sustain intervals beyond in a row name a member slow (default 4:
-	// 4 minutes at the agent's default 60-second interval).
-	Sustain int
+	// Sustain of the last SustainWindow intervals judged beyond name a
+	// member slow (defaults 4 of 6: 4 minutes at the agent's default
+	// 60-second interval for a steady slowdown; a member that stalls now
+	// and then may dip below the ratio in an interval without starting
+	// over). SustainWindow is at most 31 (the state's column is a 32-bit
+	// signed integer).
+	Sustain       int
+	SustainWindow int
 	// While named, an interval is normal when in every direction compared
 	// the ratio is below RecoverRatio (default 1.2); Recover normal
 	// intervals in a row clear it (default 3).
@@ -65,7 +72,7 @@ type Config struct {
 // DefaultConfig is the configuration every zero field of a Config takes.
 func DefaultConfig() Config {
 	return Config{MinOps: 20, Ratio: 1.5, MinExcess: 50 * time.Microsecond, Z: 3, MinRelativeSpread: 0.05,
-		Sustain: 4, RecoverRatio: 1.2, Recover: 3, SizeRatio: 2, Stale: time.Hour}
+		Sustain: 4, SustainWindow: 6, RecoverRatio: 1.2, Recover: 3, SizeRatio: 2, Stale: time.Hour}
 }
 
 func (c Config) withDefaults() Config {
@@ -85,8 +92,11 @@ func (c Config) withDefaults() Config {
 	if c.MinRelativeSpread <= 0 {
 		c.MinRelativeSpread = d.MinRelativeSpread
 	}
-	if c.Sustain <= 0 {
+	if c.Sustain <= 0 || c.Sustain > 31 {
 		c.Sustain = d.Sustain
+	}
+	if c.SustainWindow < c.Sustain || c.SustainWindow > 31 {
+		c.SustainWindow = max(d.SustainWindow, c.Sustain)
 	}
 	if c.RecoverRatio <= 1 || c.RecoverRatio > c.Ratio {
 		c.RecoverRatio = min(d.RecoverRatio, c.Ratio)
@@ -257,14 +267,17 @@ func siblingsMedian(xs []float64, x float64) float64 {
 }
 
 // Observe folds one interval's verdict (over start..end) into a member's
-// state: the beyond streak, naming the member after Sustain of them and
-// clearing it after Recover normal intervals. An interval not judged
-// moves neither streak; a gap of Stale or more breaks them. It returns
-// whether the member was named or cleared.
+// state: which of the last intervals judged were beyond, naming the member
+// once Sustain of the last SustainWindow were, and clearing it after
+// Recover normal intervals in a row. Since is the start of the oldest
+// beyond interval of that window (counted back in intervals of this one's
+// length). An interval not judged moves nothing; a gap of Stale or more
+// starts the count again. It returns whether the member was named or
+// cleared.
 func Observe(cfg Config, st *store.MemberState, v Verdict, start, end time.Time) (changed bool) {
 	cfg = cfg.withDefaults()
 	if !st.Last.IsZero() && start.Sub(st.Last) >= cfg.Stale {
-		st.Beyond, st.Normal = 0, 0
+		st.Recent, st.Normal = 0, 0
 	}
 	st.Last = end
 	st.Utilisation, st.SiblingsUtilisation = v.Util, v.SiblingsUtil
@@ -272,20 +285,21 @@ func Observe(cfg Config, st *store.MemberState, v Verdict, start, end time.Time)
 		return false
 	}
 	st.Direction, st.Ratio, st.AwaitSeconds, st.SiblingsAwaitSeconds = v.Direction, finite(v.Ratio), v.Await, v.SiblingsAwait
+	st.Recent = st.Recent << 1 & (uint32(1)<<cfg.SustainWindow - 1)
 	if v.Beyond {
-		if st.Beyond == 0 {
-			st.StreakStart = start
-		}
-		st.Beyond++
-	} else {
-		st.Beyond = 0
+		st.Recent |= 1
+	}
+	st.StreakStart = time.Time{}
+	if st.Recent != 0 {
+		oldest := 31 - bits.LeadingZeros32(st.Recent)
+		st.StreakStart = start.Add(-time.Duration(oldest) * end.Sub(start))
 	}
 	if !st.Slow {
-		if st.Beyond >= cfg.Sustain {
-			st.Slow, st.Since, st.Normal = true, st.StreakStart, 0
-			return true
+		if bits.OnesCount32(st.Recent) < cfg.Sustain {
+			return false
 		}
-		return false
+		st.Slow, st.Since, st.Normal = true, st.StreakStart, 0
+		return true
 	}
 	if v.Normal {
 		st.Normal++
@@ -293,7 +307,7 @@ func Observe(cfg Config, st *store.MemberState, v Verdict, start, end time.Time)
 		st.Normal = 0
 	}
 	if st.Normal >= cfg.Recover {
-		st.Slow, st.Since, st.Normal = false, time.Time{}, 0
+		st.Slow, st.Since, st.Normal, st.Recent, st.StreakStart = false, time.Time{}, 0, 0, time.Time{}
 		return true
 	}
 	return false

@@ -94,10 +94,12 @@ func TestJudgeGroupUtilisation(t *testing.T) {
 	}
 }
 
-// A member is named after Sustain intervals beyond in a row, since the
-// first of them; an interval in between neither names nor clears it; it is
-// cleared after Recover normal intervals in a row. Intervals it is not
-// judged in move nothing; a gap of Stale breaks a streak.
+// A member is named once Sustain of the last SustainWindow intervals
+// judged are beyond (a dip does not start over), since the oldest of them;
+// an interval in between neither names nor clears it; it is cleared after
+// Recover normal intervals in a row. Intervals it is not judged in move
+// nothing; a gap of Stale starts the count again; scattered beyond
+// intervals never name it.
 func TestObserve(t *testing.T) {
 	t.Parallel()
 	cfg := DefaultConfig()
@@ -114,13 +116,14 @@ func TestObserve(t *testing.T) {
 		return ch
 	}
 	step(normal)
-	for i, v := range []Verdict{beyond, idle, beyond, beyond} {
+	for i, v := range []Verdict{beyond, beyond, between, beyond} {
 		if step(v) || st.Slow {
-			t.Fatalf("interval %d: named after %d beyond", i, st.Beyond)
+			t.Fatalf("interval %d: named after %b", i, st.Recent)
 		}
 	}
+	// The 4th beyond of the last 6, the first of them at 00:01.
 	if !step(beyond) || !st.Slow || !st.Since.Equal(t0.Add(time.Minute)) || st.Ratio != 3 {
-		t.Fatalf("after 4 beyond: %+v; want named since %s at ×3", st, t0.Add(time.Minute))
+		t.Fatalf("after 4 of 5 beyond: %+v; want named since %s at ×3", st, t0.Add(time.Minute))
 	}
 	for i, v := range []Verdict{normal, normal, between, normal, idle, normal} {
 		if step(v) || !st.Slow {
@@ -130,12 +133,23 @@ func TestObserve(t *testing.T) {
 	if !step(normal) || st.Slow || !st.Since.IsZero() {
 		t.Fatalf("after 3 normal in a row: %+v; want cleared", st)
 	}
-	// A streak broken by an hour's silence starts again.
+	// A count broken by an hour's silence starts again.
 	step(beyond)
 	step(beyond)
 	step(beyond)
 	at = at.Add(cfg.Stale)
-	if step(beyond) || st.Slow || st.Beyond != 1 {
-		t.Fatalf("after a gap: %+v; want a new streak of 1", st)
+	if step(beyond) || st.Slow || st.Recent != 1 {
+		t.Fatalf("after a gap: %+v; want a new count of 1", st)
+	}
+	// Beyond one interval in three, for an hour: never named.
+	st = store.MemberState{}
+	for i := range 60 {
+		v := normal
+		if i%3 == 0 {
+			v = beyond
+		}
+		if step(v) || st.Slow {
+			t.Fatalf("scattered beyond intervals named it at %d: %b", i, st.Recent)
+		}
 	}
 }

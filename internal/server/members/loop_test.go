@@ -2,8 +2,12 @@ package members
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/plumbline/plumbline/internal/lab/pgtest"
 	"github.com/plumbline/plumbline/internal/server/store"
@@ -117,5 +121,48 @@ func TestPassForgetsStale(t *testing.T) {
 	all, err := st.ListMemberStates(ctx)
 	if err != nil || len(all) != 4 || all[0].GroupDevice != "md1" {
 		t.Fatalf("ListMemberStates = %+v, %v; want md1's 4 members only", all, err)
+	}
+}
+
+// The judge's own series count what its passes did (the server registers
+// it beside the other loops').
+func TestJudgeMetrics(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := store.Open(ctx, "sqlite://"+t.TempDir()+"/s.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.UpsertAgent(ctx, store.Agent{ID: "a1", Hostname: "db1"}); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	var recs []store.Record
+	for i := range 4 {
+		recs = append(recs, interval(uint64(i+1), t0.Add(time.Duration(i)*time.Minute), 8))
+	}
+	if _, err := st.AppendBatch(ctx, "a1", recs); err != nil {
+		t.Fatal(err)
+	}
+	j := New(st, Options{})
+	if _, err := j.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(j)
+	want := `# HELP plumbline_server_members_changes_total Members this replica's member judge named slow (change named) or cleared (change cleared).
+# TYPE plumbline_server_members_changes_total counter
+plumbline_server_members_changes_total{change="cleared"} 0
+plumbline_server_members_changes_total{change="named"} 1
+# HELP plumbline_server_members_intervals_total Agent intervals of member I/O this replica's member judge judged.
+# TYPE plumbline_server_members_intervals_total counter
+plumbline_server_members_intervals_total 4
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "plumbline_server_members_changes_total", "plumbline_server_members_intervals_total"); err != nil {
+		t.Error(err)
+	}
+	if n, err := testutil.GatherAndCount(reg, "plumbline_server_members_last_success_timestamp_seconds", "plumbline_server_members_failures_total"); err != nil || n != 2 {
+		t.Errorf("last success and failures: %d series, %v; want 2", n, err)
 	}
 }

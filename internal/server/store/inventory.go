@@ -88,6 +88,9 @@ type InventoryVolume struct {
 	// SlowMembers are the members below the volume the sibling judge names
 	// slow (none: nil).
 	SlowMembers []SlowMember
+	// Database is the database judge's state of the volume, nil when no
+	// database's files are on it.
+	Database *DatabaseVolume
 
 	// Doc is the volume's JSON document as a page lists it, without the
 	// baseline: the judge renders it without where the volume lives

@@ -129,12 +129,14 @@ var inventoryColumns = `f.volume_id, f.agent_id, f.mount_point, f.hostname, f.se
     f.stripe_unit_source, f.stripe_unit_confidence, f.measured_split_cost_seconds, f.measured_split_cost_low_seconds,
     f.measured_split_cost_high_seconds, ` + columnList("f", penaltyColumns[:]...) + `,
     f.severity, f.severity_rank, f.rules, f.rules_version, f.judged_ns,
-    t.rule, t.severity, t.message, t.remediation, b.state, b.degraded, b.reason, b.updated_ns, sm.slow_members`
+    t.rule, t.severity, t.message, t.remediation, b.state, b.degraded, b.reason, b.updated_ns, sm.slow_members,
+    dbv.state, dbv.attribution, dbv.reason, dbv.updated_ns`
 
 const inventoryJoins = `
 LEFT JOIN inventory_findings t ON t.volume_id = f.volume_id AND t.ordinal = 0
 LEFT JOIN inventory_baseline b ON b.agent_id = f.agent_id AND b.mount_point = f.mount_point
-LEFT JOIN inventory_members sm ON sm.agent_id = f.agent_id AND sm.mount_point = f.mount_point`
+LEFT JOIN inventory_members sm ON sm.agent_id = f.agent_id AND sm.mount_point = f.mount_point
+LEFT JOIN inventory_database dbv ON dbv.agent_id = f.agent_id AND dbv.mount_point = f.mount_point`
 
 // scanInventory reads one row of inventoryColumns (and the geometry when
 // withGeometry, then the document when withDoc).
@@ -146,7 +148,9 @@ func scanInventory(rows *sql.Rows, withGeometry, withDoc bool) (*InventoryVolume
 	var bDegraded sql.NullBool
 	var bUpdated sql.NullInt64
 	var slow sql.NullString
-	dest := make([]any, 0, 36+3*vocab.NumIOSizes) // every column, geometry and doc
+	var dbState, dbAttr, dbReason sql.NullString
+	var dbUpdated sql.NullInt64
+	dest := make([]any, 0, 40+3*vocab.NumIOSizes) // every column, geometry and doc
 	dest = append(dest, &v.ID, &v.AgentID, &v.MountPoint, &v.Hostname, &seq, &observed, &v.Device, &v.FSType,
 		&v.Verdict, &v.DataOffsetBytes, &v.StripeUnitBytes, &v.AllocationUnitBytes, &v.RAIDLevel, &v.Media, &v.Profile)
 	dest = appendSizeDests(dest, &v.SplitFraction)
@@ -154,7 +158,7 @@ func scanInventory(rows *sql.Rows, withGeometry, withDoc bool) (*InventoryVolume
 	dest = append(dest, &v.StripeUnitSource, &v.StripeUnitConfidence, &v.MeasuredSplitCost, &v.MeasuredSplitCostLow, &v.MeasuredSplitCostHigh)
 	dest = appendSizeDests(dest, &v.MeasuredPenalty)
 	dest = append(dest, &v.Severity, &v.SeverityRank, &rules, &v.RulesVersion, &judged,
-		&tRule, &tSev, &tMsg, &tFix, &bState, &bDegraded, &bReason, &bUpdated, &slow)
+		&tRule, &tSev, &tMsg, &tFix, &bState, &bDegraded, &bReason, &bUpdated, &slow, &dbState, &dbAttr, &dbReason, &dbUpdated)
 	if withGeometry {
 		dest = append(dest, &v.Geometry)
 	}
@@ -178,6 +182,10 @@ func scanInventory(rows *sql.Rows, withGeometry, withDoc bool) (*InventoryVolume
 	if bState.Valid {
 		v.Baseline = &BaselineState{AgentID: v.AgentID, MountPoint: v.MountPoint, State: bState.String,
 			Degraded: bDegraded.Bool, Reason: bReason.String, UpdatedAt: fromUnixNano(bUpdated.Int64)}
+	}
+	if dbState.Valid {
+		v.Database = &DatabaseVolume{AgentID: v.AgentID, MountPoint: v.MountPoint, State: dbState.String,
+			Attribution: dbAttr.String, Reason: dbReason.String, UpdatedAt: fromUnixNano(dbUpdated.Int64)}
 	}
 	return &v, nil
 }

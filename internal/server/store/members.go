@@ -211,10 +211,13 @@ type MemberState struct {
 	SiblingsAwaitSeconds float64
 	Utilisation          float64
 	SiblingsUtilisation  float64
-	// Beyond and Normal are the judge's streaks; StreakStart is when the
-	// current beyond streak began.
-	Beyond, Normal int
-	StreakStart    time.Time
+	// Recent says which of the last intervals judged were beyond the
+	// siblings (bit 0 the newest; column beyond); StreakStart is the start
+	// of the oldest of them still counted (zero when none is); Normal
+	// counts normal intervals in a row while named.
+	Recent      uint32
+	StreakStart time.Time
+	Normal      int
 	// Last is the end of the last interval judged.
 	Last time.Time
 }
@@ -225,11 +228,11 @@ const memberStateColumns = `agent_id, group_device, device, group_kind, mount_po
 func scanMemberState(row rowScanner) (MemberState, error) {
 	var m MemberState
 	var mounts, byID string
-	var since, streak, last int64
+	var since, recent, streak, last int64
 	err := row.Scan(&m.AgentID, &m.GroupDevice, &m.Device, &m.GroupKind, &mounts, &byID, &m.Serial, &m.Slow, &since, &m.Direction,
-		&m.Ratio, &m.AwaitSeconds, &m.SiblingsAwaitSeconds, &m.Utilisation, &m.SiblingsUtilisation, &m.Beyond, &m.Normal, &streak, &last)
+		&m.Ratio, &m.AwaitSeconds, &m.SiblingsAwaitSeconds, &m.Utilisation, &m.SiblingsUtilisation, &recent, &m.Normal, &streak, &last)
 	m.MountPoints, m.ByID = splitList(mounts, "\n"), splitList(byID, "\n")
-	m.Since, m.StreakStart, m.Last = fromUnixNano(since), fromUnixNano(streak), fromUnixNano(last)
+	m.Since, m.Recent, m.StreakStart, m.Last = fromUnixNano(since), uint32(recent), fromUnixNano(streak), fromUnixNano(last)
 	return m, err
 }
 
@@ -288,7 +291,7 @@ ON CONFLICT (agent_id, group_device, device) DO UPDATE SET group_kind = excluded
 				args = append(args, m.AgentID, m.GroupDevice, m.Device, m.GroupKind, strings.Join(m.MountPoints, "\n"),
 					strings.Join(m.ByID, "\n"), m.Serial, m.Slow, unixNano(m.Since), m.Direction, finite(m.Ratio),
 					finite(m.AwaitSeconds), finite(m.SiblingsAwaitSeconds), finite(m.Utilisation), finite(m.SiblingsUtilisation),
-					m.Beyond, m.Normal, unixNano(m.StreakStart), unixNano(m.Last))
+					int64(m.Recent), m.Normal, unixNano(m.StreakStart), unixNano(m.Last))
 			}
 			if _, err := tx.ExecContext(ctx, s.q(q), args...); err != nil {
 				return fmt.Errorf("member states: %w", err)

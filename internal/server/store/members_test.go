@@ -58,7 +58,7 @@ func TestMemberIOPendingAndStates(t *testing.T) {
 		st := MemberState{AgentID: "a1", GroupDevice: "md0", Device: "sdd", GroupKind: "md", MountPoints: []string{"/data"},
 			ByID: []string{"ata-DISK_sdd"}, Serial: "Ssdd", Slow: true, Since: t0, Direction: "read", Ratio: 3.5,
 			AwaitSeconds: 0.0035, SiblingsAwaitSeconds: 0.001, Utilisation: 0.5, SiblingsUtilisation: 0.4,
-			Beyond: 4, StreakStart: t0, Last: t0.Add(2 * time.Minute)}
+			Recent: 0b1111, StreakStart: t0, Last: t0.Add(2 * time.Minute)}
 		ok := st
 		ok.Device, ok.Slow, ok.Since, ok.Direction, ok.Ratio, ok.ByID, ok.Serial = "sdb", false, time.Time{}, "", 1, nil, ""
 		if err := s.SaveMemberPass(ctx, MemberPass{States: []MemberState{st, ok}, Watermarks: map[string]uint64{"a1": 3}}); err != nil {
@@ -139,12 +139,35 @@ func TestMigrationMemberIOKeepsRecords(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The rows are written by today's code, then the schema goes back
+		// to before migration 30 (today's code cannot write an older
+		// schema's columns), keeping them.
+		register(t, s, "a1")
+		// The rows as the schema of 29 has them (today's code writes
+		// columns of later migrations).
+		for seq := 1; seq <= 5; seq++ {
+			for _, q := range []string{
+				fmt.Sprintf(`INSERT INTO records (agent_id, sequence, kind, produced_ns, received_ns, payload, incarnation, agent_sequence)
+VALUES ('a1', %d, 'probe', 1, 1, '', '', %d)`, seq, seq),
+				fmt.Sprintf(`INSERT INTO probe_results (agent_id, sequence, mount_point, device, kind, block_size_bytes, queue_depth,
+started_ns, duration_ns, ops, errors, bytes, skipped, stopped_reason, latency_histogram) VALUES ('a1', %d, '/data', 'sdb', 'random-read', 8192, 1, 0, 0, 0, 0, 0, false, '', '')`, seq),
+			} {
+				if _, err := s.db.ExecContext(ctx, q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+		}
+		if _, err := s.db.ExecContext(ctx, `UPDATE agents SET high_water = 5 WHERE agent_id = 'a1'`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.db.ExecContext(ctx, `UPDATE agent_incarnations SET high_water = 5 WHERE agent_id = 'a1' AND incarnation = ''`); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := p.DownTo(ctx, 29); err != nil {
 			t.Fatalf("down to 29: %v", err)
 		}
-		register(t, s, "a1")
-		if _, err := s.AppendBatch(ctx, "a1", probeRecords(1, 5)); err != nil {
-			t.Fatal(err)
+		if r, pr := count(t, s, "records"), count(t, s, "probe_results"); r != 5 || pr != 5 {
+			t.Fatalf("at 29: %d records, %d probe results; want 5, 5", r, pr)
 		}
 		if _, err := p.Up(ctx); err != nil {
 			t.Fatalf("up: %v", err)

@@ -41,6 +41,8 @@ type Record struct {
 	Volumes []Volume
 	// Probe (KindProbe) is the probe result.
 	Probe *ProbeResult
+	// Database (KindDatabase) is the database I/O interval.
+	Database *DatabaseIO
 	// GeometryDigest (KindGeometry) is the digest the agent gave with the
 	// snapshot, as text; once the snapshot is applied it is what Hello
 	// reports as the geometry the server holds.
@@ -244,13 +246,15 @@ func (s *Store) storeBatch(ctx context.Context, tx *sql.Tx, agentID, incarnation
 	if err := s.insertRecords(ctx, tx, agentID, incarnation, fresh); err != nil {
 		return err
 	}
-	var probes, members []stored
+	var probes, members, dbs []stored
 	for _, r := range fresh {
 		switch r.Kind {
 		case KindProbe:
 			probes = append(probes, r)
 		case KindMemberIO:
 			members = append(members, r)
+		case KindDatabase:
+			dbs = append(dbs, r)
 		case KindGeometry:
 			// In sequence order, so the newest snapshot wins within the batch too.
 			if err := s.putGeometry(ctx, tx, agentID, incarnation, r); err != nil {
@@ -262,6 +266,9 @@ func (s *Store) storeBatch(ctx context.Context, tx *sql.Tx, agentID, incarnation
 		return err
 	}
 	if err := s.insertMemberIO(ctx, tx, agentID, members); err != nil {
+		return err
+	}
+	if err := s.insertDatabase(ctx, tx, agentID, dbs); err != nil {
 		return err
 	}
 	if _, err := s.txExec(ctx, tx, s.q(`UPDATE agents SET high_water = ? WHERE agent_id = ?`), int64(serverSeq), agentID); err != nil {
@@ -308,7 +315,7 @@ func sortedBatch(records []Record) ([]*Record, error) {
 			return nil, fmt.Errorf("%w: sequence %d: want 1 to 2^63-1", ErrInvalid, r.Sequence)
 		}
 		switch r.Kind {
-		case KindGeometry, KindProbe, KindRejected, KindMemberIO:
+		case KindGeometry, KindProbe, KindRejected, KindMemberIO, KindDatabase:
 		default:
 			return nil, fmt.Errorf("%w: sequence %d: record kind %q", ErrInvalid, r.Sequence, r.Kind)
 		}
@@ -322,6 +329,9 @@ func sortedBatch(records []Record) ([]*Record, error) {
 			if err := checkMemberIO(m); err != nil {
 				return nil, fmt.Errorf("%w: sequence %d: %w", ErrInvalid, r.Sequence, err)
 			}
+		}
+		if err := checkDatabase(r); err != nil {
+			return nil, err
 		}
 		if r.Kind != KindGeometry && len(r.Volumes) > 0 {
 			return nil, fmt.Errorf("%w: sequence %d: volumes go with kind %q only", ErrInvalid, r.Sequence, KindGeometry)

@@ -59,6 +59,7 @@ const pruneCandidatesSQL = `SELECT r.agent_id, r.sequence, r.incarnation, r.agen
     CASE WHEN r.agent_sequence <= i.high_water
       AND (r.kind <> 'probe' OR r.sequence <= COALESCE((SELECT w.evaluated_through FROM baseline_watermarks w WHERE w.agent_id = r.agent_id), 0))
       AND (r.kind <> 'member-io' OR r.sequence <= COALESCE((SELECT w.judged_through FROM member_watermarks w WHERE w.agent_id = r.agent_id), 0))
+      AND (r.kind <> 'database' OR r.sequence <= COALESCE((SELECT w.evaluated_through FROM database_watermarks w WHERE w.agent_id = r.agent_id), 0))
       AND (r.kind <> 'geometry' OR (r.sequence <= COALESCE((SELECT m.sequence FROM inventory_history_mark m WHERE m.agent_id = r.agent_id), 0)
         AND NOT EXISTS (SELECT 1 FROM volumes v WHERE v.agent_id = r.agent_id AND v.sequence = r.sequence)))
     THEN 1 ELSE 0 END
@@ -92,6 +93,9 @@ func (s *Store) PruneBatch(ctx context.Context, cutoff time.Time, cur PruneCurso
 			return err
 		}
 		if _, err = s.deleteKeys(ctx, tx, "member_io", keys); err != nil {
+			return err
+		}
+		if _, err = s.deleteKeys(ctx, tx, "database_io", keys); err != nil {
 			return err
 		}
 		if st.Records, err = s.deleteKeys(ctx, tx, "records", keys); err != nil {
