@@ -29,6 +29,9 @@ declare -A pkg_for=(
   # The fleet in a box (bench/fleetbox): Debian hosts booted with
   # systemd-nspawn from a debootstrap root; its checks query with curl, jq.
   [debootstrap]=debootstrap [systemd-nspawn]=systemd-container [jq]=jq [curl]=curl
+  # The agent's database sources (internal/agent/dbio): a private MariaDB
+  # with performance_schema, started in a temporary directory.
+  [mariadb-install-db]=mariadb-server
 )
 need=()
 for cmd in "${!pkg_for[@]}"; do
