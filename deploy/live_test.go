@@ -32,6 +32,9 @@ var legitimatelyEmpty = map[string]string{
 	"plumbline-volume/Database regression and attribution": "fleetsim sends no database I/O",
 	"plumbline-volume/Database operations per second":      "fleetsim sends no database I/O",
 	"plumbline-volume/Not measured":                        "fleetsim sends no database I/O",
+	"plumbline-volume/md sync progress":                    "fleetsim declares hardware RAID; md arrays need sysfs",
+	"plumbline-volume/md sync speed":                       "fleetsim declares hardware RAID; md arrays need sysfs",
+	"plumbline-volume/Slow members on the host":            "fleetsim sends no member I/O",
 }
 
 // emptyQueries are queries with no data with a cmd/fleetsim fleet in a

@@ -171,7 +171,7 @@ func volumeDetail() *dashboard.DashboardBuilder {
 		WithTarget(query("A", `max by (mount_point, io_size_bytes) ((max by (agent_id, host, mount_point, io_size_bytes) (plumbline_volume_split_fraction{host=~"$host",mount_point=~"$mount_point"}) + max by (agent_id, host, mount_point, io_size_bytes) (plumbline_volume_granularity_split_fraction{host=~"$host",mount_point=~"$mount_point"})) * on (agent_id, host, mount_point) group_left max by (agent_id, host, mount_point) (plumbline_volume_measured_split_cost_seconds{host=~"$host",mount_point=~"$mount_point"}))`, "{{io_size_bytes}} B")).
 		Unit("s").
 		Min(0))
-	return withDatabaseRow(withVolumeLatency(d))
+	return withRAIDRow(withDatabaseRow(withVolumeLatency(d)))
 }
 
 // withVolumeLatency adds volume-detail's latency, baseline and probe
