@@ -77,8 +77,9 @@ type lintPanel struct {
 	Panels []lintPanel `json:"panels"`
 }
 
-// lintUnits are the Grafana unit ids the dashboards may use.
-var lintUnits = []string{"s", "ms", "µs", "ns", "percentunit", "percent", "bytes", "short", "none", "dateTimeAsIso", "ops", "reqps"}
+// lintUnits are the Grafana unit ids the dashboards may use (Bps: bytes per
+// second, an md sync speed).
+var lintUnits = []string{"s", "ms", "µs", "ns", "percentunit", "percent", "bytes", "short", "none", "dateTimeAsIso", "ops", "reqps", "Bps"}
 
 var (
 	rangeSelector = regexp.MustCompile(`\[[^\]]*\]`)
