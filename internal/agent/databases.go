@@ -13,6 +13,7 @@ import (
 
 	"github.com/plumbline/plumbline/internal/agent/config"
 	"github.com/plumbline/plumbline/internal/agent/dbio"
+	"github.com/plumbline/plumbline/internal/ctxtime"
 	plumblinev1 "github.com/plumbline/plumbline/proto/plumbline/v1"
 )
 
@@ -78,16 +79,7 @@ func (a *Agent) databaseLoop(ctx context.Context, poll time.Duration) {
 		}
 	}
 	update()
-	t := time.NewTicker(poll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			update()
-		}
-	}
+	ctxtime.Every(ctx, poll, func(context.Context) { update() })
 }
 
 // databaseSource samples one source every cfg.Every until ctx ends, and
@@ -132,16 +124,7 @@ func (a *Agent) databaseSource(ctx context.Context, cfg config.DatabaseSource) {
 		}
 	}
 	step()
-	t := time.NewTicker(cfg.Every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			step()
-		}
-	}
+	ctxtime.Every(ctx, cfg.Every, func(context.Context) { step() })
 }
 
 // databaseGaps are what a record says it could not measure or place, as
