@@ -32,8 +32,9 @@ func capped(t testing.TB, seq uint64, mount string, at time.Time, d, dur time.Du
 
 // A database's latency regression is attributed from the probe's view of
 // the same volume, through the store: the probe slowed with it (device),
-// the probe on its baseline (load or database), the probe's rate short of
-// its cap with its latency steady (throttle). An operation the database
+// the probe on its baseline (load or database), the database's own rate
+// at a ceiling — a fifth of its history — while a token bucket the
+// workload fills slows the probe ×10 (throttle, not device). An operation the database
 // does not time is "not measured" with its reason, never a latency of 0;
 // a restarted evaluator goes on from the stored detectors.
 func TestDatabaseAttribution(t *testing.T) {
@@ -65,10 +66,17 @@ func TestDatabaseAttribution(t *testing.T) {
 						case "/device":
 							probe = 3 * time.Millisecond
 						case "/throttle":
-							dur = 2500 * time.Millisecond // 20 of 50 IOPS
+							probe, dur = 10*time.Millisecond, 2500*time.Millisecond // 20 of 50 IOPS, each op behind the bucket
 						}
 					}
-					add(dbRec(0, mount, at, lat))
+					r := dbRec(0, mount, at, lat)
+					if fault && mount == "/throttle" {
+						for i := range r.Database.Ops {
+							r.Database.Ops[i].Count /= 5
+							r.Database.Ops[i].Time /= 5
+						}
+					}
+					add(r)
 					if m%3 == 0 {
 						add(capped(t, 0, mount, at, probe, dur))
 					}
@@ -115,7 +123,7 @@ func TestDatabaseAttribution(t *testing.T) {
 			}{
 				{"/device", vocab.AttributionDevice, "random-read"},
 				{"/load", vocab.AttributionLoad, "on its baseline"},
-				{"/throttle", vocab.AttributionThrottle, "rate"},
+				{"/throttle", vocab.AttributionThrottle, "demand ×0.2 of its history (read 3.33/s vs 16.7/s"},
 			} {
 				v := vols[c.mount]
 				if v.State != "degraded" || v.Attribution != string(c.want) || !strings.Contains(v.Reason, "main read 1.5") || !strings.Contains(v.Reason, c.says) {
@@ -127,6 +135,9 @@ func TestDatabaseAttribution(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, s := range states {
+				if s.MountPoint == "/throttle" { // a fifth of the rate since the fault
+					s.OpsRate *= 5
+				}
 				if s.Op == "wal-sync" && (s.Status != vocab.DatabaseNotMeasured || s.Latency != 0 || s.OpsRate < 3.3 || s.OpsRate > 3.4) {
 					t.Errorf("wal-sync state %+v: want not measured, no latency, 200 a minute", s)
 				}

@@ -81,6 +81,10 @@ type Evaluator struct {
 	rebuilds        map[volKey]rebuildAt
 	rebuildsTouched map[volKey]bool
 	db              databases
+	// busy is when the busy guard last skipped a run of each volume and
+	// kind (in memory: the attribution's witness that the device was too
+	// busy for the probe; a restart forgets it until the next skip).
+	busy map[key]time.Time
 
 	mu     sync.Mutex
 	status Status
@@ -246,6 +250,7 @@ func (e *Evaluator) judge(ctx context.Context, runs []store.ProbeRun) error {
 		u.Watermarks[r.AgentID] = max(u.Watermarks[r.AgentID], r.Sequence)
 		t.count(r)
 		e.noteRebuild(r)
+		e.noteBusy(r)
 		if r.Skipped || r.Ops == 0 || !vocab.IsJudged(vocab.ProbeKind(r.Kind)) {
 			continue
 		}
@@ -280,6 +285,21 @@ func (e *Evaluator) judge(ctx context.Context, runs []store.ProbeRun) error {
 		e.opts.Logger.Warn("inventory baseline states", "err", err)
 	}
 	return nil
+}
+
+// noteBusy remembers the latest run of each volume and kind that the
+// agent's busy guard skipped.
+func (e *Evaluator) noteBusy(r *store.ProbeRun) {
+	if !r.Skipped || r.StoppedReason != vocab.StopBusy {
+		return
+	}
+	if e.busy == nil {
+		e.busy = map[key]time.Time{}
+	}
+	k := key{volKey{r.AgentID, r.MountPoint}, r.Kind}
+	if r.StartedAt.After(e.busy[k]) {
+		e.busy[k] = r.StartedAt
+	}
 }
 
 // tally is what a batch of runs says besides their latencies: stop

@@ -1,0 +1,97 @@
+package attribution
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/plumbline/plumbline/internal/server/baseline"
+	"github.com/plumbline/plumbline/internal/vocab"
+)
+
+// The rows below are the server's own (database_states, probe_results) from
+// the bench's run of 28 November 2026 (bench/RESULTS-db.md, run 2): pg15 on
+// a RAID 1 lab array, 20 s intervals, read and wal-sync latency and rate
+// with their history.
+var pgAt = time.Date(2026, 11, 28, 5, 27, 39, 0, time.UTC)
+
+func pgOps(readLat, readRate, syncLat, syncRate float64, degraded ...string) []Op {
+	ops := []Op{
+		{Source: "pg15", Op: "read", Status: baseline.OK, Latency: readLat, HistoryMedian: 0.00483, Rate: readRate, HistoryRate: 33.2},
+		{Source: "pg15", Op: "wal-sync", Status: baseline.OK, Latency: syncLat, HistoryMedian: 0.0158, Rate: syncRate, HistoryRate: 20.1},
+		// Buffered writes: the page cache's, a rate that swings ×2 with every checkpoint.
+		{Source: "pg15", Op: "write", Status: baseline.OK, Latency: 0.000004, HistoryMedian: 0.000004, Rate: 46.5, HistoryRate: 26},
+	}
+	for i := range ops {
+		for _, d := range degraded {
+			if ops[i].Op == d {
+				ops[i].Status, ops[i].Since = baseline.Degraded, pgAt.Add(-40*time.Second)
+				ops[i].Ratio = ops[i].Latency / ops[i].HistoryMedian
+			}
+		}
+	}
+	return ops
+}
+
+// busyProbes are the three kinds, their last completed run before the
+// regression, every run since skipped by the busy guard.
+func busyProbes() []Probe {
+	var out []Probe
+	for _, k := range []string{"log-write", "random-read", "random-write"} {
+		out = append(out, Probe{Kind: k, LastRun: pgAt.Add(-70 * time.Second), Trusted: true, HistoryRatio: 1,
+			State: baseline.State{Status: baseline.OK}, LastBusy: pgAt.Add(-5 * time.Second)})
+	}
+	return out
+}
+
+func withoutRateHistory(ops []Op) []Op {
+	for i := range ops {
+		ops[i].HistoryRate = 0
+	}
+	return ops
+}
+
+func TestAttributeByDemand(t *testing.T) {
+	t.Parallel()
+	slowedByBucket := Probe{Kind: "random-read", LastRun: pgAt.Add(-10 * time.Second), Trusted: true, HistoryRatio: 14, MeanRatio: 11,
+		RateRatio: 8, State: baseline.State{Status: baseline.OK}}
+	rateShort := Probe{Kind: "random-read", LastRun: pgAt.Add(-10 * time.Second), Trusted: true, HistoryRatio: 1.1, MeanRatio: 1.2,
+		RateRatio: 1.5, State: baseline.State{Status: baseline.OK}}
+	for _, c := range []struct {
+		name   string
+		ops    []Op
+		probes []Probe
+		want   vocab.Attribution
+		says   []string
+	}{
+		// Class 1: every probe run skipped busy; the database's own rate tells load from throttle from device.
+		{"busy, throttle (pg15 05:27:19)", pgOps(0.2027, 2.8, 0.3346, 1.9, "read", "wal-sync"), busyProbes(), vocab.AttributionThrottle,
+			[]string{"demand ×0.091 of its history", "read 2.8/s vs 33.2/s", "skipped busy at 05:27:34", "a throughput ceiling"}},
+		{"busy, load (pg15 05:24:19)", pgOps(0.00714, 96.4, 0.0457, 21.9, "wal-sync"), busyProbes(), vocab.AttributionLoad,
+			[]string{"demand ×1.7 of its history", "the database asked more of the volume"}},
+		{"busy, device (pg15 05:21:39)", pgOps(0.00521, 24.5, 0.0670, 12.4, "wal-sync"), busyProbes(), vocab.AttributionDevice,
+			[]string{"demand ×0.66 of its history", "saturated by the database's usual demand"}},
+		{"busy, no rate history yet", withoutRateHistory(pgOps(0.00521, 24.5, 0.0670, 12.4, "wal-sync")), busyProbes(),
+			vocab.AttributionUndetermined, []string{"skipped by the busy guard", "has no history yet"}},
+		// Class 2: a bucket the workload fills slows the probe that gets through (×14) — the ceiling still says throttle.
+		{"probe slowed behind a saturated bucket (pg15 05:35:49)", pgOps(0.04416, 7.4, 0.1617, 4.8, "read", "wal-sync"),
+			[]Probe{slowedByBucket}, vocab.AttributionThrottle, []string{"random-read last run median ×14", "a throughput ceiling"}},
+		{"probe slowed, demand steady", pgOps(0.00521, 30, 0.0534, 17, "wal-sync"), []Probe{slowedByBucket}, vocab.AttributionDevice,
+			[]string{"random-read last run median ×14"}},
+		// Class 3: RAID 1 reads go to the healthy leg: the random-read kind keeps its median, only its rate falls short.
+		{"rate short only, demand steady (pg17 05:20:59)", pgOps(0.00778, 22.7, 0.0552, 14.2, "wal-sync"), []Probe{rateShort},
+			vocab.AttributionUndetermined, []string{"waiting for another kind"}},
+		{"rate short only, no rate history", withoutRateHistory(pgOps(0.00778, 22.7, 0.0552, 14.2, "wal-sync")), []Probe{rateShort},
+			vocab.AttributionThrottle, []string{"rate short of its cap ×1.5"}},
+	} {
+		got := Attribute(pgAt, c.ops, c.probes, Config{})
+		if got.Attribution != c.want {
+			t.Errorf("%s: Attribute = %q (%s), want %q", c.name, got.Attribution, got.Reason, c.want)
+		}
+		for _, s := range c.says {
+			if !strings.Contains(got.Reason, s) {
+				t.Errorf("%s: reason %q does not say %q", c.name, got.Reason, s)
+			}
+		}
+	}
+}
