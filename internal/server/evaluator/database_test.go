@@ -51,7 +51,7 @@ func TestDatabaseAttribution(t *testing.T) {
 				t.Fatal(err)
 			}
 			t0 := time.Date(2026, 11, 28, 4, 0, 0, 0, time.UTC)
-			mounts := []string{"/device", "/load", "/throttle"}
+			mounts := []string{"/device", "/load", "/throttle", "/busy"}
 			var seq uint64
 			var recs []store.Record
 			add := func(r store.Record) { seq++; r.Sequence = seq; recs = append(recs, r) }
@@ -78,7 +78,11 @@ func TestDatabaseAttribution(t *testing.T) {
 					}
 					add(r)
 					if m%3 == 0 {
-						add(capped(t, 0, mount, at, probe, dur))
+						p := capped(t, 0, mount, at, probe, dur)
+						if fault && mount == "/busy" { // the device too busy for the probe
+							p.Probe.Skipped, p.Probe.StoppedReason, p.Probe.Ops, p.Probe.Bytes = true, vocab.StopBusy, 0, 0
+						}
+						add(p)
 					}
 				}
 			}
@@ -124,6 +128,7 @@ func TestDatabaseAttribution(t *testing.T) {
 				{"/device", vocab.AttributionDevice, "random-read"},
 				{"/load", vocab.AttributionLoad, "on its baseline"},
 				{"/throttle", vocab.AttributionThrottle, "demand ×0.2 of its history (read 3.33/s vs 16.7/s"},
+				{"/busy", vocab.AttributionDevice, "random-read skipped busy at 05:03:00"},
 			} {
 				v := vols[c.mount]
 				if v.State != "degraded" || v.Attribution != string(c.want) || !strings.Contains(v.Reason, "main read 1.5") || !strings.Contains(v.Reason, c.says) {
