@@ -120,7 +120,8 @@ type BaselineUpdate struct {
 func (s *Store) PendingProbeRuns(ctx context.Context, limit int) ([]ProbeRun, error) {
 	return queryAll(ctx, s, "pending probe runs", `
 SELECT p.agent_id, p.sequence, p.mount_point, p.device, p.kind, p.block_size_bytes, p.queue_depth,
-    p.started_ns, p.duration_ns, p.ops, p.errors, p.bytes, p.skipped, p.stopped_reason, p.failure, p.latency_histogram, p.iops_cap, p.array_activity
+    p.started_ns, p.duration_ns, p.ops, p.errors, p.bytes, p.skipped, p.stopped_reason, p.failure, p.latency_histogram, p.iops_cap, p.array_activity,
+    p.busy_window_ns, p.busy_ios, p.busy_sectors, p.busy_ticks_ns, p.busy_queue_ns
 FROM probe_results p
 JOIN agents a ON a.agent_id = p.agent_id
 LEFT JOIN baseline_watermarks w ON w.agent_id = p.agent_id
@@ -129,11 +130,15 @@ ORDER BY p.agent_id, p.sequence
 LIMIT ?`, []any{limit}, func(row rowScanner) (ProbeRun, error) {
 		var r ProbeRun
 		var seq, bs, qd, started, dur, ops, errs, bytes int64
+		var bWin, bIOs, bSectors, bTicks, bQueue int64
 		var arrays []byte
 		if err := row.Scan(&r.AgentID, &seq, &r.MountPoint, &r.Device, &r.Kind, &bs, &qd,
-			&started, &dur, &ops, &errs, &bytes, &r.Skipped, &r.StoppedReason, &r.Failure, &r.Histogram, &r.IOPSCap, &arrays); err != nil {
+			&started, &dur, &ops, &errs, &bytes, &r.Skipped, &r.StoppedReason, &r.Failure, &r.Histogram, &r.IOPSCap, &arrays,
+			&bWin, &bIOs, &bSectors, &bTicks, &bQueue); err != nil {
 			return r, err
 		}
+		r.BusyIO = DeviceActivity{Window: time.Duration(bWin), IOs: uint64(bIOs), Sectors: uint64(bSectors),
+			IOTicks: time.Duration(bTicks), TimeInQueue: time.Duration(bQueue)}
 		var err error
 		if r.ArrayActivity, err = decodeArrayActivity(arrays); err != nil {
 			return r, err
