@@ -127,9 +127,10 @@ type Result struct {
 }
 
 // Attribute attributes the regression of the degraded ops among ops, with
-// probes the probe's kinds on the same volume, at the end of the
-// database's last interval (at).
-func Attribute(at time.Time, ops []Op, probes []Probe, cfg Config) Result {
+// probes the probe's kinds on the same volume and dev what its busy guard
+// saw of the device at its latest skip, at the end of the database's last
+// interval (at).
+func Attribute(at time.Time, ops []Op, probes []Probe, dev Device, cfg Config) Result {
 	cfg = cfg.withDefaults()
 	var slow []string
 	var began time.Time
@@ -147,7 +148,7 @@ func Attribute(at time.Time, ops []Op, probes []Probe, cfg Config) Result {
 	}
 	d := demandOf(ops)
 	v := judgeProbes(at, began.Add(-cfg.Lead), probes, cfg)
-	attr, why := decide(d, v, began, cfg)
+	attr, why := decide(d, v, dev.since(began.Add(-cfg.Lead)), began, cfg)
 	reason := fmt.Sprintf("%s: database %s", attr, strings.Join(slow, ", "))
 	if d.known {
 		reason += "; demand " + d.String()
@@ -158,7 +159,7 @@ func Attribute(at time.Time, ops []Op, probes []Probe, cfg Config) Result {
 // decide weighs the database's demand and the probe's view; it returns the
 // attribution and what the probe said (with the reason for waiting when
 // undetermined).
-func decide(d demand, v view, began time.Time, cfg Config) (vocab.Attribution, string) {
+func decide(d demand, v view, dev Device, began time.Time, cfg Config) (vocab.Attribution, string) {
 	switch {
 	case d.known && d.ratio <= cfg.Ceiling:
 		return vocab.AttributionThrottle, v.String() + " (the volume delivered under its usual rate: a throughput ceiling)"
@@ -173,6 +174,8 @@ func decide(d demand, v view, began time.Time, cfg Config) (vocab.Attribution, s
 			": a rate shortfall alone while the database's demand is steady; waiting for another kind"
 	case len(v.steady) > 0:
 		return vocab.AttributionLoad, "on its baseline: " + strings.Join(v.steady, ", ")
+	case len(v.busy) > 0 && dev.known():
+		return dev.judge(strings.Join(v.busy, ", "), cfg)
 	case len(v.busy) > 0 && d.known:
 		return vocab.AttributionDevice, "skipped by the busy guard since the regression began (" + strings.Join(v.busy, ", ") +
 			"): the device is saturated by the database's usual demand"

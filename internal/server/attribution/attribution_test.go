@@ -54,7 +54,7 @@ func TestAttribute(t *testing.T) {
 		{"probe still learning", []Op{walSlow}, []Probe{untrusted}, vocab.AttributionUndetermined, nil},
 		{"no probe", []Op{walSlow}, nil, vocab.AttributionUndetermined, nil},
 	} {
-		got := Attribute(at, c.ops, c.probes, Config{})
+		got := Attribute(at, c.ops, c.probes, Device{}, Config{})
 		if got.Attribution != c.want {
 			t.Errorf("%s: Attribute = %q (%s), want %q", c.name, got.Attribution, got.Reason, c.want)
 		}

@@ -57,34 +57,51 @@ func TestAttributeByDemand(t *testing.T) {
 		RateRatio: 8, State: baseline.State{Status: baseline.OK}}
 	rateShort := Probe{Kind: "random-read", LastRun: pgAt.Add(-10 * time.Second), Trusted: true, HistoryRatio: 1.1, MeanRatio: 1.2,
 		RateRatio: 1.5, State: baseline.State{Status: baseline.OK}}
+	skipAt := pgAt.Add(-5 * time.Second)
+	backup := Device{At: skipAt, IOPS: 240, UsualIOPS: 80, Await: 0.03, Util: 0.95}
+	bucket := Device{At: skipAt, IOPS: 20, UsualIOPS: 80, Await: 0.4, Util: 1}
+	slower := Device{At: skipAt, IOPS: 70, UsualIOPS: 80, Await: 0.024, Util: 0.9}
+	stale := backup
+	stale.At = pgAt.Add(-time.Hour)
 	for _, c := range []struct {
 		name   string
 		ops    []Op
 		probes []Probe
+		dev    Device
 		want   vocab.Attribution
 		says   []string
 	}{
 		// Class 1: every probe run skipped busy; the database's own rate tells load from throttle from device.
-		{"busy, throttle (pg15 05:27:19)", pgOps(0.2027, 2.8, 0.3346, 1.9, "read", "wal-sync"), busyProbes(), vocab.AttributionThrottle,
+		{"busy, throttle (pg15 05:27:19)", pgOps(0.2027, 2.8, 0.3346, 1.9, "read", "wal-sync"), busyProbes(), Device{}, vocab.AttributionThrottle,
 			[]string{"demand ×0.091 of its history", "read 2.8/s vs 33.2/s", "skipped busy at 05:27:34", "a throughput ceiling"}},
-		{"busy, load (pg15 05:24:19)", pgOps(0.00714, 96.4, 0.0457, 21.9, "wal-sync"), busyProbes(), vocab.AttributionLoad,
+		{"busy, load (pg15 05:24:19)", pgOps(0.00714, 96.4, 0.0457, 21.9, "wal-sync"), busyProbes(), Device{}, vocab.AttributionLoad,
 			[]string{"demand ×1.7 of its history", "the database asked more of the volume"}},
-		{"busy, device (pg15 05:21:39)", pgOps(0.00521, 24.5, 0.0670, 12.4, "wal-sync"), busyProbes(), vocab.AttributionDevice,
+		{"busy, device (pg15 05:21:39)", pgOps(0.00521, 24.5, 0.0670, 12.4, "wal-sync"), busyProbes(), Device{}, vocab.AttributionDevice,
 			[]string{"demand ×0.66 of its history", "saturated by the database's usual demand"}},
-		{"busy, no rate history yet", withoutRateHistory(pgOps(0.00521, 24.5, 0.0670, 12.4, "wal-sync")), busyProbes(),
+		{"busy, no rate history yet", withoutRateHistory(pgOps(0.00521, 24.5, 0.0670, 12.4, "wal-sync")), busyProbes(), Device{},
 			vocab.AttributionUndetermined, []string{"skipped by the busy guard", "has no history yet"}},
+		// Class 1 with the device's own witness (the busy guard's diskstats at the skip): another workload's
+		// load on the same device, a ceiling, a slower device — whatever the database's demand.
+		{"busy, the device ×3 busier while the database asks as usual", pgOps(0.00521, 33, 0.0670, 20, "wal-sync"), busyProbes(), backup,
+			vocab.AttributionLoad, []string{"the device did 240 ops/s vs 80 usual (×3)", "more work on the device than usual"}},
+		{"busy, the device at a ceiling", pgOps(0.00521, 33, 0.0670, 20, "wal-sync"), busyProbes(), bucket,
+			vocab.AttributionThrottle, []string{"the device did 20 ops/s vs 80 usual (×0.25), 400 ms each, 100% busy"}},
+		{"busy, the device as busy as usual, each op longer", pgOps(0.00521, 33, 0.0670, 20, "wal-sync"), busyProbes(), slower,
+			vocab.AttributionDevice, []string{"the usual work, each operation longer"}},
+		{"busy, the device's sample from before the regression", pgOps(0.00521, 33, 0.0670, 20, "wal-sync"), busyProbes(), stale,
+			vocab.AttributionDevice, []string{"saturated by the database's usual demand"}},
 		// Class 2: a bucket the workload fills slows the probe that gets through (×14) — the ceiling still says throttle.
 		{"probe slowed behind a saturated bucket (pg15 05:35:49)", pgOps(0.04416, 7.4, 0.1617, 4.8, "read", "wal-sync"),
-			[]Probe{slowedByBucket}, vocab.AttributionThrottle, []string{"random-read last run median ×14", "a throughput ceiling"}},
-		{"probe slowed, demand steady", pgOps(0.00521, 30, 0.0534, 17, "wal-sync"), []Probe{slowedByBucket}, vocab.AttributionDevice,
+			[]Probe{slowedByBucket}, Device{}, vocab.AttributionThrottle, []string{"random-read last run median ×14", "a throughput ceiling"}},
+		{"probe slowed, demand steady", pgOps(0.00521, 30, 0.0534, 17, "wal-sync"), []Probe{slowedByBucket}, Device{}, vocab.AttributionDevice,
 			[]string{"random-read last run median ×14"}},
 		// Class 3: RAID 1 reads go to the healthy leg: the random-read kind keeps its median, only its rate falls short.
-		{"rate short only, demand steady (pg17 05:20:59)", pgOps(0.00778, 22.7, 0.0552, 14.2, "wal-sync"), []Probe{rateShort},
+		{"rate short only, demand steady (pg17 05:20:59)", pgOps(0.00778, 22.7, 0.0552, 14.2, "wal-sync"), []Probe{rateShort}, Device{},
 			vocab.AttributionUndetermined, []string{"waiting for another kind"}},
-		{"rate short only, no rate history", withoutRateHistory(pgOps(0.00778, 22.7, 0.0552, 14.2, "wal-sync")), []Probe{rateShort},
+		{"rate short only, no rate history", withoutRateHistory(pgOps(0.00778, 22.7, 0.0552, 14.2, "wal-sync")), []Probe{rateShort}, Device{},
 			vocab.AttributionThrottle, []string{"rate short of its cap ×1.5"}},
 	} {
-		got := Attribute(pgAt, c.ops, c.probes, Config{})
+		got := Attribute(pgAt, c.ops, c.probes, c.dev, Config{})
 		if got.Attribution != c.want {
 			t.Errorf("%s: Attribute = %q (%s), want %q", c.name, got.Attribution, got.Reason, c.want)
 		}

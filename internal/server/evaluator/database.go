@@ -285,7 +285,7 @@ func (e *Evaluator) databaseVolume(vk volKey, ens []*dbEntry) store.DatabaseVolu
 	}
 	slices.SortFunc(ops, func(a, b attribution.Op) int { return strings.Compare(a.Source+" "+a.Op, b.Source+" "+b.Op) })
 	slices.Sort(unmeasured)
-	res := attribution.Attribute(at, ops, e.probesOf(vk), e.opts.Database.Attribution)
+	res := attribution.Attribute(at, ops, e.probesOf(vk), e.deviceOf(vk), e.opts.Database.Attribution)
 	v.Attribution, v.Reason = string(res.Attribution), res.Reason
 	if len(unmeasured) > 0 {
 		v.Reason = strings.TrimPrefix(v.Reason+"; not measured: "+strings.Join(unmeasured, "; "), "; ")

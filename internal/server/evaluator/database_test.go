@@ -51,7 +51,7 @@ func TestDatabaseAttribution(t *testing.T) {
 				t.Fatal(err)
 			}
 			t0 := time.Date(2026, 11, 28, 4, 0, 0, 0, time.UTC)
-			mounts := []string{"/device", "/load", "/throttle", "/busy"}
+			mounts := []string{"/device", "/load", "/throttle", "/busy", "/backup"}
 			var seq uint64
 			var recs []store.Record
 			add := func(r store.Record) { seq++; r.Sequence = seq; recs = append(recs, r) }
@@ -79,9 +79,16 @@ func TestDatabaseAttribution(t *testing.T) {
 					add(r)
 					if m%3 == 0 {
 						p := capped(t, 0, mount, at, probe, dur)
-						if fault && mount == "/busy" { // the device too busy for the probe
+						// What the busy guard saw of the device: 50 ops/s of 5 ms usually.
+						ios := uint64(50)
+						if fault && (mount == "/busy" || mount == "/backup") { // the device too busy for the probe
 							p.Probe.Skipped, p.Probe.StoppedReason, p.Probe.Ops, p.Probe.Bytes = true, vocab.StopBusy, 0, 0
+							if mount == "/backup" {
+								ios = 200 // another workload on the same device
+							}
 						}
+						p.Probe.BusyIO = store.DeviceActivity{Window: time.Second, IOs: ios, Sectors: 8 * ios, IOTicks: 800 * time.Millisecond,
+							TimeInQueue: time.Duration(ios) * 5 * time.Millisecond}
 						add(p)
 					}
 				}
@@ -128,7 +135,8 @@ func TestDatabaseAttribution(t *testing.T) {
 				{"/device", vocab.AttributionDevice, "random-read"},
 				{"/load", vocab.AttributionLoad, "on its baseline"},
 				{"/throttle", vocab.AttributionThrottle, "demand ×0.2 of its history (read 3.33/s vs 16.7/s"},
-				{"/busy", vocab.AttributionDevice, "random-read skipped busy at 05:03:00"},
+				{"/busy", vocab.AttributionDevice, "random-read skipped busy at 05:03:00); the device did 50 ops/s vs 50 usual"},
+				{"/backup", vocab.AttributionLoad, "the device did 200 ops/s vs 50 usual (×4)"},
 			} {
 				v := vols[c.mount]
 				if v.State != "degraded" || v.Attribution != string(c.want) || !strings.Contains(v.Reason, "main read 1.5") || !strings.Contains(v.Reason, c.says) {

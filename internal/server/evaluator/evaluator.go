@@ -85,6 +85,8 @@ type Evaluator struct {
 	// kind (in memory: the attribution's witness that the device was too
 	// busy for the probe; a restart forgets it until the next skip).
 	busy map[key]time.Time
+	// devices is what the busy guard saw of each volume's device (device.go).
+	devices map[volKey]*deviceWitness
 
 	mu     sync.Mutex
 	status Status
@@ -103,6 +105,9 @@ type entry struct {
 	row   store.ProbeBaseline
 	hist  *histogram.Histogram
 	dirty bool
+	// device is the history of the device's rate before the kind's runs
+	// (ProbeResult.busy_io; device.go).
+	device rateHistory
 }
 
 // New returns an Evaluator over st. It loads the priors (once) but reads
@@ -235,7 +240,11 @@ func (e *Evaluator) load(ctx context.Context) error {
 				h = hh
 			}
 		}
-		e.entries[key{volKey{r.AgentID, r.MountPoint}, r.Kind}] = &entry{det: d, row: r, hist: h}
+		en := &entry{det: d, row: r, hist: h}
+		if err := en.device.UnmarshalBinary(r.DeviceHistory); err != nil {
+			e.opts.Logger.Warn("device history unreadable; starting over", "agent", r.AgentID, "mount_point", r.MountPoint, "kind", r.Kind, "err", err)
+		}
+		e.entries[key{volKey{r.AgentID, r.MountPoint}, r.Kind}] = en
 	}
 	return nil
 }
@@ -285,21 +294,6 @@ func (e *Evaluator) judge(ctx context.Context, runs []store.ProbeRun) error {
 		e.opts.Logger.Warn("inventory baseline states", "err", err)
 	}
 	return nil
-}
-
-// noteBusy remembers the latest run of each volume and kind that the
-// agent's busy guard skipped.
-func (e *Evaluator) noteBusy(r *store.ProbeRun) {
-	if !r.Skipped || r.StoppedReason != vocab.StopBusy {
-		return
-	}
-	if e.busy == nil {
-		e.busy = map[key]time.Time{}
-	}
-	k := key{volKey{r.AgentID, r.MountPoint}, r.Kind}
-	if r.StartedAt.After(e.busy[k]) {
-		e.busy[k] = r.StartedAt
-	}
 }
 
 // tally is what a batch of runs says besides their latencies: stop
@@ -400,6 +394,9 @@ func (e *Evaluator) observe(r *store.ProbeRun, h *histogram.Histogram, cohorts m
 		return
 	}
 	en.det.ObserveRun(r.StartedAt, RunOf(r, h), refs)
+	if a := r.BusyIO; a.Window > 0 {
+		en.device.observe(float64(a.IOs) / a.Window.Seconds()) // the device's usual, while it left room for the probe
+	}
 	en.row.Runs++
 	if r.StartedAt.After(en.row.LastRun) {
 		en.row.LastRun = r.StartedAt
@@ -449,6 +446,9 @@ func (e *Evaluator) dirtyStates(u *store.BaselineUpdate) ([]*entry, error) {
 			return nil, err
 		}
 		en.row.Detector, en.row.Histogram = b, hb
+		if en.row.DeviceHistory, err = en.device.MarshalBinary(); err != nil {
+			return nil, err
+		}
 		u.States = append(u.States, en.row)
 		dirty = append(dirty, en)
 	}

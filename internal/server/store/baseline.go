@@ -53,6 +53,10 @@ type ProbeBaseline struct {
 	// carried).
 	Signal, Detail                  string
 	TailRatio, MeanRatio, RateRatio float64
+	// DeviceHistory is the evaluator's history of the device's operations
+	// per second in the busy guard's window before the kind's runs that
+	// ran (nil: none yet).
+	DeviceHistory []byte
 }
 
 // StopCount counts probe runs of one volume and kind that were skipped or
@@ -231,9 +235,9 @@ func (s *Store) putStates(ctx context.Context, tx *sql.Tx, states []ProbeBaselin
 		var b strings.Builder
 		b.WriteString(`INSERT INTO baseline_states (agent_id, mount_point, kind, profile, detector, status, reference, ratio,
     since_ns, history_ratio, cohort_ratio, cohort_reference, history_median, trusted, last_run_ns, runs, latency_histogram,
-    signal, detail, p99_ratio, mean_ratio, rate_ratio) VALUES `)
-		args := make([]any, 0, len(chunk)*22)
-		b.WriteString(tupleList("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", len(chunk)))
+    signal, detail, p99_ratio, mean_ratio, rate_ratio, device_history) VALUES `)
+		args := make([]any, 0, len(chunk)*23)
+		b.WriteString(tupleList("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", len(chunk)))
 		for _, st := range chunk {
 			det, hist := st.Detector, st.Histogram
 			if det == nil {
@@ -244,7 +248,8 @@ func (s *Store) putStates(ctx context.Context, tx *sql.Tx, states []ProbeBaselin
 			}
 			args = append(args, st.AgentID, st.MountPoint, st.Kind, st.Profile, det, st.Status, st.Reference, st.Ratio,
 				unixNano(st.Since), st.HistoryRatio, st.CohortRatio, st.CohortReference, st.HistoryMedian, st.Trusted,
-				unixNano(st.LastRun), int64(st.Runs), hist, signalOrMedian(st.Signal), st.Detail, st.TailRatio, st.MeanRatio, st.RateRatio)
+				unixNano(st.LastRun), int64(st.Runs), hist, signalOrMedian(st.Signal), st.Detail, st.TailRatio, st.MeanRatio, st.RateRatio,
+				append([]byte{}, st.DeviceHistory...))
 		}
 		b.WriteString(` ON CONFLICT (agent_id, mount_point, kind) DO UPDATE SET
     profile = excluded.profile, detector = excluded.detector, status = excluded.status, reference = excluded.reference,
@@ -252,7 +257,8 @@ func (s *Store) putStates(ctx context.Context, tx *sql.Tx, states []ProbeBaselin
     cohort_ratio = excluded.cohort_ratio, cohort_reference = excluded.cohort_reference,
     history_median = excluded.history_median, trusted = excluded.trusted, last_run_ns = excluded.last_run_ns,
     runs = excluded.runs, latency_histogram = excluded.latency_histogram, signal = excluded.signal,
-    detail = excluded.detail, p99_ratio = excluded.p99_ratio, mean_ratio = excluded.mean_ratio, rate_ratio = excluded.rate_ratio`)
+    detail = excluded.detail, p99_ratio = excluded.p99_ratio, mean_ratio = excluded.mean_ratio, rate_ratio = excluded.rate_ratio,
+    device_history = excluded.device_history`)
 		if _, err := tx.ExecContext(ctx, s.q(b.String()), args...); err != nil {
 			return fmt.Errorf("baseline states: %w", err)
 		}
@@ -266,13 +272,13 @@ func (s *Store) ListProbeBaselines(ctx context.Context) ([]ProbeBaseline, error)
 	return queryAll(ctx, s, "list baselines", `
 SELECT agent_id, mount_point, kind, profile, detector, status, reference, ratio, since_ns, history_ratio,
     cohort_ratio, cohort_reference, history_median, trusted, last_run_ns, runs, latency_histogram,
-    signal, detail, p99_ratio, mean_ratio, rate_ratio
+    signal, detail, p99_ratio, mean_ratio, rate_ratio, device_history
 FROM baseline_states ORDER BY agent_id, mount_point, kind`, nil, func(row rowScanner) (ProbeBaseline, error) {
 		var st ProbeBaseline
 		var since, last, runs int64
 		if err := row.Scan(&st.AgentID, &st.MountPoint, &st.Kind, &st.Profile, &st.Detector, &st.Status, &st.Reference,
 			&st.Ratio, &since, &st.HistoryRatio, &st.CohortRatio, &st.CohortReference, &st.HistoryMedian, &st.Trusted,
-			&last, &runs, &st.Histogram, &st.Signal, &st.Detail, &st.TailRatio, &st.MeanRatio, &st.RateRatio); err != nil {
+			&last, &runs, &st.Histogram, &st.Signal, &st.Detail, &st.TailRatio, &st.MeanRatio, &st.RateRatio, &st.DeviceHistory); err != nil {
 			return st, err
 		}
 		st.Since, st.LastRun, st.Runs = fromUnixNano(since), fromUnixNano(last), uint64(runs)

@@ -18,6 +18,10 @@
 --                                 guard skipped is the attribution's witness
 --                                 of what kept the device busy. Window 0:
 --                                 not reported (older agents, guard off).
+--   baseline_states.device_history the evaluator's history of the device's
+--                                 operations per second in the guard's
+--                                 window before the kind's runs that ran
+--                                 (its usual rate); NULL until learnt.
 --
 -- Same conventions as 00001.
 
@@ -28,8 +32,10 @@ ALTER TABLE probe_results ADD COLUMN busy_ios BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE probe_results ADD COLUMN busy_sectors BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE probe_results ADD COLUMN busy_ticks_ns BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE probe_results ADD COLUMN busy_queue_ns BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE baseline_states ADD COLUMN device_history BYTEA;
 
 -- +goose Down
+ALTER TABLE baseline_states DROP COLUMN device_history;
 ALTER TABLE probe_results DROP COLUMN busy_queue_ns;
 ALTER TABLE probe_results DROP COLUMN busy_ticks_ns;
 ALTER TABLE probe_results DROP COLUMN busy_sectors;
