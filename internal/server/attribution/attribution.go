@@ -66,6 +66,12 @@ type Config struct {
 	// 0.5) the volume delivered less than it asked while its latency rose
 	// (a throughput ceiling: throttle).
 	Rise, Ceiling float64
+	// DeviceRise is the device's rate in the busy guard's window over its
+	// usual from which a device too busy for the probe is busy with more
+	// work than usual (default 2: a one-second window of a bursty workload
+	// swings more than the database's intervals, so it needs a wider
+	// margin). The device's own ceiling is Ceiling.
+	DeviceRise float64
 }
 
 func (c Config) withDefaults() Config {
@@ -80,6 +86,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Ceiling <= 0 {
 		c.Ceiling = 0.5
+	}
+	if c.DeviceRise <= 0 {
+		c.DeviceRise = 2
 	}
 	return c
 }
@@ -174,11 +183,8 @@ func decide(d demand, v view, dev Device, began time.Time, cfg Config) (vocab.At
 			": a rate shortfall alone while the database's demand is steady; waiting for another kind"
 	case len(v.steady) > 0:
 		return vocab.AttributionLoad, "on its baseline: " + strings.Join(v.steady, ", ")
-	case len(v.busy) > 0 && dev.known():
-		return dev.judge(strings.Join(v.busy, ", "), cfg)
-	case len(v.busy) > 0 && d.known:
-		return vocab.AttributionDevice, "skipped by the busy guard since the regression began (" + strings.Join(v.busy, ", ") +
-			"): the device is saturated by the database's usual demand"
+	case len(v.busy) > 0 && (dev.known() || d.known):
+		return busyJudge(d, dev, strings.Join(v.busy, ", "), cfg)
 	case len(v.busy) > 0:
 		return vocab.AttributionUndetermined, "skipped by the busy guard since the regression began (" + strings.Join(v.busy, ", ") +
 			"), and the database's rate has no history yet"

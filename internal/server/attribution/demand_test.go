@@ -81,11 +81,14 @@ func TestAttributeByDemand(t *testing.T) {
 		{"busy, no rate history yet", withoutRateHistory(pgOps(0.00521, 24.5, 0.0670, 12.4, "wal-sync")), busyProbes(), Device{},
 			vocab.AttributionUndetermined, []string{"skipped by the busy guard", "has no history yet"}},
 		// Class 1 with the device's own witness (the busy guard's diskstats at the skip): another workload's
-		// load on the same device, a ceiling, a slower device — whatever the database's demand.
+		// load on the same device (×2 its usual or more), a ceiling (when the database's demand cannot say), a
+		// slower device.
 		{"busy, the device ×3 busier while the database asks as usual", pgOps(0.00521, 33, 0.0670, 20, "wal-sync"), busyProbes(), backup,
 			vocab.AttributionLoad, []string{"the device did 240 ops/s vs 80 usual (×3)", "more work on the device than usual"}},
-		{"busy, the device at a ceiling", pgOps(0.00521, 33, 0.0670, 20, "wal-sync"), busyProbes(), bucket,
-			vocab.AttributionThrottle, []string{"the device did 20 ops/s vs 80 usual (×0.25), 400 ms each, 100% busy"}},
+		{"busy, the device at a ceiling, no rate history for the database", withoutRateHistory(pgOps(0.00521, 33, 0.0670, 20, "wal-sync")),
+			busyProbes(), bucket, vocab.AttributionThrottle, []string{"the device did 20 ops/s vs 80 usual (×0.25), 400 ms each, 100% busy"}},
+		{"busy, one quiet second of the device against the database's level demand", pgOps(0.00521, 33, 0.0670, 20, "wal-sync"),
+			busyProbes(), bucket, vocab.AttributionDevice, []string{"demand ×0.99", "the usual work, each operation longer"}},
 		{"busy, the device as busy as usual, each op longer", pgOps(0.00521, 33, 0.0670, 20, "wal-sync"), busyProbes(), slower,
 			vocab.AttributionDevice, []string{"the usual work, each operation longer"}},
 		{"busy, the device's sample from before the regression", pgOps(0.00521, 33, 0.0670, 20, "wal-sync"), busyProbes(), stale,

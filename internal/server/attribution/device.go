@@ -31,18 +31,26 @@ func (d Device) since(from time.Time) Device {
 
 func (d Device) known() bool { return !d.At.IsZero() && d.UsualIOPS > 0 }
 
-// judge says what a device too busy for the probe was busy with: more
-// operations than usual (load: the database's or another workload's on the
-// same device), far fewer (a ceiling: throttle), or about as many, each
-// taking longer (device).
-func (d Device) judge(skips string, cfg Config) (vocab.Attribution, string) {
-	r := d.IOPS / d.UsualIOPS
-	saw := fmt.Sprintf("skipped by the busy guard since the regression began (%s); the device did %.3g ops/s vs %.3g usual (×%.2g), %s each, %.0f%% busy",
-		skips, d.IOPS, d.UsualIOPS, r, ms(d.Await), 100*d.Util)
+// busyJudge says what a device too busy for the probe (every kind skipped
+// since the regression began) was busy with. The database's demand over its
+// intervals (d) is the steadier witness of its own work: level, it rules
+// out a ceiling the device's one-second window might suggest. The device's
+// window is the only witness of other workloads on the same device: a
+// rate DeviceRise × its usual or more is more work than usual, whoever's.
+// Otherwise: the usual work, each operation longer — the device. Without
+// the database's demand the device's window alone decides (Ceiling,
+// DeviceRise).
+func busyJudge(d demand, dev Device, skips string, cfg Config) (vocab.Attribution, string) {
+	saw := "skipped by the busy guard since the regression began (" + skips + ")"
+	if !dev.known() {
+		return vocab.AttributionDevice, saw + ": the device is saturated by the database's usual demand"
+	}
+	r := dev.IOPS / dev.UsualIOPS
+	saw += fmt.Sprintf("; the device did %.3g ops/s vs %.3g usual (×%.2g), %s each, %.0f%% busy", dev.IOPS, dev.UsualIOPS, r, ms(dev.Await), 100*dev.Util)
 	switch {
-	case r >= cfg.Rise:
+	case r >= cfg.DeviceRise:
 		return vocab.AttributionLoad, saw + ": more work on the device than usual"
-	case r <= cfg.Ceiling:
+	case r <= cfg.Ceiling && !d.known:
 		return vocab.AttributionThrottle, saw + ": the device delivered under its usual rate, a throughput ceiling"
 	}
 	return vocab.AttributionDevice, saw + ": the usual work, each operation longer"

@@ -10,24 +10,32 @@ import (
 )
 
 // deviceWitness is what the busy guard saw of one volume's device at the
-// latest run it skipped (ProbeResult.busy_io). The device's usual rate, in
-// the guard's window before the runs that ran, is kept with each kind's
-// state (entry.device, persisted); the latest skip only in memory: a
-// restarted server waits for the next one.
+// latest run it skipped (ProbeResult.busy_io). The device's usual rate is
+// kept with each kind's state (entry.device, persisted); the latest skip
+// only in memory: a restarted server waits for the next one.
 type deviceWitness struct {
 	last   store.DeviceActivity
 	lastAt time.Time
 }
 
-// noteBusy remembers, of each run, what the busy guard saw: the latest
-// skip of each volume and kind, and the device's activity before it.
+// noteBusy remembers, of each run, what the busy guard saw: the device's
+// rate in its window goes to the kind's history of the device's usual
+// while the volume's database is not degraded — the windows of the runs
+// it skipped too, or the usual would be the quiet moments only (on a busy
+// array the guard skips the bursts) — and the latest skip of each volume
+// and kind is kept with its window.
 func (e *Evaluator) noteBusy(r *store.ProbeRun) {
-	busy := r.Skipped && r.StoppedReason == vocab.StopBusy
 	vk := volKey{r.AgentID, r.MountPoint}
-	if !busy {
+	k := key{vk, r.Kind}
+	a := r.BusyIO
+	if en := e.entries[k]; en != nil && a.Window > 0 && e.db.volumes[vk].State != string(baseline.Degraded) {
+		en.device.observe(float64(a.IOs) / a.Window.Seconds())
+		en.dirty = true
+	}
+	if !r.Skipped || r.StoppedReason != vocab.StopBusy {
 		return
 	}
-	if a := r.BusyIO; a.Window > 0 {
+	if a.Window > 0 {
 		if e.devices == nil {
 			e.devices = map[volKey]*deviceWitness{}
 		}
@@ -38,7 +46,6 @@ func (e *Evaluator) noteBusy(r *store.ProbeRun) {
 	if e.busy == nil {
 		e.busy = map[key]time.Time{}
 	}
-	k := key{vk, r.Kind}
 	if r.StartedAt.After(e.busy[k]) {
 		e.busy[k] = r.StartedAt
 	}

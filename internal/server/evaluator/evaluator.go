@@ -394,9 +394,6 @@ func (e *Evaluator) observe(r *store.ProbeRun, h *histogram.Histogram, cohorts m
 		return
 	}
 	en.det.ObserveRun(r.StartedAt, RunOf(r, h), refs)
-	if a := r.BusyIO; a.Window > 0 {
-		en.device.observe(float64(a.IOs) / a.Window.Seconds()) // the device's usual, while it left room for the probe
-	}
 	en.row.Runs++
 	if r.StartedAt.After(en.row.LastRun) {
 		en.row.LastRun = r.StartedAt
