@@ -137,7 +137,7 @@ type Result struct {
 
 // Attribute attributes the regression of the degraded ops among ops, with
 // probes the probe's kinds on the same volume and dev what its busy guard
-// saw of the device at its latest skip, at the end of the database's last
+// saw of the device at its latest skips, at the end of the database's last
 // interval (at).
 func Attribute(at time.Time, ops []Op, probes []Probe, dev Device, cfg Config) Result {
 	cfg = cfg.withDefaults()
@@ -168,7 +168,7 @@ func Attribute(at time.Time, ops []Op, probes []Probe, dev Device, cfg Config) R
 // decide weighs the database's demand and the probe's view; it returns the
 // attribution and what the probe said (with the reason for waiting when
 // undetermined).
-func decide(d demand, v view, dev Device, began time.Time, cfg Config) (vocab.Attribution, string) {
+func decide(d demand, v view, dev deviceView, began time.Time, cfg Config) (vocab.Attribution, string) {
 	switch {
 	case d.known && d.ratio <= cfg.Ceiling:
 		return vocab.AttributionThrottle, v.String() + " (the volume delivered under its usual rate: a throughput ceiling)"

@@ -1,35 +1,57 @@
 package attribution
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 // Device is what the probe's busy guard saw of the volume's device in its
-// window before the latest run it skipped (the kernel's diskstats: others'
-// I/O, the probe's had not started), against the device's usual rate
-// before the runs that ran.
+// windows before the latest runs it skipped (the kernel's diskstats:
+// others' I/O, the probe's had not started), and the device's usual rate.
 type Device struct {
-	// At is when the skipped run was due; zero: no skip sampled.
-	At time.Time
-	// IOPS is the operations the device completed per second in the
-	// window, UsualIOPS the median of the same before runs that ran (0:
-	// not known yet); Await the mean time of each (time_in_queue / ios,
-	// seconds), Util the share of the window with I/O in flight.
-	IOPS, UsualIOPS, Await, Util float64
+	// Skips are the windows of the latest skipped runs, oldest first.
+	Skips []DeviceSample
+	// UsualIOPS is the median rate of the guard's windows while the
+	// volume's database was not degraded (0: not known yet).
+	UsualIOPS float64
 }
 
-// since is d when its skip was at or after from, else zero.
-func (d Device) since(from time.Time) Device {
-	if d.At.IsZero() || d.At.Before(from) {
-		return Device{}
+// DeviceSample is one busy-guard window: when its run was due, the
+// operations the device completed per second in it, their mean time
+// (time_in_queue / ios, seconds) and the share of it with I/O in flight.
+type DeviceSample struct {
+	At                time.Time
+	IOPS, Await, Util float64
+}
+
+// deviceView is the device at the skips since the regression began: their
+// median window by rate (one window of a bursty workload swings; the
+// kinds' skips together are steadier), how many, and the usual rate.
+type deviceView struct {
+	DeviceSample
+	n     int
+	usual float64
+}
+
+func (d Device) since(from time.Time) deviceView {
+	var s []DeviceSample
+	for _, x := range d.Skips {
+		if !x.At.Before(from) {
+			s = append(s, x)
+		}
 	}
-	return d
+	if len(s) == 0 {
+		return deviceView{}
+	}
+	slices.SortFunc(s, func(a, b DeviceSample) int { return cmp.Compare(a.IOPS, b.IOPS) })
+	return deviceView{DeviceSample: s[(len(s)-1)/2], n: len(s), usual: d.UsualIOPS}
 }
 
-func (d Device) known() bool { return !d.At.IsZero() && d.UsualIOPS > 0 }
+func (v deviceView) known() bool { return v.n > 0 && v.usual > 0 }
 
 // busyJudge says what a device too busy for the probe (every kind skipped
 // since the regression began) was busy with. The database's demand over its
@@ -40,13 +62,14 @@ func (d Device) known() bool { return !d.At.IsZero() && d.UsualIOPS > 0 }
 // Otherwise: the usual work, each operation longer — the device. Without
 // the database's demand the device's window alone decides (Ceiling,
 // DeviceRise).
-func busyJudge(d demand, dev Device, skips string, cfg Config) (vocab.Attribution, string) {
+func busyJudge(d demand, dev deviceView, skips string, cfg Config) (vocab.Attribution, string) {
 	saw := "skipped by the busy guard since the regression began (" + skips + ")"
 	if !dev.known() {
 		return vocab.AttributionDevice, saw + ": the device is saturated by the database's usual demand"
 	}
-	r := dev.IOPS / dev.UsualIOPS
-	saw += fmt.Sprintf("; the device did %.3g ops/s vs %.3g usual (×%.2g), %s each, %.0f%% busy", dev.IOPS, dev.UsualIOPS, r, ms(dev.Await), 100*dev.Util)
+	r := dev.IOPS / dev.usual
+	saw += fmt.Sprintf("; the device did %.3g ops/s vs %.3g usual (×%.2g), %s each, %.0f%% busy (the median of %d windows)",
+		dev.IOPS, dev.usual, r, ms(dev.Await), 100*dev.Util, dev.n)
 	switch {
 	case r >= cfg.DeviceRise:
 		return vocab.AttributionLoad, saw + ": more work on the device than usual"

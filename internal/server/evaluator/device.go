@@ -1,6 +1,7 @@
 package evaluator
 
 import (
+	"slices"
 	"time"
 
 	"github.com/plumbline/plumbline/internal/server/attribution"
@@ -10,13 +11,15 @@ import (
 )
 
 // deviceWitness is what the busy guard saw of one volume's device at the
-// latest run it skipped (ProbeResult.busy_io). The device's usual rate is
-// kept with each kind's state (entry.device, persisted); the latest skip
-// only in memory: a restarted server waits for the next one.
+// latest runs it skipped (ProbeResult.busy_io), oldest first, at most
+// maxSkips. The device's usual rate is kept with each kind's state
+// (entry.device, persisted); the skips only in memory: a restarted server
+// waits for the next ones.
 type deviceWitness struct {
-	last   store.DeviceActivity
-	lastAt time.Time
+	skips []attribution.DeviceSample
 }
+
+const maxSkips = 12 // four runs of each kind
 
 // noteBusy remembers, of each run, what the busy guard saw: the device's
 // rate in its window goes to the kind's history of the device's usual
@@ -39,8 +42,18 @@ func (e *Evaluator) noteBusy(r *store.ProbeRun) {
 		if e.devices == nil {
 			e.devices = map[volKey]*deviceWitness{}
 		}
-		if w := e.devices[vk]; w == nil || !r.StartedAt.Before(w.lastAt) {
-			e.devices[vk] = &deviceWitness{last: a, lastAt: r.StartedAt}
+		w := e.devices[vk]
+		if w == nil {
+			w = &deviceWitness{}
+			e.devices[vk] = w
+		}
+		x := attribution.DeviceSample{At: r.StartedAt, IOPS: float64(a.IOs) / a.Window.Seconds(), Util: a.IOTicks.Seconds() / a.Window.Seconds()}
+		if a.IOs > 0 {
+			x.Await = a.TimeInQueue.Seconds() / float64(a.IOs)
+		}
+		w.skips = append(w.skips, x)
+		if n := len(w.skips); n > maxSkips {
+			w.skips = slices.Delete(w.skips, 0, n-maxSkips)
 		}
 	}
 	if e.busy == nil {
@@ -51,23 +64,19 @@ func (e *Evaluator) noteBusy(r *store.ProbeRun) {
 	}
 }
 
-// deviceOf is the attribution's view of the volume's device at the busy
-// guard's latest skip (zero when none was sampled).
+// deviceOf is the attribution's view of the volume's device: the busy
+// guard's latest skipped windows and the device's usual rate, the volume's
+// kinds together.
 func (e *Evaluator) deviceOf(vk volKey) attribution.Device {
 	w := e.devices[vk]
 	if w == nil {
 		return attribution.Device{}
 	}
-	var usual rateHistory // the volume's kinds together
+	var usual rateHistory
 	for _, kind := range baseline.Kinds() {
 		if en := e.entries[key{vk, string(kind)}]; en != nil {
 			usual.rates = append(usual.rates, en.device.rates...)
 		}
 	}
-	d := attribution.Device{At: w.lastAt, IOPS: float64(w.last.IOs) / w.last.Window.Seconds(), UsualIOPS: usual.median(),
-		Util: w.last.IOTicks.Seconds() / w.last.Window.Seconds()}
-	if w.last.IOs > 0 {
-		d.Await = w.last.TimeInQueue.Seconds() / float64(w.last.IOs)
-	}
-	return d
+	return attribution.Device{Skips: slices.Clone(w.skips), UsualIOPS: usual.median()}
 }
