@@ -66,11 +66,11 @@ type Config struct {
 	// 0.5) the volume delivered less than it asked while its latency rose
 	// (a throughput ceiling: throttle).
 	Rise, Ceiling float64
-	// DeviceRise is the device's rate in the busy guard's window over its
-	// usual from which a device too busy for the probe is busy with more
-	// work than usual (default 2: a one-second window of a bursty workload
-	// swings more than the database's intervals, so it needs a wider
-	// margin). The device's own ceiling is Ceiling.
+	// DeviceRise is the device's rate in the busy guard's windows since
+	// the regression began (their median) over its usual from which more
+	// work was asked of it than usual, the database's or another
+	// workload's (default 1.5: one-second windows swing more than the
+	// database's intervals). The device's ceiling is Ceiling.
 	DeviceRise float64
 }
 
@@ -88,7 +88,7 @@ func (c Config) withDefaults() Config {
 		c.Ceiling = 0.5
 	}
 	if c.DeviceRise <= 0 {
-		c.DeviceRise = 2
+		c.DeviceRise = 1.5
 	}
 	return c
 }
@@ -157,37 +157,41 @@ func Attribute(at time.Time, ops []Op, probes []Probe, dev Device, cfg Config) R
 	}
 	d := demandOf(ops)
 	v := judgeProbes(at, began.Add(-cfg.Lead), probes, cfg)
-	attr, why := decide(d, v, dev.since(began.Add(-cfg.Lead)), began, cfg)
+	dv := dev.since(began.Add(-cfg.Lead))
+	attr, why := decide(d, v, dv, began, cfg)
 	reason := fmt.Sprintf("%s: database %s", attr, strings.Join(slow, ", "))
 	if d.known {
 		reason += "; demand " + d.String()
 	}
+	if dv.known() {
+		reason += "; device " + dv.String()
+	}
 	return Result{Attribution: attr, Reason: reason + "; probe " + why}
 }
 
-// decide weighs the database's demand and the probe's view; it returns the
-// attribution and what the probe said (with the reason for waiting when
-// undetermined).
+// decide weighs the witnesses of work asked and delivered (pressureOf)
+// and the probe's view; it returns the attribution and what the probe
+// said (with the reason for waiting when undetermined).
 func decide(d demand, v view, dev deviceView, began time.Time, cfg Config) (vocab.Attribution, string) {
-	switch {
-	case d.known && d.ratio <= cfg.Ceiling:
+	busy := "skipped by the busy guard since the regression began (" + strings.Join(v.busy, ", ") + ")"
+	switch p := pressureOf(d, dev, cfg); {
+	case p == ceiling:
 		return vocab.AttributionThrottle, v.String() + " (the volume delivered under its usual rate: a throughput ceiling)"
-	case d.known && d.ratio >= cfg.Rise:
-		return vocab.AttributionLoad, v.String() + " (the database asked more of the volume)"
+	case p == rise:
+		return vocab.AttributionLoad, v.String() + " (more work asked of the volume than usual)"
 	case len(v.slowed) > 0:
 		return vocab.AttributionDevice, strings.Join(v.slowed, ", ")
-	case len(v.short) > 0 && !d.known:
+	case len(v.short) > 0 && !d.known && !dev.known():
 		return vocab.AttributionThrottle, strings.Join(v.short, ", ")
 	case len(v.short) > 0:
 		return vocab.AttributionUndetermined, strings.Join(v.short, ", ") +
-			": a rate shortfall alone while the database's demand is steady; waiting for another kind"
+			": a rate shortfall alone while the work on the volume is level; waiting for another kind"
 	case len(v.steady) > 0:
 		return vocab.AttributionLoad, "on its baseline: " + strings.Join(v.steady, ", ")
 	case len(v.busy) > 0 && (dev.known() || d.known):
-		return busyJudge(d, dev, strings.Join(v.busy, ", "), cfg)
+		return vocab.AttributionDevice, busy + ": the device is saturated by the usual work, each operation longer"
 	case len(v.busy) > 0:
-		return vocab.AttributionUndetermined, "skipped by the busy guard since the regression began (" + strings.Join(v.busy, ", ") +
-			"), and the database's rate has no history yet"
+		return vocab.AttributionUndetermined, busy + ", and neither the device's nor the database's rate has a history yet"
 	case v.before:
 		return vocab.AttributionUndetermined, fmt.Sprintf("has not run since the regression began (%s): waiting for its next run",
 			began.UTC().Format(time.RFC3339))

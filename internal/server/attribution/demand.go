@@ -3,12 +3,19 @@ package attribution
 import (
 	"fmt"
 	"strings"
+
+	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 // demand is the database's demand on the volume in its last interval
-// against its history: each operation's rate weighted by its usual
-// latency (the history's median), i.e. the I/O time its operations would
-// have cost at their usual speed, over the same at their history's rates.
+// against its history: each operation its sessions wait for (reads, the
+// commit's log writes and syncs, extends: vocab.DatabaseOpWaited) at its
+// rate weighted by its usual latency (the history's median), i.e. the I/O
+// time its operations would have cost at their usual speed, over the same
+// at their history's rates. The database's background flushing (data
+// writes, writebacks, fsyncs) is left out: its rate follows checkpoints —
+// PostgreSQL 17's writebacks doubled under a token bucket that cut its
+// reads and commits to a tenth.
 //
 // Weighting by usual latency makes the operations that wait on the
 // device count (reads, syncs, writebacks) and the ones the page cache
@@ -33,7 +40,7 @@ type demand struct {
 func demandOf(ops []Op) demand {
 	var d demand
 	for _, o := range ops {
-		if o.HistoryRate <= 0 || o.HistoryMedian <= 0 {
+		if o.HistoryRate <= 0 || o.HistoryMedian <= 0 || !vocab.DatabaseOpWaited(vocab.DatabaseOp(o.Op)) {
 			continue
 		}
 		d.now += o.Rate * o.HistoryMedian

@@ -5,16 +5,15 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 // Device is what the probe's busy guard saw of the volume's device in its
-// windows before the latest runs it skipped (the kernel's diskstats:
-// others' I/O, the probe's had not started), and the device's usual rate.
+// one-second window before each of the latest runs, skipped or not (the
+// kernel's diskstats: others' I/O, the probe's had not started), and the
+// device's usual rate.
 type Device struct {
-	// Skips are the windows of the latest skipped runs, oldest first.
-	Skips []DeviceSample
+	// Windows are the latest windows, oldest first.
+	Windows []DeviceSample
 	// UsualIOPS is the median rate of the guard's windows while the
 	// volume's database was not degraded (0: not known yet).
 	UsualIOPS float64
@@ -28,9 +27,14 @@ type DeviceSample struct {
 	IOPS, Await, Util float64
 }
 
-// deviceView is the device at the skips since the regression began: their
-// median window by rate (one window of a bursty workload swings; the
-// kinds' skips together are steadier), how many, and the usual rate.
+// minWindows is how many windows since the regression began the device's
+// witness needs: one second of a bursty workload swings (a healthy burst
+// reached twice the usual on the bench's RAID 5), the median of a few does
+// not.
+const minWindows = 3
+
+// deviceView is the device since the regression began: the median window
+// by rate, how many windows, and the usual rate.
 type deviceView struct {
 	DeviceSample
 	n     int
@@ -39,42 +43,54 @@ type deviceView struct {
 
 func (d Device) since(from time.Time) deviceView {
 	var s []DeviceSample
-	for _, x := range d.Skips {
+	for _, x := range d.Windows {
 		if !x.At.Before(from) {
 			s = append(s, x)
 		}
 	}
-	if len(s) == 0 {
+	if len(s) < minWindows || d.UsualIOPS <= 0 {
 		return deviceView{}
 	}
 	slices.SortFunc(s, func(a, b DeviceSample) int { return cmp.Compare(a.IOPS, b.IOPS) })
 	return deviceView{DeviceSample: s[(len(s)-1)/2], n: len(s), usual: d.UsualIOPS}
 }
 
-func (v deviceView) known() bool { return v.n > 0 && v.usual > 0 }
+func (v deviceView) known() bool    { return v.n > 0 }
+func (v deviceView) ratio() float64 { return v.IOPS / v.usual }
 
-// busyJudge says what a device too busy for the probe (every kind skipped
-// since the regression began) was busy with. The database's demand over its
-// intervals (d) is the steadier witness of its own work: level, it rules
-// out a ceiling the device's one-second window might suggest. The device's
-// window is the only witness of other workloads on the same device: a
-// rate DeviceRise × its usual or more is more work than usual, whoever's.
-// Otherwise: the usual work, each operation longer — the device. Without
-// the database's demand the device's window alone decides (Ceiling,
-// DeviceRise).
-func busyJudge(d demand, dev deviceView, skips string, cfg Config) (vocab.Attribution, string) {
-	saw := "skipped by the busy guard since the regression began (" + skips + ")"
-	if !dev.known() {
-		return vocab.AttributionDevice, saw + ": the device is saturated by the database's usual demand"
-	}
-	r := dev.IOPS / dev.usual
-	saw += fmt.Sprintf("; the device did %.3g ops/s vs %.3g usual (×%.2g), %s each, %.0f%% busy (the median of %d windows)",
-		dev.IOPS, dev.usual, r, ms(dev.Await), 100*dev.Util, dev.n)
+// String says the device's witness with its numbers.
+func (v deviceView) String() string {
+	return fmt.Sprintf("%.3g ops/s vs %.3g usual (×%.2g), %s each, %.0f%% busy (the median of %d busy-guard windows)",
+		v.IOPS, v.usual, v.ratio(), ms(v.Await), 100*v.Util, v.n)
+}
+
+// pressure is what the witnesses of work asked and delivered say: the
+// volume delivered under its usual rate while the latency rose (a
+// ceiling), or was asked more than usual (a rise), or neither.
+type pressure int
+
+const (
+	level pressure = iota
+	ceiling
+	rise
+)
+
+// pressureOf weighs the device's witness (all its work, the database's
+// and any other workload's, over its windows since the regression began)
+// before the database's demand (its own sessions' work over its
+// intervals): a device that delivers its usual rate is no ceiling whatever
+// the database's rate, and another workload's rise shows only there. The
+// database asking more counts either way.
+func pressureOf(d demand, dev deviceView, cfg Config) pressure {
 	switch {
-	case r >= cfg.DeviceRise:
-		return vocab.AttributionLoad, saw + ": more work on the device than usual"
-	case r <= cfg.Ceiling && !d.known:
-		return vocab.AttributionThrottle, saw + ": the device delivered under its usual rate, a throughput ceiling"
+	case dev.known() && dev.ratio() <= cfg.Ceiling:
+		return ceiling
+	case dev.known() && dev.ratio() >= cfg.DeviceRise:
+		return rise
+	case !dev.known() && d.known && d.ratio <= cfg.Ceiling:
+		return ceiling
+	case d.known && d.ratio >= cfg.Rise:
+		return rise
 	}
-	return vocab.AttributionDevice, saw + ": the usual work, each operation longer"
+	return level
 }

@@ -77,7 +77,7 @@ func TestDatabaseAttribution(t *testing.T) {
 						}
 					}
 					add(r)
-					if m%3 == 0 {
+					if m%3 == 0 || fault {
 						p := capped(t, 0, mount, at, probe, dur)
 						// What the busy guard saw of the device: 50 ops/s of 5 ms usually.
 						ios := uint64(50)
@@ -86,6 +86,9 @@ func TestDatabaseAttribution(t *testing.T) {
 							if mount == "/backup" {
 								ios = 200 // another workload on the same device
 							}
+						}
+						if fault && mount == "/throttle" {
+							ios = 10 // the device at the bucket's rate
 						}
 						p.Probe.BusyIO = store.DeviceActivity{Window: time.Second, IOs: ios, Sectors: 8 * ios, IOTicks: 800 * time.Millisecond,
 							TimeInQueue: time.Duration(ios) * 5 * time.Millisecond}
@@ -135,8 +138,8 @@ func TestDatabaseAttribution(t *testing.T) {
 				{"/device", vocab.AttributionDevice, "random-read"},
 				{"/load", vocab.AttributionLoad, "on its baseline"},
 				{"/throttle", vocab.AttributionThrottle, "demand ×0.2 of its history (read 3.33/s vs 16.7/s"},
-				{"/busy", vocab.AttributionDevice, "random-read skipped busy at 05:03:00); the device did 50 ops/s vs 50 usual"},
-				{"/backup", vocab.AttributionLoad, "the device did 200 ops/s vs 50 usual (×4)"},
+				{"/busy", vocab.AttributionDevice, "device 50 ops/s vs 50 usual (×1), 5 ms each, 80% busy (the median of 5 busy-guard windows)"},
+				{"/backup", vocab.AttributionLoad, "device 200 ops/s vs 50 usual (×4)"},
 			} {
 				v := vols[c.mount]
 				if v.State != "degraded" || v.Attribution != string(c.want) || !strings.Contains(v.Reason, "main read 1.5") || !strings.Contains(v.Reason, c.says) {

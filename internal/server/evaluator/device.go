@@ -10,35 +10,31 @@ import (
 	"github.com/plumbline/plumbline/internal/vocab"
 )
 
-// deviceWitness is what the busy guard saw of one volume's device at the
-// latest runs it skipped (ProbeResult.busy_io), oldest first, at most
-// maxSkips. The device's usual rate is kept with each kind's state
-// (entry.device, persisted); the skips only in memory: a restarted server
-// waits for the next ones.
+// deviceWitness is what the busy guard saw of one volume's device before
+// its latest runs, skipped or not (ProbeResult.busy_io), oldest first, at
+// most maxWindows. The device's usual rate is kept with each kind's state
+// (entry.device, persisted); the windows only in memory: a restarted
+// server waits for the next ones.
 type deviceWitness struct {
-	skips []attribution.DeviceSample
+	windows []attribution.DeviceSample
 }
 
-const maxSkips = 12 // four runs of each kind
+const maxWindows = 24 // eight runs of each kind
 
-// noteBusy remembers, of each run, what the busy guard saw: the device's
+// noteBusy remembers, of each run, what the busy guard saw. The device's
 // rate in its window goes to the kind's history of the device's usual
 // while the volume's database is not degraded — the windows of the runs
-// it skipped too, or the usual would be the quiet moments only (on a busy
-// array the guard skips the bursts) — and the latest skip of each volume
-// and kind is kept with its window.
+// it skipped too, or the usual would be the lulls only (on a busy array
+// the guard skips the bursts) — and to the volume's latest windows; a
+// skip is remembered for the volume and kind.
 func (e *Evaluator) noteBusy(r *store.ProbeRun) {
 	vk := volKey{r.AgentID, r.MountPoint}
 	k := key{vk, r.Kind}
-	a := r.BusyIO
-	if en := e.entries[k]; en != nil && a.Window > 0 && e.db.volumes[vk].State != string(baseline.Degraded) {
-		en.device.observe(float64(a.IOs) / a.Window.Seconds())
-		en.dirty = true
-	}
-	if !r.Skipped || r.StoppedReason != vocab.StopBusy {
-		return
-	}
-	if a.Window > 0 {
+	if a := r.BusyIO; a.Window > 0 {
+		if en := e.entries[k]; en != nil && e.db.volumes[vk].State != string(baseline.Degraded) {
+			en.device.observe(float64(a.IOs) / a.Window.Seconds())
+			en.dirty = true
+		}
 		if e.devices == nil {
 			e.devices = map[volKey]*deviceWitness{}
 		}
@@ -51,10 +47,13 @@ func (e *Evaluator) noteBusy(r *store.ProbeRun) {
 		if a.IOs > 0 {
 			x.Await = a.TimeInQueue.Seconds() / float64(a.IOs)
 		}
-		w.skips = append(w.skips, x)
-		if n := len(w.skips); n > maxSkips {
-			w.skips = slices.Delete(w.skips, 0, n-maxSkips)
+		w.windows = append(w.windows, x)
+		if n := len(w.windows); n > maxWindows {
+			w.windows = slices.Delete(w.windows, 0, n-maxWindows)
 		}
+	}
+	if !r.Skipped || r.StoppedReason != vocab.StopBusy {
+		return
 	}
 	if e.busy == nil {
 		e.busy = map[key]time.Time{}
@@ -65,8 +64,8 @@ func (e *Evaluator) noteBusy(r *store.ProbeRun) {
 }
 
 // deviceOf is the attribution's view of the volume's device: the busy
-// guard's latest skipped windows and the device's usual rate, the volume's
-// kinds together.
+// guard's latest windows and the device's usual rate, the volume's kinds
+// together.
 func (e *Evaluator) deviceOf(vk volKey) attribution.Device {
 	w := e.devices[vk]
 	if w == nil {
@@ -78,5 +77,5 @@ func (e *Evaluator) deviceOf(vk volKey) attribution.Device {
 			usual.rates = append(usual.rates, en.device.rates...)
 		}
 	}
-	return attribution.Device{Skips: slices.Clone(w.skips), UsualIOPS: usual.median()}
+	return attribution.Device{Windows: slices.Clone(w.windows), UsualIOPS: usual.median()}
 }

@@ -40,7 +40,7 @@ func TestDeviceUsualIncludesSkippedWindows(t *testing.T) {
 	}
 	e.noteBusy(window(t0.Add(time.Hour), 160, true)) // a healthy burst, skipped
 	d := e.deviceOf(vk)
-	if n := len(d.Skips); n != maxSkips || d.Skips[n-1].IOPS != 160 || d.UsualIOPS < 100 || d.Skips[n-1].IOPS/d.UsualIOPS >= 2 {
-		t.Errorf("device at the skips: %+v; want the last %d, 160 ops/s at the latest, against a usual of the bursts and the lulls (below ×2)", d, maxSkips)
+	if n := len(d.Windows); n != maxWindows || d.Windows[n-1].IOPS != 160 || d.UsualIOPS < 100 || d.Windows[n-1].IOPS/d.UsualIOPS >= 1.5 {
+		t.Errorf("device's windows: %+v; want the last %d, 160 ops/s at the latest, against a usual of the bursts and the lulls (below ×1.5)", d, maxWindows)
 	}
 }
