@@ -3,12 +3,14 @@
 package labproc_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -220,5 +222,58 @@ func TestStartFailure(t *testing.T) {
 	}
 	if g.Logs() != "" || g.Exited() != nil {
 		t.Errorf("after a failed Start: Logs() = %q, Exited() = %v; want an empty group", g.Logs(), g.Exited())
+	}
+}
+
+var listening = regexp.MustCompile(`listening on (\S+)`)
+
+func TestStartReadyReturnsTheReadyLine(t *testing.T) {
+	t.Parallel()
+	g := &labproc.Group{}
+	t.Cleanup(g.Close)
+	p, m, err := g.StartReady(context.Background(), "server", sh(`echo starting; echo warming >&2; echo listening on 127.0.0.1:1234; exec sleep 600`), listening, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m) != 2 || m[1] != "127.0.0.1:1234" {
+		t.Errorf("StartReady matched %q, want the address", m)
+	}
+	if g.Running("server") != p {
+		t.Errorf("Running(server) = %v, want the started process", g.Running("server"))
+	}
+	// stdout went to the ready scan, stderr to the kept output (all of it
+	// once the process has exited).
+	g.Close()
+	if got, want := p.Output(), "warming\n"; got != want {
+		t.Errorf("Output() = %q, want %q", got, want)
+	}
+}
+
+func TestStartReadyFailures(t *testing.T) {
+	t.Parallel()
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name, script string
+		ctx          context.Context
+		timeout      time.Duration
+		want         string
+	}{
+		{"early", `echo boom >&2; exit 1`, context.Background(), time.Minute, "early exited: boom\n"},
+		{"quiet", `echo waiting >&2; echo not yet; exec sleep 600`, context.Background(), 100 * time.Millisecond, "quiet did not start in 0.1s: waiting\n"},
+		{"cancelled", `exec sleep 600`, cancelled, time.Minute, context.Canceled.Error()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			g := &labproc.Group{}
+			t.Cleanup(g.Close)
+			p, _, err := g.StartReady(tc.ctx, tc.name, sh(tc.script), listening, tc.timeout)
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("StartReady = %v, want %q", err, tc.want)
+			}
+			if p == nil || g.Logs() == "" {
+				t.Errorf("StartReady returned %v and Logs() %q, want the process kept in the group for Close", p, g.Logs())
+			}
+		})
 	}
 }
