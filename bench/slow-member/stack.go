@@ -3,12 +3,10 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,38 +74,15 @@ var httpLine = regexp.MustCompile(`HTTP:\s+http://(\S+)/api/v1/volumes`)
 // address.
 func (s *stack) startServer(ctx context.Context) error {
 	data := filepath.Join(s.cfg.dir, "server")
-	pr, pw := io.Pipe()
 	args := append([]string{"--dev", "--data-dir", data, "--grpc.listen-address", "127.0.0.1:0",
 		"--web.listen-address", "127.0.0.1:0", "--log.level", "warn"}, s.cfg.serverArgs...)
 	cmd := exec.Command(filepath.Join(s.cfg.bin, "server"), args...)
-	cmd.Stdout = pw
-	p, err := s.procs.Start("server", cmd)
+	_, m, err := s.procs.StartReady(ctx, "server", cmd, httpLine, 60*time.Second)
 	if err != nil {
 		return err
 	}
-	found := make(chan string, 1)
-	go func() { // owned: ends when the server's stdout closes
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if m := httpLine.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case found <- m[1]:
-				default:
-				}
-			}
-		}
-	}()
-	go func() { <-p.Done(); pw.Close() }() // owned: ends with the server
-	select {
-	case s.webAddr = <-found:
-		return nil
-	case <-p.Done():
-		return fmt.Errorf("server exited: %s", p.Output())
-	case <-time.After(60 * time.Second):
-		return fmt.Errorf("server did not start in 60s: %s", p.Output())
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	s.webAddr = m[1]
+	return nil
 }
 
 // startAgent runs `agent run` on the lab's tree (--path.sysfs, --path.dev)

@@ -13,7 +13,6 @@
 package fleetlab
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -225,36 +224,13 @@ var httpLine = regexp.MustCompile(`HTTP:\s+http://(\S+)/api/v1/volumes`)
 
 func (s *Stack) startServer(ctx context.Context) error {
 	data := filepath.Join(s.plan.Dir, "server")
-	pr, pw := io.Pipe()
 	cmd := exec.Command(s.plan.Bin.Server, "--dev", "--data-dir", data, "--grpc.listen-address", "127.0.0.1:0",
 		"--web.listen-address", "127.0.0.1:0", "--baseline.interval", s.plan.BaselineInterval.String(), "--log.level", "warn")
-	cmd.Stdout = pw
-	p, err := s.procs.Start("server", cmd)
+	_, m, err := s.procs.StartReady(ctx, "server", cmd, httpLine, 30*time.Second)
 	if err != nil {
 		return err
 	}
-	found := make(chan string, 1)
-	go func() { // owned: ends when the server's stdout closes
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if m := httpLine.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case found <- m[1]:
-				default:
-				}
-			}
-		}
-	}()
-	go func() { <-p.Done(); pw.Close() }() // owned: ends with the server
-	select {
-	case s.WebAddr = <-found:
-	case <-p.Done():
-		return fmt.Errorf("server exited: %s", p.Output())
-	case <-time.After(30 * time.Second):
-		return fmt.Errorf("server did not start in 30s: %s", p.Output())
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	s.WebAddr = m[1]
 	s.logf("server: HTTP %s, data %s", s.WebAddr, data)
 	return nil
 }
