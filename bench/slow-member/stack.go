@@ -3,21 +3,19 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/plumbline/plumbline/internal/agent/config"
+	"github.com/plumbline/plumbline/internal/lab/labproc"
 	"github.com/plumbline/plumbline/internal/lab/raidlab"
 )
 
@@ -41,16 +39,7 @@ type stack struct {
 	arrays  []*array
 	webAddr string
 	tree    string
-
-	mu    sync.Mutex
-	procs []*proc
-}
-
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	done chan struct{}
-	log  *bytes.Buffer
+	procs   labproc.Group // server, agent: os.Interrupt, SIGKILL after 15 s
 }
 
 // startArray builds one lab array with member devices in the shared tree,
@@ -79,61 +68,21 @@ func (s *stack) startArray(ctx context.Context, i int, g raidlab.Geometry, p rai
 	return a, l.WriteSysfs()
 }
 
-func (s *stack) start(name string, cmd *exec.Cmd) (*proc, error) {
-	p := &proc{name: name, cmd: cmd, done: make(chan struct{}), log: &bytes.Buffer{}}
-	w := &lockedWriter{w: p.log}
-	cmd.Stderr = w
-	if cmd.Stdout == nil {
-		cmd.Stdout = w
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	go func() { defer close(p.done); cmd.Wait() }() // owned: Close waits on done
-	s.mu.Lock()
-	s.procs = append(s.procs, p)
-	s.mu.Unlock()
-	return p, nil
-}
-
 var httpLine = regexp.MustCompile(`HTTP:\s+http://(\S+)/api/v1/volumes`)
 
 // startServer starts `server --dev` on free ports and waits for its HTTP
 // address.
 func (s *stack) startServer(ctx context.Context) error {
 	data := filepath.Join(s.cfg.dir, "server")
-	pr, pw := io.Pipe()
 	args := append([]string{"--dev", "--data-dir", data, "--grpc.listen-address", "127.0.0.1:0",
 		"--web.listen-address", "127.0.0.1:0", "--log.level", "warn"}, s.cfg.serverArgs...)
 	cmd := exec.Command(filepath.Join(s.cfg.bin, "server"), args...)
-	cmd.Stdout = pw
-	p, err := s.start("server", cmd)
+	_, m, err := s.procs.StartReady(ctx, "server", cmd, httpLine, 60*time.Second)
 	if err != nil {
 		return err
 	}
-	found := make(chan string, 1)
-	go func() { // owned: ends when the server's stdout closes
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if m := httpLine.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case found <- m[1]:
-				default:
-				}
-			}
-		}
-	}()
-	go func() { <-p.done; pw.Close() }() // owned: ends with the server
-	select {
-	case s.webAddr = <-found:
-		return nil
-	case <-p.done:
-		return fmt.Errorf("server exited: %s", p.log)
-	case <-time.After(60 * time.Second):
-		return fmt.Errorf("server did not start in 60s: %s", p.log)
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	s.webAddr = m[1]
+	return nil
 }
 
 // startAgent runs `agent run` on the lab's tree (--path.sysfs, --path.dev)
@@ -163,51 +112,24 @@ func (s *stack) startAgent(ctx context.Context) error {
 	if out, err := exec.CommandContext(ctx, filepath.Join(s.cfg.bin, "agent"), append(args, "--check")...).CombinedOutput(); err != nil {
 		return fmt.Errorf("agent --check: %w: %s", err, bytes.TrimSpace(out))
 	}
-	_, err = s.start("agent", exec.Command(filepath.Join(s.cfg.bin, "agent"), args...))
+	_, err = s.procs.Start("agent", exec.Command(filepath.Join(s.cfg.bin, "agent"), args...))
 	return err
 }
 
 // exited names a process that has stopped, if any.
 func (s *stack) exited() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, p := range s.procs {
-		select {
-		case <-p.done:
-			return p.name
-		default:
-		}
+	if p := s.procs.Exited(); p != nil {
+		return p.Name()
 	}
 	return ""
 }
 
-// logs returns every process's output so far.
-func (s *stack) logs() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var b strings.Builder
-	for _, p := range s.procs {
-		fmt.Fprintf(&b, "----- %s -----\n%s\n", p.name, p.log)
-	}
-	return b.String()
-}
+// logs returns every process's output so far (the last MiB of each).
+func (s *stack) logs() string { return s.procs.Logs() }
 
 // close stops the agent and the server, the loads, and removes the arrays.
 func (s *stack) close() error {
-	s.mu.Lock()
-	procs := s.procs
-	s.procs = nil
-	s.mu.Unlock()
-	for i := len(procs) - 1; i >= 0; i-- {
-		p := procs[i]
-		p.cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-p.done:
-		case <-time.After(15 * time.Second):
-			p.cmd.Process.Kill()
-			<-p.done
-		}
-	}
+	s.procs.Close()
 	var errs []error
 	for _, a := range s.arrays {
 		if a.load != nil {
@@ -217,15 +139,4 @@ func (s *stack) close() error {
 		errs = append(errs, a.lab.Close())
 	}
 	return errors.Join(errs...)
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

@@ -13,14 +13,10 @@
 package fleetlab
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	promapi "github.com/prometheus/client_golang/api"
-	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
-	prommodel "github.com/prometheus/common/model"
 	"io"
 	"net"
 	"os"
@@ -28,10 +24,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 
+	promapi "github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	prommodel "github.com/prometheus/common/model"
+
 	"github.com/plumbline/plumbline/internal/agent/config"
+	"github.com/plumbline/plumbline/internal/lab/labproc"
 )
 
 // Array is one lab array to build.
@@ -100,16 +100,8 @@ type Stack struct {
 	WebAddr  string   // the server's HTTP listener
 	PromAddr string
 
-	mu       sync.Mutex
-	procs    []*proc
-	noProbes bool // the agent runs without probes (RestartAgent)
-}
-
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	done chan struct{}
-	log  *bytes.Buffer
+	procs    labproc.Group // server, agent, Prometheus: os.Interrupt, SIGKILL after 15 s
+	noProbes bool          // the agent runs without probes (RestartAgent)
 }
 
 func (s *Stack) logf(format string, args ...any) {
@@ -228,57 +220,17 @@ func (s *Stack) Fault(ctx context.Context, i int, args ...string) error {
 	return err
 }
 
-func (s *Stack) start(name string, cmd *exec.Cmd) (*proc, error) {
-	p := &proc{name: name, cmd: cmd, done: make(chan struct{}), log: &bytes.Buffer{}}
-	w := &lockedWriter{w: p.log}
-	cmd.Stderr = w
-	if cmd.Stdout == nil {
-		cmd.Stdout = w
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	go func() { defer close(p.done); cmd.Wait() }()
-	s.mu.Lock()
-	s.procs = append(s.procs, p)
-	s.mu.Unlock()
-	return p, nil
-}
-
 var httpLine = regexp.MustCompile(`HTTP:\s+http://(\S+)/api/v1/volumes`)
 
 func (s *Stack) startServer(ctx context.Context) error {
 	data := filepath.Join(s.plan.Dir, "server")
-	pr, pw := io.Pipe()
 	cmd := exec.Command(s.plan.Bin.Server, "--dev", "--data-dir", data, "--grpc.listen-address", "127.0.0.1:0",
 		"--web.listen-address", "127.0.0.1:0", "--baseline.interval", s.plan.BaselineInterval.String(), "--log.level", "warn")
-	cmd.Stdout = pw
-	p, err := s.start("server", cmd)
+	_, m, err := s.procs.StartReady(ctx, "server", cmd, httpLine, 30*time.Second)
 	if err != nil {
 		return err
 	}
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if m := httpLine.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case found <- m[1]:
-				default:
-				}
-			}
-		}
-	}()
-	go func() { <-p.done; pw.Close() }()
-	select {
-	case s.WebAddr = <-found:
-	case <-p.done:
-		return fmt.Errorf("server exited: %s", p.log)
-	case <-time.After(30 * time.Second):
-		return fmt.Errorf("server did not start in 30s: %s", p.log)
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	s.WebAddr = m[1]
 	s.logf("server: HTTP %s, data %s", s.WebAddr, data)
 	return nil
 }
@@ -342,7 +294,7 @@ func (s *Stack) startAgent(ctx context.Context, extra string) error {
 	if _, err := s.run(ctx, s.plan.Bin.Agent, "run", "--config", path, "--check"); err != nil {
 		return err
 	}
-	_, err = s.start("agent", exec.Command(s.plan.Bin.Agent, "run", "--config", path))
+	_, err = s.procs.Start("agent", exec.Command(s.plan.Bin.Agent, "run", "--config", path))
 	s.logf("agent: %s", path)
 	return err
 }
@@ -367,7 +319,7 @@ func (s *Stack) startPrometheus(ctx context.Context) error {
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
 		return err
 	}
-	p, err := s.start("prometheus", exec.Command(s.plan.Bin.Prometheus, "--config.file="+filepath.Join(dir, "prometheus.yml"),
+	p, err := s.procs.Start("prometheus", exec.Command(s.plan.Bin.Prometheus, "--config.file="+filepath.Join(dir, "prometheus.yml"),
 		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+s.PromAddr))
 	if err != nil {
 		return err
@@ -379,39 +331,25 @@ func (s *Stack) startPrometheus(ctx context.Context) error {
 			return nil
 		}
 		select {
-		case <-p.done:
-			return fmt.Errorf("prometheus exited: %s", p.log)
+		case <-p.Done():
+			return fmt.Errorf("prometheus exited: %s", p.Output())
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("prometheus not ready in 30s: %s", p.log)
+			return fmt.Errorf("prometheus not ready in 30s: %s", p.Output())
 		}
 	}
 }
 
-// Logs returns every process's output so far.
-func (s *Stack) Logs() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var b strings.Builder
-	for _, p := range s.procs {
-		fmt.Fprintf(&b, "----- %s -----\n%s\n", p.name, p.log)
-	}
-	return b.String()
-}
+// Logs returns every process's output so far (the last MiB of each).
+func (s *Stack) Logs() string { return s.procs.Logs() }
 
 // Exited names a process that has stopped, if any.
 func (s *Stack) Exited() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, p := range s.procs {
-		select {
-		case <-p.done:
-			return p.name
-		default:
-		}
+	if p := s.procs.Exited(); p != nil {
+		return p.Name()
 	}
 	return ""
 }
@@ -419,20 +357,7 @@ func (s *Stack) Exited() string {
 // Close stops the processes (agent first), unmounts and removes the
 // arrays. It is safe to call more than once.
 func (s *Stack) Close() error {
-	s.mu.Lock()
-	procs := s.procs
-	s.procs = nil
-	s.mu.Unlock()
-	for i := len(procs) - 1; i >= 0; i-- {
-		p := procs[i]
-		p.cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-p.done:
-		case <-time.After(15 * time.Second):
-			p.cmd.Process.Kill()
-			<-p.done
-		}
-	}
+	s.procs.Close()
 	if s.plan.BeforeClose != nil {
 		s.plan.BeforeClose()
 	}
@@ -509,17 +434,6 @@ func (s *Stack) prom() (promv1.API, error) {
 		return nil, err
 	}
 	return promv1.NewAPI(c), nil
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // TightenRules rewrites a rules file's `for:` durations, alert by alert

@@ -12,6 +12,15 @@
 // intervals beyond to name a member and Recover normal ones in a row to
 // clear it (hysteresis).
 //
+// A second, slower path names a member whose excess is too small for one
+// interval to show it past the noise — a member that stalls a few percent
+// of its operations adds a few milliseconds to a mean of ten, ×1.2–2 minute
+// by minute — but is there interval after interval: a one-sided CUSUM
+// (Page's cumulative sum) of the member's log await ratio to its siblings,
+// less a reference of DriftRatio, names it when the sum reaches
+// DriftLimit. A steady ×1.4 gets there in about eight intervals; a healthy
+// member's ratio wanders around 1 and the sum keeps falling back to 0.
+//
 // It runs as its own leader loop (Judge.Run), apart from the baseline
 // evaluator: member I/O arrives on its own schedule (a record a minute per
 // agent, not a probe run), its progress is its own watermark, and the
@@ -59,6 +68,16 @@ type Config struct {
 	// intervals in a row clear it (default 3).
 	RecoverRatio float64
 	Recover      int
+	// DriftRatio and DriftLimit are the CUSUM's reference and limit: each
+	// interval judged adds ln(ratio) − ln(DriftRatio) to the member's sum
+	// (floored at 0), the ratio the geometric mean of its directions'
+	// (each capped at DriftCap, so that one wild interval cannot name a
+	// member alone), and a sum of DriftLimit names the member (defaults
+	// 1.2, 1.2 and 2). A direction whose await is less than MinExcess
+	// above its siblings' adds no more than ratio 1.
+	DriftRatio float64
+	DriftLimit float64
+	DriftCap   float64
 	// SizeRatio: a member does the same kind of work as its siblings when
 	// its mean request size is within this factor of theirs (default 2);
 	// otherwise its await is not compared (a parity or resync pattern, a
@@ -72,7 +91,8 @@ type Config struct {
 // DefaultConfig is the configuration every zero field of a Config takes.
 func DefaultConfig() Config {
 	return Config{MinOps: 20, Ratio: 1.5, MinExcess: 50 * time.Microsecond, Z: 3, MinRelativeSpread: 0.05,
-		Sustain: 4, SustainWindow: 6, RecoverRatio: 1.2, Recover: 3, SizeRatio: 2, Stale: time.Hour}
+		Sustain: 4, SustainWindow: 6, RecoverRatio: 1.2, Recover: 3, DriftRatio: 1.2, DriftLimit: 1.2, DriftCap: 2,
+		SizeRatio: 2, Stale: time.Hour}
 }
 
 func (c Config) withDefaults() Config {
@@ -104,6 +124,15 @@ func (c Config) withDefaults() Config {
 	if c.Recover <= 0 {
 		c.Recover = d.Recover
 	}
+	if c.DriftRatio <= 1 {
+		c.DriftRatio = d.DriftRatio
+	}
+	if c.DriftLimit <= 0 {
+		c.DriftLimit = d.DriftLimit
+	}
+	if c.DriftCap <= c.DriftRatio {
+		c.DriftCap = max(d.DriftCap, c.DriftRatio*1.5)
+	}
 	if c.SizeRatio <= 1 {
 		c.SizeRatio = d.SizeRatio
 	}
@@ -133,6 +162,11 @@ type Verdict struct {
 	Direction            string
 	Ratio                float64
 	Await, SiblingsAwait float64
+	// Excess is the member's log await ratio to its siblings, the mean of
+	// its directions' (each capped at DriftCap; a direction within
+	// MinExcess of its siblings at most 0): what the interval adds to the
+	// member's CUSUM before the reference.
+	Excess float64
 	// Util and SiblingsUtil are the share of the interval the member and
 	// (the median of) its siblings had I/O in flight (0..1).
 	Util, SiblingsUtil float64
@@ -186,19 +220,35 @@ func JudgeGroup(cfg Config, interval time.Duration, g store.MemberGroup) []Verdi
 			utils = append(utils, out[i].Util)
 		}
 	}
+	var logs [2][]float64
 	for d := range directions {
-		judgeDirection(cfg, g, d, out)
+		logs[d] = judgeDirection(cfg, g, d, out)
 	}
 	for i := range out {
+		var sum float64
+		var n int
+		for d := range directions {
+			if x := logs[d][i]; !math.IsNaN(x) {
+				sum, n = sum+x, n+1
+			}
+		}
+		if n > 0 {
+			out[i].Excess = sum / float64(n)
+		}
 		out[i].SiblingsUtil = siblingsMedian(utils, out[i].Util)
 		out[i].Normal = out[i].Normal && out[i].Judged && !out[i].Beyond
 	}
 	return out
 }
 
-// judgeDirection compares the members' awaits in direction d and folds
-// the result into their verdicts.
-func judgeDirection(cfg Config, g store.MemberGroup, d int, out []Verdict) {
+// judgeDirection compares the members' awaits in direction d, folds the
+// result into their verdicts and returns each member's capped log ratio
+// there (NaN: not compared).
+func judgeDirection(cfg Config, g store.MemberGroup, d int, out []Verdict) []float64 {
+	logs := make([]float64, len(out))
+	for i := range logs {
+		logs[i] = math.NaN()
+	}
 	var idx []int
 	for i, c := range g.Members {
 		if compared(g.Kind, c) && sides(c)[d].ops >= cfg.MinOps {
@@ -206,7 +256,7 @@ func judgeDirection(cfg Config, g store.MemberGroup, d int, out []Verdict) {
 		}
 	}
 	if len(idx) < 2 {
-		return
+		return logs
 	}
 	awaits := make([]float64, 0, len(idx))
 	sizes := make([]float64, 0, len(idx))
@@ -224,7 +274,12 @@ func judgeDirection(cfg Config, g store.MemberGroup, d int, out []Verdict) {
 		ratio := awaits[k] / m
 		sigma := max(1.4826*ref.MAD, cfg.MinRelativeSpread*m)
 		z := (awaits[k] - m) / sigma
-		beyond := ratio >= cfg.Ratio && z >= cfg.Z && awaits[k]-m >= cfg.MinExcess.Seconds()
+		excess := awaits[k]-m >= cfg.MinExcess.Seconds()
+		beyond := ratio >= cfg.Ratio && z >= cfg.Z && excess
+		logs[i] = math.Log(min(ratio, cfg.DriftCap))
+		if !excess {
+			logs[i] = min(logs[i], 0)
+		}
 		v := &out[i]
 		first := !v.Judged
 		if first {
@@ -239,6 +294,7 @@ func judgeDirection(cfg Config, g store.MemberGroup, d int, out []Verdict) {
 		}
 		v.Beyond = v.Beyond || beyond
 	}
+	return logs
 }
 
 // without is xs without its k-th element (a new slice).
@@ -267,17 +323,18 @@ func siblingsMedian(xs []float64, x float64) float64 {
 }
 
 // Observe folds one interval's verdict (over start..end) into a member's
-// state: which of the last intervals judged were beyond, naming the member
-// once Sustain of the last SustainWindow were, and clearing it after
-// Recover normal intervals in a row. Since is the start of the oldest
-// beyond interval of that window (counted back in intervals of this one's
-// length). An interval not judged moves nothing; a gap of Stale or more
-// starts the count again. It returns whether the member was named or
-// cleared.
+// state: which of the last intervals judged were beyond, and its CUSUM;
+// naming the member once Sustain of the last SustainWindow were, or the
+// CUSUM reached DriftLimit, and clearing it after Recover normal intervals
+// in a row. Since is the start of the oldest beyond interval of that
+// window (counted back in intervals of this one's length) or of the
+// CUSUM's rise from 0, whichever is earlier. An interval not judged moves
+// nothing; a gap of Stale or more starts the count again. It returns
+// whether the member was named or cleared.
 func Observe(cfg Config, st *store.MemberState, v Verdict, start, end time.Time) (changed bool) {
 	cfg = cfg.withDefaults()
 	if !st.Last.IsZero() && start.Sub(st.Last) >= cfg.Stale {
-		st.Recent, st.Normal = 0, 0
+		st.Recent, st.Normal, st.Drift, st.DriftStart = 0, 0, 0, time.Time{}
 	}
 	st.Last = end
 	st.Utilisation, st.SiblingsUtilisation = v.Util, v.SiblingsUtil
@@ -294,11 +351,20 @@ func Observe(cfg Config, st *store.MemberState, v Verdict, start, end time.Time)
 		oldest := 31 - bits.LeadingZeros32(st.Recent)
 		st.StreakStart = start.Add(-time.Duration(oldest) * end.Sub(start))
 	}
+	drift(cfg, st, v.Excess, start)
 	if !st.Slow {
-		if bits.OnesCount32(st.Recent) < cfg.Sustain {
+		sustained, drifted := bits.OnesCount32(st.Recent) >= cfg.Sustain, st.Drift >= cfg.DriftLimit
+		switch {
+		case sustained && drifted:
+			st.Since = minTime(st.StreakStart, st.DriftStart)
+		case sustained:
+			st.Since = st.StreakStart
+		case drifted:
+			st.Since = st.DriftStart
+		default:
 			return false
 		}
-		st.Slow, st.Since, st.Normal = true, st.StreakStart, 0
+		st.Slow, st.Normal = true, 0
 		return true
 	}
 	if v.Normal {
@@ -308,9 +374,32 @@ func Observe(cfg Config, st *store.MemberState, v Verdict, start, end time.Time)
 	}
 	if st.Normal >= cfg.Recover {
 		st.Slow, st.Since, st.Normal, st.Recent, st.StreakStart = false, time.Time{}, 0, 0, time.Time{}
+		st.Drift, st.DriftStart = 0, time.Time{}
 		return true
 	}
 	return false
+}
+
+// drift adds one interval's log ratio (excess), less the reference, to the
+// member's CUSUM, floored at 0 and capped at twice the limit (a member
+// named for hours would otherwise carry a sum no recovery could matter
+// to); DriftStart is the start of the interval the sum last rose from 0.
+func drift(cfg Config, st *store.MemberState, excess float64, start time.Time) {
+	step := excess - math.Log(cfg.DriftRatio)
+	if st.Drift == 0 && step > 0 {
+		st.DriftStart = start
+	}
+	st.Drift = min(max(0, st.Drift+step), 2*cfg.DriftLimit)
+	if st.Drift == 0 {
+		st.DriftStart = time.Time{}
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 func finite(x float64) float64 {

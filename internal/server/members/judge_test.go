@@ -1,10 +1,12 @@
 package members
 
 import (
+	"math"
 	"testing"
 	"time"
 
 	"github.com/plumbline/plumbline/internal/server/store"
+	"github.com/plumbline/plumbline/internal/vocab"
 )
 
 // counters is a member doing n reads and n/2 writes of 8 KiB in an
@@ -150,6 +152,101 @@ func TestObserve(t *testing.T) {
 		}
 		if step(v) || st.Slow {
 			t.Fatalf("scattered beyond intervals named it at %d: %b", i, st.Recent)
+		}
+	}
+}
+
+// The CUSUM path: a member a little slower than its siblings in every
+// interval — too little for any one interval to be beyond them — is named
+// once the sum of its log ratios over the reference reaches the limit,
+// since the interval the sum rose from 0; a member at or below the
+// reference never is; one wild interval (capped) does not name it; and
+// clearing it starts the sum again.
+func TestObserveDrift(t *testing.T) {
+	t.Parallel()
+	cfg := DefaultConfig()
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	mild := func(ratio float64) Verdict {
+		return Verdict{Judged: true, Direction: Write, Ratio: ratio, Excess: math.Log(min(ratio, cfg.DriftCap)), Normal: ratio < cfg.RecoverRatio}
+	}
+	var st store.MemberState
+	at := t0
+	step := func(v Verdict) bool {
+		ch := Observe(cfg, &st, v, at, at.Add(time.Minute))
+		at = at.Add(time.Minute)
+		return ch
+	}
+	// At the reference, or a little below it, for a day: never named.
+	for i := range 1440 {
+		r := 1.2
+		if i%2 == 1 {
+			r = 1.1
+		}
+		if step(mild(r)) || st.Slow || st.Drift > 1e-9 {
+			t.Fatalf("interval %d at ×%.1f: drift %.3g, named %v", i, r, st.Drift, st.Slow)
+		}
+	}
+	// ×1.4 in every interval: (ln 1.4 − ln 1.2) ≈ 0.154 an interval, the
+	// limit 1.2 in the 8th.
+	start := at
+	for i := range 7 {
+		if step(mild(1.4)) || st.Slow {
+			t.Fatalf("×1.4 interval %d: named too early, drift %.3g", i, st.Drift)
+		}
+	}
+	if !step(mild(1.4)) || !st.Slow || !st.Since.Equal(start) {
+		t.Fatalf("after 8 intervals at ×1.4: %+v; want named since %s", st, start)
+	}
+	for range 3 {
+		step(mild(1))
+	}
+	if st.Slow || st.Drift != 0 || !st.DriftStart.IsZero() {
+		t.Fatalf("after 3 normal intervals: %+v; want cleared, sum 0", st)
+	}
+	// Two wild intervals (×10, capped at ×2) and normal ones after: not named.
+	st = store.MemberState{}
+	for i, r := range []float64{10, 10, 1, 1, 1, 1, 1, 1} {
+		if step(mild(r)) || st.Slow {
+			t.Fatalf("interval %d (×%g): named on two wild intervals, drift %.3g", i, r, st.Drift)
+		}
+	}
+	if st.Drift != 0 {
+		t.Errorf("drift after recovery = %.3g, want 0", st.Drift)
+	}
+}
+
+// JudgeGroup's Excess is the mean of the member's capped log ratios over
+// the directions compared, and at most 0 where its await is within
+// MinExcess of its siblings'.
+func TestJudgeGroupExcess(t *testing.T) {
+	t.Parallel()
+	cfg := DefaultConfig()
+	member := func(dev string, rMS, wMS uint64) store.MemberCounters {
+		return store.MemberCounters{Device: dev, State: []string{vocab.MDInSync}, Reads: 100, ReadTimeMS: rMS, Writes: 100,
+			WriteTimeMS: wMS, ReadSectors: 1600, WriteSectors: 1600}
+	}
+	g := store.MemberGroup{Device: "md0", Kind: string(vocab.MemberGroupMD), Members: []store.MemberCounters{
+		member("sda", 1000, 1000), member("sdb", 1000, 1000), member("sdc", 1300, 1600), member("sdd", 9000, 1000)}}
+	got := map[string]float64{}
+	for _, v := range JudgeGroup(cfg, time.Minute, g) {
+		got[v.Device] = v.Excess
+	}
+	want := map[string]float64{
+		"sdc": (math.Log(1.3) + math.Log(1.6)) / 2, // both directions
+		"sdd": (math.Log(2) + 0) / 2,               // read ×9 capped at ×2, write even
+	}
+	for dev, w := range want {
+		if math.Abs(got[dev]-w) > 1e-9 {
+			t.Errorf("%s: Excess %.4f, want %.4f", dev, got[dev], w)
+		}
+	}
+	// Awaits of 1.5 and 1 µs: ×1.5, but within MinExcess: nothing added.
+	tiny := store.MemberGroup{Device: "md1", Kind: string(vocab.MemberGroupMD), Members: []store.MemberCounters{
+		member("nvme0n1", 0, 0), member("nvme1n1", 0, 0), member("nvme2n1", 0, 0)}}
+	tiny.Members[2].Reads = 67 // 0.5 ms / 67 vs 0.5 ms / 100
+	for _, v := range JudgeGroup(cfg, time.Minute, tiny) {
+		if v.Excess > 0 {
+			t.Errorf("%s: Excess %.4f within MinExcess, want ≤ 0", v.Device, v.Excess)
 		}
 	}
 }

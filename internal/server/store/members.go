@@ -218,21 +218,28 @@ type MemberState struct {
 	Recent      uint32
 	StreakStart time.Time
 	Normal      int
+	// Drift is the CUSUM of the member's log await ratio to its siblings
+	// over the judge's reference (0 when at or below it); DriftStart the
+	// start of the interval it last rose from 0 (zero when it is 0).
+	Drift      float64
+	DriftStart time.Time
 	// Last is the end of the last interval judged.
 	Last time.Time
 }
 
 const memberStateColumns = `agent_id, group_device, device, group_kind, mount_points, by_id, serial, slow, since_ns, direction,
-    ratio, await_seconds, siblings_await_seconds, utilisation, siblings_utilisation, beyond, normal, streak_ns, last_ns`
+    ratio, await_seconds, siblings_await_seconds, utilisation, siblings_utilisation, beyond, normal, streak_ns, last_ns, drift, drift_ns`
 
 func scanMemberState(row rowScanner) (MemberState, error) {
 	var m MemberState
 	var mounts, byID string
-	var since, recent, streak, last int64
+	var since, recent, streak, last, drift int64
 	err := row.Scan(&m.AgentID, &m.GroupDevice, &m.Device, &m.GroupKind, &mounts, &byID, &m.Serial, &m.Slow, &since, &m.Direction,
-		&m.Ratio, &m.AwaitSeconds, &m.SiblingsAwaitSeconds, &m.Utilisation, &m.SiblingsUtilisation, &recent, &m.Normal, &streak, &last)
+		&m.Ratio, &m.AwaitSeconds, &m.SiblingsAwaitSeconds, &m.Utilisation, &m.SiblingsUtilisation, &recent, &m.Normal, &streak, &last,
+		&m.Drift, &drift)
 	m.MountPoints, m.ByID = splitList(mounts, "\n"), splitList(byID, "\n")
 	m.Since, m.Recent, m.StreakStart, m.Last = fromUnixNano(since), uint32(recent), fromUnixNano(streak), fromUnixNano(last)
+	m.DriftStart = fromUnixNano(drift)
 	return m, err
 }
 
@@ -279,19 +286,19 @@ func (s *Store) SaveMemberPass(ctx context.Context, p MemberPass) error {
 		}
 		for chunk := range slices.Chunk(p.States, rowsPerInsert/2) {
 			q := `INSERT INTO member_states (` + memberStateColumns + `) VALUES ` +
-				tupleList("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", len(chunk)) + `
+				tupleList("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", len(chunk)) + `
 ON CONFLICT (agent_id, group_device, device) DO UPDATE SET group_kind = excluded.group_kind, mount_points = excluded.mount_points,
     by_id = excluded.by_id, serial = excluded.serial, slow = excluded.slow, since_ns = excluded.since_ns,
     direction = excluded.direction, ratio = excluded.ratio, await_seconds = excluded.await_seconds,
     siblings_await_seconds = excluded.siblings_await_seconds, utilisation = excluded.utilisation,
     siblings_utilisation = excluded.siblings_utilisation, beyond = excluded.beyond, normal = excluded.normal,
-    streak_ns = excluded.streak_ns, last_ns = excluded.last_ns`
-			args := make([]any, 0, len(chunk)*19)
+    streak_ns = excluded.streak_ns, last_ns = excluded.last_ns, drift = excluded.drift, drift_ns = excluded.drift_ns`
+			args := make([]any, 0, len(chunk)*21)
 			for _, m := range chunk {
 				args = append(args, m.AgentID, m.GroupDevice, m.Device, m.GroupKind, strings.Join(m.MountPoints, "\n"),
 					strings.Join(m.ByID, "\n"), m.Serial, m.Slow, unixNano(m.Since), m.Direction, finite(m.Ratio),
 					finite(m.AwaitSeconds), finite(m.SiblingsAwaitSeconds), finite(m.Utilisation), finite(m.SiblingsUtilisation),
-					int64(m.Recent), m.Normal, unixNano(m.StreakStart), unixNano(m.Last))
+					int64(m.Recent), m.Normal, unixNano(m.StreakStart), unixNano(m.Last), finite(m.Drift), unixNano(m.DriftStart))
 			}
 			if _, err := tx.ExecContext(ctx, s.q(q), args...); err != nil {
 				return fmt.Errorf("member states: %w", err)

@@ -58,9 +58,10 @@ func TestMemberIOPendingAndStates(t *testing.T) {
 		st := MemberState{AgentID: "a1", GroupDevice: "md0", Device: "sdd", GroupKind: "md", MountPoints: []string{"/data"},
 			ByID: []string{"ata-DISK_sdd"}, Serial: "Ssdd", Slow: true, Since: t0, Direction: "read", Ratio: 3.5,
 			AwaitSeconds: 0.0035, SiblingsAwaitSeconds: 0.001, Utilisation: 0.5, SiblingsUtilisation: 0.4,
-			Recent: 0b1111, StreakStart: t0, Last: t0.Add(2 * time.Minute)}
+			Recent: 0b1111, StreakStart: t0, Last: t0.Add(2 * time.Minute), Drift: 0.75, DriftStart: t0.Add(-time.Minute)}
 		ok := st
 		ok.Device, ok.Slow, ok.Since, ok.Direction, ok.Ratio, ok.ByID, ok.Serial = "sdb", false, time.Time{}, "", 1, nil, ""
+		ok.Drift, ok.DriftStart = 0, time.Time{}
 		if err := s.SaveMemberPass(ctx, MemberPass{States: []MemberState{st, ok}, Watermarks: map[string]uint64{"a1": 3}}); err != nil {
 			t.Fatal(err)
 		}
