@@ -1,29 +1,32 @@
 // Package attribution says whose fault a database's latency regression on
-// a volume is, from two witnesses: the database's own demand on the volume
-// (its operations' rates against their history, demand.go) and the
-// probe's judgement of the same volume.
+// a volume is, from three witnesses: the work on the volume as the device
+// counted it (the probe's busy-guard windows before its runs, device.go),
+// the database's own demand (the operations its sessions wait for, at
+// their rates against their history, demand.go), and the probe's
+// judgement of the same volume.
 //
-//   - throttle: the volume delivered at most Ceiling (half) of the
-//     database's usual work while its latency rose — a throughput ceiling
-//     (a token bucket, a provisioned-IOPS cap, or a device at capacity).
-//     A bucket the workload saturates slows the probe too (each of its
-//     operations waits for a token), so a slowed probe does not outrank
-//     the ceiling.
-//   - load or database: the database asked Rise (1.3×) more of the volume
-//     than usual; or it asked as usual and the probe stayed on its
-//     baseline (the database's own doing: locks, plans, checkpoints).
-//   - device: the database asked as usual and the probe slowed too (its
-//     median or mean ×Pending); or the busy guard skipped every probe run
-//     since the regression began while the database asked as usual — the
-//     device is saturated by the usual work: each operation takes longer.
+//   - throttle: the volume delivered at most Ceiling (half) of its usual
+//     work while the latency rose — a throughput ceiling (a token bucket,
+//     a provisioned-IOPS cap, or a device at capacity). A bucket the
+//     workload saturates slows the probe too (each of its operations waits
+//     for a token), so a slowed probe does not outrank the ceiling.
+//   - load or database: more work was asked of the volume (the device
+//     DeviceRise ×, or the database's demand Rise × its usual), the
+//     database's or another workload's; or the work is level and the
+//     probe stayed on its baseline (the database's own doing: locks,
+//     plans, checkpoints).
+//   - device: the work is level and the probe slowed too (its median or
+//     mean ×Pending); or the busy guard skipped every probe run since the
+//     regression began while the work is level — the device is saturated
+//     by the usual work: each operation takes longer.
 //
 // A probe kind whose only finding is a rate short of its cap (median
-// steady) does not say throttle when the database's demand is known and
-// steady: a throttle the database runs into cuts its rate, and a RAID 1
+// steady) does not say throttle when the work is known and level: a
+// throttle the database runs into cuts the work delivered, and a RAID 1
 // mirror with a slow member keeps its random-read median (reads go to the
 // healthy leg) while its rate falls; it waits for another kind. A kind
-// that slowed outranks one that only fell short of its rate. Without a
-// trusted rate history the probe alone speaks, as before.
+// that slowed outranks one that only fell short of its rate. Without the
+// device's windows or a rate history the probe alone speaks, as before.
 //
 // It is pure: the evaluator hands it the states it holds and stores the
 // answer with the volume's database state.
@@ -137,8 +140,8 @@ type Result struct {
 
 // Attribute attributes the regression of the degraded ops among ops, with
 // probes the probe's kinds on the same volume and dev what its busy guard
-// saw of the device at its latest skips, at the end of the database's last
-// interval (at).
+// saw of the device before its latest runs, at the end of the database's
+// last interval (at).
 func Attribute(at time.Time, ops []Op, probes []Probe, dev Device, cfg Config) Result {
 	cfg = cfg.withDefaults()
 	var slow []string
