@@ -51,12 +51,10 @@ func withoutRateHistory(ops []Op) []Op {
 	return ops
 }
 
-func TestAttributeByDemand(t *testing.T) {
-	t.Parallel()
-	slowedByBucket := Probe{Kind: "random-read", LastRun: pgAt.Add(-10 * time.Second), Trusted: true, HistoryRatio: 14, MeanRatio: 11,
-		RateRatio: 8, State: baseline.State{Status: baseline.OK}}
-	rateShort := Probe{Kind: "random-read", LastRun: pgAt.Add(-10 * time.Second), Trusted: true, HistoryRatio: 1.1, MeanRatio: 1.2,
-		RateRatio: 1.5, State: baseline.State{Status: baseline.OK}}
+// deviceFixtures are the busy guard's windows of the device cases: another
+// workload ×3, a ceiling, one window of a slower device, a burst among
+// level windows (and an old one), windows from before the regression.
+func deviceFixtures() (backup, bucket, slower, burst, stale Device) {
 	skipAt := pgAt.Add(-5 * time.Second)
 	skips := func(usual float64, s ...DeviceSample) Device {
 		for i := range s {
@@ -66,16 +64,26 @@ func TestAttributeByDemand(t *testing.T) {
 		}
 		return Device{Windows: s, UsualIOPS: usual}
 	}
-	backup := skips(80, DeviceSample{IOPS: 250, Await: 0.03, Util: 0.95}, DeviceSample{IOPS: 240, Await: 0.03, Util: 0.95},
+	backup = skips(80, DeviceSample{IOPS: 250, Await: 0.03, Util: 0.95}, DeviceSample{IOPS: 240, Await: 0.03, Util: 0.95},
 		DeviceSample{IOPS: 230, Await: 0.03, Util: 0.95})
-	bucket := skips(80, DeviceSample{IOPS: 21, Await: 0.4, Util: 1}, DeviceSample{IOPS: 20, Await: 0.4, Util: 1},
+	bucket = skips(80, DeviceSample{IOPS: 21, Await: 0.4, Util: 1}, DeviceSample{IOPS: 20, Await: 0.4, Util: 1},
 		DeviceSample{IOPS: 20, Await: 0.4, Util: 1})
-	slower := skips(80, DeviceSample{IOPS: 70, Await: 0.024, Util: 0.9})
+	slower = skips(80, DeviceSample{IOPS: 70, Await: 0.024, Util: 0.9})
 	// One burst of the healthy workload (×2.1 its usual, as the bench's RAID 5 showed) among the kinds' skips,
 	// and an old burst from before the regression: the median of the skips since says the usual work.
-	burst := skips(80, DeviceSample{At: pgAt.Add(-time.Hour), IOPS: 400}, DeviceSample{IOPS: 72, Await: 0.02, Util: 0.8},
+	burst = skips(80, DeviceSample{At: pgAt.Add(-time.Hour), IOPS: 400}, DeviceSample{IOPS: 72, Await: 0.02, Util: 0.8},
 		DeviceSample{IOPS: 65, Await: 0.02, Util: 0.8}, DeviceSample{IOPS: 170, Await: 0.02, Util: 0.9})
-	stale := skips(80, DeviceSample{At: pgAt.Add(-time.Hour), IOPS: 240})
+	stale = skips(80, DeviceSample{At: pgAt.Add(-time.Hour), IOPS: 240})
+	return backup, bucket, slower, burst, stale
+}
+
+func TestAttributeByDemand(t *testing.T) {
+	t.Parallel()
+	slowedByBucket := Probe{Kind: "random-read", LastRun: pgAt.Add(-10 * time.Second), Trusted: true, HistoryRatio: 14, MeanRatio: 11,
+		RateRatio: 8, State: baseline.State{Status: baseline.OK}}
+	rateShort := Probe{Kind: "random-read", LastRun: pgAt.Add(-10 * time.Second), Trusted: true, HistoryRatio: 1.1, MeanRatio: 1.2,
+		RateRatio: 1.5, State: baseline.State{Status: baseline.OK}}
+	backup, bucket, slower, burst, stale := deviceFixtures()
 	for _, c := range []struct {
 		name   string
 		ops    []Op
