@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +39,9 @@ func TestDatabaseSourceEndToEnd(t *testing.T) {
 	c.Databases = agentkeys.WithDatabaseDefaults([]config.DatabaseSource{{
 		Name: "main", Engine: vocab.EnginePostgreSQL, Address: u.Host, Database: strings.TrimPrefix(u.Path, "/"),
 		User: u.User.Username(), Every: 200 * time.Millisecond, Timeout: 5 * time.Second,
+		// A PostgreSQL in a chroot (PLUMBLINE_TEST_POSTGRES_ROOT, as the
+		// dbio tests read it): where its files are on this host.
+		Root: os.Getenv("PLUMBLINE_TEST_POSTGRES_ROOT"),
 	}})
 	a := newTestAgent(t, c, p, nil, fakeInventory("/"))
 	ctx, cancel := context.WithCancel(context.Background())

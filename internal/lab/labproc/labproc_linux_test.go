@@ -21,6 +21,50 @@ import (
 
 func sh(script string) *exec.Cmd { return exec.Command("/bin/sh", "-c", script) }
 
+// The children that must catch a stop signal are this test binary itself
+// (TestMain below): a shell cannot trap a signal ignored when it started,
+// and a test run as a background job starts with SIGINT ignored; a Go
+// program that asks for the signal gets it either way.
+const childEnv = "LABPROC_TEST_CHILD" // "catch:NAME:FILE" or "ignore"
+
+func TestMain(m *testing.M) {
+	switch mode := os.Getenv(childEnv); {
+	case strings.HasPrefix(mode, "catch:"):
+		// Append NAME to FILE when stopped, and exit 0.
+		name, file, _ := strings.Cut(strings.TrimPrefix(mode, "catch:"), ":")
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, os.Interrupt, syscall.SIGTERM)
+		fmt.Println("ready")
+		<-c
+		if file != "" {
+			f, err := os.OpenFile(file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+			if err != nil {
+				os.Exit(2)
+			}
+			fmt.Fprintln(f, name)
+			f.Close()
+		}
+		os.Exit(0)
+	case mode == "ignore":
+		signal.Ignore(os.Interrupt, syscall.SIGTERM)
+		fmt.Println("ready")
+		time.Sleep(time.Hour) // until killed
+	}
+	os.Exit(m.Run())
+}
+
+// child is this test binary as a child in mode (childEnv).
+func child(t *testing.T, g *labproc.Group, name, mode string) *labproc.Proc {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+mode)
+	p, err := g.Start(name, cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func start(t *testing.T, g *labproc.Group, name, script string) *labproc.Proc {
 	t.Helper()
 	p, err := g.Start(name, sh(script))
@@ -92,22 +136,17 @@ func TestCloseStopsInReverseStartOrder(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		signal os.Signal
-		trap   string
 	}{
-		{"default interrupt", nil, "INT"},
-		{"SIGTERM", syscall.SIGTERM, "TERM"},
+		{"default interrupt", nil},
+		{"SIGTERM", syscall.SIGTERM},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if tc.signal == nil && signal.Ignored(os.Interrupt) {
-				t.Skip("SIGINT is ignored here (a background job of a shell): the children inherit that and cannot trap it")
-			}
 			order := filepath.Join(t.TempDir(), "order")
 			g := &labproc.Group{Signal: tc.signal}
 			var procs []*labproc.Proc
 			for _, name := range []string{"first", "second", "third"} {
-				p := start(t, g, name, fmt.Sprintf(`trap 'echo %s >> %s; exit 0' %s; echo ready; while :; do sleep 0.05; done`, name, order, tc.trap))
-				procs = append(procs, p)
+				procs = append(procs, child(t, g, name, "catch:"+name+":"+order))
 			}
 			for _, p := range procs {
 				ready(t, p)
@@ -135,9 +174,11 @@ func TestCloseStopsInReverseStartOrder(t *testing.T) {
 
 func TestCloseKillsWhatIgnoresTheSignal(t *testing.T) {
 	t.Parallel()
-	g := &labproc.Group{Signal: syscall.SIGTERM, Grace: 50 * time.Millisecond}
-	stubborn := start(t, g, "stubborn", `trap '' TERM; echo ready; while :; do sleep 0.05; done`)
-	polite := start(t, g, "polite", `trap 'exit 0' TERM; echo ready; while :; do sleep 0.05; done`)
+	// The polite child exits as soon as it is signalled; the grace is long
+	// enough for that on a loaded machine and bounds the stubborn one's.
+	g := &labproc.Group{Signal: syscall.SIGTERM, Grace: 2 * time.Second}
+	stubborn := child(t, g, "stubborn", "ignore")
+	polite := child(t, g, "polite", "catch::")
 	ready(t, stubborn)
 	ready(t, polite)
 	g.Close()

@@ -96,6 +96,19 @@ func TestJudgeGroupUtilisation(t *testing.T) {
 	}
 }
 
+// minutes feeds verdicts to Observe one minute apart, from at.
+type minutes struct {
+	cfg Config
+	st  store.MemberState
+	at  time.Time
+}
+
+func (m *minutes) step(v Verdict) bool {
+	ch := Observe(m.cfg, &m.st, v, m.at, m.at.Add(time.Minute))
+	m.at = m.at.Add(time.Minute)
+	return ch
+}
+
 // A member is named once Sustain of the last SustainWindow intervals
 // judged are beyond (a dip does not start over), since the oldest of them;
 // an interval in between neither names nor clears it; it is cleared after
@@ -110,13 +123,8 @@ func TestObserve(t *testing.T) {
 	between := Verdict{Judged: true, Direction: Read, Ratio: 1.3}
 	normal := Verdict{Judged: true, Normal: true, Direction: Read, Ratio: 1}
 	idle := Verdict{}
-	var st store.MemberState
-	at := t0
-	step := func(v Verdict) bool {
-		ch := Observe(cfg, &st, v, at, at.Add(time.Minute))
-		at = at.Add(time.Minute)
-		return ch
-	}
+	m := &minutes{cfg: cfg, at: t0}
+	step, st := m.step, &m.st
 	step(normal)
 	for i, v := range []Verdict{beyond, beyond, between, beyond} {
 		if step(v) || st.Slow {
@@ -139,12 +147,12 @@ func TestObserve(t *testing.T) {
 	step(beyond)
 	step(beyond)
 	step(beyond)
-	at = at.Add(cfg.Stale)
+	m.at = m.at.Add(cfg.Stale)
 	if step(beyond) || st.Slow || st.Recent != 1 {
 		t.Fatalf("after a gap: %+v; want a new count of 1", st)
 	}
 	// Beyond one interval in three, for an hour: never named.
-	st = store.MemberState{}
+	*st = store.MemberState{}
 	for i := range 60 {
 		v := normal
 		if i%3 == 0 {
@@ -169,13 +177,8 @@ func TestObserveDrift(t *testing.T) {
 	mild := func(ratio float64) Verdict {
 		return Verdict{Judged: true, Direction: Write, Ratio: ratio, Excess: math.Log(min(ratio, cfg.DriftCap)), Normal: ratio < cfg.RecoverRatio}
 	}
-	var st store.MemberState
-	at := t0
-	step := func(v Verdict) bool {
-		ch := Observe(cfg, &st, v, at, at.Add(time.Minute))
-		at = at.Add(time.Minute)
-		return ch
-	}
+	m := &minutes{cfg: cfg, at: t0}
+	step, st := m.step, &m.st
 	// At the reference, or a little below it, for a day: never named.
 	for i := range 1440 {
 		r := 1.2
@@ -188,7 +191,7 @@ func TestObserveDrift(t *testing.T) {
 	}
 	// ×1.4 in every interval: (ln 1.4 − ln 1.2) ≈ 0.154 an interval, the
 	// limit 1.2 in the 8th.
-	start := at
+	start := m.at
 	for i := range 7 {
 		if step(mild(1.4)) || st.Slow {
 			t.Fatalf("×1.4 interval %d: named too early, drift %.3g", i, st.Drift)
@@ -204,7 +207,7 @@ func TestObserveDrift(t *testing.T) {
 		t.Fatalf("after 3 normal intervals: %+v; want cleared, sum 0", st)
 	}
 	// Two wild intervals (×10, capped at ×2) and normal ones after: not named.
-	st = store.MemberState{}
+	*st = store.MemberState{}
 	for i, r := range []float64{10, 10, 1, 1, 1, 1, 1, 1} {
 		if step(mild(r)) || st.Slow {
 			t.Fatalf("interval %d (×%g): named on two wild intervals, drift %.3g", i, r, st.Drift)
