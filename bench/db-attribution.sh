@@ -7,7 +7,9 @@
 #   ROUNDS=1 ONLY=device bench/db-attribution.sh       # one scenario, one trial per database
 #   SMOKE=60s bench/db-attribution.sh                  # the harness alone: databases up on lab arrays, loads, views
 #
-# Three lab arrays (internal/lab/raidlab: RAID 1 × 2 sas15k members, ext4),
+# Three lab arrays (internal/lab/raidlab: RAID 0 × 2 sas15k members, 64 KiB
+# chunks, ext4; LEVEL=raid5 or raid1 for another; a RAID 1 mirror reads from
+# its healthy member and hides a slow one from the database's reads),
 # each holding one database's data directory: the host's PostgreSQL 15
 # (pg_stat_database, pg_stat_wal), PostgreSQL 17 from a Debian trixie root
 # (debootstrap, cached as $ROOTFS_CACHE/trixie-pg17.tar; run with chroot;
@@ -59,5 +61,5 @@ log=$BENCH_DIR.log
 say "running; log: $log"
 "$BIN/db-attribution" -bin "$BIN" -dir "$BENCH_DIR" -rootfs "$rootfs" -rounds "$ROUNDS" -only "$ONLY" \
   -every "$EVERY" -db-every "$DB_EVERY" -factor "$FACTOR" -load-x "$LOAD_X" -throttle-iops "$THROTTLE_IOPS" \
-  -cost-rounds "$COST_ROUNDS" -cost-window "$COST_WINDOW" -smoke "$SMOKE" -sample "${SAMPLE:-1s}" -soak "${SOAK:-0s}" 2> >(tee "$log" >&2)
+  -cost-rounds "$COST_ROUNDS" -cost-window "$COST_WINDOW" -smoke "$SMOKE" -sample "${SAMPLE:-1s}" -level "${LEVEL:-raid0}" -soak "${SOAK:-0s}" 2> >(tee "$log" >&2)
 say "load average: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -4,7 +4,7 @@
 // on real databases and real I/O that Plumbline reports a database's own
 // I/O latency as the database counts it, and says whose fault a
 // regression is. It starts the whole product on three lab arrays
-// (internal/lab/fleetlab: raidlab RAID 1 × 2 sas15k, ext4, `server
+// (internal/lab/fleetlab: raidlab RAID 0 × 2 sas15k by default, ext4, `server
 // --dev`, `agent run`), puts a database on each (internal/lab/dblab: the
 // host's PostgreSQL 15, PostgreSQL 17 in a debootstrapped trixie root,
 // MariaDB with performance_schema), runs a light load on each (pgbench,
@@ -47,7 +47,7 @@ import (
 )
 
 type flags struct {
-	bin, dir, rootfs, pgbench, only                    string
+	bin, dir, rootfs, pgbench, only, level             string
 	every, dbEvery, poll, detect, settle, warmup, cost time.Duration
 	ops, rounds, loadX, iops, burst, costRounds, scale int
 	factor                                             float64
@@ -76,6 +76,7 @@ func parseFlags() flags {
 	flag.StringVar(&f.rootfs, "rootfs", "/var/cache/plumbline-dbbench/trixie-pg17.tar", "trixie root with PostgreSQL 17 (bench/db-attribution/rootfs.sh)")
 	flag.StringVar(&f.pgbench, "pgbench", "pgbench", "the pgbench binary")
 	flag.StringVar(&f.only, "only", "", "comma-separated scenarios (default all: device, load, throttle)")
+	flag.StringVar(&f.level, "level", "raid0", "the lab arrays' RAID level: raid0 (2 members), raid5 (3) or raid1 (2; a mirror hides a slow member from reads)")
 	flag.DurationVar(&f.every, "every", 20*time.Second, "the agent's probe schedule")
 	flag.IntVar(&f.ops, "ops", 50, "ops per probe run")
 	flag.DurationVar(&f.dbEvery, "db-every", 20*time.Second, "the agent's database sampling interval")
@@ -112,10 +113,13 @@ func runBench(ctx context.Context, f flags) error {
 	var dbs []*database
 	var closeDBs func()
 	var closeOnce sync.Once
-	raid1 := fleetlab.Array{Level: "raid1", Disks: 2, Size: "8GiB", Preset: "sas15k"}
+	arr, err := labArray(f.level)
+	if err != nil {
+		return err
+	}
 	s, err := fleetlab.Start(ctx, fleetlab.Plan{
 		Bin: fleetlab.Binaries{Server: f.bin + "/server", Agent: f.bin + "/agent", Raidlab: f.bin + "/raidlab"},
-		Dir: f.dir, Arrays: []fleetlab.Array{raid1, raid1, raid1}, Every: f.every, Ops: f.ops, FileSize: "64MiB",
+		Dir: f.dir, Arrays: []fleetlab.Array{arr, arr, arr}, Every: f.every, Ops: f.ops, FileSize: "64MiB",
 		BusyThreshold: 70, ReportInterval: 10 * time.Second, BaselineInterval: 30 * time.Second, Log: os.Stderr,
 		BeforeAgent: func(ctx context.Context, s *fleetlab.Stack) (string, error) {
 			var y string
@@ -288,4 +292,28 @@ func (b *bench) runTrials(ctx context.Context, f flags, dbs []*database, scs []s
 	}
 	rw.Wait()
 	return results
+}
+
+// labArray is one of the bench's arrays at level. RAID 0 is the default:
+// a slow member shows in the database's own timed reads and synchronous
+// writes (half the chunks live on it), as on RAID 5 (a third, and each
+// partial-stripe write reads and writes parity); a RAID 1 mirror sends
+// reads to the shorter queue, i.e. the healthy member, and hides a slow
+// member from them. On RAID 5 the parity writes keep the arrays near the
+// busy guard's threshold under the bench's base loads and double
+// PostgreSQL's usual WAL sync, which the ×8 load then raised too little
+// to be a regression (bench/RESULTS-db.md).
+func labArray(level string) (fleetlab.Array, error) {
+	a := fleetlab.Array{Level: level, Size: "8GiB", Preset: "sas15k"}
+	switch level {
+	case "raid5":
+		a.Disks, a.StripeUnit = 3, "64KiB"
+	case "raid0":
+		a.Disks, a.StripeUnit = 2, "64KiB"
+	case "raid1":
+		a.Disks = 2
+	default:
+		return a, fmt.Errorf("-level %q: want raid5, raid0 or raid1", level)
+	}
+	return a, nil
 }

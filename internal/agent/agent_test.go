@@ -648,6 +648,14 @@ func TestProbeResultToProto(t *testing.T) {
 		p.GetDevice() != "sdb" || p.GetQueueDepth() != 4 || p.GetStoppedReason() != "max-duration" || p.GetIopsCap() != 100 || p.GetStripeScan() != nil {
 		t.Errorf("ProbeResultToProto = %v", p)
 	}
+	if p.GetBusyIo() != nil {
+		t.Errorf("busy_io = %v without a guard's sample, want none", p.GetBusyIo())
+	}
+	r.BusyIO = &probe.DeviceActivity{Window: time.Second, IOs: 40, Sectors: 320, IOTicks: 900 * time.Millisecond, TimeInQueue: 2400 * time.Millisecond}
+	if b := ProbeResultToProto("/data", r).GetBusyIo(); b.GetWindow().AsDuration() != time.Second || b.GetIos() != 40 || b.GetSectors() != 320 ||
+		b.GetIoTicks().AsDuration() != 900*time.Millisecond || b.GetTimeInQueue().AsDuration() != 2400*time.Millisecond {
+		t.Errorf("busy_io = %v, want the guard's sample", b)
+	}
 	r.Kind, r.StripeScan = probe.StripeScan, &probe.StripeScanResult{Placed: 2000, Placement: probe.Placement{Device: "sdb", Basis: "disk", Known: true, Offset: 1 << 20}}
 	r.StripeScan.Unit, r.StripeScan.Confidence = 64<<10, 0.999
 	s := ProbeResultToProto("/data", r).GetStripeScan()

@@ -48,6 +48,10 @@ func ProbeResultToProto(mountPoint string, r probe.Result) *plumblinev1.ProbeRes
 	if !r.StartedAt.IsZero() {
 		p.StartedAt = timestamppb.New(r.StartedAt)
 	}
+	if a := r.BusyIO; a != nil && a.Window > 0 {
+		p.BusyIo = &plumblinev1.DeviceActivity{Window: durationpb.New(a.Window), Ios: a.IOs, Sectors: a.Sectors,
+			IoTicks: durationpb.New(a.IOTicks), TimeInQueue: durationpb.New(a.TimeInQueue)}
+	}
 	return p
 }
 

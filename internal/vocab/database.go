@@ -63,14 +63,20 @@ const (
 var databaseOps = [...]struct {
 	op  DatabaseOp
 	doc string
+	// waited: the workload's sessions wait for it (a read, a commit's
+	// log write and sync, a relation grown); else the database's own
+	// background flushing (data writes, writebacks and fsyncs by the
+	// checkpointer, background writer or page cleaners), whose rate
+	// follows its checkpoints rather than its clients.
+	waited bool
 }{
-	{DBOpRead, "blocks or bytes read from the database's files"},
-	{DBOpWrite, "blocks or bytes written to the database's files"},
-	{DBOpExtend, "relation files grown by a block (PostgreSQL)"},
-	{DBOpWriteback, "writes the kernel was asked to start (PostgreSQL writeback)"},
-	{DBOpFsync, "data files made durable (fsync)"},
-	{DBOpWALWrite, "write-ahead or redo log written"},
-	{DBOpWALSync, "write-ahead or redo log made durable (the commit's wait)"},
+	{DBOpRead, "blocks or bytes read from the database's files", true},
+	{DBOpWrite, "blocks or bytes written to the database's files", false},
+	{DBOpExtend, "relation files grown by a block (PostgreSQL)", true},
+	{DBOpWriteback, "writes the kernel was asked to start (PostgreSQL writeback)", false},
+	{DBOpFsync, "data files made durable (fsync)", false},
+	{DBOpWALWrite, "write-ahead or redo log written", true},
+	{DBOpWALSync, "write-ahead or redo log made durable (the commit's wait)", true},
 }
 
 // DatabaseOps lists every database operation.
@@ -84,6 +90,19 @@ func DatabaseOps() []DatabaseOp {
 
 // DatabaseOpNames is DatabaseOps as strings.
 func DatabaseOpNames() []string { return names(DatabaseOps()) }
+
+// DatabaseOpWaited reports whether the workload's sessions wait for
+// operation o (reads, the commit's log writes and syncs, extends), as
+// opposed to the database's background flushing (data writes, writebacks,
+// fsyncs), whose rate follows its checkpoints; false for an unknown one.
+func DatabaseOpWaited(o DatabaseOp) bool {
+	for _, d := range databaseOps {
+		if d.op == o {
+			return d.waited
+		}
+	}
+	return false
+}
 
 // DatabaseOpDoc says what operation o counts; "" for an unknown one.
 func DatabaseOpDoc(o DatabaseOp) string {

@@ -15,7 +15,10 @@ type diskstatsSampler struct {
 	name         string
 }
 
-var _ utilSampler = (*diskstatsSampler)(nil)
+var (
+	_ utilSampler     = (*diskstatsSampler)(nil)
+	_ activitySampler = (*diskstatsSampler)(nil)
+)
 
 // newDiskstatsSampler finds the /proc/diskstats line of the device that
 // holds a file system (st_dev). It returns nil and the reason when there is
@@ -50,16 +53,24 @@ func (s *diskstatsSampler) lookup() (string, error) {
 }
 
 func (s *diskstatsSampler) ioTicks() (time.Duration, error) {
+	c, err := s.counters()
+	return c.ticks, err
+}
+
+// counters reads the device's line of diskstats: completed reads and
+// writes, their sectors, io_ticks and time_in_queue.
+func (s *diskstatsSampler) counters() (diskCounters, error) {
 	stats, err := s.fs.ProcDiskstats()
 	if err != nil {
-		return 0, fmt.Errorf("read diskstats: %w", err)
+		return diskCounters{}, fmt.Errorf("read diskstats: %w", err)
 	}
 	for _, d := range stats {
 		if d.MajorNumber == s.major && d.MinorNumber == s.minor {
-			return time.Duration(d.IOsTotalTicks) * time.Millisecond, nil
+			return diskCounters{ios: d.ReadIOs + d.WriteIOs, sectors: d.ReadSectors + d.WriteSectors,
+				ticks: time.Duration(d.IOsTotalTicks) * time.Millisecond, queue: time.Duration(d.WeightedIOTicks) * time.Millisecond}, nil
 		}
 	}
-	return 0, fmt.Errorf("device %d:%d (%s) left diskstats", s.major, s.minor, s.name)
+	return diskCounters{}, fmt.Errorf("device %d:%d (%s) left diskstats", s.major, s.minor, s.name)
 }
 
 // noBusyGuard is empty: Linux has a busy guard (Run's checkBusy).

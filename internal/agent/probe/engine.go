@@ -30,6 +30,20 @@ type utilSampler interface {
 	ioTicks() (time.Duration, error)
 }
 
+// activitySampler is a utilSampler that also reads the device's completed
+// I/O, so that the busy guard reports what the device did in its window.
+type activitySampler interface {
+	counters() (diskCounters, error)
+}
+
+// diskCounters are one device's cumulative diskstats counters: reads and
+// writes completed, their 512-byte sectors, io_ticks (time with I/O in
+// flight) and time_in_queue (the sum of every I/O's time).
+type diskCounters struct {
+	ios, sectors uint64
+	ticks, queue time.Duration
+}
+
 // plan is a validated run, ready for the engine.
 type plan struct {
 	kind       Kind

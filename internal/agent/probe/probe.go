@@ -391,11 +391,14 @@ type Result struct {
 	FileRewrittenFrom int64   `json:"file_rewritten_from_bytes,omitempty"`
 	OpsBudget         int     `json:"ops_budget"`
 	IOPSCap           float64 `json:"iops_cap"`
-	Device            string  `json:"device,omitempty"`      // diskstats name of the backing device
-	BusyGuard         string  `json:"busy_guard"`            // "on", "off", or "unavailable: why"
-	BusyPercent       float64 `json:"busy_percent"`          // others' utilisation seen last (before or during)
-	FirstError        string  `json:"first_error,omitempty"` // the first I/O error, if any
-	Failure           string  `json:"failure,omitempty"`     // why a refused, failed or lock-timeout run never ran (set by the caller that reports it)
+	Device            string  `json:"device,omitempty"` // diskstats name of the backing device
+	BusyGuard         string  `json:"busy_guard"`       // "on", "off", or "unavailable: why"
+	BusyPercent       float64 `json:"busy_percent"`     // others' utilisation seen last (before or during)
+	// BusyIO is what the device did in the busy guard's window before the
+	// run (others' I/O: the probe's had not started); nil without a guard.
+	BusyIO     *DeviceActivity `json:"busy_io,omitempty"`
+	FirstError string          `json:"first_error,omitempty"` // the first I/O error, if any
+	Failure    string          `json:"failure,omitempty"`     // why a refused, failed or lock-timeout run never ran (set by the caller that reports it)
 
 	// StripeScan is a stripe-scan run's answer; nil for other kinds.
 	StripeScan *StripeScanResult `json:"stripe_scan,omitempty"`
@@ -403,6 +406,18 @@ type Result struct {
 	// Histogram is the mergeable latency distribution (seconds); it is
 	// serialised as "latency_histogram".
 	Histogram *histogram.Histogram `json:"-"`
+}
+
+// DeviceActivity is one device's diskstats deltas over a window: reads and
+// writes completed, their 512-byte sectors, the time with I/O in flight
+// (io_ticks) and the sum of every I/O's time (time_in_queue). Its rate is
+// IOs/Window, its mean time per I/O TimeInQueue/IOs.
+type DeviceActivity struct {
+	Window      time.Duration `json:"window_ns"`
+	IOs         uint64        `json:"ios"`
+	Sectors     uint64        `json:"sectors"`
+	IOTicks     time.Duration `json:"io_ticks_ns"`
+	TimeInQueue time.Duration `json:"time_in_queue_ns"`
 }
 
 // MarshalJSON adds the histogram snapshot to the plain fields.

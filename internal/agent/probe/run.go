@@ -104,7 +104,7 @@ func checkBusy(ctx context.Context, o Options, d *probeDir, res *Result) (utilSa
 		return nil, nil
 	}
 	res.Device = device
-	u, err := sampleUtil(ctx, s, o.BusyWindow)
+	u, act, err := sampleUtil(ctx, s, o.BusyWindow)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -112,7 +112,7 @@ func checkBusy(ctx context.Context, o Options, d *probeDir, res *Result) (utilSa
 		res.BusyGuard = fmt.Sprintf("unavailable: %v", err)
 		s = nil
 	}
-	res.BusyPercent = u
+	res.BusyPercent, res.BusyIO = u, act
 	if u > o.BusyThreshold {
 		res.StoppedReason, res.Skipped = vocab.StopBusy, true
 	}
@@ -120,21 +120,34 @@ func checkBusy(ctx context.Context, o Options, d *probeDir, res *Result) (utilSa
 }
 
 // sampleUtil measures the device's utilisation over window (no probe I/O
-// is running yet).
-func sampleUtil(ctx context.Context, s utilSampler, window time.Duration) (float64, error) {
-	t0, err := s.ioTicks()
+// is running yet), and what the device did in it when s can say.
+func sampleUtil(ctx context.Context, s utilSampler, window time.Duration) (float64, *DeviceActivity, error) {
+	read := func() (diskCounters, error) {
+		if a, ok := s.(activitySampler); ok {
+			return a.counters()
+		}
+		t, err := s.ioTicks()
+		return diskCounters{ticks: t}, err
+	}
+	c0, err := read()
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	start := time.Now()
 	if err := ctxtime.Sleep(ctx, window); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	t1, err := s.ioTicks()
+	c1, err := read()
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	return othersUtil(t1-t0, 0, time.Since(start)), nil
+	wall := time.Since(start)
+	var act *DeviceActivity
+	if _, ok := s.(activitySampler); ok && c1.ios >= c0.ios && c1.sectors >= c0.sectors && c1.queue >= c0.queue {
+		act = &DeviceActivity{Window: wall, IOs: c1.ios - c0.ios, Sectors: c1.sectors - c0.sectors,
+			IOTicks: min(max(c1.ticks-c0.ticks, 0), wall), TimeInQueue: c1.queue - c0.queue}
+	}
+	return othersUtil(c1.ticks-c0.ticks, 0, wall), act, nil
 }
 
 // The OS-neutral steps of Run.

@@ -475,10 +475,11 @@ func TestRunTmpfs(t *testing.T) {
 }
 
 // diskstatsLine is a one-line diskstats fixture for dev with the given
-// io_ticks (ms).
+// io_ticks (ms): one 4 KiB read completed per millisecond of them, each
+// taking a millisecond (time_in_queue = io_ticks).
 func diskstatsLine(dev uint64, ioTicksMs int64) string {
-	return fmt.Sprintf("%4d %7d fake0 100 0 800 50 100 0 800 50 0 %d %d 0 0 0 0 0 0\n",
-		unix.Major(dev), unix.Minor(dev), ioTicksMs, ioTicksMs)
+	return fmt.Sprintf("%4d %7d fake0 %d 0 %d 50 100 0 800 50 0 %d %d 0 0 0 0 0 0\n",
+		unix.Major(dev), unix.Minor(dev), ioTicksMs, 8*ioTicksMs, ioTicksMs, ioTicksMs)
 }
 
 // serveDiskstats makes <procRoot>/diskstats a FIFO that answers each
@@ -575,6 +576,9 @@ func TestBusyGuardFixture(t *testing.T) {
 	if err != nil || res.Skipped || res.Ops != o.Ops || res.BusyGuard != "on" || res.Device != "fake0" {
 		t.Fatalf("idle fixture: %+v, %v; want a full run with the guard on fake0", res, err)
 	}
+	if a := res.BusyIO; a == nil || a.Window < o.BusyWindow || a.IOs != 0 || a.Sectors != 0 || a.IOTicks != 0 {
+		t.Errorf("idle fixture: busy I/O %+v; want the window and nothing done in it", a)
+	}
 	Cleanup(dir, "")
 
 	start := time.Now()
@@ -586,6 +590,12 @@ func TestBusyGuardFixture(t *testing.T) {
 	}
 	if diff := cmp.Diff(before, snapshot(t, dir)); diff != "" {
 		t.Errorf("skipped run wrote something:\n%s", diff)
+	}
+	// What the device did while the guard looked: the server's witness
+	// that the device was busy, and with what.
+	if a := res.BusyIO; a == nil || a.IOs == 0 || a.Sectors != 8*a.IOs || a.TimeInQueue != time.Duration(a.IOs)*time.Millisecond ||
+		a.IOTicks <= 0 || a.IOTicks > a.Window {
+		t.Errorf("busy fixture: busy I/O %+v; want reads of 8 sectors, a millisecond each, io_ticks within the window", a)
 	}
 }
 

@@ -44,7 +44,9 @@ func TestAttribute(t *testing.T) {
 		{"probe slower, not yet sustained", []Op{walSlow}, []Probe{pending}, vocab.AttributionDevice, []string{"last run median ×2.8"}},
 		{"probe's mean slower (a slow member), median steady", []Op{walSlow}, []Probe{meanUp}, vocab.AttributionDevice, []string{"mean ×1.8"}},
 		{"probe on its baseline", []Op{walSlow}, []Probe{steady}, vocab.AttributionLoad, []string{"on its baseline: log-write median ×1.1 vs history"}},
-		{"probe throttled", []Op{walSlow}, []Probe{throttled, degraded}, vocab.AttributionThrottle, []string{"rate 20/50 IOPS"}},
+		{"probe throttled", []Op{walSlow}, []Probe{throttled}, vocab.AttributionThrottle, []string{"rate 20/50 IOPS"}},
+		{"one kind slowed outranks another's rate shortfall", []Op{walSlow}, []Probe{throttled, degraded}, vocab.AttributionDevice,
+			[]string{"log-write degraded, median ×2.9"}},
 		{"rate short, not yet sustained", []Op{walSlow}, []Probe{rateShort}, vocab.AttributionThrottle, []string{"rate short of its cap ×2.5"}},
 		{"probe too old", []Op{walSlow}, []Probe{stale}, vocab.AttributionUndetermined, []string{"no trusted run within 30m0s"}},
 		{"probe's last run before the regression", []Op{walSlow}, []Probe{beforeIt}, vocab.AttributionUndetermined,
@@ -52,7 +54,7 @@ func TestAttribute(t *testing.T) {
 		{"probe still learning", []Op{walSlow}, []Probe{untrusted}, vocab.AttributionUndetermined, nil},
 		{"no probe", []Op{walSlow}, nil, vocab.AttributionUndetermined, nil},
 	} {
-		got := Attribute(at, c.ops, c.probes, Config{})
+		got := Attribute(at, c.ops, c.probes, Device{}, Config{})
 		if got.Attribution != c.want {
 			t.Errorf("%s: Attribute = %q (%s), want %q", c.name, got.Attribution, got.Reason, c.want)
 		}

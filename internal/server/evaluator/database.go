@@ -62,6 +62,7 @@ type dbKey struct {
 
 type dbEntry struct {
 	det   *baseline.Detector
+	rates rateHistory
 	row   store.DatabaseState
 	dirty bool
 }
@@ -86,7 +87,11 @@ func (e *Evaluator) loadDatabases(ctx context.Context, st DatabaseStore) error {
 			e.opts.Logger.Warn("database baseline unreadable; starting over", "agent", r.AgentID, "mount_point", r.MountPoint, "source", r.Source, "op", r.Op, "err", err)
 			d, _ = baseline.NewDetector(cfg.Config)
 		}
-		db.entries[dbKey{volKey{r.AgentID, r.MountPoint}, r.Source, r.Op}] = &dbEntry{det: d, row: r}
+		en := &dbEntry{det: d, row: r}
+		if err := en.rates.UnmarshalBinary(r.RateHistory); err != nil {
+			e.opts.Logger.Warn("database rate history unreadable; starting over", "agent", r.AgentID, "mount_point", r.MountPoint, "source", r.Source, "op", r.Op, "err", err)
+		}
+		db.entries[dbKey{volKey{r.AgentID, r.MountPoint}, r.Source, r.Op}] = en
 	}
 	vols, err := st.ListDatabaseVolumes(ctx)
 	if err != nil {
@@ -130,6 +135,9 @@ func (e *Evaluator) passDatabases(ctx context.Context) error {
 					return err
 				}
 				en.row.Detector = b
+				if en.row.RateHistory, err = en.rates.MarshalBinary(); err != nil {
+					return err
+				}
 				u.States = append(u.States, en.row)
 			}
 		}
@@ -223,6 +231,8 @@ func (e *Evaluator) observeDatabase(r *store.DatabaseRun) {
 		row.Status, row.Since, row.Ratio = string(s.Status), s.Since, s.History.Ratio
 		if s.Status == baseline.Degraded {
 			row.Ratio = s.Ratio
+		} else {
+			en.rates.observe(row.OpsRate) // the usual rate: learnt while the latency is not degraded
 		}
 		row.HistoryMedian = en.det.History().Median
 	}
@@ -271,11 +281,11 @@ func (e *Evaluator) databaseVolume(vk volKey, ens []*dbEntry) store.DatabaseVolu
 			at = r.Last
 		}
 		ops = append(ops, attribution.Op{Source: r.Source, Op: r.Op, Status: baseline.Status(r.Status), Latency: r.Latency,
-			HistoryMedian: r.HistoryMedian, Ratio: r.Ratio, Since: r.Since})
+			HistoryMedian: r.HistoryMedian, Ratio: r.Ratio, Since: r.Since, Rate: r.OpsRate, HistoryRate: en.rates.median()})
 	}
 	slices.SortFunc(ops, func(a, b attribution.Op) int { return strings.Compare(a.Source+" "+a.Op, b.Source+" "+b.Op) })
 	slices.Sort(unmeasured)
-	res := attribution.Attribute(at, ops, e.probesOf(vk), e.opts.Database.Attribution)
+	res := attribution.Attribute(at, ops, e.probesOf(vk), e.deviceOf(vk), e.opts.Database.Attribution)
 	v.Attribution, v.Reason = string(res.Attribution), res.Reason
 	if len(unmeasured) > 0 {
 		v.Reason = strings.TrimPrefix(v.Reason+"; not measured: "+strings.Join(unmeasured, "; "), "; ")
@@ -292,7 +302,8 @@ func (e *Evaluator) probesOf(vk volKey) []attribution.Probe {
 			continue
 		}
 		out = append(out, attribution.Probe{Kind: string(kind), State: en.det.State(), LastRun: en.row.LastRun,
-			Trusted: en.row.Trusted, HistoryRatio: en.row.HistoryRatio, MeanRatio: en.row.MeanRatio, RateRatio: en.row.RateRatio})
+			Trusted: en.row.Trusted, HistoryRatio: en.row.HistoryRatio, MeanRatio: en.row.MeanRatio, RateRatio: en.row.RateRatio,
+			LastBusy: e.busy[key{vk, string(kind)}]})
 	}
 	return out
 }

@@ -32,8 +32,9 @@ func capped(t testing.TB, seq uint64, mount string, at time.Time, d, dur time.Du
 
 // A database's latency regression is attributed from the probe's view of
 // the same volume, through the store: the probe slowed with it (device),
-// the probe on its baseline (load or database), the probe's rate short of
-// its cap with its latency steady (throttle). An operation the database
+// the probe on its baseline (load or database), the database's own rate
+// at a ceiling — a fifth of its history — while a token bucket the
+// workload fills slows the probe ×10 (throttle, not device). An operation the database
 // does not time is "not measured" with its reason, never a latency of 0;
 // a restarted evaluator goes on from the stored detectors.
 func TestDatabaseAttribution(t *testing.T) {
@@ -50,7 +51,7 @@ func TestDatabaseAttribution(t *testing.T) {
 				t.Fatal(err)
 			}
 			t0 := time.Date(2026, 11, 28, 4, 0, 0, 0, time.UTC)
-			mounts := []string{"/device", "/load", "/throttle"}
+			mounts := []string{"/device", "/load", "/throttle", "/busy", "/backup"}
 			var seq uint64
 			var recs []store.Record
 			add := func(r store.Record) { seq++; r.Sequence = seq; recs = append(recs, r) }
@@ -65,12 +66,33 @@ func TestDatabaseAttribution(t *testing.T) {
 						case "/device":
 							probe = 3 * time.Millisecond
 						case "/throttle":
-							dur = 2500 * time.Millisecond // 20 of 50 IOPS
+							probe, dur = 10*time.Millisecond, 2500*time.Millisecond // 20 of 50 IOPS, each op behind the bucket
 						}
 					}
-					add(dbRec(0, mount, at, lat))
-					if m%3 == 0 {
-						add(capped(t, 0, mount, at, probe, dur))
+					r := dbRec(0, mount, at, lat)
+					if fault && mount == "/throttle" {
+						for i := range r.Database.Ops {
+							r.Database.Ops[i].Count /= 5
+							r.Database.Ops[i].Time /= 5
+						}
+					}
+					add(r)
+					if m%3 == 0 || fault {
+						p := capped(t, 0, mount, at, probe, dur)
+						// What the busy guard saw of the device: 50 ops/s of 5 ms usually.
+						ios := uint64(50)
+						if fault && (mount == "/busy" || mount == "/backup") { // the device too busy for the probe
+							p.Probe.Skipped, p.Probe.StoppedReason, p.Probe.Ops, p.Probe.Bytes = true, vocab.StopBusy, 0, 0
+							if mount == "/backup" {
+								ios = 200 // another workload on the same device
+							}
+						}
+						if fault && mount == "/throttle" {
+							ios = 10 // the device at the bucket's rate
+						}
+						p.Probe.BusyIO = store.DeviceActivity{Window: time.Second, IOs: ios, Sectors: 8 * ios, IOTicks: 800 * time.Millisecond,
+							TimeInQueue: time.Duration(ios) * 5 * time.Millisecond}
+						add(p)
 					}
 				}
 			}
@@ -115,7 +137,9 @@ func TestDatabaseAttribution(t *testing.T) {
 			}{
 				{"/device", vocab.AttributionDevice, "random-read"},
 				{"/load", vocab.AttributionLoad, "on its baseline"},
-				{"/throttle", vocab.AttributionThrottle, "rate"},
+				{"/throttle", vocab.AttributionThrottle, "demand ×0.2 of its history (read 3.33/s vs 16.7/s"},
+				{"/busy", vocab.AttributionDevice, "device 50 ops/s vs 50 usual (×1), 5 ms each, 80% busy (the median of 5 busy-guard windows)"},
+				{"/backup", vocab.AttributionLoad, "device 200 ops/s vs 50 usual (×4)"},
 			} {
 				v := vols[c.mount]
 				if v.State != "degraded" || v.Attribution != string(c.want) || !strings.Contains(v.Reason, "main read 1.5") || !strings.Contains(v.Reason, c.says) {
@@ -127,6 +151,9 @@ func TestDatabaseAttribution(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, s := range states {
+				if s.MountPoint == "/throttle" { // a fifth of the rate since the fault
+					s.OpsRate *= 5
+				}
 				if s.Op == "wal-sync" && (s.Status != vocab.DatabaseNotMeasured || s.Latency != 0 || s.OpsRate < 3.3 || s.OpsRate > 3.4) {
 					t.Errorf("wal-sync state %+v: want not measured, no latency, 200 a minute", s)
 				}

@@ -81,6 +81,12 @@ type Evaluator struct {
 	rebuilds        map[volKey]rebuildAt
 	rebuildsTouched map[volKey]bool
 	db              databases
+	// busy is when the busy guard last skipped a run of each volume and
+	// kind (in memory: the attribution's witness that the device was too
+	// busy for the probe; a restart forgets it until the next skip).
+	busy map[key]time.Time
+	// devices is what the busy guard saw of each volume's device (device.go).
+	devices map[volKey]*deviceWitness
 
 	mu     sync.Mutex
 	status Status
@@ -99,6 +105,9 @@ type entry struct {
 	row   store.ProbeBaseline
 	hist  *histogram.Histogram
 	dirty bool
+	// device is the history of the device's rate before the kind's runs
+	// (ProbeResult.busy_io; device.go).
+	device rateHistory
 }
 
 // New returns an Evaluator over st. It loads the priors (once) but reads
@@ -231,7 +240,11 @@ func (e *Evaluator) load(ctx context.Context) error {
 				h = hh
 			}
 		}
-		e.entries[key{volKey{r.AgentID, r.MountPoint}, r.Kind}] = &entry{det: d, row: r, hist: h}
+		en := &entry{det: d, row: r, hist: h}
+		if err := en.device.UnmarshalBinary(r.DeviceHistory); err != nil {
+			e.opts.Logger.Warn("device history unreadable; starting over", "agent", r.AgentID, "mount_point", r.MountPoint, "kind", r.Kind, "err", err)
+		}
+		e.entries[key{volKey{r.AgentID, r.MountPoint}, r.Kind}] = en
 	}
 	return nil
 }
@@ -246,6 +259,7 @@ func (e *Evaluator) judge(ctx context.Context, runs []store.ProbeRun) error {
 		u.Watermarks[r.AgentID] = max(u.Watermarks[r.AgentID], r.Sequence)
 		t.count(r)
 		e.noteRebuild(r)
+		e.noteBusy(r)
 		if r.Skipped || r.Ops == 0 || !vocab.IsJudged(vocab.ProbeKind(r.Kind)) {
 			continue
 		}
@@ -429,6 +443,9 @@ func (e *Evaluator) dirtyStates(u *store.BaselineUpdate) ([]*entry, error) {
 			return nil, err
 		}
 		en.row.Detector, en.row.Histogram = b, hb
+		if en.row.DeviceHistory, err = en.device.MarshalBinary(); err != nil {
+			return nil, err
+		}
 		u.States = append(u.States, en.row)
 		dirty = append(dirty, en)
 	}

@@ -62,6 +62,10 @@ func convertProbe(p *plumblinev1.ProbeResult, now time.Time, lim Limits) (*store
 	if err != nil {
 		return nil, err
 	}
+	busyIO, err := checkBusyIO(p)
+	if err != nil {
+		return nil, err
+	}
 	return &store.ProbeResult{
 		MountPoint:     p.GetMountPoint(),
 		Device:         p.GetDevice(),
@@ -80,6 +84,7 @@ func convertProbe(p *plumblinev1.ProbeResult, now time.Time, lim Limits) (*store
 		IOPSCap:        p.GetIopsCap(),
 		StripeScan:     scan,
 		ArrayActivity:  arrays,
+		BusyIO:         busyIO,
 	}, nil
 }
 

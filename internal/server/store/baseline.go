@@ -53,6 +53,10 @@ type ProbeBaseline struct {
 	// carried).
 	Signal, Detail                  string
 	TailRatio, MeanRatio, RateRatio float64
+	// DeviceHistory is the evaluator's history of the device's operations
+	// per second in the busy guard's window before the kind's runs that
+	// ran (nil: none yet).
+	DeviceHistory []byte
 }
 
 // StopCount counts probe runs of one volume and kind that were skipped or
@@ -120,7 +124,8 @@ type BaselineUpdate struct {
 func (s *Store) PendingProbeRuns(ctx context.Context, limit int) ([]ProbeRun, error) {
 	return queryAll(ctx, s, "pending probe runs", `
 SELECT p.agent_id, p.sequence, p.mount_point, p.device, p.kind, p.block_size_bytes, p.queue_depth,
-    p.started_ns, p.duration_ns, p.ops, p.errors, p.bytes, p.skipped, p.stopped_reason, p.failure, p.latency_histogram, p.iops_cap, p.array_activity
+    p.started_ns, p.duration_ns, p.ops, p.errors, p.bytes, p.skipped, p.stopped_reason, p.failure, p.latency_histogram, p.iops_cap, p.array_activity,
+    p.busy_window_ns, p.busy_ios, p.busy_sectors, p.busy_ticks_ns, p.busy_queue_ns
 FROM probe_results p
 JOIN agents a ON a.agent_id = p.agent_id
 LEFT JOIN baseline_watermarks w ON w.agent_id = p.agent_id
@@ -129,11 +134,15 @@ ORDER BY p.agent_id, p.sequence
 LIMIT ?`, []any{limit}, func(row rowScanner) (ProbeRun, error) {
 		var r ProbeRun
 		var seq, bs, qd, started, dur, ops, errs, bytes int64
+		var bWin, bIOs, bSectors, bTicks, bQueue int64
 		var arrays []byte
 		if err := row.Scan(&r.AgentID, &seq, &r.MountPoint, &r.Device, &r.Kind, &bs, &qd,
-			&started, &dur, &ops, &errs, &bytes, &r.Skipped, &r.StoppedReason, &r.Failure, &r.Histogram, &r.IOPSCap, &arrays); err != nil {
+			&started, &dur, &ops, &errs, &bytes, &r.Skipped, &r.StoppedReason, &r.Failure, &r.Histogram, &r.IOPSCap, &arrays,
+			&bWin, &bIOs, &bSectors, &bTicks, &bQueue); err != nil {
 			return r, err
 		}
+		r.BusyIO = DeviceActivity{Window: time.Duration(bWin), IOs: uint64(bIOs), Sectors: uint64(bSectors),
+			IOTicks: time.Duration(bTicks), TimeInQueue: time.Duration(bQueue)}
 		var err error
 		if r.ArrayActivity, err = decodeArrayActivity(arrays); err != nil {
 			return r, err
@@ -226,9 +235,9 @@ func (s *Store) putStates(ctx context.Context, tx *sql.Tx, states []ProbeBaselin
 		var b strings.Builder
 		b.WriteString(`INSERT INTO baseline_states (agent_id, mount_point, kind, profile, detector, status, reference, ratio,
     since_ns, history_ratio, cohort_ratio, cohort_reference, history_median, trusted, last_run_ns, runs, latency_histogram,
-    signal, detail, p99_ratio, mean_ratio, rate_ratio) VALUES `)
-		args := make([]any, 0, len(chunk)*22)
-		b.WriteString(tupleList("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", len(chunk)))
+    signal, detail, p99_ratio, mean_ratio, rate_ratio, device_history) VALUES `)
+		args := make([]any, 0, len(chunk)*23)
+		b.WriteString(tupleList("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", len(chunk)))
 		for _, st := range chunk {
 			det, hist := st.Detector, st.Histogram
 			if det == nil {
@@ -239,7 +248,8 @@ func (s *Store) putStates(ctx context.Context, tx *sql.Tx, states []ProbeBaselin
 			}
 			args = append(args, st.AgentID, st.MountPoint, st.Kind, st.Profile, det, st.Status, st.Reference, st.Ratio,
 				unixNano(st.Since), st.HistoryRatio, st.CohortRatio, st.CohortReference, st.HistoryMedian, st.Trusted,
-				unixNano(st.LastRun), int64(st.Runs), hist, signalOrMedian(st.Signal), st.Detail, st.TailRatio, st.MeanRatio, st.RateRatio)
+				unixNano(st.LastRun), int64(st.Runs), hist, signalOrMedian(st.Signal), st.Detail, st.TailRatio, st.MeanRatio, st.RateRatio,
+				append([]byte{}, st.DeviceHistory...))
 		}
 		b.WriteString(` ON CONFLICT (agent_id, mount_point, kind) DO UPDATE SET
     profile = excluded.profile, detector = excluded.detector, status = excluded.status, reference = excluded.reference,
@@ -247,7 +257,8 @@ func (s *Store) putStates(ctx context.Context, tx *sql.Tx, states []ProbeBaselin
     cohort_ratio = excluded.cohort_ratio, cohort_reference = excluded.cohort_reference,
     history_median = excluded.history_median, trusted = excluded.trusted, last_run_ns = excluded.last_run_ns,
     runs = excluded.runs, latency_histogram = excluded.latency_histogram, signal = excluded.signal,
-    detail = excluded.detail, p99_ratio = excluded.p99_ratio, mean_ratio = excluded.mean_ratio, rate_ratio = excluded.rate_ratio`)
+    detail = excluded.detail, p99_ratio = excluded.p99_ratio, mean_ratio = excluded.mean_ratio, rate_ratio = excluded.rate_ratio,
+    device_history = excluded.device_history`)
 		if _, err := tx.ExecContext(ctx, s.q(b.String()), args...); err != nil {
 			return fmt.Errorf("baseline states: %w", err)
 		}
@@ -261,13 +272,13 @@ func (s *Store) ListProbeBaselines(ctx context.Context) ([]ProbeBaseline, error)
 	return queryAll(ctx, s, "list baselines", `
 SELECT agent_id, mount_point, kind, profile, detector, status, reference, ratio, since_ns, history_ratio,
     cohort_ratio, cohort_reference, history_median, trusted, last_run_ns, runs, latency_histogram,
-    signal, detail, p99_ratio, mean_ratio, rate_ratio
+    signal, detail, p99_ratio, mean_ratio, rate_ratio, device_history
 FROM baseline_states ORDER BY agent_id, mount_point, kind`, nil, func(row rowScanner) (ProbeBaseline, error) {
 		var st ProbeBaseline
 		var since, last, runs int64
 		if err := row.Scan(&st.AgentID, &st.MountPoint, &st.Kind, &st.Profile, &st.Detector, &st.Status, &st.Reference,
 			&st.Ratio, &since, &st.HistoryRatio, &st.CohortRatio, &st.CohortReference, &st.HistoryMedian, &st.Trusted,
-			&last, &runs, &st.Histogram, &st.Signal, &st.Detail, &st.TailRatio, &st.MeanRatio, &st.RateRatio); err != nil {
+			&last, &runs, &st.Histogram, &st.Signal, &st.Detail, &st.TailRatio, &st.MeanRatio, &st.RateRatio, &st.DeviceHistory); err != nil {
 			return st, err
 		}
 		st.Since, st.LastRun, st.Runs = fromUnixNano(since), fromUnixNano(last), uint64(runs)

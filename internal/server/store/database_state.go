@@ -12,8 +12,10 @@ import (
 type DatabaseState struct {
 	AgentID, MountPoint, Source, Op string
 	Engine                          string
-	// Detector is the baseline.Detector of the operation's latency.
-	Detector []byte
+	// Detector is the baseline.Detector of the operation's latency;
+	// RateHistory the evaluator's history of its rate (nil: none yet).
+	Detector    []byte
+	RateHistory []byte
 	// Status is learning, ok, degraded or not-measured (NotMeasured says
 	// why: the database does not time the operation).
 	Status string
@@ -67,13 +69,15 @@ WHERE database_watermarks.evaluated_through < excluded.evaluated_through`), agen
 		for _, d := range u.States {
 			if _, err := tx.ExecContext(ctx, s.q(`
 INSERT INTO database_states (agent_id, mount_point, source, op, engine, detector, status, ratio, since_ns, history_median,
-    latency, ops_rate, bytes_rate, not_measured, last_ns, intervals) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    latency, ops_rate, bytes_rate, not_measured, last_ns, intervals, rate_history) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (agent_id, mount_point, source, op) DO UPDATE SET engine = excluded.engine, detector = excluded.detector,
     status = excluded.status, ratio = excluded.ratio, since_ns = excluded.since_ns, history_median = excluded.history_median,
     latency = excluded.latency, ops_rate = excluded.ops_rate, bytes_rate = excluded.bytes_rate,
-    not_measured = excluded.not_measured, last_ns = excluded.last_ns, intervals = excluded.intervals`),
+    not_measured = excluded.not_measured, last_ns = excluded.last_ns, intervals = excluded.intervals,
+    rate_history = excluded.rate_history`),
 				d.AgentID, d.MountPoint, d.Source, d.Op, d.Engine, append([]byte{}, d.Detector...), d.Status, d.Ratio, unixNano(d.Since),
-				d.HistoryMedian, d.Latency, d.OpsRate, d.BytesRate, d.NotMeasured, unixNano(d.Last), int64(d.Intervals)); err != nil {
+				d.HistoryMedian, d.Latency, d.OpsRate, d.BytesRate, d.NotMeasured, unixNano(d.Last), int64(d.Intervals),
+				append([]byte{}, d.RateHistory...)); err != nil {
 				return fmt.Errorf("database state %s:%s %s %s: %w", d.AgentID, d.MountPoint, d.Source, d.Op, err)
 			}
 		}
@@ -98,12 +102,12 @@ ON CONFLICT (agent_id, mount_point) DO UPDATE SET state = excluded.state, attrib
 func (s *Store) ListDatabaseStates(ctx context.Context) ([]DatabaseState, error) {
 	return queryAll(ctx, s, "database states", `
 SELECT agent_id, mount_point, source, op, engine, detector, status, ratio, since_ns, history_median,
-    latency, ops_rate, bytes_rate, not_measured, last_ns, intervals
+    latency, ops_rate, bytes_rate, not_measured, last_ns, intervals, rate_history
 FROM database_states ORDER BY agent_id, mount_point, source, op`, nil, func(row rowScanner) (DatabaseState, error) {
 		var d DatabaseState
 		var since, last, n int64
 		err := row.Scan(&d.AgentID, &d.MountPoint, &d.Source, &d.Op, &d.Engine, &d.Detector, &d.Status, &d.Ratio, &since,
-			&d.HistoryMedian, &d.Latency, &d.OpsRate, &d.BytesRate, &d.NotMeasured, &last, &n)
+			&d.HistoryMedian, &d.Latency, &d.OpsRate, &d.BytesRate, &d.NotMeasured, &last, &n, &d.RateHistory)
 		d.Since, d.Last, d.Intervals = fromUnixNano(since), fromUnixNano(last), uint64(n)
 		return d, err
 	})
@@ -145,7 +149,7 @@ FROM database_states WHERE agent_id = ? AND mount_point = ? ORDER BY source, op`
 			d := DatabaseState{AgentID: agentID, MountPoint: mountPoint}
 			var since, last, n int64
 			err := row.Scan(&d.Source, &d.Op, &d.Engine, &d.Status, &d.Ratio, &since, &d.HistoryMedian, &d.Latency,
-				&d.OpsRate, &d.BytesRate, &d.NotMeasured, &last, &n)
+				&d.OpsRate, &d.BytesRate, &d.NotMeasured, &last, &n, &d.RateHistory)
 			d.Since, d.Last, d.Intervals = fromUnixNano(since), fromUnixNano(last), uint64(n)
 			return d, err
 		})

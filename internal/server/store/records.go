@@ -78,6 +78,17 @@ type ProbeResult struct {
 	// ArrayActivity are the md arrays under the volume that ran a sync
 	// action at the run's start or end (probe_arrays.go); nil when none.
 	ArrayActivity []ArrayActivity
+	// BusyIO is what the device did in the busy guard's window before the
+	// run (plumbline.v1.DeviceActivity); Window 0: not reported.
+	BusyIO DeviceActivity
+}
+
+// DeviceActivity is one device's diskstats deltas over a window: reads
+// and writes completed, their 512-byte sectors, io_ticks and
+// time_in_queue.
+type DeviceActivity struct {
+	Window, IOTicks, TimeInQueue time.Duration
+	IOs, Sectors                 uint64
 }
 
 // AppendResult says what AppendBatch did with each record.
@@ -518,8 +529,9 @@ func (s *Store) insertRecords(ctx context.Context, tx *sql.Tx, agentID, incarnat
 const (
 	insertRecordSQL = `INSERT INTO records (agent_id, sequence, incarnation, agent_sequence, kind, produced_ns, received_ns, payload, reason) VALUES `
 	insertProbeSQL  = `INSERT INTO probe_results (agent_id, sequence, mount_point, device, kind, block_size_bytes, queue_depth,
-    started_ns, duration_ns, ops, errors, bytes, skipped, stopped_reason, failure, latency_histogram, iops_cap, stripe_scan, array_activity) VALUES `
-	probeRowSQL = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    started_ns, duration_ns, ops, errors, bytes, skipped, stopped_reason, failure, latency_histogram, iops_cap, stripe_scan, array_activity,
+    busy_window_ns, busy_ios, busy_sectors, busy_ticks_ns, busy_queue_ns) VALUES `
+	probeRowSQL = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 func probeArgs(args []any, agentID string, r stored) []any {
@@ -534,14 +546,15 @@ func probeArgs(args []any, agentID string, r stored) []any {
 	}
 	return append(args, agentID, int64(r.server), p.MountPoint, p.Device, p.Kind,
 		int64(p.BlockSizeBytes), int64(p.QueueDepth), unixNano(p.StartedAt), int64(p.Duration),
-		int64(p.Ops), int64(p.Errors), int64(p.Bytes), p.Skipped, p.StoppedReason, p.Failure, hist, p.IOPSCap, scan, encodeArrayActivity(p.ArrayActivity))
+		int64(p.Ops), int64(p.Errors), int64(p.Bytes), p.Skipped, p.StoppedReason, p.Failure, hist, p.IOPSCap, scan, encodeArrayActivity(p.ArrayActivity),
+		int64(p.BusyIO.Window), int64(p.BusyIO.IOs), int64(p.BusyIO.Sectors), int64(p.BusyIO.IOTicks), int64(p.BusyIO.TimeInQueue))
 }
 
 func (s *Store) insertProbes(ctx context.Context, tx *sql.Tx, agentID string, probes []stored) error {
 	for chunk := range slices.Chunk(probes, s.recordRowsPerInsert()) {
 		var b strings.Builder
 		b.WriteString(insertProbeSQL)
-		args := make([]any, 0, len(chunk)*19)
+		args := make([]any, 0, len(chunk)*24)
 		b.WriteString(tupleList(probeRowSQL, len(chunk)))
 		for _, r := range chunk {
 			args = probeArgs(args, agentID, r)

@@ -953,7 +953,13 @@ type ProbeResult struct {
 	// the agent read md/sync_action then; empty when none was (or the volume
 	// has no md layer). The server judges such a run in that context: it
 	// does not teach the volume's history a new normal.
-	ArrayActivity []*ArrayActivity `protobuf:"bytes,25,rep,name=array_activity,json=arrayActivity,proto3" json:"array_activity,omitempty"` // Next tag: 26
+	ArrayActivity []*ArrayActivity `protobuf:"bytes,25,rep,name=array_activity,json=arrayActivity,proto3" json:"array_activity,omitempty"`
+	// What the backing device (the one named in device) did in the busy
+	// guard's window before the run: others' I/O, the probe's had not
+	// started. Set whenever the guard sampled, above all for a run it skipped
+	// (stopped_reason busy): the server's witness of what kept the device
+	// busy. Absent when the guard is off or unavailable.
+	BusyIo        *DeviceActivity `protobuf:"bytes,26,opt,name=busy_io,json=busyIo,proto3" json:"busy_io,omitempty"` // Next tag: 27
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1163,6 +1169,95 @@ func (x *ProbeResult) GetArrayActivity() []*ArrayActivity {
 	return nil
 }
 
+func (x *ProbeResult) GetBusyIo() *DeviceActivity {
+	if x != nil {
+		return x.BusyIo
+	}
+	return nil
+}
+
+// DeviceActivity is one device's /proc/diskstats deltas over a window.
+type DeviceActivity struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The window's length, > 0.
+	Window *durationpb.Duration `protobuf:"bytes,1,opt,name=window,proto3" json:"window,omitempty"`
+	// Reads and writes completed in it.
+	Ios uint64 `protobuf:"varint,2,opt,name=ios,proto3" json:"ios,omitempty"`
+	// Sectors read and written (512 bytes each).
+	Sectors uint64 `protobuf:"varint,3,opt,name=sectors,proto3" json:"sectors,omitempty"`
+	// io_ticks: the time with at least one I/O in flight (at most window).
+	IoTicks *durationpb.Duration `protobuf:"bytes,4,opt,name=io_ticks,json=ioTicks,proto3" json:"io_ticks,omitempty"`
+	// time_in_queue: the sum of every I/O's time (weighted io_ticks).
+	TimeInQueue   *durationpb.Duration `protobuf:"bytes,5,opt,name=time_in_queue,json=timeInQueue,proto3" json:"time_in_queue,omitempty"` // Next tag: 6
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeviceActivity) Reset() {
+	*x = DeviceActivity{}
+	mi := &file_plumbline_v1_agent_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeviceActivity) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeviceActivity) ProtoMessage() {}
+
+func (x *DeviceActivity) ProtoReflect() protoreflect.Message {
+	mi := &file_plumbline_v1_agent_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeviceActivity.ProtoReflect.Descriptor instead.
+func (*DeviceActivity) Descriptor() ([]byte, []int) {
+	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *DeviceActivity) GetWindow() *durationpb.Duration {
+	if x != nil {
+		return x.Window
+	}
+	return nil
+}
+
+func (x *DeviceActivity) GetIos() uint64 {
+	if x != nil {
+		return x.Ios
+	}
+	return 0
+}
+
+func (x *DeviceActivity) GetSectors() uint64 {
+	if x != nil {
+		return x.Sectors
+	}
+	return 0
+}
+
+func (x *DeviceActivity) GetIoTicks() *durationpb.Duration {
+	if x != nil {
+		return x.IoTicks
+	}
+	return nil
+}
+
+func (x *DeviceActivity) GetTimeInQueue() *durationpb.Duration {
+	if x != nil {
+		return x.TimeInQueue
+	}
+	return nil
+}
+
 // ArrayActivity is an md array's sync action around one probe run.
 type ArrayActivity struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1183,7 +1278,7 @@ type ArrayActivity struct {
 
 func (x *ArrayActivity) Reset() {
 	*x = ArrayActivity{}
-	mi := &file_plumbline_v1_agent_proto_msgTypes[11]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1195,7 +1290,7 @@ func (x *ArrayActivity) String() string {
 func (*ArrayActivity) ProtoMessage() {}
 
 func (x *ArrayActivity) ProtoReflect() protoreflect.Message {
-	mi := &file_plumbline_v1_agent_proto_msgTypes[11]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1208,7 +1303,7 @@ func (x *ArrayActivity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArrayActivity.ProtoReflect.Descriptor instead.
 func (*ArrayActivity) Descriptor() ([]byte, []int) {
-	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{11}
+	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ArrayActivity) GetDevice() string {
@@ -1265,7 +1360,7 @@ type MemberIO struct {
 
 func (x *MemberIO) Reset() {
 	*x = MemberIO{}
-	mi := &file_plumbline_v1_agent_proto_msgTypes[12]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1277,7 +1372,7 @@ func (x *MemberIO) String() string {
 func (*MemberIO) ProtoMessage() {}
 
 func (x *MemberIO) ProtoReflect() protoreflect.Message {
-	mi := &file_plumbline_v1_agent_proto_msgTypes[12]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1290,7 +1385,7 @@ func (x *MemberIO) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberIO.ProtoReflect.Descriptor instead.
 func (*MemberIO) Descriptor() ([]byte, []int) {
-	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{12}
+	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *MemberIO) GetStartedAt() *timestamppb.Timestamp {
@@ -1333,7 +1428,7 @@ type MemberGroup struct {
 
 func (x *MemberGroup) Reset() {
 	*x = MemberGroup{}
-	mi := &file_plumbline_v1_agent_proto_msgTypes[13]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1345,7 +1440,7 @@ func (x *MemberGroup) String() string {
 func (*MemberGroup) ProtoMessage() {}
 
 func (x *MemberGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_plumbline_v1_agent_proto_msgTypes[13]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1358,7 +1453,7 @@ func (x *MemberGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberGroup.ProtoReflect.Descriptor instead.
 func (*MemberGroup) Descriptor() ([]byte, []int) {
-	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{13}
+	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *MemberGroup) GetDevice() string {
@@ -1421,7 +1516,7 @@ type MemberCounters struct {
 
 func (x *MemberCounters) Reset() {
 	*x = MemberCounters{}
-	mi := &file_plumbline_v1_agent_proto_msgTypes[14]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1433,7 +1528,7 @@ func (x *MemberCounters) String() string {
 func (*MemberCounters) ProtoMessage() {}
 
 func (x *MemberCounters) ProtoReflect() protoreflect.Message {
-	mi := &file_plumbline_v1_agent_proto_msgTypes[14]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1446,7 +1541,7 @@ func (x *MemberCounters) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberCounters.ProtoReflect.Descriptor instead.
 func (*MemberCounters) Descriptor() ([]byte, []int) {
-	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{14}
+	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *MemberCounters) GetDevice() string {
@@ -1556,7 +1651,7 @@ type DatabaseIO struct {
 
 func (x *DatabaseIO) Reset() {
 	*x = DatabaseIO{}
-	mi := &file_plumbline_v1_agent_proto_msgTypes[15]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1568,7 +1663,7 @@ func (x *DatabaseIO) String() string {
 func (*DatabaseIO) ProtoMessage() {}
 
 func (x *DatabaseIO) ProtoReflect() protoreflect.Message {
-	mi := &file_plumbline_v1_agent_proto_msgTypes[15]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1581,7 +1676,7 @@ func (x *DatabaseIO) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatabaseIO.ProtoReflect.Descriptor instead.
 func (*DatabaseIO) Descriptor() ([]byte, []int) {
-	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{15}
+	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DatabaseIO) GetSource() string {
@@ -1657,7 +1752,7 @@ type DatabaseIOSet struct {
 
 func (x *DatabaseIOSet) Reset() {
 	*x = DatabaseIOSet{}
-	mi := &file_plumbline_v1_agent_proto_msgTypes[16]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1669,7 +1764,7 @@ func (x *DatabaseIOSet) String() string {
 func (*DatabaseIOSet) ProtoMessage() {}
 
 func (x *DatabaseIOSet) ProtoReflect() protoreflect.Message {
-	mi := &file_plumbline_v1_agent_proto_msgTypes[16]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1682,7 +1777,7 @@ func (x *DatabaseIOSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatabaseIOSet.ProtoReflect.Descriptor instead.
 func (*DatabaseIOSet) Descriptor() ([]byte, []int) {
-	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{16}
+	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DatabaseIOSet) GetLocation() string {
@@ -1748,7 +1843,7 @@ type DatabaseIOOp struct {
 
 func (x *DatabaseIOOp) Reset() {
 	*x = DatabaseIOOp{}
-	mi := &file_plumbline_v1_agent_proto_msgTypes[17]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1760,7 +1855,7 @@ func (x *DatabaseIOOp) String() string {
 func (*DatabaseIOOp) ProtoMessage() {}
 
 func (x *DatabaseIOOp) ProtoReflect() protoreflect.Message {
-	mi := &file_plumbline_v1_agent_proto_msgTypes[17]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1773,7 +1868,7 @@ func (x *DatabaseIOOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatabaseIOOp.ProtoReflect.Descriptor instead.
 func (*DatabaseIOOp) Descriptor() ([]byte, []int) {
-	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{17}
+	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DatabaseIOOp) GetOp() string {
@@ -1845,7 +1940,7 @@ type Histogram struct {
 
 func (x *Histogram) Reset() {
 	*x = Histogram{}
-	mi := &file_plumbline_v1_agent_proto_msgTypes[18]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1857,7 +1952,7 @@ func (x *Histogram) String() string {
 func (*Histogram) ProtoMessage() {}
 
 func (x *Histogram) ProtoReflect() protoreflect.Message {
-	mi := &file_plumbline_v1_agent_proto_msgTypes[18]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1870,7 +1965,7 @@ func (x *Histogram) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Histogram.ProtoReflect.Descriptor instead.
 func (*Histogram) Descriptor() ([]byte, []int) {
-	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{18}
+	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Histogram) GetSchema() int32 {
@@ -1940,7 +2035,7 @@ type HistogramBucket struct {
 
 func (x *HistogramBucket) Reset() {
 	*x = HistogramBucket{}
-	mi := &file_plumbline_v1_agent_proto_msgTypes[19]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1952,7 +2047,7 @@ func (x *HistogramBucket) String() string {
 func (*HistogramBucket) ProtoMessage() {}
 
 func (x *HistogramBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_plumbline_v1_agent_proto_msgTypes[19]
+	mi := &file_plumbline_v1_agent_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1965,7 +2060,7 @@ func (x *HistogramBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistogramBucket.ProtoReflect.Descriptor instead.
 func (*HistogramBucket) Descriptor() ([]byte, []int) {
-	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{19}
+	return file_plumbline_v1_agent_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *HistogramBucket) GetIndex() int32 {
@@ -2049,7 +2144,7 @@ const file_plumbline_v1_agent_proto_rawDesc = "" +
 	"\x10GeometrySnapshot\x125\n" +
 	"\tinventory\x18\x01 \x01(\v2\x17.plumbline.v1.InventoryR\tinventory\x12\x18\n" +
 	"\atrigger\x18\x02 \x01(\tR\atrigger\x12\x16\n" +
-	"\x06digest\x18\x03 \x01(\fR\x06digest\"\x8a\a\n" +
+	"\x06digest\x18\x03 \x01(\fR\x06digest\"\xc1\a\n" +
 	"\vProbeResult\x12\x1f\n" +
 	"\vmount_point\x18\x01 \x01(\tR\n" +
 	"mountPoint\x12\x16\n" +
@@ -2084,7 +2179,14 @@ const file_plumbline_v1_agent_proto_rawDesc = "" +
 	"\afailure\x18\x17 \x01(\tR\afailure\x129\n" +
 	"\vstripe_scan\x18\x18 \x01(\v2\x18.plumbline.v1.StripeScanR\n" +
 	"stripeScan\x12B\n" +
-	"\x0earray_activity\x18\x19 \x03(\v2\x1b.plumbline.v1.ArrayActivityR\rarrayActivity\"\xea\x01\n" +
+	"\x0earray_activity\x18\x19 \x03(\v2\x1b.plumbline.v1.ArrayActivityR\rarrayActivity\x125\n" +
+	"\abusy_io\x18\x1a \x01(\v2\x1c.plumbline.v1.DeviceActivityR\x06busyIo\"\xe4\x01\n" +
+	"\x0eDeviceActivity\x121\n" +
+	"\x06window\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x06window\x12\x10\n" +
+	"\x03ios\x18\x02 \x01(\x04R\x03ios\x12\x18\n" +
+	"\asectors\x18\x03 \x01(\x04R\asectors\x124\n" +
+	"\bio_ticks\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\aioTicks\x12=\n" +
+	"\rtime_in_queue\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\vtimeInQueue\"\xea\x01\n" +
 	"\rArrayActivity\x12\x16\n" +
 	"\x06device\x18\x01 \x01(\tR\x06device\x12\x1f\n" +
 	"\vsync_action\x18\x02 \x01(\tR\n" +
@@ -2172,7 +2274,7 @@ func file_plumbline_v1_agent_proto_rawDescGZIP() []byte {
 	return file_plumbline_v1_agent_proto_rawDescData
 }
 
-var file_plumbline_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_plumbline_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_plumbline_v1_agent_proto_goTypes = []any{
 	(*HelloRequest)(nil),          // 0: plumbline.v1.HelloRequest
 	(*HelloResponse)(nil),         // 1: plumbline.v1.HelloResponse
@@ -2185,68 +2287,73 @@ var file_plumbline_v1_agent_proto_goTypes = []any{
 	(*Record)(nil),                // 8: plumbline.v1.Record
 	(*GeometrySnapshot)(nil),      // 9: plumbline.v1.GeometrySnapshot
 	(*ProbeResult)(nil),           // 10: plumbline.v1.ProbeResult
-	(*ArrayActivity)(nil),         // 11: plumbline.v1.ArrayActivity
-	(*MemberIO)(nil),              // 12: plumbline.v1.MemberIO
-	(*MemberGroup)(nil),           // 13: plumbline.v1.MemberGroup
-	(*MemberCounters)(nil),        // 14: plumbline.v1.MemberCounters
-	(*DatabaseIO)(nil),            // 15: plumbline.v1.DatabaseIO
-	(*DatabaseIOSet)(nil),         // 16: plumbline.v1.DatabaseIOSet
-	(*DatabaseIOOp)(nil),          // 17: plumbline.v1.DatabaseIOOp
-	(*Histogram)(nil),             // 18: plumbline.v1.Histogram
-	(*HistogramBucket)(nil),       // 19: plumbline.v1.HistogramBucket
-	nil,                           // 20: plumbline.v1.HelloRequest.LabelsEntry
-	nil,                           // 21: plumbline.v1.WatchPolicyRequest.LabelsEntry
-	(*Host)(nil),                  // 22: plumbline.v1.Host
-	(*durationpb.Duration)(nil),   // 23: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 24: google.protobuf.Timestamp
-	(*Inventory)(nil),             // 25: plumbline.v1.Inventory
-	(*StripeScan)(nil),            // 26: plumbline.v1.StripeScan
-	(*Unknown)(nil),               // 27: plumbline.v1.Unknown
+	(*DeviceActivity)(nil),        // 11: plumbline.v1.DeviceActivity
+	(*ArrayActivity)(nil),         // 12: plumbline.v1.ArrayActivity
+	(*MemberIO)(nil),              // 13: plumbline.v1.MemberIO
+	(*MemberGroup)(nil),           // 14: plumbline.v1.MemberGroup
+	(*MemberCounters)(nil),        // 15: plumbline.v1.MemberCounters
+	(*DatabaseIO)(nil),            // 16: plumbline.v1.DatabaseIO
+	(*DatabaseIOSet)(nil),         // 17: plumbline.v1.DatabaseIOSet
+	(*DatabaseIOOp)(nil),          // 18: plumbline.v1.DatabaseIOOp
+	(*Histogram)(nil),             // 19: plumbline.v1.Histogram
+	(*HistogramBucket)(nil),       // 20: plumbline.v1.HistogramBucket
+	nil,                           // 21: plumbline.v1.HelloRequest.LabelsEntry
+	nil,                           // 22: plumbline.v1.WatchPolicyRequest.LabelsEntry
+	(*Host)(nil),                  // 23: plumbline.v1.Host
+	(*durationpb.Duration)(nil),   // 24: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 25: google.protobuf.Timestamp
+	(*Inventory)(nil),             // 26: plumbline.v1.Inventory
+	(*StripeScan)(nil),            // 27: plumbline.v1.StripeScan
+	(*Unknown)(nil),               // 28: plumbline.v1.Unknown
 }
 var file_plumbline_v1_agent_proto_depIdxs = []int32{
-	22, // 0: plumbline.v1.HelloRequest.host:type_name -> plumbline.v1.Host
-	20, // 1: plumbline.v1.HelloRequest.labels:type_name -> plumbline.v1.HelloRequest.LabelsEntry
-	23, // 2: plumbline.v1.HelloResponse.geometry_refresh_interval:type_name -> google.protobuf.Duration
-	23, // 3: plumbline.v1.HelloResponse.report_interval:type_name -> google.protobuf.Duration
-	24, // 4: plumbline.v1.HelloResponse.server_time:type_name -> google.protobuf.Timestamp
+	23, // 0: plumbline.v1.HelloRequest.host:type_name -> plumbline.v1.Host
+	21, // 1: plumbline.v1.HelloRequest.labels:type_name -> plumbline.v1.HelloRequest.LabelsEntry
+	24, // 2: plumbline.v1.HelloResponse.geometry_refresh_interval:type_name -> google.protobuf.Duration
+	24, // 3: plumbline.v1.HelloResponse.report_interval:type_name -> google.protobuf.Duration
+	25, // 4: plumbline.v1.HelloResponse.server_time:type_name -> google.protobuf.Timestamp
 	2,  // 5: plumbline.v1.HelloResponse.policy:type_name -> plumbline.v1.AgentPolicy
-	21, // 6: plumbline.v1.WatchPolicyRequest.labels:type_name -> plumbline.v1.WatchPolicyRequest.LabelsEntry
-	23, // 7: plumbline.v1.WatchPolicyRequest.wait:type_name -> google.protobuf.Duration
+	22, // 6: plumbline.v1.WatchPolicyRequest.labels:type_name -> plumbline.v1.WatchPolicyRequest.LabelsEntry
+	24, // 7: plumbline.v1.WatchPolicyRequest.wait:type_name -> google.protobuf.Duration
 	2,  // 8: plumbline.v1.WatchPolicyResponse.policy:type_name -> plumbline.v1.AgentPolicy
 	8,  // 9: plumbline.v1.ReportRequest.records:type_name -> plumbline.v1.Record
 	7,  // 10: plumbline.v1.ReportResponse.rejections:type_name -> plumbline.v1.Rejection
-	24, // 11: plumbline.v1.Record.produced_at:type_name -> google.protobuf.Timestamp
+	25, // 11: plumbline.v1.Record.produced_at:type_name -> google.protobuf.Timestamp
 	9,  // 12: plumbline.v1.Record.geometry:type_name -> plumbline.v1.GeometrySnapshot
 	10, // 13: plumbline.v1.Record.probe:type_name -> plumbline.v1.ProbeResult
-	12, // 14: plumbline.v1.Record.member_io:type_name -> plumbline.v1.MemberIO
-	15, // 15: plumbline.v1.Record.database_io:type_name -> plumbline.v1.DatabaseIO
-	25, // 16: plumbline.v1.GeometrySnapshot.inventory:type_name -> plumbline.v1.Inventory
-	23, // 17: plumbline.v1.ProbeResult.duration:type_name -> google.protobuf.Duration
-	24, // 18: plumbline.v1.ProbeResult.started_at:type_name -> google.protobuf.Timestamp
-	18, // 19: plumbline.v1.ProbeResult.latency:type_name -> plumbline.v1.Histogram
-	26, // 20: plumbline.v1.ProbeResult.stripe_scan:type_name -> plumbline.v1.StripeScan
-	11, // 21: plumbline.v1.ProbeResult.array_activity:type_name -> plumbline.v1.ArrayActivity
-	24, // 22: plumbline.v1.MemberIO.started_at:type_name -> google.protobuf.Timestamp
-	23, // 23: plumbline.v1.MemberIO.interval:type_name -> google.protobuf.Duration
-	13, // 24: plumbline.v1.MemberIO.groups:type_name -> plumbline.v1.MemberGroup
-	14, // 25: plumbline.v1.MemberGroup.members:type_name -> plumbline.v1.MemberCounters
-	24, // 26: plumbline.v1.DatabaseIO.started_at:type_name -> google.protobuf.Timestamp
-	23, // 27: plumbline.v1.DatabaseIO.interval:type_name -> google.protobuf.Duration
-	16, // 28: plumbline.v1.DatabaseIO.sets:type_name -> plumbline.v1.DatabaseIOSet
-	27, // 29: plumbline.v1.DatabaseIO.unknown:type_name -> plumbline.v1.Unknown
-	17, // 30: plumbline.v1.DatabaseIOSet.ops:type_name -> plumbline.v1.DatabaseIOOp
-	19, // 31: plumbline.v1.Histogram.buckets:type_name -> plumbline.v1.HistogramBucket
-	0,  // 32: plumbline.v1.AgentService.Hello:input_type -> plumbline.v1.HelloRequest
-	5,  // 33: plumbline.v1.AgentService.Report:input_type -> plumbline.v1.ReportRequest
-	3,  // 34: plumbline.v1.AgentService.WatchPolicy:input_type -> plumbline.v1.WatchPolicyRequest
-	1,  // 35: plumbline.v1.AgentService.Hello:output_type -> plumbline.v1.HelloResponse
-	6,  // 36: plumbline.v1.AgentService.Report:output_type -> plumbline.v1.ReportResponse
-	4,  // 37: plumbline.v1.AgentService.WatchPolicy:output_type -> plumbline.v1.WatchPolicyResponse
-	35, // [35:38] is the sub-list for method output_type
-	32, // [32:35] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	13, // 14: plumbline.v1.Record.member_io:type_name -> plumbline.v1.MemberIO
+	16, // 15: plumbline.v1.Record.database_io:type_name -> plumbline.v1.DatabaseIO
+	26, // 16: plumbline.v1.GeometrySnapshot.inventory:type_name -> plumbline.v1.Inventory
+	24, // 17: plumbline.v1.ProbeResult.duration:type_name -> google.protobuf.Duration
+	25, // 18: plumbline.v1.ProbeResult.started_at:type_name -> google.protobuf.Timestamp
+	19, // 19: plumbline.v1.ProbeResult.latency:type_name -> plumbline.v1.Histogram
+	27, // 20: plumbline.v1.ProbeResult.stripe_scan:type_name -> plumbline.v1.StripeScan
+	12, // 21: plumbline.v1.ProbeResult.array_activity:type_name -> plumbline.v1.ArrayActivity
+	11, // 22: plumbline.v1.ProbeResult.busy_io:type_name -> plumbline.v1.DeviceActivity
+	24, // 23: plumbline.v1.DeviceActivity.window:type_name -> google.protobuf.Duration
+	24, // 24: plumbline.v1.DeviceActivity.io_ticks:type_name -> google.protobuf.Duration
+	24, // 25: plumbline.v1.DeviceActivity.time_in_queue:type_name -> google.protobuf.Duration
+	25, // 26: plumbline.v1.MemberIO.started_at:type_name -> google.protobuf.Timestamp
+	24, // 27: plumbline.v1.MemberIO.interval:type_name -> google.protobuf.Duration
+	14, // 28: plumbline.v1.MemberIO.groups:type_name -> plumbline.v1.MemberGroup
+	15, // 29: plumbline.v1.MemberGroup.members:type_name -> plumbline.v1.MemberCounters
+	25, // 30: plumbline.v1.DatabaseIO.started_at:type_name -> google.protobuf.Timestamp
+	24, // 31: plumbline.v1.DatabaseIO.interval:type_name -> google.protobuf.Duration
+	17, // 32: plumbline.v1.DatabaseIO.sets:type_name -> plumbline.v1.DatabaseIOSet
+	28, // 33: plumbline.v1.DatabaseIO.unknown:type_name -> plumbline.v1.Unknown
+	18, // 34: plumbline.v1.DatabaseIOSet.ops:type_name -> plumbline.v1.DatabaseIOOp
+	20, // 35: plumbline.v1.Histogram.buckets:type_name -> plumbline.v1.HistogramBucket
+	0,  // 36: plumbline.v1.AgentService.Hello:input_type -> plumbline.v1.HelloRequest
+	5,  // 37: plumbline.v1.AgentService.Report:input_type -> plumbline.v1.ReportRequest
+	3,  // 38: plumbline.v1.AgentService.WatchPolicy:input_type -> plumbline.v1.WatchPolicyRequest
+	1,  // 39: plumbline.v1.AgentService.Hello:output_type -> plumbline.v1.HelloResponse
+	6,  // 40: plumbline.v1.AgentService.Report:output_type -> plumbline.v1.ReportResponse
+	4,  // 41: plumbline.v1.AgentService.WatchPolicy:output_type -> plumbline.v1.WatchPolicyResponse
+	39, // [39:42] is the sub-list for method output_type
+	36, // [36:39] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_plumbline_v1_agent_proto_init() }
@@ -2262,14 +2369,14 @@ func file_plumbline_v1_agent_proto_init() {
 		(*Record_MemberIo)(nil),
 		(*Record_DatabaseIo)(nil),
 	}
-	file_plumbline_v1_agent_proto_msgTypes[17].OneofWrappers = []any{}
+	file_plumbline_v1_agent_proto_msgTypes[18].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plumbline_v1_agent_proto_rawDesc), len(file_plumbline_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
