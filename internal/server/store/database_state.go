@@ -143,7 +143,8 @@ SELECT state, attribution, reason, updated_ns FROM inventory_database WHERE agen
 		return DatabaseVolume{}, nil, false, err
 	}
 	states, err := queryAll(ctx, s, "database volume", `
-SELECT source, op, engine, status, ratio, since_ns, history_median, latency, ops_rate, bytes_rate, not_measured, last_ns, intervals
+SELECT source, op, engine, status, ratio, since_ns, history_median, latency, ops_rate, bytes_rate, not_measured, last_ns, intervals,
+    rate_history
 FROM database_states WHERE agent_id = ? AND mount_point = ? ORDER BY source, op`, []any{agentID, mountPoint},
 		func(row rowScanner) (DatabaseState, error) {
 			d := DatabaseState{AgentID: agentID, MountPoint: mountPoint}
