@@ -104,6 +104,14 @@ func (d *database) over(from, to time.Time) ([]dblab.Delta, time.Duration, error
 	return d.hist.Over(from, to)
 }
 
+// bracket returns the views' deltas that bracket [from, to]
+// (dblab.History.Bracket).
+func (d *database) bracket(from, to time.Time, guard time.Duration) (inner, outer []dblab.Delta, ok bool, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.hist.Bracket(from, to, guard)
+}
+
 // setup is what starting the databases needs.
 type setup struct {
 	dir      string // work directory

@@ -218,10 +218,14 @@ func (b *bench) run(ctx context.Context, f flags, dbs []*database) error {
 		}
 		cost = costLine(rs, 10*time.Second)
 	}
-	e, n := worst(comps, "quiet")
-	logf("quiet intervals: %d compared, largest error %.3f", n, e)
+	e, near, n := worst(comps, "quiet")
+	logf("quiet intervals: %d compared, largest distance outside the views' range %.3f, largest difference from the nearest samples %.3f", n, e, near)
 	if cost != "" {
 		fmt.Println(cost)
+	}
+	for _, sc := range scs {
+		e, near, n := worst(comps, sc.name)
+		logf("%s intervals: %d compared, largest distance outside the views' range %.3f, largest difference from the nearest samples %.3f", sc.name, n, e, near)
 	}
 	for _, sc := range scs {
 		fmt.Println(summary(sc.name, trials, comps))
@@ -243,7 +247,7 @@ func summary(name string, trials []trial, comps []comparison) string {
 			secs = append(secs, t.seconds)
 		}
 	}
-	e, _ := worst(comps, name)
+	e, _, _ := worst(comps, name)
 	med := "NA"
 	if len(secs) > 0 {
 		med = fmt.Sprintf("%.0f", median(secs))

@@ -129,6 +129,35 @@ func (h *History) Over(from, to time.Time) ([]Delta, time.Duration, error) {
 	return d, max(offA, offB), err
 }
 
+// Bracket returns the views' deltas over the narrowest and the widest
+// spans of samples around [from, to]: inner from the first sample at or
+// after from+guard to the last at or before to−guard, outer from the last
+// sample at or before from−guard to the first at or after to+guard. The
+// counters being cumulative, whatever they counted over [from, to] lies
+// between the two, whoever read them then; guard allows for the time a
+// reader takes to read them (its instant is not known to the
+// millisecond). ok is false when the samples do not reach around the
+// interval (inner may then be empty: no sample inside it).
+func (h *History) Bracket(from, to time.Time, guard time.Duration) (inner, outer []Delta, ok bool, err error) {
+	n := len(h.samples)
+	firstFrom := func(t time.Time) int { return sort.Search(n, func(i int) bool { return !h.samples[i].At.Before(t) }) }
+	lastUntil := func(t time.Time) int { return sort.Search(n, func(i int) bool { return h.samples[i].At.After(t) }) - 1 }
+	oa, ob := lastUntil(from.Add(-guard)), firstFrom(to.Add(guard))
+	ia, ib := firstFrom(from.Add(guard)), lastUntil(to.Add(-guard))
+	if oa < 0 || ob >= n {
+		return nil, nil, false, nil
+	}
+	if outer, err = Diff(h.samples[oa], h.samples[ob]); err != nil {
+		return nil, nil, false, err
+	}
+	if ia < ib {
+		if inner, err = Diff(h.samples[ia], h.samples[ib]); err != nil {
+			return nil, nil, false, err
+		}
+	}
+	return inner, outer, true, nil
+}
+
 // Format renders deltas as "location/op=count×latency" for logs.
 func Format(ds []Delta) string {
 	var b strings.Builder
