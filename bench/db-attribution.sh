@@ -21,8 +21,11 @@
 #   device    member 0 slowed ×FACTOR (raidlab fault slow)       expect device
 #   load      the workload's clients and rate ×LOAD_X            expect load-or-database
 #   throttle  token bucket THROTTLE_IOPS, burst 30 (raidlab)     expect throttle
-# Ground truth: each database's own views, read every second by the bench
-# itself, over the interval of every database record the server stored.
+# Ground truth: each database's own views, read every SAMPLE by the bench
+# itself, over the interval of every database record the server stored: E
+# is how far a reported latency lies outside what the views allow over
+# that interval (their deltas over the samples just inside and just
+# outside it; 0 within), the log adds the nearest samples' difference.
 # Then the collection's cost: the agent's CPU and pgbench's TPS with the
 # database sources on and off (COST_ROUNDS windows of COST_WINDOW each).
 #
