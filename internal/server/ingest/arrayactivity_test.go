@@ -51,13 +51,7 @@ func TestCheckArrayActivity(t *testing.T) {
 			t.Parallel()
 			p := probeResult()
 			p.ArrayActivity = tc.acts
-			got, err := convertProbe(p, testNow, Limits{}.withDefaults())
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("refused: %v", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("err = %v, want %q", err, tc.want)
-			case err == nil && len(got.ArrayActivity) != len(tc.acts):
+			if got := converted(t, p, tc.want); got != nil && len(got.ArrayActivity) != len(tc.acts) {
 				t.Errorf("stored %d arrays, want %d", len(got.ArrayActivity), len(tc.acts))
 			}
 		})
@@ -158,4 +152,20 @@ func TestRebuildStateThroughIngest(t *testing.T) {
 			t.Errorf("baseline state = %+v, want rebuilding, not degraded, reason %q…", b, want)
 		}
 	})
+}
+
+// converted converts p as ingest does: refused with want in the error, or
+// (want "") accepted. It returns what would be stored (nil when refused).
+func converted(t *testing.T, p *plumblinev1.ProbeResult, want string) *store.ProbeResult {
+	t.Helper()
+	got, err := convertProbe(p, testNow, Limits{}.withDefaults())
+	switch {
+	case want == "" && err != nil:
+		t.Fatalf("refused: %v", err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		t.Fatalf("err = %v, want %q", err, want)
+	case err != nil:
+		return nil
+	}
+	return got
 }
